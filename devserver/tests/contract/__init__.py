@@ -1,0 +1,1 @@
+"""Helpers for the devserver contract suite: Flow definitions, process control, and probes."""

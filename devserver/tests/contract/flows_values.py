@@ -1,0 +1,94 @@
+"""Flows for blob offload of large values and the value-size limit."""
+
+# The SDK declares Step handlers as sync methods; AsyncWorker accepts coroutine overrides.
+# pyright: reportIncompatibleMethodOverride=false
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from dex import (
+    Attribute,
+    Channel,
+    Context,
+    Flow,
+    PersistenceSchema,
+    RPCResult,
+    Step,
+    StepDecision,
+    StepList,
+    StepOptions,
+    Wait,
+    dead_end,
+    rpc,
+)
+
+from .common import RESCUE_OPTIONS, Rescue, fast_retry, move, note, start_with
+
+big = Attribute("big", str)
+small = Attribute("small", str)
+shutdown = Channel("shutdown", str)
+
+
+def digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+class Hold(Step[str]):
+    """Keeps the Flow RUNNING so RPCs can drive it."""
+
+    def wait_for(self, context: Context, input: str) -> Wait:
+        return Wait.until(shutdown.for_one())
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return dead_end()
+
+
+class BigReader(Step[None]):
+    def execute(self, context: Context, input: None) -> StepDecision:
+        value = big.get(context) or ""
+        note(context, "read_big", length=len(value), digest=digest(value), small=small.get(context))
+        return dead_end()
+
+
+class Grower(Step[int]):
+    """Writes an Attribute of ``input`` bytes; above the limit the attempt must be refused."""
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        note(context, "grow_attempt")
+        big.set(context, "g" * input)
+        return dead_end()
+
+    def get_step_options(self) -> StepOptions | None:
+        return StepOptions(execute_retry=fast_retry(1)).on_execute_failure_proceed_to(Rescue, RESCUE_OPTIONS)
+
+
+class BlobFlow(Flow[str]):
+    def get_steps(self) -> StepList[str]:
+        return start_with(Hold()).other_steps(BigReader(), Grower(), Rescue())
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(big, small, shutdown)
+
+    @rpc
+    def set_values(self, context: Context, input: dict[str, str]) -> RPCResult[bool]:
+        big.set(context, input["big"])
+        small.set(context, input["small"])
+        return RPCResult(True)
+
+    @rpc
+    def get_big(self, context: Context) -> RPCResult[str]:
+        return RPCResult(big.get(context) or "")
+
+    @rpc
+    def read_in_step(self, context: Context) -> RPCResult[bool]:
+        return RPCResult(True, next_steps=(move(BigReader, None),))
+
+    @rpc
+    def grow(self, context: Context, input: int) -> RPCResult[bool]:
+        return RPCResult(True, next_steps=(move(Grower, input),))
+
+
+BLOBS = BlobFlow()
+FLOWS: tuple[Flow[Any], ...] = (BLOBS,)

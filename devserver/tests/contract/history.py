@@ -1,0 +1,83 @@
+"""Read a Flow's history through FlowService ``GetHistoryEvents`` (the SDK has no method for it)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, cast
+
+import grpc
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
+
+_MAX_PAGES = 200
+
+
+def history_events(address: str, flow_id: str, run_id: str) -> list[pb.FlowHistoryEvent]:
+    """Every event of one run, following ``next_page_token`` to the end."""
+    with grpc.insecure_channel(address) as channel:
+        # The generated stub is untyped; the request and response messages are typed.
+        stub: Any = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        events: list[pb.FlowHistoryEvent] = []
+        token = b""
+        for _ in range(_MAX_PAGES):
+            response = cast(
+                pb.GetHistoryEventsResponse,
+                stub.GetHistoryEvents(
+                    pb.GetHistoryEventsRequest(flow_id=flow_id, run_id=run_id, next_page_token=token),
+                    timeout=10,
+                ),
+            )
+            events.extend(response.events)
+            if not response.next_page_token:
+                return events
+            token = response.next_page_token
+        raise AssertionError(f"history of {flow_id} did not end after {_MAX_PAGES} pages")
+
+
+def kind(event: pb.FlowHistoryEvent) -> str:
+    """The payload arm, e.g. ``step_execute_completed``."""
+    return event.WhichOneof("payload") or ""
+
+
+def step_context(event: pb.FlowHistoryEvent) -> pb.StepMethodEventContext | None:
+    match kind(event):
+        case "step_wait_for_completed":
+            return event.step_wait_for_completed.context
+        case "step_wait_for_failed":
+            return event.step_wait_for_failed.context
+        case "step_execute_completed":
+            return event.step_execute_completed.context
+        case "step_execute_failed":
+            return event.step_execute_failed.context
+        case _:
+            return None
+
+
+def wait_for_history(
+    address: str,
+    flow_id: str,
+    run_id: str,
+    predicate: Callable[[list[pb.FlowHistoryEvent]], bool],
+    timeout: float = 20.0,
+) -> list[pb.FlowHistoryEvent]:
+    deadline = time.monotonic() + timeout
+    while True:
+        events = history_events(address, flow_id, run_id)
+        if predicate(events):
+            return events
+        if time.monotonic() > deadline:
+            summary = [(kind(e), getattr(step_context(e), "step_execution_id", "")) for e in events]
+            raise AssertionError(f"history of {flow_id} never matched within {timeout}s: {summary}")
+        time.sleep(0.05)
+
+
+def has_execute_completed(step_execution_id: str) -> Callable[[list[pb.FlowHistoryEvent]], bool]:
+    def check(events: list[pb.FlowHistoryEvent]) -> bool:
+        return any(
+            kind(e) == "step_execute_completed"
+            and e.step_execute_completed.context.step_execution_id == step_execution_id
+            for e in events
+        )
+
+    return check

@@ -1,0 +1,31 @@
+"""The one Registry shared by the test process (Client) and the Worker child."""
+
+from __future__ import annotations
+
+from dex import Registry
+
+from . import (
+    flows_conditions,
+    flows_durability,
+    flows_failures,
+    flows_history,
+    flows_lifecycle,
+    flows_state,
+    flows_streams,
+    flows_values,
+)
+
+
+def build_registry(role: str) -> Registry:
+    """``role`` is ``client`` in the test process; the Worker child differs only where a test needs it."""
+    flows = (
+        *flows_lifecycle.FLOWS,
+        *flows_conditions.FLOWS,
+        *flows_failures.flows(role),
+        *flows_state.FLOWS,
+        *flows_streams.FLOWS,
+        *flows_values.FLOWS,
+        *flows_durability.FLOWS,
+        *flows_history.FLOWS,
+    )
+    return Registry(flows, allow_async_handlers=True)

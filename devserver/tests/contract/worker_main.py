@@ -1,0 +1,66 @@
+"""Entry point of the Worker child: ``python -m contract.worker_main --mode push|pull --server ADDR``.
+
+It runs the real SDK ``AsyncWorker`` over the same Registry the test process uses, prints one ready
+line, and then serves until it is killed (the tests SIGKILL its whole process group).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+from datetime import timedelta
+
+from dex import AsyncWorker, PullWorkerOptions, WorkerOptions
+
+from .blobs import RecordingBlobCache
+from .processes import WORKER_READY
+from .registry import build_registry
+from .sandbox import Sandbox
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+async def _serve(mode: str, server: str, port: int) -> None:
+    sandbox = Sandbox.from_env()
+    registry = build_registry(os.environ.get("DEX_CONTRACT_ROLE", "worker"))
+    cache = RecordingBlobCache(sandbox, "worker")
+    if mode == "push":
+        options = WorkerOptions(bind_address=f"127.0.0.1:{port}", server_address=server)
+    else:
+        # Enough slots that a Step parked on a gate never starves the next task of the same test;
+        # a short drain because the tests kill the Worker rather than stop it.
+        pull = PullWorkerOptions(
+            max_concurrent_tasks=32, reserved_rpc_tasks=2, stop_drain_timeout=timedelta(seconds=1)
+        )
+        options = WorkerOptions(server_address=server, pull=pull)
+    worker = AsyncWorker(registry, cache, options)
+    serving = asyncio.create_task(worker.start())
+    if mode == "pull":
+        await worker.wait_pull_registered(timeout=30)
+    else:
+        while not _port_open(port):
+            if serving.done():
+                await serving
+                raise RuntimeError("push Worker stopped before it listened")
+            await asyncio.sleep(0.02)
+    print(WORKER_READY, flush=True)
+    await serving
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", choices=("push", "pull"), required=True)
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    asyncio.run(_serve(args.mode, args.server, args.port))
+
+
+if __name__ == "__main__":
+    main()
