@@ -1,0 +1,192 @@
+"""`AgentSessionClient`: typed calls to the sessions of one Flow type."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+
+from dex import AsyncClient, RpcLockConflictError, StartFlowOptions, StreamMessage
+
+from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
+from dex_agents.session import AgentSessionFlow
+from dex_agents.values import (
+    AgentEvent,
+    AgentMessagesPage,
+    AgentSessionStartInput,
+    AgentSnapshot,
+    AgentUserMessage,
+    ListAgentMessagesRequest,
+    ResolveInterruptRequest,
+)
+
+__all__ = ["AgentSessionClient"]
+
+_FIRST_RETRY_DELAY = 0.05
+_MAX_RETRY_DELAY = 0.5
+
+
+def _check_message_size(text: str, what: str) -> None:
+    size = utf8_size(text)
+    if size > MAX_USER_MESSAGE_BYTES:
+        raise ValueError(
+            f"{what} is {size} bytes of UTF-8, more than the {MAX_USER_MESSAGE_BYTES}-byte limit "
+            "(dex_agents.MAX_USER_MESSAGE_BYTES); send large content as a reference, such as a file ID"
+        )
+
+
+class AgentSessionClient:
+    """Starts sessions of one Flow type and calls their RPCs."""
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        flow: AgentSessionFlow,
+        *,
+        lock_conflict_retry_timeout: timedelta = timedelta(seconds=5),
+    ) -> None:
+        """Create a client.
+
+        Args:
+            client: A Dex client whose Registry holds ``flow``, the same instance.
+            flow: The session Flow type.
+            lock_conflict_retry_timeout: How long `resolve_interrupt` retries while a Step holds the
+                interrupt lock.
+        """
+        self._client = client
+        self._flow = flow
+        self._lock_conflict_retry_timeout = lock_conflict_retry_timeout
+
+    @property
+    def flow(self) -> AgentSessionFlow:
+        """The session Flow type."""
+        return self._flow
+
+    async def start_session(
+        self,
+        session_id: str,
+        initial_message: str | None = None,
+        options: StartFlowOptions | None = None,
+    ) -> str:
+        """Start a session.
+
+        Args:
+            session_id: The session ID, used as the Flow ID.
+            initial_message: The first user message; `None` or blank starts the session idle.
+            options: Dex start options.
+
+        Returns:
+            The run ID.
+
+        Raises:
+            ValueError: If ``initial_message`` is larger than `MAX_USER_MESSAGE_BYTES`.
+            FlowAlreadyStartedError: If the session ID is in use.
+        """
+        if initial_message is not None:
+            _check_message_size(initial_message, "the initial message")
+        return await self._client.start_flow(
+            self._flow,
+            session_id,
+            AgentSessionStartInput(initial_message=initial_message),
+            options if options is not None else StartFlowOptions(),
+        )
+
+    async def send_user_message(self, session_id: str, text: str) -> bool:
+        """Queue a user message; it starts a turn once the session is idle.
+
+        Args:
+            session_id: The session.
+            text: The message.
+
+        Returns:
+            `False` for whitespace-only text, else `True`.
+
+        Raises:
+            ValueError: If ``text`` is larger than `MAX_USER_MESSAGE_BYTES`; nothing is sent.
+        """
+        if not text.strip():
+            return False
+        _check_message_size(text, "the user message")
+        return await self._client.invoke_rpc(
+            self._flow.send_user_message, session_id, AgentUserMessage(text=text)
+        )
+
+    async def resolve_interrupt(
+        self,
+        session_id: str,
+        interrupt_id: str,
+        *,
+        approved: bool,
+        rejection_message: str | None = None,
+    ) -> bool:
+        """Approve or reject a pending tool call.
+
+        A Step that holds the interrupt lock makes the RPC fail with a lock conflict; the call is retried
+        until ``lock_conflict_retry_timeout`` passes.
+
+        Args:
+            session_id: The session.
+            interrupt_id: The interrupt, for an approval the tool call ID.
+            approved: Whether the call may run.
+            rejection_message: What the model sees on rejection; ignored on approval.
+
+        Returns:
+            `False` when the interrupt is unknown, already resolved, or past its deadline.
+
+        Raises:
+            RpcLockConflictError: If the lock stayed taken for the whole retry time.
+        """
+        request = ResolveInterruptRequest(
+            interrupt_id=interrupt_id, approved=approved, rejection_message=rejection_message
+        )
+        deadline = time.monotonic() + self._lock_conflict_retry_timeout.total_seconds()
+        delay = _FIRST_RETRY_DELAY
+        while True:
+            try:
+                return await self._client.invoke_rpc(self._flow.resolve_interrupt, session_id, request)
+            except RpcLockConflictError:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise
+                await asyncio.sleep(min(delay, remaining))
+                delay = min(delay * 2, _MAX_RETRY_DELAY)
+
+    async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
+        """Return the session's state, recent messages, interrupts, tool calls and usage.
+
+        Works for running sessions and for closed ones the server still retains.
+        """
+        return await self._client.invoke_rpc(self._flow.get_agent_snapshot, session_id)
+
+    async def list_agent_messages(
+        self,
+        session_id: str,
+        *,
+        before_sequence: int | None = None,
+        limit: int = 50,
+    ) -> AgentMessagesPage:
+        """Return stored messages, oldest first, that come before ``before_sequence``.
+
+        Args:
+            session_id: The session.
+            before_sequence: Pass the previous page's `next_before_sequence`; `None` for the newest page.
+            limit: Messages per page, clamped to 1..200.
+
+        Returns:
+            The page.
+        """
+        request = ListAgentMessagesRequest(before_sequence=before_sequence, limit=limit)
+        return await self._client.invoke_rpc(self._flow.list_agent_messages, session_id, request)
+
+    async def read_agent_event(
+        self,
+        session_id: str,
+        resume_token: str = "",
+        timeout: timedelta | None = None,  # noqa: ASYNC109 - a server-side long poll, not a local timeout
+    ) -> StreamMessage[AgentEvent]:
+        """Return the next event after ``resume_token``, or the oldest retained one for ``""``.
+
+        Raises:
+            LongPollTimeoutError: If no event arrives in time.
+        """
+        return await self._client.read_stream(session_id, self._flow.agent_events, resume_token, timeout)

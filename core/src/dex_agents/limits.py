@@ -1,0 +1,22 @@
+"""Size limits the session enforces itself.
+
+SDK 1.23.0 has no error type for a value that is too large to store, so the session checks sizes before it
+writes and fails with an error that names the value, instead of letting a commit fail with a generic
+transport error that a retry would only repeat.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MAX_STORED_VALUE_BYTES", "MAX_USER_MESSAGE_BYTES", "utf8_size"]
+
+#: The largest user message, in UTF-8 bytes, that `send_user_message` and `start_session` accept.
+MAX_USER_MESSAGE_BYTES = 256 * 1024
+
+#: The largest framework run state, stored message, or tool output, in UTF-8 bytes. Worker requests and
+#: results travel over gRPC with a 4 MiB message limit by default, and a result carries several values.
+MAX_STORED_VALUE_BYTES = 2 * 1024 * 1024
+
+
+def utf8_size(text: str) -> int:
+    """Return the size of ``text`` in UTF-8 bytes."""
+    return len(text.encode("utf-8", errors="surrogatepass"))

@@ -1,0 +1,105 @@
+"""Persistence definitions shared by every agent session Flow type.
+
+The names are a wire contract: a UI, Dex Web, or a session core in another language reads the same
+Attributes and Channels. Every `AgentSessionFlow` registers these same objects, except the `AgentEvents`
+Stream, which the SDK lets only one Flow type own, so each Flow creates its own (see `agent_events_stream`).
+"""
+
+from __future__ import annotations
+
+from dex import Attribute, AttributeMap, Channel, ChannelMap, Stream
+
+from dex_agents.values import (
+    AgentEvent,
+    AgentInterrupt,
+    AgentInterruptResolution,
+    AgentMessage,
+    AgentState,
+    AgentToolCall,
+    AgentUsage,
+    AgentUserMessage,
+    ToolCallCompleted,
+)
+
+__all__ = [
+    "AGENT_EVENTS_STREAM_NAME",
+    "AGENT_MESSAGES",
+    "AGENT_STATE",
+    "AGENT_TOOL_CALLS",
+    "AGENT_USAGE",
+    "DEFAULT_AGENT_EVENTS_CAPACITY_BYTES",
+    "FRAMEWORK_RUN_STATE",
+    "INTERRUPT_RESOLUTIONS",
+    "PENDING_INTERRUPTS",
+    "QUEUED_USER_MESSAGES",
+    "TOOL_CALL_RESULTS",
+    "agent_events_stream",
+    "message_sequence_key",
+]
+
+#: Default byte budget of a Flow type's `AgentEvents` Stream: 10 MiB.
+DEFAULT_AGENT_EVENTS_CAPACITY_BYTES = 10 * 1024 * 1024
+
+#: Wire name of the per-Flow-type event Stream.
+AGENT_EVENTS_STREAM_NAME = "AgentEvents"
+
+#: The session state.
+AGENT_STATE: Attribute[AgentState] = Attribute("AgentState", AgentState)
+#: The conversation, keyed by `message_sequence_key`.
+AGENT_MESSAGES: AttributeMap[AgentMessage] = AttributeMap("AgentMessages", AgentMessage)
+#: The framework's run state, set only while a turn waits for tool calls.
+FRAMEWORK_RUN_STATE: Attribute[str] = Attribute("FrameworkRunState", str)
+#: The active turn's tool call records, keyed by tool call ID and deleted when the turn ends.
+AGENT_TOOL_CALLS: AttributeMap[AgentToolCall] = AttributeMap("AgentToolCalls", AgentToolCall)
+#: Interrupts waiting for the user.
+PENDING_INTERRUPTS: Attribute[list[AgentInterrupt]] = Attribute("PendingInterrupts", list[AgentInterrupt])
+#: Token usage of the whole session.
+AGENT_USAGE: Attribute[AgentUsage] = Attribute("AgentUsage", AgentUsage)
+#: User messages waiting for their turn.
+QUEUED_USER_MESSAGES: Channel[AgentUserMessage] = Channel("QueuedUserMessages", AgentUserMessage)
+#: Answers to interrupts, keyed by interrupt ID.
+INTERRUPT_RESOLUTIONS: ChannelMap[AgentInterruptResolution] = ChannelMap(
+    "InterruptResolutions", AgentInterruptResolution
+)
+#: Internal: one message per tool call when its record becomes final; `ResumeTurn` waits for them.
+TOOL_CALL_RESULTS: Channel[ToolCallCompleted] = Channel("ToolCallResults", ToolCallCompleted)
+
+
+def message_sequence_key(sequence: int) -> str:
+    """Return the `AgentMessages` instance key of a message: its sequence as 12 zero-padded digits.
+
+    Zero padding makes the keys sort in sequence order.
+
+    Args:
+        sequence: A message sequence, starting at 1.
+
+    Returns:
+        The instance key, such as ``"000000000001"``.
+
+    Raises:
+        ValueError: If ``sequence`` is not positive or has more than 12 digits.
+    """
+    if isinstance(sequence, bool) or not isinstance(sequence, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(f"a message sequence must be an int, got {type(sequence).__name__}")
+    if sequence <= 0:
+        raise ValueError(f"a message sequence must be positive, got {sequence}")
+    if sequence >= 10**12:
+        raise ValueError(f"a message sequence must have at most 12 digits, got {sequence}")
+    return f"{sequence:012d}"
+
+
+def agent_events_stream(capacity_bytes: int = DEFAULT_AGENT_EVENTS_CAPACITY_BYTES) -> Stream[AgentEvent]:
+    """Create the `AgentEvents` Stream for one Flow type.
+
+    Args:
+        capacity_bytes: The Stream's approximate byte budget, shared by every session of the Flow type.
+
+    Returns:
+        A new Stream definition; register it with exactly one Flow.
+
+    Raises:
+        ValueError: If ``capacity_bytes`` is not positive.
+    """
+    if capacity_bytes <= 0:
+        raise ValueError(f"the AgentEvents capacity must be positive, got {capacity_bytes} bytes")
+    return Stream(AGENT_EVENTS_STREAM_NAME, AgentEvent, capacity_bytes)

@@ -1,0 +1,42 @@
+"""Errors the session raises to fail a Step attempt, and how it reads recovery errors."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "RunnerCallError",
+    "SessionStateError",
+    "describe_exception",
+    "plain_recovery_detail",
+]
+
+# AsyncWorker reports a TypeError or ValueError raised in a handler as
+# "Flow <flow> Step <step> execute returned an invalid result: <message>"; only the message is useful.
+_INVALID_RESULT_WRAPPER = re.compile(
+    r"^Flow .+? Step .+? (?:execute|wait_for) returned an invalid result: ", re.DOTALL
+)
+
+
+class RunnerCallError(Exception):
+    """A runner method raised; the attempt fails and its error names the original exception.
+
+    The session re-raises runner exceptions as this type because AsyncWorker would otherwise report a
+    runner's TypeError or ValueError as "returned an invalid result", which hides what went wrong.
+    """
+
+
+class SessionStateError(Exception):
+    """The session's stored state contradicts itself; the attempt fails so an operator can look."""
+
+
+def describe_exception(error: BaseException) -> str:
+    """Return ``"<ExceptionType>: <message>"``, or just the type when the message is empty."""
+    message = str(error)
+    name = type(error).__name__
+    return f"{name}: {message}" if message else name
+
+
+def plain_recovery_detail(detail: str) -> str:
+    """Return a recovery detail without the SDK's "returned an invalid result" wrapper."""
+    return _INVALID_RESULT_WRAPPER.sub("", detail, count=1)

@@ -1,0 +1,227 @@
+"""`AgentSessionFlow`: one durable agent session per Flow execution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dex import Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream, rpc
+
+from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
+from dex_agents.persistence import (
+    AGENT_MESSAGES,
+    AGENT_STATE,
+    AGENT_TOOL_CALLS,
+    AGENT_USAGE,
+    FRAMEWORK_RUN_STATE,
+    INTERRUPT_RESOLUTIONS,
+    PENDING_INTERRUPTS,
+    QUEUED_USER_MESSAGES,
+    TOOL_CALL_RESULTS,
+    agent_events_stream,
+)
+from dex_agents.runner import AgentFrameworkRunner
+from dex_agents.session._runtime import SessionRuntime
+from dex_agents.session._session_options import AgentSessionOptions
+from dex_agents.session._state import now, parse_time, read_interrupts, read_messages, read_state, read_usage
+from dex_agents.session._tool_steps import (
+    AwaitToolApproval,
+    CallSingleAttemptTool,
+    CallTool,
+    RecordToolFailure,
+    RecordToolOutcomeUnknown,
+)
+from dex_agents.session._turn_steps import (
+    AwaitUserMessage,
+    RecordTurnFailure,
+    ResumeTurn,
+    RunModel,
+    StartAgentSession,
+)
+from dex_agents.values import (
+    AgentEvent,
+    AgentInterruptResolution,
+    AgentMessagesPage,
+    AgentSessionStartInput,
+    AgentSnapshot,
+    AgentToolCall,
+    AgentUserMessage,
+    InterruptKind,
+    ListAgentMessagesRequest,
+    ResolveInterruptRequest,
+)
+
+__all__ = ["SNAPSHOT_MESSAGE_LIMIT", "AgentSessionFlow"]
+
+#: Messages a snapshot returns: the newest ones.
+SNAPSHOT_MESSAGE_LIMIT = 200
+_PAGE_LIMIT_MAX = 200
+
+
+class AgentSessionFlow(Flow[AgentSessionStartInput]):
+    """The session Flow: every model call and every tool call is its own Step.
+
+    Register one instance per agent, each with its own ``flow_type``, and use the same instance for the
+    Worker's and the Client's Registry. The session never completes by itself; stop it with
+    `AsyncClient.stop_flow`.
+    """
+
+    def __init__(
+        self,
+        runner: AgentFrameworkRunner,
+        *,
+        flow_type: str,
+        options: AgentSessionOptions | None = None,
+    ) -> None:
+        """Create a session Flow type.
+
+        Args:
+            runner: The framework adapter.
+            flow_type: The Flow type name, unique per agent.
+            options: Tool policies, the default tool effect, event capacity and approval deadline.
+
+        Raises:
+            TypeError: If ``runner`` lacks a runner method or ``options`` has the wrong type.
+            ValueError: If ``flow_type`` is empty or contains ``/``.
+        """
+        for method in ("build_user_message", "run_model_step", "execute_deferred_tool_call"):
+            if not callable(getattr(runner, method, None)):
+                raise TypeError(f"the runner {type(runner).__name__} has no {method} method")
+        if not isinstance(flow_type, str) or not flow_type or "/" in flow_type:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"flow_type must be a non-empty name without '/', got {flow_type!r}")
+        resolved = options if options is not None else AgentSessionOptions()
+        if not isinstance(resolved, AgentSessionOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"options must be AgentSessionOptions, got {type(resolved).__name__}")
+        self._runner = runner
+        self._flow_type = flow_type
+        self._options = resolved
+        self._agent_events = agent_events_stream(resolved.agent_events_capacity_bytes)
+        runtime = SessionRuntime(runner, resolved, self._agent_events)
+        self._start = StartAgentSession(runtime)
+        self._steps: tuple[Step[Any], ...] = (
+            AwaitUserMessage(runtime),
+            RunModel(runtime),
+            AwaitToolApproval(runtime),
+            CallTool(runtime),
+            CallSingleAttemptTool(runtime),
+            RecordToolFailure(runtime),
+            RecordToolOutcomeUnknown(runtime),
+            ResumeTurn(runtime),
+            RecordTurnFailure(runtime),
+        )
+
+    @property
+    def runner(self) -> AgentFrameworkRunner:
+        """The framework adapter."""
+        return self._runner
+
+    @property
+    def options(self) -> AgentSessionOptions:
+        """The session options."""
+        return self._options
+
+    @property
+    def flow_type(self) -> str:
+        """The Flow type name."""
+        return self._flow_type
+
+    @property
+    def agent_events(self) -> Stream[AgentEvent]:
+        """This Flow type's `AgentEvents` Stream."""
+        return self._agent_events
+
+    def get_flow_type(self) -> str:
+        """Return the Flow type name."""
+        return self._flow_type
+
+    def get_steps(self) -> StepList[AgentSessionStartInput]:
+        """Return the session's Steps, starting with `StartAgentSession`."""
+        return StepList[AgentSessionStartInput].start_step(self._start).other_steps(*self._steps)
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        """Return the shared persistence definitions plus this Flow type's `AgentEvents` Stream."""
+        return PersistenceSchema.of(
+            AGENT_STATE,
+            AGENT_MESSAGES,
+            FRAMEWORK_RUN_STATE,
+            AGENT_TOOL_CALLS,
+            PENDING_INTERRUPTS,
+            AGENT_USAGE,
+            QUEUED_USER_MESSAGES,
+            INTERRUPT_RESOLUTIONS,
+            TOOL_CALL_RESULTS,
+            self._agent_events,
+        )
+
+    @rpc(is_transactional=True)
+    def send_user_message(self, context: Context, message: AgentUserMessage) -> RPCResult[bool]:
+        """Queue a user message; `False` for blank, oversized, or plan-mode text."""
+        text = message.text
+        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            return RPCResult(False)
+        if message.plan_mode or utf8_size(text) > MAX_USER_MESSAGE_BYTES:
+            return RPCResult(False)
+        QUEUED_USER_MESSAGES.publish(context, AgentUserMessage(text=text))
+        return RPCResult(True)
+
+    @rpc(lock_attributes=(PENDING_INTERRUPTS.lock(),))
+    def resolve_interrupt(self, context: Context, request: ResolveInterruptRequest) -> RPCResult[bool]:
+        """Answer a pending approval; `False` when it is not pending or its deadline passed."""
+        interrupts = read_interrupts(context)
+        interrupt = next((item for item in interrupts if item.interrupt_id == request.interrupt_id), None)
+        if interrupt is None:
+            return RPCResult(False)
+        if interrupt.kind is InterruptKind.QUESTION and request.approved:
+            return RPCResult(False)
+        if interrupt.deadline is not None and now() >= parse_time(interrupt.deadline):
+            return RPCResult(False)
+        PENDING_INTERRUPTS.set(context, [item for item in interrupts if item is not interrupt])
+        INTERRUPT_RESOLUTIONS.publish(
+            context,
+            interrupt.interrupt_id,
+            AgentInterruptResolution(
+                approved=request.approved,
+                rejection_message=None if request.approved else request.rejection_message,
+            ),
+        )
+        return RPCResult(True)
+
+    @rpc(load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS))
+    def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
+        """Return the session's state, recent messages, interrupts, tool calls and usage."""
+        state = read_state(context)
+        records: list[AgentToolCall] = []
+        if state is not None and state.active_turn_id is not None:
+            keys = AGENT_TOOL_CALLS.get_all_instance_keys(context)
+            records = sorted(
+                (
+                    record
+                    for record in (AGENT_TOOL_CALLS.get(context, key) for key in keys)
+                    if record.turn_id == state.active_turn_id
+                ),
+                key=lambda record: record.deferral_order,
+            )
+        messages = read_messages(context)[-SNAPSHOT_MESSAGE_LIMIT:]
+        return RPCResult(
+            AgentSnapshot(
+                state=state,
+                messages=tuple(messages),
+                pending_interrupts=tuple(read_interrupts(context)),
+                tool_calls=tuple(records),
+                usage=read_usage(context),
+                queued_message_count=QUEUED_USER_MESSAGES.size(context),
+            )
+        )
+
+    @rpc(load_attribute_maps=(AGENT_MESSAGES,))
+    def list_agent_messages(
+        self, context: Context, request: ListAgentMessagesRequest
+    ) -> RPCResult[AgentMessagesPage]:
+        """Return a page of stored messages, oldest first, ending before ``before_sequence``."""
+        limit = min(max(request.limit, 1), _PAGE_LIMIT_MAX)
+        messages = read_messages(context)
+        if request.before_sequence is not None:
+            messages = [message for message in messages if message.sequence < request.before_sequence]
+        page = messages[-limit:]
+        # Without message chunks (a later release) the oldest stored message is always sequence 1.
+        next_before = page[0].sequence if page and page[0].sequence > 1 else None
+        return RPCResult(AgentMessagesPage(messages=tuple(page), next_before_sequence=next_before))

@@ -1,0 +1,183 @@
+"""What every Step of one session Flow type shares: the runner, the options, and the Step options.
+
+The SDK replaces a Step's own options with the options of the movement that schedules it, so every
+movement here carries the complete set: durability, timeouts, retries, failure route, locks and loads.
+Building them in one place keeps each Step's options identical however it is reached.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from dex import (
+    AsyncContext,
+    RetryPolicy,
+    Step,
+    StepDurability,
+    StepMovement,
+    StepOptions,
+    Stream,
+)
+
+from dex_agents.events import AgentEventWriter
+from dex_agents.persistence import AGENT_MESSAGES, AGENT_TOOL_CALLS, PENDING_INTERRUPTS
+from dex_agents.runner import AgentFrameworkRunner
+from dex_agents.session._session_options import AgentSessionOptions
+from dex_agents.session._tool_steps import (
+    AwaitToolApproval,
+    CallSingleAttemptTool,
+    CallTool,
+    RecordToolFailure,
+    RecordToolOutcomeUnknown,
+)
+from dex_agents.session._turn_steps import AwaitUserMessage, RecordTurnFailure, ResumeTurn, RunModel
+from dex_agents.values import AgentEvent, AgentToolCall, ToolCallStatus, ToolEffect
+
+__all__ = [
+    "RUN_MODEL_ATTEMPTS",
+    "RUN_MODEL_HEARTBEAT_TIMEOUT",
+    "RUN_MODEL_RETRY_WINDOW",
+    "RUN_MODEL_TIMEOUT",
+    "SINGLE_ATTEMPT_TOOL_ATTEMPTS",
+    "TOOL_ATTEMPTS",
+    "SessionRuntime",
+]
+
+RUN_MODEL_TIMEOUT = timedelta(minutes=15)
+RUN_MODEL_HEARTBEAT_TIMEOUT = timedelta(minutes=2)
+RUN_MODEL_ATTEMPTS = 3
+RUN_MODEL_RETRY_WINDOW = timedelta(minutes=30)
+TOOL_ATTEMPTS = 3
+SINGLE_ATTEMPT_TOOL_ATTEMPTS = 1
+
+_SYNC = StepDurability.SYNC
+_RETRYING_EFFECTS = frozenset({ToolEffect.READ, ToolEffect.IDEMPOTENT_WRITE})
+
+
+class SessionRuntime:
+    """The runner, options and Step options of one session Flow type."""
+
+    def __init__(
+        self,
+        runner: AgentFrameworkRunner,
+        options: AgentSessionOptions,
+        agent_events: Stream[AgentEvent],
+    ) -> None:
+        """Create the runtime of one Flow type."""
+        self.runner = runner
+        self.options = options
+        self.agent_events = agent_events
+
+    def event_writer(self, context: AsyncContext, turn_id: str | None) -> AgentEventWriter:
+        """Return a writer stamped with ``turn_id`` and the current Step execution and attempt."""
+        stream = self.agent_events
+
+        def write(event: AgentEvent) -> None:
+            stream.write(context, event)
+
+        return AgentEventWriter(write, turn_id, context.attempt, context.step_execution_id)
+
+    # Step options. Each Step's get_step_options returns the same value, for a movement without options.
+
+    @staticmethod
+    def plain_options() -> StepOptions:
+        """Options of Steps that need nothing beyond SYNC durability."""
+        return StepOptions(wait_for_durability=_SYNC, execute_durability=_SYNC)
+
+    def run_model_options(self) -> StepOptions:
+        """Options of `RunModel`: one model call with a timeout, three attempts, and a failure route."""
+        return StepOptions(
+            execute_method_timeout=RUN_MODEL_TIMEOUT,
+            heartbeat_timeout=RUN_MODEL_HEARTBEAT_TIMEOUT,
+            execute_retry=RetryPolicy(
+                maximum_attempts=RUN_MODEL_ATTEMPTS, total_duration=RUN_MODEL_RETRY_WINDOW
+            ),
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
+        ).on_execute_failure_proceed_to(RecordTurnFailure, self.record_turn_failure_options())
+
+    @staticmethod
+    def record_turn_failure_options() -> StepOptions:
+        """Options of `RecordTurnFailure`, which reads the turn's records to write the note."""
+        return StepOptions(
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_load_attribute_maps=(AGENT_TOOL_CALLS,),
+        )
+
+    @staticmethod
+    def resume_turn_options() -> StepOptions:
+        """Options of `ResumeTurn`, which checks that every record of the turn is final."""
+        return StepOptions(
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_load_attribute_maps=(AGENT_TOOL_CALLS,),
+        )
+
+    @staticmethod
+    def await_tool_approval_options(tool_call_id: str | None = None) -> StepOptions:
+        """Options of `AwaitToolApproval`: the interrupt lock and only the call's own record."""
+        own = () if tool_call_id is None else (AGENT_TOOL_CALLS.load(tool_call_id),)
+        return StepOptions(
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_lock_attributes=(PENDING_INTERRUPTS.lock(),),
+            execute_load_attribute_map_instances=own,
+        )
+
+    @staticmethod
+    def tool_failure_options(tool_call_id: str | None = None) -> StepOptions:
+        """Options of `RecordToolFailure` and `RecordToolOutcomeUnknown`: only the call's own record."""
+        own = () if tool_call_id is None else (AGENT_TOOL_CALLS.load(tool_call_id),)
+        return StepOptions(
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_load_attribute_map_instances=own,
+        )
+
+    def tool_step_options(self, effect: ToolEffect, tool_call_id: str | None = None) -> StepOptions:
+        """Options of the tool Step for ``effect``: its retries, its failure route, and its own record."""
+        own = () if tool_call_id is None else (AGENT_TOOL_CALLS.load(tool_call_id),)
+        retries = effect in _RETRYING_EFFECTS
+        options = StepOptions(
+            execute_retry=RetryPolicy(
+                maximum_attempts=TOOL_ATTEMPTS if retries else SINGLE_ATTEMPT_TOOL_ATTEMPTS
+            ),
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_load_attribute_map_instances=own,
+        )
+        route: type[Step[str]] = RecordToolFailure if retries else RecordToolOutcomeUnknown
+        return options.on_execute_failure_proceed_to(route, self.tool_failure_options(tool_call_id))
+
+    # Movements.
+
+    def to_await_user_message(self) -> StepMovement[None]:
+        """The movement to `AwaitUserMessage`."""
+        return StepMovement(AwaitUserMessage, None, self.plain_options())
+
+    def to_run_model(self) -> StepMovement[None]:
+        """The movement to `RunModel`."""
+        return StepMovement(RunModel, None, self.run_model_options())
+
+    def to_resume_turn(self, expected_result_count: int) -> StepMovement[int]:
+        """The movement to `ResumeTurn`, waiting for ``expected_result_count`` results."""
+        return StepMovement(ResumeTurn, expected_result_count, self.resume_turn_options())
+
+    def to_await_tool_approval(self, tool_call_id: str) -> StepMovement[str]:
+        """The movement to `AwaitToolApproval` for one call."""
+        return StepMovement(AwaitToolApproval, tool_call_id, self.await_tool_approval_options(tool_call_id))
+
+    def to_tool_step(self, record: AgentToolCall) -> StepMovement[str]:
+        """The movement to the tool Step that runs an approved call, chosen by its effect."""
+        step: type[Step[str]] = CallTool if record.effect in _RETRYING_EFFECTS else CallSingleAttemptTool
+        return StepMovement(
+            step, record.tool_call_id, self.tool_step_options(record.effect, record.tool_call_id)
+        )
+
+    def to_first_step_of(self, record: AgentToolCall) -> StepMovement[str]:
+        """The movement that starts a newly requested call: its approval, or its tool Step."""
+        if record.status is ToolCallStatus.AWAITING_APPROVAL:
+            return self.to_await_tool_approval(record.tool_call_id)
+        return self.to_tool_step(record)

@@ -1,0 +1,528 @@
+"""The Steps that start, run, resume and end a turn."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from dex import AsyncContext, Step, StepDecision, StepMovement, StepOptions, Wait, go_to_many
+
+from dex_agents.events import AgentEventType
+from dex_agents.limits import MAX_STORED_VALUE_BYTES, utf8_size
+from dex_agents.persistence import (
+    AGENT_STATE,
+    AGENT_TOOL_CALLS,
+    AGENT_USAGE,
+    FRAMEWORK_RUN_STATE,
+    PENDING_INTERRUPTS,
+    QUEUED_USER_MESSAGES,
+    TOOL_CALL_RESULTS,
+)
+from dex_agents.runner import (
+    AgentTurnContext,
+    DeferredToolCall,
+    ToolCallsRequested,
+    ToolPolicy,
+    TurnCompleted,
+    build_turn_failure_note,
+)
+from dex_agents.session._errors import (
+    RunnerCallError,
+    SessionStateError,
+    describe_exception,
+    plain_recovery_detail,
+)
+from dex_agents.session._state import (
+    InvalidRunnerOutput,
+    append_messages,
+    format_time,
+    heartbeating,
+    iter_final,
+    now,
+    read_interrupts,
+    read_messages,
+    read_run_state,
+    read_state,
+    read_turn_records,
+    read_usage,
+    usage_payload,
+)
+from dex_agents.values import (
+    AgentInterrupt,
+    AgentSessionStartInput,
+    AgentSessionStatus,
+    AgentState,
+    AgentToolCall,
+    AgentUsage,
+    FrameworkMessage,
+    InteractionMode,
+    InterruptKind,
+    MessageRole,
+    ToolCallStatus,
+)
+
+if TYPE_CHECKING:
+    from dex_agents.session._runtime import SessionRuntime
+
+__all__ = [
+    "AwaitUserMessage",
+    "RecordTurnFailure",
+    "ResumeTurn",
+    "RunModel",
+    "StartAgentSession",
+]
+
+_logger = logging.getLogger("dex_agents")
+
+NEW_MESSAGES_NEED_UNFINISHED_TURN_BUILDER = (
+    "a runner that sets ToolCallsRequested.new_messages must implement build_unfinished_turn_messages"
+)
+
+
+def _user_message(runtime: SessionRuntime, text: str) -> FrameworkMessage:
+    message = runtime.runner.build_user_message(text)
+    if not isinstance(message, FrameworkMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise SessionStateError(
+            f"build_user_message must return a FrameworkMessage, got {type(message).__name__}"
+        )
+    if message.role != MessageRole.USER:
+        raise SessionStateError(
+            f"build_user_message must return a message with role user, got {message.role!r}"
+        )
+    return message
+
+
+def _begin_turn(context: AsyncContext, runtime: SessionRuntime, state: AgentState, text: str) -> StepDecision:
+    """Store ``text`` as the user message of a new turn and move to `RunModel`."""
+    turn_id = f"turn-{state.turn_count + 1}"
+    message = _user_message(runtime, text)
+    sequence = state.next_message_sequence
+    try:
+        started, _ = append_messages(context, state, turn_id, [message])
+    except InvalidRunnerOutput as error:
+        raise SessionStateError(
+            f"build_user_message returned a message that cannot be stored: {error}"
+        ) from error
+    AGENT_STATE.set(
+        context,
+        replace(
+            started,
+            status=AgentSessionStatus.RUNNING_MODEL,
+            active_turn_id=turn_id,
+            interaction_mode=InteractionMode.CHAT,
+        ),
+    )
+    runtime.event_writer(context, turn_id).write_event(AgentEventType.TURN_STARTED, {"sequence": sequence})
+    return go_to_many(runtime.to_run_model())
+
+
+def _end_turn(
+    context: AsyncContext,
+    runtime: SessionRuntime,
+    state: AgentState,
+    records: Sequence[AgentToolCall],
+    last_turn_error: str | None,
+) -> AgentState:
+    """Clear the turn's records, run state and interrupts, and store the idle state."""
+    for record in records:
+        AGENT_TOOL_CALLS.delete(context, record.tool_call_id)
+    FRAMEWORK_RUN_STATE.delete(context)
+    PENDING_INTERRUPTS.set(context, [])
+    ended = replace(
+        state,
+        status=AgentSessionStatus.WAITING_FOR_USER_MESSAGE,
+        turn_count=state.turn_count + 1,
+        active_turn_id=None,
+        last_turn_error=last_turn_error,
+    )
+    AGENT_STATE.set(context, ended)
+    return ended
+
+
+def _fail_turn(
+    context: AsyncContext,
+    runtime: SessionRuntime,
+    state: AgentState,
+    error: str,
+    records: Sequence[AgentToolCall],
+) -> StepDecision:
+    """End the active turn as failed, leaving a note when tool calls of the turn already ran."""
+    turn_id = state.active_turn_id
+    final = iter_final(records)
+    if final and turn_id is not None:
+        try:
+            note = _user_message(runtime, build_turn_failure_note(final))
+            state, _ = append_messages(context, state, turn_id, [note])
+        except Exception as note_error:
+            # The failure route must end the turn even when the runner cannot build the note.
+            _logger.warning(
+                "turn %s failed after tool calls ran, but its turn-failure note could not be stored: %s",
+                turn_id,
+                describe_exception(note_error),
+            )
+    _end_turn(context, runtime, state, records, error)
+    runtime.event_writer(context, turn_id).write_event(AgentEventType.TURN_FAILED, {"error": error})
+    return go_to_many(runtime.to_await_user_message())
+
+
+class StartAgentSession(Step[AgentSessionStartInput]):
+    """Start Step: initialises the session and starts the first turn when there is a first message."""
+
+    def __init__(self, runtime: SessionRuntime) -> None:
+        """Create the Step for one Flow type."""
+        self._runtime = runtime
+
+    def get_step_options(self) -> StepOptions:
+        """SYNC durability for both methods."""
+        return self._runtime.plain_options()
+
+    async def execute(self, context: AsyncContext, input: AgentSessionStartInput) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
+        """Initialise state, usage and interrupts; start a turn for a non-blank first message."""
+        state = read_state(context) or AgentState(
+            status=AgentSessionStatus.WAITING_FOR_USER_MESSAGE,
+            turn_count=0,
+            active_turn_id=None,
+            next_message_sequence=1,
+            last_turn_error=None,
+        )
+        AGENT_STATE.set(context, state)
+        AGENT_USAGE.set(context, read_usage(context))
+        PENDING_INTERRUPTS.set(context, read_interrupts(context))
+        text = input.initial_message if input is not None else None  # pyright: ignore[reportUnnecessaryComparison]
+        if text is None or not text.strip():
+            return go_to_many(self._runtime.to_await_user_message())
+        return _begin_turn(context, self._runtime, state, text)
+
+
+class AwaitUserMessage(Step[None]):
+    """Waits for the next queued user message and starts its turn."""
+
+    def __init__(self, runtime: SessionRuntime) -> None:
+        """Create the Step for one Flow type."""
+        self._runtime = runtime
+
+    def get_step_options(self) -> StepOptions:
+        """SYNC durability for both methods."""
+        return self._runtime.plain_options()
+
+    async def wait_for(self, context: AsyncContext, input: None) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
+        """Wait for one queued user message."""
+        return Wait.until(QUEUED_USER_MESSAGES.for_one())
+
+    async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
+        """Store the message as a new turn's user message and move to `RunModel`."""
+        state = read_state(context)
+        if state is None:
+            raise SessionStateError("AwaitUserMessage ran before StartAgentSession stored the session state")
+        if state.active_turn_id is not None:
+            raise SessionStateError(
+                f"AwaitUserMessage ran while turn {state.active_turn_id} is still active; "
+                "the message stays queued"
+            )
+        messages = QUEUED_USER_MESSAGES.results(context)
+        text = messages[0].text if messages else ""
+        if not text.strip():
+            # send_user_message refuses blank text, so only a message from another writer lands here.
+            return go_to_many(self._runtime.to_await_user_message())
+        return _begin_turn(context, self._runtime, state, text)
+
+
+def _tool_call_id_problem(call: DeferredToolCall, position: int, seen: set[str]) -> str | None:
+    tool_call_id = call.tool_call_id
+    where = f"tool call {position + 1} ({call.tool_name!r})"
+    if not isinstance(tool_call_id, str) or not tool_call_id:  # pyright: ignore[reportUnnecessaryIsInstance]
+        return f"{where} has an empty tool call ID"
+    if "/" in tool_call_id:
+        return f"{where} has the tool call ID {tool_call_id!r}, which contains '/'"
+    if tool_call_id in seen:
+        return f"{where} reuses the tool call ID {tool_call_id!r}, which is already used in this turn"
+    return None
+
+
+def _check_tool_calls(outcome: ToolCallsRequested, records: Sequence[AgentToolCall]) -> str | None:
+    """Return why a `ToolCallsRequested` cannot be stored, or `None` when it can."""
+    if outcome.new_messages:
+        return NEW_MESSAGES_NEED_UNFINISHED_TURN_BUILDER
+    run_state = outcome.framework_run_state
+    if not isinstance(run_state, str) or not run_state:  # pyright: ignore[reportUnnecessaryIsInstance]
+        return "ToolCallsRequested.framework_run_state must be non-empty text that continues the turn"
+    size = utf8_size(run_state)
+    if size > MAX_STORED_VALUE_BYTES:
+        return (
+            f"the framework run state is {size} bytes, more than the {MAX_STORED_VALUE_BYTES}-byte limit of "
+            "one stored value, so the turn cannot wait for its tool calls"
+        )
+    if not outcome.tool_calls:
+        return "ToolCallsRequested must name at least one tool call; return TurnCompleted for a final answer"
+    seen = {record.tool_call_id for record in records}
+    for position, call in enumerate(outcome.tool_calls):
+        if not isinstance(call, DeferredToolCall):  # pyright: ignore[reportUnnecessaryIsInstance]
+            return f"tool call {position + 1} must be a DeferredToolCall, got {type(call).__name__}"
+        problem = _tool_call_id_problem(call, position, seen)
+        if problem is not None:
+            return f"{problem}; tool call IDs must be non-empty, contain no '/', and be unique within a turn"
+        seen.add(call.tool_call_id)
+        if not isinstance(call.policy, ToolPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
+            return f"tool call {call.tool_call_id!r} has no ToolPolicy; use turn.resolve_tool_policy"
+        if not isinstance(call.arguments, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            return f"tool call {call.tool_call_id!r} must carry its arguments as JSON text"
+    return None
+
+
+class RunModel(Step[None]):
+    """Makes one model call through the runner and stores its outcome."""
+
+    def __init__(self, runtime: SessionRuntime) -> None:
+        """Create the Step for one Flow type."""
+        self._runtime = runtime
+
+    def get_step_options(self) -> StepOptions:
+        """Timeouts, three attempts, the failure route, and the loads `RunModel` needs."""
+        return self._runtime.run_model_options()
+
+    async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
+        """Call `run_model_step` once and store a final answer, or the requested tool calls."""
+        runtime = self._runtime
+        state = read_state(context)
+        if state is None or state.active_turn_id is None:
+            raise SessionStateError("RunModel ran without an active turn")
+        turn_id = state.active_turn_id
+        records = read_turn_records(context, turn_id)
+        unfinished = [record.tool_call_id for record in records if not record.is_final]
+        if unfinished:
+            raise SessionStateError(f"RunModel ran while tool calls {unfinished} of {turn_id} are not final")
+        writer = runtime.event_writer(context, turn_id)
+        turn = AgentTurnContext(
+            flow_id=context.flow_id,
+            turn_id=turn_id,
+            attempt=context.attempt,
+            messages=tuple(read_messages(context)),
+            framework_run_state=read_run_state(context),
+            tool_calls={record.tool_call_id: record for record in records},
+            events=writer,
+            tool_policies=runtime.options.tool_policies,
+            default_tool_effect=runtime.options.default_tool_effect,
+            heartbeat_function=context.heartbeat,
+        )
+        async with heartbeating(context):
+            try:
+                outcome = await runtime.runner.run_model_step(turn)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                raise RunnerCallError(describe_exception(error)) from error
+            finally:
+                writer.close()
+        return self._store_outcome(context, state, records, outcome)
+
+    def _store_outcome(
+        self,
+        context: AsyncContext,
+        state: AgentState,
+        records: Sequence[AgentToolCall],
+        outcome: object,
+    ) -> StepDecision:
+        runtime = self._runtime
+        if not isinstance(outcome, TurnCompleted | ToolCallsRequested):
+            raise RunnerCallError(
+                "run_model_step must return TurnCompleted or ToolCallsRequested, "
+                f"got {type(outcome).__name__}"
+            )
+        usage = outcome.usage
+        if not isinstance(usage, AgentUsage):  # pyright: ignore[reportUnnecessaryIsInstance]
+            return _fail_turn(
+                context,
+                runtime,
+                state,
+                f"the outcome's usage must be AgentUsage, got {type(usage).__name__}",
+                records,
+            )
+        self._record_usage(context, state, usage)
+        if isinstance(outcome, TurnCompleted):
+            return self._complete_turn(context, state, records, outcome)
+        return self._request_tool_calls(context, state, records, outcome)
+
+    def _record_usage(self, context: AsyncContext, state: AgentState, usage: AgentUsage) -> None:
+        total = read_usage(context).plus(usage)
+        AGENT_USAGE.set(context, total)
+        self._runtime.event_writer(context, state.active_turn_id).write_event(
+            AgentEventType.USAGE_RECORDED, usage_payload(usage, total)
+        )
+
+    def _complete_turn(
+        self,
+        context: AsyncContext,
+        state: AgentState,
+        records: Sequence[AgentToolCall],
+        outcome: TurnCompleted,
+    ) -> StepDecision:
+        runtime = self._runtime
+        turn_id = state.active_turn_id
+        assert turn_id is not None
+        try:
+            advanced, stored = append_messages(context, state, turn_id, list(outcome.new_messages))
+        except InvalidRunnerOutput as error:
+            return _fail_turn(
+                context,
+                runtime,
+                state,
+                f"run_model_step returned a message that cannot be stored: {error}",
+                records,
+            )
+        if outcome.turn_error is not None:
+            error = str(outcome.turn_error) or "the runner ended the turn with an empty turn_error"
+            if stored:
+                _end_turn(context, runtime, advanced, records, error)
+                runtime.event_writer(context, turn_id).write_event(
+                    AgentEventType.TURN_FAILED, {"error": error}
+                )
+                return go_to_many(runtime.to_await_user_message())
+            return _fail_turn(context, runtime, advanced, error, records)
+        _end_turn(context, runtime, advanced, records, None)
+        runtime.event_writer(context, turn_id).write_event(
+            AgentEventType.TURN_COMPLETED, {"message_count": len(stored)}
+        )
+        return go_to_many(runtime.to_await_user_message())
+
+    def _request_tool_calls(
+        self,
+        context: AsyncContext,
+        state: AgentState,
+        records: Sequence[AgentToolCall],
+        outcome: ToolCallsRequested,
+    ) -> StepDecision:
+        runtime = self._runtime
+        turn_id = state.active_turn_id
+        assert turn_id is not None
+        problem = _check_tool_calls(outcome, records)
+        if problem is not None:
+            return _fail_turn(context, runtime, state, problem, records)
+        FRAMEWORK_RUN_STATE.set(context, outcome.framework_run_state)
+        writer = runtime.event_writer(context, turn_id)
+        created_at = now()
+        deadline = (
+            None
+            if runtime.options.interrupt_deadline is None
+            else format_time(created_at + _whole_seconds(runtime.options.interrupt_deadline))
+        )
+        interrupts = read_interrupts(context)
+        movements: list[StepMovement[str]] = []
+        for offset, call in enumerate(outcome.tool_calls):
+            requires_approval = call.policy.is_approval_required
+            record = AgentToolCall(
+                tool_call_id=call.tool_call_id,
+                turn_id=turn_id,
+                tool_name=call.tool_name,
+                arguments=call.arguments,
+                effect=call.policy.effect,
+                requires_approval=requires_approval,
+                status=ToolCallStatus.AWAITING_APPROVAL if requires_approval else ToolCallStatus.APPROVED,
+                deferral_order=len(records) + offset,
+                tool_source_reference=call.tool_source_reference,
+            )
+            AGENT_TOOL_CALLS.set(context, record.tool_call_id, record)
+            writer.write_event(
+                AgentEventType.TOOL_CALL_DEFERRED,
+                {
+                    "tool_call_id": record.tool_call_id,
+                    "tool_name": record.tool_name,
+                    "effect": record.effect.value,
+                    "requires_approval": requires_approval,
+                },
+            )
+            if requires_approval:
+                interrupt = AgentInterrupt(
+                    interrupt_id=record.tool_call_id,
+                    kind=InterruptKind.TOOL_APPROVAL,
+                    tool_call_id=record.tool_call_id,
+                    tool_name=record.tool_name,
+                    arguments=record.arguments,
+                    created_at=format_time(created_at),
+                    deadline=deadline,
+                )
+                interrupts.append(interrupt)
+                writer.write_event(
+                    AgentEventType.INTERRUPT_RAISED,
+                    {
+                        "interrupt_id": interrupt.interrupt_id,
+                        "tool_call_id": interrupt.tool_call_id,
+                        "tool_name": interrupt.tool_name,
+                        "deadline": interrupt.deadline,
+                        "kind": interrupt.kind.value,
+                        "question": None,
+                        "choices": [],
+                        "allows_free_text": True,
+                    },
+                )
+            movements.append(runtime.to_first_step_of(record))
+        PENDING_INTERRUPTS.set(context, interrupts)
+        AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_TOOLS))
+        return go_to_many(*movements, runtime.to_resume_turn(len(outcome.tool_calls)))
+
+
+def _whole_seconds(duration: timedelta) -> timedelta:
+    """Round ``duration`` up to whole seconds, because Dex Timers take whole seconds."""
+    whole = -(-duration // timedelta(seconds=1))
+    return timedelta(seconds=whole)
+
+
+class ResumeTurn(Step[int]):
+    """Waits for the results of a turn's tool calls, then resumes the model."""
+
+    def __init__(self, runtime: SessionRuntime) -> None:
+        """Create the Step for one Flow type."""
+        self._runtime = runtime
+
+    def get_step_options(self) -> StepOptions:
+        """SYNC durability and the turn's records."""
+        return self._runtime.resume_turn_options()
+
+    async def wait_for(self, context: AsyncContext, input: int) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
+        """Wait for ``input`` tool call results."""
+        return Wait.until(TOOL_CALL_RESULTS.for_n(input))
+
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
+        """Move to `RunModel` once every record of the turn is final; otherwise wait for the rest."""
+        runtime = self._runtime
+        state = read_state(context)
+        if state is None or state.active_turn_id is None:
+            raise SessionStateError("ResumeTurn ran without an active turn")
+        records = read_turn_records(context, state.active_turn_id)
+        unfinished = sum(1 for record in records if not record.is_final)
+        if unfinished:
+            # A consumed result belonged to an earlier turn whose call reused an ID; wait for the rest.
+            return go_to_many(runtime.to_resume_turn(unfinished))
+        AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_MODEL))
+        return go_to_many(runtime.to_run_model())
+
+
+class RecordTurnFailure(Step[None]):
+    """Failure route of `RunModel`: ends the turn as failed."""
+
+    def __init__(self, runtime: SessionRuntime) -> None:
+        """Create the Step for one Flow type."""
+        self._runtime = runtime
+
+    def get_step_options(self) -> StepOptions:
+        """SYNC durability and the turn's records."""
+        return self._runtime.record_turn_failure_options()
+
+    async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
+        """Record `last_turn_error`, leave a note when tool calls ran, and clear the turn."""
+        runtime = self._runtime
+        state = read_state(context)
+        if state is None or state.active_turn_id is None:
+            _logger.warning("RecordTurnFailure found no active turn; there is nothing to end")
+            return go_to_many(runtime.to_await_user_message())
+        recovery = context.recovery_error
+        error = (
+            plain_recovery_detail(recovery.detail) or recovery.error_type or "the model call failed"
+            if recovery is not None
+            else "the model call failed without an error detail"
+        )
+        records = read_turn_records(context, state.active_turn_id)
+        return _fail_turn(context, runtime, state, error, records)

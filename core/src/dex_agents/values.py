@@ -1,0 +1,610 @@
+"""Wire value types of an agent session.
+
+Every type here crosses the wire as JSON with snake_case keys, through the SDK's automatic dataclass and
+enum codecs, so a UI or a session written in another language reads the same fields. Enumerated fields are
+``StrEnum`` types in Python and plain strings on the wire.
+
+The SDK's automatic decoder builds nested dataclasses only when a field's type is a dataclass or a
+parameterised container of them; an optional nested value (``AgentState | None``) arrives as a plain
+mapping. ``__post_init__`` hooks below turn such mappings back into their value types, so a decoded value
+is always fully typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from typing import Any, TypeVar, cast
+
+__all__ = [
+    "AgentEvent",
+    "AgentInterrupt",
+    "AgentInterruptResolution",
+    "AgentMessage",
+    "AgentMessagesPage",
+    "AgentPlan",
+    "AgentPlanTask",
+    "AgentSessionStartInput",
+    "AgentSessionStatus",
+    "AgentSnapshot",
+    "AgentState",
+    "AgentToolCall",
+    "AgentUsage",
+    "AgentUserMessage",
+    "ContextSummary",
+    "FrameworkMessage",
+    "InteractionMode",
+    "InterruptKind",
+    "ListAgentMessagesRequest",
+    "MessageRole",
+    "PendingUserMessage",
+    "QuestionAnswer",
+    "ResolveInterruptRequest",
+    "ToolCallCompleted",
+    "ToolCallStatus",
+    "ToolEffect",
+]
+
+_ValueT = TypeVar("_ValueT")
+
+
+class AgentSessionStatus(StrEnum):
+    """What a session is doing, as stored in `AgentState.status`."""
+
+    WAITING_FOR_USER_MESSAGE = "waiting_for_user_message"
+    RUNNING_MODEL = "running_model"
+    RUNNING_TOOLS = "running_tools"
+    COMPACTING_CONTEXT = "compacting_context"
+    FAILED = "failed"
+
+
+class MessageRole(StrEnum):
+    """Who produced a stored message."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class ToolEffect(StrEnum):
+    """What running a tool may change, which decides its Step, retries and default approval."""
+
+    READ = "read"
+    IDEMPOTENT_WRITE = "idempotent_write"
+    NON_IDEMPOTENT_WRITE = "non_idempotent_write"
+    UNCLASSIFIED = "unclassified"
+
+
+class ToolCallStatus(StrEnum):
+    """The state of one tool call record.
+
+    `rejected`, `succeeded`, `failed` and `outcome_unknown` are final; the others mean the call still waits.
+    """
+
+    AWAITING_APPROVAL = "awaiting_approval"
+    APPROVED = "approved"
+    AWAITING_ANSWER = "awaiting_answer"
+    WAITING_FOR_TIMER = "waiting_for_timer"
+    WAITING_FOR_TASK = "waiting_for_task"
+    REJECTED = "rejected"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    OUTCOME_UNKNOWN = "outcome_unknown"
+
+    @property
+    def is_final(self) -> bool:
+        """Whether the call has its result and will not change again."""
+        return self in _FINAL_STATUSES
+
+
+_FINAL_STATUSES = frozenset(
+    {
+        ToolCallStatus.REJECTED,
+        ToolCallStatus.SUCCEEDED,
+        ToolCallStatus.FAILED,
+        ToolCallStatus.OUTCOME_UNKNOWN,
+    }
+)
+
+
+class InterruptKind(StrEnum):
+    """What an interrupt asks the user for."""
+
+    TOOL_APPROVAL = "tool_approval"
+    QUESTION = "question"
+
+
+class InteractionMode(StrEnum):
+    """The mode of a turn. Only `chat` is used until plan mode exists."""
+
+    CHAT = "chat"
+    PLANNING = "planning"
+    EXECUTING = "executing"
+
+
+def _coerce(value: object, value_type: type[_ValueT]) -> _ValueT:
+    """Return ``value`` as ``value_type``, building it from a decoded JSON mapping when needed."""
+    if isinstance(value, value_type):
+        return value
+    if isinstance(value, Mapping):
+        data = cast(Mapping[str, Any], value)
+        names = {definition.name for definition in fields(cast(Any, value_type))}
+        return value_type(**{key: item for key, item in data.items() if key in names})
+    raise TypeError(f"expected {value_type.__name__} or a JSON object, got {type(value).__name__}")
+
+
+def _coerce_optional(value: object, value_type: type[_ValueT]) -> _ValueT | None:
+    return None if value is None else _coerce(value, value_type)
+
+
+def _coerce_tuple(values: object, value_type: type[_ValueT]) -> tuple[_ValueT, ...]:
+    if not isinstance(values, Sequence) or isinstance(values, str):
+        raise TypeError(f"expected a list of {value_type.__name__}, got {type(values).__name__}")
+    return tuple(_coerce(item, value_type) for item in cast(Sequence[object], values))
+
+
+def _coerce_strings(values: object) -> tuple[str, ...]:
+    if not isinstance(values, Sequence) or isinstance(values, str):
+        raise TypeError(f"expected a list of strings, got {type(values).__name__}")
+    return tuple(str(item) for item in cast(Sequence[object], values))
+
+
+def _set(instance: object, name: str, value: object) -> None:
+    # Frozen dataclasses forbid assignment; normalising decoded fields in __post_init__ is the one
+    # place where replacing a field is intended.
+    object.__setattr__(instance, name, value)
+
+
+@dataclass(frozen=True)
+class AgentUsage:
+    """Token usage of one model call, or the running total of a session.
+
+    Attributes:
+        model_calls: Number of model calls counted.
+        input_tokens: Input tokens, cached ones included.
+        output_tokens: Output tokens, reasoning ones included.
+        cached_input_tokens: Input tokens served from a provider cache.
+        reasoning_tokens: Output tokens spent on reasoning.
+    """
+
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def plus(self, other: AgentUsage) -> AgentUsage:
+        """Return the field-by-field sum of this usage and ``other``."""
+        return AgentUsage(
+            model_calls=self.model_calls + other.model_calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class AgentSessionStartInput:
+    """Input of the `StartAgentSession` Step.
+
+    Attributes:
+        initial_message: The first user message; `None` or blank starts the session without a turn.
+        session_settings: Settings of a later release; `None` here.
+    """
+
+    initial_message: str | None = None
+    session_settings: dict[str, object] | None = None
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """The session's own state, stored in the `AgentState` Attribute.
+
+    Attributes:
+        status: What the session is doing.
+        turn_count: Turns that completed or failed.
+        active_turn_id: `"turn-<n>"` while a turn runs, else `None`.
+        next_message_sequence: The sequence the next stored message gets; sequences start at 1.
+        last_turn_error: Why the last failed turn failed; cleared when a later turn completes.
+        interaction_mode: The mode of the active or last turn.
+        accepts_turn_control: Reserved for steering; always `False` in this release.
+    """
+
+    status: AgentSessionStatus
+    turn_count: int
+    active_turn_id: str | None
+    next_message_sequence: int
+    last_turn_error: str | None
+    interaction_mode: InteractionMode = InteractionMode.CHAT
+    accepts_turn_control: bool = False
+
+    def __post_init__(self) -> None:
+        _set(self, "status", AgentSessionStatus(self.status))
+        _set(self, "interaction_mode", InteractionMode(self.interaction_mode))
+
+
+@dataclass(frozen=True)
+class FrameworkMessage:
+    """A message as a runner produces it: the stored projection plus the framework's own item.
+
+    Attributes:
+        role: Who produced the message.
+        framework_item: Framework-native JSON text, replayed to the framework unchanged.
+        text: Display text.
+        tool_call_id: The tool call a tool request or result belongs to.
+        tool_name: The tool's name, for tool requests and results.
+        tool_arguments: The call's arguments as JSON text.
+        tool_output: The tool's result text.
+    """
+
+    role: MessageRole
+    framework_item: str
+    text: str | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    tool_arguments: str | None = None
+    tool_output: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentMessage:
+    """One stored message of the conversation, an instance of the `AgentMessages` map.
+
+    Attributes:
+        sequence: Position in the conversation, starting at 1.
+        turn_id: The turn that stored it.
+        role: Who produced it.
+        text: Display text.
+        tool_call_id: The tool call a tool request or result belongs to.
+        tool_name: The tool's name.
+        tool_arguments: The call's arguments as JSON text.
+        tool_output: The tool's result text.
+        framework_item: Framework-native JSON text, replayed to the framework unchanged.
+        created_at: When it was stored, RFC 3339 in UTC.
+    """
+
+    sequence: int
+    turn_id: str
+    role: MessageRole
+    text: str | None
+    tool_call_id: str | None
+    tool_name: str | None
+    tool_arguments: str | None
+    tool_output: str | None
+    framework_item: str
+    created_at: str
+
+    def __post_init__(self) -> None:
+        _set(self, "role", MessageRole(self.role))
+
+
+@dataclass(frozen=True)
+class QuestionAnswer:
+    """An answer a tool's question received (a later release's feature; kept for the wire shape).
+
+    Attributes:
+        interrupt_id: The question's interrupt.
+        question: The question text.
+        answer: The answer, decline text, or deadline note.
+        resolution: `answered`, `declined` or `deadline_passed`.
+    """
+
+    interrupt_id: str
+    question: str
+    answer: str
+    resolution: str = "answered"
+
+
+@dataclass(frozen=True)
+class AgentToolCall:
+    """The durable record of one tool call, an instance of the `AgentToolCalls` map.
+
+    Attributes:
+        tool_call_id: The call's ID, unique within its turn.
+        turn_id: The turn that requested it.
+        tool_name: The tool's name.
+        arguments: The call's arguments as JSON text.
+        effect: The tool's effect class.
+        requires_approval: Whether the call waits for an approval before it runs.
+        status: Where the call stands.
+        output: The tool's result when it succeeded.
+        error: The `ToolExecutionError` message, or the recovery detail of a failed Step.
+        rejection_message: Why the user rejected the call, if they said.
+        deferral_order: Zero-based position of the call within its turn, in model order.
+        tool_source_reference: Opaque text a tool source keeps with the call.
+        trace_context: Reserved for tracing.
+        wait_until: Reserved for durable waits.
+        input_continuation: Reserved for tool questions.
+        input_answers: Reserved for tool questions.
+        input_question: Reserved for tool questions.
+        input_choices: Reserved for tool questions.
+        input_allows_free_text: Reserved for tool questions.
+        cancellation_reason: Reserved for steering.
+        task_id: Reserved for tool tasks.
+        task_poll_interval_seconds: Reserved for tool tasks.
+        task_answer_pending: Reserved for tool tasks.
+    """
+
+    tool_call_id: str
+    turn_id: str
+    tool_name: str
+    arguments: str
+    effect: ToolEffect
+    requires_approval: bool
+    status: ToolCallStatus
+    output: str | None = None
+    error: str | None = None
+    rejection_message: str | None = None
+    deferral_order: int = 0
+    tool_source_reference: str | None = None
+    trace_context: str | None = None
+    wait_until: str | None = None
+    input_continuation: str | None = None
+    input_answers: tuple[QuestionAnswer, ...] = ()
+    input_question: str | None = None
+    input_choices: tuple[str, ...] = ()
+    input_allows_free_text: bool = True
+    cancellation_reason: str | None = None
+    task_id: str | None = None
+    task_poll_interval_seconds: int | None = None
+    task_answer_pending: bool = False
+
+    def __post_init__(self) -> None:
+        _set(self, "effect", ToolEffect(self.effect))
+        _set(self, "status", ToolCallStatus(self.status))
+        _set(self, "input_answers", _coerce_tuple(self.input_answers, QuestionAnswer))
+        _set(self, "input_choices", _coerce_strings(self.input_choices))
+
+    @property
+    def is_final(self) -> bool:
+        """Whether the call has its result and will not change again."""
+        return self.status.is_final
+
+
+@dataclass(frozen=True)
+class AgentInterrupt:
+    """A pending request for the user, stored in the `PendingInterrupts` Attribute.
+
+    Attributes:
+        interrupt_id: The interrupt's ID; for an approval, the tool call ID.
+        kind: What the interrupt asks for.
+        tool_call_id: The tool call it belongs to.
+        tool_name: The tool's name.
+        arguments: The call's arguments as JSON text.
+        created_at: When it was raised, RFC 3339 in UTC.
+        deadline: When it expires, RFC 3339 in UTC, or `None` for never.
+        question: Reserved for questions.
+        choices: Reserved for questions.
+        allows_free_text: Reserved for questions.
+    """
+
+    interrupt_id: str
+    kind: InterruptKind
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    created_at: str
+    deadline: str | None
+    question: str | None = None
+    choices: tuple[str, ...] = ()
+    allows_free_text: bool = True
+
+    def __post_init__(self) -> None:
+        _set(self, "kind", InterruptKind(self.kind))
+        _set(self, "choices", _coerce_strings(self.choices))
+
+
+@dataclass(frozen=True)
+class AgentInterruptResolution:
+    """The answer to an interrupt, published on `InterruptResolutions[<interrupt ID>]`.
+
+    Attributes:
+        approved: Whether the call may run.
+        rejection_message: Why it was rejected; always `None` on approval.
+        answer: Reserved for questions.
+    """
+
+    approved: bool
+    rejection_message: str | None = None
+    answer: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCallCompleted:
+    """Published on `ToolCallResults` when a tool call's record becomes final.
+
+    Attributes:
+        tool_call_id: The call whose record became final.
+    """
+
+    tool_call_id: str
+
+
+@dataclass(frozen=True)
+class AgentUserMessage:
+    """A user message sent to a session.
+
+    Attributes:
+        text: The message text.
+        plan_mode: Reserved for plan mode; a message with it set is refused in this release.
+    """
+
+    text: str
+    plan_mode: bool = False
+
+
+@dataclass(frozen=True)
+class PendingUserMessage:
+    """A queued user message with its Channel message ID (reserved for a later release).
+
+    Attributes:
+        message_id: The Channel message ID.
+        message: The message.
+    """
+
+    message_id: str
+    message: AgentUserMessage
+
+    def __post_init__(self) -> None:
+        _set(self, "message", _coerce(self.message, AgentUserMessage))
+
+
+@dataclass(frozen=True)
+class AgentPlanTask:
+    """One task of a plan (reserved for plan mode).
+
+    Attributes:
+        content: What the task is.
+        status: `pending`, `in_progress` or `completed`.
+    """
+
+    content: str
+    status: str
+
+
+@dataclass(frozen=True)
+class AgentPlan:
+    """A session's plan (reserved for plan mode).
+
+    Attributes:
+        revision: Increases with every change.
+        status: `draft`, `active`, `completed` or `cleared`.
+        tasks: The plan's tasks.
+        updated_at: When it last changed, RFC 3339 in UTC.
+    """
+
+    revision: int
+    status: str
+    tasks: tuple[AgentPlanTask, ...]
+    updated_at: str
+
+    def __post_init__(self) -> None:
+        _set(self, "tasks", _coerce_tuple(self.tasks, AgentPlanTask))
+
+
+@dataclass(frozen=True)
+class ContextSummary:
+    """A summary of earlier messages (reserved for compaction).
+
+    Attributes:
+        generation: Summaries written so far.
+        first_sequence: Always 1.
+        last_sequence: The last summarized message.
+        text: The summary.
+        created_at: When it was written, RFC 3339 in UTC.
+    """
+
+    generation: int
+    first_sequence: int
+    last_sequence: int
+    text: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class AgentEvent:
+    """One live event on a session's `AgentEvents` Stream.
+
+    Attributes:
+        type: The event type, an `AgentEventType` value or an adapter-prefixed name.
+        turn_id: The turn the event belongs to.
+        attempt: The one-based attempt of the Step that wrote it.
+        payload: A JSON object as compact text with sorted keys.
+        step_execution_id: The Step execution that wrote it, shared by all of its attempts.
+    """
+
+    type: str
+    turn_id: str | None
+    attempt: int
+    payload: str
+    step_execution_id: str = ""
+
+
+@dataclass(frozen=True)
+class ResolveInterruptRequest:
+    """Input of the `resolve_interrupt` RPC.
+
+    Attributes:
+        interrupt_id: The interrupt to resolve.
+        approved: Whether the tool call may run.
+        rejection_message: Shown to the model on rejection; dropped on approval.
+    """
+
+    interrupt_id: str
+    approved: bool
+    rejection_message: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentSnapshot:
+    """Everything needed to draw a session, returned by `get_agent_snapshot`.
+
+    Attributes:
+        state: The session state; `None` until `StartAgentSession` commits.
+        messages: The last 200 stored messages, in sequence order.
+        pending_interrupts: Interrupts waiting for the user.
+        tool_calls: The active turn's tool call records, in deferral order.
+        usage: Token usage of the whole session.
+        queued_message_count: User messages waiting for the current turn to end.
+        plan: Reserved for plan mode.
+        queued_messages: Reserved for a later release.
+        steered_messages: Reserved for steering.
+        context_summary: Reserved for compaction.
+        session_settings: Reserved for session settings.
+    """
+
+    state: AgentState | None
+    messages: tuple[AgentMessage, ...]
+    pending_interrupts: tuple[AgentInterrupt, ...]
+    tool_calls: tuple[AgentToolCall, ...]
+    usage: AgentUsage
+    queued_message_count: int
+    plan: AgentPlan | None = None
+    queued_messages: tuple[PendingUserMessage, ...] = ()
+    steered_messages: tuple[PendingUserMessage, ...] = ()
+    context_summary: ContextSummary | None = None
+    session_settings: dict[str, object] | None = None
+
+    def __post_init__(self) -> None:
+        _set(self, "state", _coerce_optional(self.state, AgentState))
+        _set(self, "messages", _coerce_tuple(self.messages, AgentMessage))
+        _set(self, "pending_interrupts", _coerce_tuple(self.pending_interrupts, AgentInterrupt))
+        _set(self, "tool_calls", _coerce_tuple(self.tool_calls, AgentToolCall))
+        _set(self, "usage", _coerce(self.usage, AgentUsage))
+        _set(self, "plan", _coerce_optional(self.plan, AgentPlan))
+        _set(self, "queued_messages", _coerce_tuple(self.queued_messages, PendingUserMessage))
+        _set(self, "steered_messages", _coerce_tuple(self.steered_messages, PendingUserMessage))
+        _set(self, "context_summary", _coerce_optional(self.context_summary, ContextSummary))
+
+
+@dataclass(frozen=True)
+class ListAgentMessagesRequest:
+    """Input of the `list_agent_messages` RPC.
+
+    Attributes:
+        before_sequence: Return messages before this sequence; `None` starts after the newest message.
+        limit: The most messages to return, clamped to 1..200.
+    """
+
+    before_sequence: int | None = None
+    limit: int = 50
+
+
+@dataclass(frozen=True)
+class AgentMessagesPage:
+    """One page of stored messages, oldest first.
+
+    Attributes:
+        messages: The page's messages in sequence order.
+        next_before_sequence: Pass as `before_sequence` for the previous page; `None` on the first page.
+        deleted_before_sequence: Reserved for retention; always `None` in this release.
+    """
+
+    messages: tuple[AgentMessage, ...] = ()
+    next_before_sequence: int | None = None
+    deleted_before_sequence: int | None = None
+
+    def __post_init__(self) -> None:
+        _set(self, "messages", _coerce_tuple(self.messages, AgentMessage))
