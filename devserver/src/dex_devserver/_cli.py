@@ -1,0 +1,120 @@
+"""The ``dex-devserver`` command line: ``serve`` and ``history``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import grpc
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc as pbg
+
+from ._blobs import DEFAULT_MAX_VALUE_BYTES
+from ._history import event_json
+from ._server import DevServer, ServerOptions, serve_forever
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dex-devserver", description="A Dex-compatible development server.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve FlowService and WorkerTaskService on one port")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8801, help="0 binds a free port")
+    storage = serve.add_mutually_exclusive_group()
+    storage.add_argument("--db", metavar="PATH", help="SQLite file (default: dex-devserver.sqlite3)")
+    storage.add_argument("--memory", action="store_true", help="keep everything in memory")
+    serve.add_argument(
+        "--default-worker-target",
+        metavar="ADDR",
+        help="push-mode Worker address for Flows started without a worker target (default: pull mode)",
+    )
+    serve.add_argument("--dispatch-wait", type=float, default=10.0, metavar="SECONDS")
+    serve.add_argument("--max-value-bytes", type=int, default=DEFAULT_MAX_VALUE_BYTES, metavar="N")
+    serve.add_argument("--log-level", default="WARNING")
+    history = commands.add_parser("history", help="print a Flow's history as JSON")
+    history.add_argument("flow_id", metavar="FLOW_ID")
+    history.add_argument("--server", default="localhost:8801", metavar="ADDR")
+    history.add_argument("--run-id", default="", metavar="ID")
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=str(args.log_level).upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if args.dispatch_wait <= 0:
+        print("dex-devserver: --dispatch-wait must be positive", file=sys.stderr)
+        return 2
+    if args.max_value_bytes <= 0:
+        print("dex-devserver: --max-value-bytes must be positive", file=sys.stderr)
+        return 2
+    options = ServerOptions(
+        host=args.host,
+        port=args.port,
+        db_path=None if args.memory else (args.db or "dex-devserver.sqlite3"),
+        default_worker_target=args.default_worker_target,
+        dispatch_wait=args.dispatch_wait,
+        max_value_bytes=args.max_value_bytes,
+    )
+
+    def ready(address: str) -> None:
+        print(f"listening on {address}", flush=True)
+
+    async def run() -> None:
+        await serve_forever(DevServer(options), ready)
+
+    try:
+        asyncio.run(run())
+    except OSError as error:
+        print(f"dex-devserver: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    with grpc.insecure_channel(args.server) as channel:
+        # The generated stub is untyped; the response types are pinned where they are read.
+        stub: Any = pbg.FlowServiceStub(channel)
+        try:
+            summary: pb.GetFlowSummaryResponse = stub.GetFlowSummary(
+                pb.GetFlowSummaryRequest(flow_id=args.flow_id, run_id=args.run_id), timeout=30
+            )
+            run_id = summary.flow_execution_id.run_id
+            events: list[dict[str, Any]] = []
+            token = b""
+            while True:
+                page: pb.GetHistoryEventsResponse = stub.GetHistoryEvents(
+                    pb.GetHistoryEventsRequest(flow_id=args.flow_id, run_id=run_id, next_page_token=token),
+                    timeout=30,
+                )
+                events.extend(event_json(event) for event in page.events)
+                token = page.next_page_token
+                if not token:
+                    break
+        except grpc.RpcError as error:
+            print(f"dex-devserver history: {error.details()}", file=sys.stderr)  # pyright: ignore[reportUnknownMemberType, reportAttributeAccessIssue]
+            return 1
+    print(json.dumps({"flowId": args.flow_id, "runId": run_id, "events": events}, indent=2))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line.
+
+    Args:
+        argv: The arguments, without the program name; defaults to ``sys.argv[1:]``.
+
+    Returns:
+        The exit status.
+    """
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    return _history(args)

@@ -1,0 +1,394 @@
+"""The gRPC servicers (FlowService and WorkerTaskService) and the `DevServer` that hosts them on one port."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+import grpc
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc as pbg
+from google.protobuf import empty_pb2
+
+from . import _errors as errors
+from ._blobs import DEFAULT_BLOB_THRESHOLD, DEFAULT_MAX_VALUE_BYTES, Blobs
+from ._dispatch import GRPC_OPTIONS, Dispatcher, PullStream
+from ._engine import Engine, EngineOptions
+from ._history import event_json
+from ._store import Store
+from ._streams import Streams
+
+__all__ = ["DevServer", "ServerOptions", "serve_forever"]
+
+_LOG = logging.getLogger("dex_devserver")
+SERVER_VERSION = "dex-devserver 0.1.0"
+_HISTORY_PAGE = 100
+
+ResponseT = TypeVar("ResponseT")
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+async def _answer(context: Context, call: Callable[[], Awaitable[ResponseT]]) -> ResponseT:
+    try:
+        return await call()
+    except errors.ServiceError as error:
+        status = error.to_status()
+        await context.abort(
+            error.code,
+            error.detail,
+            trailing_metadata=(("grpc-status-details-bin", status.SerializeToString()),),
+        )
+        raise AssertionError("abort returned") from error
+
+
+async def _now(value: ResponseT) -> ResponseT:
+    return value
+
+
+@dataclass
+class ServerOptions:
+    """How to run a devserver.
+
+    Attributes:
+        host: The interface to bind.
+        port: The port to bind; 0 picks a free one.
+        db_path: The SQLite file, or None for memory.
+        default_worker_target: Push address for Flows started without a worker target; None means pull.
+        dispatch_wait: Seconds a task waits for a Worker before its attempt fails with NO_WORKER_AVAILABLE.
+        max_value_bytes: The largest value accepted.
+        blob_threshold: Values above this many bytes are offloaded to blobs.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8801
+    db_path: str | None = None
+    default_worker_target: str | None = None
+    dispatch_wait: float = 10.0
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES
+    blob_threshold: int = DEFAULT_BLOB_THRESHOLD
+
+
+class _FlowService(pbg.FlowServiceServicer):
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def GetServerInfo(self, request: empty_pb2.Empty, context: Context) -> pb.ServerInfo:
+        return pb.ServerInfo(
+            server_version=SERVER_VERSION, minimum_supported_protocol_version=1, current_protocol_version=3
+        )
+
+    async def HealthCheck(self, request: empty_pb2.Empty, context: Context) -> pb.HealthInfo:
+        return pb.HealthInfo(condition="OK", hostname=socket.gethostname(), duration=0)
+
+    async def SyncAttributeIndexes(
+        self, request: pb.SyncAttributeIndexRequest, context: Context
+    ) -> pb.SyncAttributeIndexResponse:
+        return pb.SyncAttributeIndexResponse()
+
+    async def StartFlow(self, request: pb.StartFlowRequest, context: Context) -> pb.StartFlowResponse:
+        return await _answer(
+            context, lambda: _now(pb.StartFlowResponse(run_id=self.engine.start_flow(request)))
+        )
+
+    async def InvokeRPC(self, request: pb.InvokeRPCRequest, context: Context) -> pb.InvokeRPCResponse:
+        async def call() -> pb.InvokeRPCResponse:
+            return pb.InvokeRPCResponse(output=await self.engine.invoke_rpc(request))
+
+        return await _answer(context, call)
+
+    async def WaitForFlow(self, request: pb.WaitForFlowRequest, context: Context) -> pb.FlowResult:
+        return await _answer(context, lambda: self.engine.wait_for_flow(request))
+
+    async def StopFlow(self, request: pb.StopFlowRequest, context: Context) -> empty_pb2.Empty:
+        def call() -> empty_pb2.Empty:
+            self.engine.stop_flow(request)
+            return empty_pb2.Empty()
+
+        return await _answer(context, lambda: _now(call()))
+
+    async def GetFlowSummary(
+        self, request: pb.GetFlowSummaryRequest, context: Context
+    ) -> pb.GetFlowSummaryResponse:
+        return await _answer(context, lambda: _now(self.engine.summary(request.flow_id, request.run_id)))
+
+    async def PublishToChannel(
+        self, request: pb.PublishToChannelRequest, context: Context
+    ) -> empty_pb2.Empty:
+        def call() -> empty_pb2.Empty:
+            self.engine.publish(request)
+            return empty_pb2.Empty()
+
+        return await _answer(context, lambda: _now(call()))
+
+    async def WriteStream(self, request: pb.WriteStreamRequest, context: Context) -> empty_pb2.Empty:
+        def call() -> empty_pb2.Empty:
+            self.engine.write_stream(request)
+            return empty_pb2.Empty()
+
+        return await _answer(context, lambda: _now(call()))
+
+    async def ReadStream(self, request: pb.ReadStreamRequest, context: Context) -> pb.ReadStreamResponse:
+        async def call() -> pb.ReadStreamResponse:
+            if request.resume_token and not request.resume_token.isdigit():
+                raise errors.invalid_argument(
+                    f"resume_token {request.resume_token!r} is not a devserver token"
+                )
+            wait = 60.0 if request.wait_time_seconds <= 0 else min(float(request.wait_time_seconds), 60.0)
+            key = (request.flow_type, request.flow_id, request.stream_name)
+            message = await self.engine.streams.wait_for_message(key, request.resume_token, wait)
+            if message is None:
+                raise errors.long_poll_timeout(
+                    f"no message after the resume token in Stream {request.stream_name!r}"
+                )
+            return pb.ReadStreamResponse(message=message.to_proto())
+
+        return await _answer(context, call)
+
+    async def ListStreamMessages(
+        self, request: pb.ListStreamMessagesRequest, context: Context
+    ) -> pb.ListStreamMessagesResponse:
+        def call() -> pb.ListStreamMessagesResponse:
+            if request.before_page_token and not request.before_page_token.isdigit():
+                raise errors.invalid_argument(
+                    f"before_page_token {request.before_page_token!r} is not a devserver token"
+                )
+            key = (request.flow_type, request.flow_id, request.stream_name)
+            page, token = self.engine.streams.page(key, request.page_size, request.before_page_token)
+            return pb.ListStreamMessagesResponse(messages=[m.to_proto() for m in page], next_page_token=token)
+
+        return await _answer(context, lambda: _now(call()))
+
+    async def SkipTimer(self, request: pb.SkipTimerRequest, context: Context) -> empty_pb2.Empty:
+        def call() -> empty_pb2.Empty:
+            self.engine.skip_timer(request)
+            return empty_pb2.Empty()
+
+        return await _answer(context, lambda: _now(call()))
+
+    async def LoadBlobs(self, request: pb.LoadBlobsRequest, context: Context) -> pb.LoadBlobsResponse:
+        return await _answer(context, lambda: _now(self.engine.load_blobs(request)))
+
+    async def GetHistoryEvents(
+        self, request: pb.GetHistoryEventsRequest, context: Context
+    ) -> pb.GetHistoryEventsResponse:
+        def call() -> pb.GetHistoryEventsResponse:
+            events = self.engine.history(request.flow_id, request.run_id)
+            start = request.start_internal_event_id
+            if request.next_page_token:
+                start = int(request.next_page_token.decode())
+            size = request.estimate_page_size or _HISTORY_PAGE
+            selected = [event for event in events if event.event_id >= start]
+            page = selected[:size]
+            response = pb.GetHistoryEventsResponse(events=page)
+            next_id = (page[-1].event_id + 1) if page else max(start, 1)
+            response.next_internal_event_id = next_id
+            if len(selected) > size:
+                response.next_page_token = str(next_id).encode()
+            return response
+
+        return await _answer(context, lambda: _now(call()))
+
+    async def GetFlowState(
+        self, request: pb.GetFlowStateRequest, context: Context
+    ) -> pb.GetFlowStateResponse:
+        return await _answer(context, lambda: _now(self.engine.flow_state(request.flow_id, request.run_id)))
+
+    async def WaitForStepCompletion(
+        self, request: pb.WaitForStepCompletionRequest, context: Context
+    ) -> pb.WaitForStepCompletionResponse:
+        async def call() -> pb.WaitForStepCompletionResponse:
+            await self.engine.wait_for_step_completion(request)
+            return pb.WaitForStepCompletionResponse()
+
+        return await _answer(context, call)
+
+    async def WaitForAttribute(
+        self, request: pb.WaitForAttributeRequest, context: Context
+    ) -> pb.WaitForAttributeResponse:
+        async def call() -> pb.WaitForAttributeResponse:
+            return pb.WaitForAttributeResponse(matched_value=await self.engine.wait_for_attribute(request))
+
+        return await _answer(context, call)
+
+    async def GetAttributes(
+        self, request: pb.GetAttributesRequest, context: Context
+    ) -> pb.GetAttributesResponse:
+        def call() -> pb.GetAttributesResponse:
+            run = self.engine.run_of(request.flow_id, request.run_id)
+            keys = sorted(run.attributes) if request.all_keys else list(request.keys)
+            response = pb.GetAttributesResponse()
+            for key in keys:
+                if key in run.attributes:
+                    response.attributes.add(key=key, value=run.attributes[key])
+            return response
+
+        return await _answer(context, lambda: _now(call()))
+
+    async def _unimplemented(self, feature: str, context: Context) -> Any:
+        async def call() -> Any:
+            raise errors.unimplemented(feature)
+
+        return await _answer(context, call)
+
+    async def SearchFlows(self, request: pb.SearchFlowsRequest, context: Context) -> pb.SearchFlowsResponse:
+        return cast(pb.SearchFlowsResponse, await self._unimplemented("SearchFlows", context))
+
+    async def ResetFlow(self, request: pb.ResetFlowRequest, context: Context) -> pb.ResetFlowResponse:
+        return cast(pb.ResetFlowResponse, await self._unimplemented("ResetFlow (time travel)", context))
+
+    async def UpdateFlowConfig(
+        self, request: pb.UpdateFlowConfigRequest, context: Context
+    ) -> empty_pb2.Empty:
+        return cast(empty_pb2.Empty, await self._unimplemented("UpdateFlowConfig", context))
+
+    async def TriggerContinueAsNew(
+        self, request: pb.TriggerContinueAsNewRequest, context: Context
+    ) -> empty_pb2.Empty:
+        return cast(empty_pb2.Empty, await self._unimplemented("TriggerContinueAsNew", context))
+
+    async def SetAttributes(self, request: pb.SetAttributesRequest, context: Context) -> empty_pb2.Empty:
+        return cast(empty_pb2.Empty, await self._unimplemented("SetAttributes", context))
+
+    async def GetChannelMessages(
+        self, request: pb.GetChannelMessagesRequest, context: Context
+    ) -> pb.GetChannelMessagesResponse:
+        def call() -> pb.GetChannelMessagesResponse:
+            run = self.engine.run_of(request.flow_id, request.run_id)
+            return pb.GetChannelMessagesResponse(messages=run.channels.get(request.channel_name, []))
+
+        return await _answer(context, lambda: _now(call()))
+
+    async def DeleteChannelMessage(
+        self, request: pb.DeleteChannelMessageRequest, context: Context
+    ) -> empty_pb2.Empty:
+        return cast(empty_pb2.Empty, await self._unimplemented("DeleteChannelMessage (use an RPC)", context))
+
+    async def WaitForHistoryEvent(
+        self, request: pb.WaitForHistoryEventRequest, context: Context
+    ) -> pb.WaitForHistoryEventResponse:
+        return cast(pb.WaitForHistoryEventResponse, await self._unimplemented("WaitForHistoryEvent", context))
+
+
+class _WorkerTaskService(pbg.WorkerTaskServiceServicer):
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+
+    async def PollWorkerTask(self, request_iterator: Any, context: Context) -> None:  # type: ignore[override]
+        first = await context.read()
+        if first is grpc.aio.EOF:
+            return
+        request = cast(pb.PollWorkerTaskRequest, first)
+        if request.WhichOneof("frame") != "register":
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "the first PollWorkerTask frame must be register"
+            )
+            return
+        register = request.register
+        stream = PullStream(register.queue, frozenset(register.flow_types), context.write)
+        await stream.send(
+            pb.PollWorkerTaskResponse(
+                registered=pb.PollWorkerTaskRegistered(supports_unknown_name_rejection=True)
+            )
+        )
+        self.dispatcher.add_stream(stream)
+        try:
+            while True:
+                frame = await context.read()
+                if frame is grpc.aio.EOF:
+                    return
+                self.dispatcher.on_frame(stream, cast(pb.PollWorkerTaskRequest, frame))
+        finally:
+            self.dispatcher.remove_stream(stream)
+
+
+class DevServer:
+    """A Dex-compatible development server, run in-process on the current event loop.
+
+    Args:
+        options: How to run it.
+
+    Example:
+        ```python
+        server = DevServer(ServerOptions(port=0, db_path=None))
+        await server.start()
+        print(server.address)
+        await server.stop()
+        ```
+    """
+
+    def __init__(self, options: ServerOptions | None = None) -> None:
+        self.options = options or ServerOptions()
+        self.store = Store(self.options.db_path)
+        self.blobs = Blobs(self.store, self.options.blob_threshold, self.options.max_value_bytes)
+        self.dispatcher = Dispatcher(self.options.dispatch_wait)
+        self.streams = Streams(self.store)
+        self.engine = Engine(
+            self.store,
+            self.blobs,
+            self.dispatcher,
+            self.streams,
+            EngineOptions(default_worker_target=self.options.default_worker_target),
+        )
+        self._server: grpc.aio.Server | None = None
+        self.port = 0
+
+    @property
+    def address(self) -> str:
+        """``HOST:PORT`` of the bound server."""
+        return f"{self.options.host}:{self.port}"
+
+    async def start(self) -> None:
+        """Restores stored Flows, binds the port and starts serving."""
+        server = grpc.aio.server(options=GRPC_OPTIONS)
+        pbg.add_FlowServiceServicer_to_server(_FlowService(self.engine), server)  # pyright: ignore[reportUnknownMemberType]
+        pbg.add_WorkerTaskServiceServicer_to_server(  # pyright: ignore[reportUnknownMemberType]
+            _WorkerTaskService(self.dispatcher), server
+        )
+        self.port = server.add_insecure_port(f"{self.options.host}:{self.options.port}")
+        if self.port == 0:
+            raise OSError(f"cannot bind {self.options.host}:{self.options.port}")
+        self.engine.restore()
+        await server.start()
+        self._server = server
+
+    async def stop(self) -> None:
+        """Stops serving and commits pending state."""
+        if self._server is not None:
+            await self._server.stop(grace=0.5)
+            self._server = None
+        await self.engine.close()
+        await self.dispatcher.close()
+        self.store.close()
+
+    async def wait(self) -> None:
+        """Serves until the server stops."""
+        if self._server is not None:
+            await self._server.wait_for_termination()
+
+    def history_json(self, flow_id: str, run_id: str = "") -> dict[str, Any]:
+        """Returns a run's history in the ``dexcli flow history`` JSON shape."""
+        run = self.engine.run_of(flow_id, run_id)
+        return {
+            "flowId": run.flow_id,
+            "runId": run.run_id,
+            "events": [event_json(event) for event in self.engine.history(run.flow_id, run.run_id)],
+        }
+
+
+async def serve_forever(server: DevServer, ready: Callable[[str], None]) -> None:
+    """Runs a server until SIGINT or SIGTERM, calling `ready` with its address once it serves."""
+    await server.start()
+    ready(server.address)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    await server.stop()
