@@ -1,0 +1,355 @@
+"""`PydanticAiRunner`: the session's runner contract for a Pydantic AI `Agent`.
+
+One `run_model_step` drives the user's agent with `Agent.iter()` through exactly one model request and
+stops at the boundary Pydantic AI would cross next:
+
+- the response asks for tools: the run stops *before* `CallToolsNode`, so Pydantic AI runs no tool, and
+  every call except the agent's own output tools becomes a `DeferredToolCall`. The Pydantic AI messages
+  of the turn so far go into the framework run state;
+- the response is the final output: `CallToolsNode` validates it (output tools, output validators) and
+  the run ends; the turn's messages are stored;
+- the output needs a retry: Pydantic AI would send feedback in a second model request. The runner stops
+  before it and ends the turn with `turn_error`, so no model call is ever hidden inside a Step.
+
+The next `run_model_step` of the turn resumes through Pydantic AI's own mechanism: `DeferredToolResults`
+with every recorded result (a rejection as `ToolDenied` with its message, a failure or an unknown outcome
+as `ToolFailed`), so Pydantic AI writes the tool returns and makes the next model request itself.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, cast
+
+from dex_agents.events import AgentEventWriter
+from dex_agents.runner import (
+    DEFAULT_REJECTION_TOOL_RESULT,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolCall,
+    DeferredToolExecution,
+    ToolCallsRequested,
+    ToolExecutionResult,
+    ToolPolicy,
+    TurnCompleted,
+    describe_tool_call_outcome,
+)
+from dex_agents.values import AgentToolCall, AgentUsage, FrameworkMessage, ToolCallStatus, ToolEffect
+from pydantic_ai import (
+    Agent,
+    AgentRun,
+    CallToolsNode,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ModelRequestNode,
+    ToolDenied,
+    ToolFailed,
+    UserError,
+)
+from pydantic_ai.messages import (
+    BaseToolReturnPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryFeedbackPart,
+)
+from pydantic_ai.models import KnownModelName, Model
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import AgentDepsT
+from pydantic_graph import End
+
+from dex_agents_pydantic_ai._effects import framework_effect
+from dex_agents_pydantic_ai._messages import (
+    build_user_framework_message,
+    history_from_stored_messages,
+    project_messages,
+    render_output,
+)
+from dex_agents_pydantic_ai._state import PydanticAiRunState
+from dex_agents_pydantic_ai._streaming import forward_stream_event
+from dex_agents_pydantic_ai._tool_execution import ToolCallRunner
+
+__all__ = ["UNKNOWN_TOOL_POLICY", "PydanticAiRunner"]
+
+UNKNOWN_TOOL_POLICY = ToolPolicy(ToolEffect.READ, requires_approval=False)
+"""The policy of a call to a tool the agent does not have.
+
+Such a call only records `failed` with Pydantic AI's "Unknown tool name" message, which the model reads
+at its next call; nothing runs, so it needs neither an approval nor a single-attempt Step.
+"""
+
+
+class _Boundary(enum.Enum):
+    """Where `run_model_step` stopped the agent run."""
+
+    TOOL_CALLS = "tool_calls"
+    """The model response asks for tools; `CallToolsNode` has not run."""
+    END = "end"
+    """The run produced its output."""
+    OUTPUT_RETRY = "output_retry"
+    """Pydantic AI wants a second model request to retry the output."""
+
+
+@dataclass
+class _Stop:
+    boundary: _Boundary
+    response: ModelResponse | None = None
+    """The response to `TOOL_CALLS`."""
+    output: object = None
+    """The run's output at `END`."""
+    feedback: ModelRequest | None = None
+    """The request Pydantic AI would send at `OUTPUT_RETRY`."""
+
+
+class PydanticAiRunner(Generic[AgentDepsT]):
+    """Runs a Pydantic AI `Agent` inside a durable Dex agent session, one Step per model and tool call.
+
+    Give it the agent you already have, with its ordinary tools and toolsets; the session turns every
+    tool call into its own Step. Keep the runner stateless: a Worker builds it once and the session
+    calls it from any Step, in any process.
+
+    Args:
+        agent: The agent. Its tools are offered to the model unchanged, but never run inside a model
+            Step: each call runs in its own tool Step through `execute_deferred_tool_call`.
+        deps: The dependencies of every run and tool call (`RunContext.deps`).
+        model: A model to use instead of the agent's own, as in `Agent.run(model=...)`.
+        model_settings: Model settings for every model call, as in `Agent.run(model_settings=...)`.
+    """
+
+    def __init__(
+        self,
+        agent: Agent[AgentDepsT, Any],
+        *,
+        deps: AgentDepsT | None = None,
+        model: Model | KnownModelName | str | None = None,
+        model_settings: ModelSettings | None = None,
+    ) -> None:
+        self._agent = agent
+        # Pydantic AI types `deps` as the agent's own type; an agent without dependencies takes `None`.
+        self._deps = cast(AgentDepsT, deps)
+        self._model = model
+        self._model_settings = model_settings
+        self._tool_calls = ToolCallRunner(agent, deps=self._deps, model=model)
+
+    @property
+    def agent(self) -> Agent[AgentDepsT, Any]:
+        """The agent this runner drives."""
+        return self._agent
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        """Return a user message holding ``text`` as a Pydantic AI `ModelRequest` with one user prompt."""
+        return build_user_framework_message(text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        """Let the agent make one model request and return what the session does next.
+
+        Args:
+            turn: The committed state of the turn.
+
+        Returns:
+            `ToolCallsRequested` when the model asked for tools, else `TurnCompleted` with every message
+            of the turn, or with `turn_error` when the output needs a retry.
+        """
+        history = history_from_stored_messages(turn.messages)
+        if turn.framework_run_state is None:
+            earlier_turn_messages: list[ModelMessage] = []
+            results = None
+            if not history or not isinstance(history[-1], ModelRequest):
+                return TurnCompleted(new_messages=(), turn_error="the turn has no user message to answer")
+        else:
+            try:
+                state = PydanticAiRunState.from_json(turn.framework_run_state)
+            except ValueError as error:
+                return TurnCompleted(new_messages=(), turn_error=str(error))
+            earlier_turn_messages = list(state.turn_messages)
+            history.extend(earlier_turn_messages)
+            results = _recorded_results(state, turn)
+
+        async with self._agent.iter(
+            message_history=history,
+            deferred_tool_results=results,
+            deps=self._deps,
+            model=self._model,
+            model_settings=self._model_settings,
+        ) as run:
+            try:
+                stop = await _run_to_boundary(run, turn.events)
+            except UserError as error:
+                # A configuration or history problem repeats on every attempt, so retrying would only
+                # make the same model call again.
+                turn_messages = [*earlier_turn_messages, *run.new_messages()]
+                return TurnCompleted(
+                    new_messages=project_messages(turn_messages),
+                    usage=_model_call_usage(run.new_messages()),
+                    turn_error=f"Pydantic AI refused the run: {error}",
+                )
+            new_messages = run.new_messages()
+        usage = _model_call_usage(new_messages)
+        turn_messages = [*earlier_turn_messages, *new_messages]
+
+        if stop.boundary is _Boundary.TOOL_CALLS:
+            assert stop.response is not None
+            return self._tool_calls_requested(turn, run, stop.response, turn_messages, usage)
+        if stop.boundary is _Boundary.OUTPUT_RETRY:
+            assert stop.feedback is not None
+            return TurnCompleted(
+                # The feedback closes any output tool call of the response, so the stored history stays
+                # valid for the next turn.
+                new_messages=project_messages([*turn_messages, stop.feedback]),
+                usage=usage,
+                turn_error=(
+                    "The model's answer could not be used as the agent's output, and retrying it would take "
+                    f"another model call: {_feedback_text(stop.feedback)}"
+                ),
+            )
+        if isinstance(stop.output, DeferredToolRequests):
+            return TurnCompleted(
+                new_messages=project_messages(turn_messages),
+                usage=usage,
+                turn_error=(
+                    "Pydantic AI deferred tool calls while it resumed the turn; "
+                    "the runner defers every call itself"
+                ),
+            )
+        return TurnCompleted(
+            new_messages=project_messages(turn_messages, final_output_text=render_output(stop.output)),
+            usage=usage,
+        )
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        """Run the agent's real tool for one approved call, once.
+
+        The tool runs through Pydantic AI's own pipeline (argument validation, `RunContext`, hooks), and
+        `dex_agents.current_tool_execution()` gives it the call and its idempotency key.
+
+        Args:
+            call: The approved call.
+
+        Returns:
+            The tool's result as text.
+
+        Raises:
+            ToolExecutionError: For a failure the model should see: invalid arguments, `ModelRetry`,
+                `ToolFailed`, or a tool name the agent does not have.
+        """
+        record = call.tool_call
+        output = await self._tool_calls.run(
+            tool_name=record.tool_name, tool_call_id=record.tool_call_id, arguments=record.arguments
+        )
+        return ToolExecutionResult(output)
+
+    def _tool_calls_requested(
+        self,
+        turn: AgentTurnContext,
+        run: AgentRun[AgentDepsT, Any],
+        response: ModelResponse,
+        turn_messages: Sequence[ModelMessage],
+        usage: AgentUsage,
+    ) -> ToolCallsRequested:
+        # The tool manager was prepared for this run step before the model request, so it knows the
+        # definitions the model was offered, including their kinds and MCP annotations.
+        tool_manager = run.ctx.deps.tool_manager
+        deferred: list[DeferredToolCall] = []
+        output_tool_call_ids: list[str] = []
+        for call in response.tool_calls:
+            tool_def = tool_manager.get_tool_def(call.tool_name)
+            if tool_def is not None and tool_def.kind == "output":
+                output_tool_call_ids.append(call.tool_call_id)
+                continue
+            policy = (
+                UNKNOWN_TOOL_POLICY
+                if tool_def is None
+                else turn.resolve_tool_policy(call.tool_name, framework_effect(tool_def))
+            )
+            deferred.append(
+                DeferredToolCall(call.tool_call_id, call.tool_name, call.args_as_json_str(), policy)
+            )
+        state = PydanticAiRunState(
+            turn_messages=turn_messages, output_tool_call_ids=tuple(output_tool_call_ids)
+        )
+        return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=deferred, usage=usage)
+
+
+async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter) -> _Stop:
+    """Drive ``run`` through at most one model request and stop at the next boundary."""
+    node = run.next_node
+    model_requests = 0
+    while True:
+        if isinstance(node, End):
+            return _Stop(_Boundary.END, output=cast(object, node.data.output))
+        if isinstance(node, ModelRequestNode):
+            if model_requests:
+                return _Stop(_Boundary.OUTPUT_RETRY, feedback=node.request)
+            model_requests += 1
+            async with node.stream(run.ctx) as stream:
+                async for event in stream:
+                    forward_stream_event(event, events)
+        elif isinstance(node, CallToolsNode) and model_requests and _asks_for_tools(run, node.model_response):
+            return _Stop(_Boundary.TOOL_CALLS, response=node.model_response)
+        node = await run.next(node)
+
+
+def _asks_for_tools(run: AgentRun[Any, Any], response: ModelResponse) -> bool:
+    """Whether ``response`` calls anything other than the agent's output tools."""
+    tool_manager = run.ctx.deps.tool_manager
+    for call in response.tool_calls:
+        tool_def = tool_manager.get_tool_def(call.tool_name)
+        if tool_def is None or tool_def.kind != "output":
+            return True
+    return False
+
+
+def _recorded_results(state: PydanticAiRunState, turn: AgentTurnContext) -> DeferredToolResults:
+    """Return every recorded result of the waiting response, in the form Pydantic AI resumes with."""
+    results = DeferredToolResults()
+    output_tool_call_ids = set(state.output_tool_call_ids)
+    for call in state.pending_response.tool_calls:
+        if call.tool_call_id in output_tool_call_ids:
+            # Any value makes Pydantic AI process an output tool call when it resumes; it validates the
+            # call's own arguments and ignores the value.
+            results.calls[call.tool_call_id] = "output tool call, processed by Pydantic AI"
+            continue
+        record = turn.recorded_tool_call(call.tool_call_id)
+        _add_recorded_result(results, record)
+    return results
+
+
+def _add_recorded_result(results: DeferredToolResults, record: AgentToolCall) -> None:
+    if record.status is ToolCallStatus.SUCCEEDED:
+        results.calls[record.tool_call_id] = record.output or ""
+    elif record.status is ToolCallStatus.REJECTED:
+        # A rejection goes in `approvals` as `ToolDenied`: only there does the model see it as a denial
+        # (a `ToolDenied` in `calls` would read as a successful result).
+        results.approvals[record.tool_call_id] = ToolDenied(
+            record.rejection_message or DEFAULT_REJECTION_TOOL_RESULT
+        )
+    else:
+        # `failed` and `outcome_unknown` reach the model as a failed call with the session's own text.
+        results.calls[record.tool_call_id] = ToolFailed(describe_tool_call_outcome(record))
+
+
+def _model_call_usage(new_messages: Sequence[ModelMessage]) -> AgentUsage:
+    """Return the usage of the one model call among ``new_messages``, or zero when none was made."""
+    responses = [message for message in new_messages if isinstance(message, ModelResponse)]
+    if not responses:
+        return AgentUsage()
+    usage = responses[-1].usage
+    return AgentUsage(
+        model_calls=1,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_input_tokens=usage.cache_read_tokens,
+        reasoning_tokens=usage.details.get("reasoning_tokens", 0),
+    )
+
+
+def _feedback_text(feedback: ModelRequest) -> str:
+    texts: list[str] = []
+    for part in feedback.parts:
+        if isinstance(part, RetryFeedbackPart):
+            texts.append(part.model_response())
+        elif isinstance(part, BaseToolReturnPart):
+            texts.append(part.model_response_str(wrap_if_error=False))
+    return " ".join(texts) or "Pydantic AI asked for a retry"

@@ -1,0 +1,94 @@
+"""Runs one deferred tool call through Pydantic AI's own tool pipeline.
+
+A tool Step has the call's name, ID and arguments, but no Pydantic AI run. Rather than calling the tool
+function directly (and skipping argument validation, `prepare` functions, capability hooks and
+`RunContext`), the runner starts a short agent run whose history is that one call, approves it with
+`DeferredToolResults`, and stops before the next model request. Pydantic AI validates the arguments and
+runs the tool exactly as it would inside `Agent.run`; the model is never called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Generic, cast
+
+from dex_agents.runner import ToolExecutionError
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ModelRequestNode, ToolApproved
+from pydantic_ai.messages import BaseToolReturnPart, ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.models import KnownModelName, Model
+from pydantic_ai.tools import AgentDepsT
+from pydantic_graph import End
+
+__all__ = ["ToolCallRunner"]
+
+
+class ToolCallRunner(Generic[AgentDepsT]):
+    """Runs approved tool calls of one agent, one call per `run` call.
+
+    Args:
+        agent: The user's agent, whose toolsets hold the tools.
+        deps: The dependencies tools receive in `RunContext.deps`.
+        model: The model override of the runner; the model is never called here, but Pydantic AI needs
+            one to start a run.
+    """
+
+    def __init__(
+        self,
+        agent: Agent[AgentDepsT, Any],
+        *,
+        deps: AgentDepsT,
+        model: Model | KnownModelName | str | None,
+    ) -> None:
+        self._agent = agent
+        self._deps = deps
+        self._model = model
+
+    async def run(self, *, tool_name: str, tool_call_id: str, arguments: str) -> str:
+        """Run one tool call once and return the text the model sees.
+
+        Args:
+            tool_name: The tool's name as the model called it.
+            tool_call_id: The call's ID.
+            arguments: The call's arguments as JSON text.
+
+        Returns:
+            The tool's result as text.
+
+        Raises:
+            ToolExecutionError: When Pydantic AI would show the model an error instead of a result: the
+                arguments do not validate, the tool raised `ModelRetry` or `ToolFailed`, or no tool has
+                this name. Any other exception the tool raises propagates unchanged, so the session
+                retries or records the call by its effect.
+        """
+        call = ToolCallPart(tool_name, arguments, tool_call_id=tool_call_id)
+        history: Sequence[ModelMessage] = [ModelResponse(parts=[call])]
+        approval = DeferredToolResults(approvals={tool_call_id: ToolApproved()})
+        async with self._agent.iter(
+            message_history=history, deferred_tool_results=approval, deps=self._deps, model=self._model
+        ) as run:
+            node = run.next_node
+            # The approved call runs in the first CallToolsNode; the run stops at the model request that
+            # would follow, so no model call ever happens here.
+            while not isinstance(node, (ModelRequestNode, End)):
+                node = await run.next(node)
+            if isinstance(node, End):
+                output = cast(object, node.data.output)
+                if isinstance(output, DeferredToolRequests):
+                    raise ToolExecutionError(
+                        f"tool {tool_name!r} deferred its own call (CallDeferred or ApprovalRequired); "
+                        "a tool that runs in a Dex tool Step must return its result"
+                    )
+                raise ToolExecutionError(
+                    f"tool {tool_name!r} ended the agent run instead of returning a result"
+                )
+            request = node.request
+        for part in request.parts:
+            if isinstance(part, BaseToolReturnPart) and part.tool_call_id == tool_call_id:
+                text = part.model_response_str(wrap_if_error=False)
+                # Every other outcome (failed, retried, denied, interrupted) reaches the model as an error.
+                if part.outcome != "success":
+                    raise ToolExecutionError(text)
+                return text
+        raise ToolExecutionError(
+            f"Pydantic AI returned no result for tool call {tool_call_id!r} of {tool_name!r}"
+        )

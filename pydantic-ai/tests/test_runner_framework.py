@@ -1,0 +1,367 @@
+"""The runner against Pydantic AI's real agent loop with a scripted model, without a server.
+
+Each test plays the session's side of the runner contract (`tests/support.py`) and asserts what a user
+of the session would notice: which calls become Steps, what the model sees, what is stored.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from dex_agents.runner import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    DeferredToolExecution,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolPolicy,
+    TurnCompleted,
+)
+from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
+from pydantic import BaseModel
+from pydantic_ai import Agent, ModelRetry
+from pydantic_ai.messages import TextPart
+
+from dex_agents_pydantic_ai import UNKNOWN_TOOL_POLICY, PydanticAiRunner
+from tests.support import ScriptedModel, SessionSide, respond, tool_call
+
+
+def build_agent(model: ScriptedModel, runs: list[str]) -> Agent[None, str]:
+    def get_weather(city: str) -> str:
+        """Return the weather of a city."""
+        runs.append(f"get_weather {city}")
+        return f"sunny in {city}"
+
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        runs.append(f"delete_file {path}")
+        return f"deleted {path}"
+
+    def flaky(attempt: int) -> str:
+        """Ask the model to try again."""
+        raise ModelRetry(f"attempt {attempt} was too early")
+
+    def crash() -> str:
+        """Fail like a broken dependency."""
+        raise ConnectionError("backend unreachable")
+
+    return Agent(
+        model.model,
+        instructions="You help with the weather and with files.",
+        tools=[get_weather, delete_file, flaky, crash],
+    )
+
+
+async def execute(runner: PydanticAiRunner[None], session: SessionSide, tool_call_id: str) -> str:
+    async def heartbeat() -> None:
+        return None
+
+    record = session.records[tool_call_id]
+    result = await runner.execute_deferred_tool_call(
+        DeferredToolExecution(
+            flow_id="session-1",
+            tool_call=record,
+            idempotency_key=f"session-1/{session.turn_id}/{tool_call_id}",
+            attempt=1,
+            events=session.context().events,
+            heartbeat_function=heartbeat,
+        )
+    )
+    return result.output
+
+
+async def test_a_model_call_defers_every_tool_call_in_model_order_and_runs_none() -> None:
+    model = ScriptedModel(
+        [
+            respond(
+                TextPart("Checking the weather, then deleting."),
+                tool_call("get_weather", {"city": "Paris"}, "call-1"),
+                tool_call("delete_file", {"path": "/tmp/x"}, "call-2"),
+            )
+        ]
+    )
+    runs: list[str] = []
+    runner = PydanticAiRunner(build_agent(model, runs))
+    session = SessionSide(tool_policies={"get_weather": ToolPolicy(ToolEffect.READ)})
+    session.start_turn(runner.build_user_message("Weather in Paris, and delete /tmp/x"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, ToolCallsRequested)
+    assert [
+        (call.tool_call_id, call.tool_name, json.loads(call.arguments)) for call in outcome.tool_calls
+    ] == [
+        ("call-1", "get_weather", {"city": "Paris"}),
+        ("call-2", "delete_file", {"path": "/tmp/x"}),
+    ]
+    # The explicit policy wins; a tool without one gets the session's default effect, which needs approval.
+    assert [call.policy for call in outcome.tool_calls] == [
+        ToolPolicy(ToolEffect.READ),
+        ToolPolicy(ToolEffect.UNCLASSIFIED),
+    ]
+    assert outcome.tool_calls[1].policy.is_approval_required
+    assert runs == [], "no tool may run inside a model Step"
+    assert model.calls == 1
+    assert model.offered_tools[0] == ["get_weather", "delete_file", "flaky", "crash"]
+    assert outcome.usage.model_calls == 1
+    assert outcome.usage.input_tokens > 0
+    assert outcome.framework_run_state
+
+
+async def test_resuming_shows_the_model_every_recorded_result_through_pydantic_ais_own_results() -> None:
+    model = ScriptedModel(
+        [
+            respond(
+                tool_call("get_weather", {"city": "Paris"}, "call-1"),
+                tool_call("delete_file", {"path": "/a"}, "call-2"),
+                tool_call("delete_file", {"path": "/b"}, "call-3"),
+                tool_call("delete_file", {"path": "/c"}, "call-4"),
+            ),
+            respond(TextPart("Paris is sunny; I deleted nothing for sure.")),
+        ]
+    )
+    runs: list[str] = []
+    runner = PydanticAiRunner(build_agent(model, runs))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather, then delete three files"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, ToolCallsRequested)
+    session.defer(first)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny in Paris")
+    session.finish("call-2", ToolCallStatus.REJECTED, rejection_message="Never delete /a.")
+    session.finish("call-3", ToolCallStatus.FAILED, error="disk is read-only")
+    session.finish("call-4", ToolCallStatus.OUTCOME_UNKNOWN, error="Worker lost")
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted)
+    assert final.turn_error is None
+    assert model.calls == 2
+    seen = {
+        part.tool_call_id: (part.outcome, part.model_response_str()) for part in model.tool_returns_seen(2)
+    }
+    assert seen["call-1"] == ("success", "sunny in Paris")
+    # A rejection reaches the model as a denial carrying the user's message, not as a tool result.
+    assert seen["call-2"][0] == "denied"
+    assert "Never delete /a." in seen["call-2"][1]
+    assert seen["call-3"][0] == "failed"
+    assert "The tool call failed: disk is read-only" in seen["call-3"][1]
+    assert seen["call-4"][0] == "failed"
+    assert OUTCOME_UNKNOWN_TOOL_RESULT in seen["call-4"][1]
+    assert runs == []
+
+    # Every message of the turn is stored after the user message, with its display fields filled in.
+    roles = [message.role for message in final.new_messages]
+    assert roles == [MessageRole.ASSISTANT, *[MessageRole.TOOL] * 4, MessageRole.ASSISTANT]
+    tool_messages = final.new_messages[1:5]
+    assert [message.tool_call_id for message in tool_messages] == ["call-1", "call-2", "call-3", "call-4"]
+    assert tool_messages[0].tool_name == "get_weather"
+    assert json.loads(tool_messages[0].tool_arguments or "") == {"city": "Paris"}
+    assert tool_messages[0].tool_output == "sunny in Paris"
+    assert final.new_messages[-1].text == "Paris is sunny; I deleted nothing for sure. "
+    assert final.usage.model_calls == 1
+
+
+async def test_the_next_turn_replays_the_stored_history() -> None:
+    model = ScriptedModel(
+        [
+            respond(tool_call("get_weather", {"city": "Oslo"}, "call-1")),
+            respond(TextPart("Oslo is sunny.")),
+            respond(TextPart("You asked about Oslo.")),
+        ]
+    )
+    runner = PydanticAiRunner(build_agent(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather in Oslo?"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, ToolCallsRequested)
+    session.defer(first)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny in Oslo")
+    completed = await runner.run_model_step(session.context())
+    assert isinstance(completed, TurnCompleted)
+    session.store(completed.new_messages)
+
+    session.start_turn(runner.build_user_message("What did I ask?"))
+    second_turn = await runner.run_model_step(session.context())
+
+    assert isinstance(second_turn, TurnCompleted)
+    assert model.user_prompts_seen(3) == ["Weather in Oslo?", "What did I ask?"]
+    assert [(part.tool_call_id, part.model_response_str()) for part in model.tool_returns_seen(3)] == [
+        ("call-1", "sunny in Oslo")
+    ]
+    assert model.calls == 3
+
+
+async def test_a_call_to_a_tool_the_agent_lacks_fails_at_the_next_model_call_not_in_a_hidden_one() -> None:
+    model = ScriptedModel(
+        [
+            respond(tool_call("launch_rocket", {"target": "moon"}, "call-1")),
+            respond(TextPart("I cannot launch rockets.")),
+        ]
+    )
+    runner = PydanticAiRunner(build_agent(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Launch a rocket"))
+
+    first = await runner.run_model_step(session.context())
+
+    assert model.calls == 1, "Pydantic AI's retry prompt must not become a second model call"
+    assert isinstance(first, ToolCallsRequested)
+    assert [(call.tool_name, call.policy) for call in first.tool_calls] == [
+        ("launch_rocket", UNKNOWN_TOOL_POLICY)
+    ]
+    session.defer(first)
+    with pytest.raises(ToolExecutionError) as error:
+        await execute(runner, session, "call-1")
+    assert "Unknown tool name: 'launch_rocket'" in error.value.message
+    session.finish("call-1", ToolCallStatus.FAILED, error=error.value.message)
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted)
+    [seen] = model.tool_returns_seen(2)
+    assert seen.outcome == "failed"
+    assert "Unknown tool name: 'launch_rocket'" in seen.model_response_str()
+
+
+async def test_executing_a_call_runs_the_real_tool_once_through_pydantic_ai() -> None:
+    model = ScriptedModel(
+        [
+            respond(
+                tool_call("get_weather", {"city": "Rome"}, "ok"),
+                tool_call("get_weather", {"town": "Rome"}, "invalid"),
+                tool_call("flaky", {"attempt": 1}, "retry"),
+                tool_call("crash", {}, "crash"),
+            )
+        ]
+    )
+    runs: list[str] = []
+    runner = PydanticAiRunner(build_agent(model, runs))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("go"))
+    outcome = await runner.run_model_step(session.context())
+    assert isinstance(outcome, ToolCallsRequested)
+    session.defer(outcome)
+
+    assert await execute(runner, session, "ok") == "sunny in Rome"
+    assert runs == ["get_weather Rome"]
+    # Pydantic AI validates the arguments: the model sees the validation error, the tool does not run.
+    with pytest.raises(ToolExecutionError, match="city"):
+        await execute(runner, session, "invalid")
+    with pytest.raises(ToolExecutionError, match="attempt 1 was too early"):
+        await execute(runner, session, "retry")
+    # Any other exception is a Step failure, which the session retries or records by the tool's effect.
+    with pytest.raises(ConnectionError):
+        await execute(runner, session, "crash")
+    assert runs == ["get_weather Rome"]
+    assert model.calls == 1, "running a tool never calls the model"
+
+
+class Forecast(BaseModel):
+    city: str
+    temperature_c: int
+
+
+async def test_structured_output_next_to_a_function_call_defers_only_the_function_call() -> None:
+    model = ScriptedModel([])
+    runs: list[str] = []
+
+    def get_weather(city: str) -> str:
+        """Return the weather of a city."""
+        runs.append(city)
+        return "21C"
+
+    agent = Agent(model.model, output_type=Forecast, tools=[get_weather])
+
+    model.responses = [
+        respond(
+            tool_call("get_weather", {"city": "Lima"}, "call-1"),
+            tool_call("final_result", {"city": "Lima", "temperature_c": 21}, "output-1"),
+        )
+    ]
+    runner = PydanticAiRunner(agent)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Forecast for Lima"))
+
+    first = await runner.run_model_step(session.context())
+
+    assert isinstance(first, ToolCallsRequested)
+    assert [call.tool_name for call in first.tool_calls] == ["get_weather"], (
+        "the output tool is never deferred"
+    )
+    session.defer(first)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="21C")
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted)
+    assert final.turn_error is None
+    assert model.calls == 1, "Pydantic AI ends the run with the output tool's result after the tool results"
+    assert final.usage.model_calls == 0
+    answer = final.new_messages[0]
+    assert answer.role is MessageRole.ASSISTANT
+    assert json.loads(answer.text or "") == {"city": "Lima", "temperature_c": 21}
+    assert [message.tool_call_id for message in final.new_messages[1:]] == ["call-1", "output-1"]
+    assert runs == []
+
+
+async def test_output_that_needs_a_retry_ends_the_turn_with_turn_error_after_one_model_call() -> None:
+    model = ScriptedModel([respond(TextPart("it is warm"))])
+    agent = Agent(model.model, output_type=Forecast)
+    runner = PydanticAiRunner(agent)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Forecast for Lima"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert model.calls == 1
+    assert outcome.turn_error is not None
+    assert "could not be used as the agent's output" in outcome.turn_error
+    # The answer and Pydantic AI's feedback are kept, so the next turn's model knows what went wrong.
+    assert [message.role for message in outcome.new_messages] == [MessageRole.ASSISTANT, MessageRole.USER]
+
+
+async def test_text_arrives_as_live_deltas_that_add_up_to_the_stored_text() -> None:
+    model = ScriptedModel([respond(TextPart("It is sunny and warm today."))])
+    runner = PydanticAiRunner(Agent(model.model))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    deltas = session.text_deltas()
+    assert len(deltas) == 6
+    assert "".join(deltas) == outcome.new_messages[-1].text
+    assert all(event.step_execution_id == "RunModel-1" and event.attempt == 1 for event in session.events)
+
+
+async def test_a_turn_failure_note_and_queued_messages_reach_the_model_as_user_text() -> None:
+    model = ScriptedModel([respond(TextPart("Understood."))])
+    runner = PydanticAiRunner(Agent(model.model))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Refund order 7"))
+    note = "[Dex] The previous turn failed after these tool calls ran:\n- refund {} -> succeeded: done"
+    session.store([runner.build_user_message(note)])
+    session.start_turn(runner.build_user_message("Did it work?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert model.user_prompts_seen(1) == ["Refund order 7", note, "Did it work?"]
+
+
+async def test_a_run_state_of_another_runner_ends_the_turn_with_a_clear_error() -> None:
+    model = ScriptedModel([])
+    runner = PydanticAiRunner(Agent(model.model))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("hi"))
+    session.framework_run_state = json.dumps({"format": "someone-else", "version": 1})
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None
+    assert "not written by PydanticAiRunner" in outcome.turn_error
+    assert model.calls == 0
