@@ -1,0 +1,96 @@
+"""Integration-test kit for agent session Flows and their framework adapters.
+
+``AgentTestStack`` starts a private ``dex-devserver`` (or targets ``DEX_SERVER_ADDRESS``), a Client, and
+Worker children in their own process groups that a test can SIGKILL at an exact point (``FileGate``).
+``InvocationLog`` counts real model and tool calls across processes, ``read_step_history`` reads the Step
+shape of a session from the server, and ``wait_until`` / ``wait_for_agent_snapshot`` poll with deadlines.
+
+Scripted models answer from a ``ScriptStore`` (``scripted_model_response``), scripted tools
+(``MATRIX_TOOLS``, ``run_scripted_tool``) log and gate every real run, and ``ScriptedRunner`` is a
+framework-free runner built on them. The design's 11-item matrix is ``dex_agents.testing.matrix
+.AgentMatrixTests``, which an adapter runs with a ``MatrixSpec``.
+"""
+
+from dex_agents.testing._gates import FileGate
+from dex_agents.testing._history import (
+    EXECUTE_COMPLETED_EVENT,
+    EXECUTE_FAILED_EVENT,
+    WAIT_FOR_COMPLETED_EVENT,
+    WAIT_FOR_FAILED_EVENT,
+    HistoryMovement,
+    StepHistoryEntry,
+    executed_step_types,
+    read_step_history,
+)
+from dex_agents.testing._invocations import Invocation, InvocationLog
+from dex_agents.testing._matrix_spec import MatrixFlows, MatrixSpec, run_matrix_worker, wait_for_turn_end
+from dex_agents.testing._matrix_tools import (
+    MATRIX_TOOLS,
+    MatrixToolNames,
+    cancel_order,
+    lookup_order,
+    matrix_session_options,
+    refund_order,
+    send_receipt,
+)
+from dex_agents.testing._scoped_runner import ModelCallScopedRunner, with_model_call_scope
+from dex_agents.testing._script import (
+    STATE_DIR_ENV,
+    ModelCallScope,
+    ScriptedResponse,
+    ScriptedToolCall,
+    ScriptStore,
+    current_model_call,
+    model_call_scope,
+    run_scripted_tool,
+    scripted_model_response,
+)
+from dex_agents.testing._scripted_runner import ScriptedRunner, render_message
+from dex_agents.testing._server import DevServerProcess
+from dex_agents.testing._stack import AgentTestStack
+from dex_agents.testing._waiting import wait_for_agent_snapshot, wait_until
+from dex_agents.testing._worker import WorkerProcess, run_agent_worker
+
+__all__ = [
+    "EXECUTE_COMPLETED_EVENT",
+    "EXECUTE_FAILED_EVENT",
+    "MATRIX_TOOLS",
+    "STATE_DIR_ENV",
+    "WAIT_FOR_COMPLETED_EVENT",
+    "WAIT_FOR_FAILED_EVENT",
+    "AgentTestStack",
+    "DevServerProcess",
+    "FileGate",
+    "HistoryMovement",
+    "Invocation",
+    "InvocationLog",
+    "MatrixFlows",
+    "MatrixSpec",
+    "MatrixToolNames",
+    "ModelCallScope",
+    "ModelCallScopedRunner",
+    "ScriptStore",
+    "ScriptedResponse",
+    "ScriptedRunner",
+    "ScriptedToolCall",
+    "StepHistoryEntry",
+    "WorkerProcess",
+    "cancel_order",
+    "current_model_call",
+    "executed_step_types",
+    "lookup_order",
+    "matrix_session_options",
+    "model_call_scope",
+    "read_step_history",
+    "refund_order",
+    "render_message",
+    "run_agent_worker",
+    "run_matrix_worker",
+    "run_scripted_tool",
+    "scripted_model_response",
+    "send_receipt",
+    "wait_for_agent_snapshot",
+    "wait_for_turn_end",
+    "wait_until",
+    "with_model_call_scope",
+]

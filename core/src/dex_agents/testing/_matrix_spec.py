@@ -1,0 +1,122 @@
+"""What an adapter supplies to run the matrix, and the Worker main that serves it (no pytest needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from dex_agents import (
+    AgentFrameworkRunner,
+    AgentSessionClient,
+    AgentSessionFlow,
+    AgentSessionStatus,
+    AgentSnapshot,
+)
+from dex_agents.testing._matrix_tools import MatrixToolNames, matrix_session_options
+from dex_agents.testing._scoped_runner import with_model_call_scope
+from dex_agents.testing._waiting import wait_for_agent_snapshot
+from dex_agents.testing._worker import run_agent_worker
+
+__all__ = ["MatrixFlows", "MatrixSpec", "run_matrix_worker", "wait_for_turn_end"]
+
+
+@dataclass(frozen=True)
+class MatrixFlows:
+    """The Flows the matrix registers.
+
+    Attributes:
+        main: The agent with explicit policies for the four matrix tools.
+        with_deadline: The same agent with an approval deadline.
+    """
+
+    main: AgentSessionFlow
+    with_deadline: AgentSessionFlow
+
+    @property
+    def all(self) -> tuple[AgentSessionFlow, ...]:
+        """Both Flows, for the Worker's and the Client's Registry."""
+        return (self.main, self.with_deadline)
+
+
+@dataclass(frozen=True)
+class MatrixSpec:
+    """What an adapter supplies to run the matrix.
+
+    Attributes:
+        build_runner: Builds the adapter's runner around its scripted model and the matrix tools. The
+            test process and the Worker child both call it.
+        worker_module: The module whose ``__main__`` calls :func:`run_matrix_worker` with this spec.
+        flow_type_prefix: Makes the Flow types unique on a shared server (``<prefix>Matrix`` and
+            ``<prefix>MatrixDeadline``).
+        worker_cwd: The Worker's working directory, usually the package directory.
+        worker_env: Extra environment variables for the Worker.
+        tool_names: The names the agent gives the four matrix tools.
+        approval_deadline: The deadline of the deadline Flow's approvals.
+    """
+
+    build_runner: Callable[[], AgentFrameworkRunner]
+    worker_module: str
+    flow_type_prefix: str
+    worker_cwd: Path | None = None
+    worker_env: Mapping[str, str] = field(default_factory=dict[str, str])
+    tool_names: MatrixToolNames = field(default_factory=MatrixToolNames)
+    approval_deadline: timedelta = timedelta(seconds=2)
+
+    def build_flows(self) -> MatrixFlows:
+        """Build the matrix Flows (each with its own runner, wrapped for the scripted model)."""
+        return MatrixFlows(
+            main=AgentSessionFlow(
+                with_model_call_scope(self.build_runner()),
+                flow_type=f"{self.flow_type_prefix}Matrix",
+                options=matrix_session_options(self.tool_names),
+            ),
+            with_deadline=AgentSessionFlow(
+                with_model_call_scope(self.build_runner()),
+                flow_type=f"{self.flow_type_prefix}MatrixDeadline",
+                options=matrix_session_options(self.tool_names, interrupt_deadline=self.approval_deadline),
+            ),
+        )
+
+
+def run_matrix_worker(spec: MatrixSpec) -> None:
+    """Serve the matrix Flows of ``spec``; the main of the adapter's matrix Worker module.
+
+    Args:
+        spec: The adapter's matrix spec.
+    """
+    run_agent_worker(spec.build_flows().all)
+
+
+async def wait_for_turn_end(
+    sessions: AgentSessionClient,
+    session_id: str,
+    turn_count: int,
+    timeout: float = 60.0,  # noqa: ASYNC109 - a poll deadline, not an I/O timeout
+) -> AgentSnapshot:
+    """Wait until a session has ended ``turn_count`` turns and waits for the next user message.
+
+    Args:
+        sessions: The session client.
+        session_id: The session.
+        turn_count: Completed or failed turns to wait for.
+        timeout: Seconds before giving up.
+
+    Returns:
+        The snapshot that matched.
+    """
+
+    def ended(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+        state = snapshot.state
+        if (
+            state is not None
+            and state.turn_count >= turn_count
+            and state.status == AgentSessionStatus.WAITING_FOR_USER_MESSAGE
+        ):
+            return snapshot
+        return None
+
+    return await wait_for_agent_snapshot(
+        sessions, session_id, ended, description=f"turn {turn_count} to end", timeout=timeout
+    )

@@ -1,0 +1,505 @@
+"""Scripted models and tools: what each model call answers and how each real tool behaves.
+
+A test writes a session's script (one list of :class:`ScriptedResponse` per turn) to a :class:`ScriptStore`
+in the stack's state directory before it sends the turn's message. In the Worker child, a scripted model
+asks :func:`scripted_model_response` for its answer, and scripted tools call :func:`run_scripted_tool`.
+Both find the script through ``DEX_AGENTS_TEST_STATE_DIR``, which :class:`AgentTestStack` sets.
+
+Which response a model call gets is derived from committed state only, so a retried or redelivered model
+call gets the same answer: the turn number comes from the turn ID, and the position within the turn is the
+number of the turn's scripted responses whose tool calls all have records already.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from dex_agents import ToolExecutionError, current_tool_execution
+from dex_agents.testing._gates import FileGate
+from dex_agents.testing._invocations import Invocation, InvocationLog
+
+__all__ = [
+    "STATE_DIR_ENV",
+    "ModelCallScope",
+    "ScriptStore",
+    "ScriptedResponse",
+    "ScriptedToolCall",
+    "current_model_call",
+    "model_call_scope",
+    "run_scripted_tool",
+    "scripted_model_response",
+    "scripted_tool_output",
+]
+
+STATE_DIR_ENV = "DEX_AGENTS_TEST_STATE_DIR"
+"""The directory holding scripts, gates and the invocation log; the stack sets it for Workers."""
+SCRIPTED_MODEL_FAILURE = "scripted model failure"
+"""The start of the message a scripted model raises on a failing attempt."""
+SCRIPTED_TOOL_FAILURE = "scripted tool failure"
+"""The start of the message a scripted tool raises (not a ``ToolExecutionError``) on a failing attempt."""
+
+
+@dataclass(frozen=True)
+class ScriptedToolCall:
+    """A tool call in a scripted model response, and how the real tool behaves when it runs.
+
+    Attributes:
+        tool_name: The tool the model calls.
+        arguments: The call's arguments (a JSON object).
+        tool_call_id: The call's ID, unique within the turn.
+        gate: A gate name: the tool waits at ``stack.gate(session_id, gate)`` on ``gate_attempts``.
+        gate_attempts: The attempts that wait at ``gate``.
+        fail_attempts: Attempts on which the tool raises ``RuntimeError`` (a Step failure, retried by policy).
+        error: When set, the tool raises ``ToolExecutionError(error)`` (the model sees it; not retried).
+        output: The tool's result; by default a text naming the tool and its arguments.
+        output_size: When positive, the result is this many bytes (for oversized-output tests).
+    """
+
+    tool_name: str
+    arguments: Mapping[str, object]
+    tool_call_id: str
+    gate: str | None = None
+    gate_attempts: tuple[int, ...] = (1,)
+    fail_attempts: tuple[int, ...] = ()
+    error: str | None = None
+    output: str | None = None
+    output_size: int = 0
+
+    @property
+    def arguments_json(self) -> str:
+        """The arguments as compact JSON text with sorted keys."""
+        return json.dumps(dict(self.arguments), sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class ScriptedResponse:
+    """One scripted model answer.
+
+    Attributes:
+        text: The answer's text (streamed as text deltas, then stored).
+        tool_calls: Tool calls the model asks for, in model order; empty for a final answer.
+        gate: A gate name: the model call waits at ``stack.gate(session_id, gate)`` on ``gate_attempts``.
+        gate_attempts: The attempts that wait at ``gate``.
+        fail_attempts: Attempts on which the model call raises ``RuntimeError``; ``(1, 2, 3)`` fails the
+            turn after ``RunModel``'s three attempts.
+        partial_text: Text streamed on every attempt before the gate and the failure, so a failed attempt
+            leaves partial output on the event stream.
+        turn_error: Ends the turn as failed without a retry (``TurnCompleted.turn_error``); runners that
+            support it, such as :class:`ScriptedRunner`, honour it.
+        run_state_padding: Extra bytes in the framework run state (:class:`ScriptedRunner` only), for
+            oversized-run-state tests.
+        input_tokens: The usage this call reports.
+        output_tokens: The usage this call reports.
+    """
+
+    text: str = ""
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
+    gate: str | None = None
+    gate_attempts: tuple[int, ...] = (1,)
+    fail_attempts: tuple[int, ...] = ()
+    turn_error: str | None = None
+    run_state_padding: int = 0
+    input_tokens: int = 10
+    output_tokens: int = 5
+    partial_text: str = ""
+
+
+def _response_to_json(response: ScriptedResponse) -> dict[str, Any]:
+    return {
+        "text": response.text,
+        "tool_calls": [
+            {
+                "tool_name": call.tool_name,
+                "arguments": dict(call.arguments),
+                "tool_call_id": call.tool_call_id,
+                "gate": call.gate,
+                "gate_attempts": list(call.gate_attempts),
+                "fail_attempts": list(call.fail_attempts),
+                "error": call.error,
+                "output": call.output,
+                "output_size": call.output_size,
+            }
+            for call in response.tool_calls
+        ],
+        "gate": response.gate,
+        "gate_attempts": list(response.gate_attempts),
+        "fail_attempts": list(response.fail_attempts),
+        "turn_error": response.turn_error,
+        "run_state_padding": response.run_state_padding,
+        "input_tokens": response.input_tokens,
+        "output_tokens": response.output_tokens,
+        "partial_text": response.partial_text,
+    }
+
+
+def _response_from_json(data: Mapping[str, Any]) -> ScriptedResponse:
+    calls = tuple(
+        ScriptedToolCall(
+            tool_name=call["tool_name"],
+            arguments=call["arguments"],
+            tool_call_id=call["tool_call_id"],
+            gate=call["gate"],
+            gate_attempts=tuple(call["gate_attempts"]),
+            fail_attempts=tuple(call["fail_attempts"]),
+            error=call["error"],
+            output=call["output"],
+            output_size=call["output_size"],
+        )
+        for call in data["tool_calls"]
+    )
+    return ScriptedResponse(
+        text=data["text"],
+        tool_calls=calls,
+        gate=data["gate"],
+        gate_attempts=tuple(data["gate_attempts"]),
+        fail_attempts=tuple(data["fail_attempts"]),
+        turn_error=data["turn_error"],
+        run_state_padding=data["run_state_padding"],
+        input_tokens=data["input_tokens"],
+        output_tokens=data["output_tokens"],
+        partial_text=data["partial_text"],
+    )
+
+
+class ScriptStore:
+    """Per-session model scripts, gates and the invocation log in one state directory.
+
+    The test process and the Worker children open the same directory: the test writes scripts and opens
+    gates, the children read scripts, wait at gates and log every real call.
+
+    Args:
+        state_dir: The shared directory (the stack's ``tmp_path``).
+        default_turns: The script of sessions that have none of their own.
+    """
+
+    def __init__(
+        self, state_dir: Path | str, default_turns: Sequence[Sequence[ScriptedResponse]] | None = None
+    ) -> None:
+        self._state_dir = Path(state_dir)
+        self._default_turns = [list(turn) for turn in default_turns] if default_turns is not None else None
+
+    @classmethod
+    def from_environment(
+        cls, default_turns: Sequence[Sequence[ScriptedResponse]] | None = None
+    ) -> ScriptStore:
+        """Open the store a Worker child's stack named in ``DEX_AGENTS_TEST_STATE_DIR``.
+
+        Args:
+            default_turns: The script of sessions that have none of their own.
+
+        Raises:
+            RuntimeError: If the variable is not set.
+        """
+        state_dir = os.environ.get(STATE_DIR_ENV)
+        if not state_dir:
+            raise RuntimeError(f"{STATE_DIR_ENV} is not set; start Workers with AgentTestStack.start_worker")
+        return cls(state_dir, default_turns)
+
+    @property
+    def state_dir(self) -> Path:
+        """The shared directory."""
+        return self._state_dir
+
+    @property
+    def invocations(self) -> InvocationLog:
+        """The log of real model and tool calls."""
+        return InvocationLog(self._state_dir / "invocations.jsonl")
+
+    def gate(self, session_id: str, name: str) -> FileGate:
+        """Return a session's gate (scripts name gates; sessions keep them apart).
+
+        Args:
+            session_id: The session ID.
+            name: The gate's name in the script.
+
+        Returns:
+            The gate.
+        """
+        return FileGate(self._state_dir, f"{session_id}.{name}")
+
+    def _path(self, session_id: str) -> Path:
+        return self._state_dir / "scripts" / f"{session_id}.json"
+
+    def set_turns(self, session_id: str, turns: Sequence[Sequence[ScriptedResponse]]) -> None:
+        """Replace a session's whole script.
+
+        Args:
+            session_id: The session ID.
+            turns: One list of responses per turn, ``turns[0]`` for ``turn-1``.
+        """
+        path = self._path(session_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = json.dumps([[_response_to_json(response) for response in turn] for turn in turns])
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(payload, encoding="utf-8")
+        temporary.replace(path)  # atomic, so a Worker never reads half a script
+
+    def add_turn(self, session_id: str, *responses: ScriptedResponse) -> int:
+        """Append one turn's responses to a session's script.
+
+        Args:
+            session_id: The session ID.
+            *responses: The turn's model answers in call order; the last one usually has no tool calls.
+
+        Returns:
+            The turn's number (``n`` in ``turn-<n>``).
+        """
+        turns = self.turns(session_id)
+        turns.append(list(responses))
+        self.set_turns(session_id, turns)
+        return len(turns)
+
+    def turns(self, session_id: str) -> list[list[ScriptedResponse]]:
+        """Return a session's script.
+
+        Args:
+            session_id: The session ID.
+
+        Returns:
+            One list of responses per turn.
+        """
+        path = self._path(session_id)
+        if not path.exists():
+            return [list(turn) for turn in self._default_turns or ()]
+        data = cast(list[list[dict[str, Any]]], json.loads(path.read_text(encoding="utf-8")))
+        return [[_response_from_json(response) for response in turn] for turn in data]
+
+    def tool_call(self, session_id: str, turn_id: str, tool_call_id: str) -> ScriptedToolCall | None:
+        """Find a scripted tool call.
+
+        Args:
+            session_id: The session ID.
+            turn_id: ``"turn-<n>"``.
+            tool_call_id: The call's ID.
+
+        Returns:
+            The call, or ``None`` when the script has none with that ID in that turn.
+        """
+        for response in self._turn(session_id, turn_id):
+            for call in response.tool_calls:
+                if call.tool_call_id == tool_call_id:
+                    return call
+        return None
+
+    def _turn(self, session_id: str, turn_id: str) -> list[ScriptedResponse]:
+        number = _turn_number(turn_id)
+        turns = self.turns(session_id)
+        if number < 1 or number > len(turns):
+            raise LookupError(
+                f"the script of session {session_id!r} has no {turn_id} (it has {len(turns)} turns)"
+            )
+        return turns[number - 1]
+
+    def response_for(
+        self, session_id: str, turn_id: str, recorded_tool_call_ids: frozenset[str]
+    ) -> ScriptedResponse:
+        """Return the response for the model call a turn is at.
+
+        Args:
+            session_id: The session ID.
+            turn_id: ``"turn-<n>"``.
+            recorded_tool_call_ids: Tool call IDs that already have records in this turn.
+
+        Returns:
+            The first response of the turn whose tool calls are not all recorded yet.
+
+        Raises:
+            LookupError: If the script has no response left for this model call.
+        """
+        responses = self._turn(session_id, turn_id)
+        index = 0
+        while (
+            index < len(responses)
+            and responses[index].tool_calls
+            and all(call.tool_call_id in recorded_tool_call_ids for call in responses[index].tool_calls)
+        ):
+            index += 1
+        if index >= len(responses):
+            raise LookupError(
+                f"the script of session {session_id!r} has no response for model call {index + 1} "
+                f"of {turn_id}"
+            )
+        return responses[index]
+
+
+def _turn_number(turn_id: str) -> int:
+    prefix, _, number = turn_id.partition("-")
+    if prefix != "turn" or not number.isdigit():
+        raise ValueError(f"unexpected turn ID {turn_id!r}")
+    return int(number)
+
+
+@dataclass(frozen=True)
+class ModelCallScope:
+    """The ``RunModel`` call a scripted model answers.
+
+    Attributes:
+        session_id: The session ID.
+        turn_id: The turn.
+        attempt: The ``RunModel`` attempt.
+        step_execution_id: The ``RunModel`` execution.
+        recorded_tool_call_ids: Tool call IDs with records in this turn.
+    """
+
+    session_id: str
+    turn_id: str
+    attempt: int
+    step_execution_id: str
+    recorded_tool_call_ids: frozenset[str] = field(default_factory=frozenset[str])
+
+
+_current_model_call: contextvars.ContextVar[ModelCallScope | None] = contextvars.ContextVar(
+    "dex_agents_testing_model_call", default=None
+)
+
+
+def current_model_call() -> ModelCallScope | None:
+    """Return the ``RunModel`` call in progress in this task, if any."""
+    return _current_model_call.get()
+
+
+@contextmanager
+def model_call_scope(scope: ModelCallScope) -> Iterator[ModelCallScope]:
+    """Make ``scope`` the model call that :func:`scripted_model_response` answers.
+
+    Args:
+        scope: The call.
+
+    Yields:
+        ``scope``.
+    """
+    token = _current_model_call.set(scope)
+    try:
+        yield scope
+    finally:
+        _current_model_call.reset(token)
+
+
+async def scripted_model_response(
+    model_input: Sequence[str],
+    store: ScriptStore | None = None,
+    *,
+    on_partial_text: Callable[[str], object] | None = None,
+) -> ScriptedResponse:
+    """Answer one model call from the session's script; call it from a scripted model.
+
+    It logs the call (session, turn, Step execution, attempt and ``model_input``) in the invocation log,
+    waits at the response's gate on the listed attempts, raises on the response's failing attempts, and
+    returns the response, which the scripted model turns into its framework's answer.
+
+    Args:
+        model_input: What the model sees, as texts (messages, tool results, rejection messages), so tests
+            can assert on the model's actual input.
+        store: The script store; by default the one named by ``DEX_AGENTS_TEST_STATE_DIR``.
+        on_partial_text: Receives the response's ``partial_text`` before a gate or failure (pass the
+            framework's streaming hook, or ``turn.events.write_text_delta``).
+
+    Returns:
+        The scripted response.
+
+    Raises:
+        RuntimeError: Outside a ``RunModel`` call, or on a scripted failing attempt.
+    """
+    scope = current_model_call()
+    if scope is None:
+        raise RuntimeError(
+            "the scripted model ran outside RunModel; wrap the runner with with_model_call_scope() "
+            "or use ScriptedRunner"
+        )
+    store = store or ScriptStore.from_environment()
+    response = store.response_for(scope.session_id, scope.turn_id, scope.recorded_tool_call_ids)
+    store.invocations.record(
+        Invocation(
+            kind="model",
+            session_id=scope.session_id,
+            turn_id=scope.turn_id,
+            attempt=scope.attempt,
+            step_execution_id=scope.step_execution_id,
+            model_input=tuple(model_input),
+        )
+    )
+    if response.partial_text and on_partial_text is not None:
+        on_partial_text(response.partial_text)
+    if response.gate is not None and scope.attempt in response.gate_attempts:
+        await store.gate(scope.session_id, response.gate).pass_through()
+    if scope.attempt in response.fail_attempts:
+        raise RuntimeError(f"{SCRIPTED_MODEL_FAILURE} on attempt {scope.attempt} of {scope.turn_id}")
+    return response
+
+
+def scripted_tool_output(
+    call: ScriptedToolCall | None, tool_name: str, arguments: Mapping[str, object]
+) -> str:
+    """Return the result a scripted tool call produces.
+
+    Args:
+        call: The scripted call, if the script has one.
+        tool_name: The tool.
+        arguments: The arguments the tool received.
+
+    Returns:
+        ``call.output``, ``output_size`` bytes, or ``"<tool_name> done: <arguments JSON>"``.
+    """
+    if call is not None and call.output_size > 0:
+        return "x" * call.output_size
+    if call is not None and call.output is not None:
+        return call.output
+    return f"{tool_name} done: {json.dumps(dict(arguments), sort_keys=True, separators=(',', ':'))}"
+
+
+async def run_scripted_tool(
+    tool_name: str, arguments: Mapping[str, object], store: ScriptStore | None = None
+) -> str:
+    """Run one real scripted tool call; call it from a tool function.
+
+    It must run inside ``execute_deferred_tool_call``: it reads the call through
+    ``dex_agents.current_tool_execution()`` and refuses to run anywhere else (a tool run inside
+    ``RunModel`` would break "one Step per tool call"). It logs the run with its attempt and idempotency
+    key, waits at the call's gate on the listed attempts, then fails or returns as the script says.
+
+    Args:
+        tool_name: The tool's name.
+        arguments: The arguments the framework passed.
+        store: The script store; by default the one named by ``DEX_AGENTS_TEST_STATE_DIR``.
+
+    Returns:
+        The tool's result text.
+
+    Raises:
+        RuntimeError: Outside ``execute_deferred_tool_call``, or on a scripted failing attempt.
+        ToolExecutionError: When the script gives the call an ``error``.
+    """
+    execution = current_tool_execution()
+    if execution is None:
+        raise RuntimeError(f"scripted tool {tool_name!r} ran outside execute_deferred_tool_call")
+    store = store or ScriptStore.from_environment()
+    record = execution.tool_call
+    call = store.tool_call(execution.flow_id, record.turn_id, record.tool_call_id)
+    store.invocations.record(
+        Invocation(
+            kind="tool",
+            session_id=execution.flow_id,
+            turn_id=record.turn_id,
+            attempt=execution.attempt,
+            tool_name=tool_name,
+            tool_call_id=record.tool_call_id,
+            idempotency_key=execution.idempotency_key,
+        )
+    )
+    if call is not None:
+        if call.gate is not None and execution.attempt in call.gate_attempts:
+            await store.gate(execution.flow_id, call.gate).pass_through()
+        if execution.attempt in call.fail_attempts:
+            raise RuntimeError(
+                f"{SCRIPTED_TOOL_FAILURE} on attempt {execution.attempt} of {record.tool_call_id}"
+            )
+        if call.error is not None:
+            raise ToolExecutionError(call.error)
+    return scripted_tool_output(call, tool_name, arguments)

@@ -1,0 +1,210 @@
+"""``ScriptedRunner``: a framework-free runner whose model is a script."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+from dex_agents import (
+    AgentMessage,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    AgentUsage,
+    DeferredToolCall,
+    DeferredToolExecution,
+    FrameworkMessage,
+    MessageRole,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolExecutionResult,
+    TurnCompleted,
+    describe_tool_call_outcome,
+)
+from dex_agents.testing._matrix_tools import MATRIX_TOOLS, ScriptedTool
+from dex_agents.testing._script import ModelCallScope, ScriptStore, model_call_scope, scripted_model_response
+
+__all__ = ["ScriptedRunner", "render_message"]
+
+
+def render_message(message: FrameworkMessage | AgentMessage) -> str:
+    """Render a message as the scripted model sees it, from its ``framework_item``.
+
+    Args:
+        message: A stored or produced message.
+
+    Returns:
+        ``"user: ..."``, ``"assistant: ..."``, ``"assistant calls <tool> <arguments> [<id>]"`` or
+        ``"tool <tool> [<id>]: <output>"``.
+    """
+    item = cast(dict[str, Any], json.loads(message.framework_item))
+    role = item["role"]
+    if role == MessageRole.TOOL:
+        return f"tool {item['tool_name']} [{item['tool_call_id']}]: {item['tool_output']}"
+    if item.get("tool_name"):
+        return f"assistant calls {item['tool_name']} {item['tool_arguments']} [{item['tool_call_id']}]"
+    return f"{role}: {item['text']}"
+
+
+def _message(
+    role: MessageRole,
+    *,
+    text: str | None = None,
+    tool_call_id: str | None = None,
+    tool_name: str | None = None,
+    tool_arguments: str | None = None,
+    tool_output: str | None = None,
+) -> FrameworkMessage:
+    item = {
+        "role": str(role),
+        "text": text,
+        "tool_call_id": tool_call_id,
+        "tool_name": tool_name,
+        "tool_arguments": tool_arguments,
+        "tool_output": tool_output,
+    }
+    return FrameworkMessage(
+        role=role,
+        framework_item=json.dumps(item, sort_keys=True, separators=(",", ":")),
+        text=text,
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        tool_arguments=tool_arguments,
+        tool_output=tool_output,
+    )
+
+
+def _from_item(framework_item: str) -> FrameworkMessage:
+    item = cast(dict[str, Any], json.loads(framework_item))
+    return _message(
+        MessageRole(item["role"]),
+        text=item["text"],
+        tool_call_id=item["tool_call_id"],
+        tool_name=item["tool_name"],
+        tool_arguments=item["tool_arguments"],
+        tool_output=item["tool_output"],
+    )
+
+
+class ScriptedRunner:
+    """A runner whose "framework" is a script: the reference implementation of the runner contract.
+
+    Each ``run_model_step`` makes one scripted model call (:func:`scripted_model_response`), whose input is
+    every stored message rebuilt from its ``framework_item`` plus this turn's tool requests and the
+    model-visible result of each final record (:func:`describe_tool_call_outcome`). Tool calls become
+    ``ToolCallsRequested`` with the run state holding the turn's items; a final answer returns every item
+    of the turn in ``TurnCompleted``. ``execute_deferred_tool_call`` runs the real tool function once.
+
+    Args:
+        tools: Tool functions by name; each takes the call's arguments as keyword arguments and returns
+            text. Defaults to :data:`MATRIX_TOOLS`.
+        store: The script store; by default the one named by ``DEX_AGENTS_TEST_STATE_DIR``.
+    """
+
+    def __init__(
+        self, tools: Iterable[ScriptedTool] = MATRIX_TOOLS, store: ScriptStore | None = None
+    ) -> None:
+        self._tools: Mapping[str, ScriptedTool] = {tool.__name__: tool for tool in tools}
+        self._store = store
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        """Return the user message for ``text``.
+
+        Args:
+            text: The user's text (or the session's turn-failure note).
+
+        Returns:
+            The message.
+        """
+        return _message(MessageRole.USER, text=text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        """Make one scripted model call.
+
+        Args:
+            turn: The committed state of the turn.
+
+        Returns:
+            ``ToolCallsRequested`` for a response with tool calls, else ``TurnCompleted``.
+        """
+        state: dict[str, Any] = (
+            cast(dict[str, Any], json.loads(turn.framework_run_state))
+            if turn.framework_run_state
+            else {"items": [], "pending": []}
+        )
+        items = [_from_item(item) for item in cast(list[str], state["items"])]
+        for tool_call_id in cast(list[str], state["pending"]):
+            record = turn.recorded_tool_call(tool_call_id)
+            items.append(
+                _message(
+                    MessageRole.TOOL,
+                    tool_call_id=tool_call_id,
+                    tool_name=record.tool_name,
+                    tool_output=describe_tool_call_outcome(record),
+                )
+            )
+        model_input = [render_message(message) for message in (*turn.messages, *items)]
+        scope = ModelCallScope(
+            session_id=turn.flow_id,
+            turn_id=turn.turn_id,
+            attempt=turn.attempt,
+            step_execution_id=turn.events.step_execution_id,
+            recorded_tool_call_ids=frozenset(turn.tool_calls),
+        )
+        with model_call_scope(scope):
+            response = await scripted_model_response(
+                model_input, self._store, on_partial_text=turn.events.write_text_delta
+            )
+        if response.text:
+            turn.events.write_text_delta(response.text)
+        usage = AgentUsage(
+            model_calls=1, input_tokens=response.input_tokens, output_tokens=response.output_tokens
+        )
+        if response.text:
+            items.append(_message(MessageRole.ASSISTANT, text=response.text))
+        if not response.tool_calls:
+            return TurnCompleted(new_messages=items, usage=usage, turn_error=response.turn_error)
+        calls: list[DeferredToolCall] = []
+        for call in response.tool_calls:
+            items.append(
+                _message(
+                    MessageRole.ASSISTANT,
+                    tool_call_id=call.tool_call_id,
+                    tool_name=call.tool_name,
+                    tool_arguments=call.arguments_json,
+                )
+            )
+            calls.append(
+                DeferredToolCall(
+                    tool_call_id=call.tool_call_id,
+                    tool_name=call.tool_name,
+                    arguments=call.arguments_json,
+                    policy=turn.resolve_tool_policy(call.tool_name),
+                )
+            )
+        run_state = {
+            "items": [item.framework_item for item in items],
+            "pending": [call.tool_call_id for call in response.tool_calls],
+            "padding": "x" * response.run_state_padding,
+        }
+        return ToolCallsRequested(
+            framework_run_state=json.dumps(run_state, separators=(",", ":")), tool_calls=calls, usage=usage
+        )
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        """Run the real tool once.
+
+        Args:
+            call: The approved call.
+
+        Returns:
+            The tool's output.
+
+        Raises:
+            ToolExecutionError: For a tool this runner does not have (the model sees it).
+        """
+        tool = self._tools.get(call.tool_call.tool_name)
+        if tool is None:
+            raise ToolExecutionError(f"unknown tool {call.tool_call.tool_name!r}")
+        arguments = cast(dict[str, Any], json.loads(call.tool_call.arguments))
+        return ToolExecutionResult(await tool(**arguments))

@@ -1,0 +1,484 @@
+"""The design's 11-item test matrix, written once for every adapter.
+
+An adapter runs the matrix by supplying its runner (built around a scripted model) and a Worker module::
+
+    # tests/matrix_spec.py
+    from pathlib import Path
+    from dex_agents.testing import MATRIX_TOOLS, MatrixSpec, scripted_model_response
+
+    def build_runner() -> MyRunner:
+        agent = MyFrameworkAgent(model=MyScriptedModel(), tools=MATRIX_TOOLS)
+        return MyRunner(agent)
+
+    SPEC = MatrixSpec(build_runner=build_runner, worker_module="tests.matrix_worker",
+                      flow_type_prefix="MyFramework", worker_cwd=Path(__file__).resolve().parents[1])
+
+    # tests/matrix_worker.py
+    from dex_agents.testing import run_matrix_worker
+    from tests.matrix_spec import SPEC
+
+    if __name__ == "__main__":
+        run_matrix_worker(SPEC)
+
+    # tests/test_matrix.py
+    from dex_agents.testing.matrix import AgentMatrixTests
+    from tests.matrix_spec import SPEC
+
+    class TestMatrix(AgentMatrixTests):
+        spec = SPEC
+
+The scripted model (``MyScriptedModel``) plugs into the framework's own model slot. On each call it renders
+what the model sees as texts and awaits ``scripted_model_response(texts)``, then answers with the
+response's ``text`` and ``tool_calls`` (each with its ``tool_call_id``, ``tool_name`` and ``arguments``) in
+the framework's own response type. The harness wraps the runner with :func:`with_model_call_scope`, so the
+scripted model knows its session, turn and attempt without any help from the adapter. The tools in
+:data:`MATRIX_TOOLS` are plain async functions taking ``order_id: str``; register them as the framework's
+ordinary tools (under other names if :attr:`MatrixSpec.tool_names` says so).
+
+``AgentMatrixTests`` lives in this module, apart from ``dex_agents.testing``, because it needs pytest and
+pytest-asyncio (run in auto mode); Worker children import only ``dex_agents.testing``.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, ClassVar
+
+import pytest
+import pytest_asyncio
+from dex import FlowConfig, StartFlowOptions, StepDurability, WorkerTarget
+
+from dex_agents import (
+    AGENT_TOOL_CALLS,
+    APPROVAL_DEADLINE_PASSED,
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    TURN_FAILURE_NOTE_HEADER,
+    AgentInterrupt,
+    AgentSessionClient,
+    MessageRole,
+)
+from dex_agents.testing._history import (
+    EXECUTE_COMPLETED_EVENT,
+    EXECUTE_FAILED_EVENT,
+    StepHistoryEntry,
+    executed_step_types,
+)
+from dex_agents.testing._invocations import Invocation
+from dex_agents.testing._matrix_spec import MatrixFlows, MatrixSpec, wait_for_turn_end
+from dex_agents.testing._script import ScriptedResponse, ScriptedToolCall
+from dex_agents.testing._stack import AgentTestStack
+from dex_agents.testing._waiting import wait_for_agent_snapshot
+
+__all__ = ["AgentMatrixTests", "MatrixHarness"]
+
+
+class MatrixHarness:
+    """One matrix run's stack, Flows and helpers, shared by the matrix tests of one class.
+
+    Args:
+        spec: The adapter's spec.
+        stack: The entered stack.
+        flows: The matrix Flows the stack registered.
+    """
+
+    def __init__(self, spec: MatrixSpec, stack: AgentTestStack, flows: MatrixFlows) -> None:
+        self.spec = spec
+        self.stack = stack
+        self.flows = flows
+        self.sessions = stack.sessions(flows.main)
+        self.deadline_sessions = stack.sessions(flows.with_deadline)
+        self.tools = spec.tool_names
+
+    async def ensure_worker(self) -> None:
+        """Start a Worker when none is running."""
+        if not self.stack.workers:
+            await self.stack.start_worker()
+
+    async def replace_worker(self) -> None:
+        """SIGKILL every Worker and start a replacement."""
+        self.stack.kill_workers()
+        await self.stack.start_worker()
+
+    def call(
+        self, tool_name: str, tool_call_id: str, order_id: str = "A-1", **behaviour: Any
+    ) -> ScriptedToolCall:
+        """Build a scripted tool call of a matrix tool.
+
+        Args:
+            tool_name: One of :attr:`tools`.
+            tool_call_id: The call's ID.
+            order_id: The tool's argument.
+            **behaviour: ``gate``, ``fail_attempts``, ``error``, ... (see :class:`ScriptedToolCall`).
+
+        Returns:
+            The call.
+        """
+        return ScriptedToolCall(tool_name, {"order_id": order_id}, tool_call_id, **behaviour)
+
+    def script(self, session_id: str, *turns: Sequence[ScriptedResponse]) -> None:
+        """Write a session's whole script, one sequence of responses per turn.
+
+        Args:
+            session_id: The session.
+            *turns: The turns' responses.
+        """
+        self.stack.scripts.set_turns(session_id, turns)
+
+    async def executed(self, session_id: str) -> list[str]:
+        """Return the Step types whose execute completed, in history order."""
+        return executed_step_types(await self.stack.read_step_history(session_id))
+
+    def model_calls(self, session_id: str, turn_id: str | None = None) -> list[Invocation]:
+        """Return the session's real model calls."""
+        return self.stack.invocations.model_calls(session_id, turn_id)
+
+    def tool_runs(self, session_id: str, tool_name: str) -> list[Invocation]:
+        """Return the session's real runs of one tool."""
+        return self.stack.invocations.tool_calls(session_id, tool_name)
+
+
+def _entries(
+    history: Sequence[StepHistoryEntry], step_type: str, event_type: str = EXECUTE_COMPLETED_EVENT
+) -> list[StepHistoryEntry]:
+    return [entry for entry in history if entry.step_type == step_type and entry.event_type == event_type]
+
+
+def _assert_tool_step_options(history: Sequence[StepHistoryEntry], step_type: str, attempts: int) -> None:
+    entries = _entries(history, step_type)
+    assert entries, f"no {step_type} execution in history"
+    for entry in entries:
+        assert entry.durability == "SYNC", entry
+        assert entry.maximum_attempts == attempts, entry
+        assert entry.loaded_instances(AGENT_TOOL_CALLS.name) == (entry.step_input,), entry
+
+
+async def _pending_interrupt(
+    sessions: AgentSessionClient, session_id: str, tool_call_id: str
+) -> AgentInterrupt:
+    return await wait_for_agent_snapshot(
+        sessions,
+        session_id,
+        lambda snapshot: next(
+            (
+                interrupt
+                for interrupt in snapshot.pending_interrupts
+                if interrupt.tool_call_id == tool_call_id
+            ),
+            None,
+        ),
+        description=f"a pending approval of {tool_call_id}",
+    )
+
+
+class AgentMatrixTests:
+    """The design's 11-item matrix as pytest tests; subclass it as ``Test...`` and set :attr:`spec`.
+
+    All tests of the class share one stack (one private devserver, or ``DEX_SERVER_ADDRESS``) and one
+    Worker child, replaced whenever a test kills it; every test runs its own session.
+    """
+
+    spec: ClassVar[MatrixSpec]
+    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.asyncio(loop_scope="class")]
+
+    @pytest_asyncio.fixture(scope="class", loop_scope="class")
+    async def matrix(self, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[MatrixHarness]:
+        """The class's shared harness (a stack with a running Worker)."""
+        spec = type(self).spec
+        flows = spec.build_flows()
+        async with AgentTestStack(
+            tmp_path_factory.mktemp("matrix"),
+            flows.all,
+            spec.worker_module,
+            worker_cwd=spec.worker_cwd,
+            worker_env=spec.worker_env,
+        ) as stack:
+            harness = MatrixHarness(spec, stack, flows)
+            await harness.ensure_worker()
+            yield harness
+
+    @pytest_asyncio.fixture(loop_scope="class")
+    async def harness(self, matrix: MatrixHarness) -> MatrixHarness:
+        """The shared harness, with a Worker running before each test."""
+        await matrix.ensure_worker()
+        return matrix
+
+    async def test_1_read_tool_turn_shape_and_history_replay(self, harness: MatrixHarness) -> None:
+        """A turn with two model calls and a read tool runs RunModel, CallTool, ResumeTurn, RunModel."""
+        session = harness.stack.new_session_id("m1")
+        read = harness.call(harness.tools.read, "read-1", order_id="A-1")
+        harness.script(
+            session,
+            [ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="Order A-1 has shipped.")],
+            [ScriptedResponse(text="You are welcome.")],
+        )
+        await harness.sessions.start_session(session, "Where is order A-1?")
+        await wait_for_turn_end(harness.sessions, session, 1)
+        assert await harness.sessions.send_user_message(session, "Thanks!")
+        snapshot = await wait_for_turn_end(harness.sessions, session, 2)
+
+        history = await harness.stack.read_step_history(session)
+        assert executed_step_types(history) == [
+            "StartAgentSession",
+            "RunModel",
+            "CallTool",
+            "ResumeTurn",
+            "RunModel",
+            "AwaitUserMessage",
+            "RunModel",
+        ]
+        _assert_tool_step_options(history, "CallTool", attempts=3)
+        assert all(entry.durability == "SYNC" for entry in history), history
+        assert len(harness.tool_runs(session, harness.tools.read)) == 1
+        calls = harness.model_calls(session)
+        assert [call.turn_id for call in calls] == ["turn-1", "turn-1", "turn-2"]
+        # The second turn's model call sees the first turn's whole conversation, rebuilt from storage.
+        replayed = calls[2].model_input_text
+        for expected in ("Where is order A-1?", "Order A-1 has shipped.", "Thanks!", harness.tools.read):
+            assert expected in replayed, (expected, replayed)
+        texts = [message.text for message in snapshot.messages if message.role != MessageRole.TOOL]
+        assert "Where is order A-1?" in texts and "Order A-1 has shipped." in texts
+        assert texts[-1] == "You are welcome."
+        assert snapshot.usage.model_calls == 3
+
+    async def test_2_parallel_tool_calls_run_as_parallel_steps(self, harness: MatrixHarness) -> None:
+        """Two tool calls of one response are two CallTool Steps running at the same time."""
+        session = harness.stack.new_session_id("m2")
+        first = harness.call(harness.tools.read, "read-a", order_id="A-1", gate="first")
+        second = harness.call(harness.tools.read, "read-b", order_id="B-2", gate="second")
+        harness.script(
+            session, [ScriptedResponse(tool_calls=(first, second)), ScriptedResponse(text="Both found.")]
+        )
+        await harness.sessions.start_session(session, "Look up A-1 and B-2")
+        first_gate = harness.stack.gate(session, "first")
+        second_gate = harness.stack.gate(session, "second")
+        # Both tools are inside their calls at once, while neither gate is open: the Steps run in parallel.
+        await first_gate.wait_until_reached()
+        await second_gate.wait_until_reached()
+        assert not first_gate.is_released and not second_gate.is_released
+        first_gate.release()
+        second_gate.release()
+        await wait_for_turn_end(harness.sessions, session, 1)
+        history = await harness.stack.read_step_history(session)
+        tool_steps = _entries(history, "CallTool")
+        assert sorted(str(entry.step_input) for entry in tool_steps) == ["read-a", "read-b"]
+        assert len({entry.from_step_execution_id for entry in tool_steps}) == 1
+        assert len(harness.tool_runs(session, harness.tools.read)) == 2
+
+    async def test_3_approval_waits_beside_a_read_and_survives_a_worker_restart(
+        self, harness: MatrixHarness
+    ) -> None:
+        """An approval waits while a read runs, survives a Worker kill, and its write runs once."""
+        session = harness.stack.new_session_id("m3")
+        read = harness.call(harness.tools.read, "read-1", gate="read")
+        write = harness.call(harness.tools.approval_write, "refund-1", output="refund-1 accepted")
+        harness.script(
+            session, [ScriptedResponse(tool_calls=(read, write)), ScriptedResponse(text="Refunded.")]
+        )
+        await harness.sessions.start_session(session, "Refund order A-1")
+        await harness.stack.gate(session, "read").wait_until_reached()
+        interrupt = await _pending_interrupt(harness.sessions, session, "refund-1")
+        harness.stack.gate(session, "read").release()
+        await wait_for_agent_snapshot(
+            harness.sessions,
+            session,
+            lambda snapshot: any(
+                call.tool_call_id == "read-1" and call.status == "succeeded" for call in snapshot.tool_calls
+            ),
+            description="the read to finish while the approval waits",
+        )
+        await harness.replace_worker()
+        assert not harness.tool_runs(session, harness.tools.approval_write)
+        assert await harness.sessions.resolve_interrupt(session, interrupt.interrupt_id, approved=True)
+        await wait_for_turn_end(harness.sessions, session, 1)
+        assert len(harness.tool_runs(session, harness.tools.approval_write)) == 1
+        assert "refund-1 accepted" in harness.model_calls(session)[-1].model_input_text
+        history = await harness.stack.read_step_history(session)
+        steps = executed_step_types(history)
+        assert steps.count("AwaitToolApproval") == 1 and steps.count("CallSingleAttemptTool") == 1
+        _assert_tool_step_options(history, "CallSingleAttemptTool", attempts=1)
+
+    async def test_4_rejected_write_never_runs_and_the_model_sees_why(self, harness: MatrixHarness) -> None:
+        """A rejected write never runs, and the next model call sees the rejection message."""
+        session = harness.stack.new_session_id("m4")
+        write = harness.call(harness.tools.approval_write, "refund-1")
+        harness.script(
+            session, [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Not refunded.")]
+        )
+        await harness.sessions.start_session(session, "Refund order A-1")
+        interrupt = await _pending_interrupt(harness.sessions, session, "refund-1")
+        message = "Refunds above 100 EUR need a manager."
+        assert await harness.sessions.resolve_interrupt(
+            session, interrupt.interrupt_id, approved=False, rejection_message=message
+        )
+        await wait_for_turn_end(harness.sessions, session, 1)
+        assert not harness.tool_runs(session, harness.tools.approval_write)
+        assert message in harness.model_calls(session)[-1].model_input_text
+        steps = await harness.executed(session)
+        assert "CallSingleAttemptTool" not in steps and steps.count("AwaitToolApproval") == 1
+
+    async def test_5_worker_killed_in_single_attempt_write_reports_outcome_unknown(
+        self, harness: MatrixHarness
+    ) -> None:
+        """A Worker killed inside a single-attempt write: outcome_unknown, never run again."""
+        session = harness.stack.new_session_id("m5")
+        write = harness.call(harness.tools.single_attempt_write, "cancel-1", gate="write")
+        harness.script(
+            session, [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="It may be cancelled.")]
+        )
+        await harness.sessions.start_session(session, "Cancel order A-1")
+        await harness.stack.gate(session, "write").wait_until_reached()
+        await harness.replace_worker()
+        await wait_for_turn_end(harness.sessions, session, 1)
+        assert len(harness.tool_runs(session, harness.tools.single_attempt_write)) == 1
+        assert OUTCOME_UNKNOWN_TOOL_RESULT in harness.model_calls(session)[-1].model_input_text
+        history = await harness.stack.read_step_history(session)
+        assert _entries(history, "CallSingleAttemptTool", EXECUTE_FAILED_EVENT)
+        assert not _entries(history, "CallSingleAttemptTool")
+        assert "RecordToolOutcomeUnknown" in executed_step_types(history)
+
+    async def test_6_worker_killed_in_run_model_reruns_only_that_model_call(
+        self, harness: MatrixHarness
+    ) -> None:
+        """A Worker killed inside a model call reruns that one call; the tool before it does not rerun."""
+        session = harness.stack.new_session_id("m6")
+        read = harness.call(harness.tools.read, "read-1")
+        harness.script(
+            session, [ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="Shipped.", gate="answer")]
+        )
+        await harness.sessions.start_session(session, "Where is A-1?")
+        await harness.stack.gate(session, "answer").wait_until_reached()
+        await harness.replace_worker()
+        await wait_for_turn_end(harness.sessions, session, 1)
+        assert len(harness.tool_runs(session, harness.tools.read)) == 1
+        attempts: dict[str, list[int]] = collections.defaultdict(list)
+        for call in harness.model_calls(session):
+            attempts[call.step_execution_id].append(call.attempt)
+        assert sorted(attempts.values()) == [[1], [1, 2]], attempts
+        history = await harness.stack.read_step_history(session)
+        assert executed_step_types(history) == [
+            "StartAgentSession",
+            "RunModel",
+            "CallTool",
+            "ResumeTurn",
+            "RunModel",
+        ]
+        assert [entry.final_attempt for entry in _entries(history, "RunModel")] == [1, 2]
+
+    async def test_7_second_resolution_is_refused_and_a_deadline_rejects(
+        self, harness: MatrixHarness
+    ) -> None:
+        """resolve_interrupt returns False the second time; an expired approval rejects the call."""
+        session = harness.stack.new_session_id("m7")
+        write = harness.call(harness.tools.approval_write, "refund-1")
+        harness.script(session, [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Refunded.")])
+        await harness.sessions.start_session(session, "Refund A-1")
+        interrupt = await _pending_interrupt(harness.sessions, session, "refund-1")
+        assert await harness.sessions.resolve_interrupt(session, interrupt.interrupt_id, approved=True)
+        assert not await harness.sessions.resolve_interrupt(session, interrupt.interrupt_id, approved=True)
+        await wait_for_turn_end(harness.sessions, session, 1)
+        assert len(harness.tool_runs(session, harness.tools.approval_write)) == 1
+
+        expiring = harness.stack.new_session_id("m7-deadline")
+        harness.script(expiring, [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Too late.")])
+        await harness.deadline_sessions.start_session(expiring, "Refund A-1")
+        pending = await _pending_interrupt(harness.deadline_sessions, expiring, "refund-1")
+        assert pending.deadline is not None
+        await wait_for_turn_end(harness.deadline_sessions, expiring, 1)
+        assert not await harness.deadline_sessions.resolve_interrupt(
+            expiring, pending.interrupt_id, approved=True
+        )
+        assert not harness.tool_runs(expiring, harness.tools.approval_write)
+        assert APPROVAL_DEADLINE_PASSED in harness.model_calls(expiring)[-1].model_input_text
+
+    async def test_8_failed_turn_after_a_write_leaves_a_note(self, harness: MatrixHarness) -> None:
+        """A turn that fails after a write ran stores the turn-failure note; the write is not repeated."""
+        session = harness.stack.new_session_id("m8")
+        write = harness.call(harness.tools.idempotent_write, "receipt-1")
+        harness.script(
+            session,
+            [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(fail_attempts=(1, 2, 3))],
+            [ScriptedResponse(text="The receipt was already sent.")],
+        )
+        await harness.sessions.start_session(session, "Send the receipt of A-1")
+        failed = await wait_for_turn_end(harness.sessions, session, 1)
+        assert failed.state is not None and failed.state.last_turn_error
+        notes = [
+            message.text or ""
+            for message in failed.messages
+            if TURN_FAILURE_NOTE_HEADER in (message.text or "")
+        ]
+        assert len(notes) == 1 and harness.tools.idempotent_write in notes[0], failed.messages
+        assert await harness.sessions.send_user_message(session, "Did it work?")
+        done = await wait_for_turn_end(harness.sessions, session, 2)
+        assert done.state is not None and done.state.last_turn_error is None
+        assert TURN_FAILURE_NOTE_HEADER in harness.model_calls(session, "turn-2")[0].model_input_text
+        assert len(harness.tool_runs(session, harness.tools.idempotent_write)) == 1
+        history = await harness.stack.read_step_history(session)
+        assert "RecordTurnFailure" in executed_step_types(history)
+        assert [entry.final_attempt for entry in _entries(history, "RunModel", EXECUTE_FAILED_EVENT)] == [3]
+
+    async def test_9_async_durability_default_never_reruns_a_single_attempt_write(
+        self, harness: MatrixHarness
+    ) -> None:
+        """With a Flow-wide ASYNC default, every Step still runs SYNC and a write runs at most once."""
+        session = harness.stack.new_session_id("m9")
+        write = harness.call(harness.tools.single_attempt_write, "cancel-1", gate="write")
+        harness.script(
+            session, [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Maybe cancelled.")]
+        )
+        options = StartFlowOptions(
+            config_override=FlowConfig(
+                step_durability=StepDurability.ASYNC, worker_target=WorkerTarget(pull=True)
+            )
+        )
+        await harness.sessions.start_session(session, "Cancel A-1", options)
+        await harness.stack.gate(session, "write").wait_until_reached()
+        await harness.replace_worker()
+        await wait_for_turn_end(harness.sessions, session, 1)
+        assert len(harness.tool_runs(session, harness.tools.single_attempt_write)) == 1
+        assert OUTCOME_UNKNOWN_TOOL_RESULT in harness.model_calls(session)[-1].model_input_text
+        history = await harness.stack.read_step_history(session)
+        assert history and all(entry.durability == "SYNC" for entry in history), history
+
+    async def test_10_message_sent_during_a_turn_is_queued(self, harness: MatrixHarness) -> None:
+        """A message sent while a turn runs waits in the queue and starts the next turn."""
+        session = harness.stack.new_session_id("m10")
+        read = harness.call(harness.tools.read, "read-1", gate="read")
+        harness.script(
+            session,
+            [ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="First answer.")],
+            [ScriptedResponse(text="Second answer.")],
+        )
+        await harness.sessions.start_session(session, "First question")
+        await harness.stack.gate(session, "read").wait_until_reached()
+        assert await harness.sessions.send_user_message(session, "Second question")
+        snapshot = await harness.sessions.get_agent_snapshot(session)
+        assert snapshot.queued_message_count == 1
+        assert snapshot.state is not None and snapshot.state.turn_count == 0
+        harness.stack.gate(session, "read").release()
+        done = await wait_for_turn_end(harness.sessions, session, 2)
+        texts = [
+            message.text for message in done.messages if message.role != MessageRole.TOOL and message.text
+        ]
+        assert texts.index("First answer.") < texts.index("Second question") < texts.index("Second answer.")
+        assert done.queued_message_count == 0
+        assert "Second question" not in harness.model_calls(session, "turn-1")[-1].model_input_text
+        assert "Second question" in harness.model_calls(session, "turn-2")[0].model_input_text
+
+    async def test_11_snapshot_returns_the_conversation(self, harness: MatrixHarness) -> None:
+        """After a turn, get_agent_snapshot returns the stored conversation and usage."""
+        session = harness.stack.new_session_id("m11")
+        harness.script(session, [ScriptedResponse(text="Hello! How can I help?")])
+        await harness.sessions.start_session(session, "Hi")
+        await wait_for_turn_end(harness.sessions, session, 1)
+        snapshot = await harness.sessions.get_agent_snapshot(session)
+        assert snapshot.state is not None and snapshot.state.last_turn_error is None
+        assert [(message.role, message.text) for message in snapshot.messages] == [
+            (MessageRole.USER, "Hi"),
+            (MessageRole.ASSISTANT, "Hello! How can I help?"),
+        ]
+        assert [message.sequence for message in snapshot.messages] == [1, 2]
+        assert snapshot.pending_interrupts == () and snapshot.tool_calls == ()
+        assert snapshot.usage.model_calls == 1
+        assert len(harness.model_calls(session)) == 1
