@@ -1,0 +1,131 @@
+"""Policy resolution and the model-visible texts: pure functions of the runner contract."""
+
+import pytest
+
+from dex_agents import (
+    APPROVAL_DEADLINE_PASSED,
+    DEFAULT_REJECTION_TOOL_RESULT,
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    TURN_FAILURE_NOTE_FOOTER,
+    TURN_FAILURE_NOTE_HEADER,
+    AgentToolCall,
+    ToolCallStatus,
+    ToolEffect,
+    ToolPolicy,
+    build_turn_failure_note,
+    describe_tool_call_outcome,
+    resolve_tool_policy,
+)
+
+
+def record(
+    tool_call_id: str,
+    status: ToolCallStatus,
+    *,
+    order: int = 0,
+    output: str | None = None,
+    error: str | None = None,
+    rejection_message: str | None = None,
+) -> AgentToolCall:
+    return AgentToolCall(
+        tool_call_id=tool_call_id,
+        turn_id="turn-1",
+        tool_name=f"tool_{tool_call_id}",
+        arguments='{"id":7}',
+        effect=ToolEffect.NON_IDEMPOTENT_WRITE,
+        requires_approval=True,
+        status=status,
+        output=output,
+        error=error,
+        rejection_message=rejection_message,
+        deferral_order=order,
+    )
+
+
+@pytest.mark.parametrize(
+    ("effect", "approval"),
+    [
+        (ToolEffect.READ, False),
+        (ToolEffect.IDEMPOTENT_WRITE, False),
+        (ToolEffect.NON_IDEMPOTENT_WRITE, True),
+        (ToolEffect.UNCLASSIFIED, True),
+    ],
+)
+def test_effect_default_approval(effect: ToolEffect, approval: bool) -> None:
+    assert ToolPolicy(effect).is_approval_required is approval
+    assert ToolPolicy(effect, requires_approval=not approval).is_approval_required is (not approval)
+
+
+def test_explicit_policy_wins_over_framework_metadata_and_default() -> None:
+    policies = {"refund": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)}
+    policy = resolve_tool_policy("refund", policies, ToolEffect.READ, framework_effect=ToolEffect.READ)
+    assert policy == ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
+
+
+def test_framework_metadata_wins_over_default_effect() -> None:
+    policy = resolve_tool_policy("search", {}, ToolEffect.UNCLASSIFIED, framework_effect=ToolEffect.READ)
+    assert policy == ToolPolicy(ToolEffect.READ)
+    assert not policy.is_approval_required
+
+
+def test_default_effect_applies_without_policy_or_metadata() -> None:
+    assert resolve_tool_policy("anything", {}) == ToolPolicy(ToolEffect.UNCLASSIFIED)
+    assert resolve_tool_policy("anything", {}, ToolEffect.IDEMPOTENT_WRITE) == ToolPolicy(
+        ToolEffect.IDEMPOTENT_WRITE
+    )
+
+
+def test_policy_accepts_plain_effect_strings() -> None:
+    assert ToolPolicy("read").effect is ToolEffect.READ  # type: ignore[arg-type]
+
+
+def test_model_visible_results() -> None:
+    assert describe_tool_call_outcome(record("a", ToolCallStatus.SUCCEEDED, output="42")) == "42"
+    assert describe_tool_call_outcome(record("a", ToolCallStatus.FAILED, error="no such order")) == (
+        "The tool call failed: no such order"
+    )
+    assert describe_tool_call_outcome(record("a", ToolCallStatus.REJECTED)) == DEFAULT_REJECTION_TOOL_RESULT
+    assert DEFAULT_REJECTION_TOOL_RESULT == "The user rejected this tool call."
+    assert (
+        describe_tool_call_outcome(record("a", ToolCallStatus.REJECTED, rejection_message="too expensive"))
+        == "too expensive"
+    )
+    assert (
+        describe_tool_call_outcome(record("a", ToolCallStatus.OUTCOME_UNKNOWN)) == OUTCOME_UNKNOWN_TOOL_RESULT
+    )
+    assert OUTCOME_UNKNOWN_TOOL_RESULT == (
+        "The tool call's outcome is unknown: it stopped without returning a result, so it may or may not "
+        "have taken effect. It will not be retried automatically."
+    )
+    assert APPROVAL_DEADLINE_PASSED == "approval deadline passed"
+
+
+@pytest.mark.parametrize("status", [ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.APPROVED])
+def test_a_record_that_is_not_final_has_no_outcome(status: ToolCallStatus) -> None:
+    with pytest.raises(ValueError, match="not final"):
+        describe_tool_call_outcome(record("a", status))
+
+
+def test_turn_failure_note_lists_final_records_in_deferral_order() -> None:
+    note = build_turn_failure_note(
+        [
+            record("b", ToolCallStatus.OUTCOME_UNKNOWN, order=1),
+            record("c", ToolCallStatus.APPROVED, order=2),
+            record("a", ToolCallStatus.SUCCEEDED, order=0, output="refunded"),
+        ]
+    )
+    assert note == "\n".join(
+        [
+            "[Dex] The previous turn failed after these tool calls ran:",
+            '- tool_a {"id":7} -> succeeded: refunded',
+            f'- tool_b {{"id":7}} -> outcome_unknown: {OUTCOME_UNKNOWN_TOOL_RESULT}',
+            "Do not repeat these tool calls unless the user asks again.",
+        ]
+    )
+    assert note.startswith(TURN_FAILURE_NOTE_HEADER)
+    assert note.endswith(TURN_FAILURE_NOTE_FOOTER)
+
+
+def test_turn_failure_note_needs_a_final_record() -> None:
+    with pytest.raises(ValueError, match="final"):
+        build_turn_failure_note([record("a", ToolCallStatus.AWAITING_APPROVAL)])

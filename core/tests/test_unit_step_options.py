@@ -1,0 +1,141 @@
+"""Step options: the SDK replaces a Step's options with a movement's, so movements carry the full set."""
+
+from datetime import timedelta
+
+from dex import RetryPolicy, StepDurability, StepOptions
+
+from dex_agents import (
+    AGENT_MESSAGES,
+    AGENT_TOOL_CALLS,
+    PENDING_INTERRUPTS,
+    AgentSessionFlow,
+    AgentToolCall,
+    DeferredToolExecution,
+    FrameworkMessage,
+    MessageRole,
+    ToolCallStatus,
+    ToolEffect,
+    ToolExecutionResult,
+    TurnCompleted,
+)
+from dex_agents.runner import AgentTurnContext
+from dex_agents.session._runtime import SessionRuntime
+from dex_agents.session._session_options import AgentSessionOptions
+from dex_agents.session._tool_steps import (
+    AwaitToolApproval,
+    CallSingleAttemptTool,
+    CallTool,
+    RecordToolFailure,
+    RecordToolOutcomeUnknown,
+)
+from dex_agents.session._turn_steps import RecordTurnFailure, RunModel
+
+
+class _Runner:
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return FrameworkMessage(role=MessageRole.USER, framework_item=text, text=text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> TurnCompleted:
+        return TurnCompleted(new_messages=[])
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        return ToolExecutionResult("")
+
+
+def runtime() -> SessionRuntime:
+    flow = AgentSessionFlow(_Runner(), flow_type="T")
+    return SessionRuntime(flow.runner, AgentSessionOptions(), flow.agent_events)
+
+
+def record(effect: ToolEffect, status: ToolCallStatus = ToolCallStatus.APPROVED) -> AgentToolCall:
+    return AgentToolCall(
+        tool_call_id="call-7",
+        turn_id="turn-1",
+        tool_name="t",
+        arguments="{}",
+        effect=effect,
+        requires_approval=False,
+        status=status,
+    )
+
+
+def assert_sync(options: StepOptions) -> None:
+    assert options.wait_for_durability is StepDurability.SYNC
+    assert options.execute_durability is StepDurability.SYNC
+
+
+def failure_route(options: StepOptions) -> tuple[object, StepOptions]:
+    target = options._execute_failure_target  # pyright: ignore[reportPrivateUsage]
+    route_options = options._execute_failure_options  # pyright: ignore[reportPrivateUsage]
+    assert route_options is not None
+    return target, route_options
+
+
+def test_run_model_movement_has_timeouts_retries_loads_and_failure_route() -> None:
+    movement = runtime().to_run_model()
+    assert movement.step is RunModel
+    options = movement.options
+    assert options is not None
+    assert_sync(options)
+    assert options.execute_method_timeout == timedelta(minutes=15)
+    assert options.heartbeat_timeout == timedelta(minutes=2)
+    assert options.execute_retry == RetryPolicy(maximum_attempts=3, total_duration=timedelta(minutes=30))
+    assert set(options.execute_load_attribute_maps) == {AGENT_MESSAGES, AGENT_TOOL_CALLS}
+    target, route = failure_route(options)
+    assert target is RecordTurnFailure
+    assert_sync(route)
+    assert route.execute_load_attribute_maps == (AGENT_TOOL_CALLS,)
+
+
+def test_read_and_idempotent_tools_retry_three_times_and_load_only_their_record() -> None:
+    for effect in (ToolEffect.READ, ToolEffect.IDEMPOTENT_WRITE):
+        movement = runtime().to_first_step_of(record(effect))
+        assert movement.step is CallTool
+        assert movement.input == "call-7"
+        options = movement.options
+        assert options is not None
+        assert_sync(options)
+        assert options.execute_retry == RetryPolicy(maximum_attempts=3)
+        assert options.execute_load_attribute_maps == ()
+        assert [load.physical_name for load in options.execute_load_attribute_map_instances] == [
+            AGENT_TOOL_CALLS.load("call-7").physical_name
+        ]
+        target, route = failure_route(options)
+        assert target is RecordToolFailure
+        assert_sync(route)
+        assert [load.physical_name for load in route.execute_load_attribute_map_instances] == [
+            AGENT_TOOL_CALLS.load("call-7").physical_name
+        ]
+
+
+def test_single_attempt_tools_run_once_and_route_to_outcome_unknown() -> None:
+    for effect in (ToolEffect.NON_IDEMPOTENT_WRITE, ToolEffect.UNCLASSIFIED):
+        movement = runtime().to_first_step_of(record(effect))
+        assert movement.step is CallSingleAttemptTool
+        options = movement.options
+        assert options is not None
+        assert_sync(options)
+        assert options.execute_retry == RetryPolicy(maximum_attempts=1)
+        target, route = failure_route(options)
+        assert target is RecordToolOutcomeUnknown
+        assert_sync(route)
+
+
+def test_approval_locks_interrupts_and_loads_only_its_record() -> None:
+    movement = runtime().to_first_step_of(record(ToolEffect.UNCLASSIFIED, ToolCallStatus.AWAITING_APPROVAL))
+    assert movement.step is AwaitToolApproval
+    options = movement.options
+    assert options is not None
+    assert_sync(options)
+    assert [lock.attribute for lock in options.execute_lock_attributes] == [PENDING_INTERRUPTS]
+    assert [load.physical_name for load in options.execute_load_attribute_map_instances] == [
+        AGENT_TOOL_CALLS.load("call-7").physical_name
+    ]
+
+
+def test_every_step_declares_sync_durability_itself() -> None:
+    flow = AgentSessionFlow(_Runner(), flow_type="T")
+    for definition in flow.get_steps():
+        options = definition.step.get_step_options()
+        assert options is not None, definition.step.get_step_type()
+        assert_sync(options)
