@@ -1,0 +1,90 @@
+"""MCP toolsets: tools listed from a real stdio MCP server become tool Steps with effects from annotations."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
+from dex_agents.values import ToolCallStatus, ToolEffect
+from fastmcp.client import Client
+from fastmcp.client.transports import StdioTransport
+from pydantic_ai import Agent
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.messages import TextPart
+from pydantic_ai.tools import ToolDefinition
+
+from dex_agents_pydantic_ai import PydanticAiRunner, framework_effect
+from tests.support import ScriptedModel, SessionSide, respond, tool_call
+from tests.test_runner_framework import execute
+
+SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
+
+
+def test_annotations_map_to_effects() -> None:
+    def definition(annotations: dict[str, object] | None) -> ToolDefinition:
+        return ToolDefinition(name="t", metadata={"annotations": annotations})
+
+    assert framework_effect(definition({"readOnlyHint": True})) is ToolEffect.READ
+    assert framework_effect(definition({"idempotentHint": True, "destructiveHint": True})) is (
+        ToolEffect.IDEMPOTENT_WRITE
+    )
+    assert framework_effect(definition({"readOnlyHint": False})) is None
+    assert framework_effect(definition(None)) is None
+    assert framework_effect(ToolDefinition(name="plain")) is None
+
+
+async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
+    log = tmp_path / "mcp.log"
+    transport = StdioTransport(
+        command=sys.executable, args=[str(SERVER_SCRIPT)], env={"MCP_TEST_LOG": str(log)}, keep_alive=False
+    )
+    model = ScriptedModel(
+        [
+            respond(
+                tool_call("count_items", {"sku": "A-1"}, "call-1"),
+                tool_call("set_stock", {"sku": "A-1", "count": 9}, "call-2"),
+                tool_call("order_more", {"sku": "A-1"}, "call-3"),
+            ),
+            respond(TextPart("Stock updated.")),
+        ]
+    )
+    agent = Agent(model.model, toolsets=[MCPToolset(Client(transport))])
+    runner = PydanticAiRunner(agent)
+    # An explicit policy still wins over the server's annotations.
+    session = SessionSide(tool_policies={"order_more": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)})
+    session.start_turn(runner.build_user_message("Check A-1, set it to 9, order more"))
+
+    requested = await runner.run_model_step(session.context())
+
+    assert isinstance(requested, ToolCallsRequested)
+    assert [(call.tool_name, call.policy) for call in requested.tool_calls] == [
+        ("count_items", ToolPolicy(ToolEffect.READ)),
+        ("set_stock", ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)),
+        ("order_more", ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)),
+    ]
+    assert set(log.read_text().splitlines()) == {"tools/list"}, "a model Step only lists the server's tools"
+
+    session.defer(requested)
+    outputs: dict[str, str] = {}
+    for tool_call_id in ["call-1", "call-2", "call-3"]:
+        before = log.read_text().splitlines()
+        outputs[tool_call_id] = await execute(runner, session, tool_call_id)
+        calls = [
+            line for line in log.read_text().splitlines()[len(before) :] if line.startswith("tools/call")
+        ]
+        assert calls == [f"tools/call {session.records[tool_call_id].tool_name}"], (
+            "one tools/call per tool Step"
+        )
+        session.finish(tool_call_id, ToolCallStatus.SUCCEEDED, output=outputs[tool_call_id])
+    assert outputs == {"call-1": "A-1: 7 in stock", "call-2": "A-1 set to 9", "call-3": "ordered A-1"}
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted)
+    assert [part.model_response_str() for part in model.tool_returns_seen(2)] == [
+        "A-1: 7 in stock",
+        "A-1 set to 9",
+        "ordered A-1",
+    ]
+    assert len([line for line in log.read_text().splitlines() if line.startswith("tools/call")]) == 3
