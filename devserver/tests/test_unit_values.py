@@ -21,6 +21,14 @@ def test_large_values_are_stored_once_and_resolved() -> None:
     assert blobs.hydrate(obj_reference) == obj
 
 
+def test_offloading_in_place_keeps_the_cached_content() -> None:
+    blobs = Blobs(Store(None), threshold=16, max_value_bytes=1000)
+    value = pb.Value(string_value="q" * 100)
+    reference = blobs.ingest(value, "attribute 'x'")
+    value.CopyFrom(reference)
+    assert blobs.hydrate(reference) == pb.Value(string_value="q" * 100)
+
+
 def test_a_value_over_the_limit_is_refused_by_name() -> None:
     blobs = Blobs(Store(None), threshold=16, max_value_bytes=64)
     with pytest.raises(

@@ -91,7 +91,10 @@ class Blobs:
             reference = pb.Value(internal_blob_id_for_obj_value=blob_id)
         if blob_id not in self._cache:
             self._store.put_blob(blob_id, data)
-            self._cache[blob_id] = value
+            # A copy: callers replace the value they passed in with the reference, in place.
+            cached = pb.Value()
+            cached.CopyFrom(value)
+            self._cache[blob_id] = cached
         return reference
 
     def resolve(self, blob_id: str) -> pb.Value | None:
