@@ -54,8 +54,9 @@ class ScriptedToolCall:
         tool_name: The tool the model calls.
         arguments: The call's arguments (a JSON object).
         tool_call_id: The call's ID, unique within the turn.
-        gate: A gate name: the tool waits at ``stack.gate(session_id, gate)`` on ``gate_attempts``.
-        gate_attempts: The attempts that wait at ``gate``.
+        gate: A gate name: the first run that reaches ``stack.gate(session_id, gate)`` on one of
+            ``gate_attempts`` waits there until the test releases it; later runs pass.
+        gate_attempts: The attempts that stop at ``gate``.
         fail_attempts: Attempts on which the tool raises ``RuntimeError`` (a Step failure, retried by policy).
         error: When set, the tool raises ``ToolExecutionError(error)`` (the model sees it; not retried).
         output: The tool's result; by default a text naming the tool and its arguments.
@@ -85,8 +86,9 @@ class ScriptedResponse:
     Attributes:
         text: The answer's text (streamed as text deltas, then stored).
         tool_calls: Tool calls the model asks for, in model order; empty for a final answer.
-        gate: A gate name: the model call waits at ``stack.gate(session_id, gate)`` on ``gate_attempts``.
-        gate_attempts: The attempts that wait at ``gate``.
+        gate: A gate name: the first model call that reaches ``stack.gate(session_id, gate)`` on one of
+            ``gate_attempts`` waits there until the test releases it; later calls pass.
+        gate_attempts: The attempts that stop at ``gate``.
         fail_attempts: Attempts on which the model call raises ``RuntimeError``; ``(1, 2, 3)`` fails the
             turn after ``RunModel``'s three attempts.
         partial_text: Text streamed on every attempt before the gate and the failure, so a failed attempt
@@ -428,10 +430,18 @@ async def scripted_model_response(
     if response.partial_text and on_partial_text is not None:
         on_partial_text(response.partial_text)
     if response.gate is not None and scope.attempt in response.gate_attempts:
-        await store.gate(scope.session_id, response.gate).pass_through()
+        await _hold_first_arrival(store.gate(scope.session_id, response.gate))
     if scope.attempt in response.fail_attempts:
         raise RuntimeError(f"{SCRIPTED_MODEL_FAILURE} on attempt {scope.attempt} of {scope.turn_id}")
     return response
+
+
+async def _hold_first_arrival(gate: FileGate) -> None:
+    # A gate stops only the first call that reaches it. Dex may hand a task whose Worker died before any
+    # output to another Worker at the same attempt number; that rerun must not wait at the gate again.
+    if gate.is_reached:
+        return
+    await gate.pass_through()
 
 
 def scripted_tool_output(
@@ -495,7 +505,7 @@ async def run_scripted_tool(
     )
     if call is not None:
         if call.gate is not None and execution.attempt in call.gate_attempts:
-            await store.gate(execution.flow_id, call.gate).pass_through()
+            await _hold_first_arrival(store.gate(execution.flow_id, call.gate))
         if execution.attempt in call.fail_attempts:
             raise RuntimeError(
                 f"{SCRIPTED_TOOL_FAILURE} on attempt {execution.attempt} of {record.tool_call_id}"

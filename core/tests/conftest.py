@@ -1,0 +1,38 @@
+"""A stack per test module: a private devserver (or DEX_SERVER_ADDRESS) and one scripted-agent Worker."""
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from dex_agents.testing import AgentTestStack
+from dex_agents.testing.matrix import MatrixHarness
+from tests.agents import SPEC
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def module_harness(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> AsyncIterator[MatrixHarness]:
+    # A module may set SERVER_ARGS (devserver flags) and WORKER_TASK_SLOTS (the Worker's capacity).
+    server_args: tuple[str, ...] = getattr(request.module, "SERVER_ARGS", ())
+    task_slots: int = getattr(request.module, "WORKER_TASK_SLOTS", 16)
+    flows = SPEC.build_flows()
+    async with AgentTestStack(
+        tmp_path_factory.mktemp("stack"),
+        flows.all,
+        SPEC.worker_module,
+        worker_cwd=SPEC.worker_cwd,
+        server_args=server_args,
+        max_concurrent_tasks=task_slots,
+    ) as stack:
+        harness = MatrixHarness(SPEC, stack, flows)
+        await harness.ensure_worker()
+        yield harness
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def harness(module_harness: MatrixHarness) -> MatrixHarness:
+    """The module's stack, with a running Worker before each test."""
+    await module_harness.ensure_worker()
+    return module_harness
