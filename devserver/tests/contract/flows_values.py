@@ -52,12 +52,12 @@ class BigReader(Step[None]):
         return dead_end()
 
 
-class Grower(Step[int]):
-    """Writes an Attribute of ``input`` bytes; above the limit the attempt must be refused."""
+class Grower(Step[str]):
+    """Writes an Attribute of ``input`` bytes (a str, because the failure route's Rescue decodes it)."""
 
-    def execute(self, context: Context, input: int) -> StepDecision:
+    def execute(self, context: Context, input: str) -> StepDecision:
         note(context, "grow_attempt")
-        big.set(context, "g" * input)
+        big.set(context, "g" * int(input))
         return dead_end()
 
     def get_step_options(self) -> StepOptions | None:
@@ -87,7 +87,7 @@ class BlobFlow(Flow[str]):
 
     @rpc
     def grow(self, context: Context, input: int) -> RPCResult[bool]:
-        return RPCResult(True, next_steps=(move(Grower, input),))
+        return RPCResult(True, next_steps=(move(Grower, str(input)),))
 
 
 BLOBS = BlobFlow()
