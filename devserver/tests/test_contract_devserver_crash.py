@@ -1,0 +1,114 @@
+"""SIGKILL of the devserver and restart on the same SQLite file.
+
+Spec: the issue's "Persistence" item (SYNC commits every transition before acknowledging it; ASYNC
+commits later, so a method whose result was lost is invoked again; after a restart every running
+Flow resumes, timers keep their deadlines, queued messages stay queued, and an in-flight attempt
+counts as used) and ../shared/dex/sdk-1.23-and-wire-protocol.md §1.4 (Durability).
+
+In push mode these tests also cover ``--default-worker-target``: the Client sends no target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from conftest import make_client
+from contract import flows_durability as durability
+from contract.processes import DevServer, Mode, WorkerProcess, free_port
+from contract.sandbox import Sandbox
+from dex import Client, FlowStatus, WorkerTarget
+
+WAIT = timedelta(seconds=40)
+
+
+class Cluster:
+    """A devserver on its own file, a Worker, and a Client, for one test."""
+
+    def __init__(self, mode: Mode, root: Path, sandbox: Sandbox) -> None:
+        push_port = free_port()
+        extra = ["--dispatch-wait", "2"]
+        if mode == "push":
+            extra += ["--default-worker-target", f"127.0.0.1:{push_port}"]
+        self.server = DevServer(root, db=root / "crash.sqlite3", extra_args=extra)
+        self.worker = WorkerProcess(mode, self.server, sandbox.root, root)
+        self.worker.port = push_port
+        self.sandbox = sandbox
+        self.mode = mode
+        self.client: Client | None = None
+
+    def start(self) -> Client:
+        self.server.start()
+        self.worker.start()
+        target = WorkerTarget(pull=True) if self.mode == "pull" else None
+        self.client = make_client(self.server, self.sandbox, target)
+        return self.client
+
+    def crash_and_restart(self) -> None:
+        """SIGKILL the devserver's process group and start it again on the same port and file."""
+        self.server.kill()
+        self.server.start()
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+        self.worker.kill()
+        self.server.kill()
+
+
+@pytest.fixture
+def cluster(mode: Mode, tmp_path: Path, sandbox: Sandbox) -> Iterator[Cluster]:
+    created = Cluster(mode, tmp_path, sandbox)
+    try:
+        yield created
+    finally:
+        created.close()
+
+
+def test_acknowledged_effects_survive_devserver_sigkill(
+    mode: Mode, cluster: Cluster, sandbox: Sandbox, flow_id: str
+) -> None:
+    client = cluster.start()
+    client.start_flow(durability.CRASH, flow_id, None)
+    cluster.crash_and_restart()
+    client.invoke_rpc(durability.CRASH.put, flow_id, "a")
+    cluster.crash_and_restart()
+    client.invoke_rpc(durability.CRASH.put, flow_id, "b")
+    cluster.crash_and_restart()
+    sandbox.wait_for_event(flow_id, "snooze_waiting")
+    client.invoke_rpc(durability.CRASH.put, flow_id, "c")
+    # Killed while Snooze waits on its Timer: the Timer must keep its deadline and fire after restart.
+    cluster.crash_and_restart()
+    result = client.wait_for_flow(flow_id, timeout=WAIT)
+    assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
+    # Both queued messages were consumed in order, and the last acknowledged Attribute write is there.
+    assert result.single_output(str) == "a,b|c"
+    assert {str(e.data["values"]) for e in sandbox.events(flow_id, "collected")} == {str(["a", "b"])}
+    (snoozed,) = sandbox.events(flow_id, "snoozed")
+    assert snoozed.data["fired"] is True
+
+
+@pytest.mark.parametrize("level", ["SYNC", "ASYNC"])
+def test_sync_and_async_durability_across_devserver_sigkill(
+    mode: Mode, cluster: Cluster, sandbox: Sandbox, flow_id: str, level: str
+) -> None:
+    client = cluster.start()
+    client.start_flow(durability.DURABILITY, flow_id, level)
+    sandbox.wait_for_event(flow_id, "parked")
+    # Effect has returned and the next Step is running: kill before anything else happens.
+    cluster.crash_and_restart()
+    if level == "SYNC":
+        # Effect's result was committed before it was acted on: never invoked again. The attempt of
+        # Parked that was in flight counts as used, so the resumed Flow runs attempt 2.
+        (resumed,) = sandbox.wait_for_event(flow_id, "parked", where=lambda e: e.attempt > 1)
+        assert resumed.attempt == 2
+    else:
+        # Effect's result lived only in memory: the restarted devserver invokes Effect again.
+        sandbox.wait_for_event(flow_id, "effect", count=2)
+    sandbox.open_gate(flow_id, "release")
+    result = client.wait_for_flow(flow_id, timeout=WAIT)
+    assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
+    assert result.single_output(str) == level
+    assert len(sandbox.events(flow_id, "effect")) == (1 if level == "SYNC" else 2)
