@@ -15,8 +15,8 @@ async def module_harness(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> AsyncIterator[MatrixHarness]:
     # A module may set SERVER_ARGS (devserver flags) and WORKER_TASK_SLOTS (the Worker's capacity).
-    server_args: tuple[str, ...] = getattr(request.module, "SERVER_ARGS", ())
-    task_slots: int = getattr(request.module, "WORKER_TASK_SLOTS", 16)
+    server_args: tuple[str, ...] = getattr(request.module, "SERVER_ARGS", ())  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    task_slots: int = getattr(request.module, "WORKER_TASK_SLOTS", 16)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
     flows = SPEC.build_flows()
     async with AgentTestStack(
         tmp_path_factory.mktemp("stack"),

@@ -1,0 +1,175 @@
+"""Approvals: lock conflicts in resolve_interrupt, and deadlines (an early Timer waits again)."""
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import grpc
+import pytest
+from dex import (
+    AsyncClient,
+    BlobCacheConfig,
+    ClientOptions,
+    ErrorSubStatus,
+    Registry,
+    RpcLockConflictError,
+    StepExecutionId,
+    TimerId,
+    WorkerTarget,
+    open_blob_cache,
+)
+
+from dex_agents import APPROVAL_DEADLINE_PASSED, AgentSessionClient, ToolCallStatus
+from dex_agents.testing import (
+    WAIT_FOR_COMPLETED_EVENT,
+    ScriptedResponse,
+    executed_step_types,
+    wait_for_agent_snapshot,
+    wait_for_turn_end,
+    wait_until,
+)
+from dex_agents.testing.matrix import MatrixHarness
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+class ConflictingClient(AsyncClient):
+    """An AsyncClient whose first ``conflicts`` resolve_interrupt calls meet a held lock, as when a Step
+    holds PendingInterrupts at that moment."""
+
+    def __init__(self, harness: MatrixHarness, conflicts: int) -> None:
+        cache = open_blob_cache(
+            BlobCacheConfig(str(harness.stack.state_dir / f"conflict-cache-{conflicts}"), 16 * 1024 * 1024)
+        )
+        super().__init__(
+            Registry(list(harness.flows.all), allow_async_handlers=True),
+            cache,
+            ClientOptions(server_address=harness.stack.server_address, worker_target=WorkerTarget(pull=True)),
+        )
+        self.conflicts_left = conflicts
+        self.resolve_calls = 0
+
+    async def invoke_rpc(self, *args: Any, **kwargs: Any) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
+        if getattr(args[0], "__name__", "") == "resolve_interrupt":
+            self.resolve_calls += 1
+            if self.conflicts_left > 0:
+                self.conflicts_left -= 1
+                raise RpcLockConflictError(
+                    grpc.StatusCode.ABORTED,
+                    ErrorSubStatus.WORKER_API_ERROR,
+                    "lock PendingInterrupts is held",
+                    "invoke_rpc",
+                    str(args[1]),
+                )
+        return await super().invoke_rpc(*args, **kwargs)
+
+
+async def _start_approval(harness: MatrixHarness, prefix: str, *call_ids: str) -> str:
+    session = harness.stack.new_session_id(prefix)
+    calls = tuple(
+        harness.call(harness.tools.approval_write, call_id, order_id=call_id) for call_id in call_ids
+    )
+    harness.script(session, [ScriptedResponse(tool_calls=calls), ScriptedResponse(text="Done.")])
+    await harness.sessions.start_session(session, "Refund these orders")
+    await wait_for_agent_snapshot(
+        harness.sessions,
+        session,
+        lambda snapshot: len(snapshot.pending_interrupts) == len(call_ids),
+        description="every approval to be pending",
+    )
+    return session
+
+
+async def test_resolve_interrupt_retries_lock_conflicts(harness: MatrixHarness) -> None:
+    session = await _start_approval(harness, "lock-retry", "refund-1")
+    client = ConflictingClient(harness, conflicts=3)
+    try:
+        assert await AgentSessionClient(client, harness.flows.main).resolve_interrupt(
+            session, "refund-1", approved=True
+        )
+        assert client.resolve_calls == 4  # three conflicts, then the call that committed
+    finally:
+        await client.close()
+    await wait_for_turn_end(harness.sessions, session, 1)
+    assert len(harness.tool_runs(session, harness.tools.approval_write)) == 1
+
+
+async def test_lock_conflict_past_the_retry_time_raises_and_changes_nothing(harness: MatrixHarness) -> None:
+    session = await _start_approval(harness, "lock-timeout", "refund-1")
+    client = ConflictingClient(harness, conflicts=1_000_000)
+    try:
+        impatient = AgentSessionClient(
+            client, harness.flows.main, lock_conflict_retry_timeout=timedelta(milliseconds=300)
+        )
+        with pytest.raises(RpcLockConflictError):
+            await impatient.resolve_interrupt(session, "refund-1", approved=True)
+        assert client.resolve_calls >= 2  # it retried before giving up
+    finally:
+        await client.close()
+    snapshot = await harness.sessions.get_agent_snapshot(session)
+    assert [interrupt.interrupt_id for interrupt in snapshot.pending_interrupts] == ["refund-1"]
+    assert await harness.sessions.resolve_interrupt(session, "refund-1", approved=True)
+    await wait_for_turn_end(harness.sessions, session, 1)
+    assert len(harness.tool_runs(session, harness.tools.approval_write)) == 1
+
+
+async def test_concurrent_resolutions_of_one_session_all_apply(harness: MatrixHarness) -> None:
+    ids = ("refund-1", "refund-2", "refund-3")
+    session = await _start_approval(harness, "lock-race", *ids)
+    # All three RPCs lock PendingInterrupts at once; the client retries whichever meets a held lock.
+    results = await asyncio.gather(
+        *(harness.sessions.resolve_interrupt(session, call_id, approved=True) for call_id in ids)
+    )
+    assert results == [True, True, True]
+    await wait_for_turn_end(harness.sessions, session, 1)
+    runs = harness.tool_runs(session, harness.tools.approval_write)
+    assert sorted(run.tool_call_id for run in runs) == sorted(ids)
+
+
+async def test_approval_deadline_early_timer_waits_again_then_rejects(harness: MatrixHarness) -> None:
+    session = harness.stack.new_session_id("deadline")
+    write = harness.call(harness.tools.approval_write, "refund-1")
+    harness.script(session, [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Too late.")])
+    await harness.deadline_sessions.start_session(session, "Refund A-1")
+    await wait_for_agent_snapshot(
+        harness.deadline_sessions,
+        session,
+        lambda snapshot: bool(snapshot.pending_interrupts and snapshot.pending_interrupts[0].deadline),
+        description="a pending approval with a deadline",
+    )
+
+    async def waiting_approval() -> str | None:
+        history = await harness.stack.read_step_history(session)
+        waits = [
+            entry.step_execution_id
+            for entry in history
+            if entry.step_type == "AwaitToolApproval" and entry.event_type == WAIT_FOR_COMPLETED_EVENT
+        ]
+        return waits[-1] if waits else None
+
+    execution_id = await wait_until("AwaitToolApproval to wait", waiting_approval)
+    # Fire the deadline Timer long before the deadline: the Step must see the deadline has not passed.
+    await harness.stack.client.skip_timer(
+        session,
+        StepExecutionId("AwaitToolApproval", int(execution_id.rsplit("-", 1)[1])),
+        TimerId.by_condition_index(0),
+    )
+    await wait_until(
+        "the early Timer's AwaitToolApproval to finish",
+        lambda: _count_executed(harness, session, "AwaitToolApproval"),
+    )
+    early = await harness.deadline_sessions.get_agent_snapshot(session)
+    assert [interrupt.interrupt_id for interrupt in early.pending_interrupts] == ["refund-1"]
+    assert [call.status for call in early.tool_calls] == [ToolCallStatus.AWAITING_APPROVAL]
+
+    await wait_for_turn_end(harness.deadline_sessions, session, 1)
+    assert not await harness.deadline_sessions.resolve_interrupt(session, "refund-1", approved=True)
+    assert not harness.tool_runs(session, harness.tools.approval_write)
+    assert APPROVAL_DEADLINE_PASSED in harness.model_calls(session)[-1].model_input_text
+    steps = executed_step_types(await harness.stack.read_step_history(session))
+    # The early Timer's execution waited again; a later one saw the deadline pass and rejected the call.
+    assert steps.count("AwaitToolApproval") >= 2 and "CallSingleAttemptTool" not in steps
+
+
+async def _count_executed(harness: MatrixHarness, session: str, step_type: str) -> int:
+    return executed_step_types(await harness.stack.read_step_history(session)).count(step_type)
