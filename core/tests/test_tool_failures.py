@@ -1,4 +1,4 @@
-"""Tool failures: ToolExecutionError, reads failing by crash and exception, idempotent writes killed mid-call."""
+"""Tool failures: ToolExecutionError, a read failing by crash and exception, an idempotent write killed."""
 
 import pytest
 
