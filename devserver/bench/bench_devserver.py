@@ -31,7 +31,7 @@ from dex.dexpb import dex_pb2_grpc as pbg
 
 
 class Noop(dex.Step[int]):
-    async def execute(self, context: dex.AsyncContext, input: int) -> dex.StepDecision:
+    async def execute(self, context: dex.AsyncContext, input: int) -> dex.StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         if input <= 1:
             return dex.graceful_complete(input)
         return dex.go_to(Noop, input - 1)
@@ -44,7 +44,7 @@ class Chain(dex.Flow[int]):
         return "BenchChain"
 
     def get_steps(self) -> dex.StepList[int]:
-        return dex.StepList.start_step(self.noop)
+        return dex.StepList[int].start_step(self.noop)
 
 
 chain = Chain()
