@@ -1,0 +1,45 @@
+"""A tool Step that no Worker takes within the dispatch wait never ran: it is recorded as safe to retry."""
+
+import pytest
+
+from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT, TOOL_CALL_NOT_RUN_ERROR_PREFIX
+from dex_agents.testing import EXECUTE_FAILED_EVENT, ScriptedResponse, wait_for_turn_end, wait_until
+from dex_agents.testing.matrix import MatrixHarness
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SERVER_ARGS = ("--dispatch-wait", "1")
+# Two task slots with the SDK's one reserved for RPCs leave one slot for Steps, so a gated tool Step keeps
+# every Worker busy and the next tool Step finds no Worker for the whole dispatch wait.
+WORKER_TASK_SLOTS = 2
+
+
+async def test_tool_step_without_a_worker_is_recorded_as_not_run(harness: MatrixHarness) -> None:
+    session = harness.stack.new_session_id("no-worker")
+    busy = harness.call(harness.tools.read, "read-1", gate="busy")
+    write = harness.call(harness.tools.single_attempt_write, "cancel-1")
+    harness.script(
+        session, [ScriptedResponse(tool_calls=(busy, write)), ScriptedResponse(text="Try again later.")]
+    )
+    await harness.sessions.start_session(session, "Cancel A-1")
+    await harness.stack.gate(session, "busy").wait_until_reached()
+
+    async def dispatch_failed() -> bool:
+        history = await harness.stack.read_step_history(session)
+        return any(
+            entry.step_type == "CallSingleAttemptTool" and entry.event_type == EXECUTE_FAILED_EVENT
+            for entry in history
+        )
+
+    await wait_until("the write's dispatch to fail", dispatch_failed)
+    harness.stack.gate(session, "busy").release()
+    await wait_for_turn_end(harness.sessions, session, 1)
+
+    assert not harness.tool_runs(session, harness.tools.single_attempt_write)
+    history = await harness.stack.read_step_history(session)
+    failed = [entry for entry in history if entry.step_type == "CallSingleAttemptTool"]
+    assert [(entry.event_type, entry.error_type) for entry in failed] == [
+        (EXECUTE_FAILED_EVENT, "NO_WORKER_AVAILABLE")
+    ]
+    seen = harness.model_calls(session)[-1].model_input_text
+    assert TOOL_CALL_NOT_RUN_ERROR_PREFIX in seen and OUTCOME_UNKNOWN_TOOL_RESULT not in seen, seen
