@@ -12,9 +12,11 @@ __all__ = ["MAX_STORED_VALUE_BYTES", "MAX_USER_MESSAGE_BYTES", "utf8_size"]
 #: The largest user message, in UTF-8 bytes, that `send_user_message` and `start_session` accept.
 MAX_USER_MESSAGE_BYTES = 256 * 1024
 
-#: The largest framework run state, stored message, or tool output, in UTF-8 bytes. Worker requests and
-#: results travel over gRPC with a 4 MiB message limit by default, and a result carries several values.
-MAX_STORED_VALUE_BYTES = 2 * 1024 * 1024
+#: The largest framework run state, stored message, or tool call record (with its output), in bytes of its
+#: stored encoding. Worker requests and results travel over gRPC with a 4 MiB message limit by default, a
+#: result carries several values, and servers refuse single values above their own limit (2 MiB on the
+#: development server), so the session stays well below both.
+MAX_STORED_VALUE_BYTES = 1024 * 1024
 
 
 def utf8_size(text: str) -> int:

@@ -42,7 +42,6 @@ __all__ = [
     "format_time",
     "heartbeating",
     "iter_final",
-    "message_size",
     "now",
     "parse_time",
     "read_interrupts",
@@ -52,6 +51,7 @@ __all__ = [
     "read_tool_call",
     "read_turn_records",
     "read_usage",
+    "stored_size",
     "to_agent_message",
     "usage_payload",
 ]
@@ -123,9 +123,9 @@ def read_turn_records(context: Context, turn_id: str | None) -> list[AgentToolCa
     return sorted((record for record in records if record.turn_id == turn_id), key=lambda r: r.deferral_order)
 
 
-def message_size(message: AgentMessage) -> int:
-    """Return the stored size of a message: its JSON encoding in UTF-8 bytes."""
-    return utf8_size(json.dumps(asdict(message), separators=(",", ":")))
+def stored_size(value: AgentMessage | AgentToolCall) -> int:
+    """Return the stored size of a value: its JSON encoding, as the SDK writes it, in UTF-8 bytes."""
+    return utf8_size(json.dumps(asdict(value), separators=(",", ":"), sort_keys=True))
 
 
 def to_agent_message(message: object, sequence: int, turn_id: str, created_at: str) -> AgentMessage:
@@ -158,7 +158,7 @@ def to_agent_message(message: object, sequence: int, turn_id: str, created_at: s
         framework_item=message.framework_item,
         created_at=created_at,
     )
-    size = message_size(stored)
+    size = stored_size(stored)
     if size > MAX_STORED_VALUE_BYTES:
         raise InvalidRunnerOutput(
             f"a {role.value} message is {size} bytes, more than the {MAX_STORED_VALUE_BYTES}-byte limit "

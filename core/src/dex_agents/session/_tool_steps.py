@@ -19,7 +19,7 @@ from dex import AsyncContext, Step, StepDecision, StepOptions, Timer, Wait, dead
 
 from dex_agents._tool_context import running_tool_execution
 from dex_agents.events import AgentEventType
-from dex_agents.limits import MAX_STORED_VALUE_BYTES, utf8_size
+from dex_agents.limits import MAX_STORED_VALUE_BYTES
 from dex_agents.persistence import AGENT_TOOL_CALLS, INTERRUPT_RESOLUTIONS, PENDING_INTERRUPTS
 from dex_agents.runner import (
     APPROVAL_DEADLINE_PASSED,
@@ -36,6 +36,7 @@ from dex_agents.session._state import (
     parse_time,
     read_interrupts,
     read_tool_call,
+    stored_size,
 )
 from dex_agents.values import AgentInterrupt, AgentToolCall, ToolCallStatus, ToolEffect
 
@@ -206,7 +207,7 @@ async def _run_tool(context: AsyncContext, runtime: SessionRuntime, tool_call_id
             "execute_deferred_tool_call must return ToolExecutionResult with text output, "
             f"got {result!r:.200}"
         )
-    size = utf8_size(result.output)
+    size = stored_size(replace(record, status=ToolCallStatus.SUCCEEDED, output=result.output))
     if size > MAX_STORED_VALUE_BYTES:
         return _finish(
             context,
@@ -214,8 +215,9 @@ async def _run_tool(context: AsyncContext, runtime: SessionRuntime, tool_call_id
             record,
             ToolCallStatus.FAILED,
             error=(
-                f"the tool returned {size} bytes of output, more than the {MAX_STORED_VALUE_BYTES}-byte "
-                "limit of one stored value; return less, or store the output elsewhere and return a reference"
+                f"the tool's output makes its record {size} bytes, more than the "
+                f"{MAX_STORED_VALUE_BYTES}-byte limit of one stored value; return less, or store the output "
+                "elsewhere and return a reference"
             ),
         )
     return _finish(context, runtime, record, ToolCallStatus.SUCCEEDED, output=result.output)
