@@ -284,7 +284,11 @@ class ScriptStore:
         Returns:
             The call, or ``None`` when the script has none with that ID in that turn.
         """
-        for response in self._turn(session_id, turn_id):
+        try:
+            responses = self._turn(session_id, turn_id)
+        except LookupError:
+            return None  # an unscripted call runs with the default behaviour
+        for response in responses:
             for call in response.tool_calls:
                 if call.tool_call_id == tool_call_id:
                     return call

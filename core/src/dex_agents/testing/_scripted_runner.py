@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from dex_agents import (
@@ -22,7 +22,13 @@ from dex_agents import (
     describe_tool_call_outcome,
 )
 from dex_agents.testing._matrix_tools import MATRIX_TOOLS, ScriptedTool
-from dex_agents.testing._script import ModelCallScope, ScriptStore, model_call_scope, scripted_model_response
+from dex_agents.testing._script import (
+    ModelCallScope,
+    ScriptedResponse,
+    ScriptStore,
+    model_call_scope,
+    scripted_model_response,
+)
 
 __all__ = ["ScriptedRunner", "render_message"]
 
@@ -98,14 +104,21 @@ class ScriptedRunner:
     Args:
         tools: Tool functions by name; each takes the call's arguments as keyword arguments and returns
             text. Defaults to :data:`MATRIX_TOOLS`.
-        store: The script store; by default the one named by ``DEX_AGENTS_TEST_STATE_DIR``.
+        store: The script store; by default the one named by ``DEX_AGENTS_TEST_STATE_DIR``, opened when a
+            model call needs it (so the runner can be built before the variable is set).
+        default_turns: The script of sessions that have none of their own (with the default store).
     """
 
     def __init__(
-        self, tools: Iterable[ScriptedTool] = MATRIX_TOOLS, store: ScriptStore | None = None
+        self,
+        tools: Iterable[ScriptedTool] = MATRIX_TOOLS,
+        store: ScriptStore | None = None,
+        *,
+        default_turns: Sequence[Sequence[ScriptedResponse]] | None = None,
     ) -> None:
         self._tools: Mapping[str, ScriptedTool] = {tool.__name__: tool for tool in tools}
         self._store = store
+        self._default_turns = default_turns
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         """Return the user message for ``text``.
@@ -152,8 +165,9 @@ class ScriptedRunner:
             recorded_tool_call_ids=frozenset(turn.tool_calls),
         )
         with model_call_scope(scope):
+            store = self._store or ScriptStore.from_environment(self._default_turns)
             response = await scripted_model_response(
-                model_input, self._store, on_partial_text=turn.events.write_text_delta
+                model_input, store, on_partial_text=turn.events.write_text_delta
             )
         if response.text:
             turn.events.write_text_delta(response.text)
