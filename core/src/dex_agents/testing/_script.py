@@ -34,6 +34,7 @@ __all__ = [
     "current_model_call",
     "model_call_scope",
     "run_scripted_tool",
+    "script_store_scope",
     "scripted_model_response",
     "scripted_tool_output",
 ]
@@ -366,6 +367,28 @@ _current_model_call: contextvars.ContextVar[ModelCallScope | None] = contextvars
 )
 
 
+_current_store: contextvars.ContextVar[ScriptStore | None] = contextvars.ContextVar(
+    "dex_agents_testing_script_store", default=None
+)
+
+
+@contextmanager
+def script_store_scope(store: ScriptStore) -> Iterator[ScriptStore]:
+    """Make ``store`` the one scripted tools use when they are not given one.
+
+    Args:
+        store: The store (for example one with default turns).
+
+    Yields:
+        ``store``.
+    """
+    token = _current_store.set(store)
+    try:
+        yield store
+    finally:
+        _current_store.reset(token)
+
+
 def current_model_call() -> ModelCallScope | None:
     """Return the ``RunModel`` call in progress in this task, if any."""
     return _current_model_call.get()
@@ -481,7 +504,8 @@ async def run_scripted_tool(
     Args:
         tool_name: The tool's name.
         arguments: The arguments the framework passed.
-        store: The script store; by default the one named by ``DEX_AGENTS_TEST_STATE_DIR``.
+        store: The script store; by default the one of the enclosing :func:`script_store_scope`, else
+            the one named by ``DEX_AGENTS_TEST_STATE_DIR``.
 
     Returns:
         The tool's result text.
@@ -493,7 +517,7 @@ async def run_scripted_tool(
     execution = current_tool_execution()
     if execution is None:
         raise RuntimeError(f"scripted tool {tool_name!r} ran outside execute_deferred_tool_call")
-    store = store or ScriptStore.from_environment()
+    store = store or _current_store.get() or ScriptStore.from_environment()
     record = execution.tool_call
     call = store.tool_call(execution.flow_id, record.turn_id, record.tool_call_id)
     store.invocations.record(

@@ -27,6 +27,7 @@ from dex_agents.testing._script import (
     ScriptedResponse,
     ScriptStore,
     model_call_scope,
+    script_store_scope,
     scripted_model_response,
 )
 
@@ -221,4 +222,5 @@ class ScriptedRunner:
         if tool is None:
             raise ToolExecutionError(f"unknown tool {call.tool_call.tool_name!r}")
         arguments = cast(dict[str, Any], json.loads(call.tool_call.arguments))
-        return ToolExecutionResult(await tool(**arguments))
+        with script_store_scope(self._store or ScriptStore.from_environment(self._default_turns)):
+            return ToolExecutionResult(await tool(**arguments))
