@@ -132,9 +132,8 @@ async def run(assume_yes: bool) -> None:
             print("\nStep history (completed executes):")
             for entry in await stack.read_step_history(SESSION_ID):
                 if entry.event_type == EXECUTE_COMPLETED_EVENT:
-                    print(
-                        f"  {entry.step_execution_id:<26} attempt {entry.final_attempt}  input {entry.step_input!r}"
-                    )
+                    attempt = entry.final_attempt
+                    print(f"  {entry.step_execution_id:<26} attempt {attempt}  input {entry.step_input!r}")
             runs = stack.invocations.tool_calls(SESSION_ID)
             print("\nReal tool runs: " + ", ".join(f"{run.tool_name} x1 (pid {run.pid})" for run in runs))
             if approved and sorted(run.tool_name for run in runs) != ["lookup_order", "refund_order"]:

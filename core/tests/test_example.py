@@ -10,7 +10,8 @@ CORE_DIR = Path(__file__).resolve().parents[1]
 def test_refund_example_runs_end_to_end() -> None:
     result = subprocess.run(
         [sys.executable, "examples/refund_agent.py"],
-        check=False, cwd=CORE_DIR,
+        check=False,
+        cwd=CORE_DIR,
         stdin=subprocess.DEVNULL,  # no terminal: the example approves by itself
         capture_output=True,
         text=True,
