@@ -1,0 +1,23 @@
+"""Durable LangChain `create_agent` and LangGraph sessions on Dex: every model call and tool call is a Step.
+
+Build your agent with `DexToolGate()` as its last middleware (or your own graph with `dex_tool_node` and
+`route_tool_calls`), wrap the graph factory in `LangGraphRunner`, and register it with
+`dex_agents.AgentSessionFlow`; see the package README for the effect table and the limits.
+"""
+
+from dex_agents_langgraph._effects import framework_effect
+from dex_agents_langgraph._gate import DexToolGate, dex_tool_node, route_tool_calls
+from dex_agents_langgraph._runner import UNKNOWN_TOOL_POLICY, GraphFactory, LangGraphRunner
+from dex_agents_langgraph._state import DexCheckpointSaver, LangGraphRunState
+
+__all__ = [
+    "UNKNOWN_TOOL_POLICY",
+    "DexCheckpointSaver",
+    "DexToolGate",
+    "GraphFactory",
+    "LangGraphRunState",
+    "LangGraphRunner",
+    "dex_tool_node",
+    "framework_effect",
+    "route_tool_calls",
+]

@@ -1,0 +1,433 @@
+"""`LangGraphRunner`: the session's runner contract for a LangChain `create_agent` agent or a LangGraph graph.
+
+One `run_model_step` runs the user's compiled graph on a private thread of the runner's checkpoint saver:
+
+- without run state, the input is the stored conversation; the graph makes its one model call and, when
+  the model asks for tools, stops at the tool gate's interrupts (one per call). The runner exports the
+  thread as the framework run state and returns one `DeferredToolCall` per interrupt, in model order;
+- with run state, the runner imports the thread and resumes it with `Command(resume={interrupt_id:
+  answer})`, giving every call its recorded outcome; the gate turns each answer into the call's
+  `ToolMessage` and the graph makes its next model call itself;
+- when the graph ends, the turn's new messages are stored.
+
+A callback guard aborts the run before a second model call or any tool run, so a graph that does not gate
+every tool ends the turn with `turn_error` instead of doing either silently.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from dex_agents.events import AgentEventWriter
+from dex_agents.runner import (
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolCall,
+    DeferredToolExecution,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolPolicy,
+    TurnCompleted,
+    describe_tool_call_outcome,
+)
+from dex_agents.values import AgentUsage, FrameworkMessage, ToolCallStatus, ToolEffect
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.errors import GraphRecursionError, InvalidUpdateError
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.pregel import Pregel
+from langgraph.types import Command, Interrupt
+
+from dex_agents_langgraph._effects import framework_effect
+from dex_agents_langgraph._gate import GateAnswer, executing_tool_call, gate_payload
+from dex_agents_langgraph._guard import ModelStepGuard, ModelStepViolation
+from dex_agents_langgraph._messages import (
+    build_user_framework_message,
+    history_from_stored_messages,
+    message_text,
+    project_messages,
+)
+from dex_agents_langgraph._state import DexCheckpointSaver, LangGraphRunState
+
+__all__ = ["UNKNOWN_TOOL_POLICY", "GraphFactory", "LangGraphRunner"]
+
+GraphFactory = Callable[[DexCheckpointSaver], Pregel[Any, Any, Any, Any]]
+"""Builds the compiled graph with the checkpoint saver it is given (`checkpointer=` of `create_agent` or
+`StateGraph.compile`)."""
+
+UNKNOWN_TOOL_POLICY = ToolPolicy(ToolEffect.READ, requires_approval=False)
+"""The policy of a call to a tool the graph does not have.
+
+Such a call only records `failed` with LangGraph's "not a valid tool" message, which the model reads at
+its next call; nothing runs, so it needs neither an approval nor a single-attempt Step.
+"""
+
+
+class LangGraphRunner:
+    """Runs a LangChain `create_agent` agent, or your own LangGraph graph, one Step per model and tool call.
+
+    Pass a factory that builds your compiled graph with the checkpoint saver it receives. For
+    `create_agent`, add `DexToolGate()` as the last middleware; for your own graph, use `dex_tool_node`
+    for the tools and `route_tool_calls` as the edge after the model node. The runner builds the graph
+    once and keeps no state between Steps.
+
+    Args:
+        build_graph: Builds the compiled graph; called once with the runner's `DexCheckpointSaver`.
+        config: Extra `RunnableConfig` for every graph run (tags, metadata, `recursion_limit`,
+            `configurable` values other than `thread_id`, your own callbacks).
+        allowed_msgpack_modules: Extra ``(module, class)`` pairs the run state may hold, for custom types
+            in your graph's state; by default only LangGraph's safe types are allowed.
+
+    Raises:
+        TypeError: If the factory does not return a compiled graph that uses the given checkpoint saver,
+            keeps a `messages` list, and has exactly one `ToolNode`.
+    """
+
+    def __init__(
+        self,
+        build_graph: GraphFactory,
+        *,
+        config: RunnableConfig | None = None,
+        allowed_msgpack_modules: Iterable[tuple[str, ...]] = (),
+    ) -> None:
+        self._saver = DexCheckpointSaver(allowed_msgpack_modules=allowed_msgpack_modules)
+        graph = build_graph(self._saver)
+        self._graph = _checked_graph(graph, self._saver)
+        self._tool_node = _single_tool_node(self._graph)
+        self._config: RunnableConfig = dict(config or {})  # pyright: ignore[reportAssignmentType]
+        self._tool_executor = _tool_executor(self._tool_node)
+
+    @property
+    def graph(self) -> Pregel[Any, Any, Any, Any]:
+        """The compiled graph this runner drives."""
+        return self._graph
+
+    @property
+    def tools(self) -> Mapping[str, BaseTool]:
+        """The graph's tools by name."""
+        return self._tool_node.tools_by_name
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        """Return a user message holding ``text`` as a LangChain `HumanMessage`."""
+        return build_user_framework_message(text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        """Let the graph make one model call and return what the session does next.
+
+        Args:
+            turn: The committed state of the turn.
+
+        Returns:
+            `ToolCallsRequested` when the model asked for tools, else `TurnCompleted` with every message
+            of the turn, or with `turn_error` when the graph cannot continue without breaking the
+            one-model-call rule.
+        """
+        try:
+            history = history_from_stored_messages(turn.messages)
+        except ValueError as error:
+            return TurnCompleted(new_messages=(), turn_error=str(error))
+        history_ids = {message.id for message in history}
+        # Every Step gets a thread of its own, so concurrent sessions and retried attempts never share one.
+        thread_id = f"{turn.flow_id}/{turn.turn_id}/{turn.attempt}/{uuid.uuid4().hex}"
+        thread_config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        guard = ModelStepGuard()
+        try:
+            if turn.framework_run_state is None:
+                if not history:
+                    return TurnCompleted(new_messages=(), turn_error="the turn has no user message to answer")
+                graph_input: object = {"messages": history}
+                known_ids = set(history_ids)
+            else:
+                resumed = await self._resume_input(turn, thread_id, thread_config)
+                if isinstance(resumed, TurnCompleted):
+                    return resumed
+                graph_input, known_ids = resumed
+            try:
+                await self._stream(graph_input, thread_id, guard, known_ids, turn.events)
+            except ModelStepViolation as error:
+                return TurnCompleted(new_messages=(), usage=_no_usage(guard), turn_error=str(error))
+            except (GraphRecursionError, InvalidUpdateError) as error:
+                return TurnCompleted(
+                    new_messages=(), usage=_no_usage(guard), turn_error=f"LangGraph refused the run: {error}"
+                )
+            snapshot = await self._graph.aget_state(thread_config)
+            messages = cast(Sequence[BaseMessage], snapshot.values.get("messages") or ())
+            new_messages = [message for message in messages if message.id not in history_ids]
+            usage = _model_call_usage(guard, [m for m in messages if m.id not in known_ids])
+            if snapshot.interrupts:
+                return self._tool_calls_requested(turn, thread_id, snapshot.interrupts, messages, usage)
+            if snapshot.next:
+                return TurnCompleted(
+                    new_messages=(),
+                    usage=usage,
+                    turn_error=(
+                        f"the graph stopped before {list(snapshot.next)} without a tool call; "
+                        "remove interrupt_before/interrupt_after from the graph"
+                    ),
+                )
+            return TurnCompleted(new_messages=project_messages(new_messages), usage=usage)
+        finally:
+            self._saver.delete_thread(thread_id)
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        """Run the graph's real tool for one approved call, once, through its `ToolNode`.
+
+        The call goes through LangGraph's own tool pipeline (argument validation, `wrap_tool_call`
+        middleware, `handle_tool_errors`), and `dex_agents.current_tool_execution()` gives the tool the
+        call and its idempotency key.
+
+        Args:
+            call: The approved call.
+
+        Returns:
+            The tool's result as text.
+
+        Raises:
+            ToolExecutionError: When the model should see an error instead of a result: the arguments are
+                not a JSON object or do not validate, no tool has this name, or the tool's `ToolMessage`
+                has status `error`. Any other exception the tool raises propagates unchanged, so the
+                session retries or records the call by its effect.
+        """
+        record = call.tool_call
+        try:
+            arguments = json.loads(record.arguments)
+        except json.JSONDecodeError as error:
+            raise ToolExecutionError(f"the arguments of {record.tool_name!r} are not JSON: {error}") from error
+        if not isinstance(arguments, dict):
+            raise ToolExecutionError(f"the arguments of {record.tool_name!r} are not a JSON object")
+        tool_call = ToolCall(
+            name=record.tool_name,
+            args=cast(dict[str, Any], arguments),
+            id=record.tool_call_id,
+            type="tool_call",
+        )
+        request = AIMessage(content="", tool_calls=[tool_call])
+        with executing_tool_call(record.tool_call_id):
+            result = await self._tool_executor.ainvoke({"messages": [request]}, self._run_config(None))
+        for message in reversed(cast(Sequence[BaseMessage], result.get("messages") or ())):
+            if isinstance(message, ToolMessage) and message.tool_call_id == record.tool_call_id:
+                text = message_text(message)
+                if message.status == "error":
+                    raise ToolExecutionError(text)
+                return ToolExecutionResult(text)
+        raise ToolExecutionError(
+            f"tool {record.tool_name!r} returned no ToolMessage for call {record.tool_call_id!r}; "
+            "a tool that returns a Command must include the call's ToolMessage in its update"
+        )
+
+    async def _resume_input(
+        self, turn: AgentTurnContext, thread_id: str, thread_config: RunnableConfig
+    ) -> tuple[Command[Any], set[str | None]] | TurnCompleted:
+        """Import the turn's thread and build the resume command with every recorded outcome."""
+        assert turn.framework_run_state is not None
+        try:
+            state = LangGraphRunState.from_json(turn.framework_run_state)
+            self._saver.import_thread(thread_id, state.thread)
+        except ValueError as error:
+            return TurnCompleted(new_messages=(), turn_error=str(error))
+        snapshot = await self._graph.aget_state(thread_config)
+        answers: dict[str, GateAnswer] = {}
+        for pending in snapshot.interrupts:
+            payload = gate_payload(pending.value)
+            if payload is None:
+                return TurnCompleted(new_messages=(), turn_error=_foreign_interrupt_error(pending))
+            record = turn.tool_calls.get(str(payload.get("id")))
+            if record is None or not record.is_final:
+                # The session makes every record final before RunModel; anything else is a bug to surface.
+                raise RuntimeError(f"tool call {payload.get('id')!r} has no final record to resume with")
+            answers[pending.id] = GateAnswer(
+                succeeded=record.status is ToolCallStatus.SUCCEEDED,
+                content=describe_tool_call_outcome(record),
+            )
+        if not answers:
+            return TurnCompleted(
+                new_messages=(), turn_error="the framework run state holds no pending tool call to resume"
+            )
+        messages = cast(Sequence[BaseMessage], snapshot.values.get("messages") or ())
+        return Command(resume=answers), {message.id for message in messages}
+
+    def _run_config(self, thread_id: str | None, guard: ModelStepGuard | None = None) -> RunnableConfig:
+        config: dict[str, Any] = dict(self._config)
+        configurable = dict(cast(Mapping[str, Any], config.get("configurable") or {}))
+        if thread_id is not None:
+            configurable["thread_id"] = thread_id
+        config["configurable"] = configurable
+        callbacks = list(cast(Sequence[Any], config.get("callbacks") or ()))
+        if guard is not None:
+            callbacks.append(guard)
+        config["callbacks"] = callbacks
+        return cast(RunnableConfig, config)
+
+    async def _stream(
+        self,
+        graph_input: object,
+        thread_id: str,
+        guard: ModelStepGuard,
+        known_ids: set[str | None],
+        events: AgentEventWriter,
+    ) -> None:
+        """Run the graph until it ends or stops at interrupts, forwarding the model's text as it streams."""
+        streamed_ids: set[str] = set()
+        async for part in self._graph.astream(
+            graph_input, self._run_config(thread_id, guard), stream_mode="messages", version="v2"
+        ):
+            if part["type"] != "messages":
+                continue
+            message = cast(tuple[BaseMessage, Any], part["data"])[0]
+            if isinstance(message, AIMessageChunk):
+                if message.id:
+                    streamed_ids.add(message.id)
+                _forward_chunk(message, events)
+            elif isinstance(message, AIMessage) and message.id not in known_ids:
+                # A model that does not stream still shows its answer once, as one delta.
+                if message.id not in streamed_ids:
+                    events.write_text_delta(message_text(message))
+                if message.id:
+                    streamed_ids.add(message.id)
+
+    def _tool_calls_requested(
+        self,
+        turn: AgentTurnContext,
+        thread_id: str,
+        interrupts: Sequence[Interrupt],
+        messages: Sequence[BaseMessage],
+        usage: AgentUsage,
+    ) -> AgentTurnOutcome:
+        gated: dict[str, Mapping[str, Any]] = {}
+        for pending in interrupts:
+            payload = gate_payload(pending.value)
+            if payload is None:
+                return TurnCompleted(new_messages=(), usage=usage, turn_error=_foreign_interrupt_error(pending))
+            gated[str(payload.get("id"))] = payload
+        order = _model_order(messages)
+        missing = [tool_call_id for tool_call_id in gated if tool_call_id not in order]
+        if missing:
+            return TurnCompleted(
+                new_messages=(),
+                usage=usage,
+                turn_error=f"the tool gate stopped for calls {missing} that the last model response did not make",
+            )
+        answered = {message.tool_call_id for message in messages if isinstance(message, ToolMessage)}
+        ungated = [tool_call_id for tool_call_id in order if tool_call_id not in gated and tool_call_id not in answered]
+        if ungated:
+            return TurnCompleted(
+                new_messages=(),
+                usage=usage,
+                turn_error=(
+                    f"tool calls {ungated} did not reach the tool gate; send each call to the tools node as "
+                    "its own task (create_agent does; use route_tool_calls in your own graph)"
+                ),
+            )
+        deferred: list[DeferredToolCall] = []
+        for tool_call_id in sorted(gated, key=order.index):
+            payload = gated[tool_call_id]
+            name = str(payload.get("name"))
+            tool = self._tool_node.tools_by_name.get(name)
+            policy = UNKNOWN_TOOL_POLICY if tool is None else turn.resolve_tool_policy(name, framework_effect(tool))
+            arguments = json.dumps(payload.get("args") or {}, sort_keys=True, separators=(",", ":"), default=str)
+            deferred.append(DeferredToolCall(tool_call_id, name, arguments, policy))
+        state = LangGraphRunState(self._saver.export_thread(thread_id), tuple(order_id for order_id in sorted(gated, key=order.index)))
+        return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=deferred, usage=usage)
+
+
+def _checked_graph(graph: object, saver: DexCheckpointSaver) -> Pregel[Any, Any, Any, Any]:
+    if not isinstance(graph, Pregel):
+        raise TypeError(
+            "the graph factory must return a compiled graph (create_agent(...) or StateGraph.compile()), "
+            f"got {type(graph).__name__}"
+        )
+    compiled = cast(Pregel[Any, Any, Any, Any], graph)
+    if compiled.checkpointer is not saver:
+        raise TypeError(
+            "the graph factory must compile the graph with the checkpointer it receives "
+            "(create_agent(..., checkpointer=checkpointer) or StateGraph.compile(checkpointer=checkpointer))"
+        )
+    if "messages" not in compiled.channels:
+        raise TypeError("the graph's state must keep its conversation in a 'messages' key")
+    if compiled.interrupt_before_nodes or compiled.interrupt_after_nodes:
+        raise TypeError(
+            "the graph must not be compiled with interrupt_before or interrupt_after; "
+            "the tool gate stops it for every tool call"
+        )
+    return compiled
+
+
+def _single_tool_node(graph: Pregel[Any, Any, Any, Any]) -> ToolNode:
+    nodes = [node.bound for node in graph.nodes.values() if isinstance(node.bound, ToolNode)]
+    if len(nodes) != 1:
+        raise TypeError(
+            f"the graph must have exactly one ToolNode (found {len(nodes)}): create_agent with at least one "
+            "tool, or dex_tool_node(...) in your own graph"
+        )
+    return nodes[0]
+
+
+def _tool_executor(tool_node: ToolNode) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """A one-node graph that runs one call through the user's `ToolNode` in a tool Step."""
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    builder.add_node(tool_node.name or "tools", tool_node)
+    builder.add_edge(START, tool_node.name or "tools")
+    return builder.compile()
+
+
+def _foreign_interrupt_error(pending: Interrupt) -> str:
+    return (
+        f"the graph raised an interrupt that is not the Dex tool gate's ({pending.value!r}); in a Dex "
+        "session, approvals come from the session's tool policies, so remove HumanInTheLoopMiddleware "
+        "and other interrupt() calls from the graph"
+    )
+
+
+def _model_order(messages: Sequence[BaseMessage]) -> list[str]:
+    """The tool call IDs of the last model response, in model order."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            return [call["id"] or "" for call in message.tool_calls]
+    return []
+
+
+def _forward_chunk(chunk: AIMessageChunk, events: AgentEventWriter) -> None:
+    content: object = chunk.content
+    if isinstance(content, str):
+        events.write_text_delta(content)
+        return
+    for block in cast(Sequence[object], content):
+        if isinstance(block, str):
+            events.write_text_delta(block)
+        elif isinstance(block, Mapping):
+            typed = cast(Mapping[str, Any], block)
+            kind = typed.get("type")
+            if kind == "text" and isinstance(typed.get("text"), str):
+                events.write_text_delta(typed["text"])
+            elif kind in {"reasoning", "thinking"}:
+                text = typed.get("reasoning") or typed.get("thinking") or ""
+                if isinstance(text, str):
+                    events.write_reasoning_delta(text)
+
+
+def _no_usage(guard: ModelStepGuard) -> AgentUsage:
+    return AgentUsage(model_calls=guard.model_calls)
+
+
+def _model_call_usage(guard: ModelStepGuard, produced: Sequence[BaseMessage]) -> AgentUsage:
+    """The usage of this Step's one model call, from the `usage_metadata` of the response it produced."""
+    responses = [message for message in produced if isinstance(message, AIMessage)]
+    if not responses or responses[-1].usage_metadata is None:
+        return AgentUsage(model_calls=guard.model_calls)
+    usage = responses[-1].usage_metadata
+    input_details = usage.get("input_token_details") or {}
+    output_details = usage.get("output_token_details") or {}
+    return AgentUsage(
+        model_calls=guard.model_calls,
+        input_tokens=usage.get("input_tokens", 0),
+        output_tokens=usage.get("output_tokens", 0),
+        cached_input_tokens=input_details.get("cache_read", 0) or 0,
+        reasoning_tokens=output_details.get("reasoning", 0) or 0,
+    )

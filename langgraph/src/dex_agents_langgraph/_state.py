@@ -1,0 +1,180 @@
+"""The graph checkpoint a turn keeps in `FrameworkRunState` while its tool calls run.
+
+Each `run_model_step` runs the graph on a thread of its own in the runner's `DexCheckpointSaver`. When
+the graph stops at the tool gate's interrupts, the runner exports the thread's latest checkpoint and its
+pending writes (the interrupts, and the tool tasks LangGraph resumes) as text, through the saver's own
+serializer, and the session stores that text. The next `run_model_step` imports it into a fresh thread,
+in any process, and resumes with `Command(resume=...)`.
+
+The serializer is strict by default: it rebuilds only LangGraph's allowlist of safe types (LangChain
+messages, `Interrupt`, `Send`, standard library values) and refuses to import anything else, so a
+stored run state cannot make a Worker construct arbitrary objects.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+__all__ = ["RUN_STATE_FORMAT", "RUN_STATE_VERSION", "DexCheckpointSaver", "LangGraphRunState"]
+
+RUN_STATE_FORMAT = "dex-agents-langgraph/run-state"
+"""Names the run state's JSON shape, so a state of another runner fails with a clear message."""
+RUN_STATE_VERSION = 1
+"""The version of the JSON shape this release reads and writes."""
+
+
+def _encode(typed: tuple[str, bytes]) -> list[str]:
+    return [typed[0], base64.b64encode(typed[1]).decode("ascii")]
+
+
+def _decode(encoded: list[str]) -> tuple[str, bytes]:
+    return (encoded[0], base64.b64decode(encoded[1]))
+
+
+class DexCheckpointSaver(InMemorySaver):
+    """An in-memory checkpoint saver whose threads can be exported as text and imported elsewhere.
+
+    Build your graph with it (the runner passes one to your factory); the runner gives every model call a
+    thread of its own and deletes the thread when the call returns, so the saver holds nothing between
+    Steps.
+
+    Args:
+        allowed_msgpack_modules: Extra ``(module, class)`` pairs the serializer may rebuild, for custom
+            types in your graph's state. By default only LangGraph's safe types are rebuilt.
+    """
+
+    def __init__(self, *, allowed_msgpack_modules: Iterable[tuple[str, ...]] = ()) -> None:
+        extra = [tuple(entry) for entry in allowed_msgpack_modules]
+        # `None` is LangGraph's strict mode: only its built-in allowlist of safe types is rebuilt.
+        serde = JsonPlusSerializer(allowed_msgpack_modules=extra or None)
+        super().__init__(serde=serde)
+
+    def export_thread(self, thread_id: str) -> dict[str, Any]:
+        """Return the latest checkpoint of every namespace of a thread, with its pending writes.
+
+        Args:
+            thread_id: The thread.
+
+        Returns:
+            A JSON-ready mapping; `import_thread` reads it.
+
+        Raises:
+            ValueError: If the thread has no checkpoint.
+        """
+        checkpoints: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for saved in self.list({"configurable": {"thread_id": thread_id}}):
+            namespace = cast(str, saved.config["configurable"].get("checkpoint_ns", ""))
+            if namespace in seen:
+                continue  # `list` is newest first: only the latest checkpoint per namespace resumes
+            seen.add(namespace)
+            writes: dict[str, list[list[Any]]] = {}
+            for task_id, channel, value in saved.pending_writes or ():
+                writes.setdefault(task_id, []).append([channel, _encode(self.serde.dumps_typed(value))])
+            checkpoints.append(
+                {
+                    "checkpoint_ns": namespace,
+                    "checkpoint": _encode(self.serde.dumps_typed(saved.checkpoint)),
+                    "metadata": _encode(self.serde.dumps_typed(saved.metadata)),
+                    "writes": [[task_id, task_writes] for task_id, task_writes in writes.items()],
+                }
+            )
+        if not checkpoints:
+            raise ValueError(f"thread {thread_id!r} has no checkpoint to export")
+        return {"checkpoints": checkpoints}
+
+    def import_thread(self, thread_id: str, exported: dict[str, Any]) -> None:
+        """Load a thread written by `export_thread` under a new thread ID.
+
+        Args:
+            thread_id: The thread to create.
+            exported: What `export_thread` returned.
+
+        Raises:
+            ValueError: If the text holds a type outside the serializer's allowlist, or is malformed.
+        """
+        try:
+            for saved in cast(list[dict[str, Any]], exported["checkpoints"]):
+                namespace = cast(str, saved["checkpoint_ns"])
+                checkpoint = cast(Checkpoint, self.serde.loads_typed(_decode(saved["checkpoint"])))
+                metadata = cast(CheckpointMetadata, self.serde.loads_typed(_decode(saved["metadata"])))
+                parent: RunnableConfig = {
+                    "configurable": {"thread_id": thread_id, "checkpoint_ns": namespace}
+                }
+                versions = cast(ChannelVersions, dict(checkpoint["channel_versions"]))
+                config = self.put(parent, checkpoint, metadata, versions)
+                for task_id, task_writes in cast(list[list[Any]], saved["writes"]):
+                    values = [
+                        (cast(str, channel), self.serde.loads_typed(_decode(value)))
+                        for channel, value in cast(list[list[Any]], task_writes)
+                    ]
+                    self.put_writes(config, values, cast(str, task_id))
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"the framework run state holds no valid LangGraph checkpoint: {error}") from error
+
+
+@dataclass(frozen=True)
+class LangGraphRunState:
+    """A turn between a model call that asked for tools and the model call that continues it.
+
+    Attributes:
+        thread: The exported graph thread, stopped at the tool gate's interrupts.
+        tool_call_ids: The IDs of the deferred tool calls, in model order.
+    """
+
+    thread: dict[str, Any]
+    tool_call_ids: tuple[str, ...]
+
+    def to_json(self) -> str:
+        """Return the run state as the JSON text the session stores."""
+        return json.dumps(
+            {
+                "format": RUN_STATE_FORMAT,
+                "version": RUN_STATE_VERSION,
+                "tool_call_ids": list(self.tool_call_ids),
+                "thread": self.thread,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> LangGraphRunState:
+        """Read a run state written by `to_json`.
+
+        Args:
+            text: The stored `FrameworkRunState`.
+
+        Returns:
+            The run state.
+
+        Raises:
+            ValueError: If the text is not a run state of this runner, or of another version.
+        """
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"the framework run state is not JSON: {error}") from error
+        if not isinstance(data, dict) or cast(dict[str, Any], data).get("format") != RUN_STATE_FORMAT:
+            raise ValueError(
+                "the framework run state was not written by LangGraphRunner "
+                f"(expected format {RUN_STATE_FORMAT!r})"
+            )
+        state = cast(dict[str, Any], data)
+        if state.get("version") != RUN_STATE_VERSION:
+            raise ValueError(
+                f"the framework run state has version {state.get('version')!r}; "
+                f"this release reads {RUN_STATE_VERSION}"
+            )
+        return cls(
+            thread=cast(dict[str, Any], state["thread"]),
+            tool_call_ids=tuple(str(tool_call_id) for tool_call_id in state["tool_call_ids"]),
+        )

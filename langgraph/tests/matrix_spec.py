@@ -1,0 +1,43 @@
+"""The LangChain agent of the matrix tests: a real `create_agent` agent with the matrix tools and a
+scripted chat model.
+
+The test process and the Worker child (`tests.matrix_worker`) both build it from here.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from dex_agents.testing import MATRIX_TOOLS, MatrixSpec
+from langchain.agents import create_agent
+
+from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner
+from tests.scripted_model import MatrixChatModel
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def build_matrix_agent(checkpointer: DexCheckpointSaver):  # noqa: ANN201 - create_agent's generic graph type
+    """An ordinary `create_agent` agent whose tools are the matrix's four scripted tools."""
+    return create_agent(
+        MatrixChatModel(),
+        tools=list(MATRIX_TOOLS),
+        system_prompt="You handle orders: look them up, send receipts, refund and cancel them.",
+        middleware=[DexToolGate()],
+        checkpointer=checkpointer,
+    )
+
+
+def build_matrix_runner() -> LangGraphRunner:
+    return LangGraphRunner(build_matrix_agent)
+
+
+SPEC = MatrixSpec(
+    build_runner=build_matrix_runner,
+    worker_module="tests.matrix_worker",
+    flow_type_prefix="LangGraph",
+    worker_cwd=PACKAGE_DIR,
+    # Long enough for the approval to be seen pending before its deadline Timer fires.
+    approval_deadline=timedelta(seconds=4),
+)
