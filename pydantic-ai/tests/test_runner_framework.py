@@ -365,3 +365,39 @@ async def test_a_run_state_of_another_runner_ends_the_turn_with_a_clear_error() 
     assert outcome.turn_error is not None
     assert "not written by PydanticAiRunner" in outcome.turn_error
     assert model.calls == 0
+
+
+async def test_a_tool_the_agent_requires_approval_for_waits_for_approval_unless_a_policy_waives_it() -> None:
+    model = ScriptedModel(
+        [
+            respond(
+                tool_call("wire_money", {"amount": 5}, "call-1"),
+                tool_call("wire_money", {"amount": 6}, "call-2"),
+            )
+        ]
+    )
+    agent = Agent(model.model)
+
+    @agent.tool_plain(requires_approval=True)
+    def wire_money(amount: int) -> str:  # pyright: ignore[reportUnusedFunction]
+        """Wire money."""
+        return f"wired {amount}"
+
+    runner = PydanticAiRunner(agent)
+    session = SessionSide(tool_policies={})
+    session.start_turn(runner.build_user_message("wire"))
+    outcome = await runner.run_model_step(session.context())
+    assert isinstance(outcome, ToolCallsRequested)
+    assert all(call.policy.is_approval_required for call in outcome.tool_calls)
+
+    waived = SessionSide(tool_policies={"wire_money": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)})
+    waived.start_turn(runner.build_user_message("wire"))
+    model.responses.append(model.responses[0])
+    outcome = await runner.run_model_step(waived.context())
+    assert isinstance(outcome, ToolCallsRequested)
+    assert not any(call.policy.is_approval_required for call in outcome.tool_calls)
+
+
+def test_end_strategy_early_is_refused_because_the_model_would_be_told_a_step_never_ran() -> None:
+    with pytest.raises(ValueError, match="end_strategy='early'"):
+        PydanticAiRunner(Agent(ScriptedModel([]).model, end_strategy="early"))

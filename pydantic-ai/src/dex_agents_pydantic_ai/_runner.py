@@ -126,6 +126,13 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         model: Model | KnownModelName | str | None = None,
         model_settings: ModelSettings | None = None,
     ) -> None:
+        if agent.end_strategy == "early":
+            # Under 'early', Pydantic AI reports the function calls next to a valid output call as never
+            # run. Here those calls already ran in their own Steps, so the model would be told a lie.
+            raise ValueError(
+                "PydanticAiRunner does not support end_strategy='early': tool calls run in their own Steps "
+                "before Pydantic AI sees the output call next to them. Use 'graceful' or 'exhaustive'."
+            )
         self._agent = agent
         # Pydantic AI types `deps` as the agent's own type; an agent without dependencies takes `None`.
         self._deps = cast(AgentDepsT, deps)
@@ -258,11 +265,14 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             if tool_def is not None and tool_def.kind == "output":
                 output_tool_call_ids.append(call.tool_call_id)
                 continue
-            policy = (
-                UNKNOWN_TOOL_POLICY
-                if tool_def is None
-                else turn.resolve_tool_policy(call.tool_name, framework_effect(tool_def))
-            )
+            if tool_def is None:
+                policy = UNKNOWN_TOOL_POLICY
+            else:
+                policy = turn.resolve_tool_policy(call.tool_name, framework_effect(tool_def))
+                if tool_def.kind == "unapproved" and call.tool_name not in turn.tool_policies:
+                    # The agent itself requires approval for this tool (`requires_approval=True`, an
+                    # `ApprovalRequiredToolset`); only an explicit session policy may waive it.
+                    policy = ToolPolicy(policy.effect, requires_approval=True)
             deferred.append(
                 DeferredToolCall(call.tool_call_id, call.tool_name, call.args_as_json_str(), policy)
             )
