@@ -161,3 +161,14 @@ def test_all_of_needs_timer_and_channel(mode: Mode, client: Client, sandbox: San
     assert event.data["fired"] is True
     assert event.data["values"] == ["m1"]
     assert event.data["inbox_left"] == 0
+
+
+def test_any_combination_takes_the_first_complete_combination(
+    mode: Mode, client: Client, sandbox: Sandbox, flow_id: str
+) -> None:
+    start_consumer(client, sandbox, flow_id, "any_combination")
+    # The first combination (inbox + boxes/y) is incomplete without a "y" message; the second is complete.
+    push(client, flow_id, "m1", "m2")
+    event = consumed(client, sandbox, flow_id)
+    assert event.data["values"] == ["m1", "m2"]
+    assert event.data["inbox_left"] == 0

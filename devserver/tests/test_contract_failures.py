@@ -90,3 +90,44 @@ def test_unknown_step_type_follows_failure_route(
     else:
         # The push Worker fails the call itself; the error names the unknown Step.
         assert "Ghost" in str(rescued.data["detail"])
+
+
+def test_retry_after_overrides_the_next_delay(
+    mode: Mode, client: Client, sandbox: Sandbox, flow_id: str
+) -> None:
+    client.start_flow(failures.PATIENT, flow_id, "patient")
+    result = client.wait_for_flow(flow_id, timeout=WAIT)
+    assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
+    assert result.single_output(str) == "patient@2"
+    first, second = sandbox.events(flow_id, "attempt")
+    # The policy says one second; the handler asked for three, and that wins for this retry.
+    gap = float(str(second.data["at"])) - float(str(first.data["at"]))
+    assert gap >= 2.5, gap
+
+
+def test_method_timeout_ends_the_attempt(mode: Mode, client: Client, sandbox: Sandbox, flow_id: str) -> None:
+    client.start_flow(failures.METHOD_TIMEOUT, flow_id, "slow")
+    result = client.wait_for_flow(flow_id, timeout=WAIT)
+    assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
+    assert result.single_output(str) == "slow@2"
+    sandbox.wait_for_event(flow_id, "cancelled")
+
+
+def test_wait_for_failure_proceed(mode: Mode, client: Client, sandbox: Sandbox, flow_id: str) -> None:
+    client.start_flow(failures.PROCEED, flow_id, "onward")
+    result = client.wait_for_flow(flow_id, timeout=WAIT)
+    assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
+    (proceeded,) = sandbox.events(flow_id, "proceeded")
+    assert proceeded.data["wait_failed"] is True
+    assert "wait_for refused onward" in str(proceeded.data["detail"])
+
+
+def test_stream_frames_count_as_heartbeat_progress(
+    mode: Mode, client: Client, sandbox: Sandbox, flow_id: str
+) -> None:
+    client.start_flow(failures.STREAM_PROGRESS, flow_id, "chatty")
+    result = client.wait_for_flow(flow_id, timeout=WAIT)
+    assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
+    # Thirteen seconds without an explicit heartbeat, but a Stream frame every second: no timeout.
+    assert result.single_output(str) == "chatty@1"
+    assert [e.attempt for e in sandbox.events(flow_id, "attempt")] == [1]

@@ -21,12 +21,14 @@ from dex import (
     FlowNotActiveOrNotFoundError,
     FlowNotFoundError,
     FlowStatus,
+    FlowTimeoutPolicy,
     LongPollTimeoutError,
     StartFlowOptions,
     StepExecutionId,
     StopFlowOptions,
     StopType,
     TimerId,
+    WaitForStepCompletionOptions,
 )
 
 WAIT = timedelta(seconds=30)
@@ -203,3 +205,55 @@ def test_reserved_characters_in_flow_id_are_rejected(
     # The rejected start changed nothing.
     with pytest.raises(FlowNotFoundError):
         client.describe_flow(bad_id)
+
+
+def test_force_complete_if_channels_empty(mode: Mode, client: Client, sandbox: Sandbox, flow_id: str) -> None:
+    client.start_flow(lifecycle.CHANNELS_EMPTY, flow_id, "empty")
+    sandbox.open_gate(flow_id, "arm")
+    assert outputs(client, flow_id) == {"Check-1": "empty"}
+
+
+def test_force_complete_if_channels_empty_falls_back(
+    mode: Mode, client: Client, sandbox: Sandbox, flow_id: str
+) -> None:
+    client.start_flow(lifecycle.CHANNELS_EMPTY, flow_id, "pending")
+    client.invoke_rpc(lifecycle.CHANNELS_EMPTY.push, flow_id, "queued")
+    sandbox.open_gate(flow_id, "arm")
+    # The channel was not empty: no completion, the fallback movement ran instead.
+    assert outputs(client, flow_id) == {"Fallback-1": "fallback:queued"}
+
+
+def test_restart_after_completion_starts_a_new_run(mode: Mode, client: Client, flow_id: str) -> None:
+    first_run = client.start_flow(lifecycle.CHAIN, flow_id, 0)
+    assert outputs(client, flow_id) == {"Leaf-1": "a@Leaf-1", "Leaf-2": "b@Leaf-2"}
+    # The default reuse policy allows a new run once none is running; its counters start again at 1.
+    second_run = client.start_flow(lifecycle.CHAIN, flow_id, 0)
+    assert second_run != first_run
+    assert outputs(client, flow_id) == {"Leaf-1": "a@Leaf-1", "Leaf-2": "b@Leaf-2"}
+    info = client.describe_flow(flow_id)
+    assert (info.run_id, info.flow_type, info.status) == (second_run, "ChainFlow", FlowStatus.COMPLETED)
+    assert info.started_at.year >= 2024
+
+
+def test_wait_for_step_completion(mode: Mode, client: Client, flow_id: str) -> None:
+    client.start_flow(lifecycle.PARKED, flow_id, "parked")
+    options = WaitForStepCompletionOptions(request_timeout=timedelta(seconds=20))
+    client.invoke_rpc(lifecycle.PARKED.release, flow_id, "go")
+    client.wait_for_step_completion(flow_id, StepExecutionId("Park", 1), options)
+    assert outputs(client, flow_id) == {"Park-1": "parked:go"}
+
+
+@pytest.mark.parametrize(
+    ("policy", "status"),
+    [(FlowTimeoutPolicy.FAIL, FlowStatus.FAILED), (FlowTimeoutPolicy.CANCEL, FlowStatus.CANCELED)],
+    ids=["fail", "cancel"],
+)
+def test_flow_timeout(
+    mode: Mode, client: Client, flow_id: str, policy: FlowTimeoutPolicy, status: FlowStatus
+) -> None:
+    options = StartFlowOptions(timeout=timedelta(seconds=2), timeout_policy=policy)
+    client.start_flow(lifecycle.PARKED, flow_id, "parked", options)
+    result = client.wait_for_flow(flow_id, timeout=WAIT)
+    assert result.status is status
+    if policy is FlowTimeoutPolicy.FAIL:
+        assert result.error_type is FlowErrorType.FLOW_TIMEOUT

@@ -18,11 +18,14 @@ from contract.flows_state import Snapshot
 from contract.processes import Mode
 from contract.sandbox import Sandbox
 from dex import (
+    AttributeMatch,
     ChannelMessageNotFoundError,
     Client,
     FlowNotActiveOrNotFoundError,
     FlowStatus,
     RpcLockConflictError,
+    WaitForAttributeOptions,
+    WorkerInvocationError,
 )
 
 WAIT = timedelta(seconds=30)
@@ -132,3 +135,25 @@ def test_rpc_cancels_running_async_execute(
     # The running coroutine saw asyncio.CancelledError and never finished.
     sandbox.wait_for_event(flow_id, "long_cancelled")
     assert sandbox.events(flow_id, "long_finished") == []
+
+
+def test_wait_for_attribute_match(mode: Mode, client: Client, flow_id: str) -> None:
+    started(client, flow_id)
+    client.invoke_rpc(state.STATE.set_marker, flow_id, "ready")
+    options = WaitForAttributeOptions(request_timeout=timedelta(seconds=20))
+    assert (
+        client.wait_for_attribute_match(flow_id, state.marker, AttributeMatch[str].equal_to("ready"), options)
+        == "ready"
+    )
+    client.stop_flow(flow_id)
+
+
+def test_rpc_handler_failure_is_worker_invocation_error(mode: Mode, client: Client, flow_id: str) -> None:
+    started(client, flow_id)
+    with pytest.raises(WorkerInvocationError) as raised:
+        client.invoke_rpc(state.STATE.explode, flow_id, "kaboom")
+    assert raised.value.worker_error_type == "builtins.RuntimeError"
+    assert "kaboom" in (raised.value.worker_error_detail or "")
+    # The failed RPC had no effect.
+    assert client.invoke_rpc(state.STATE.read_marker, flow_id) == ""
+    client.stop_flow(flow_id)

@@ -13,6 +13,7 @@ from dex import (
     AsyncContext,
     Channel,
     ChannelMap,
+    ConditionCombination,
     Context,
     Flow,
     PersistenceSchema,
@@ -64,6 +65,12 @@ def _condition_wait(spec: str) -> Wait:
             return Wait.all_of(Timer.by_duration(timedelta(seconds=1), condition_id="short"), inbox.for_one())
         case "timer_first":
             return Wait.any_of(Timer.by_duration(timedelta(0), condition_id="zero"), inbox.for_one())
+        case "any_combination":
+            one = inbox.for_one(condition_id="one")
+            return Wait.any_combination_of(
+                ConditionCombination.of(one, boxes.for_one("y", condition_id="y")),
+                ConditionCombination.of(inbox.for_n(2, condition_id="two")),
+            )
         case _:
             raise RuntimeError(f"unknown condition spec {spec}")
 

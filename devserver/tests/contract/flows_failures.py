@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -13,11 +14,16 @@ from dex import (
     AsyncContext,
     Context,
     Flow,
+    PersistenceSchema,
     Step,
     StepDecision,
     StepList,
     StepOptions,
+    Stream,
+    Wait,
+    WaitForFailurePolicy,
     graceful_complete,
+    retry_after,
 )
 
 from .common import RESCUE_OPTIONS, Rescue, fast_retry, gate, note, start_with
@@ -178,6 +184,99 @@ class KillRouteFlow(Flow[str]):
         return start_with(OneShot()).other_steps(Rescue())
 
 
+class Patient(Step[str]):
+    """Attempt 1 asks for a three-second delay, longer than the one-second retry policy."""
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        note(context, "attempt", at=time.time())
+        if context.attempt == 1:
+            raise retry_after(3, RuntimeError("not ready yet"))
+        return graceful_complete(f"{input}@{context.attempt}")
+
+    def get_step_options(self) -> StepOptions | None:
+        return StepOptions(execute_retry=fast_retry(3))
+
+
+class PatientFlow(Flow[str]):
+    def get_steps(self) -> StepList[str]:
+        return start_with(Patient())
+
+
+class Slowpoke(Step[str]):
+    """Attempt 1 outlives its method timeout; attempt 2 returns at once."""
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:
+        note(context, "attempt")
+        if context.attempt == 1:
+            try:
+                await gate(context, "never")
+            except asyncio.CancelledError:
+                note(context, "cancelled")
+                raise
+        return graceful_complete(f"{input}@{context.attempt}")
+
+    def get_step_options(self) -> StepOptions | None:
+        return StepOptions(execute_method_timeout=timedelta(seconds=2), execute_retry=fast_retry(3))
+
+
+class MethodTimeoutFlow(Flow[str]):
+    def get_steps(self) -> StepList[str]:
+        return start_with(Slowpoke())
+
+
+class Hesitant(Step[str]):
+    """``wait_for`` always fails; with PROCEED, ``execute`` still runs and is told so."""
+
+    def wait_for(self, context: Context, input: str) -> Wait:
+        raise RuntimeError(f"wait_for refused {input}")
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        error = context.recovery_error
+        note(
+            context,
+            "proceeded",
+            wait_failed=context.wait_for_method_failed(),
+            detail=None if error is None else error.detail,
+        )
+        return graceful_complete(input)
+
+    def get_step_options(self) -> StepOptions | None:
+        return StepOptions(wait_for_retry=fast_retry(1), wait_for_failure=WaitForFailurePolicy.PROCEED)
+
+
+class ProceedFlow(Flow[str]):
+    def get_steps(self) -> StepList[str]:
+        return start_with(Hesitant())
+
+
+chatter = Stream("chatter", str, 64 * 1024)
+
+
+class Chatty(Step[str]):
+    """Never heartbeats explicitly but writes a Stream frame every second for longer than the timeout."""
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:
+        note(context, "attempt")
+        deadline = time.monotonic() + HEARTBEAT_TIMEOUT.total_seconds() + 3
+        index = 0
+        while time.monotonic() < deadline:
+            chatter.write(context, f"c{index}")
+            index += 1
+            await asyncio.sleep(1)
+        return graceful_complete(f"{input}@{context.attempt}")
+
+    def get_step_options(self) -> StepOptions | None:
+        return StepOptions(heartbeat_timeout=HEARTBEAT_TIMEOUT, execute_retry=fast_retry(3))
+
+
+class StreamProgressFlow(Flow[str]):
+    def get_steps(self) -> StepList[str]:
+        return start_with(Chatty())
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(chatter)
+
+
 FLAKY = FlakyFlow()
 DOOMED = DoomedFlow()
 HOPELESS = HopelessFlow()
@@ -186,9 +285,26 @@ NO_WORKER = NoWorkerFlow()
 GHOST = GhostFlow(knows_ghost=True)
 KILL_RETRY = KillRetryFlow()
 KILL_ROUTE = KillRouteFlow()
+PATIENT = PatientFlow()
+METHOD_TIMEOUT = MethodTimeoutFlow()
+PROCEED = ProceedFlow()
+STREAM_PROGRESS = StreamProgressFlow()
 
 
 def flows(role: str) -> tuple[Flow[Any], ...]:
     """The Worker child (any role but ``client``) gets a GhostFlow without the Ghost Step."""
     ghost = GHOST if role == "client" else GhostFlow(knows_ghost=False)
-    return (FLAKY, DOOMED, HOPELESS, HEARTBEAT, NO_WORKER, ghost, KILL_RETRY, KILL_ROUTE)
+    return (
+        FLAKY,
+        DOOMED,
+        HOPELESS,
+        HEARTBEAT,
+        NO_WORKER,
+        ghost,
+        KILL_RETRY,
+        KILL_ROUTE,
+        PATIENT,
+        METHOD_TIMEOUT,
+        PROCEED,
+        STREAM_PROGRESS,
+    )

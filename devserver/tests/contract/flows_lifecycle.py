@@ -22,6 +22,7 @@ from dex import (
     Wait,
     dead_end,
     force_complete,
+    force_complete_if_channels_empty,
     force_fail,
     go_to,
     go_to_many,
@@ -250,6 +251,41 @@ class TypeCancelFlow(Flow[None]):
         return RPCResult(True)
 
 
+pending = Channel("pending", str)
+
+
+class Check(Step[str]):
+    """Completes only if ``pending`` is empty; otherwise hands over to Fallback."""
+
+    async def wait_for(self, context: AsyncContext, input: str) -> Wait:
+        await gate(context, "arm")
+        return Wait.skip_immediately()
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return force_complete_if_channels_empty("empty", move(Fallback, "fallback"), pending)
+
+
+class Fallback(Step[str]):
+    def wait_for(self, context: Context, input: str) -> Wait:
+        return Wait.until(pending.for_one())
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return graceful_complete(f"{input}:{','.join(pending.results(context))}")
+
+
+class ChannelsEmptyFlow(Flow[str]):
+    def get_steps(self) -> StepList[str]:
+        return start_with(Check()).other_steps(Fallback())
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(pending)
+
+    @rpc
+    def push(self, context: Context, input: str) -> RPCResult[bool]:
+        pending.publish(context, input)
+        return RPCResult(True)
+
+
 PARKED = ParkedFlow()
 CHAIN = ChainFlow()
 WAIT_THEN_EXECUTE = WaitThenExecuteFlow()
@@ -258,6 +294,7 @@ FORCE = ForceFlow()
 FAIL = FailFlow()
 SIBLING_CANCEL = SiblingCancelFlow()
 TYPE_CANCEL = TypeCancelFlow()
+CHANNELS_EMPTY = ChannelsEmptyFlow()
 
 FLOWS: tuple[Flow[Any], ...] = (
     PARKED,
@@ -268,4 +305,5 @@ FLOWS: tuple[Flow[Any], ...] = (
     FAIL,
     SIBLING_CANCEL,
     TYPE_CANCEL,
+    CHANNELS_EMPTY,
 )

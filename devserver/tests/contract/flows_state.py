@@ -189,6 +189,11 @@ class StateFlow(Flow[None]):
         return RPCResult(True)
 
     @rpc
+    def explode(self, context: Context, input: str) -> RPCResult[bool]:
+        marker.set(context, "must not be applied")
+        raise RuntimeError(input)
+
+    @rpc
     def read_marker(self, context: Context) -> RPCResult[str]:
         return RPCResult(marker.get(context) or "")
 
