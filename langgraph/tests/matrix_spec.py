@@ -18,7 +18,7 @@ from tests.scripted_model import MatrixChatModel
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
-def build_matrix_agent(checkpointer: DexCheckpointSaver):  # noqa: ANN201 - create_agent's generic graph type
+def build_matrix_agent(checkpointer: DexCheckpointSaver):
     """An ordinary `create_agent` agent whose tools are the matrix's four scripted tools."""
     return create_agent(
         MatrixChatModel(),

@@ -49,7 +49,8 @@ def render_model_input(messages: Sequence[BaseMessage]) -> list[str]:
             if message.text:
                 texts.append(f"assistant: {message.text}")
             for call in message.tool_calls:
-                texts.append(f"assistant calls {call['name']} {json.dumps(call['args'], sort_keys=True)} [{call['id']}]")
+                arguments = json.dumps(call["args"], sort_keys=True)
+                texts.append(f"assistant calls {call['name']} {arguments} [{call['id']}]")
         elif isinstance(message, ToolMessage):
             texts.append(f"tool {message.name} [{message.tool_call_id}] {message.status}: {message.text}")
     return texts
@@ -148,7 +149,9 @@ class MatrixChatModel(_ScriptedChatModel):
 
     async def _answer(self, messages: list[BaseMessage], tools: Sequence[Any]) -> AIMessage:
         response = await scripted_model_response(render_model_input(messages))
-        calls = [tool_call(call.tool_name, dict(call.arguments), call.tool_call_id) for call in response.tool_calls]
+        calls = [
+            tool_call(call.tool_name, dict(call.arguments), call.tool_call_id) for call in response.tool_calls
+        ]
         return respond(
             response.text, *calls, input_tokens=response.input_tokens, output_tokens=response.output_tokens
         )

@@ -141,6 +141,8 @@ def _record(turn_id: str, call: DeferredToolCall, order: int) -> AgentToolCall:
         arguments=call.arguments,
         effect=call.policy.effect,
         requires_approval=call.policy.is_approval_required,
-        status=ToolCallStatus.AWAITING_APPROVAL if call.policy.is_approval_required else ToolCallStatus.APPROVED,
+        status=ToolCallStatus.AWAITING_APPROVAL
+        if call.policy.is_approval_required
+        else ToolCallStatus.APPROVED,
         deferral_order=order,
     )

@@ -11,7 +11,7 @@ a `HumanMessage` (or a `SystemMessage` a graph keeps in its state) a `user` mess
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from dex_agents.values import AgentMessage, FrameworkMessage, MessageRole
@@ -50,7 +50,7 @@ def decode_message(item: str) -> BaseMessage:
     """
     try:
         data = json.loads(item)
-        return messages_from_dict([cast(Mapping[str, Any], data)])[0]
+        return messages_from_dict([cast(dict[str, Any], data)])[0]
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"a stored message is not a LangChain message: {error}") from error
 

@@ -101,7 +101,7 @@ class LangGraphRunner:
         graph = build_graph(self._saver)
         self._graph = _checked_graph(graph, self._saver)
         self._tool_node = _single_tool_node(self._graph)
-        self._config: RunnableConfig = dict(config or {})  # pyright: ignore[reportAssignmentType]
+        self._config: RunnableConfig = config or {}
         self._tool_executor = _tool_executor(self._tool_node)
 
     @property
@@ -199,7 +199,9 @@ class LangGraphRunner:
         try:
             arguments = json.loads(record.arguments)
         except json.JSONDecodeError as error:
-            raise ToolExecutionError(f"the arguments of {record.tool_name!r} are not JSON: {error}") from error
+            raise ToolExecutionError(
+                f"the arguments of {record.tool_name!r} are not JSON: {error}"
+            ) from error
         if not isinstance(arguments, dict):
             raise ToolExecutionError(f"the arguments of {record.tool_name!r} are not a JSON object")
         tool_call = ToolCall(
@@ -304,7 +306,9 @@ class LangGraphRunner:
         for pending in interrupts:
             payload = gate_payload(pending.value)
             if payload is None:
-                return TurnCompleted(new_messages=(), usage=usage, turn_error=_foreign_interrupt_error(pending))
+                return TurnCompleted(
+                    new_messages=(), usage=usage, turn_error=_foreign_interrupt_error(pending)
+                )
             gated[str(payload.get("id"))] = payload
         order = _model_order(messages)
         missing = [tool_call_id for tool_call_id in gated if tool_call_id not in order]
@@ -312,10 +316,16 @@ class LangGraphRunner:
             return TurnCompleted(
                 new_messages=(),
                 usage=usage,
-                turn_error=f"the tool gate stopped for calls {missing} that the last model response did not make",
+                turn_error=(
+                    f"the tool gate stopped for calls {missing} that the last model response did not make"
+                ),
             )
         answered = {message.tool_call_id for message in messages if isinstance(message, ToolMessage)}
-        ungated = [tool_call_id for tool_call_id in order if tool_call_id not in gated and tool_call_id not in answered]
+        ungated = [
+            tool_call_id
+            for tool_call_id in order
+            if tool_call_id not in gated and tool_call_id not in answered
+        ]
         if ungated:
             return TurnCompleted(
                 new_messages=(),
@@ -330,10 +340,19 @@ class LangGraphRunner:
             payload = gated[tool_call_id]
             name = str(payload.get("name"))
             tool = self._tool_node.tools_by_name.get(name)
-            policy = UNKNOWN_TOOL_POLICY if tool is None else turn.resolve_tool_policy(name, framework_effect(tool))
-            arguments = json.dumps(payload.get("args") or {}, sort_keys=True, separators=(",", ":"), default=str)
+            policy = (
+                UNKNOWN_TOOL_POLICY
+                if tool is None
+                else turn.resolve_tool_policy(name, framework_effect(tool))
+            )
+            arguments = json.dumps(
+                payload.get("args") or {}, sort_keys=True, separators=(",", ":"), default=str
+            )
             deferred.append(DeferredToolCall(tool_call_id, name, arguments, policy))
-        state = LangGraphRunState(self._saver.export_thread(thread_id), tuple(order_id for order_id in sorted(gated, key=order.index)))
+        state = LangGraphRunState(
+            self._saver.export_thread(thread_id),
+            tuple(order_id for order_id in sorted(gated, key=order.index)),
+        )
         return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=deferred, usage=usage)
 
 

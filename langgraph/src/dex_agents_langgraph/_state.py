@@ -73,7 +73,7 @@ class DexCheckpointSaver(InMemorySaver):
         checkpoints: list[dict[str, Any]] = []
         seen: set[str] = set()
         for saved in self.list({"configurable": {"thread_id": thread_id}}):
-            namespace = cast(str, saved.config["configurable"].get("checkpoint_ns", ""))
+            namespace = cast(str, saved.config.get("configurable", {}).get("checkpoint_ns", ""))
             if namespace in seen:
                 continue  # `list` is newest first: only the latest checkpoint per namespace resumes
             seen.add(namespace)
@@ -110,7 +110,7 @@ class DexCheckpointSaver(InMemorySaver):
                 parent: RunnableConfig = {
                     "configurable": {"thread_id": thread_id, "checkpoint_ns": namespace}
                 }
-                versions = cast(ChannelVersions, dict(checkpoint["channel_versions"]))
+                versions: ChannelVersions = dict(checkpoint["channel_versions"])
                 config = self.put(parent, checkpoint, metadata, versions)
                 for task_id, task_writes in cast(list[list[Any]], saved["writes"]):
                     values = [
@@ -119,7 +119,9 @@ class DexCheckpointSaver(InMemorySaver):
                     ]
                     self.put_writes(config, values, cast(str, task_id))
         except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"the framework run state holds no valid LangGraph checkpoint: {error}") from error
+            raise ValueError(
+                f"the framework run state holds no valid LangGraph checkpoint: {error}"
+            ) from error
 
 
 @dataclass(frozen=True)
