@@ -1,0 +1,19 @@
+"""Durable OpenAI Agents SDK sessions on Dex: every model call and every tool call is its own Step.
+
+Wrap an ordinary `agents.Agent` in `OpenAIAgentsRunner` and register it with
+`dex_agents.AgentSessionFlow`; see the package README for the effect table and the limits.
+"""
+
+from dex_agents_openai_agents._effects import framework_effect
+from dex_agents_openai_agents._gating import UndeferrableToolError
+from dex_agents_openai_agents._runner import HANDOFF_EVENT_TYPE, UNKNOWN_TOOL_POLICY, OpenAIAgentsRunner
+from dex_agents_openai_agents._state import OpenAIAgentsRunState
+
+__all__ = [
+    "HANDOFF_EVENT_TYPE",
+    "UNKNOWN_TOOL_POLICY",
+    "OpenAIAgentsRunState",
+    "OpenAIAgentsRunner",
+    "UndeferrableToolError",
+    "framework_effect",
+]

@@ -1,0 +1,193 @@
+"""A gated copy of the user's agent graph: every tool call stops the SDK run instead of running.
+
+The SDK runs a function tool inside its run loop unless the tool needs approval. The gated graph is a
+copy of every agent reachable through handoffs in which each function tool (MCP tools included) needs
+approval, so a model response with tool calls ends the run with one interruption per call. On resume,
+an approved call reaches the gated tool's invoker, which returns the result the session recorded for
+that call instead of running anything. The user's own agents and tools are left untouched; the tool
+Steps run the original tools.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import types
+import weakref
+from collections.abc import Iterator, Mapping
+from typing import Any, cast
+
+from agents import (
+    Agent,
+    CodeInterpreterTool,
+    FileSearchTool,
+    FunctionTool,
+    Handoff,
+    HostedMCPTool,
+    ImageGenerationTool,
+    RunContextWrapper,
+    Tool,
+    WebSearchTool,
+)
+from agents.tool_context import ToolContext
+
+__all__ = ["GatedAgentGraph", "UndeferrableToolError", "listed_mcp_tools", "recorded_results_scope"]
+
+# Provider-side tools run inside the model call itself; there is nothing local to defer.
+_HOSTED_TOOL_TYPES: tuple[type[Any], ...] = (
+    FileSearchTool,
+    WebSearchTool,
+    CodeInterpreterTool,
+    ImageGenerationTool,
+    HostedMCPTool,
+)
+
+_recorded_results: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+    "dex_agents_openai_agents_recorded_results", default=None
+)
+
+
+_listed_mcp_tools: contextvars.ContextVar[dict[str, FunctionTool] | None] = contextvars.ContextVar(
+    "dex_agents_openai_agents_listed_mcp_tools", default=None
+)
+
+
+def listed_mcp_tools() -> dict[str, FunctionTool]:
+    """Return the MCP tools listed so far in this model Step by name, creating the registry if needed."""
+    listed = _listed_mcp_tools.get()
+    if listed is None:
+        listed = dict[str, FunctionTool]()
+        _listed_mcp_tools.set(listed)
+    return listed
+
+
+class UndeferrableToolError(ValueError):
+    """The agent has a tool that the SDK would run in process, which no Step could contain."""
+
+
+class recorded_results_scope:
+    """Make the session's recorded results visible to the gated tools while the SDK resumes a run.
+
+    Args:
+        results: The model-visible result text of every approved call, by tool call ID.
+    """
+
+    def __init__(self, results: Mapping[str, str]) -> None:
+        self._results = dict(results)
+        self._token: contextvars.Token[Mapping[str, str] | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _recorded_results.set(self._results)
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        _recorded_results.reset(self._token)
+
+
+async def _return_recorded_result(ctx: ToolContext[Any], arguments: str) -> str:
+    del arguments
+    results = _recorded_results.get()
+    if results is None or ctx.tool_call_id not in results:
+        # Never fall through to the real tool: a tool run inside RunModel would repeat on every retry.
+        raise RuntimeError(
+            f"tool {ctx.tool_name!r} (call {ctx.tool_call_id!r}) was about to run inside the model Step "
+            "without a recorded result; dex-agents-openai-agents runs tools only in tool Steps"
+        )
+    return results[ctx.tool_call_id]
+
+
+def _gate_function_tool(tool: FunctionTool) -> FunctionTool:
+    gated = dataclasses.replace(tool, needs_approval=True, on_invoke_tool=_return_recorded_result)
+    # The MCP annotations the SDK keeps on the tool give the call's effect; keep them on the copy.
+    annotations = getattr(tool, "_mcp_annotations", None)
+    if annotations is not None:
+        setattr(gated, "_mcp_annotations", annotations)  # noqa: B010 - a private SDK attribute
+    return gated
+
+
+def _check_tool(agent: Agent[Any], tool: Tool) -> Tool:
+    if isinstance(tool, FunctionTool):
+        return _gate_function_tool(tool)
+    if isinstance(tool, _HOSTED_TOOL_TYPES):
+        return tool
+    raise UndeferrableToolError(
+        f"agent {agent.name!r} has a {type(tool).__name__}, which the OpenAI Agents SDK runs in the "
+        "Worker process inside the model call; dex-agents-openai-agents cannot give it its own Step. "
+        "Wrap the operation in a @function_tool instead."
+    )
+
+
+class GatedAgentGraph:
+    """The gated copy of an agent and of every agent reachable from it through handoffs.
+
+    Args:
+        root: The user's starting agent.
+
+    Raises:
+        UndeferrableToolError: If an agent has a local tool the SDK cannot defer (shell, computer,
+            apply-patch or custom tools).
+    """
+
+    def __init__(self, root: Agent[Any]) -> None:
+        self._gated: dict[int, Agent[Any]] = {}
+        self._originals: dict[str, Agent[Any]] = {}
+        # Handoff objects hold their target through a weak reference; these keep the copies alive.
+        self._keep_alive: list[object] = []
+        self.root = self._gate_agent(root)
+
+    def original_agent(self, name: str) -> Agent[Any] | None:
+        """Return the user's agent with this name, if the graph has one."""
+        return self._originals.get(name)
+
+    def gated_agent(self, name: str) -> Agent[Any] | None:
+        """Return the gated copy of the agent with this name, if the graph has one."""
+        original = self._originals.get(name)
+        return None if original is None else self._gated[id(original)]
+
+    def original_agents(self) -> Iterator[Agent[Any]]:
+        """Yield every agent of the user's graph."""
+        yield from self._originals.values()
+
+    def _gate_agent(self, agent: Agent[Any]) -> Agent[Any]:
+        existing = self._gated.get(id(agent))
+        if existing is not None:
+            return existing
+        gated = agent.clone(tools=[_check_tool(agent, tool) for tool in agent.tools])
+        self._gated[id(agent)] = gated
+        self._originals.setdefault(agent.name, agent)
+        self._keep_alive.append(gated)
+        if agent.mcp_servers:
+            gated.get_mcp_tools = types.MethodType(_gated_get_mcp_tools, gated)  # type: ignore[method-assign]
+        gated.handoffs = [self._gate_handoff(item) for item in agent.handoffs]
+        return gated
+
+    def _gate_handoff(self, item: Agent[Any] | Handoff[Any, Any]) -> Agent[Any] | Handoff[Any, Any]:
+        if isinstance(item, Agent):
+            return self._gate_agent(item)
+        target_ref = item._agent_ref  # pyright: ignore[reportPrivateUsage]
+        target = target_ref() if target_ref is not None else None
+        if not isinstance(target, Agent):
+            return item
+        gated_target = self._gate_agent(cast(Agent[Any], target))
+        original_invoke = item.on_invoke_handoff
+
+        async def invoke_gated(context: RunContextWrapper[Any], arguments: str) -> Agent[Any]:
+            # The user's handoff callback still runs (with its on_handoff and input handling); the run
+            # continues with the gated copy of the agent it returns.
+            next_agent = await original_invoke(context, arguments)
+            return self._gate_agent(next_agent)
+
+        gated = dataclasses.replace(item, on_invoke_handoff=invoke_gated)
+        gated._agent_ref = weakref.ref(gated_target)  # pyright: ignore[reportPrivateUsage]
+        self._keep_alive.append(gated)
+        return gated
+
+
+async def _gated_get_mcp_tools(self: Agent[Any], run_context: RunContextWrapper[Any]) -> list[Tool]:
+    # Listing is a read the model call needs (tools/list); calling happens only in tool Steps.
+    tools = await Agent.get_mcp_tools(self, run_context)
+    listed = listed_mcp_tools()
+    for tool in tools:
+        if isinstance(tool, FunctionTool):
+            listed[tool.name] = tool
+    return [_gate_function_tool(tool) if isinstance(tool, FunctionTool) else tool for tool in tools]

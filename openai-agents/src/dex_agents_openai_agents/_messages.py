@@ -1,0 +1,127 @@
+"""Projection between the SDK's Responses input items and the session's stored messages.
+
+Every stored `AgentMessage` keeps one SDK input item (a `TResponseInputItem` as JSON) in `framework_item`,
+so the next turn hands the SDK exactly the items it produced. The display fields (`text`, tool name,
+arguments, output) are filled in from the item for UIs and snapshots.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from agents import TResponseInputItem
+from dex_agents.values import AgentMessage, FrameworkMessage, MessageRole
+
+__all__ = [
+    "build_user_framework_message",
+    "input_items_from_stored_messages",
+    "item_text",
+    "project_items",
+]
+
+
+def build_user_framework_message(text: str) -> FrameworkMessage:
+    """Return a user message whose framework item is an SDK easy-input user message."""
+    item = {"role": "user", "content": text}
+    return FrameworkMessage(role=MessageRole.USER, framework_item=_dump(item), text=text)
+
+
+def input_items_from_stored_messages(messages: Sequence[AgentMessage]) -> list[TResponseInputItem]:
+    """Return the SDK input items of every stored message, in sequence order.
+
+    Raises:
+        ValueError: If a stored item is not a JSON object.
+    """
+    items: list[TResponseInputItem] = []
+    for message in messages:
+        loaded: object = json.loads(message.framework_item)
+        if not isinstance(loaded, dict):
+            raise ValueError(
+                f"stored message {message.sequence} does not hold an OpenAI Agents SDK input item"
+            )
+        items.append(cast(TResponseInputItem, loaded))
+    return items
+
+
+def item_text(item: Mapping[str, Any]) -> str | None:
+    """Return the display text of a message item: its text content, or `None` when it has none."""
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    texts: list[str] = []
+    for part in cast(list[object], content):
+        if isinstance(part, Mapping):
+            text = cast(Mapping[str, Any], part).get("text")
+            if isinstance(text, str):
+                texts.append(text)
+    return "".join(texts) if texts else None
+
+
+def _output_text(output: object) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        texts = [
+            str(cast(Mapping[str, Any], part).get("text", ""))
+            for part in cast(list[object], output)
+            if isinstance(part, Mapping)
+        ]
+        return "".join(texts)
+    return json.dumps(output)
+
+
+def project_items(items: Iterable[TResponseInputItem]) -> list[FrameworkMessage]:
+    """Project SDK input items on stored messages, one message per item, in order.
+
+    Function calls (tool calls and handoffs) are assistant messages carrying the tool name and arguments;
+    their outputs are tool messages; reasoning and hosted tool items are assistant messages without
+    text, kept so the SDK gets them back unchanged.
+    """
+    tool_names: dict[str, str] = {}
+    messages: list[FrameworkMessage] = []
+    for raw in items:
+        item = cast(Mapping[str, Any], raw)
+        item_type = item.get("type")
+        framework_item = _dump(item)
+        if item_type == "function_call":
+            call_id = str(item.get("call_id", ""))
+            name = str(item.get("name", ""))
+            tool_names[call_id] = name
+            messages.append(
+                FrameworkMessage(
+                    role=MessageRole.ASSISTANT,
+                    framework_item=framework_item,
+                    tool_call_id=call_id,
+                    tool_name=name,
+                    tool_arguments=str(item.get("arguments", "")),
+                )
+            )
+        elif item_type == "function_call_output":
+            call_id = str(item.get("call_id", ""))
+            messages.append(
+                FrameworkMessage(
+                    role=MessageRole.TOOL,
+                    framework_item=framework_item,
+                    tool_call_id=call_id,
+                    tool_name=tool_names.get(call_id),
+                    tool_output=_output_text(item.get("output")),
+                )
+            )
+        elif item_type in (None, "message") and item.get("role") in ("user", "system", "developer"):
+            role = MessageRole.USER
+            messages.append(FrameworkMessage(role=role, framework_item=framework_item, text=item_text(item)))
+        else:
+            messages.append(
+                FrameworkMessage(
+                    role=MessageRole.ASSISTANT, framework_item=framework_item, text=item_text(item)
+                )
+            )
+    return messages
+
+
+def _dump(item: Mapping[str, Any]) -> str:
+    return json.dumps(item, separators=(",", ":"), ensure_ascii=False)

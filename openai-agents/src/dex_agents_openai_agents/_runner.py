@@ -1,0 +1,446 @@
+"""`OpenAIAgentsRunner`: the session's runner contract for an OpenAI Agents SDK `Agent`.
+
+One `run_model_step` drives the SDK's own agent loop (`Runner.run_streamed`) over a gated copy of the
+user's agent graph, in which every function tool needs approval:
+
+- the model asks for tools: the run stops with one interruption per call, so the SDK runs no tool. Each
+  call becomes a `DeferredToolCall`, and the SDK's `RunState` JSON is the framework run state;
+- the model answers: the run ends and the turn's items are stored;
+- the next `run_model_step` of the turn restores the `RunState`, approves every call whose record
+  succeeded, failed or has an unknown outcome (the gated tool returns the recorded text instead of
+  running) and rejects every rejected call with its message, and the SDK makes the next model call.
+
+A handoff is not a tool: the SDK runs it inside the same run and calls the next agent's model, so a
+`RunModel` that hands off makes one model call per agent. Any other second model call is stopped by a
+hook before it reaches the model, and the turn ends with `turn_error`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, cast
+
+from agents import (
+    Agent,
+    AgentsException,
+    FunctionTool,
+    InputGuardrailTripwireTriggered,
+    MaxTurnsExceeded,
+    ModelBehaviorError,
+    ModelResponse,
+    OutputGuardrailTripwireTriggered,
+    RunConfig,
+    RunContextWrapper,
+    RunHooks,
+    Runner,
+    RunResultStreaming,
+    RunState,
+    ToolApprovalItem,
+    TResponseInputItem,
+    UserError,
+)
+from agents.run_context import TContext
+from dex_agents.runner import (
+    DEFAULT_REJECTION_TOOL_RESULT,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolCall,
+    DeferredToolExecution,
+    ToolCallsRequested,
+    ToolExecutionResult,
+    ToolPolicy,
+    TurnCompleted,
+    describe_tool_call_outcome,
+)
+from dex_agents.values import AgentUsage, FrameworkMessage, ToolCallStatus, ToolEffect
+
+from dex_agents_openai_agents._effects import framework_effect
+from dex_agents_openai_agents._gating import GatedAgentGraph, listed_mcp_tools, recorded_results_scope
+from dex_agents_openai_agents._messages import (
+    build_user_framework_message,
+    input_items_from_stored_messages,
+    project_items,
+)
+from dex_agents_openai_agents._state import OpenAIAgentsRunState
+from dex_agents_openai_agents._streaming import forward_stream_event
+from dex_agents_openai_agents._tool_execution import ToolCallRunner, tool_source_reference
+
+__all__ = ["HANDOFF_EVENT_TYPE", "UNKNOWN_TOOL_POLICY", "OpenAIAgentsRunner"]
+
+UNKNOWN_TOOL_POLICY = ToolPolicy(ToolEffect.READ, requires_approval=False)
+"""The policy of a call to a tool the agent does not have.
+
+Such a call only records `failed` with the SDK's "Tool ... not found" message, which the model reads at
+its next call; nothing runs, so it needs neither an approval nor a single-attempt Step.
+"""
+
+HANDOFF_EVENT_TYPE = "openai_agents.handoff"
+"""The live event written for each handoff inside a `RunModel` Step."""
+
+
+class _UnexpectedModelCallError(Exception):
+    """The SDK was about to make a second model call in one Step without a handoff."""
+
+
+@dataclass
+class _ModelCall:
+    agent_name: str
+    usage: AgentUsage
+
+
+@dataclass
+class _StepHooks(RunHooks[Any]):
+    """Counts model calls and handoffs, and stops any model call a Step must not make."""
+
+    calls: list[_ModelCall] = field(default_factory=list[_ModelCall])
+    handoffs: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
+    _handoff_pending: bool = False
+
+    async def on_llm_start(
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
+    ) -> None:
+        if self.calls and not self._handoff_pending:
+            raise _UnexpectedModelCallError(
+                f"the OpenAI Agents SDK was about to make a second model call for agent {agent.name!r} "
+                "inside one model Step, without a handoff; the runner stopped it. This happens when the "
+                "model repeats a tool call ID of an earlier call in the same turn, which the SDK skips"
+            )
+        self._handoff_pending = False
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        self.calls.append(_ModelCall(agent.name, _usage(response)))
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
+    ) -> None:
+        self.handoffs.append((from_agent.name, to_agent.name))
+        self._handoff_pending = True
+
+    def total_usage(self) -> AgentUsage:
+        total = AgentUsage()
+        for call in self.calls:
+            total = total.plus(call.usage)
+        return total
+
+
+def _usage(response: ModelResponse) -> AgentUsage:
+    usage = response.usage
+    return AgentUsage(
+        model_calls=1,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_input_tokens=usage.input_tokens_details.cached_tokens or 0,
+        reasoning_tokens=usage.output_tokens_details.reasoning_tokens or 0,
+    )
+
+
+def _usage_payload(usage: AgentUsage) -> dict[str, int]:
+    return {
+        "model_calls": usage.model_calls,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+    }
+
+
+def _no_context(context: object) -> Mapping[str, Any]:
+    # The runner supplies the context object on every Step, so the run state never needs to carry it.
+    del context
+    return {}
+
+
+class OpenAIAgentsRunner(Generic[TContext]):
+    """Runs an OpenAI Agents SDK `Agent` inside a durable Dex agent session.
+
+    Give it the agent you already have, with its function tools, MCP servers, handoffs and guardrails:
+    every model call becomes a `RunModel` Step and every tool call its own tool Step. Keep the runner
+    stateless: a Worker builds it once and the session calls it from any Step, in any process.
+
+    Args:
+        agent: The starting agent. It is not modified; the runner drives a gated copy of it and of every
+            agent reachable through handoffs.
+        context: The run context object every run, tool call and guardrail receives. It lives in the
+            Worker, not in the durable run state, so it needs no serializer; changes a tool makes to it
+            are not carried from one Step to the next.
+        run_config: The SDK run configuration of every run. Tracing to OpenAI is disabled unless you pass
+            a `RunConfig` with `tracing_disabled=False`.
+        max_turns: The SDK's turn limit for one model Step (each handoff is a turn).
+
+    Raises:
+        UndeferrableToolError: If an agent has a local tool that the SDK would run in process (shell,
+            computer, apply-patch or custom tools).
+    """
+
+    def __init__(
+        self,
+        agent: Agent[TContext],
+        *,
+        context: TContext | None = None,
+        run_config: RunConfig | None = None,
+        max_turns: int = 10,
+    ) -> None:
+        self._agent = agent
+        self._graph = GatedAgentGraph(agent)
+        self._context = context
+        self._run_config = run_config if run_config is not None else RunConfig(tracing_disabled=True)
+        self._max_turns = max_turns
+        self._tool_calls = ToolCallRunner(self._graph, context, self._run_config)
+
+    @property
+    def agent(self) -> Agent[TContext]:
+        """The starting agent this runner drives."""
+        return self._agent
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        """Return a user message holding ``text`` as an SDK input item."""
+        return build_user_framework_message(text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        """Let the SDK make one model call (one per agent when it hands off) and return what comes next.
+
+        Args:
+            turn: The committed state of the turn.
+
+        Returns:
+            `ToolCallsRequested` when the model asked for tools, else `TurnCompleted` with every item of
+            the turn, or with `turn_error` when the SDK failed in a way a retry would repeat.
+        """
+        history = input_items_from_stored_messages(turn.messages)
+        hooks = _StepHooks()
+        recorded: dict[str, str] = {}
+        start_agent: Agent[Any] = self._graph.root
+        run_input: list[TResponseInputItem] | RunState[Any, Agent[Any]]
+        if turn.framework_run_state is None:
+            run_input = history
+        else:
+            try:
+                saved = OpenAIAgentsRunState.from_json(turn.framework_run_state)
+                if saved.kind == "run_state":
+                    run_input = await self._restore_run_state(saved, turn, recorded)
+                else:
+                    start_agent, run_input = self._restore_items(saved, turn)
+            except (ValueError, KeyError, UserError) as error:
+                return TurnCompleted(
+                    new_messages=(), turn_error=f"the turn's run state cannot be resumed: {error}"
+                )
+
+        listed_mcp_tools().clear()
+        with recorded_results_scope(recorded):
+            result = Runner.run_streamed(
+                start_agent,
+                run_input,
+                context=self._context,
+                max_turns=self._max_turns,
+                hooks=hooks,
+                run_config=self._run_config,
+            )
+            try:
+                async for event in result.stream_events():
+                    forward_stream_event(event, turn.events)
+            except ModelBehaviorError as error:
+                unknown = self._unknown_tool_outcome(error, turn, history, hooks)
+                if unknown is not None:
+                    return unknown
+                return self._failed(turn, hooks, f"the model's response could not be used: {error}")
+            except InputGuardrailTripwireTriggered as error:
+                name = error.guardrail_result.guardrail.get_name()
+                return self._failed(turn, hooks, f"input guardrail {name!r} tripped")
+            except OutputGuardrailTripwireTriggered as error:
+                name = error.guardrail_result.guardrail.get_name()
+                return self._failed(turn, hooks, f"output guardrail {name!r} tripped")
+            except MaxTurnsExceeded as error:
+                return self._failed(turn, hooks, f"the OpenAI Agents SDK stopped the run: {error}")
+            except (_UnexpectedModelCallError, UserError) as error:
+                return self._failed(turn, hooks, str(error))
+        self._write_handoff_events(turn, hooks)
+        usage = hooks.total_usage()
+        if result.interruptions:
+            return self._tool_calls_requested(turn, result, usage)
+        new_items = result.to_input_list()[len(history) :]
+        return TurnCompleted(new_messages=project_items(new_items), usage=usage)
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        """Run the user's original tool for one approved call, once.
+
+        `dex_agents.current_tool_execution()` gives the tool its call and idempotency key.
+
+        Args:
+            call: The approved call.
+
+        Returns:
+            The tool's result as text.
+
+        Raises:
+            ToolExecutionError: For a failure the model should see: invalid arguments, or a tool the
+                agent does not have.
+        """
+        record = call.tool_call
+        output = await self._tool_calls.run(
+            tool_name=record.tool_name,
+            tool_call_id=record.tool_call_id,
+            arguments=record.arguments,
+            source_reference=record.tool_source_reference,
+        )
+        return ToolExecutionResult(output)
+
+    async def _restore_run_state(
+        self, saved: OpenAIAgentsRunState, turn: AgentTurnContext, recorded: dict[str, str]
+    ) -> RunState[Any, Agent[Any]]:
+        data = cast(dict[str, Any], json.loads(saved.run_state or "{}"))
+        # The SDK keeps the first run's turn limit and counts turns across resumes; give every Step
+        # its own budget, or a long turn could not be resumed at all.
+        data["max_turns"] = int(data.get("current_turn", 0)) + self._max_turns
+        # A plain wrapper keeps a `None` or non-mapping context as it is; the snapshot carries none.
+        context = RunContextWrapper[Any](context=self._context)
+        state = await RunState.from_json(self._graph.root, data, context_override=context)
+        for item in state.get_interruptions():
+            call_id = item.call_id or ""
+            record = turn.recorded_tool_call(call_id)
+            if record.status is ToolCallStatus.REJECTED:
+                state.reject(
+                    item, rejection_message=record.rejection_message or DEFAULT_REJECTION_TOOL_RESULT
+                )
+            else:
+                state.approve(item)
+                recorded[call_id] = describe_tool_call_outcome(record)
+        return state
+
+    def _restore_items(
+        self, saved: OpenAIAgentsRunState, turn: AgentTurnContext
+    ) -> tuple[Agent[Any], list[TResponseInputItem]]:
+        agent = self._graph.gated_agent(saved.agent_name or "")
+        if agent is None:
+            raise ValueError(f"the agent graph has no agent named {saved.agent_name!r}")
+        items = list(saved.items)
+        for call_id in saved.pending_call_ids:
+            record = turn.recorded_tool_call(call_id)
+            output = (
+                record.rejection_message or DEFAULT_REJECTION_TOOL_RESULT
+                if record.status is ToolCallStatus.REJECTED
+                else describe_tool_call_outcome(record)
+            )
+            items.append(
+                cast(
+                    TResponseInputItem, {"type": "function_call_output", "call_id": call_id, "output": output}
+                )
+            )
+        return agent, items
+
+    def _tool_calls_requested(
+        self, turn: AgentTurnContext, result: RunResultStreaming, usage: AgentUsage
+    ) -> ToolCallsRequested:
+        deferred = [self._deferred_call(turn, item) for item in result.interruptions]
+        state = result.to_state().to_string(context_serializer=_no_context)
+        saved = OpenAIAgentsRunState(kind="run_state", run_state=state)
+        return ToolCallsRequested(framework_run_state=saved.to_json(), tool_calls=deferred, usage=usage)
+
+    def _deferred_call(self, turn: AgentTurnContext, item: ToolApprovalItem) -> DeferredToolCall:
+        name = item.name or item.tool_name or ""
+        agent_name = item.agent.name
+        tool = self._offered_tool(agent_name, name)
+        policy = turn.resolve_tool_policy(name, framework_effect(tool))
+        return DeferredToolCall(
+            tool_call_id=item.call_id or "",
+            tool_name=name,
+            arguments=item.arguments or "{}",
+            policy=policy,
+            tool_source_reference=tool_source_reference(agent_name),
+        )
+
+    def _offered_tool(self, agent_name: str, tool_name: str) -> FunctionTool | None:
+        agent = self._graph.gated_agent(agent_name)
+        if agent is not None:
+            for tool in agent.tools:
+                if isinstance(tool, FunctionTool) and tool.name == tool_name:
+                    return tool
+        return listed_mcp_tools().get(tool_name)
+
+    def _unknown_tool_outcome(
+        self,
+        error: ModelBehaviorError,
+        turn: AgentTurnContext,
+        history: Sequence[TResponseInputItem],
+        hooks: _StepHooks,
+    ) -> AgentTurnOutcome | None:
+        """Turn the SDK's abort on an unknown tool name into failed calls the model sees next time."""
+        details = error.run_data
+        if details is None or "not found in agent" not in str(error) or not details.raw_responses:
+            return None
+        agent = details.last_agent
+        response = details.raw_responses[-1]
+        offered = {
+            tool.name
+            for tool in (self._graph.gated_agent(agent.name) or agent).tools
+            if hasattr(tool, "name")
+        } | set(listed_mcp_tools())
+        handoff_names = {
+            cast(Any, handoff).tool_name for handoff in agent.handoffs if hasattr(handoff, "tool_name")
+        }
+        output_items = [
+            cast(TResponseInputItem, item.model_dump(exclude_unset=True)) for item in response.output
+        ]
+        calls: list[DeferredToolCall] = []
+        for raw in output_items:
+            item = cast(Mapping[str, Any], raw)
+            if item.get("type") != "function_call":
+                continue
+            name = str(item.get("name", ""))
+            if name in handoff_names:
+                return None
+            known = name in offered
+            tool = self._offered_tool(agent.name, name) if known else None
+            policy = turn.resolve_tool_policy(name, framework_effect(tool)) if known else UNKNOWN_TOOL_POLICY
+            calls.append(
+                DeferredToolCall(
+                    tool_call_id=str(item.get("call_id", "")),
+                    tool_name=name,
+                    arguments=str(item.get("arguments", "{}")),
+                    policy=policy,
+                    tool_source_reference=tool_source_reference(agent.name),
+                )
+            )
+        if turn.framework_run_state is None:
+            earlier: list[TResponseInputItem] = list(history)
+        else:
+            # The aborted run started from a restored RunState; its input already holds the turn so far.
+            earlier = [*_as_items(details.input), *[item.to_input_item() for item in details.new_items]]
+        saved = OpenAIAgentsRunState(
+            kind="items",
+            items=[*earlier, *output_items],
+            agent_name=agent.name,
+            pending_call_ids=[call.tool_call_id for call in calls],
+        )
+        self._write_handoff_events(turn, hooks)
+        return ToolCallsRequested(
+            framework_run_state=saved.to_json(), tool_calls=calls, usage=hooks.total_usage()
+        )
+
+    def _failed(self, turn: AgentTurnContext, hooks: _StepHooks, error: str) -> TurnCompleted:
+        self._write_handoff_events(turn, hooks)
+        return TurnCompleted(new_messages=(), usage=hooks.total_usage(), turn_error=error)
+
+    def _write_handoff_events(self, turn: AgentTurnContext, hooks: _StepHooks) -> None:
+        calls = [{"agent": call.agent_name, **_usage_payload(call.usage)} for call in hooks.calls]
+        for source, target in hooks.handoffs:
+            turn.events.write_event(
+                HANDOFF_EVENT_TYPE, {"source_agent": source, "target_agent": target, "model_calls": calls}
+            )
+
+
+def _as_items(value: str | list[TResponseInputItem]) -> list[TResponseInputItem]:
+    if isinstance(value, str):
+        return [cast(TResponseInputItem, {"role": "user", "content": value})]
+    return list(value)
+
+
+# AgentsException is re-exported for type checkers that follow `error.run_data`.
+_ = AgentsException

@@ -1,0 +1,38 @@
+"""The OpenAI Agents SDK agent of the matrix tests: a real `Agent` with the matrix tools and a scripted model.
+
+The test process and the Worker child (`tests.matrix_worker`) both build it from here.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from agents import Agent, function_tool
+from dex_agents.testing import MATRIX_TOOLS, MatrixSpec
+
+from dex_agents_openai_agents import OpenAIAgentsRunner
+from tests.scripted_model import matrix_model
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def build_matrix_runner() -> OpenAIAgentsRunner[None]:
+    """An ordinary SDK agent whose function tools are the matrix's four scripted tools."""
+    agent = Agent[None](
+        name="orders",
+        instructions="You handle orders: look them up, send receipts, refund and cancel them.",
+        model=matrix_model(),
+        tools=[function_tool(tool) for tool in MATRIX_TOOLS],
+    )
+    return OpenAIAgentsRunner(agent)
+
+
+SPEC = MatrixSpec(
+    build_runner=build_matrix_runner,
+    worker_module="tests.matrix_worker",
+    flow_type_prefix="OpenAIAgents",
+    worker_cwd=PACKAGE_DIR,
+    # Long enough for the approval to be seen pending before its deadline Timer fires.
+    approval_deadline=timedelta(seconds=4),
+)
