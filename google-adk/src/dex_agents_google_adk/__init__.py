@@ -1,0 +1,20 @@
+"""Durable Google ADK agent sessions on Dex: every model call and every tool call is its own Step.
+
+Wrap an ordinary ADK `App` (or root agent) in `GoogleAdkRunner` and register it with
+`dex_agents.AgentSessionFlow`; see the package README for the effect table and the limits.
+"""
+
+from dex_agents_google_adk._effects import framework_effect
+from dex_agents_google_adk._gate import DexToolGate, SecondModelCallError
+from dex_agents_google_adk._runner import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, GoogleAdkRunner
+from dex_agents_google_adk._state import GoogleAdkRunState
+
+__all__ = [
+    "DEFAULT_USER_ID",
+    "UNKNOWN_TOOL_POLICY",
+    "DexToolGate",
+    "GoogleAdkRunState",
+    "GoogleAdkRunner",
+    "SecondModelCallError",
+    "framework_effect",
+]

@@ -1,0 +1,57 @@
+"""Building the ADK `App` and `Runner` of one Step from the user's application."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import cast
+
+from google.adk.agents import BaseAgent, LlmAgent
+from google.adk.apps import App, ResumabilityConfig
+from google.adk.plugins import BasePlugin
+from google.adk.tools.base_toolset import BaseToolset
+
+__all__ = ["close_toolsets", "iter_agents", "resumable_app"]
+
+
+def _resumability_config() -> ResumabilityConfig:
+    # ADK marks ResumabilityConfig experimental and warns once per process. The adapter depends on it
+    # knowingly (its version is pinned), so exactly that warning is silenced, nothing broader.
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r"\[EXPERIMENTAL\] ResumabilityConfig:", category=UserWarning
+        )
+        return ResumabilityConfig(is_resumable=True)
+
+
+def resumable_app(app: App, plugins_first: Sequence[BasePlugin] = ()) -> App:
+    """Return a copy of ``app`` that can pause and resume, with ``plugins_first`` before its own plugins.
+
+    Args:
+        app: The user's application.
+        plugins_first: Plugins that run before the application's own.
+
+    Returns:
+        The copy; ``app`` itself is unchanged.
+    """
+    return app.model_copy(
+        update={"plugins": [*plugins_first, *app.plugins], "resumability_config": _resumability_config()}
+    )
+
+
+def iter_agents(agent: BaseAgent) -> Iterator[BaseAgent]:
+    """Yield ``agent`` and every agent below it."""
+    yield agent
+    for sub_agent in agent.sub_agents:
+        yield from iter_agents(sub_agent)
+
+
+async def close_toolsets(root: BaseAgent) -> None:
+    """Close every toolset of the agent tree, such as MCP sessions opened to list or call tools."""
+    for agent in iter_agents(root):
+        if isinstance(agent, LlmAgent):
+            # ADK types plain tool functions loosely.
+            tools = cast(list[object], agent.tools)  # pyright: ignore[reportUnknownMemberType]
+            for tool in tools:
+                if isinstance(tool, BaseToolset):
+                    await tool.close()

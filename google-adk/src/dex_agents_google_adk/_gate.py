@@ -1,0 +1,167 @@
+"""The plugin that stops ADK after one model call and answers every tool call from the session.
+
+`DexToolGate` is added in front of the application's own plugins for one `run_model_step`. Plugin
+callbacks run before an agent's own callbacks and cover every tool of every agent in the application
+(function tools, MCP toolsets, agent tools, built-in tool wrappers), so no tool runs inside a model Step:
+
+- On the first pass, every call to a tool the agent has asks ADK for a confirmation and answers with a
+  placeholder; ADK then pauses the invocation after the model call. A call to a tool name the agent does
+  not have cannot be confirmed, so it gets ADK's own "not found" answer marked `skip_summarization`, which
+  also keeps ADK from calling the model again.
+- When the turn resumes, the confirmation carries the session's recorded result, and the gate answers the
+  call with it: a result, or the failure, rejection or unknown outcome as an ``{"error": ...}`` response.
+  The session's rejection message therefore reaches the model unchanged, unlike ADK's built-in
+  `require_confirmation`, which replaces it with a fixed text.
+- Every model response gets tool call IDs that are non-empty, free of `/`, and unique within the turn.
+- A second model request in one `run_model_step` raises `SecondModelCallError` instead of reaching the
+  model, so a model call is never hidden inside another call's Step.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from dex_agents.events import AgentEventWriter
+from google.adk.agents.callback_context import CallbackContext
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.plugins import BasePlugin
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.tool_context import ToolContext
+
+__all__ = [
+    "CONFIRMATION_HINT",
+    "CONFIRMATION_RESPONSE_KEY",
+    "DEFERRED_PLACEHOLDER",
+    "DexToolGate",
+    "ModelToolCall",
+    "SecondModelCallError",
+]
+
+CONFIRMATION_HINT = "Dex runs this tool call in its own Step and answers with the recorded result."
+"""The hint of every confirmation the gate asks for."""
+CONFIRMATION_RESPONSE_KEY = "dex_tool_response"
+"""The key of the confirmation payload that holds the function response the model sees."""
+DEFERRED_PLACEHOLDER: Mapping[str, str] = {"status": "deferred: Dex runs this tool call in its own Step"}
+"""The placeholder that answers a call until its recorded result arrives; the model never sees it."""
+
+
+class SecondModelCallError(RuntimeError):
+    """ADK was about to make a second model request within one `run_model_step`."""
+
+
+@dataclass(frozen=True)
+class ModelToolCall:
+    """One tool call of the model response, as the gate saw it.
+
+    Attributes:
+        tool_call_id: The call's ID after the gate made it valid.
+        tool_name: The tool's name.
+        arguments: The call's arguments.
+        tool: The tool ADK offered under that name, or `None` when the agent has no such tool.
+        agent_name: The agent whose model made the call.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    arguments: Mapping[str, Any]
+    tool: BaseTool | None
+    agent_name: str
+
+
+class DexToolGate(BasePlugin):
+    """The per-model-call plugin described in the module docstring.
+
+    Args:
+        events: The turn's event writer, for text deltas.
+        used_tool_call_ids: IDs the turn has used already, which new calls must not repeat.
+    """
+
+    def __init__(self, events: AgentEventWriter, used_tool_call_ids: frozenset[str]) -> None:
+        super().__init__(name="dex_tool_gate")
+        self._events = events
+        self._used_ids = set(used_tool_call_ids)
+        self._offered_tools: dict[str, BaseTool] = {}
+        self.model_requests = 0
+        """Model requests ADK made (or was refused) in this model Step."""
+        self.tool_calls: list[ModelToolCall] = []
+        """The tool calls of the model response, in model order."""
+        self.final_response: LlmResponse | None = None
+        """The model's complete (non-partial) response."""
+        self.streamed_text = False
+        """Whether text deltas were written while the model streamed."""
+
+    async def before_model_callback(
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> LlmResponse | None:
+        """Count the request, refuse a second one, and note the tools the model is offered."""
+        del callback_context
+        self.model_requests += 1
+        if self.model_requests > 1:
+            raise SecondModelCallError(
+                "Google ADK asked for a second model call within one Dex model Step; the adapter stops "
+                "the turn rather than hide a model call inside another call's Step"
+            )
+        self._offered_tools = dict(llm_request.tools_dict)
+        return None
+
+    async def after_model_callback(
+        self, *, callback_context: CallbackContext, llm_response: LlmResponse
+    ) -> LlmResponse | None:
+        """Forward streamed text, and give every tool call of the complete response a valid, unique ID."""
+        if llm_response.partial:
+            text = "".join(
+                part.text
+                for part in (llm_response.content.parts or () if llm_response.content else ())
+                if part.text and not part.thought
+            )
+            if text:
+                self.streamed_text = True
+                self._events.write_text_delta(text)
+            for part in llm_response.content.parts or () if llm_response.content else ():
+                if part.text and part.thought:
+                    self._events.write_reasoning_delta(part.text)
+            return None
+        self.final_response = llm_response
+        for part in llm_response.content.parts or () if llm_response.content else ():
+            call = part.function_call
+            if call is None:
+                continue
+            if not call.id or "/" in call.id or call.id in self._used_ids:
+                # The `adk-` prefix makes ADK strip the ID from model requests, as it does for IDs it mints.
+                call.id = f"adk-{uuid.uuid4()}"
+            self._used_ids.add(call.id)
+            name = call.name or ""
+            self.tool_calls.append(
+                ModelToolCall(
+                    tool_call_id=call.id,
+                    tool_name=name,
+                    arguments=dict(call.args or {}),
+                    tool=self._offered_tools.get(name),
+                    agent_name=callback_context.agent_name,
+                )
+            )
+        return None
+
+    async def before_tool_callback(
+        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any] | None:
+        """Answer the call: with its recorded result when the turn resumes, else with a placeholder."""
+        del tool_args
+        confirmation = tool_context.tool_confirmation
+        if confirmation is not None:
+            payload = confirmation.payload
+            if isinstance(payload, dict) and CONFIRMATION_RESPONSE_KEY in payload:
+                return dict(cast(Mapping[str, Any], cast(dict[str, Any], payload)[CONFIRMATION_RESPONSE_KEY]))
+            # A confirmation the session did not write (a tool's own request_confirmation) is not ours.
+            return None
+        if tool.name not in self._offered_tools:
+            # ADK cannot confirm a tool it does not have; this answer is replaced by the recorded
+            # failure when the turn resumes, and skip_summarization keeps ADK from calling the model now.
+            tool_context.actions.skip_summarization = True
+            return {"error": f"Tool '{tool.name}' not found."}
+        tool_context.request_confirmation(hint=CONFIRMATION_HINT, payload=None)
+        return dict(DEFERRED_PLACEHOLDER)

@@ -1,0 +1,203 @@
+"""ADK session events <-> stored session messages, and tool results <-> function responses.
+
+Every stored `AgentMessage` keeps one ADK `Event` as JSON in `framework_item`, so the next turn replays
+into a fresh session service exactly what ADK produced. Only the conversation is stored: the model's
+responses, the tool results the model saw, and the user's messages. ADK's confirmation bookkeeping of
+a turn (the `adk_request_confirmation` calls, the placeholder responses that stood in for the deferred
+tools, and the confirmations that carried the recorded results back) lives only in the framework run
+state while the turn runs; ADK leaves it out of model requests anyway.
+
+A function response event with several results becomes one `tool` message per result. ADK regroups
+the results of one model response before every model request, by function call ID, so the rebuilt
+history sends the same request the model saw.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from dex_agents.values import AgentMessage, FrameworkMessage, MessageRole
+from google.adk.events import Event
+from google.genai import types
+
+__all__ = [
+    "REQUEST_CONFIRMATION_FUNCTION_NAME",
+    "build_user_event",
+    "decode_event",
+    "encode_event",
+    "events_from_stored_messages",
+    "function_response_to_text",
+    "project_turn_events",
+    "text_of",
+    "text_to_function_response",
+    "user_content_of",
+]
+
+REQUEST_CONFIRMATION_FUNCTION_NAME = "adk_request_confirmation"
+"""The name of the function call ADK adds for every tool call that waits for a confirmation."""
+USER_AUTHOR = "user"
+
+
+def encode_event(event: Event) -> str:
+    """Return one ADK event as JSON text."""
+    return event.model_dump_json(exclude_none=True)
+
+
+def decode_event(item: str) -> Event:
+    """Return the ADK event stored as JSON text by `encode_event`.
+
+    Raises:
+        pydantic.ValidationError: If the text is not an ADK event, for example because another adapter's
+            runner stored it.
+    """
+    return Event.model_validate_json(item)
+
+
+def build_user_event(text: str) -> Event:
+    """Return a user message as the ADK event a `Runner` appends for ``text``."""
+    return Event(
+        author=USER_AUTHOR,
+        content=types.Content(role="user", parts=[types.Part(text=text)]),
+        invocation_id="",
+    )
+
+
+def user_content_of(message: AgentMessage) -> types.Content:
+    """Return the content a stored user message sends to ADK as a new message."""
+    event = decode_event(message.framework_item)
+    if event.content is None:
+        return types.Content(role="user", parts=[types.Part(text=message.text or "")])
+    return types.Content(role="user", parts=list(event.content.parts or []))
+
+
+def text_of(content: types.Content | None) -> str:
+    """Return the text parts of a content joined, leaving out thoughts."""
+    if content is None:
+        return ""
+    return "".join(part.text for part in content.parts or () if part.text and not part.thought)
+
+
+def function_response_to_text(response: Mapping[str, Any] | None) -> str:
+    """Return a tool's function response as the text a person (and the session) reads.
+
+    ADK wraps a tool result that is not a dict as ``{"result": value}``; a string result is given back as
+    it is, anything else as JSON.
+    """
+    if response is None:
+        return ""
+    if set(response) == {"result"}:
+        value = response["result"]
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return json.dumps(dict(response), ensure_ascii=False)
+
+
+def text_to_function_response(text: str) -> dict[str, Any]:
+    """Return recorded result text as the function response ADK gives the model.
+
+    The inverse of `function_response_to_text`: a JSON object comes back as that object, any other text
+    as ``{"result": text}``.
+    """
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            return cast(dict[str, Any], value)
+    return {"result": text}
+
+
+def _is_bookkeeping_call(call: types.FunctionCall) -> bool:
+    return call.name == REQUEST_CONFIRMATION_FUNCTION_NAME
+
+
+def project_turn_events(events: Sequence[Event]) -> list[FrameworkMessage]:
+    """Project the events of a turn onto stored messages, in order, leaving out ADK's bookkeeping.
+
+    Args:
+        events: The turn's events after its user message, as the session service holds them.
+
+    Returns:
+        One `assistant` message per model response, one `tool` message per tool result the model saw,
+        and one `user` message per other user content.
+    """
+    # A deferred call is answered twice: by the placeholder that paused the turn, then by the recorded
+    # result. Only the last answer reaches the model, so only it is stored.
+    last_answer: dict[str, int] = {}
+    for index, event in enumerate(events):
+        for response in event.get_function_responses():
+            if response.id:
+                last_answer[response.id] = index
+    calls: dict[str, types.FunctionCall] = {}
+    projected: list[FrameworkMessage] = []
+    for index, event in enumerate(events):
+        content = event.content
+        if content is None or not content.parts or event.partial:
+            continue
+        if event.author == USER_AUTHOR or content.role == "user":
+            projected.extend(_project_user_content(event, content, index, last_answer, calls))
+            continue
+        parts = [
+            part
+            for part in content.parts
+            if part.function_call is None or not _is_bookkeeping_call(part.function_call)
+        ]
+        if not parts:
+            continue
+        for part in parts:
+            if part.function_call is not None and part.function_call.id:
+                calls[part.function_call.id] = part.function_call
+        kept = event.model_copy(update={"content": types.Content(role=content.role, parts=parts)})
+        projected.append(
+            FrameworkMessage(
+                role=MessageRole.ASSISTANT, framework_item=encode_event(kept), text=text_of(kept.content)
+            )
+        )
+    return projected
+
+
+def _project_user_content(
+    event: Event,
+    content: types.Content,
+    index: int,
+    last_answer: Mapping[str, int],
+    calls: Mapping[str, types.FunctionCall],
+) -> list[FrameworkMessage]:
+    projected: list[FrameworkMessage] = []
+    other_parts: list[types.Part] = []
+    for part in content.parts or ():
+        response = part.function_response
+        if response is None:
+            other_parts.append(part)
+            continue
+        if response.name == REQUEST_CONFIRMATION_FUNCTION_NAME or last_answer.get(response.id or "") != index:
+            continue
+        call = calls.get(response.id or "")
+        single = event.model_copy(update={"content": types.Content(role=content.role, parts=[part])})
+        projected.append(
+            FrameworkMessage(
+                role=MessageRole.TOOL,
+                framework_item=encode_event(single),
+                tool_call_id=response.id,
+                tool_name=response.name,
+                tool_arguments=json.dumps(call.args or {}, ensure_ascii=False, sort_keys=True)
+                if call is not None
+                else None,
+                tool_output=function_response_to_text(response.response),
+            )
+        )
+    if other_parts:
+        rest = event.model_copy(update={"content": types.Content(role=content.role, parts=other_parts)})
+        projected.append(
+            FrameworkMessage(
+                role=MessageRole.USER, framework_item=encode_event(rest), text=text_of(rest.content)
+            )
+        )
+    return projected
+
+
+def events_from_stored_messages(messages: Iterable[AgentMessage]) -> list[Event]:
+    """Return the ADK events of stored messages, in sequence order."""
+    return [decode_event(message.framework_item) for message in messages]

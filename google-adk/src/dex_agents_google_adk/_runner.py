@@ -1,0 +1,360 @@
+"""`GoogleAdkRunner`: the session's runner contract for a Google ADK `App` or agent.
+
+One `run_model_step` runs the user's application with an ADK `Runner` over a fresh in-memory session
+service, restored from the stored messages (and, mid-turn, from the framework run state), and lets ADK
+make exactly one model call:
+
+- the response asks for tools: the adapter's gate plugin (`DexToolGate`) asks ADK for a confirmation of
+  every call instead of running it, and ADK pauses the invocation. The invocation's events go into the
+  framework run state, and every call becomes a `DeferredToolCall`;
+- the response is the final answer: the invocation ends and the turn's messages are stored.
+
+The next `run_model_step` of the turn resumes the paused invocation through ADK's own mechanism: a user
+message of `adk_request_confirmation` responses, each carrying the call's recorded result (a rejection
+with its message, a failure or unknown outcome with the session's text), which the gate hands to ADK as
+the tool's answer before ADK makes the next model call itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from dex_agents.runner import (
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolCall,
+    DeferredToolExecution,
+    ToolCallsRequested,
+    ToolExecutionResult,
+    ToolPolicy,
+    TurnCompleted,
+    describe_tool_call_outcome,
+)
+from dex_agents.values import (
+    AgentMessage,
+    AgentToolCall,
+    AgentUsage,
+    FrameworkMessage,
+    MessageRole,
+    ToolCallStatus,
+    ToolEffect,
+)
+from google.adk.agents import BaseAgent
+from google.adk.agents.run_config import (
+    RunConfig,
+    StreamingMode,  # pyright: ignore[reportPrivateImportUsage]
+)
+from google.adk.apps import App
+from google.adk.events import Event
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from google.genai import types
+
+from dex_agents_google_adk._app import close_toolsets, resumable_app
+from dex_agents_google_adk._effects import framework_effect
+from dex_agents_google_adk._gate import CONFIRMATION_RESPONSE_KEY, DexToolGate, ModelToolCall
+from dex_agents_google_adk._messages import (
+    REQUEST_CONFIRMATION_FUNCTION_NAME,
+    build_user_event,
+    decode_event,
+    encode_event,
+    project_turn_events,
+    text_of,
+    text_to_function_response,
+    user_content_of,
+)
+from dex_agents_google_adk._state import GoogleAdkRunState
+from dex_agents_google_adk._tool_execution import run_tool_call
+
+__all__ = ["DEFAULT_USER_ID", "UNKNOWN_TOOL_POLICY", "GoogleAdkRunner"]
+
+UNKNOWN_TOOL_POLICY = ToolPolicy(ToolEffect.READ, requires_approval=False)
+"""The policy of a call to a tool the agent does not have.
+
+Such a call only records `failed` with a "not found" message, which the model reads at its next call;
+nothing runs, so it needs neither an approval nor a single-attempt Step.
+"""
+DEFAULT_USER_ID = "dex"
+"""The ADK user ID of every session unless the runner is given another."""
+
+
+class GoogleAdkRunner:
+    """Runs a Google ADK application inside a durable Dex agent session, one Step per model and tool call.
+
+    Give it the `App` or root agent you already have, with its ordinary tools, toolsets and plugins; the
+    session turns every tool call into its own Step. Keep the runner stateless: a Worker builds it once
+    and the session calls it from any Step, in any process.
+
+    Args:
+        app_or_agent: The application, or its root agent (then the application is named after it).
+        user_id: The ADK user ID of every session (`Context.user_id` in tools and callbacks).
+        run_config: ADK's run configuration for model Steps; by default SSE streaming, so text deltas
+            reach the session's event stream while the model writes.
+    """
+
+    def __init__(
+        self,
+        app_or_agent: App | BaseAgent,
+        *,
+        user_id: str = DEFAULT_USER_ID,
+        run_config: RunConfig | None = None,
+    ) -> None:
+        if isinstance(app_or_agent, App):
+            self._app = app_or_agent
+        else:
+            self._app = App(name=app_or_agent.name, root_agent=app_or_agent)
+        self._user_id = user_id
+        self._run_config = run_config or RunConfig(streaming_mode=StreamingMode.SSE)
+
+    @property
+    def app(self) -> App:
+        """The application this runner drives."""
+        return self._app
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        """Return a user message holding ``text`` as the ADK user event a `Runner` would append."""
+        return FrameworkMessage(
+            role=MessageRole.USER, framework_item=encode_event(build_user_event(text)), text=text
+        )
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        """Let the application make one model call and return what the session does next.
+
+        Args:
+            turn: The committed state of the turn.
+
+        Returns:
+            `ToolCallsRequested` when the model asked for tools, else `TurnCompleted` with every message
+            of the turn, or with `turn_error` for a failure that a retry would only repeat.
+        """
+        turn_message = _turn_user_message(turn)
+        if turn_message is None:
+            return TurnCompleted(new_messages=(), turn_error="the turn has no user message to answer")
+        state: GoogleAdkRunState | None = None
+        if turn.framework_run_state is not None:
+            try:
+                state = GoogleAdkRunState.from_json(turn.framework_run_state)
+            except ValueError as error:
+                return TurnCompleted(new_messages=(), turn_error=str(error))
+        earlier = [message for message in turn.messages if message is not turn_message]
+
+        gate = DexToolGate(turn.events, frozenset(turn.tool_calls))
+        app = resumable_app(self._app, [gate])
+        service = InMemorySessionService()
+        runner = Runner(app=app, session_service=service)
+        session = await service.create_session(
+            app_name=app.name, user_id=self._user_id, session_id=turn.flow_id
+        )
+        for message in earlier:
+            await service.append_event(session, decode_event(message.framework_item))
+        turn_start = len(session.events)
+        if state is None:
+            new_message: types.Content | None = user_content_of(turn_message)
+            invocation_id: str | None = None
+        else:
+            for event in _with_recorded_unknown_tool_results(state, turn):
+                await service.append_event(session, event)
+            new_message = _recorded_confirmations(state, turn)
+            invocation_id = state.invocation_id
+        try:
+            async for event in runner.run_async(
+                user_id=self._user_id,
+                session_id=turn.flow_id,
+                invocation_id=invocation_id,
+                new_message=new_message,
+                run_config=self._run_config,
+            ):
+                _raise_for_model_error(event)
+        except Exception as error:
+            if gate.model_requests > 1:
+                return TurnCompleted(new_messages=(), turn_error=str(error))
+            raise
+        finally:
+            await close_toolsets(cast(BaseAgent, self._app.root_agent))
+
+        stored = await service.get_session(app_name=app.name, user_id=self._user_id, session_id=turn.flow_id)
+        if stored is None:
+            raise RuntimeError(f"Google ADK lost session {turn.flow_id!r} during the model call")
+        turn_events = list(stored.events[turn_start:])
+        if gate.final_response is None:
+            raise RuntimeError("Google ADK finished the model Step without a model response")
+        usage = _model_call_usage(gate.final_response)
+        if not gate.final_response.partial and not gate.streamed_text:
+            turn.events.write_text_delta(text_of(gate.final_response.content))
+        if gate.tool_calls:
+            return self._tool_calls_requested(turn, gate.tool_calls, turn_events, state, usage)
+        # The first event of the invocation is the turn's user message, which the session stored already.
+        return TurnCompleted(new_messages=project_turn_events(turn_events[1:]), usage=usage)
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        """Run the application's real tool for one approved call, once.
+
+        The tool runs through ADK's own pipeline (plugin and agent tool callbacks, error callbacks,
+        `ToolContext`), and `dex_agents.current_tool_execution()` gives it the call and its idempotency
+        key.
+
+        Args:
+            call: The approved call.
+
+        Returns:
+            The tool's result as text.
+
+        Raises:
+            ToolExecutionError: For a failure the model should see, such as a tool name the agent does not
+                have.
+        """
+        record = call.tool_call
+        output = await run_tool_call(
+            self._app,
+            user_id=self._user_id,
+            session_id=call.flow_id,
+            agent_name=_agent_name(record.tool_source_reference),
+            tool_name=record.tool_name,
+            tool_call_id=record.tool_call_id,
+            arguments=record.arguments,
+        )
+        return ToolExecutionResult(output)
+
+    def _tool_calls_requested(
+        self,
+        turn: AgentTurnContext,
+        calls: Sequence[ModelToolCall],
+        turn_events: Sequence[Event],
+        earlier_state: GoogleAdkRunState | None,
+        usage: AgentUsage,
+    ) -> ToolCallsRequested:
+        deferred: list[DeferredToolCall] = []
+        unknown: list[str] = list(earlier_state.unknown_tool_call_ids) if earlier_state else []
+        for call in calls:
+            if call.tool is None:
+                unknown.append(call.tool_call_id)
+                policy = UNKNOWN_TOOL_POLICY
+            else:
+                policy = turn.resolve_tool_policy(call.tool_name, framework_effect(call.tool))
+            deferred.append(
+                DeferredToolCall(
+                    tool_call_id=call.tool_call_id,
+                    tool_name=call.tool_name,
+                    arguments=json.dumps(dict(call.arguments), ensure_ascii=False, sort_keys=True),
+                    policy=policy,
+                    tool_source_reference=json.dumps({"agent": call.agent_name}),
+                )
+            )
+        state = GoogleAdkRunState(
+            invocation_id=turn_events[0].invocation_id,
+            turn_events=turn_events,
+            unknown_tool_call_ids=tuple(unknown),
+        )
+        return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=deferred, usage=usage)
+
+
+def _turn_user_message(turn: AgentTurnContext) -> AgentMessage | None:
+    for message in reversed(turn.messages):
+        if message.role == MessageRole.USER and message.turn_id == turn.turn_id:
+            return message
+    return None
+
+
+def _recorded_response(record: AgentToolCall) -> dict[str, Any]:
+    """Return the function response the model sees for a final record."""
+    if record.status is ToolCallStatus.SUCCEEDED:
+        return text_to_function_response(record.output or "")
+    # ADK's convention for a call that did not produce a result; the text is the session's own.
+    return {"error": describe_tool_call_outcome(record)}
+
+
+def _with_recorded_unknown_tool_results(state: GoogleAdkRunState, turn: AgentTurnContext) -> list[Event]:
+    """Return the paused invocation's events with each unknown tool's answer replaced by its record."""
+    unknown = set(state.unknown_tool_call_ids)
+    events: list[Event] = []
+    for event in state.turn_events:
+        content = event.content
+        if (
+            not unknown
+            or content is None
+            or not any(
+                part.function_response is not None and part.function_response.id in unknown
+                for part in content.parts or ()
+            )
+        ):
+            events.append(event)
+            continue
+        parts: list[types.Part] = []
+        for part in content.parts or ():
+            response = part.function_response
+            if response is not None and response.id in unknown and response.id in turn.tool_calls:
+                recorded = types.FunctionResponse(
+                    id=response.id,
+                    name=response.name,
+                    response=_recorded_response(turn.tool_calls[response.id]),
+                )
+                parts.append(types.Part(function_response=recorded))
+            else:
+                parts.append(part)
+        events.append(event.model_copy(update={"content": types.Content(role=content.role, parts=parts)}))
+    return events
+
+
+def _recorded_confirmations(state: GoogleAdkRunState, turn: AgentTurnContext) -> types.Content | None:
+    """Return the confirmation responses that carry every recorded result back into ADK."""
+    answered = {
+        response.id
+        for event in state.turn_events
+        for response in event.get_function_responses()
+        if response.id
+    }
+    parts: list[types.Part] = []
+    for event in state.turn_events:
+        for call in event.get_function_calls():
+            if call.name != REQUEST_CONFIRMATION_FUNCTION_NAME or not call.id or call.id in answered:
+                continue
+            original = cast(Mapping[str, Any], (call.args or {}).get("originalFunctionCall") or {})
+            record = turn.recorded_tool_call(str(original.get("id")))
+            confirmation = {
+                "confirmed": True,
+                "payload": {CONFIRMATION_RESPONSE_KEY: _recorded_response(record)},
+            }
+            parts.append(
+                types.Part(
+                    function_response=types.FunctionResponse(
+                        id=call.id, name=REQUEST_CONFIRMATION_FUNCTION_NAME, response=confirmation
+                    )
+                )
+            )
+    # A turn whose calls all named unknown tools has nothing to confirm; resuming the invocation by its
+    # ID alone makes ADK continue with the next model call.
+    return types.Content(role="user", parts=parts) if parts else None
+
+
+def _raise_for_model_error(event: Event) -> None:
+    if event.error_code is not None and not event.partial:
+        raise RuntimeError(f"the model call failed: {event.error_code}: {event.error_message or ''}".strip())
+
+
+def _model_call_usage(response: LlmResponse) -> AgentUsage:
+    metadata = response.usage_metadata
+    if metadata is None:
+        return AgentUsage(model_calls=1)
+    return AgentUsage(
+        model_calls=1,
+        input_tokens=metadata.prompt_token_count or 0,
+        output_tokens=(metadata.candidates_token_count or 0) + (metadata.thoughts_token_count or 0),
+        cached_input_tokens=metadata.cached_content_token_count or 0,
+        reasoning_tokens=metadata.thoughts_token_count or 0,
+    )
+
+
+def _agent_name(tool_source_reference: str | None) -> str | None:
+    if not tool_source_reference:
+        return None
+    try:
+        reference = json.loads(tool_source_reference)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(reference, dict):
+        agent = cast(dict[str, Any], reference).get("agent")
+        return agent if isinstance(agent, str) else None
+    return None

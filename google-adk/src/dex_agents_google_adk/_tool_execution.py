@@ -1,0 +1,97 @@
+"""Runs one deferred tool call through ADK's own tool pipeline.
+
+A tool Step has the call's name, ID and arguments, but no ADK invocation. Rather than calling the tool
+function directly (and skipping the plugins' and the agent's tool callbacks, error callbacks and
+`ToolContext`), the runner opens a fresh session, builds an invocation context for the agent that made
+the call, and hands ADK a model event holding only that call. ADK resolves the tool from the agent's
+tools and toolsets and runs it exactly as it would inside `Runner.run_async`; the model is never called.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+from dex_agents.runner import ToolExecutionError
+from google.adk.agents import BaseAgent, LlmAgent
+from google.adk.agents.readonly_context import ReadonlyContext
+from google.adk.apps import App
+from google.adk.events import Event
+from google.adk.flows.llm_flows.functions import handle_function_calls_async
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from google.genai import types
+
+from dex_agents_google_adk._app import close_toolsets
+from dex_agents_google_adk._messages import function_response_to_text
+
+__all__ = ["run_tool_call"]
+
+
+async def run_tool_call(
+    app: App,
+    *,
+    user_id: str,
+    session_id: str,
+    agent_name: str | None,
+    tool_name: str,
+    tool_call_id: str,
+    arguments: str,
+) -> str:
+    """Run one tool call once and return the text the model sees.
+
+    Args:
+        app: The user's application (without the adapter's gate).
+        user_id: The ADK user ID of the session.
+        session_id: The ADK session ID (the Dex session ID).
+        agent_name: The agent whose model made the call; the root agent when `None` or unknown.
+        tool_name: The tool's name as the model called it.
+        tool_call_id: The call's ID.
+        arguments: The call's arguments as JSON text.
+
+    Returns:
+        The tool's result as text.
+
+    Raises:
+        ToolExecutionError: When the agent has no tool of this name or the arguments are not a JSON
+            object. Any exception the tool raises that no `on_tool_error_callback` answers propagates
+            unchanged, so the session retries or records the call by its effect.
+    """
+    try:
+        args: object = json.loads(arguments) if arguments else {}
+    except json.JSONDecodeError as error:
+        raise ToolExecutionError(f"the arguments of {tool_name!r} are not JSON: {error}") from error
+    if not isinstance(args, dict):
+        raise ToolExecutionError(f"the arguments of {tool_name!r} are not a JSON object")
+    root = cast(BaseAgent, app.root_agent)
+    agent = (root.find_agent(agent_name) if agent_name else None) or root
+    if not isinstance(agent, LlmAgent):
+        raise ToolExecutionError(f"agent {agent.name!r} is not an LlmAgent, so it has no tools")
+    service = InMemorySessionService()
+    runner = Runner(app=app, session_service=service)
+    session = await service.create_session(app_name=app.name, user_id=user_id, session_id=session_id)
+    context = runner._new_invocation_context(session)  # pyright: ignore[reportPrivateUsage]
+    context.agent = agent
+    try:
+        tools = {tool.name: tool for tool in await agent.canonical_tools(ReadonlyContext(context))}
+        if tool_name not in tools:
+            available = ", ".join(sorted(tools)) or "none"
+            raise ToolExecutionError(f"Tool '{tool_name}' not found. Available tools: {available}.")
+        call = types.FunctionCall(id=tool_call_id, name=tool_name, args=cast(dict[str, Any], args))
+        call_event = Event(
+            invocation_id=context.invocation_id,
+            author=agent.name,
+            content=types.Content(role="model", parts=[types.Part(function_call=call)]),
+        )
+        response_event = await handle_function_calls_async(context, call_event, tools)
+    finally:
+        await close_toolsets(root)
+    if response_event is None:
+        raise ToolExecutionError(
+            f"tool {tool_name!r} returned no result; a long-running tool must return its result in a "
+            "Dex tool Step"
+        )
+    for response in response_event.get_function_responses():
+        if response.id == tool_call_id:
+            return function_response_to_text(response.response)
+    raise ToolExecutionError(f"Google ADK returned no result for tool call {tool_call_id!r} of {tool_name!r}")
