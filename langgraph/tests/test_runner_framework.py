@@ -1,0 +1,330 @@
+"""The runner against LangChain's real `create_agent` loop with a scripted chat model, without a server.
+
+Each test plays the session's side of the runner contract (`tests/support.py`) and asserts what a user of
+the session would notice: which calls become Steps, what the model sees, what is stored.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from dex_agents import current_tool_execution
+from dex_agents.runner import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolPolicy,
+    TurnCompleted,
+)
+from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.tools import StructuredTool, ToolException, tool
+from langgraph.graph.state import CompiledStateGraph
+
+from dex_agents_langgraph import (
+    UNKNOWN_TOOL_POLICY,
+    DexCheckpointSaver,
+    DexToolGate,
+    LangGraphRunner,
+)
+from tests.scripted_model import ListChatModel, respond, tool_call
+from tests.support import SessionSide
+
+
+class Tools:
+    """The agent's tools, recording every real run."""
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+        self.keys: list[str | None] = []
+
+    def all(self) -> list[Any]:
+        runs = self.runs
+        keys = self.keys
+
+        @tool
+        def get_weather(city: str) -> str:
+            """Return the weather of a city."""
+            runs.append(f"get_weather {city}")
+            execution = current_tool_execution()
+            keys.append(execution.idempotency_key if execution is not None else None)
+            return f"sunny in {city}"
+
+        @tool
+        async def delete_file(path: str) -> str:
+            """Delete a file."""
+            runs.append(f"delete_file {path}")
+            return f"deleted {path}"
+
+        def flaky_body(attempt: int) -> str:
+            raise ToolException(f"attempt {attempt} was too early")
+
+        flaky = StructuredTool.from_function(
+            flaky_body,
+            name="flaky",
+            description="Fail in a way the model should see.",
+            handle_tool_error=True,
+        )
+
+        @tool
+        def crash() -> str:
+            """Fail like a broken dependency."""
+            raise ConnectionError("backend unreachable")
+
+        return [get_weather, delete_file, flaky, crash]
+
+
+def agent_runner(model: ListChatModel, tools: Tools, **options: Any) -> LangGraphRunner:
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        return create_agent(
+            model,
+            tools=tools.all(),
+            system_prompt="You help with the weather and with files.",
+            middleware=[DexToolGate()],
+            checkpointer=checkpointer,
+        )
+
+    return LangGraphRunner(build, **options)
+
+
+async def test_a_model_call_defers_every_tool_call_in_model_order_and_runs_none() -> None:
+    model = ListChatModel(
+        responses=[
+            respond(
+                "Checking the weather, then deleting.",
+                tool_call("get_weather", {"city": "Paris"}, "call-1"),
+                tool_call("delete_file", {"path": "/tmp/x"}, "call-2"),
+                input_tokens=50,
+                output_tokens=20,
+            )
+        ]
+    )
+    tools = Tools()
+    runner = agent_runner(model, tools)
+    session = SessionSide(tool_policies={"get_weather": ToolPolicy(ToolEffect.READ)})
+    session.start_turn(runner.build_user_message("Weather in Paris? And delete /tmp/x."))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, ToolCallsRequested)
+    assert [
+        (call.tool_call_id, call.tool_name, json.loads(call.arguments)) for call in outcome.tool_calls
+    ] == [
+        ("call-1", "get_weather", {"city": "Paris"}),
+        ("call-2", "delete_file", {"path": "/tmp/x"}),
+    ]
+    assert [call.policy for call in outcome.tool_calls] == [
+        ToolPolicy(ToolEffect.READ),
+        ToolPolicy(ToolEffect.UNCLASSIFIED),
+    ]
+    assert outcome.framework_run_state
+    assert tools.runs == [], "no tool runs inside the model Step"
+    assert model.calls == 1
+    assert model.offered_tools == [["get_weather", "delete_file", "flaky", "crash"]]
+    assert outcome.usage.model_calls == 1
+    assert (outcome.usage.input_tokens, outcome.usage.output_tokens) == (50, 20)
+    assert "".join(session.text_deltas()) == "Checking the weather, then deleting."
+    assert len(session.text_deltas()) > 1, "the text arrives as deltas while the model streams"
+
+
+async def test_resume_feeds_every_recorded_outcome_to_the_model_in_a_fresh_runner() -> None:
+    script = [
+        respond(
+            "",
+            tool_call("get_weather", {"city": "Paris"}, "call-1"),
+            tool_call("delete_file", {"path": "/a"}, "call-2"),
+            tool_call("delete_file", {"path": "/b"}, "call-3"),
+            tool_call("delete_file", {"path": "/c"}, "call-4"),
+        ),
+        respond("Paris is sunny; I did not delete anything.", input_tokens=70, output_tokens=9),
+    ]
+    tools = Tools()
+    first_model = ListChatModel(responses=script)
+    first = agent_runner(first_model, tools)
+    session = SessionSide()
+    session.start_turn(first.build_user_message("Weather, and clean up."))
+    requested = await first.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output=await session.execute(first, "call-1"))
+    session.finish("call-2", ToolCallStatus.REJECTED, rejection_message="Deleting files is not allowed.")
+    session.finish("call-3", ToolCallStatus.FAILED, error="disk is read-only")
+    session.finish("call-4", ToolCallStatus.OUTCOME_UNKNOWN, error="Worker lost")
+
+    # A fresh runner (another Worker process in production) resumes from the stored text alone.
+    second_model = ListChatModel(responses=script[1:])
+    second = agent_runner(second_model, tools)
+    final = await second.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert second_model.calls == 1
+    assert second_model.texts_seen(1)[-4:] == [
+        "tool get_weather [call-1] success: sunny in Paris",
+        "tool delete_file [call-2] error: Deleting files is not allowed.",
+        "tool delete_file [call-3] error: The tool call failed: disk is read-only",
+        f"tool delete_file [call-4] error: {OUTCOME_UNKNOWN_TOOL_RESULT}",
+    ]
+    assert tools.runs == ["get_weather Paris"]
+    assert tools.keys == [None], "the framework test calls the runner without the session's tool context"
+    assert [(message.role, message.tool_call_id) for message in final.new_messages] == [
+        (MessageRole.ASSISTANT, None),
+        (MessageRole.TOOL, "call-1"),
+        (MessageRole.TOOL, "call-2"),
+        (MessageRole.TOOL, "call-3"),
+        (MessageRole.TOOL, "call-4"),
+        (MessageRole.ASSISTANT, None),
+    ]
+    tool_message = final.new_messages[1]
+    assert (tool_message.tool_name, tool_message.tool_arguments, tool_message.tool_output) == (
+        "get_weather",
+        '{"city": "Paris"}',
+        "sunny in Paris",
+    )
+    assert final.new_messages[-1].text == "Paris is sunny; I did not delete anything."
+    assert (final.usage.model_calls, final.usage.input_tokens, final.usage.output_tokens) == (1, 70, 9)
+
+
+async def test_the_next_turn_replays_the_stored_conversation() -> None:
+    model = ListChatModel(
+        responses=[
+            respond("", tool_call("get_weather", {"city": "Oslo"}, "call-1")),
+            respond("Oslo is sunny."),
+            respond("You are welcome."),
+        ]
+    )
+    tools = Tools()
+    runner = agent_runner(model, tools)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather in Oslo?"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny in Oslo")
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, TurnCompleted)
+    session.store(first.new_messages)
+
+    session.start_turn(runner.build_user_message("Thanks!"))
+    second = await runner.run_model_step(session.context())
+
+    assert isinstance(second, TurnCompleted)
+    assert model.texts_seen(3) == [
+        "system: You help with the weather and with files.",
+        "user: Weather in Oslo?",
+        'assistant calls get_weather {"city": "Oslo"} [call-1]',
+        "tool get_weather [call-1] success: sunny in Oslo",
+        "assistant: Oslo is sunny.",
+        "user: Thanks!",
+    ]
+    assert [message.text for message in second.new_messages] == ["You are welcome."]
+
+
+async def test_tool_execution_maps_tool_errors_for_the_model_and_lets_crashes_fail_the_step() -> None:
+    model = ListChatModel(
+        responses=[
+            respond(
+                "",
+                tool_call("flaky", {"attempt": 1}, "call-1"),
+                tool_call("crash", {}, "call-2"),
+                tool_call("get_weather", {"town": "Paris"}, "call-3"),
+                tool_call("teleport", {"to": "Mars"}, "call-4"),
+            )
+        ]
+    )
+    runner = agent_runner(model, Tools())
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Go."))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    # A tool name the agent does not have only records `failed`; it needs no approval or single attempt.
+    assert requested.tool_calls[3].policy == UNKNOWN_TOOL_POLICY
+    session.defer(requested)
+
+    with pytest.raises(ToolExecutionError, match="attempt 1 was too early"):
+        await session.execute(runner, "call-1")
+    with pytest.raises(ConnectionError, match="backend unreachable"):
+        await session.execute(runner, "call-2")
+    with pytest.raises(ToolExecutionError, match="city"):
+        await session.execute(runner, "call-3")
+    with pytest.raises(ToolExecutionError, match="teleport is not a valid tool"):
+        await session.execute(runner, "call-4")
+    assert model.calls == 1
+
+
+async def test_a_graph_without_the_tool_gate_ends_the_turn_before_any_tool_runs() -> None:
+    model = ListChatModel(responses=[respond("", tool_call("get_weather", {"city": "Paris"}, "call-1"))])
+    tools = Tools()
+
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        return create_agent(model, tools=tools.all(), checkpointer=checkpointer)
+
+    runner = LangGraphRunner(build)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and "DexToolGate" in outcome.turn_error
+    assert tools.runs == []
+    assert model.calls == 1
+
+
+async def test_an_interrupt_that_is_not_the_gates_ends_the_turn_with_a_clear_error() -> None:
+    model = ListChatModel(responses=[respond("", tool_call("get_weather", {"city": "Paris"}, "call-1"))])
+    tools = Tools()
+
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        return create_agent(
+            model,
+            tools=tools.all(),
+            middleware=[HumanInTheLoopMiddleware(interrupt_on={"get_weather": True}), DexToolGate()],
+            checkpointer=checkpointer,
+        )
+
+    runner = LangGraphRunner(build)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and "HumanInTheLoopMiddleware" in outcome.turn_error
+    assert tools.runs == []
+
+
+def test_the_factory_must_compile_with_the_given_checkpointer_and_have_tools() -> None:
+    model = ListChatModel(responses=[])
+    with pytest.raises(TypeError, match="checkpointer it receives"):
+        LangGraphRunner(
+            lambda checkpointer: create_agent(model, tools=Tools().all(), middleware=[DexToolGate()])
+        )
+    with pytest.raises(TypeError, match="exactly one ToolNode"):
+        LangGraphRunner(lambda checkpointer: create_agent(model, tools=[], checkpointer=checkpointer))
+    with pytest.raises(TypeError, match="compiled graph"):
+        LangGraphRunner(lambda checkpointer: model)  # pyright: ignore[reportArgumentType, reportReturnType]
+    with pytest.raises(TypeError, match="interrupt_before"):
+        LangGraphRunner(
+            lambda checkpointer: create_agent(
+                model,
+                tools=Tools().all(),
+                middleware=[DexToolGate()],
+                checkpointer=checkpointer,
+                interrupt_before=["tools"],
+            )
+        )
+
+
+async def test_a_run_state_of_another_runner_ends_the_turn() -> None:
+    runner = agent_runner(ListChatModel(responses=[]), Tools())
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Hi"))
+    session.framework_run_state = json.dumps({"format": "someone-else"})
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and "not written by LangGraphRunner" in outcome.turn_error
