@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from dex import AsyncContext, Step, StepDecision, StepMovement, StepOptions, Wait, go_to_many
 
 from dex_agents.events import AgentEventType
-from dex_agents.limits import MAX_STORED_VALUE_BYTES, utf8_size
+from dex_agents.limits import MAX_STORED_VALUE_BYTES, MAX_USER_MESSAGE_BYTES, utf8_size
 from dex_agents.persistence import (
     AGENT_STATE,
     AGENT_TOOL_CALLS,
@@ -194,6 +194,21 @@ class StartAgentSession(Step[AgentSessionStartInput]):
         PENDING_INTERRUPTS.set(context, read_interrupts(context))
         text = input.initial_message if input is not None else None  # pyright: ignore[reportUnnecessaryComparison]
         if text is None or not text.strip():
+            return go_to_many(self._runtime.to_await_user_message())
+        size = utf8_size(text)
+        if size > MAX_USER_MESSAGE_BYTES:
+            # AgentSessionClient refuses this before starting; a raw start_flow gets an idle session that
+            # says why, instead of a start Step that fails on every retry.
+            AGENT_STATE.set(
+                context,
+                replace(
+                    state,
+                    last_turn_error=(
+                        f"the initial message is {size} bytes of UTF-8, more than the "
+                        f"{MAX_USER_MESSAGE_BYTES}-byte limit, so no turn started"
+                    ),
+                ),
+            )
             return go_to_many(self._runtime.to_await_user_message())
         return _begin_turn(context, self._runtime, state, text)
 
