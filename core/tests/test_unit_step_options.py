@@ -96,6 +96,7 @@ def test_read_and_idempotent_tools_retry_three_times_and_load_only_their_record(
         assert options is not None
         assert_sync(options)
         assert options.execute_retry == RetryPolicy(maximum_attempts=3)
+        assert options.execute_method_timeout == timedelta(hours=2)
         assert options.execute_load_attribute_maps == ()
         assert [load.physical_name for load in options.execute_load_attribute_map_instances] == [
             AGENT_TOOL_CALLS.load("call-7").physical_name
@@ -116,6 +117,7 @@ def test_single_attempt_tools_run_once_and_route_to_outcome_unknown() -> None:
         assert options is not None
         assert_sync(options)
         assert options.execute_retry == RetryPolicy(maximum_attempts=1)
+        assert options.execute_method_timeout == timedelta(hours=2)
         target, route = failure_route(options)
         assert target is RecordToolOutcomeUnknown
         assert_sync(route)

@@ -40,6 +40,7 @@ __all__ = [
     "RUN_MODEL_TIMEOUT",
     "SINGLE_ATTEMPT_TOOL_ATTEMPTS",
     "TOOL_ATTEMPTS",
+    "TOOL_CALL_TIMEOUT",
     "SessionRuntime",
 ]
 
@@ -48,6 +49,9 @@ RUN_MODEL_HEARTBEAT_TIMEOUT = timedelta(minutes=2)
 RUN_MODEL_ATTEMPTS = 3
 RUN_MODEL_RETRY_WINDOW = timedelta(minutes=30)
 TOOL_ATTEMPTS = 3
+# The SDK documents two hours as the default method timeout, but servers apply their own default when the
+# option is unset (older Dex Servers use 30 seconds), so tool Steps state it.
+TOOL_CALL_TIMEOUT = timedelta(hours=2)
 SINGLE_ATTEMPT_TOOL_ATTEMPTS = 1
 
 _SYNC = StepDurability.SYNC
@@ -141,6 +145,7 @@ class SessionRuntime:
         own = () if tool_call_id is None else (AGENT_TOOL_CALLS.load(tool_call_id),)
         retries = effect in _RETRYING_EFFECTS
         options = StepOptions(
+            execute_method_timeout=TOOL_CALL_TIMEOUT,
             execute_retry=RetryPolicy(
                 maximum_attempts=TOOL_ATTEMPTS if retries else SINGLE_ATTEMPT_TOOL_ATTEMPTS
             ),
