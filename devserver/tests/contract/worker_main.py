@@ -1,7 +1,8 @@
 """Entry point of the Worker child: ``python -m contract.worker_main --mode push|pull --server ADDR``.
 
-It runs the real SDK ``AsyncWorker`` over the same Registry the test process uses, prints one ready
-line, and then serves until it is killed (the tests SIGKILL its whole process group).
+It runs the real SDK ``AsyncWorker`` (or, for the ``sync`` role, the sync ``Worker``) over the same
+Flow definitions the test process uses, prints one ready line, and then serves until it is killed
+(the tests SIGKILL its whole process group).
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ import argparse
 import asyncio
 import os
 import socket
+import threading
+import time
 from datetime import timedelta
 
-from dex import AsyncWorker, PullWorkerOptions, WorkerOptions
+from dex import AsyncWorker, PullWorkerOptions, Worker, WorkerOptions
 
 from .blobs import RecordingBlobCache
 from .processes import WORKER_READY
@@ -26,20 +29,40 @@ def _port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-async def _serve(mode: str, server: str, port: int) -> None:
-    sandbox = Sandbox.from_env()
-    registry = build_registry(os.environ.get("DEX_CONTRACT_ROLE", "worker"))
-    cache = RecordingBlobCache(sandbox, "worker")
+def _options(mode: str, server: str, port: int) -> WorkerOptions:
     if mode == "push":
-        options = WorkerOptions(bind_address=f"127.0.0.1:{port}", server_address=server)
+        return WorkerOptions(bind_address=f"127.0.0.1:{port}", server_address=server)
+    # Enough slots that a Step parked on a gate never starves the next task of the same test;
+    # a short drain because the tests kill the Worker rather than stop it.
+    pull = PullWorkerOptions(
+        max_concurrent_tasks=32, reserved_rpc_tasks=2, stop_drain_timeout=timedelta(seconds=1)
+    )
+    return WorkerOptions(server_address=server, pull=pull)
+
+
+def _serve_sync(mode: str, server: str, port: int) -> None:
+    """The sync ``Worker``: ``start`` blocks, so it runs on a thread while this one reports readiness."""
+    worker = Worker(
+        build_registry("sync"), RecordingBlobCache(Sandbox.from_env(), "worker"), _options(mode, server, port)
+    )
+    serving = threading.Thread(target=worker.start, daemon=True)
+    serving.start()
+    if mode == "pull":
+        worker.wait_pull_registered(timeout=30)
     else:
-        # Enough slots that a Step parked on a gate never starves the next task of the same test;
-        # a short drain because the tests kill the Worker rather than stop it.
-        pull = PullWorkerOptions(
-            max_concurrent_tasks=32, reserved_rpc_tasks=2, stop_drain_timeout=timedelta(seconds=1)
-        )
-        options = WorkerOptions(server_address=server, pull=pull)
-    worker = AsyncWorker(registry, cache, options)
+        while not _port_open(port):
+            if not serving.is_alive():
+                raise RuntimeError("push Worker stopped before it listened")
+            time.sleep(0.02)
+    print(WORKER_READY, flush=True)
+    serving.join()
+
+
+async def _serve(mode: str, server: str, port: int) -> None:
+    registry = build_registry(os.environ.get("DEX_CONTRACT_ROLE", "worker"))
+    worker = AsyncWorker(
+        registry, RecordingBlobCache(Sandbox.from_env(), "worker"), _options(mode, server, port)
+    )
     serving = asyncio.create_task(worker.start())
     if mode == "pull":
         await worker.wait_pull_registered(timeout=30)
@@ -59,7 +82,10 @@ def main() -> None:
     parser.add_argument("--server", required=True)
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
-    asyncio.run(_serve(args.mode, args.server, args.port))
+    if os.environ.get("DEX_CONTRACT_ROLE") == "sync":
+        _serve_sync(args.mode, args.server, args.port)
+    else:
+        asyncio.run(_serve(args.mode, args.server, args.port))
 
 
 if __name__ == "__main__":
