@@ -1,0 +1,117 @@
+"""Pure session rules: tool call ID validation, deadline rounding, recovery details, "did not run"."""
+
+from datetime import timedelta
+
+import pytest
+
+from dex_agents import (
+    AgentToolCall,
+    AgentUsage,
+    DeferredToolCall,
+    FrameworkMessage,
+    MessageRole,
+    ToolCallsRequested,
+    ToolCallStatus,
+    ToolEffect,
+    ToolPolicy,
+)
+from dex_agents.session._errors import describe_exception, plain_recovery_detail
+from dex_agents.session._state import format_time, parse_time
+from dex_agents.session._tool_steps import _never_ran  # pyright: ignore[reportPrivateUsage]
+from dex_agents.session._turn_steps import (
+    _check_tool_calls,  # pyright: ignore[reportPrivateUsage]
+    _whole_seconds,  # pyright: ignore[reportPrivateUsage]
+)
+
+READ = ToolPolicy(ToolEffect.READ)
+
+
+def request(*ids: str) -> ToolCallsRequested:
+    return ToolCallsRequested(
+        framework_run_state="state",
+        tool_calls=[DeferredToolCall(tool_call_id, "lookup", "{}", READ) for tool_call_id in ids],
+        usage=AgentUsage(1),
+    )
+
+
+def record(tool_call_id: str, effect: ToolEffect = ToolEffect.READ) -> AgentToolCall:
+    return AgentToolCall(
+        tool_call_id=tool_call_id,
+        turn_id="turn-1",
+        tool_name="lookup",
+        arguments="{}",
+        effect=effect,
+        requires_approval=False,
+        status=ToolCallStatus.APPROVED,
+    )
+
+
+def test_valid_tool_calls_pass() -> None:
+    assert _check_tool_calls(request("a", "b"), []) is None
+
+
+@pytest.mark.parametrize(
+    ("ids", "earlier", "expected"),
+    [
+        (("",), (), "empty tool call ID"),
+        (("a/b",), (), "contains '/'"),
+        (("a", "a"), (), "reuses the tool call ID 'a'"),
+        (("a",), ("a",), "reuses the tool call ID 'a'"),
+    ],
+)
+def test_invalid_tool_call_ids_are_named(
+    ids: tuple[str, ...], earlier: tuple[str, ...], expected: str
+) -> None:
+    problem = _check_tool_calls(request(*ids), [record(tool_call_id) for tool_call_id in earlier])
+    assert problem is not None
+    assert expected in problem
+    assert "unique within a turn" in problem
+
+
+def test_other_invalid_requests_are_named() -> None:
+    empty_state = ToolCallsRequested("", [DeferredToolCall("a", "lookup", "{}", READ)])
+    assert "framework_run_state" in (_check_tool_calls(empty_state, []) or "")
+    no_calls = ToolCallsRequested("state", [])
+    assert "at least one tool call" in (_check_tool_calls(no_calls, []) or "")
+    incremental = ToolCallsRequested(
+        "state",
+        [DeferredToolCall("a", "lookup", "{}", READ)],
+        new_messages=[FrameworkMessage(role=MessageRole.ASSISTANT, framework_item="{}")],
+    )
+    assert "build_unfinished_turn_messages" in (_check_tool_calls(incremental, []) or "")
+    huge = ToolCallsRequested("x" * (2 * 1024 * 1024), [DeferredToolCall("a", "lookup", "{}", READ)])
+    assert "framework run state is" in (_check_tool_calls(huge, []) or "")
+
+
+def test_deadlines_round_up_to_whole_seconds() -> None:
+    assert _whole_seconds(timedelta(seconds=2)) == timedelta(seconds=2)
+    assert _whole_seconds(timedelta(seconds=2, milliseconds=1)) == timedelta(seconds=3)
+    assert _whole_seconds(timedelta(milliseconds=300)) == timedelta(seconds=1)
+
+
+def test_times_are_utc_with_milliseconds_and_z() -> None:
+    moment = parse_time("2026-11-01T12:00:00.123456+00:00")
+    assert format_time(moment) == "2026-11-01T12:00:00.123Z"
+    assert parse_time("2026-11-01T12:00:00.123Z") == parse_time("2026-11-01T12:00:00.123+00:00")
+
+
+def test_exceptions_are_named_plainly() -> None:
+    assert describe_exception(ValueError("bad value")) == "ValueError: bad value"
+    assert describe_exception(KeyError("k")) == "KeyError: 'k'"
+    assert describe_exception(RuntimeError()) == "RuntimeError"
+
+
+def test_the_sdk_invalid_result_wrapper_is_removed() -> None:
+    wrapped = "Flow Triage Step RunModel execute returned an invalid result: bad value"
+    assert plain_recovery_detail(wrapped) == "bad value"
+    assert plain_recovery_detail("heartbeat timeout") == "heartbeat timeout"
+
+
+def test_no_worker_means_not_run_only_when_certain() -> None:
+    no_worker = "NO_WORKER_AVAILABLE"
+    assert _never_ran(record("a", ToolEffect.NON_IDEMPOTENT_WRITE), no_worker, single_attempt=True)
+    assert _never_ran(record("a", ToolEffect.READ), no_worker, single_attempt=False)
+    # An earlier attempt of a retried write may have run before the last one found no Worker.
+    assert not _never_ran(record("a", ToolEffect.IDEMPOTENT_WRITE), no_worker, single_attempt=False)
+    crashed = "builtins.RuntimeError"
+    assert not _never_ran(record("a", ToolEffect.NON_IDEMPOTENT_WRITE), crashed, single_attempt=True)
