@@ -24,7 +24,6 @@ from typing import Any, Generic, cast
 
 from agents import (
     Agent,
-    AgentsException,
     FunctionTool,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
@@ -88,6 +87,8 @@ class _UnexpectedModelCallError(Exception):
 class _ModelCall:
     agent_name: str
     usage: AgentUsage
+    input_items: list[TResponseInputItem]
+    response: ModelResponse | None = None
 
 
 @dataclass
@@ -112,11 +113,13 @@ class _StepHooks(RunHooks[Any]):
                 "model repeats a tool call ID of an earlier call in the same turn, which the SDK skips"
             )
         self._handoff_pending = False
+        self.calls.append(_ModelCall(agent.name, AgentUsage(), list(input_items)))
 
     async def on_llm_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
     ) -> None:
-        self.calls.append(_ModelCall(agent.name, _usage(response)))
+        self.calls[-1].usage = _usage(response)
+        self.calls[-1].response = response
 
     async def on_handoff(
         self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
@@ -373,10 +376,16 @@ class OpenAIAgentsRunner(Generic[TContext]):
     ) -> AgentTurnOutcome | None:
         """Turn the SDK's abort on an unknown tool name into failed calls the model sees next time."""
         details = error.run_data
-        if details is None or "not found in agent" not in str(error) or not details.raw_responses:
+        last_call = hooks.calls[-1] if hooks.calls else None
+        if (
+            details is None
+            or "not found in agent" not in str(error)
+            or last_call is None
+            or last_call.response is None
+        ):
             return None
         agent = details.last_agent
-        response = details.raw_responses[-1]
+        response = last_call.response
         offered = {
             tool.name
             for tool in (self._graph.gated_agent(agent.name) or agent).tools
@@ -408,14 +417,11 @@ class OpenAIAgentsRunner(Generic[TContext]):
                     tool_source_reference=tool_source_reference(agent.name),
                 )
             )
-        if turn.framework_run_state is None:
-            earlier: list[TResponseInputItem] = list(history)
-        else:
-            # The aborted run started from a restored RunState; its input already holds the turn so far.
-            earlier = [*_as_items(details.input), *[item.to_input_item() for item in details.new_items]]
+        # The model call's own input holds the conversation and the turn so far, whichever way the run
+        # started; the response's items follow it.
         saved = OpenAIAgentsRunState(
             kind="items",
-            items=[*earlier, *output_items],
+            items=[*last_call.input_items, *output_items],
             agent_name=agent.name,
             pending_call_ids=[call.tool_call_id for call in calls],
         )
@@ -434,13 +440,3 @@ class OpenAIAgentsRunner(Generic[TContext]):
             turn.events.write_event(
                 HANDOFF_EVENT_TYPE, {"source_agent": source, "target_agent": target, "model_calls": calls}
             )
-
-
-def _as_items(value: str | list[TResponseInputItem]) -> list[TResponseInputItem]:
-    if isinstance(value, str):
-        return [cast(TResponseInputItem, {"role": "user", "content": value})]
-    return list(value)
-
-
-# AgentsException is re-exported for type checkers that follow `error.run_data`.
-_ = AgentsException

@@ -1,0 +1,425 @@
+"""Framework behaviour of `OpenAIAgentsRunner`, driven the way the session drives it, without a server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    LocalShellTool,
+    RunConfig,
+    RunContextWrapper,
+    TResponseInputItem,
+    WebSearchTool,
+    function_tool,
+    handoff,
+    input_guardrail,
+)
+from agents.tool_context import ToolContext
+from dex_agents import current_tool_execution
+from dex_agents._tool_context import running_tool_execution
+from dex_agents.runner import (
+    DEFAULT_REJECTION_TOOL_RESULT,
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    DeferredToolExecution,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolPolicy,
+    TurnCompleted,
+)
+from dex_agents.values import AgentUsage, MessageRole, ToolCallStatus, ToolEffect
+
+from dex_agents_openai_agents import (
+    HANDOFF_EVENT_TYPE,
+    UNKNOWN_TOOL_POLICY,
+    OpenAIAgentsRunner,
+    UndeferrableToolError,
+)
+from tests.scripted_model import call, text
+from tests.support import ScriptedModel, SessionSide
+
+
+def build_agent(model: ScriptedModel, runs: list[str], name: str = "assistant") -> Agent[Any]:
+    @function_tool
+    async def get_weather(city: str) -> str:
+        """Return the weather of a city."""
+        assert current_tool_execution() is not None, "the tool ran outside a tool Step"
+        runs.append(f"get_weather {city}")
+        return f"{city}: 21C, sunny"
+
+    @function_tool
+    async def delete_file(path: str) -> str:
+        """Delete a file."""
+        assert current_tool_execution() is not None, "the tool ran outside a tool Step"
+        runs.append(f"delete_file {path}")
+        return f"deleted {path}"
+
+    return Agent(name=name, model=model.model, tools=[get_weather, delete_file])
+
+
+async def execute(runner: OpenAIAgentsRunner[Any], session: SessionSide, tool_call_id: str) -> str:
+    async def heartbeat() -> None:
+        return None
+
+    execution = DeferredToolExecution(
+        flow_id="session-1",
+        tool_call=session.records[tool_call_id],
+        idempotency_key=f"session-1/{session.turn_id}/{tool_call_id}",
+        attempt=1,
+        events=session.context().events,
+        heartbeat_function=heartbeat,
+    )
+    with running_tool_execution(execution):
+        result = await runner.execute_deferred_tool_call(execution)
+    return result.output
+
+
+def event_payloads(session: SessionSide, event_type: str) -> list[dict[str, Any]]:
+    return [json.loads(event.payload) for event in session.events if event.type == event_type]
+
+
+async def test_a_model_call_defers_every_tool_call_in_model_order_and_runs_none() -> None:
+    model = ScriptedModel(
+        [
+            [
+                text("Checking the weather, then deleting."),
+                call("get_weather", {"city": "Paris"}, "call-1"),
+                call("delete_file", {"path": "/tmp/x"}, "call-2"),
+            ]
+        ]
+    )
+    runs: list[str] = []
+    runner = OpenAIAgentsRunner(build_agent(model, runs))
+    session = SessionSide(tool_policies={"get_weather": ToolPolicy(ToolEffect.READ)})
+    session.start_turn(runner.build_user_message("Weather in Paris, and delete /tmp/x"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, ToolCallsRequested)
+    assert [(c.tool_call_id, c.tool_name, json.loads(c.arguments)) for c in outcome.tool_calls] == [
+        ("call-1", "get_weather", {"city": "Paris"}),
+        ("call-2", "delete_file", {"path": "/tmp/x"}),
+    ]
+    assert [c.policy for c in outcome.tool_calls] == [
+        ToolPolicy(ToolEffect.READ),
+        ToolPolicy(ToolEffect.UNCLASSIFIED),
+    ]
+    assert model.calls == 1 and runs == []
+    assert outcome.usage == AgentUsage(model_calls=1, input_tokens=100, output_tokens=7)
+    assert "".join(session.text_deltas()) == "Checking the weather, then deleting."
+    assert outcome.framework_run_state
+
+
+async def test_resuming_shows_the_model_every_recorded_result_and_runs_no_tool() -> None:
+    model = ScriptedModel(
+        [
+            [
+                call("get_weather", {"city": "Paris"}, "call-1"),
+                call("delete_file", {"path": "/a"}, "call-2"),
+                call("delete_file", {"path": "/b"}, "call-3"),
+                call("delete_file", {"path": "/c"}, "call-4"),
+                call("delete_file", {"path": "/d"}, "call-5"),
+            ],
+            [text("Done.")],
+        ]
+    )
+    runs: list[str] = []
+    runner = OpenAIAgentsRunner(build_agent(model, runs))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Do it all"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="Paris: recorded")
+    session.finish("call-2", ToolCallStatus.REJECTED, rejection_message="Not /a, please.")
+    session.finish("call-3", ToolCallStatus.REJECTED)
+    session.finish("call-4", ToolCallStatus.FAILED, error="disk on fire")
+    session.finish("call-5", ToolCallStatus.OUTCOME_UNKNOWN, error="worker died")
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert runs == [], "resuming must not run any tool"
+    assert model.calls == 2
+    assert model.outputs_seen(2) == {
+        "call-1": "Paris: recorded",
+        "call-2": "Not /a, please.",
+        "call-3": DEFAULT_REJECTION_TOOL_RESULT,
+        "call-4": "The tool call failed: disk on fire",
+        "call-5": OUTCOME_UNKNOWN_TOOL_RESULT,
+    }
+    assert final.usage.model_calls == 1
+    roles = [(m.role, m.tool_call_id) for m in final.new_messages]
+    assert roles[:5] == [(MessageRole.ASSISTANT, f"call-{n}") for n in range(1, 6)]
+    assert roles[5:10] == [(MessageRole.TOOL, f"call-{n}") for n in range(1, 6)]
+    assert (final.new_messages[-1].role, final.new_messages[-1].text) == (MessageRole.ASSISTANT, "Done.")
+    tool_message = final.new_messages[5]
+    assert (tool_message.tool_name, tool_message.tool_output) == ("get_weather", "Paris: recorded")
+
+
+async def test_the_next_turn_replays_the_stored_history() -> None:
+    model = ScriptedModel([[text("Hello!")], [text("Again.")]])
+    runner = OpenAIAgentsRunner(build_agent(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Hi"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, TurnCompleted)
+    session.store(first.new_messages)
+    session.start_turn(runner.build_user_message("Hi again"))
+
+    second = await runner.run_model_step(session.context())
+
+    assert isinstance(second, TurnCompleted)
+    seen = [(item.get("role"), item.get("content")) for item in map(dict, model.seen[1])]
+    assert seen[0] == ("user", "Hi") and seen[-1] == ("user", "Hi again")
+    assert seen[1][0] == "assistant"
+    assert [m.text for m in session.messages] == ["Hi", "Hello!", "Hi again"]
+
+
+async def test_a_call_to_a_tool_the_agent_lacks_fails_at_the_next_model_call_not_in_a_hidden_one() -> None:
+    model = ScriptedModel(
+        [
+            [call("launch_rocket", {}, "call-1"), call("get_weather", {"city": "Oslo"}, "call-2")],
+            [text("Sorry, I cannot launch rockets.")],
+        ]
+    )
+    runs: list[str] = []
+    runner = OpenAIAgentsRunner(build_agent(model, runs))
+    session = SessionSide(tool_policies={"get_weather": ToolPolicy(ToolEffect.READ)})
+    session.start_turn(runner.build_user_message("Launch"))
+
+    requested = await runner.run_model_step(session.context())
+
+    assert isinstance(requested, ToolCallsRequested)
+    assert model.calls == 1
+    assert [(c.tool_name, c.policy) for c in requested.tool_calls] == [
+        ("launch_rocket", UNKNOWN_TOOL_POLICY),
+        ("get_weather", ToolPolicy(ToolEffect.READ)),
+    ]
+    session.defer(requested)
+    with pytest.raises(ToolExecutionError, match="launch_rocket not found"):
+        await execute(runner, session, "call-1")
+    session.finish("call-1", ToolCallStatus.FAILED, error="Tool launch_rocket not found in agent assistant")
+    session.finish("call-2", ToolCallStatus.SUCCEEDED, output=await execute(runner, session, "call-2"))
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert model.calls == 2
+    assert "launch_rocket not found" in model.outputs_seen(2)["call-1"]
+    assert model.outputs_seen(2)["call-2"] == "Oslo: 21C, sunny"
+    assert runs == ["get_weather Oslo"]
+
+
+async def test_executing_a_call_runs_the_real_tool_once_and_invalid_arguments_reach_the_model() -> None:
+    model = ScriptedModel(
+        [[call("get_weather", {"city": "Rome"}, "call-1"), call("get_weather", {"town": "x"}, "call-2")]]
+    )
+    runs: list[str] = []
+    runner = OpenAIAgentsRunner(build_agent(model, runs))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Rome"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+
+    assert await execute(runner, session, "call-1") == "Rome: 21C, sunny"
+    with pytest.raises(ToolExecutionError, match="Invalid JSON input for tool get_weather"):
+        await execute(runner, session, "call-2")
+    assert runs == ["get_weather Rome"]
+
+
+async def test_an_exception_in_a_tool_fails_the_step_instead_of_becoming_model_text() -> None:
+    @function_tool
+    async def flaky(order_id: str) -> str:
+        """Fail."""
+        raise ConnectionError(f"backend down for {order_id}")
+
+    model = ScriptedModel([[call("flaky", {"order_id": "A-1"}, "call-1")]])
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[flaky]))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("go"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+
+    # The session retries the Step or records the call by its effect; the SDK would have hidden it.
+    with pytest.raises(ConnectionError, match="backend down for A-1"):
+        await execute(runner, session, "call-1")
+
+
+async def test_a_handoff_makes_one_model_call_per_agent_and_reports_each() -> None:
+    triage_model = ScriptedModel([[call("transfer_to_billing", {}, "handoff-1")]])
+    billing_model = ScriptedModel(
+        [[text("Refunding."), call("refund", {"order_id": "A-1"}, "call-1")], [text("Refunded A-1.")]]
+    )
+    refunds: list[str] = []
+
+    @function_tool
+    async def refund(order_id: str) -> str:
+        """Refund an order."""
+        refunds.append(order_id)
+        return f"refunded {order_id}"
+
+    billing = Agent(name="billing", model=billing_model.model, tools=[refund])
+    triage = Agent(name="triage", model=triage_model.model, handoffs=[handoff(billing)])
+    runner = OpenAIAgentsRunner(triage)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Refund A-1"))
+
+    requested = await runner.run_model_step(session.context())
+
+    assert isinstance(requested, ToolCallsRequested)
+    assert (triage_model.calls, billing_model.calls) == (1, 1)
+    assert requested.usage == AgentUsage(model_calls=2, input_tokens=200, output_tokens=14)
+    assert [c.tool_name for c in requested.tool_calls] == ["refund"]
+    assert refunds == []
+    [event] = event_payloads(session, HANDOFF_EVENT_TYPE)
+    assert (event["source_agent"], event["target_agent"]) == ("triage", "billing")
+    assert [c["agent"] for c in event["model_calls"]] == ["triage", "billing"]
+    assert event["model_calls"][0]["input_tokens"] == 100
+
+    session.defer(requested)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output=await execute(runner, session, "call-1"))
+    final = await runner.run_model_step(session.context())
+
+    # The run state kept the current agent: the billing agent answers, and triage is not called again.
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert (triage_model.calls, billing_model.calls) == (1, 2)
+    assert final.usage.model_calls == 1
+    assert refunds == ["A-1"]
+    assert final.new_messages[-1].text == "Refunded A-1."
+
+
+async def test_a_tripped_input_guardrail_ends_the_turn_with_a_clear_error() -> None:
+    @input_guardrail
+    async def no_secrets(
+        context: RunContextWrapper[Any], agent: Agent[Any], items: str | list[TResponseInputItem]
+    ) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info="secret", tripwire_triggered="password" in str(items))
+
+    model = ScriptedModel([[text("Here it is.")]])
+    agent = Agent(name="a", model=model.model, input_guardrails=[no_secrets])
+    runner = OpenAIAgentsRunner(agent)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("What is the admin password?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error == "input guardrail 'no_secrets' tripped"
+
+
+async def test_a_turn_resumes_more_often_than_the_sdks_turn_limit() -> None:
+    rounds = 4
+    answers: list[Sequence[Any]] = [
+        [call("get_weather", {"city": f"C{n}"}, f"call-{n}")] for n in range(rounds)
+    ]
+    model = ScriptedModel([*answers, [text("All done.")]])
+    runner = OpenAIAgentsRunner(build_agent(model, []), max_turns=2)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Go"))
+    for n in range(rounds):
+        outcome = await runner.run_model_step(session.context())
+        assert isinstance(outcome, ToolCallsRequested), outcome
+        session.defer(outcome)
+        session.finish(f"call-{n}", ToolCallStatus.SUCCEEDED, output=f"weather {n}")
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert model.calls == rounds + 1
+
+
+async def test_a_repeated_tool_call_id_ends_the_turn_instead_of_a_hidden_second_call() -> None:
+    model = ScriptedModel(
+        [
+            [call("get_weather", {"city": "Oslo"}, "call-1")],
+            [call("get_weather", {"city": "Oslo"}, "call-1")],
+            [text("never reached")],
+        ]
+    )
+    runner = OpenAIAgentsRunner(build_agent(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Go"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, ToolCallsRequested)
+    session.defer(first)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="Oslo: sunny")
+
+    second = await runner.run_model_step(session.context())
+
+    assert isinstance(second, TurnCompleted) and second.turn_error
+    assert model.calls == 2, "the runner must stop the SDK before a third model call"
+
+
+async def test_a_run_state_of_another_runner_ends_the_turn_with_a_clear_error() -> None:
+    model = ScriptedModel([])
+    runner = OpenAIAgentsRunner(build_agent(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Go"))
+    session.framework_run_state = '{"messages": []}'
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error and "dex-agents-openai-agents" in outcome.turn_error
+    assert model.calls == 0
+
+
+def test_a_local_tool_the_sdk_cannot_defer_is_refused_and_a_hosted_tool_is_accepted() -> None:
+    model = ScriptedModel([])
+
+    async def shell(request: Any) -> str:
+        return "never"
+
+    with pytest.raises(UndeferrableToolError, match="LocalShellTool"):
+        OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[LocalShellTool(executor=shell)]))
+    OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[WebSearchTool()]))
+
+
+def test_tracing_to_openai_is_disabled_unless_the_user_enables_it() -> None:
+    model = ScriptedModel([])
+    runner = OpenAIAgentsRunner(build_agent(model, []))
+    assert runner._run_config.tracing_disabled  # pyright: ignore[reportPrivateUsage]
+    enabled = OpenAIAgentsRunner(build_agent(model, []), run_config=RunConfig(tracing_disabled=False))
+    assert not enabled._run_config.tracing_disabled  # pyright: ignore[reportPrivateUsage]
+
+
+@dataclass
+class Shop:
+    """A non-mapping run context, which the SDK could not serialize without a serializer."""
+
+    currency: str
+
+
+async def test_a_non_mapping_context_reaches_tools_across_a_resume_without_a_serializer() -> None:
+    seen: list[str] = []
+
+    @function_tool
+    async def price(ctx: ToolContext[Shop], item: str) -> str:
+        """Price an item."""
+        seen.append(ctx.context.currency)
+        return f"{item}: 3 {ctx.context.currency}"
+
+    model = ScriptedModel([[call("price", {"item": "tea"}, "call-1")], [text("Tea is 3 EUR.")]])
+    runner = OpenAIAgentsRunner(
+        Agent[Shop](name="shop", model=model.model, tools=[price]), context=Shop("EUR")
+    )
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Price of tea?"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output=await execute(runner, session, "call-1"))
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert seen == ["EUR"]
+    assert model.outputs_seen(2) == {"call-1": "tea: 3 EUR"}
