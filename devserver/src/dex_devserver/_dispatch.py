@@ -41,6 +41,9 @@ GRPC_OPTIONS = [
     ("grpc.max_reconnect_backoff_ms", 1000),
 ]
 
+# How long after a stream ends its Worker must still have another stream for the end to count as retirement.
+_RETIRE_GRACE_SECONDS = 0.3
+
 Kind = Literal["wait_for", "execute", "rpc"]
 MethodRequest = pb.InvokeWaitForMethodRequest | pb.InvokeExecuteMethodRequest | pb.InvokeWorkerRPCRequest
 MethodResult = pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse | pb.InvokeWorkerRPCResponse
@@ -107,9 +110,14 @@ class PullStream:
     """One registered `PollWorkerTask` stream; it carries at most one task at a time."""
 
     def __init__(
-        self, queue: str, flow_types: frozenset[str], write: Callable[[pb.PollWorkerTaskResponse], object]
+        self,
+        queue: str,
+        app_worker_id: str,
+        flow_types: frozenset[str],
+        write: Callable[[pb.PollWorkerTaskResponse], object],
     ):
         self.queue = queue
+        self.app_worker_id = app_worker_id
         self.flow_types = flow_types
         self._write = write
         self._write_lock = asyncio.Lock()
@@ -143,14 +151,36 @@ class Dispatcher:
         self._streams.append(stream)
         self._notify_idle()
 
-    def remove_stream(self, stream: PullStream) -> None:
-        """Forgets a stream that ended; a task that got no output from it is handed back for reassignment."""
+    def remove_stream(self, stream: PullStream, *, half_closed: bool) -> None:
+        """Forgets a stream that ended.
+
+        A task that got output from the stream fails its attempt. A task that got none is reassigned without
+        using an attempt only when the stream was retiring: it ended cleanly and its Worker still has other
+        streams a moment later. When the Worker process died, all its streams end together (gRPC reports
+        that as a clean end as well), and the attempt counts as used, as an in-flight attempt must.
+
+        Args:
+            stream: The stream.
+            half_closed: True when the stream ended without an error.
+        """
         stream.closed = True
         if stream in self._streams:
             self._streams.remove(stream)
-        if stream.task is not None:
-            stream.task.frames.put_nowait("eof")
-            stream.task = None
+        task = stream.task
+        stream.task = None
+        if task is None:
+            return
+        if not half_closed or task.has_output:
+            task.frames.put_nowait("lost")
+            return
+
+        def decide() -> None:
+            alive = any(
+                other.app_worker_id == stream.app_worker_id and not other.closed for other in self._streams
+            )
+            task.frames.put_nowait("eof" if alive else "lost")
+
+        asyncio.get_running_loop().call_later(_RETIRE_GRACE_SECONDS, decide)
 
     def on_frame(self, stream: PullStream, request: pb.PollWorkerTaskRequest) -> None:
         """Routes one frame a Worker sent on a stream."""
@@ -174,7 +204,11 @@ class Dispatcher:
         elif kind == "reject":
             if task is not None and request.reject.task_id == task.task_id:
                 stream.task = None
-                task.frames.put_nowait("reject")
+                unknown = request.reject.reason in (
+                    pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_STEP,
+                    pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_RPC,
+                )
+                task.frames.put_nowait("unknown" if unknown else "reject")
                 self._notify_idle()
 
     def has_pull_worker(self, flow_type: str) -> bool:
@@ -328,16 +362,19 @@ class Dispatcher:
         loop = asyncio.get_running_loop()
         dispatch_deadline = loop.time() + self.dispatch_wait
         avoid: set[int] = set()
+        unknown_to: set[str] = set()
         while True:
             stream = self._idle_stream(flow_type, avoid)
             if stream is None:
                 remaining = dispatch_deadline - loop.time()
                 if remaining <= 0:
-                    where = (
-                        "no pull Worker is registered for it"
-                        if not self.has_pull_worker(flow_type)
-                        else "every pull Worker declined it or stayed busy"
-                    )
+                    if not self.has_pull_worker(flow_type):
+                        where = "no pull Worker is registered for it"
+                    elif unknown_to:
+                        name = getattr(request, "rpc_name", "") or getattr(request, "step_type", "")
+                        where = f"pull Workers rejected {name!r} as not registered"
+                    else:
+                        where = "every pull Worker declined it or stayed busy"
                     return _no_worker(kind, flow_type, self.dispatch_wait, where)
                 waiter: asyncio.Future[None] = loop.create_future()
                 self._idle_waiters.append(waiter)
@@ -360,7 +397,9 @@ class Dispatcher:
                 avoid.add(id(stream))
                 continue
             outcome = await self._pull_outcome(stream, task, kind, limit, progress)
-            if outcome == "reassign":
+            if outcome == "unknown":
+                unknown_to.add(stream.queue)
+            if outcome in ("reassign", "unknown"):
                 avoid.add(id(stream))
                 continue
             return outcome
@@ -372,7 +411,7 @@ class Dispatcher:
         kind: Kind,
         limit: float,
         progress: Callable[[ProgressFrame], None],
-    ) -> MethodResult | WorkerFailure | Literal["reassign"]:
+    ) -> MethodResult | WorkerFailure | Literal["reassign", "unknown"]:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limit
         try:
@@ -387,10 +426,10 @@ class Dispatcher:
                     frame = await asyncio.wait_for(task.frames.get(), remaining)
                 except TimeoutError:
                     continue
-                if frame == "reject":
-                    return "reassign"
+                if frame in ("reject", "unknown"):
+                    return "unknown" if frame == "unknown" else "reassign"
                 if isinstance(frame, str):
-                    if not task.has_output:
+                    if frame == "eof" and not task.has_output:
                         return "reassign"
                     return WorkerFailure(
                         f"the pull Worker disconnected during the {kind} task", "WORKER_DISCONNECTED"

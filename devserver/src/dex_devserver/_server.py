@@ -290,21 +290,25 @@ class _WorkerTaskService(pbg.WorkerTaskServiceServicer):
             )
             return
         register = request.register
-        stream = PullStream(register.queue, frozenset(register.flow_types), context.write)
+        stream = PullStream(
+            register.queue, register.app_worker_id, frozenset(register.flow_types), context.write
+        )
         await stream.send(
             pb.PollWorkerTaskResponse(
                 registered=pb.PollWorkerTaskRegistered(supports_unknown_name_rejection=True)
             )
         )
         self.dispatcher.add_stream(stream)
+        half_closed = False
         try:
             while True:
                 frame = await context.read()
                 if frame is grpc.aio.EOF:
+                    half_closed = True
                     return
                 self.dispatcher.on_frame(stream, cast(pb.PollWorkerTaskRequest, frame))
         finally:
-            self.dispatcher.remove_stream(stream)
+            self.dispatcher.remove_stream(stream, half_closed=half_closed)
 
 
 class DevServer:
