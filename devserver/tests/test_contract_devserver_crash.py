@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import make_client
 from contract import flows_durability as durability
+from contract import flows_lifecycle as lifecycle
 from contract.processes import DevServer, Mode, WorkerProcess, free_port
 from contract.sandbox import Sandbox
 from dex import Client, FlowStatus, WorkerTarget
@@ -27,12 +28,12 @@ WAIT = timedelta(seconds=40)
 class Cluster:
     """A devserver on its own file, a Worker, and a Client, for one test."""
 
-    def __init__(self, mode: Mode, root: Path, sandbox: Sandbox) -> None:
+    def __init__(self, mode: Mode, root: Path, sandbox: Sandbox, *, in_memory: bool = False) -> None:
         push_port = free_port()
         extra = ["--dispatch-wait", "2"]
         if mode == "push":
             extra += ["--default-worker-target", f"127.0.0.1:{push_port}"]
-        self.server = DevServer(root, db=root / "crash.sqlite3", extra_args=extra)
+        self.server = DevServer(root, db=None if in_memory else root / "crash.sqlite3", extra_args=extra)
         self.worker = WorkerProcess(mode, self.server, sandbox.root, root)
         self.worker.port = push_port
         self.sandbox = sandbox
@@ -112,3 +113,15 @@ def test_sync_and_async_durability_across_devserver_sigkill(
     assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
     assert result.single_output(str) == level
     assert len(sandbox.events(flow_id, "effect")) == (1 if level == "SYNC" else 2)
+
+
+def test_memory_mode_serves_flows(mode: Mode, tmp_path: Path, sandbox: Sandbox, flow_id: str) -> None:
+    cluster = Cluster(mode, tmp_path, sandbox, in_memory=True)
+    try:
+        client = cluster.start()
+        client.start_flow(lifecycle.CHAIN, flow_id, 1)
+        result = client.wait_for_flow(flow_id, timeout=WAIT)
+        assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
+        assert sorted(c.decode(str) for c in result.completions) == ["a@Leaf-1", "b@Leaf-2"]
+    finally:
+        cluster.close()

@@ -257,3 +257,13 @@ def test_flow_timeout(
     assert result.status is status
     if policy is FlowTimeoutPolicy.FAIL:
         assert result.error_type is FlowErrorType.FLOW_TIMEOUT
+
+
+def test_stop_flow_cancels_running_steps(mode: Mode, client: Client, sandbox: Sandbox, flow_id: str) -> None:
+    client.start_flow(lifecycle.FORCE, flow_id, None)
+    sandbox.wait_for_event(flow_id, "sleeper_started")
+    client.stop_flow(flow_id, StopFlowOptions(type=StopType.CANCEL))
+    assert client.wait_for_flow(flow_id, timeout=WAIT).status is FlowStatus.CANCELED
+    # The active Worker call is cancelled, not left running for a Flow that is gone.
+    sandbox.wait_for_event(flow_id, "sleeper_cancelled")
+    assert sandbox.events(flow_id, "sleeper_finished") == []

@@ -84,3 +84,14 @@ def test_stream_capacity_trims_oldest(mode: Mode, client: Client, flow_id: str) 
     assert retained == list(reversed(written))[: len(retained)]
     oldest = client.read_stream(flow_id, streams.tiny, "", timeout=POLL)
     assert oldest.value == retained[-1]
+
+
+def test_client_writes_need_no_flow(mode: Mode, client: Client, flow_id: str) -> None:
+    # Streams are keyed by Flow type and ID and are independent of whether that Flow exists.
+    client.write_stream(flow_id, streams.progress, "frontend#preview", "from the client")
+    client.write_stream(flow_id, streams.progress, "frontend#preview", "again")
+    first = client.read_stream(flow_id, streams.progress, "", timeout=POLL)
+    assert (first.value, first.source) == ("from the client", "frontend#preview")
+    second = client.read_stream(flow_id, streams.progress, first.resume_token, timeout=POLL)
+    assert (second.value, second.source) == ("again", "frontend#preview")
+    assert second.created_time >= first.created_time

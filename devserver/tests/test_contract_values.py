@@ -55,6 +55,21 @@ def test_large_attribute_reaches_worker_as_blob_reference(
     client.stop_flow(flow_id)
 
 
+def test_large_step_input_and_flow_output_are_offloaded(
+    mode: Mode, client: Client, sandbox: Sandbox, flow_id: str
+) -> None:
+    payload = "large step input " * 200
+    client.start_flow(values.BLOBS, flow_id, "hold")
+    client.invoke_rpc(values.BLOBS.echo, flow_id, payload)
+    result = client.wait_for_flow(flow_id, timeout=WAIT)
+    assert result.single_output(str) == payload
+    (echoed,) = sandbox.events(flow_id, "echo_input")
+    assert echoed.data == {"length": len(payload), "digest": values.digest(payload)}
+    # The Worker hydrated the Step input, and the Client hydrated the Flow output, from references.
+    owners = {str(e.data["owner"]) for e in sandbox.events(flow_id, "blob_put")}
+    assert owners == {"worker", "client"}
+
+
 def assert_names_limit(error: DexServiceError, *names: str) -> None:
     detail = f"{error.detail} {error}"
     assert re.search(r"too large|exceed|limit", detail, re.IGNORECASE), detail

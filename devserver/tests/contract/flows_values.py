@@ -21,6 +21,7 @@ from dex import (
     StepOptions,
     Wait,
     dead_end,
+    force_complete,
     rpc,
 )
 
@@ -64,9 +65,15 @@ class Grower(Step[str]):
         return StepOptions(execute_retry=fast_retry(1)).on_execute_failure_proceed_to(Rescue, RESCUE_OPTIONS)
 
 
+class BigEcho(Step[str]):
+    def execute(self, context: Context, input: str) -> StepDecision:
+        note(context, "echo_input", length=len(input), digest=digest(input))
+        return force_complete(input)
+
+
 class BlobFlow(Flow[str]):
     def get_steps(self) -> StepList[str]:
-        return start_with(Hold()).other_steps(BigReader(), Grower(), Rescue())
+        return start_with(Hold()).other_steps(BigReader(), Grower(), Rescue(), BigEcho())
 
     def get_persistence_schema(self) -> PersistenceSchema:
         return PersistenceSchema.of(big, small, shutdown)
@@ -84,6 +91,10 @@ class BlobFlow(Flow[str]):
     @rpc
     def read_in_step(self, context: Context) -> RPCResult[bool]:
         return RPCResult(True, next_steps=(move(BigReader, None),))
+
+    @rpc
+    def echo(self, context: Context, input: str) -> RPCResult[bool]:
+        return RPCResult(True, next_steps=(move(BigEcho, input),))
 
     @rpc
     def grow(self, context: Context, input: int) -> RPCResult[bool]:
