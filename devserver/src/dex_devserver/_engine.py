@@ -827,7 +827,12 @@ class Engine:
 
     async def _invoke_method(
         self, run: FlowRun, exe: Execution, method: Method
-    ) -> MethodResult | WorkerFailure:
+    ) -> tuple[MethodResult | WorkerFailure, list[pb.KV]]:
+        """Runs one logical method call with its locks and retries.
+
+        Returns:
+            The final outcome and the Attributes the method received (for history).
+        """
         options = exe.movement.step_options
         method_options = self._method_options(options, method)
         retry = _Retry.of(method_options.retry_policy)
@@ -875,7 +880,7 @@ class Engine:
                     if (retry.maximum_attempts and exe.attempt >= retry.maximum_attempts) or (
                         elapsed + delay > retry.total_duration
                     ):
-                        return failure
+                        return failure, _attributes_of(request)
                     exe.retry_at = time.time() + delay
                     self._persist(run, durable=False)
                     failure = None
@@ -912,7 +917,7 @@ class Engine:
                 if problem is not None:
                     failure = WorkerFailure(problem, "dex_devserver.InvalidWorkerResponse")
                     continue
-                return outcome
+                return outcome, _attributes_of(request)
         finally:
             self._unlock(run, keys)
 
@@ -973,10 +978,10 @@ class Engine:
         rt = self._runtime(run)
         try:
             if exe.phase == Phase.WAIT_FOR:
-                outcome = await self._invoke_method(run, exe, "wait_for")
+                outcome, attributes = await self._invoke_method(run, exe, "wait_for")
                 if not self._is_current(run, exe):
                     return
-                self._after_wait_for(run, exe, outcome)
+                self._after_wait_for(run, exe, outcome, attributes)
             if exe.phase == Phase.WAITING:
                 event = rt.wake.get(exe.exe_id)
                 if event is not None:
@@ -984,10 +989,10 @@ class Engine:
                 if not self._is_current(run, exe):
                     return
             if exe.phase == Phase.EXECUTE:
-                outcome = await self._invoke_method(run, exe, "execute")
+                outcome, attributes = await self._invoke_method(run, exe, "execute")
                 if not self._is_current(run, exe):
                     return
-                self._after_execute(run, exe, outcome)
+                self._after_execute(run, exe, outcome, attributes)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # a bug must fail the Flow visibly, never hang it
@@ -1004,9 +1009,11 @@ class Engine:
             if rt.tasks.get(exe.exe_id) is asyncio.current_task():
                 del rt.tasks[exe.exe_id]
 
-    def _after_wait_for(self, run: FlowRun, exe: Execution, outcome: MethodResult | WorkerFailure) -> None:
+    def _after_wait_for(
+        self, run: FlowRun, exe: Execution, outcome: MethodResult | WorkerFailure, attributes: list[pb.KV]
+    ) -> None:
         options = exe.movement.step_options
-        inputs = pb.StepMethodEventInput(step_input=exe.movement.step_input)
+        inputs = pb.StepMethodEventInput(step_input=exe.movement.step_input, attributes=attributes)
         if isinstance(outcome, WorkerFailure):
             context = self._method_event_context(run, exe, "wait_for")
             failure = exe.last_failure or pb.StepMethodFailure(backend_error=outcome.detail)
@@ -1068,9 +1075,13 @@ class Engine:
                 rt.handles.append(loop.call_later(max(0.0, fire_at - time.time()), self._on_timer, run))
         self._transition(run, durable=durable)
 
-    def _after_execute(self, run: FlowRun, exe: Execution, outcome: MethodResult | WorkerFailure) -> None:
+    def _after_execute(
+        self, run: FlowRun, exe: Execution, outcome: MethodResult | WorkerFailure, attributes: list[pb.KV]
+    ) -> None:
         options = exe.movement.step_options
-        inputs = pb.StepMethodEventInput(step_input=exe.movement.step_input, step_execution_locals=exe.locals)
+        inputs = pb.StepMethodEventInput(
+            step_input=exe.movement.step_input, attributes=attributes, step_execution_locals=exe.locals
+        )
         if exe.condition_results is not None:
             inputs.condition_results.CopyFrom(exe.condition_results)
         context = self._method_event_context(run, exe, "execute")
@@ -1533,6 +1544,12 @@ class Engine:
         if run.close_time:
             response.close_time.FromNanoseconds(int(run.close_time * 1e9))
         return response
+
+
+def _attributes_of(
+    request: pb.InvokeWaitForMethodRequest | pb.InvokeExecuteMethodRequest | None,
+) -> list[pb.KV]:
+    return [] if request is None else list(request.attributes)
 
 
 def _long_poll(seconds: int) -> float:
