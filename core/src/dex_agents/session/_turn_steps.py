@@ -122,7 +122,6 @@ def _begin_turn(context: AsyncContext, runtime: SessionRuntime, state: AgentStat
 
 def _end_turn(
     context: AsyncContext,
-    runtime: SessionRuntime,
     state: AgentState,
     records: Sequence[AgentToolCall],
     last_turn_error: str | None,
@@ -164,7 +163,7 @@ def _fail_turn(
                 turn_id,
                 describe_exception(note_error),
             )
-    _end_turn(context, runtime, state, records, error)
+    _end_turn(context, state, records, error)
     runtime.event_writer(context, turn_id).write_event(AgentEventType.TURN_FAILED, {"error": error})
     return go_to_many(runtime.to_await_user_message())
 
@@ -391,13 +390,13 @@ class RunModel(Step[None]):
         if outcome.turn_error is not None:
             error = str(outcome.turn_error) or "the runner ended the turn with an empty turn_error"
             if stored:
-                _end_turn(context, runtime, advanced, records, error)
+                _end_turn(context, advanced, records, error)
                 runtime.event_writer(context, turn_id).write_event(
                     AgentEventType.TURN_FAILED, {"error": error}
                 )
                 return go_to_many(runtime.to_await_user_message())
             return _fail_turn(context, runtime, advanced, error, records)
-        _end_turn(context, runtime, advanced, records, None)
+        _end_turn(context, advanced, records, None)
         runtime.event_writer(context, turn_id).write_event(
             AgentEventType.TURN_COMPLETED, {"message_count": len(stored)}
         )
