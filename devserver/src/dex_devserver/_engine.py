@@ -39,7 +39,8 @@ _DEFAULT_TOTAL_DURATION = 4 * 3600
 _MAX_LONG_POLL = 60.0
 _RPC_TIMEOUT_CAP = 60.0
 _ASYNC_FLUSH_DELAY = 2.0
-_TIMEOUT_STEP = "sys:timeout_handler-1"
+TIMEOUT_HANDLER = "sys:timeout_handler"
+_TIMEOUT_STEP = f"{TIMEOUT_HANDLER}-1"
 
 Method = Literal["wait_for", "execute"]
 
@@ -340,8 +341,6 @@ class Engine:
         policy = request.flow_timeout_policy
         if policy != pb.FLOW_TIMEOUT_POLICY_UNSPECIFIED and request.flow_timeout_seconds == 0:
             raise errors.invalid_argument("a flow timeout policy needs a positive flow_timeout_seconds")
-        if request.flow_timeout_seconds > 0 and policy == pb.FLOW_TIMEOUT_POLICY_HANDLER:
-            raise errors.unimplemented("the Flow timeout HANDLER policy (handle_timeout)")
         options = request.flow_start_options
         if options.flow_start_delay_seconds < 0:
             raise errors.invalid_argument("flow_start_delay_seconds must be >= 0")
@@ -419,6 +418,9 @@ class Engine:
             config=config,
             timeout_seconds=request.flow_timeout_seconds,
             timeout_policy=policy,
+            timeout_handler=options.timeout_handler_options
+            if options.HasField("timeout_handler_options")
+            else None,
         )
         self._next_run_seq += 1
         self._runs.setdefault(run.flow_id, []).append(run)
@@ -482,7 +484,10 @@ class Engine:
         if not run.is_running:
             return
         message = f"Flow timed out after {run.timeout_seconds} seconds"
-        if run.timeout_policy == pb.FLOW_TIMEOUT_POLICY_CANCEL:
+        if run.timeout_policy == pb.FLOW_TIMEOUT_POLICY_HANDLER:
+            if run.counters.get(TIMEOUT_HANDLER, 0) == 0:
+                self._queue(run, _timeout_handler_movement(run.timeout_handler), START_FROM, None)
+        elif run.timeout_policy == pb.FLOW_TIMEOUT_POLICY_CANCEL:
             self._close(run, pb.FLOW_STATUS_CANCELED, message=message)
         else:
             self._close(run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT, message)
@@ -609,7 +614,9 @@ class Engine:
             event = rt.wake.get(exe.exe_id)
             if event is not None:
                 event.set()
-        if run.graceful and not run.executions and run.delayed_start is None:
+        # The timeout handler is not a user Step: it never holds back a graceful completion.
+        user_steps = any(exe.step_type != TIMEOUT_HANDLER for exe in run.executions.values())
+        if run.graceful and not user_steps and run.delayed_start is None:
             self._close(run, pb.FLOW_STATUS_COMPLETED)
 
     def _arm_timers(self, run: FlowRun, rt: _Runtime) -> None:
@@ -726,7 +733,7 @@ class Engine:
                 context=context,
                 flow_type=run.flow_type,
                 step_type=exe.step_type,
-                step_input=exe.movement.step_input,
+                step_input=exe.movement.step_input if exe.movement.HasField("step_input") else None,
                 attributes=attributes,
                 channel_infos=infos,
                 loaded_channel_messages=loaded,
@@ -738,7 +745,7 @@ class Engine:
             context=context,
             flow_type=run.flow_type,
             step_type=exe.step_type,
-            step_input=exe.movement.step_input,
+            step_input=exe.movement.step_input if exe.movement.HasField("step_input") else None,
             attributes=attributes,
             step_exe_locals=exe.locals,
             channel_infos=infos,
@@ -1550,6 +1557,28 @@ def _attributes_of(
     request: pb.InvokeWaitForMethodRequest | pb.InvokeExecuteMethodRequest | None,
 ) -> list[pb.KV]:
     return [] if request is None else list(request.attributes)
+
+
+def _timeout_handler_movement(options: pb.FlowTimeoutHandlerOptions | None) -> pb.StepMovement:
+    """The movement that runs the Flow's timeout handler: an execute with no input."""
+    handler = options or pb.FlowTimeoutHandlerOptions()
+    step_options = pb.StepOptions(
+        skip_wait_for=True,
+        execute_timeout_seconds=handler.method_timeout_seconds,
+        heartbeat_timeout_seconds=handler.heartbeat_timeout_seconds,
+        execute_failure_policy=handler.failure_policy,
+        execute_failure_proceed_step_type=handler.failure_proceed_step_type,
+        execute_durability_override=handler.durability_override,
+        execute_lock_attribute_keys=handler.lock_attribute_keys,
+        execute_load_attribute_map_instances=handler.load_attribute_map_instances,
+        execute_load_channel_names=handler.load_channel_names,
+        execute_load_channel_map_instances=handler.load_channel_map_instances,
+    )
+    if handler.HasField("retry_policy"):
+        step_options.execute_retry_policy.CopyFrom(handler.retry_policy)
+    if handler.HasField("failure_proceed_step_options"):
+        step_options.execute_failure_proceed_step_options.CopyFrom(handler.failure_proceed_step_options)
+    return pb.StepMovement(step_type=TIMEOUT_HANDLER, step_options=step_options)
 
 
 def _long_poll(seconds: int) -> float:

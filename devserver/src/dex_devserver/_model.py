@@ -95,6 +95,7 @@ class FlowRun:
     timeout_seconds: int = 0
     timeout_policy: pb.FlowTimeoutPolicy = pb.FLOW_TIMEOUT_POLICY_UNSPECIFIED
     timeout_at: float = 0.0
+    timeout_handler: pb.FlowTimeoutHandlerOptions | None = None
     delayed_start: pb.StepMovement | None = None
     start_at: float = 0.0
 
