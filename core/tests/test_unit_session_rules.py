@@ -15,6 +15,7 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
+from dex_agents.limits import bounded_text
 from dex_agents.session._errors import describe_exception, plain_recovery_detail
 from dex_agents.session._state import format_time, parse_time
 from dex_agents.session._tool_steps import _never_ran  # pyright: ignore[reportPrivateUsage]
@@ -115,3 +116,10 @@ def test_no_worker_means_not_run_only_when_certain() -> None:
     assert not _never_ran(record("a", ToolEffect.IDEMPOTENT_WRITE), no_worker, single_attempt=False)
     crashed = "builtins.RuntimeError"
     assert not _never_ran(record("a", ToolEffect.NON_IDEMPOTENT_WRITE), crashed, single_attempt=True)
+
+
+def test_long_error_texts_are_cut_with_a_marker() -> None:
+    assert bounded_text("short") == "short"
+    cut = bounded_text("é" * 20_000, limit=1000)
+    assert len(cut.encode()) <= 1000
+    assert cut.endswith("[... cut by dex-agents]")

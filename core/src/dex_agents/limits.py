@@ -7,7 +7,13 @@ transport error that a retry would only repeat.
 
 from __future__ import annotations
 
-__all__ = ["MAX_STORED_VALUE_BYTES", "MAX_USER_MESSAGE_BYTES", "utf8_size"]
+__all__ = [
+    "MAX_NOTE_TEXT_BYTES",
+    "MAX_STORED_VALUE_BYTES",
+    "MAX_USER_MESSAGE_BYTES",
+    "bounded_text",
+    "utf8_size",
+]
 
 #: The largest user message, in UTF-8 bytes, that `send_user_message` and `start_session` accept.
 MAX_USER_MESSAGE_BYTES = 256 * 1024
@@ -17,6 +23,22 @@ MAX_USER_MESSAGE_BYTES = 256 * 1024
 #: result carries several values, and servers refuse single values above their own limit (2 MiB on the
 #: development server), so the session stays well below both.
 MAX_STORED_VALUE_BYTES = 1024 * 1024
+
+
+#: The longest error or rejection text kept on a tool call record; longer text is cut with a marker, so a
+#: runaway message cannot make the record too large to store.
+MAX_NOTE_TEXT_BYTES = 16 * 1024
+
+_CUT_MARKER = " [... cut by dex-agents]"
+
+
+def bounded_text(text: str, limit: int = MAX_NOTE_TEXT_BYTES) -> str:
+    """Return ``text``, cut to at most ``limit`` UTF-8 bytes with a marker when it is longer."""
+    if utf8_size(text) <= limit:
+        return text
+    budget = limit - len(_CUT_MARKER)
+    cut = text.encode("utf-8", errors="surrogatepass")[:budget].decode("utf-8", errors="ignore")
+    return cut + _CUT_MARKER
 
 
 def utf8_size(text: str) -> int:

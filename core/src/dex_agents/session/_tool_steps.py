@@ -19,7 +19,7 @@ from dex import AsyncContext, Step, StepDecision, StepOptions, Timer, Wait, dead
 
 from dex_agents._tool_context import running_tool_execution
 from dex_agents.events import AgentEventType
-from dex_agents.limits import MAX_STORED_VALUE_BYTES
+from dex_agents.limits import MAX_STORED_VALUE_BYTES, bounded_text
 from dex_agents.persistence import AGENT_TOOL_CALLS, INTERRUPT_RESOLUTIONS, PENDING_INTERRUPTS
 from dex_agents.runner import (
     APPROVAL_DEADLINE_PASSED,
@@ -73,7 +73,13 @@ def _finish(
     error: str | None = None,
     rejection_message: str | None = None,
 ) -> StepDecision:
-    final = replace(record, status=status, output=output, error=error, rejection_message=rejection_message)
+    final = replace(
+        record,
+        status=status,
+        output=output,
+        error=None if error is None else bounded_text(error),
+        rejection_message=None if rejection_message is None else bounded_text(rejection_message),
+    )
     finish_tool_call(context, final)
     runtime.event_writer(context, record.turn_id).write_tool_call_finished(
         record.tool_call_id, record.tool_name, status.value

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from dex import AsyncContext, Step, StepDecision, StepMovement, StepOptions, Wait, go_to_many
 
 from dex_agents.events import AgentEventType
-from dex_agents.limits import MAX_STORED_VALUE_BYTES, MAX_USER_MESSAGE_BYTES, utf8_size
+from dex_agents.limits import MAX_STORED_VALUE_BYTES, MAX_USER_MESSAGE_BYTES, bounded_text, utf8_size
 from dex_agents.persistence import (
     AGENT_STATE,
     AGENT_TOOL_CALLS,
@@ -136,7 +136,7 @@ def _end_turn(
         status=AgentSessionStatus.WAITING_FOR_USER_MESSAGE,
         turn_count=state.turn_count + 1,
         active_turn_id=None,
-        last_turn_error=last_turn_error,
+        last_turn_error=None if last_turn_error is None else bounded_text(last_turn_error),
     )
     AGENT_STATE.set(context, ended)
     return ended
@@ -163,8 +163,9 @@ def _fail_turn(
                 turn_id,
                 describe_exception(note_error),
             )
-    _end_turn(context, state, records, error)
-    runtime.event_writer(context, turn_id).write_event(AgentEventType.TURN_FAILED, {"error": error})
+    ended = _end_turn(context, state, records, error)
+    writer = runtime.event_writer(context, turn_id)
+    writer.write_event(AgentEventType.TURN_FAILED, {"error": ended.last_turn_error})
     return go_to_many(runtime.to_await_user_message())
 
 
@@ -390,9 +391,9 @@ class RunModel(Step[None]):
         if outcome.turn_error is not None:
             error = str(outcome.turn_error) or "the runner ended the turn with an empty turn_error"
             if stored:
-                _end_turn(context, advanced, records, error)
+                ended = _end_turn(context, advanced, records, error)
                 runtime.event_writer(context, turn_id).write_event(
-                    AgentEventType.TURN_FAILED, {"error": error}
+                    AgentEventType.TURN_FAILED, {"error": ended.last_turn_error}
                 )
                 return go_to_many(runtime.to_await_user_message())
             return _fail_turn(context, runtime, advanced, error, records)
