@@ -247,6 +247,12 @@ class AgentMatrixTests:
         ]
         _assert_tool_step_options(history, "CallTool", attempts=3)
         assert all(entry.durability == "SYNC" for entry in history), history
+        for model_step in _entries(history, "RunModel"):
+            # 15 min per attempt, 2 min without a heartbeat, 3 attempts.
+            assert (model_step.timeout_seconds, model_step.heartbeat_timeout_seconds) == (900, 120), (
+                model_step
+            )
+            assert model_step.maximum_attempts == 3, model_step
         assert len(harness.tool_runs(session, harness.tools.read)) == 1
         calls = harness.model_calls(session)
         assert [call.turn_id for call in calls] == ["turn-1", "turn-1", "turn-2"]
