@@ -1,0 +1,247 @@
+"""A complete durable LangChain agent session: a read tool, a refund that needs approval, and a Worker crash.
+
+Run it with ``uv run python examples/refund_agent.py [--yes]`` from ``langgraph/``. It starts a private
+``dex-devserver`` and a Worker process, asks a ``create_agent`` agent to refund a broken order, and while
+the refund waits for approval it SIGKILLs the Worker and starts a replacement. Then it approves the refund
+(at the terminal, or automatically with ``--yes`` or when stdin is not a terminal), and prints the
+transcript, the Step history and the real tool runs: the lookup and the refund each ran exactly once, in
+their own Steps.
+
+The chat model is scripted so the example needs no API key; in your application pass any LangChain chat
+model instead (``init_chat_model("openai:gpt-5")``, ``ChatAnthropic(...)``, ...). Everything else is what
+an application writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from dex_agents import (
+    AgentInterrupt,
+    AgentSessionFlow,
+    AgentSessionOptions,
+    AgentSnapshot,
+    MessageRole,
+    ToolEffect,
+    ToolPolicy,
+    current_tool_execution,
+)
+from dex_agents.testing import (
+    EXECUTE_COMPLETED_EVENT,
+    STATE_DIR_ENV,
+    AgentTestStack,
+    run_agent_worker,
+    wait_for_agent_snapshot,
+    wait_for_turn_end,
+)
+from langchain.agents import create_agent
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCallChunk
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import tool
+from langgraph.graph.state import CompiledStateGraph
+
+from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner
+
+EXAMPLES_DIR = Path(__file__).resolve().parent
+ROLE_ENV = "REFUND_AGENT_ROLE"
+SESSION_ID = "refund-session-1"
+
+
+def _record_run(line: str) -> None:
+    """Append one line per real tool run, so the example can prove each tool ran once across processes."""
+    state_dir = os.environ.get(STATE_DIR_ENV)
+    if state_dir:
+        with (Path(state_dir) / "tool-runs.txt").open("a", encoding="utf-8") as runs:
+            runs.write(line + "\n")
+
+
+@tool
+async def lookup_order(order_id: str) -> str:
+    """Look up an order's status."""
+    _record_run(f"lookup_order {order_id} pid={os.getpid()}")
+    return f"order {order_id}: delivered broken, paid 40 EUR"
+
+
+@tool
+async def refund_order(order_id: str) -> str:
+    """Refund an order."""
+    execution = current_tool_execution()
+    # A real payment API would take this key, so a retried call cannot refund twice.
+    key = execution.idempotency_key if execution is not None else "none"
+    _record_run(f"refund_order {order_id} pid={os.getpid()} key={key}")
+    return f"refund R-{order_id} issued"
+
+
+class ScriptedOrderModel(BaseChatModel):
+    """A stand-in chat model that answers by the number of answers it already gave in this conversation.
+
+    It streams its text and then its tool calls, as a provider does. Replace it with a real chat model.
+    """
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-order-model"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
+        return self.bind(**kwargs)
+
+    def _answer(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        answered = sum(isinstance(message, AIMessage) for message in messages)
+        script = [
+            AIMessage("Let me look up order 7.", tool_calls=[_call("lookup_order", "lookup-7")]),
+            AIMessage(
+                "Order 7 arrived broken; I will refund it.", tool_calls=[_call("refund_order", "refund-7")]
+            ),
+            AIMessage("Done: order 7 is refunded (refund R-7)."),
+        ]
+        return script[min(answered, len(script) - 1)]
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self._answer(messages))])
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        answer = self._answer(messages)
+        words = answer.text.split(" ")
+        for index, word in enumerate(words):
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(content=word if index == len(words) - 1 else word + " ")
+            )
+        chunks = [
+            ToolCallChunk(name=call["name"], args=json.dumps(call["args"]), id=call["id"], index=index)
+            for index, call in enumerate(answer.tool_calls)
+        ]
+        usage = UsageMetadata(input_tokens=40, output_tokens=12, total_tokens=52)
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="", tool_call_chunks=chunks, usage_metadata=usage, chunk_position="last"
+            )
+        )
+
+
+def _call(name: str, tool_call_id: str) -> dict[str, Any]:
+    return {"name": name, "args": {"order_id": "7"}, "id": tool_call_id, "type": "tool_call"}
+
+
+def build_agent(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """Your agent, exactly as you would build it, plus `DexToolGate()` and the given checkpointer."""
+    return create_agent(
+        ScriptedOrderModel(),
+        tools=[lookup_order, refund_order],
+        system_prompt="You help customers with their orders.",
+        middleware=[DexToolGate()],
+        checkpointer=checkpointer,
+    )
+
+
+def build_flow() -> AgentSessionFlow:
+    """Build the session Flow; the example process and its Worker build it alike."""
+    return AgentSessionFlow(
+        LangGraphRunner(build_agent),
+        flow_type="LangGraphRefundAgentExample",
+        options=AgentSessionOptions(
+            tool_policies={
+                "lookup_order": ToolPolicy(ToolEffect.READ),
+                "refund_order": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE),  # needs approval by default
+            }
+        ),
+    )
+
+
+async def ask_approval(interrupt: AgentInterrupt, assume_yes: bool) -> bool:
+    """Ask at the terminal, or approve at once with --yes or without a terminal."""
+    question = f"Approve {interrupt.tool_name} {interrupt.arguments}? [y/N] "
+    if assume_yes or not sys.stdin.isatty():
+        print(f"{question}y (automatic)")
+        return True
+    answer = await asyncio.to_thread(input, question)
+    return answer.strip().lower() in ("y", "yes")
+
+
+def print_transcript(snapshot: AgentSnapshot) -> None:
+    print("\nTranscript:")
+    for message in snapshot.messages:
+        if message.role == MessageRole.TOOL:
+            print(f"  tool      {message.tool_name} -> {message.tool_output}")
+        else:
+            print(f"  {message.role.value:<9} {message.text}")
+
+
+async def run(assume_yes: bool) -> None:
+    flow = build_flow()
+    with tempfile.TemporaryDirectory(prefix="dex-agents-langgraph-example-") as state_dir:
+        async with AgentTestStack(
+            Path(state_dir), [flow], "refund_agent", worker_cwd=EXAMPLES_DIR, worker_env={ROLE_ENV: "worker"}
+        ) as stack:
+            print(f"Dex server at {stack.server_address}")
+            worker = await stack.start_worker()
+            print(f"Worker started (pid {worker.pid})")
+            sessions = stack.sessions(flow)
+            await sessions.start_session(SESSION_ID, "Please refund order 7, it arrived broken.")
+            interrupt = await wait_for_agent_snapshot(
+                sessions,
+                SESSION_ID,
+                lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+                description="the refund approval",
+            )
+            print(f"The session waits for approval of {interrupt.tool_name} ({interrupt.interrupt_id})")
+            worker.kill()
+            print(f"Worker {worker.pid} killed with SIGKILL while the approval waits")
+            replacement = await stack.start_worker()
+            print(f"Replacement Worker started (pid {replacement.pid})")
+            approved = await ask_approval(interrupt, assume_yes)
+            if not await sessions.resolve_interrupt(
+                SESSION_ID, interrupt.interrupt_id, approved=approved, rejection_message="Not approved."
+            ):
+                raise SystemExit("the approval was no longer pending")
+            snapshot = await wait_for_turn_end(sessions, SESSION_ID, 1)
+            print_transcript(snapshot)
+            usage = snapshot.usage
+            print(f"\nUsage: {usage.model_calls} model calls, {usage.input_tokens} input tokens")
+            print("\nStep history (completed executes):")
+            for entry in await stack.read_step_history(SESSION_ID):
+                if entry.event_type == EXECUTE_COMPLETED_EVENT:
+                    step = f"{entry.step_execution_id:<26} attempt {entry.final_attempt}"
+                    print(f"  {step}  input {entry.step_input!r}")
+            runs_file = Path(state_dir) / "tool-runs.txt"
+            runs = runs_file.read_text(encoding="utf-8").splitlines() if runs_file.exists() else []
+            print("\nReal tool runs:")
+            for line in runs:
+                print(f"  {line}")
+            names = sorted(line.split(" ")[0] for line in runs)
+            if approved and names != ["lookup_order", "refund_order"]:
+                raise SystemExit(f"expected each tool to run exactly once, got {runs}")
+
+
+def main() -> None:
+    if os.environ.get(ROLE_ENV) == "worker":
+        run_agent_worker([build_flow()])
+        return
+    parser = argparse.ArgumentParser(
+        description="A durable LangChain agent session with an approval and a crash."
+    )
+    parser.add_argument("--yes", action="store_true", help="approve without asking")
+    asyncio.run(run(parser.parse_args().yes))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""The README's complete example runs from a fresh process with no terminal."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def test_refund_example_runs_end_to_end() -> None:
+    result = subprocess.run(
+        [sys.executable, "examples/refund_agent.py"],
+        check=False,
+        cwd=PACKAGE_DIR,
+        stdin=subprocess.DEVNULL,  # no terminal: the example approves by itself
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    output = result.stdout
+    assert "killed with SIGKILL while the approval waits" in output
+    assert "(automatic)" in output
+    assert "  tool      refund_order -> refund R-7 issued\n" in output
+    assert "  assistant Done: order 7 is refunded (refund R-7).\n" in output
+    assert "CallSingleAttemptTool-1" in output and "AwaitToolApproval-1" in output
+    assert output.count("refund_order 7 pid=") == 1 and output.count("lookup_order 7 pid=") == 1
+    assert "key=refund-session-1/turn-1/refund-7" in output
+    assert "Usage: 3 model calls" in output
