@@ -45,30 +45,38 @@ EXAMPLES_DIR = Path(__file__).resolve().parent
 ROLE_ENV = "REFUND_AGENT_ROLE"
 SESSION_ID = "refund-session-1"
 
-# What the scripted model answers: look the order up, ask to refund it, then confirm.
-MODEL_SCRIPT = [
-    [
-        ScriptedResponse(
-            text="Let me look up order 7.",
-            tool_calls=(
-                ScriptedToolCall("lookup_order", {"order_id": "7"}, "lookup-7", output="order 7: broken"),
+
+def model_script(final_answer: str) -> list[list[ScriptedResponse]]:
+    """What the scripted model answers: look the order up, ask to refund it, then answer."""
+    return [
+        [
+            ScriptedResponse(
+                text="Let me look up order 7.",
+                tool_calls=(
+                    ScriptedToolCall("lookup_order", {"order_id": "7"}, "lookup-7", output="order 7: broken"),
+                ),
             ),
-        ),
-        ScriptedResponse(
-            text="Order 7 arrived broken; I will refund it.",
-            tool_calls=(
-                ScriptedToolCall("refund_order", {"order_id": "7"}, "refund-7", output="refund R-7 issued"),
+            ScriptedResponse(
+                text="Order 7 arrived broken; I will refund it.",
+                tool_calls=(
+                    ScriptedToolCall(
+                        "refund_order", {"order_id": "7"}, "refund-7", output="refund R-7 issued"
+                    ),
+                ),
             ),
-        ),
-        ScriptedResponse(text="Done: order 7 is refunded (refund R-7)."),
+            ScriptedResponse(text=final_answer),
+        ]
     ]
-]
+
+
+APPROVED_ANSWER = "Done: order 7 is refunded (refund R-7)."
+REJECTED_ANSWER = "Understood, I did not refund order 7."
 
 
 def build_flow() -> AgentSessionFlow:
     """Build the session Flow; the example process and its Worker build it alike."""
     return AgentSessionFlow(
-        ScriptedRunner(tools=(lookup_order, refund_order), default_turns=MODEL_SCRIPT),
+        ScriptedRunner(tools=(lookup_order, refund_order), default_turns=model_script(APPROVED_ANSWER)),
         flow_type="RefundAgentExample",
         options=AgentSessionOptions(
             tool_policies={
@@ -123,6 +131,9 @@ async def run(assume_yes: bool) -> None:
             replacement = await stack.start_worker()
             print(f"Replacement Worker started (pid {replacement.pid})")
             approved = await ask_approval(interrupt, assume_yes)
+            if not approved:
+                # A real model reads the rejection; the scripted one is told how to answer it.
+                stack.scripts.set_turns(SESSION_ID, model_script(REJECTED_ANSWER))
             if not await sessions.resolve_interrupt(
                 SESSION_ID, interrupt.interrupt_id, approved=approved, rejection_message="Not approved."
             ):
