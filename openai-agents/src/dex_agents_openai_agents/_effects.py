@@ -14,7 +14,9 @@ def _hint(annotations: object, snake: str, camel: str) -> object:
     if isinstance(annotations, dict):
         mapping: dict[str, Any] = annotations  # pyright: ignore[reportUnknownVariableType]
         return mapping.get(camel, mapping.get(snake))
-    return getattr(annotations, snake, None)
+    # MCP SDK releases name the attribute in snake case or in the wire's camel case.
+    value: object = getattr(annotations, snake, None)
+    return value if value is not None else getattr(annotations, camel, None)
 
 
 def framework_effect(tool: object) -> ToolEffect | None:

@@ -36,13 +36,37 @@ def _agent_name(reference: str | None) -> str | None:
     return None
 
 
+def _text_part(output: object) -> str | None:
+    # MCP tools and structured tool outputs come back as `{"type": "text", "text": ...}` parts, which
+    # the SDK shows the model as their text.
+    if isinstance(output, dict):
+        part = cast(dict[str, object], output)
+        value = part.get("text")
+        if part.get("type") in ("text", "input_text") and isinstance(value, str):
+            return value
+        return None
+    text: object = getattr(output, "text", None)
+    kind: object = getattr(output, "type", None)
+    if kind in ("text", "input_text") and isinstance(text, str):
+        return text
+    return None
+
+
 def _output_text(output: object) -> str:
     if isinstance(output, str):
         return output
+    single = _text_part(output)
+    if single is not None:
+        return single
+    if isinstance(output, list):
+        items = cast(list[object], output)
+        parts = [part for part in (_text_part(item) for item in items) if part is not None]
+        if items and len(parts) == len(items):
+            return "\n".join(parts)
     try:
-        return json.dumps(output, ensure_ascii=False, default=str)
+        return json.dumps(cast(Any, output), ensure_ascii=False, default=str)
     except (TypeError, ValueError):
-        return str(output)
+        return repr(cast(Any, output))
 
 
 class ToolCallRunner:

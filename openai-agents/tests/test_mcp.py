@@ -1,0 +1,100 @@
+"""MCP servers on the agent: their tools are gated, become tool Steps, and get effects from annotations."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from agents import Agent, FunctionTool
+from agents.mcp import MCPServerStdio
+from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
+from dex_agents.values import ToolCallStatus, ToolEffect
+from mcp.types import ToolAnnotations
+
+from dex_agents_openai_agents import OpenAIAgentsRunner, framework_effect
+from tests.scripted_model import call, text
+from tests.support import ScriptedModel, SessionSide
+from tests.test_runner_framework import execute
+
+SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
+
+
+def _tool_with(annotations: object) -> FunctionTool:
+    async def invoke(context: object, arguments: str) -> str:
+        return ""
+
+    tool = FunctionTool(name="t", description="", params_json_schema={}, on_invoke_tool=invoke)
+    setattr(tool, "_mcp_annotations", annotations)  # noqa: B010 - what the SDK sets on MCP tools
+    return tool
+
+
+def test_annotations_map_to_effects() -> None:
+    assert framework_effect(_tool_with(ToolAnnotations(read_only_hint=True))) is ToolEffect.READ
+    assert framework_effect(_tool_with(ToolAnnotations(idempotent_hint=True, destructive_hint=True))) is (
+        ToolEffect.IDEMPOTENT_WRITE
+    )
+    assert framework_effect(_tool_with({"readOnlyHint": True})) is ToolEffect.READ
+    assert framework_effect(_tool_with(ToolAnnotations(read_only_hint=False))) is None
+    assert framework_effect(_tool_with(None)) is None
+    assert framework_effect(None) is None
+
+
+def _log_lines(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
+    log = tmp_path / "mcp.log"
+    server = MCPServerStdio(
+        params={
+            "command": sys.executable,
+            "args": [str(SERVER_SCRIPT)],
+            "env": {**os.environ, "MCP_TEST_LOG": str(log)},
+        },
+        name="inventory",
+    )
+    model = ScriptedModel(
+        [
+            [
+                call("count_items", {"sku": "A-1"}, "call-1"),
+                call("set_stock", {"sku": "A-1", "count": 9}, "call-2"),
+                call("order_more", {"sku": "A-1"}, "call-3"),
+            ],
+            [text("Stock updated.")],
+        ]
+    )
+    async with server:
+        runner = OpenAIAgentsRunner(Agent(name="stock", model=model.model, mcp_servers=[server]))
+        # An explicit policy still wins over the server's annotations.
+        session = SessionSide(
+            tool_policies={"order_more": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)}
+        )
+        session.start_turn(runner.build_user_message("Check A-1, set it to 9, order more"))
+
+        requested = await runner.run_model_step(session.context())
+
+        assert isinstance(requested, ToolCallsRequested)
+        assert [(c.tool_name, c.policy) for c in requested.tool_calls] == [
+            ("count_items", ToolPolicy(ToolEffect.READ)),
+            ("set_stock", ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)),
+            ("order_more", ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)),
+        ]
+        assert set(_log_lines(log)) == {"tools/list"}, "a model Step only lists the server's tools"
+
+        session.defer(requested)
+        outputs: dict[str, str] = {}
+        for tool_call_id in ["call-1", "call-2", "call-3"]:
+            before = _log_lines(log)
+            outputs[tool_call_id] = await execute(runner, session, tool_call_id)
+            calls = [line for line in _log_lines(log)[len(before) :] if line.startswith("tools/call")]
+            assert calls == [f"tools/call {session.records[tool_call_id].tool_name}"], "one call per Step"
+            session.finish(tool_call_id, ToolCallStatus.SUCCEEDED, output=outputs[tool_call_id])
+        assert outputs == {"call-1": "A-1: 7 in stock", "call-2": "A-1 set to 9", "call-3": "ordered A-1"}
+
+        final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert model.calls == 2
+    assert model.outputs_seen(2) == outputs
+    assert len([line for line in _log_lines(log) if line.startswith("tools/call")]) == 3
