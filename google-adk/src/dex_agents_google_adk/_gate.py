@@ -89,6 +89,8 @@ class DexToolGate(BasePlugin):
         """Model requests ADK made (or was refused) in this model Step."""
         self.tool_calls: list[ModelToolCall] = []
         """The tool calls of the model response, in model order."""
+        self.confirmation_required: set[str] = set()
+        """IDs of calls whose tool asks ADK for a confirmation itself (`require_confirmation`)."""
         self.final_response: LlmResponse | None = None
         """The model's complete (non-partial) response."""
         self.streamed_text = False
@@ -150,7 +152,6 @@ class DexToolGate(BasePlugin):
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext
     ) -> dict[str, Any] | None:
         """Answer the call: with its recorded result when the turn resumes, else with a placeholder."""
-        del tool_args
         confirmation = tool_context.tool_confirmation
         if confirmation is not None:
             payload = confirmation.payload
@@ -163,5 +164,7 @@ class DexToolGate(BasePlugin):
             # failure when the turn resumes, and skip_summarization keeps ADK from calling the model now.
             tool_context.actions.skip_summarization = True
             return {"error": f"Tool '{tool.name}' not found."}
+        if tool_context.function_call_id and await tool.check_require_confirmation(tool_args, tool_context):
+            self.confirmation_required.add(tool_context.function_call_id)
         tool_context.request_confirmation(hint=CONFIRMATION_HINT, payload=None)
         return dict(DEFERRED_PLACEHOLDER)

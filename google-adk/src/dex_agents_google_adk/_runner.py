@@ -17,6 +17,7 @@ the tool's answer before ADK makes the next model call itself.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -55,7 +56,7 @@ from google.genai import types
 
 from dex_agents_google_adk._app import close_toolsets, resumable_app
 from dex_agents_google_adk._effects import framework_effect
-from dex_agents_google_adk._gate import CONFIRMATION_RESPONSE_KEY, DexToolGate, ModelToolCall
+from dex_agents_google_adk._gate import CONFIRMATION_RESPONSE_KEY, DexToolGate
 from dex_agents_google_adk._messages import (
     REQUEST_CONFIRMATION_FUNCTION_NAME,
     build_user_event,
@@ -185,7 +186,7 @@ class GoogleAdkRunner:
         if not gate.final_response.partial and not gate.streamed_text:
             turn.events.write_text_delta(text_of(gate.final_response.content))
         if gate.tool_calls:
-            return self._tool_calls_requested(turn, gate.tool_calls, turn_events, state, usage)
+            return self._tool_calls_requested(turn, gate, turn_events, state, usage)
         # The first event of the invocation is the turn's user message, which the session stored already.
         return TurnCompleted(new_messages=project_turn_events(turn_events[1:]), usage=usage)
 
@@ -221,19 +222,26 @@ class GoogleAdkRunner:
     def _tool_calls_requested(
         self,
         turn: AgentTurnContext,
-        calls: Sequence[ModelToolCall],
+        gate: DexToolGate,
         turn_events: Sequence[Event],
         earlier_state: GoogleAdkRunState | None,
         usage: AgentUsage,
     ) -> ToolCallsRequested:
         deferred: list[DeferredToolCall] = []
         unknown: list[str] = list(earlier_state.unknown_tool_call_ids) if earlier_state else []
-        for call in calls:
+        for call in gate.tool_calls:
             if call.tool is None:
                 unknown.append(call.tool_call_id)
                 policy = UNKNOWN_TOOL_POLICY
             else:
                 policy = turn.resolve_tool_policy(call.tool_name, framework_effect(call.tool))
+                if (
+                    call.tool_call_id in gate.confirmation_required
+                    and call.tool_name not in turn.tool_policies
+                ):
+                    # ADK's own `require_confirmation` becomes the session's approval, which survives
+                    # restarts; an explicit policy still decides.
+                    policy = dataclasses.replace(policy, requires_approval=True)
             deferred.append(
                 DeferredToolCall(
                     tool_call_id=call.tool_call_id,

@@ -10,6 +10,7 @@ tools and toolsets and runs it exactly as it would inside `Runner.run_async`; th
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, cast
 
 from dex_agents.runner import ToolExecutionError
@@ -20,12 +21,29 @@ from google.adk.events import Event
 from google.adk.flows.llm_flows.functions import handle_function_calls_async
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
 from dex_agents_google_adk._app import close_toolsets
 from dex_agents_google_adk._messages import function_response_to_text
 
 __all__ = ["run_tool_call"]
+
+
+def _is_mcp_error(tool: BaseTool, response: Mapping[str, Any] | None) -> bool:
+    # An MCP tool reports its own failure in the result (`isError`); ADK passes it on as a result.
+    return hasattr(tool, "raw_mcp_tool") and response is not None and response.get("isError") is True
+
+
+def _mcp_error_text(response: Mapping[str, Any]) -> str:
+    content = cast(list[Any], response.get("content") or [])
+    texts = [
+        str(cast(Mapping[str, Any], item).get("text"))
+        for item in content
+        if isinstance(item, Mapping) and cast(Mapping[str, Any], item).get("type") == "text"
+    ]
+    return "\n".join(texts) or "the MCP tool reported an error"
 
 
 async def run_tool_call(
@@ -83,7 +101,12 @@ async def run_tool_call(
             author=agent.name,
             content=types.Content(role="model", parts=[types.Part(function_call=call)]),
         )
-        response_event = await handle_function_calls_async(context, call_event, tools)
+        # The call reaches this Step only after the session approved it where its policy asks for that,
+        # so the session's approval stands for ADK's own confirmation of the tool.
+        approved = {tool_call_id: ToolConfirmation(confirmed=True)}
+        response_event = await handle_function_calls_async(
+            context, call_event, tools, tool_confirmation_dict=approved
+        )
     finally:
         await close_toolsets(root)
     if response_event is None:
@@ -93,5 +116,7 @@ async def run_tool_call(
         )
     for response in response_event.get_function_responses():
         if response.id == tool_call_id:
+            if _is_mcp_error(tools[tool_name], response.response):
+                raise ToolExecutionError(_mcp_error_text(response.response or {}))
             return function_response_to_text(response.response)
     raise ToolExecutionError(f"Google ADK returned no result for tool call {tool_call_id!r} of {tool_name!r}")

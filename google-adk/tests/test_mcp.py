@@ -1,0 +1,99 @@
+"""MCP toolsets: tools listed from a real stdio MCP server become tool Steps with effects from annotations."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
+from dex_agents.values import ToolCallStatus, ToolEffect
+from google.adk.agents import LlmAgent
+from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
+from google.adk.tools.mcp_tool.mcp_tool import McpTool
+from mcp import StdioServerParameters
+
+from dex_agents_google_adk import GoogleAdkRunner, framework_effect
+from tests.support import CannedLlm, SessionSide, call, execute, respond
+
+SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
+
+
+def test_annotations_map_to_effects() -> None:
+    def tool(**hints: object) -> McpTool:
+        # Only `raw_mcp_tool.annotations` is read; a stand-in keeps the test free of a live session.
+        return SimpleNamespace(raw_mcp_tool=SimpleNamespace(annotations=SimpleNamespace(**hints)))  # type: ignore[return-value]
+
+    assert framework_effect(tool(read_only_hint=True)) is ToolEffect.READ
+    assert framework_effect(tool(idempotent_hint=True, destructive_hint=True)) is ToolEffect.IDEMPOTENT_WRITE
+    assert framework_effect(tool(readOnlyHint=True)) is ToolEffect.READ, "mcp 1.x spelling"
+    assert framework_effect(tool(read_only_hint=False)) is None
+    assert framework_effect(None) is None
+
+
+async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
+    log = tmp_path / "mcp.log"
+    toolset = McpToolset(
+        connection_params=StdioConnectionParams(
+            server_params=StdioServerParameters(
+                command=sys.executable, args=[str(SERVER_SCRIPT)], env={"MCP_TEST_LOG": str(log)}
+            ),
+            timeout=30,
+        )
+    )
+    model = CannedLlm(
+        responses=[
+            respond(
+                call("count_items", {"sku": "A-1"}, "call-1"),
+                call("set_stock", {"sku": "A-1", "count": 9}, "call-2"),
+                call("order_more", {"sku": "A-1"}, "call-3"),
+            ),
+            respond("Stock updated."),
+        ]
+    )
+    runner = GoogleAdkRunner(
+        LlmAgent(name="inventory", model=model, instruction="Keep stock.", tools=[toolset])
+    )
+    # An explicit policy still wins over the server's annotations.
+    session = SessionSide(tool_policies={"order_more": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)})
+    session.start_turn(runner.build_user_message("Check A-1, set it to 9, order more"))
+
+    requested = await runner.run_model_step(session.context())
+
+    assert isinstance(requested, ToolCallsRequested)
+    assert [(deferred.tool_name, deferred.policy) for deferred in requested.tool_calls] == [
+        ("count_items", ToolPolicy(ToolEffect.READ)),
+        ("set_stock", ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)),
+        ("order_more", ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)),
+    ]
+    assert set(log.read_text().splitlines()) == {"tools/list"}, "a model Step only lists the server's tools"
+
+    session.defer(requested)
+    outputs: dict[str, str] = {}
+    for tool_call_id in ["call-1", "call-2", "call-3"]:
+        before = log.read_text().splitlines()
+        outputs[tool_call_id] = await execute(runner, session, tool_call_id)
+        calls = [
+            line for line in log.read_text().splitlines()[len(before) :] if line.startswith("tools/call")
+        ]
+        assert calls == [f"tools/call {session.records[tool_call_id].tool_name}"], (
+            "one tools/call per tool Step"
+        )
+        session.finish(tool_call_id, ToolCallStatus.SUCCEEDED, output=outputs[tool_call_id])
+    assert all(
+        expected in outputs[tool_call_id]
+        for tool_call_id, expected in {
+            "call-1": "A-1: 7 in stock",
+            "call-2": "A-1 set to 9",
+            "call-3": "ordered A-1",
+        }.items()
+    ), outputs
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted)
+    assert model.calls == 2
+    # The model sees the MCP result exactly as ADK would have shown it after running the tool in process.
+    assert model.responses_seen(2) == [json.loads(outputs[tool_call_id]) for tool_call_id in outputs]
+    assert len([line for line in log.read_text().splitlines() if line.startswith("tools/call")]) == 3

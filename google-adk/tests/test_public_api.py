@@ -1,0 +1,20 @@
+"""The public surface is exactly what `__all__` promises; an accidental export or removal fails here."""
+
+import dex_agents_google_adk
+
+
+def test_public_api_is_pinned() -> None:
+    assert dex_agents_google_adk.__all__ == [
+        "DEFAULT_USER_ID",
+        "UNKNOWN_TOOL_POLICY",
+        "DexToolGate",
+        "GoogleAdkRunState",
+        "GoogleAdkRunner",
+        "SecondModelCallError",
+        "framework_effect",
+    ]
+
+
+def test_every_exported_name_exists() -> None:
+    for name in dex_agents_google_adk.__all__:
+        assert getattr(dex_agents_google_adk, name) is not None

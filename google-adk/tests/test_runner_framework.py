@@ -1,0 +1,396 @@
+"""The runner against ADK's real agent loop with a canned model, without a server.
+
+Each test plays the session's side of the runner contract (`tests/support.py`) and asserts what a user
+of the session would notice: which calls become Steps, what the model sees, what is stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import pytest
+from dex_agents import current_tool_execution
+from dex_agents.runner import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolPolicy,
+    TurnCompleted,
+)
+from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
+from google.adk.agents import BaseAgent, InvocationContext, LlmAgent
+from google.adk.apps import App
+from google.adk.events import Event
+from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.function_tool import FunctionTool
+from google.adk.tools.tool_context import ToolContext
+
+from dex_agents_google_adk import UNKNOWN_TOOL_POLICY, GoogleAdkRunner
+from tests.support import CannedLlm, SessionSide, call, execute, respond
+
+
+def build_app(model: CannedLlm, runs: list[str], callbacks: list[str] | None = None) -> App:
+    def get_weather(city: str, tool_context: ToolContext) -> dict[str, Any]:
+        """Return the weather of a city."""
+        execution = current_tool_execution()
+        key = execution.idempotency_key if execution is not None else None
+        runs.append(f"get_weather {city} id={tool_context.function_call_id} key={key}")
+        return {"forecast": f"sunny in {city}"}
+
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        runs.append(f"delete_file {path}")
+        return f"deleted {path}"
+
+    def crash() -> str:
+        """Fail like a broken dependency."""
+        raise ConnectionError("backend unreachable")
+
+    def refuse() -> str:
+        """Fail in a way the model should read."""
+        raise ToolExecutionError("the vault is closed")
+
+    def note_tool(tool: BaseTool, args: dict[str, Any], tool_context: ToolContext) -> dict[str, Any] | None:
+        del args, tool_context
+        if callbacks is not None:
+            callbacks.append(f"before {tool.name}")
+        return None
+
+    agent = LlmAgent(
+        name="assistant",
+        model=model,
+        instruction="You help with the weather and with files.",
+        tools=[get_weather, FunctionTool(delete_file, require_confirmation=True), crash, refuse],
+        before_tool_callback=note_tool,
+    )
+    return App(name="weather_desk", root_agent=agent)
+
+
+async def test_a_model_call_defers_every_tool_call_in_model_order_and_runs_none() -> None:
+    model = CannedLlm(
+        responses=[
+            respond(
+                "Let me check.",
+                call("get_weather", {"city": "Paris"}, "call-1"),
+                call("delete_file", {"path": "/tmp/x"}, "call-2"),
+            )
+        ]
+    )
+    runs: list[str] = []
+    callbacks: list[str] = []
+    runner = GoogleAdkRunner(build_app(model, runs, callbacks))
+    session = SessionSide(tool_policies={"get_weather": ToolPolicy(ToolEffect.READ)})
+    session.start_turn(runner.build_user_message("Weather in Paris, and delete /tmp/x"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert model.calls == 1
+    assert runs == [] and callbacks == [], "no tool and no tool callback runs inside a model Step"
+    assert isinstance(outcome, ToolCallsRequested)
+    assert [(c.tool_call_id, c.tool_name, json.loads(c.arguments), c.policy) for c in outcome.tool_calls] == [
+        ("call-1", "get_weather", {"city": "Paris"}, ToolPolicy(ToolEffect.READ)),
+        ("call-2", "delete_file", {"path": "/tmp/x"}, ToolPolicy(ToolEffect.UNCLASSIFIED, True)),
+    ]
+    assert outcome.usage.model_calls == 1 and outcome.usage.input_tokens == 50
+    assert outcome.usage.output_tokens == 20
+    assert outcome.framework_run_state
+
+
+async def test_resuming_shows_the_model_every_recorded_result_and_stores_only_the_conversation() -> None:
+    model = CannedLlm(
+        responses=[
+            respond(
+                call("get_weather", {"city": "Paris"}, "ok"),
+                call("get_weather", {"city": "Oslo"}, "failed"),
+                call("delete_file", {"path": "/etc"}, "rejected"),
+                call("delete_file", {"path": "/tmp"}, "unknown"),
+            ),
+            respond("Paris is sunny; the rest did not work."),
+        ]
+    )
+    runs: list[str] = []
+    session = SessionSide()
+    session.start_turn(GoogleAdkRunner(build_app(model, runs)).build_user_message("Do it all"))
+    first = await GoogleAdkRunner(build_app(model, runs)).run_model_step(session.context())
+    assert isinstance(first, ToolCallsRequested)
+    session.defer(first)
+    session.finish("ok", ToolCallStatus.SUCCEEDED, output=json.dumps({"forecast": "sunny in Paris"}))
+    session.finish("failed", ToolCallStatus.FAILED, error="weather service down")
+    session.finish("rejected", ToolCallStatus.REJECTED, rejection_message="Never touch /etc.")
+    session.finish("unknown", ToolCallStatus.OUTCOME_UNKNOWN, error="Worker lost")
+
+    # A different runner object, as in another Worker process: everything comes from the arguments.
+    final = await GoogleAdkRunner(build_app(model, runs)).run_model_step(session.context())
+
+    assert model.calls == 2 and runs == []
+    assert model.responses_seen(2) == [
+        {"forecast": "sunny in Paris"},
+        {"error": "The tool call failed: weather service down"},
+        {"error": "Never touch /etc."},
+        {"error": OUTCOME_UNKNOWN_TOOL_RESULT},
+    ], "the model sees each recorded result once, with the session's own rejection message"
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert [(m.role, m.text, m.tool_call_id, m.tool_output) for m in final.new_messages] == [
+        (MessageRole.ASSISTANT, "", None, None),
+        (MessageRole.TOOL, None, "ok", '{"forecast": "sunny in Paris"}'),
+        (MessageRole.TOOL, None, "failed", '{"error": "The tool call failed: weather service down"}'),
+        (MessageRole.TOOL, None, "rejected", '{"error": "Never touch /etc."}'),
+        (MessageRole.TOOL, None, "unknown", json.dumps({"error": OUTCOME_UNKNOWN_TOOL_RESULT})),
+        (MessageRole.ASSISTANT, "Paris is sunny; the rest did not work.", None, None),
+    ]
+    tool_message = final.new_messages[3]
+    assert (tool_message.tool_name, tool_message.tool_arguments) == ("delete_file", '{"path": "/etc"}')
+    for message in final.new_messages:
+        event = Event.model_validate_json(message.framework_item)
+        assert "adk_request_confirmation" not in message.framework_item
+        assert event.content is not None
+
+
+async def test_the_next_turn_replays_the_stored_history() -> None:
+    model = CannedLlm(
+        responses=[
+            respond(call("get_weather", {"city": "Rome"}, "call-1")),
+            respond("Rome is sunny."),
+            respond("You are welcome."),
+        ]
+    )
+    runs: list[str] = []
+    runner = GoogleAdkRunner(build_app(model, runs))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather in Rome?"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, ToolCallsRequested)
+    session.defer(first)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny")
+    done = await runner.run_model_step(session.context())
+    assert isinstance(done, TurnCompleted)
+    session.store(done.new_messages)
+    session.start_turn(runner.build_user_message("Thanks!"))
+
+    second_turn = await runner.run_model_step(session.context())
+
+    assert isinstance(second_turn, TurnCompleted)
+    assert model.texts_seen(3) == ["Weather in Rome?", "Rome is sunny.", "Thanks!"]
+    assert model.responses_seen(3) == [{"result": "sunny"}]
+    assert [m.text for m in second_turn.new_messages] == ["You are welcome."]
+
+
+async def test_a_call_to_a_tool_the_agent_lacks_fails_at_the_next_model_call_not_in_a_hidden_one() -> None:
+    model = CannedLlm(
+        responses=[
+            respond(call("launch_rocket", {"target": "moon"}, "call-1")),
+            respond("I cannot launch rockets."),
+        ]
+    )
+    runner = GoogleAdkRunner(build_app(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Launch a rocket"))
+
+    first = await runner.run_model_step(session.context())
+
+    assert model.calls == 1, "ADK's 'not found' answer must not become a second model call"
+    assert isinstance(first, ToolCallsRequested)
+    assert [(c.tool_name, c.policy) for c in first.tool_calls] == [("launch_rocket", UNKNOWN_TOOL_POLICY)]
+    session.defer(first)
+    with pytest.raises(ToolExecutionError) as error:
+        await execute(runner, session, "call-1")
+    assert "Tool 'launch_rocket' not found" in error.value.message
+    session.finish("call-1", ToolCallStatus.FAILED, error=error.value.message)
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted)
+    assert model.calls == 2
+    [seen] = model.responses_seen(2)
+    assert seen == {"error": f"The tool call failed: {error.value.message}"}
+
+
+async def test_an_unknown_tool_next_to_a_real_one_is_failed_and_the_real_one_is_confirmed() -> None:
+    model = CannedLlm(
+        responses=[
+            respond(call("get_weather", {"city": "Rome"}, "real"), call("teleport", {}, "fake")),
+            respond("Done."),
+        ]
+    )
+    runner = GoogleAdkRunner(build_app(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("go"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, ToolCallsRequested)
+    session.defer(first)
+    session.finish("real", ToolCallStatus.SUCCEEDED, output="sunny")
+    session.finish("fake", ToolCallStatus.FAILED, error="no teleport")
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted)
+    assert model.calls == 2
+    assert model.responses_seen(2) == [{"result": "sunny"}, {"error": "The tool call failed: no teleport"}]
+
+
+async def test_tool_call_ids_are_non_empty_free_of_slashes_and_unique_within_the_turn() -> None:
+    model = CannedLlm(
+        responses=[
+            respond(call("get_weather", {"city": "A"}), call("get_weather", {"city": "B"}, "x/y")),
+            respond(call("get_weather", {"city": "C"}, "same"), call("get_weather", {"city": "D"}, "same")),
+            respond("Done."),
+        ]
+    )
+    runner = GoogleAdkRunner(build_app(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("go"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, ToolCallsRequested)
+    session.defer(first)
+    for tool_call_id in session.records:
+        session.finish(tool_call_id, ToolCallStatus.SUCCEEDED, output=f"out {tool_call_id}")
+    second = await runner.run_model_step(session.context())
+    assert isinstance(second, ToolCallsRequested)
+    session.defer(second)
+    for deferred in second.tool_calls:
+        session.finish(deferred.tool_call_id, ToolCallStatus.SUCCEEDED, output=f"out {deferred.tool_call_id}")
+
+    final = await runner.run_model_step(session.context())
+
+    ids = [c.tool_call_id for c in (*first.tool_calls, *second.tool_calls)]
+    assert len(set(ids)) == 4 and all(ids) and not any("/" in i for i in ids)
+    assert ids[2] == "same", "a model's own valid ID is kept"
+    assert isinstance(final, TurnCompleted)
+    assert model.responses_seen(3) == [{"result": f"out {i}"} for i in ids]
+
+
+async def test_executing_a_call_runs_the_real_tool_once_through_adks_tool_pipeline() -> None:
+    model = CannedLlm(
+        responses=[
+            respond(
+                call("get_weather", {"city": "Rome"}, "ok"),
+                call("delete_file", {"path": "/tmp/a"}, "confirmed"),
+                call("crash", {}, "crash"),
+                call("refuse", {}, "refuse"),
+            )
+        ]
+    )
+    runs: list[str] = []
+    callbacks: list[str] = []
+    runner = GoogleAdkRunner(build_app(model, runs, callbacks))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("go"))
+    outcome = await runner.run_model_step(session.context())
+    assert isinstance(outcome, ToolCallsRequested)
+    session.defer(outcome)
+
+    assert await execute(runner, session, "ok") == '{"forecast": "sunny in Rome"}'
+    assert runs == ["get_weather Rome id=ok key=session-1/turn-1/ok"]
+    assert callbacks == ["before get_weather"], "the agent's own tool callbacks run in the tool Step"
+    # The session's approval stands for ADK's confirmation: the tool runs without asking again.
+    assert await execute(runner, session, "confirmed") == "deleted /tmp/a"
+    # Any other exception is a Step failure, which the session retries or records by the tool's effect.
+    with pytest.raises(ConnectionError):
+        await execute(runner, session, "crash")
+    with pytest.raises(ToolExecutionError, match="the vault is closed"):
+        await execute(runner, session, "refuse")
+    assert model.calls == 1, "running a tool never calls the model"
+
+
+async def test_text_arrives_as_live_deltas_that_add_up_to_the_stored_text() -> None:
+    model = CannedLlm(responses=[respond("It is sunny in Rome today.")])
+    runner = GoogleAdkRunner(build_app(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert len(session.text_deltas()) > 1
+    assert "".join(session.text_deltas()).strip() == "It is sunny in Rome today."
+    assert [m.text for m in outcome.new_messages] == ["It is sunny in Rome today."]
+    assert outcome.usage.model_calls == 1 and outcome.usage.input_tokens == 50
+
+
+class OneAfterAnother(BaseAgent):
+    """A custom agent that runs its sub-agents in turn: two model calls for one user message."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        for agent in self.sub_agents:
+            async for event in agent.run_async(ctx):
+                yield event
+
+
+async def test_a_second_model_call_within_one_step_ends_the_turn_instead_of_running() -> None:
+    model = CannedLlm(responses=[respond("First agent done."), respond("Second agent.")])
+    pipeline = OneAfterAnother(
+        name="pipeline",
+        sub_agents=[
+            LlmAgent(name="first", model=model, instruction="one"),
+            LlmAgent(name="second", model=model, instruction="two"),
+        ],
+    )
+    runner = GoogleAdkRunner(pipeline)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("go"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert model.calls == 1
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and "second model call" in outcome.turn_error
+
+
+async def test_a_run_state_of_another_runner_ends_the_turn_with_a_clear_error() -> None:
+    model = CannedLlm(responses=[])
+    runner = GoogleAdkRunner(build_app(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("go"))
+    session.framework_run_state = '{"format": "someone-else"}'
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and "GoogleAdkRunner" in outcome.turn_error
+    assert model.calls == 0
+
+
+async def test_a_turn_failure_note_reaches_the_model_as_user_text() -> None:
+    model = CannedLlm(responses=[respond("Understood.")])
+    runner = GoogleAdkRunner(build_app(model, []))
+    session = SessionSide()
+    session.store(
+        [runner.build_user_message("[Dex] The previous turn failed after these tool calls ran: ...")]
+    )
+    session.start_turn(runner.build_user_message("Did it work?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert model.texts_seen(1) == [
+        "[Dex] The previous turn failed after these tool calls ran: ...",
+        "Did it work?",
+    ]
+
+
+async def test_adks_require_confirmation_becomes_a_durable_approval_unless_a_policy_decides() -> None:
+    def respond_twice() -> CannedLlm:
+        return CannedLlm(
+            responses=[
+                respond(call("delete_file", {"path": "/a"}, "d"), call("get_weather", {"city": "X"}, "w"))
+            ]
+        )
+
+    async def policies(session: SessionSide) -> list[bool]:
+        runner = GoogleAdkRunner(build_app(respond_twice(), []))
+        session.start_turn(runner.build_user_message("go"))
+        outcome = await runner.run_model_step(session.context())
+        assert isinstance(outcome, ToolCallsRequested)
+        return [deferred.policy.is_approval_required for deferred in outcome.tool_calls]
+
+    read_everything = {
+        "delete_file": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE),
+        "get_weather": ToolPolicy(ToolEffect.READ),
+    }
+    assert await policies(SessionSide(tool_policies={"get_weather": ToolPolicy(ToolEffect.READ)})) == [
+        True,
+        False,
+    ]
+    assert await policies(SessionSide(tool_policies=read_everything)) == [False, False]
