@@ -81,7 +81,7 @@ def project_items(items: Iterable[TResponseInputItem]) -> list[FrameworkMessage]
     their outputs are tool messages; reasoning and hosted tool items are assistant messages without
     text, kept so the SDK gets them back unchanged.
     """
-    tool_names: dict[str, str] = {}
+    tool_calls: dict[str, tuple[str, str]] = {}
     messages: list[FrameworkMessage] = []
     for raw in items:
         item = cast(Mapping[str, Any], raw)
@@ -90,24 +90,27 @@ def project_items(items: Iterable[TResponseInputItem]) -> list[FrameworkMessage]
         if item_type == "function_call":
             call_id = str(item.get("call_id", ""))
             name = str(item.get("name", ""))
-            tool_names[call_id] = name
+            arguments = str(item.get("arguments", ""))
+            tool_calls[call_id] = (name, arguments)
             messages.append(
                 FrameworkMessage(
                     role=MessageRole.ASSISTANT,
                     framework_item=framework_item,
                     tool_call_id=call_id,
                     tool_name=name,
-                    tool_arguments=str(item.get("arguments", "")),
+                    tool_arguments=arguments,
                 )
             )
         elif item_type == "function_call_output":
             call_id = str(item.get("call_id", ""))
+            name, arguments = tool_calls.get(call_id, (None, None))
             messages.append(
                 FrameworkMessage(
                     role=MessageRole.TOOL,
                     framework_item=framework_item,
                     tool_call_id=call_id,
-                    tool_name=tool_names.get(call_id),
+                    tool_name=name,
+                    tool_arguments=arguments,
                     tool_output=_output_text(item.get("output")),
                 )
             )
