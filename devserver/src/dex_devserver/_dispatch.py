@@ -43,6 +43,7 @@ GRPC_OPTIONS = [
 
 # How long after a stream ends its Worker must still have another stream for the end to count as retirement.
 _RETIRE_GRACE_SECONDS = 0.3
+_STARTUP_GRACE_SECONDS = 6.0
 
 Kind = Literal["wait_for", "execute", "rpc"]
 MethodRequest = pb.InvokeWaitForMethodRequest | pb.InvokeExecuteMethodRequest | pb.InvokeWorkerRPCRequest
@@ -140,6 +141,7 @@ class Dispatcher:
 
     def __init__(self, dispatch_wait: float) -> None:
         self.dispatch_wait = dispatch_wait
+        self._started = time.monotonic()
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._streams: list[PullStream] = []
         self._idle_waiters: list[asyncio.Future[None]] = []
@@ -360,7 +362,10 @@ class Dispatcher:
         progress: Callable[[ProgressFrame], None],
     ) -> MethodResult | WorkerFailure:
         loop = asyncio.get_running_loop()
-        dispatch_deadline = loop.time() + self.dispatch_wait
+        # Pull Workers reconnect with a backoff of up to 5 s after a devserver restart, so right after
+        # startup a task may wait until they had the chance to come back.
+        startup_grace = self._started + _STARTUP_GRACE_SECONDS - time.monotonic()
+        dispatch_deadline = loop.time() + max(self.dispatch_wait, startup_grace)
         avoid: set[int] = set()
         unknown_to: set[str] = set()
         while True:
