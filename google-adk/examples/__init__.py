@@ -1,0 +1,1 @@
+"""Runnable examples of dex-agents-google-adk."""

@@ -1,0 +1,1 @@
+"""The order-desk demo: a durable Google ADK session."""
