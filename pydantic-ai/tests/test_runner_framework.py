@@ -7,6 +7,7 @@ of the session would notice: which calls become Steps, what the model sees, what
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
 import pytest
 from dex_agents.runner import (
@@ -17,10 +18,11 @@ from dex_agents.runner import (
     ToolPolicy,
     TurnCompleted,
 )
-from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
+from dex_agents.values import FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
 from pydantic import BaseModel
 from pydantic_ai import Agent, ModelRetry
-from pydantic_ai.messages import TextPart
+from pydantic_ai.messages import ModelMessage, TextPart
+from pydantic_ai.models.function import AgentInfo, DeltaThinkingCalls, DeltaThinkingPart, FunctionModel
 
 from dex_agents_pydantic_ai import UNKNOWN_TOOL_POLICY, PydanticAiRunner
 from tests.support import ScriptedModel, SessionSide, respond, tool_call
@@ -401,3 +403,41 @@ async def test_a_tool_the_agent_requires_approval_for_waits_for_approval_unless_
 def test_end_strategy_early_is_refused_because_the_model_would_be_told_a_step_never_ran() -> None:
     with pytest.raises(ValueError, match="end_strategy='early'"):
         PydanticAiRunner(Agent(ScriptedModel([]).model, end_strategy="early"))
+
+
+async def test_thinking_streams_as_reasoning_deltas() -> None:
+    async def think_then_answer(
+        messages: list[ModelMessage], info: AgentInfo
+    ) -> AsyncIterator[str | DeltaThinkingCalls]:
+        del messages, info
+        yield {0: DeltaThinkingPart(content="The user wants ")}
+        yield {0: DeltaThinkingPart(content="the weather.")}
+        yield "Sunny."
+
+    runner = PydanticAiRunner(Agent(FunctionModel(stream_function=think_then_answer)))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    reasoning = [
+        json.loads(event.payload)["text"] for event in session.events if event.type == "reasoning_delta"
+    ]
+    assert reasoning == ["The user wants ", "the weather."]
+    assert session.text_deltas() == ["Sunny."]
+
+
+async def test_messages_another_runner_stored_end_the_turn_with_a_clear_error() -> None:
+    model = ScriptedModel([])
+    runner = PydanticAiRunner(Agent(model.model))
+    session = SessionSide()
+    session.start_turn(
+        FrameworkMessage(role=MessageRole.USER, framework_item='{"role": "user", "text": "hi"}', text="hi")
+    )
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and "not a Pydantic AI message" in outcome.turn_error
+    assert model.calls == 0

@@ -38,7 +38,7 @@ REQUEST = "Hi, my order A-17 arrived broken. Can I get my money back?"
 
 
 async def print_live_events(sessions: AgentSessionClient, session_id: str) -> None:
-    """Print the session's events as they arrive: text as it streams, everything else as a line."""
+    """Print the session's events as they arrive, text as it streams, until the first turn ends."""
     token = ""
     model_call = ""
     while True:
@@ -62,6 +62,7 @@ async def print_live_events(sessions: AgentSessionClient, session_id: str) -> No
             print(f"  [tool call finished] {payload['tool_name']}: {payload['status']}", flush=True)
         elif event.type in (AgentEventType.TURN_COMPLETED, AgentEventType.TURN_FAILED):
             print(f"\n  [{event.type}]", flush=True)
+            return
 
 
 async def decide(interrupt: AgentInterrupt, interactive: bool) -> tuple[bool, str | None]:
@@ -129,6 +130,8 @@ async def run_demo(model_name: str, interactive: bool) -> int:
                     SESSION_ID, interrupt.interrupt_id, approved=approved, rejection_message=reason
                 )
                 snapshot = await wait_for_turn_end(sessions, SESSION_ID, 1, timeout=120)
+                # The turn's last events may still be on their way; let the printer show them.
+                await asyncio.wait({printer}, timeout=10)
             finally:
                 printer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

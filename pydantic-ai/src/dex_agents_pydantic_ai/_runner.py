@@ -37,6 +37,7 @@ from dex_agents.runner import (
     describe_tool_call_outcome,
 )
 from dex_agents.values import AgentToolCall, AgentUsage, FrameworkMessage, ToolCallStatus, ToolEffect
+from pydantic import ValidationError
 from pydantic_ai import (
     Agent,
     AgentRun,
@@ -159,7 +160,13 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             `ToolCallsRequested` when the model asked for tools, else `TurnCompleted` with every message
             of the turn, or with `turn_error` when the output needs a retry.
         """
-        history = history_from_stored_messages(turn.messages)
+        try:
+            history = history_from_stored_messages(turn.messages)
+        except ValidationError as error:
+            # Messages another runner stored cannot become Pydantic AI input on any attempt.
+            return TurnCompleted(
+                new_messages=(), turn_error=f"a stored message is not a Pydantic AI message: {error}"
+            )
         if turn.framework_run_state is None:
             earlier_turn_messages: list[ModelMessage] = []
             results = None
