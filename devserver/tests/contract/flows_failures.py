@@ -22,11 +22,12 @@ from dex import (
     Stream,
     Wait,
     WaitForFailurePolicy,
+    go_to_many,
     graceful_complete,
     retry_after,
 )
 
-from .common import RESCUE_OPTIONS, Rescue, fast_retry, gate, note, start_with
+from .common import RESCUE_OPTIONS, Rescue, fast_retry, gate, move, note, start_with
 
 
 class Flaky(Step[str]):
@@ -103,11 +104,6 @@ class Beating(Step[str]):
 
     def get_step_options(self) -> StepOptions | None:
         return StepOptions(heartbeat_timeout=HEARTBEAT_TIMEOUT, execute_retry=fast_retry(3))
-
-
-class HeartbeatFlow(Flow[str]):
-    def get_steps(self) -> StepList[str]:
-        return start_with(Beating())
 
 
 class Orphan(Step[str]):
@@ -269,9 +265,16 @@ class Chatty(Step[str]):
         return StepOptions(heartbeat_timeout=HEARTBEAT_TIMEOUT, execute_retry=fast_retry(3))
 
 
-class StreamProgressFlow(Flow[str]):
-    def get_steps(self) -> StepList[str]:
-        return start_with(Chatty())
+class Pulse(Step[None]):
+    """Runs the silent Step and the chatty Step side by side, so one heartbeat timeout covers both."""
+
+    def execute(self, context: Context, input: None) -> StepDecision:
+        return go_to_many(move(Beating, "beats"), move(Chatty, "chatty"))
+
+
+class HeartbeatFlow(Flow[None]):
+    def get_steps(self) -> StepList[None]:
+        return start_with(Pulse()).other_steps(Beating(), Chatty())
 
     def get_persistence_schema(self) -> PersistenceSchema:
         return PersistenceSchema.of(chatter)
@@ -288,7 +291,6 @@ KILL_ROUTE = KillRouteFlow()
 PATIENT = PatientFlow()
 METHOD_TIMEOUT = MethodTimeoutFlow()
 PROCEED = ProceedFlow()
-STREAM_PROGRESS = StreamProgressFlow()
 
 
 def flows(role: str) -> tuple[Flow[Any], ...]:
@@ -306,5 +308,4 @@ def flows(role: str) -> tuple[Flow[Any], ...]:
         PATIENT,
         METHOD_TIMEOUT,
         PROCEED,
-        STREAM_PROGRESS,
     )
