@@ -7,6 +7,7 @@ def test_public_api_is_pinned() -> None:
     assert dex_agents_google_adk.__all__ == [
         "DEFAULT_USER_ID",
         "UNKNOWN_TOOL_POLICY",
+        "AdkServices",
         "DexToolGate",
         "GoogleAdkRunState",
         "GoogleAdkRunner",

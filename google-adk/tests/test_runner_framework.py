@@ -22,12 +22,14 @@ from dex_agents.runner import (
 from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
 from google.adk.agents import BaseAgent, InvocationContext, LlmAgent
 from google.adk.apps import App
+from google.adk.artifacts import InMemoryArtifactService
 from google.adk.events import Event
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
+from google.genai import types
 
-from dex_agents_google_adk import UNKNOWN_TOOL_POLICY, GoogleAdkRunner
+from dex_agents_google_adk import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, AdkServices, GoogleAdkRunner
 from tests.support import CannedLlm, SessionSide, call, execute, respond
 
 
@@ -394,3 +396,27 @@ async def test_adks_require_confirmation_becomes_a_durable_approval_unless_a_pol
         False,
     ]
     assert await policies(SessionSide(tool_policies=read_everything)) == [False, False]
+
+
+async def test_tools_save_artifacts_in_the_services_the_runner_is_given() -> None:
+    async def write_report(title: str, tool_context: ToolContext) -> str:
+        """Save a report."""
+        version = await tool_context.save_artifact(f"{title}.txt", types.Part(text=f"report {title}"))
+        return f"saved version {version}"
+
+    model = CannedLlm(responses=[respond(call("write_report", {"title": "q3"}, "call-1"))])
+    artifacts = InMemoryArtifactService()
+    agent = LlmAgent(name="writer", model=model, instruction="Write reports.", tools=[write_report])
+    runner = GoogleAdkRunner(agent, services=AdkServices(artifact_service=artifacts))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Write the q3 report"))
+    outcome = await runner.run_model_step(session.context())
+    assert isinstance(outcome, ToolCallsRequested)
+    session.defer(outcome)
+
+    assert await execute(runner, session, "call-1") == "saved version 0"
+
+    saved = await artifacts.load_artifact(
+        app_name="writer", user_id=DEFAULT_USER_ID, session_id="session-1", filename="q3.txt"
+    )
+    assert saved is not None and saved.text == "report q3"

@@ -4,6 +4,7 @@ Wrap an ordinary ADK `App` (or root agent) in `GoogleAdkRunner` and register it 
 `dex_agents.AgentSessionFlow`; see the package README for the effect table and the limits.
 """
 
+from dex_agents_google_adk._app import AdkServices
 from dex_agents_google_adk._effects import framework_effect
 from dex_agents_google_adk._gate import DexToolGate, SecondModelCallError
 from dex_agents_google_adk._runner import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, GoogleAdkRunner
@@ -12,6 +13,7 @@ from dex_agents_google_adk._state import GoogleAdkRunState
 __all__ = [
     "DEFAULT_USER_ID",
     "UNKNOWN_TOOL_POLICY",
+    "AdkServices",
     "DexToolGate",
     "GoogleAdkRunState",
     "GoogleAdkRunner",

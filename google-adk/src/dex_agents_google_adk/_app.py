@@ -4,14 +4,45 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import cast
 
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.apps import App, ResumabilityConfig
+from google.adk.artifacts import BaseArtifactService
+from google.adk.auth.credential_service.base_credential_service import BaseCredentialService
+from google.adk.memory import BaseMemoryService
 from google.adk.plugins import BasePlugin
+from google.adk.runners import Runner
+from google.adk.sessions import BaseSessionService
 from google.adk.tools.base_toolset import BaseToolset
 
-__all__ = ["close_toolsets", "iter_agents", "resumable_app"]
+__all__ = ["AdkServices", "close_toolsets", "iter_agents", "resumable_app"]
+
+
+@dataclass(frozen=True)
+class AdkServices:
+    """The ADK services every Step's `Runner` gets, besides its own in-memory session service.
+
+    Attributes:
+        artifact_service: Where tools save and load artifacts (`Context.save_artifact`).
+        memory_service: What `Context.search_memory` searches.
+        credential_service: Where tools keep credentials.
+    """
+
+    artifact_service: BaseArtifactService | None = None
+    memory_service: BaseMemoryService | None = None
+    credential_service: BaseCredentialService | None = None
+
+    def runner(self, app: App, session_service: BaseSessionService) -> Runner:
+        """Return an ADK `Runner` of ``app`` with these services and ``session_service``."""
+        return Runner(
+            app=app,
+            session_service=session_service,
+            artifact_service=self.artifact_service,
+            memory_service=self.memory_service,
+            credential_service=self.credential_service,
+        )
 
 
 def _resumability_config() -> ResumabilityConfig:

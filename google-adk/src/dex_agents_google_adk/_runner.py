@@ -50,11 +50,10 @@ from google.adk.agents.run_config import (
 from google.adk.apps import App
 from google.adk.events import Event
 from google.adk.models.llm_response import LlmResponse
-from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
-from dex_agents_google_adk._app import close_toolsets, resumable_app
+from dex_agents_google_adk._app import AdkServices, close_toolsets, resumable_app
 from dex_agents_google_adk._effects import framework_effect
 from dex_agents_google_adk._gate import CONFIRMATION_RESPONSE_KEY, DexToolGate
 from dex_agents_google_adk._messages import (
@@ -94,6 +93,10 @@ class GoogleAdkRunner:
         user_id: The ADK user ID of every session (`Context.user_id` in tools and callbacks).
         run_config: ADK's run configuration for model Steps; by default SSE streaming, so text deltas
             reach the session's event stream while the model writes.
+        services: ADK services (`artifact_service`, `memory_service`, `credential_service`) for every
+            Step. The session service is always a fresh in-memory one per Step, restored from the
+            session's stored messages; give persistent services here when tools need artifacts, memory or
+            credentials across Steps and Worker processes.
     """
 
     def __init__(
@@ -102,6 +105,7 @@ class GoogleAdkRunner:
         *,
         user_id: str = DEFAULT_USER_ID,
         run_config: RunConfig | None = None,
+        services: AdkServices | None = None,
     ) -> None:
         if isinstance(app_or_agent, App):
             self._app = app_or_agent
@@ -109,6 +113,7 @@ class GoogleAdkRunner:
             self._app = App(name=app_or_agent.name, root_agent=app_or_agent)
         self._user_id = user_id
         self._run_config = run_config or RunConfig(streaming_mode=StreamingMode.SSE)
+        self._services = services or AdkServices()
 
     @property
     def app(self) -> App:
@@ -145,7 +150,7 @@ class GoogleAdkRunner:
         gate = DexToolGate(turn.events, frozenset(turn.tool_calls))
         app = resumable_app(self._app, [gate])
         service = InMemorySessionService()
-        runner = Runner(app=app, session_service=service)
+        runner = self._services.runner(app, service)
         session = await service.create_session(
             app_name=app.name, user_id=self._user_id, session_id=turn.flow_id
         )
@@ -210,6 +215,7 @@ class GoogleAdkRunner:
         record = call.tool_call
         output = await run_tool_call(
             self._app,
+            self._services,
             user_id=self._user_id,
             session_id=call.flow_id,
             agent_name=_agent_name(record.tool_source_reference),

@@ -19,13 +19,12 @@ from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.apps import App
 from google.adk.events import Event
 from google.adk.flows.llm_flows.functions import handle_function_calls_async
-from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
-from dex_agents_google_adk._app import close_toolsets
+from dex_agents_google_adk._app import AdkServices, close_toolsets
 from dex_agents_google_adk._messages import function_response_to_text
 
 __all__ = ["run_tool_call"]
@@ -48,6 +47,7 @@ def _mcp_error_text(response: Mapping[str, Any]) -> str:
 
 async def run_tool_call(
     app: App,
+    services: AdkServices,
     *,
     user_id: str,
     session_id: str,
@@ -60,6 +60,7 @@ async def run_tool_call(
 
     Args:
         app: The user's application (without the adapter's gate).
+        services: The ADK services the runner was given.
         user_id: The ADK user ID of the session.
         session_id: The ADK session ID (the Dex session ID).
         agent_name: The agent whose model made the call; the root agent when `None` or unknown.
@@ -86,7 +87,7 @@ async def run_tool_call(
     if not isinstance(agent, LlmAgent):
         raise ToolExecutionError(f"agent {agent.name!r} is not an LlmAgent, so it has no tools")
     service = InMemorySessionService()
-    runner = Runner(app=app, session_service=service)
+    runner = services.runner(app, service)
     session = await service.create_session(app_name=app.name, user_id=user_id, session_id=session_id)
     context = runner._new_invocation_context(session)  # pyright: ignore[reportPrivateUsage]
     context.agent = agent
