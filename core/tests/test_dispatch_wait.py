@@ -1,5 +1,7 @@
 """A tool Step that no Worker takes within the dispatch wait never ran: it is recorded as safe to retry."""
 
+import asyncio
+
 import pytest
 
 from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT, TOOL_CALL_NOT_RUN_ERROR_PREFIX
@@ -9,20 +11,23 @@ from dex_agents.testing.matrix import MatrixHarness
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SERVER_ARGS = ("--dispatch-wait", "1")
-# Two task slots with the SDK's one reserved for RPCs leave one slot for Steps, so a gated tool Step keeps
-# every Worker busy and the next tool Step finds no Worker for the whole dispatch wait.
-WORKER_TASK_SLOTS = 2
 
 
 async def test_tool_step_without_a_worker_is_recorded_as_not_run(harness: MatrixHarness) -> None:
     session = harness.stack.new_session_id("no-worker")
-    busy = harness.call(harness.tools.read, "read-1", gate="busy")
     write = harness.call(harness.tools.single_attempt_write, "cancel-1")
     harness.script(
-        session, [ScriptedResponse(tool_calls=(busy, write)), ScriptedResponse(text="Try again later.")]
+        session,
+        [ScriptedResponse(tool_calls=(write,), gate="model"), ScriptedResponse(text="Try again later.")],
     )
     await harness.sessions.start_session(session, "Cancel A-1")
-    await harness.stack.gate(session, "busy").wait_until_reached()
+    await harness.stack.gate(session, "model").wait_until_reached()
+    # The only Worker drains: it finishes the model call but takes no new task, so the write that the model
+    # call asks for finds no Worker for the whole dispatch wait.
+    (worker,) = harness.stack.workers
+    worker.begin_stop()
+    harness.stack.gate(session, "model").release()
+    await asyncio.to_thread(worker.wait, 30)
 
     async def dispatch_failed() -> bool:
         history = await harness.stack.read_step_history(session)
@@ -32,7 +37,7 @@ async def test_tool_step_without_a_worker_is_recorded_as_not_run(harness: Matrix
         )
 
     await wait_until("the write's dispatch to fail", dispatch_failed)
-    harness.stack.gate(session, "busy").release()
+    await harness.stack.start_worker()
     await wait_for_turn_end(harness.sessions, session, 1)
 
     assert not harness.tool_runs(session, harness.tools.single_attempt_write)

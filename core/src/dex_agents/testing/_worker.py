@@ -77,6 +77,27 @@ class WorkerProcess:
                 os.killpg(self._process.pid, signal.SIGKILL)
         self._process.wait()
 
+    def begin_stop(self) -> None:
+        """Send SIGTERM and return at once: the Worker declines new tasks and drains the running ones.
+
+        A test uses it to leave a session without any Worker that takes new tasks while the Step that is
+        running still finishes. :meth:`kill` or :meth:`stop` reaps the process afterwards.
+        """
+        if self._process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signal.SIGTERM)
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the child to exit and return its exit code.
+
+        Args:
+            timeout: Seconds to wait; ``None`` waits for ever.
+
+        Raises:
+            subprocess.TimeoutExpired: If it is still running after ``timeout``.
+        """
+        return self._process.wait(timeout)
+
     def stop(self, timeout: float = 10.0) -> None:
         """Ask the Worker to drain with SIGTERM; SIGKILL it when it does not exit within ``timeout``.
 
