@@ -172,3 +172,12 @@ def test_any_combination_takes_the_first_complete_combination(
     event = consumed(client, sandbox, flow_id)
     assert event.data["values"] == ["m1", "m2"]
     assert event.data["inbox_left"] == 0
+
+
+def test_wait_for_can_satisfy_its_own_condition(
+    mode: Mode, client: Client, sandbox: Sandbox, flow_id: str
+) -> None:
+    start_consumer(client, sandbox, flow_id, "self_publish")
+    event = consumed(client, sandbox, flow_id)
+    assert event.data["values"] == ["from wait_for"]
+    assert event.data["inbox_left"] == 0

@@ -63,6 +63,20 @@ def test_start_is_idempotent_by_request_id(mode: Mode, client: Client, flow_id: 
     assert outputs(client, flow_id) == {"Park-1": "first:go"}
 
 
+def test_request_id_does_not_resurrect_a_closed_run(mode: Mode, client: Client, flow_id: str) -> None:
+    retry_safe = StartFlowOptions(request_id=f"req-{uuid.uuid4()}", ignore_already_started=True)
+    first_run = client.start_flow(lifecycle.PARKED, flow_id, "first", retry_safe)
+    client.invoke_rpc(lifecycle.PARKED.release, flow_id, "one")
+    assert outputs(client, flow_id) == {"Park-1": "first:one"}
+    # The request ID only matters when the reuse policy rejects the start; with no run open,
+    # the same request starts a new run rather than returning the closed one.
+    second_run = client.start_flow(lifecycle.PARKED, flow_id, "second", retry_safe)
+    assert second_run != first_run
+    assert client.describe_flow(flow_id).status is FlowStatus.RUNNING
+    client.invoke_rpc(lifecycle.PARKED.release, flow_id, "two")
+    assert outputs(client, flow_id) == {"Park-1": "second:two"}
+
+
 def test_step_execution_ids_and_go_to_many(
     mode: Mode, client: Client, sandbox: Sandbox, flow_id: str
 ) -> None:

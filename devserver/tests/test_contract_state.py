@@ -116,9 +116,13 @@ def test_rpc_next_steps_and_query_on_closed_flow(
     assert echo.data["value"] == "from rpc"
     # An RPC without locks, transaction or effects is a query: a closed Flow still answers it.
     assert client.invoke_rpc(state.STATE.read_marker, flow_id) == "kept"
-    # An RPC with an effect needs a running Flow.
+    # An RPC with an effect, a lock or a transaction needs a running Flow.
     with pytest.raises(FlowNotActiveOrNotFoundError):
         client.invoke_rpc(state.STATE.set_marker, flow_id, "too late")
+    with pytest.raises(FlowNotActiveOrNotFoundError):
+        client.invoke_rpc(state.STATE.bump, flow_id, 1)
+    with pytest.raises(FlowNotActiveOrNotFoundError):
+        client.invoke_rpc(state.STATE.write_and_delete, flow_id, str(uuid.uuid4()))
     assert client.invoke_rpc(state.STATE.read_marker, flow_id) == "kept"
 
 

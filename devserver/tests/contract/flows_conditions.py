@@ -82,6 +82,10 @@ class Consume(Step[str]):
         # The gate lets a test queue messages before the condition exists (needed for at_most).
         await gate(context, "arm")
         note(context, "waiting", spec=input)
+        if input == "self_publish":
+            # Applied before the wait is first evaluated, so this Step can satisfy its own condition.
+            inbox.publish(context, "from wait_for")
+            return Wait.until(inbox.for_one())
         return _condition_wait(input)
 
     def execute(self, context: Context, input: str) -> StepDecision:

@@ -15,6 +15,7 @@ from dex import (
     Context,
     Flow,
     PersistenceSchema,
+    RetryPolicy,
     Step,
     StepDecision,
     StepList,
@@ -46,6 +47,27 @@ class Flaky(Step[str]):
 class FlakyFlow(Flow[str]):
     def get_steps(self) -> StepList[str]:
         return start_with(Flaky())
+
+
+class Backoff(Step[str]):
+    """Fails twice under a doubling backoff: the second delay must be about twice the first."""
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        note(context, "attempt", at=time.time())
+        if context.attempt < 3:
+            raise RuntimeError(f"backoff attempt {context.attempt}")
+        return graceful_complete(f"{input}@{context.attempt}")
+
+    def get_step_options(self) -> StepOptions | None:
+        retry = RetryPolicy(
+            initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_attempts=3
+        )
+        return StepOptions(execute_retry=retry)
+
+
+class BackoffFlow(Flow[str]):
+    def get_steps(self) -> StepList[str]:
+        return start_with(Backoff())
 
 
 class Doomed(Step[str]):
@@ -288,6 +310,7 @@ NO_WORKER = NoWorkerFlow()
 GHOST = GhostFlow(knows_ghost=True)
 KILL_RETRY = KillRetryFlow()
 KILL_ROUTE = KillRouteFlow()
+BACKOFF = BackoffFlow()
 PATIENT = PatientFlow()
 METHOD_TIMEOUT = MethodTimeoutFlow()
 PROCEED = ProceedFlow()
@@ -308,4 +331,5 @@ def flows(role: str) -> tuple[Flow[Any], ...]:
         PATIENT,
         METHOD_TIMEOUT,
         PROCEED,
+        BACKOFF,
     )
