@@ -328,3 +328,52 @@ async def test_a_run_state_of_another_runner_ends_the_turn() -> None:
 
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error is not None and "not written by LangGraphRunner" in outcome.turn_error
+
+
+async def test_the_run_state_grows_with_the_turn_not_with_the_conversation() -> None:
+    script: list[Any] = []
+    for number in range(8):
+        script += [
+            respond("", tool_call("get_weather", {"city": f"City {number}"}, f"call-{number}")),
+            respond("ok"),
+        ]
+    model = ListChatModel(responses=script)
+    runner = agent_runner(model, Tools())
+    session = SessionSide()
+    sizes: list[int] = []
+    for number in range(8):
+        session.start_turn(
+            runner.build_user_message(f"Weather in city {number}? " + "Please be thorough. " * 20)
+        )
+        requested = await runner.run_model_step(session.context())
+        assert isinstance(requested, ToolCallsRequested)
+        sizes.append(len(requested.framework_run_state))
+        session.defer(requested)
+        session.finish(f"call-{number}", ToolCallStatus.SUCCEEDED, output="sunny " * 50)
+        final = await runner.run_model_step(session.context())
+        assert isinstance(final, TurnCompleted) and final.turn_error is None
+        session.store(final.new_messages)
+
+    assert len(session.messages) == 32
+    # Stored messages stay out of the checkpoint (a count and a digest stand for them), so eight turns
+    # and 28 stored messages in, the run state is as large as in the first turn.
+    assert max(sizes) - min(sizes) < 100, sizes
+    # The stored history still reaches the model when the turn resumes.
+    assert "user: Weather in city 0? " in "\n".join(model.texts_seen(16))
+
+
+async def test_a_run_state_whose_history_is_no_longer_stored_ends_the_turn() -> None:
+    model = ListChatModel(responses=[respond("", tool_call("get_weather", {"city": "Oslo"}, "call-1"))])
+    runner = agent_runner(model, Tools())
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather in Oslo?"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny")
+    session.messages.clear()
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and "does not match the stored messages" in outcome.turn_error

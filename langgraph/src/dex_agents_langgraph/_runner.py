@@ -145,7 +145,7 @@ class LangGraphRunner:
                 graph_input: object = {"messages": history}
                 known_ids = set(history_ids)
             else:
-                resumed = await self._resume_input(turn, thread_id, thread_config)
+                resumed = await self._resume_input(turn, history, thread_id, thread_config)
                 if isinstance(resumed, TurnCompleted):
                     return resumed
                 graph_input, known_ids = resumed
@@ -162,7 +162,9 @@ class LangGraphRunner:
             new_messages = [message for message in messages if message.id not in history_ids]
             usage = _model_call_usage(guard, [m for m in messages if m.id not in known_ids])
             if snapshot.interrupts:
-                return self._tool_calls_requested(turn, thread_id, snapshot.interrupts, messages, usage)
+                return self._tool_calls_requested(
+                    turn, thread_id, snapshot.interrupts, messages, history_ids, usage
+                )
             if snapshot.next:
                 return TurnCompleted(
                     new_messages=(),
@@ -225,13 +227,17 @@ class LangGraphRunner:
         )
 
     async def _resume_input(
-        self, turn: AgentTurnContext, thread_id: str, thread_config: RunnableConfig
+        self,
+        turn: AgentTurnContext,
+        history: Sequence[BaseMessage],
+        thread_id: str,
+        thread_config: RunnableConfig,
     ) -> tuple[Command[Any], set[str | None]] | TurnCompleted:
         """Import the turn's thread and build the resume command with every recorded outcome."""
         assert turn.framework_run_state is not None
         try:
             state = LangGraphRunState.from_json(turn.framework_run_state)
-            self._saver.import_thread(thread_id, state.thread)
+            self._saver.import_thread(thread_id, state.thread, stored_messages=history)
         except ValueError as error:
             return TurnCompleted(new_messages=(), turn_error=str(error))
         snapshot = await self._graph.aget_state(thread_config)
@@ -300,6 +306,7 @@ class LangGraphRunner:
         thread_id: str,
         interrupts: Sequence[Interrupt],
         messages: Sequence[BaseMessage],
+        history_ids: set[str | None],
         usage: AgentUsage,
     ) -> AgentTurnOutcome:
         gated: dict[str, Mapping[str, Any]] = {}
@@ -350,7 +357,9 @@ class LangGraphRunner:
             )
             deferred.append(DeferredToolCall(tool_call_id, name, arguments, policy))
         state = LangGraphRunState(
-            self._saver.export_thread(thread_id),
+            self._saver.export_thread(
+                thread_id, stored_message_ids={message_id for message_id in history_ids if message_id}
+            ),
             tuple(order_id for order_id in sorted(gated, key=order.index)),
         )
         return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=deferred, usage=usage)

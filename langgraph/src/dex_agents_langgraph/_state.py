@@ -14,11 +14,13 @@ stored run state cannot make a Worker construct arbitrary objects.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.memory import InMemorySaver
@@ -29,6 +31,7 @@ __all__ = ["RUN_STATE_FORMAT", "RUN_STATE_VERSION", "DexCheckpointSaver", "LangG
 RUN_STATE_FORMAT = "dex-agents-langgraph/run-state"
 """Names the run state's JSON shape, so a state of another runner fails with a clear message."""
 RUN_STATE_VERSION = 1
+_MESSAGES = "messages"
 """The version of the JSON shape this release reads and writes."""
 
 
@@ -58,11 +61,14 @@ class DexCheckpointSaver(InMemorySaver):
         serde = JsonPlusSerializer(allowed_msgpack_modules=extra or None)
         super().__init__(serde=serde)
 
-    def export_thread(self, thread_id: str) -> dict[str, Any]:
+    def export_thread(self, thread_id: str, *, stored_message_ids: Collection[str] = ()) -> dict[str, Any]:
         """Return the latest checkpoint of every namespace of a thread, with its pending writes.
 
         Args:
             thread_id: The thread.
+            stored_message_ids: IDs of messages the session already stores. They are left out of the
+                checkpoint's `messages` list, which keeps only their IDs in order, so the run state grows
+                with the turn rather than with the whole conversation; `import_thread` puts them back.
 
         Returns:
             A JSON-ready mapping; `import_thread` reads it.
@@ -80,10 +86,12 @@ class DexCheckpointSaver(InMemorySaver):
             writes: dict[str, list[list[Any]]] = {}
             for task_id, channel, value in saved.pending_writes or ():
                 writes.setdefault(task_id, []).append([channel, _encode(self.serde.dumps_typed(value))])
+            checkpoint, message_layout = _without_stored_messages(saved.checkpoint, stored_message_ids)
             checkpoints.append(
                 {
                     "checkpoint_ns": namespace,
-                    "checkpoint": _encode(self.serde.dumps_typed(saved.checkpoint)),
+                    "message_layout": message_layout,
+                    "checkpoint": _encode(self.serde.dumps_typed(checkpoint)),
                     "metadata": _encode(self.serde.dumps_typed(saved.metadata)),
                     "writes": [[task_id, task_writes] for task_id, task_writes in writes.items()],
                 }
@@ -92,20 +100,32 @@ class DexCheckpointSaver(InMemorySaver):
             raise ValueError(f"thread {thread_id!r} has no checkpoint to export")
         return {"checkpoints": checkpoints}
 
-    def import_thread(self, thread_id: str, exported: dict[str, Any]) -> None:
+    def import_thread(
+        self,
+        thread_id: str,
+        exported: dict[str, Any],
+        *,
+        stored_messages: Sequence[BaseMessage] = (),
+    ) -> None:
         """Load a thread written by `export_thread` under a new thread ID.
 
         Args:
             thread_id: The thread to create.
             exported: What `export_thread` returned.
+            stored_messages: The session's stored messages in order, to put back the ones the export left out.
 
         Raises:
-            ValueError: If the text holds a type outside the serializer's allowlist, or is malformed.
+            ValueError: If the text holds a type outside the serializer's allowlist, is malformed, or
+                leaves out a message that ``stored_messages`` does not have.
         """
         try:
             for saved in cast(list[dict[str, Any]], exported["checkpoints"]):
                 namespace = cast(str, saved["checkpoint_ns"])
-                checkpoint = cast(Checkpoint, self.serde.loads_typed(_decode(saved["checkpoint"])))
+                checkpoint = _with_stored_messages(
+                    cast(Checkpoint, self.serde.loads_typed(_decode(saved["checkpoint"]))),
+                    cast(dict[str, Any] | None, saved.get("message_layout")),
+                    stored_messages,
+                )
                 metadata = cast(CheckpointMetadata, self.serde.loads_typed(_decode(saved["metadata"])))
                 parent: RunnableConfig = {
                     "configurable": {"thread_id": thread_id, "checkpoint_ns": namespace}
@@ -122,6 +142,69 @@ class DexCheckpointSaver(InMemorySaver):
             raise ValueError(
                 f"the framework run state holds no valid LangGraph checkpoint: {error}"
             ) from error
+
+
+def _without_stored_messages(
+    checkpoint: Checkpoint, stored_message_ids: Collection[str]
+) -> tuple[Checkpoint, dict[str, Any] | None]:
+    """Leave stored messages out of a checkpoint's `messages`; return it and how to put them back.
+
+    In the usual shape the stored history is the list's prefix, recorded as its length and a digest of
+    its IDs, so the run state does not grow with the conversation at all; otherwise the full ID order is
+    kept.
+    """
+    values = checkpoint.get("channel_values") or {}
+    messages = values.get(_MESSAGES)
+    if not stored_message_ids or not isinstance(messages, list):
+        return checkpoint, None
+    listed = cast(list[object], messages)
+    if not all(isinstance(message, BaseMessage) and message.id for message in listed):
+        return checkpoint, None  # without an ID per message the order could not be rebuilt
+    ids = [cast(str, cast(BaseMessage, message).id) for message in listed]
+    kept = [
+        message
+        for message, message_id in zip(listed, ids, strict=True)
+        if message_id not in stored_message_ids
+    ]
+    prefix = len(listed) - len(kept)
+    if all(message_id in stored_message_ids for message_id in ids[:prefix]):
+        layout: dict[str, Any] = {"stored_prefix": prefix, "stored_digest": _digest(ids[:prefix])}
+    else:
+        layout = {"order": ids}
+    return {**checkpoint, "channel_values": {**values, _MESSAGES: kept}}, layout
+
+
+def _with_stored_messages(
+    checkpoint: Checkpoint, layout: dict[str, Any] | None, stored_messages: Sequence[BaseMessage]
+) -> Checkpoint:
+    """Put the messages `_without_stored_messages` left out back, in their order."""
+    if layout is None:
+        return checkpoint
+    values = checkpoint["channel_values"]
+    kept = cast(list[BaseMessage], values.get(_MESSAGES) or [])
+    if "stored_prefix" in layout:
+        prefix = list(stored_messages[: int(layout["stored_prefix"])])
+        if (
+            len(prefix) != layout["stored_prefix"]
+            or _digest([m.id or "" for m in prefix]) != layout["stored_digest"]
+        ):
+            raise ValueError("the run state's conversation history does not match the stored messages")
+        messages = [*prefix, *kept]
+    else:
+        by_id = {message.id: message for message in [*stored_messages, *kept]}
+        messages = []
+        for message_id in cast(list[str], layout["order"]):
+            message = by_id.get(message_id)
+            if message is None:
+                raise ValueError(
+                    f"message {message_id!r} is neither in the run state nor among the stored messages"
+                )
+            messages.append(message)
+    return {**checkpoint, "channel_values": {**values, _MESSAGES: messages}}
+
+
+def _digest(message_ids: Sequence[str]) -> str:
+    return hashlib.sha256("\n".join(message_ids).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
