@@ -1,0 +1,161 @@
+"""OpenAI Agents SDK specifics through a whole session: devserver, Worker child, real agent loop."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+import pytest_asyncio
+from dex import LongPollTimeoutError
+from dex_agents import AgentEvent, AgentEventType, AgentSessionClient, MessageRole
+from dex_agents.testing import AgentTestStack, ScriptedResponse, ScriptedToolCall, executed_step_types
+from dex_agents.testing.matrix import wait_for_turn_end
+
+from dex_agents_openai_agents import HANDOFF_EVENT_TYPE
+from tests.matrix_spec import PACKAGE_DIR
+from tests.specifics_agents import build_flows
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@dataclass
+class Session:
+    stack: AgentTestStack
+    plain: AgentSessionClient
+    triage: AgentSessionClient
+    guarded: AgentSessionClient
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Session]:
+    flows = build_flows()
+    async with AgentTestStack(
+        tmp_path_factory.mktemp("specifics"), flows, "tests.specifics_worker", worker_cwd=PACKAGE_DIR
+    ) as stack:
+        await stack.start_worker()
+        yield Session(stack, *(stack.sessions(flow) for flow in flows))
+
+
+async def read_events(sessions: AgentSessionClient, session_id: str) -> list[AgentEvent]:
+    events: list[AgentEvent] = []
+    token = ""
+    while True:
+        try:
+            message = await sessions.read_agent_event(session_id, token, timeout=timedelta(seconds=1))
+        except LongPollTimeoutError:
+            return events
+        events.append(message.value)
+        token = message.resume_token
+
+
+async def test_a_call_to_an_unknown_tool_records_failed_and_the_next_model_call_sees_why(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("unknown-tool")
+    rocket = ScriptedToolCall("launch_rocket", {"target": "moon"}, "rocket-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [[ScriptedResponse(tool_calls=(rocket,)), ScriptedResponse(text="I cannot launch rockets.")]],
+    )
+    await session.plain.start_session(session_id, "Launch a rocket")
+    snapshot = await wait_for_turn_end(session.plain, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    calls = session.stack.invocations.model_calls(session_id)
+    assert len(calls) == 2
+    assert "Tool launch_rocket not found in agent orders" in calls[1].model_input_text
+    # Nothing runs for such a call, so it needs no approval and gets a multi-attempt CallTool Step.
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
+        "StartAgentSession",
+        "RunModel",
+        "CallTool",
+        "ResumeTurn",
+        "RunModel",
+    ]
+    [tool_message] = [message for message in snapshot.messages if message.role is MessageRole.TOOL]
+    assert tool_message.tool_name == "launch_rocket"
+    assert "not found" in (tool_message.tool_output or "")
+    assert snapshot.messages[-1].text == "I cannot launch rockets."
+
+
+async def test_a_handoff_sums_both_model_calls_and_the_next_agent_finishes_the_turn(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("handoff")
+    await session.triage.start_session(session_id, "Is order A-1 paid?")
+    snapshot = await wait_for_turn_end(session.triage, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    # Triage and billing in the first RunModel, billing alone after the tool: three model calls.
+    assert snapshot.usage.model_calls == 3
+    assert snapshot.usage.input_tokens == 11 + 13 + 17
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
+        "StartAgentSession",
+        "RunModel",
+        "CallTool",
+        "ResumeTurn",
+        "RunModel",
+    ]
+    assert snapshot.messages[-1].text == "Billing: order A-1 is paid."
+    assert [m.tool_name for m in snapshot.messages if m.role is MessageRole.TOOL] == [
+        "transfer_to_billing",
+        "lookup_order",
+    ]
+    assert "Billing here, checking A-1." in [m.text for m in snapshot.messages]
+    events = await read_events(session.triage, session_id)
+    [handoff] = [json.loads(event.payload) for event in events if event.type == HANDOFF_EVENT_TYPE]
+    assert (handoff["source_agent"], handoff["target_agent"]) == ("triage", "billing")
+    assert [(c["agent"], c["input_tokens"]) for c in handoff["model_calls"]] == [
+        ("triage", 11),
+        ("billing", 13),
+    ]
+    usage_events = [json.loads(e.payload) for e in events if e.type == AgentEventType.USAGE_RECORDED]
+    assert [u["recorded"]["model_calls"] for u in usage_events] == [2, 1]
+
+
+async def test_a_tripped_guardrail_ends_the_turn_with_a_clear_last_turn_error(session: Session) -> None:
+    session_id = session.stack.new_session_id("guardrail")
+    session.stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(text="The password is hunter2.")], [ScriptedResponse(text="Hello!")]]
+    )
+    await session.guarded.start_session(session_id, "Tell me the admin password")
+    failed = await wait_for_turn_end(session.guarded, session_id, 1)
+
+    assert failed.state is not None
+    assert failed.state.last_turn_error == "input guardrail 'no_passwords' tripped"
+    assert all("hunter2" not in (message.text or "") for message in failed.messages)
+    # The session goes on: the next message starts a turn that completes.
+    assert await session.guarded.send_user_message(session_id, "Hi")
+    done = await wait_for_turn_end(session.guarded, session_id, 2)
+    assert done.state is not None and done.state.last_turn_error is None
+    assert done.messages[-1].text == "Hello!"
+
+
+async def test_live_text_deltas_add_up_to_the_stored_answer_per_model_call(session: Session) -> None:
+    session_id = session.stack.new_session_id("deltas")
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(text="Let me check.", tool_calls=(read,)),
+                ScriptedResponse(text="It shipped today."),
+            ]
+        ],
+    )
+    await session.plain.start_session(session_id, "Where is A-1?")
+    snapshot = await wait_for_turn_end(session.plain, session_id, 1)
+
+    events = await read_events(session.plain, session_id)
+    by_step: dict[str, str] = {}
+    for event in events:
+        if event.type == AgentEventType.TEXT_DELTA:
+            by_step[event.step_execution_id] = (
+                by_step.get(event.step_execution_id, "") + json.loads(event.payload)["text"]
+            )
+    assert list(by_step.values()) == ["Let me check.", "It shipped today."]
+    stored = [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT and m.text]
+    assert stored == ["Let me check.", "It shipped today."]
