@@ -7,7 +7,6 @@ of the session would notice: which calls become Steps, what the model sees, what
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from dex_agents.runner import (
     TurnCompleted,
 )
 from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
-from google.adk.agents import BaseAgent, InvocationContext, LlmAgent
+from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.artifacts import InMemoryArtifactService
 from google.adk.events import Event
@@ -30,6 +29,7 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from dex_agents_google_adk import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, AdkServices, GoogleAdkRunner
+from tests.specifics_agents import OneAfterAnother
 from tests.support import CannedLlm, SessionSide, call, execute, respond
 
 
@@ -309,15 +309,6 @@ async def test_text_arrives_as_live_deltas_that_add_up_to_the_stored_text() -> N
     assert "".join(session.text_deltas()).strip() == "It is sunny in Rome today."
     assert [m.text for m in outcome.new_messages] == ["It is sunny in Rome today."]
     assert outcome.usage.model_calls == 1 and outcome.usage.input_tokens == 50
-
-
-class OneAfterAnother(BaseAgent):
-    """A custom agent that runs its sub-agents in turn: two model calls for one user message."""
-
-    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
-        for agent in self.sub_agents:
-            async for event in agent.run_async(ctx):
-                yield event
 
 
 async def test_a_second_model_call_within_one_step_ends_the_turn_instead_of_running() -> None:

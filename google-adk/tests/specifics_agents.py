@@ -1,0 +1,59 @@
+"""Applications for the session-level tests of ADK specifics; the test and its Worker build them here."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect
+from dex_agents.testing import MATRIX_TOOLS, run_scripted_tool, with_model_call_scope
+from google.adk.agents import BaseAgent, InvocationContext, LlmAgent
+from google.adk.events import Event
+from google.adk.tools.function_tool import FunctionTool
+
+from dex_agents_google_adk import GoogleAdkRunner
+from tests.scripted_model import ScriptedLlm
+
+
+class OneAfterAnother(BaseAgent):
+    """A custom agent that runs its sub-agents in turn: two model calls for one user message."""
+
+    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
+        for agent in self.sub_agents:
+            async for event in agent.run_async(ctx):
+                yield event
+
+
+async def purge_order(order_id: str) -> str:
+    """Delete every record of an order (ADK asks for a confirmation first).
+
+    Args:
+        order_id: The order to purge.
+    """
+    return await run_scripted_tool("purge_order", {"order_id": order_id})
+
+
+def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow]:
+    """An agent whose tools are read by default, one of which ADK confirms; and a two-agent pipeline."""
+    plain = LlmAgent(
+        name="orders",
+        model=ScriptedLlm(),
+        instruction="You handle orders.",
+        tools=[*MATRIX_TOOLS, FunctionTool(purge_order, require_confirmation=True)],
+    )
+    pipeline = OneAfterAnother(
+        name="pipeline",
+        sub_agents=[
+            LlmAgent(name="drafter", model=ScriptedLlm(), instruction="Draft."),
+            LlmAgent(name="reviewer", model=ScriptedLlm(), instruction="Review."),
+        ],
+    )
+    # Every tool without metadata is a read here, so only ADK's own confirmation asks for approval.
+    options = AgentSessionOptions(default_tool_effect=ToolEffect.READ)
+    return (
+        AgentSessionFlow(
+            with_model_call_scope(GoogleAdkRunner(plain)), flow_type="GoogleAdkSpecifics", options=options
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(GoogleAdkRunner(pipeline)), flow_type="GoogleAdkPipeline", options=options
+        ),
+    )

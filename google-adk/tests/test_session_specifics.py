@@ -1,0 +1,168 @@
+"""ADK specifics through a whole session: devserver, Worker child, ADK's real agent loop, scripted model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+import pytest_asyncio
+from dex import LongPollTimeoutError
+from dex_agents import AgentEvent, AgentEventType, AgentSessionClient, MessageRole
+from dex_agents.testing import (
+    AgentTestStack,
+    ScriptedResponse,
+    ScriptedToolCall,
+    executed_step_types,
+    wait_for_agent_snapshot,
+)
+from dex_agents.testing.matrix import wait_for_turn_end
+
+from tests.matrix_spec import PACKAGE_DIR
+from tests.specifics_agents import build_flows
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@dataclass
+class Session:
+    stack: AgentTestStack
+    plain: AgentSessionClient
+    pipeline: AgentSessionClient
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Session]:
+    flows = build_flows()
+    async with AgentTestStack(
+        tmp_path_factory.mktemp("specifics"), flows, "tests.specifics_worker", worker_cwd=PACKAGE_DIR
+    ) as stack:
+        await stack.start_worker()
+        yield Session(stack, stack.sessions(flows[0]), stack.sessions(flows[1]))
+
+
+async def read_events(sessions: AgentSessionClient, session_id: str) -> list[AgentEvent]:
+    events: list[AgentEvent] = []
+    token = ""
+    while True:
+        try:
+            message = await sessions.read_agent_event(session_id, token, timeout=timedelta(seconds=1))
+        except LongPollTimeoutError:
+            return events
+        events.append(message.value)
+        token = message.resume_token
+
+
+async def test_a_call_to_an_unknown_tool_records_failed_and_the_next_model_call_sees_why(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("unknown-tool")
+    rocket = ScriptedToolCall("launch_rocket", {"target": "moon"}, "rocket-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [[ScriptedResponse(tool_calls=(rocket,)), ScriptedResponse(text="I cannot launch rockets.")]],
+    )
+    await session.plain.start_session(session_id, "Launch a rocket")
+    snapshot = await wait_for_turn_end(session.plain, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    calls = session.stack.invocations.model_calls(session_id)
+    assert len(calls) == 2, "ADK's 'not found' answer must not be a hidden model call"
+    assert "Tool 'launch_rocket' not found" in calls[1].model_input_text
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
+        "StartAgentSession",
+        "RunModel",
+        "CallTool",
+        "ResumeTurn",
+        "RunModel",
+    ]
+    [tool_message] = [message for message in snapshot.messages if message.role is MessageRole.TOOL]
+    assert tool_message.tool_name == "launch_rocket"
+    assert "not found" in (tool_message.tool_output or "")
+
+
+async def test_adks_confirmation_is_a_durable_approval_and_the_rejection_text_reaches_the_model(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("confirm")
+    purge = ScriptedToolCall("purge_order", {"order_id": "A-1"}, "purge-1")
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [[ScriptedResponse(tool_calls=(purge, read)), ScriptedResponse(text="I left A-1 alone.")]],
+    )
+    await session.plain.start_session(session_id, "Purge A-1")
+    interrupt = await wait_for_agent_snapshot(
+        session.plain,
+        session_id,
+        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+        description="the purge's approval",
+    )
+    assert interrupt.tool_call_id == "purge-1", "only the call ADK confirms waits; the read runs"
+    session.stack.kill_workers()
+    await session.stack.start_worker()
+    assert await session.plain.resolve_interrupt(
+        session_id, interrupt.interrupt_id, approved=False, rejection_message="Purging is for admins only."
+    )
+    snapshot = await wait_for_turn_end(session.plain, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    assert not session.stack.invocations.tool_calls(session_id, "purge_order")
+    assert len(session.stack.invocations.tool_calls(session_id, "lookup_order")) == 1
+    seen = session.stack.invocations.model_calls(session_id)[-1].model_input_text
+    assert "tool purge_order [purge-1]: error: Purging is for admins only." in seen
+    assert "This tool call is rejected." not in seen, "ADK's fixed rejection text replaced the user's"
+
+
+async def test_text_streams_as_deltas_of_each_model_call_and_usage_is_per_call(session: Session) -> None:
+    session_id = session.stack.new_session_id("streaming")
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(text="Let me check order A-1.", tool_calls=(read,), input_tokens=40),
+                ScriptedResponse(text="A-1 shipped.", input_tokens=60, output_tokens=7),
+            ]
+        ],
+    )
+    await session.plain.start_session(session_id, "Where is A-1?")
+    snapshot = await wait_for_turn_end(session.plain, session_id, 1)
+    events = await read_events(session.plain, session_id)
+
+    text_by_model_call: dict[str, str] = {}
+    for event in events:
+        if event.type == AgentEventType.TEXT_DELTA:
+            text_by_model_call[event.step_execution_id] = (
+                text_by_model_call.get(event.step_execution_id, "") + json.loads(event.payload)["text"]
+            )
+    assert list(text_by_model_call.values()) == ["Let me check order A-1.", "A-1 shipped."]
+    assert all(
+        len([e for e in events if e.type == AgentEventType.TEXT_DELTA and e.step_execution_id == step]) > 1
+        for step in text_by_model_call
+    ), "the text arrives in several SSE chunks, not once at the end"
+    assistant_texts = [message.text for message in snapshot.messages if message.role is MessageRole.ASSISTANT]
+    assert assistant_texts == ["Let me check order A-1.", "A-1 shipped."]
+    recorded = [
+        json.loads(event.payload)["recorded"]
+        for event in events
+        if event.type == AgentEventType.USAGE_RECORDED
+    ]
+    assert [(usage["model_calls"], usage["input_tokens"]) for usage in recorded] == [(1, 40), (1, 60)]
+    assert snapshot.usage.input_tokens == 100 and snapshot.usage.output_tokens == 12
+
+
+async def test_a_second_model_call_in_one_step_fails_the_turn_without_a_retry(session: Session) -> None:
+    session_id = session.stack.new_session_id("pipeline")
+    session.stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(text="Draft."), ScriptedResponse(text="Reviewed.")]]
+    )
+    await session.pipeline.start_session(session_id, "Write a note")
+    snapshot = await wait_for_turn_end(session.pipeline, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is not None
+    assert "second model call" in snapshot.state.last_turn_error
+    [call] = session.stack.invocations.model_calls(session_id)
+    assert call.attempt == 1, "a deterministic failure is not retried"
