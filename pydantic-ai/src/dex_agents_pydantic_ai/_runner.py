@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, cast
 
 from dex_agents.events import AgentEventWriter
@@ -58,7 +58,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import KnownModelName, Model
 from pydantic_ai.settings import ModelSettings
-from pydantic_ai.tools import AgentDepsT
+from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_graph import End
 
 from dex_agents_pydantic_ai._effects import framework_effect
@@ -98,6 +98,8 @@ class _Stop:
     boundary: _Boundary
     response: ModelResponse | None = None
     """The response to `TOOL_CALLS`."""
+    tool_defs: dict[str, ToolDefinition | None] = field(default_factory=dict[str, ToolDefinition | None])
+    """At `TOOL_CALLS`, the definition the model was offered for each call's tool, by tool call ID."""
     output: object = None
     """The run's output at `END`."""
     feedback: ModelRequest | None = None
@@ -204,8 +206,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         turn_messages = [*earlier_turn_messages, *new_messages]
 
         if stop.boundary is _Boundary.TOOL_CALLS:
-            assert stop.response is not None
-            return self._tool_calls_requested(turn, run, stop.response, turn_messages, usage)
+            return _tool_calls_requested(turn, stop, turn_messages, usage)
         if stop.boundary is _Boundary.OUTPUT_RETRY:
             assert stop.feedback is not None
             return TurnCompleted(
@@ -254,39 +255,30 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         )
         return ToolExecutionResult(output)
 
-    def _tool_calls_requested(
-        self,
-        turn: AgentTurnContext,
-        run: AgentRun[AgentDepsT, Any],
-        response: ModelResponse,
-        turn_messages: Sequence[ModelMessage],
-        usage: AgentUsage,
-    ) -> ToolCallsRequested:
-        # The tool manager was prepared for this run step before the model request, so it knows the
-        # definitions the model was offered, including their kinds and MCP annotations.
-        tool_manager = run.ctx.deps.tool_manager
-        deferred: list[DeferredToolCall] = []
-        output_tool_call_ids: list[str] = []
-        for call in response.tool_calls:
-            tool_def = tool_manager.get_tool_def(call.tool_name)
-            if tool_def is not None and tool_def.kind == "output":
-                output_tool_call_ids.append(call.tool_call_id)
-                continue
-            if tool_def is None:
-                policy = UNKNOWN_TOOL_POLICY
-            else:
-                policy = turn.resolve_tool_policy(call.tool_name, framework_effect(tool_def))
-                if tool_def.kind == "unapproved" and call.tool_name not in turn.tool_policies:
-                    # The agent itself requires approval for this tool (`requires_approval=True`, an
-                    # `ApprovalRequiredToolset`); only an explicit session policy may waive it.
-                    policy = ToolPolicy(policy.effect, requires_approval=True)
-            deferred.append(
-                DeferredToolCall(call.tool_call_id, call.tool_name, call.args_as_json_str(), policy)
-            )
-        state = PydanticAiRunState(
-            turn_messages=turn_messages, output_tool_call_ids=tuple(output_tool_call_ids)
-        )
-        return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=deferred, usage=usage)
+
+def _tool_calls_requested(
+    turn: AgentTurnContext, stop: _Stop, turn_messages: Sequence[ModelMessage], usage: AgentUsage
+) -> ToolCallsRequested:
+    """Defer every call of the response except the agent's output tools, in model order."""
+    assert stop.response is not None
+    deferred: list[DeferredToolCall] = []
+    output_tool_call_ids: list[str] = []
+    for call in stop.response.tool_calls:
+        tool_def = stop.tool_defs.get(call.tool_call_id)
+        if tool_def is not None and tool_def.kind == "output":
+            output_tool_call_ids.append(call.tool_call_id)
+            continue
+        if tool_def is None:
+            policy = UNKNOWN_TOOL_POLICY
+        else:
+            policy = turn.resolve_tool_policy(call.tool_name, framework_effect(tool_def))
+            if tool_def.kind == "unapproved" and call.tool_name not in turn.tool_policies:
+                # The agent itself requires approval for this tool (`requires_approval=True`, an
+                # `ApprovalRequiredToolset`); only an explicit session policy may waive it.
+                policy = ToolPolicy(policy.effect, requires_approval=True)
+        deferred.append(DeferredToolCall(call.tool_call_id, call.tool_name, call.args_as_json_str(), policy))
+    state = PydanticAiRunState(turn_messages=turn_messages, output_tool_call_ids=tuple(output_tool_call_ids))
+    return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=deferred, usage=usage)
 
 
 async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter) -> _Stop:
@@ -303,19 +295,18 @@ async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter) ->
             async with node.stream(run.ctx) as stream:
                 async for event in stream:
                     forward_stream_event(event, events)
-        elif isinstance(node, CallToolsNode) and model_requests and _asks_for_tools(run, node.model_response):
-            return _Stop(_Boundary.TOOL_CALLS, response=node.model_response)
+        elif isinstance(node, CallToolsNode) and model_requests:
+            # The tool manager was prepared for this run step before the model request, so it holds the
+            # definitions the model was offered, with their kinds and MCP annotations.
+            tool_manager = run.ctx.deps.tool_manager
+            response = node.model_response
+            tool_defs = {
+                call.tool_call_id: tool_manager.get_tool_def(call.tool_name) for call in response.tool_calls
+            }
+            if any(tool_def is None or tool_def.kind != "output" for tool_def in tool_defs.values()):
+                # Stop before `CallToolsNode`: running it would run the tools inside this model Step.
+                return _Stop(_Boundary.TOOL_CALLS, response=response, tool_defs=tool_defs)
         node = await run.next(node)
-
-
-def _asks_for_tools(run: AgentRun[Any, Any], response: ModelResponse) -> bool:
-    """Whether ``response`` calls anything other than the agent's output tools."""
-    tool_manager = run.ctx.deps.tool_manager
-    for call in response.tool_calls:
-        tool_def = tool_manager.get_tool_def(call.tool_name)
-        if tool_def is None or tool_def.kind != "output":
-            return True
-    return False
 
 
 def _recorded_results(state: PydanticAiRunState, turn: AgentTurnContext) -> DeferredToolResults:
