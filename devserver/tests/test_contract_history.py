@@ -12,11 +12,12 @@ import sys
 from datetime import timedelta
 from typing import Any, cast
 
+from contract import flows_failures as failures
 from contract import flows_history as history_flows
 from contract.history import history_events, kind, step_context
 from contract.processes import DevServer, Mode
 from contract.sandbox import Sandbox
-from dex import Client, FlowStatus
+from dex import Client, FlowConfig, FlowStatus, StartFlowOptions, StepDurability
 from dex.dexpb import dex_pb2 as pb
 
 WAIT = timedelta(seconds=30)
@@ -103,3 +104,17 @@ def test_history_events(
     assert [int(e["eventId"]) for e in listed] == ids
     assert [e["type"] for e in listed] == [camel(k) for k in kinds]
     assert all(e["eventTime"] and isinstance(e["payload"], dict) for e in listed)
+
+
+def test_history_shows_resolved_durability(
+    mode: Mode, client: Client, devserver: DevServer, flow_id: str
+) -> None:
+    # The Flow asks for ASYNC; a method with a failure route still defaults to SYNC (server-semantics §6.5).
+    options = StartFlowOptions(config_override=FlowConfig(step_durability=StepDurability.ASYNC))
+    run_id = client.start_flow(failures.DOOMED, flow_id, "durability", options)
+    assert client.wait_for_flow(flow_id, timeout=WAIT).status is FlowStatus.COMPLETED
+    events = history_events(devserver.address, flow_id, run_id)
+    failed = events[index_of(events, "step_execute_failed", "Doomed-1")].step_execute_failed.context
+    rescued = events[index_of(events, "step_execute_completed", "Rescue-1")].step_execute_completed.context
+    assert failed.durability == pb.STEP_DURABILITY_SYNC
+    assert rescued.durability == pb.STEP_DURABILITY_ASYNC

@@ -10,12 +10,13 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
+import grpc
 import pytest
 from contract import flows_state as state
 from contract.flows_state import Snapshot
-from contract.processes import Mode
+from contract.processes import DevServer, Mode
 from contract.sandbox import Sandbox
 from dex import (
     AttributeMatch,
@@ -27,6 +28,9 @@ from dex import (
     WaitForAttributeOptions,
     WorkerInvocationError,
 )
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
+from google.protobuf import struct_pb2
 
 WAIT = timedelta(seconds=30)
 T = TypeVar("T")
@@ -160,4 +164,28 @@ def test_rpc_handler_failure_is_worker_invocation_error(mode: Mode, client: Clie
     assert "kaboom" in (raised.value.worker_error_detail or "")
     # The failed RPC had no effect.
     assert client.invoke_rpc(state.STATE.read_marker, flow_id) == ""
+    client.stop_flow(flow_id)
+
+
+def test_unknown_rpc_name_fails_with_a_named_error(
+    mode: Mode, client: Client, devserver: DevServer, flow_id: str
+) -> None:
+    run_id = started(client, flow_id)
+    # The SDK only calls registered RPCs, so this call goes through the generated stub.
+    request = pb.InvokeRPCRequest(
+        flow_id=flow_id,
+        run_id=run_id,
+        rpc_name="no_such_rpc",
+        request_id=str(uuid.uuid4()),
+        input=pb.Value(null_value=struct_pb2.NULL_VALUE),
+    )
+    with grpc.insecure_channel(devserver.address) as channel:
+        stub: Any = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        with pytest.raises(grpc.RpcError) as raised:
+            stub.InvokeRPC(request, timeout=30)
+    error = cast(grpc.Call, raised.value)
+    # Push: the Worker fails the call. Pull: the Worker rejects the unknown name and, once the
+    # dispatch wait is over, the caller gets the error. Either way the error names the RPC.
+    assert error.code() is not grpc.StatusCode.DEADLINE_EXCEEDED
+    assert "no_such_rpc" in str(error.details()), error.details()
     client.stop_flow(flow_id)
