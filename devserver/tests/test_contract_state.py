@@ -30,7 +30,6 @@ from dex import (
 )
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-from google.protobuf import struct_pb2
 
 WAIT = timedelta(seconds=30)
 T = TypeVar("T")
@@ -177,7 +176,7 @@ def test_unknown_rpc_name_fails_with_a_named_error(
         run_id=run_id,
         rpc_name="no_such_rpc",
         request_id=str(uuid.uuid4()),
-        input=pb.Value(null_value=struct_pb2.NULL_VALUE),
+        input=pb.Value(null_value="NULL_VALUE"),
     )
     with grpc.insecure_channel(devserver.address) as channel:
         stub: Any = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
