@@ -19,8 +19,11 @@ from agents import (
     function_tool,
     handoff,
     input_guardrail,
+    output_guardrail,
+    tool_input_guardrail,
 )
 from agents.tool_context import ToolContext
+from agents.tool_guardrails import ToolGuardrailFunctionOutput, ToolInputGuardrailData
 from dex_agents import current_tool_execution
 from dex_agents._tool_context import running_tool_execution
 from dex_agents.runner import (
@@ -423,3 +426,97 @@ async def test_a_non_mapping_context_reaches_tools_across_a_resume_without_a_ser
     assert isinstance(final, TurnCompleted) and final.turn_error is None
     assert seen == ["EUR"]
     assert model.outputs_seen(2) == {"call-1": "tea: 3 EUR"}
+
+
+async def test_a_tripped_output_guardrail_ends_the_turn_with_a_clear_error() -> None:
+    @output_guardrail
+    async def no_refund_promises(
+        context: RunContextWrapper[Any], agent: Agent[Any], output: str
+    ) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered="refund" in output)
+
+    model = ScriptedModel([[text("I promise a full refund.")]])
+    agent = Agent(name="a", model=model.model, output_guardrails=[no_refund_promises])
+    runner = OpenAIAgentsRunner(agent)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Can I get my money back?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error == "output guardrail 'no_refund_promises' tripped"
+    assert outcome.new_messages == () and outcome.usage.model_calls == 1
+
+
+async def test_an_agent_used_as_a_tool_is_gated_and_makes_its_model_calls_in_the_tool_step() -> None:
+    inner_model = ScriptedModel([[text("Bonjour")]])
+    translator = Agent(name="translator", model=inner_model.model)
+    outer_model = ScriptedModel([[call("translate", {"input": "Hello"}, "call-1")], [text("It is Bonjour.")]])
+    outer = Agent(
+        name="outer",
+        model=outer_model.model,
+        tools=[translator.as_tool(tool_name="translate", tool_description="Translate to French.")],
+    )
+    runner = OpenAIAgentsRunner(outer)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Say hello in French"))
+
+    requested = await runner.run_model_step(session.context())
+
+    assert isinstance(requested, ToolCallsRequested)
+    assert inner_model.calls == 0, "the nested agent must not run inside the model Step"
+    session.defer(requested)
+    output = await execute(runner, session, "call-1")
+    assert output == "Bonjour" and inner_model.calls == 1
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output=output)
+    final = await runner.run_model_step(session.context())
+    assert isinstance(final, TurnCompleted) and final.new_messages[-1].text == "It is Bonjour."
+    assert inner_model.calls == 1
+
+
+async def test_tool_guardrails_run_around_the_real_tool_in_its_step_not_on_the_recorded_result() -> None:
+    checked: list[str] = []
+
+    @tool_input_guardrail
+    def no_admin(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        checked.append(data.context.tool_arguments)
+        if "admin" in data.context.tool_arguments:
+            return ToolGuardrailFunctionOutput.reject_content("Blocked: admin files are off limits.")
+        return ToolGuardrailFunctionOutput.allow()
+
+    deleted: list[str] = []
+
+    @function_tool(tool_input_guardrails=[no_admin])
+    async def delete_file(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return f"deleted {path}"
+
+    model = ScriptedModel(
+        [
+            [
+                call("delete_file", {"path": "/admin/x"}, "call-1"),
+                call("delete_file", {"path": "/tmp/y"}, "call-2"),
+            ],
+            [text("One deleted, one blocked.")],
+        ]
+    )
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[delete_file]))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Delete both"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    assert checked == [], "no guardrail runs in the model Step"
+    session.defer(requested)
+    for call_id in ("call-1", "call-2"):
+        session.finish(call_id, ToolCallStatus.SUCCEEDED, output=await execute(runner, session, call_id))
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert deleted == ["/tmp/y"]
+    assert len(checked) == 2, "each guardrail ran once, in its tool Step"
+    assert model.outputs_seen(2) == {
+        "call-1": "Blocked: admin files are off limits.",
+        "call-2": "deleted /tmp/y",
+    }

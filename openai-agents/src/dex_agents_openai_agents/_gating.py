@@ -97,7 +97,15 @@ async def _return_recorded_result(ctx: ToolContext[Any], arguments: str) -> str:
 
 
 def _gate_function_tool(tool: FunctionTool) -> FunctionTool:
-    gated = dataclasses.replace(tool, needs_approval=True, on_invoke_tool=_return_recorded_result)
+    # Tool guardrails run around the real tool in its tool Step; on a recorded result they would judge a
+    # call that already ran.
+    gated = dataclasses.replace(
+        tool,
+        needs_approval=True,
+        on_invoke_tool=_return_recorded_result,
+        tool_input_guardrails=None,
+        tool_output_guardrails=None,
+    )
     # The MCP annotations the SDK keeps on the tool give the call's effect; keep them on the copy.
     annotations = getattr(tool, "_mcp_annotations", None)
     if annotations is not None:

@@ -9,6 +9,11 @@ from typing import Any, cast
 from agents import Agent, FunctionTool, ModelBehaviorError, RunConfig, RunContextWrapper, UserError
 from agents.tool import set_function_tool_failure_error_function
 from agents.tool_context import ToolContext
+from agents.tool_guardrails import (
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrailData,
+    ToolOutputGuardrailData,
+)
 from dex_agents.runner import ToolExecutionError
 from openai.types.responses import ResponseFunctionToolCall
 
@@ -69,6 +74,18 @@ def _output_text(output: object) -> str:
         return repr(cast(Any, output))
 
 
+def _guardrail_rejection(verdict: ToolGuardrailFunctionOutput, name: str, kind: str) -> str | None:
+    """Return the text the model sees instead of the tool's output, or `None` when the guardrail allows."""
+    behavior = verdict.behavior
+    if behavior["type"] == "reject_content":
+        # As in the SDK, the message replaces the tool's output and the call counts as answered.
+        return behavior["message"]
+    if behavior["type"] == "raise_exception":
+        # The SDK would abort the whole run; a tool Step can only fail its own call, visibly.
+        raise ToolExecutionError(f"tool {kind} guardrail {name!r} tripped")
+    return None
+
+
 class ToolCallRunner:
     """Finds and runs the user's original tool for a recorded call.
 
@@ -114,12 +131,24 @@ class ToolCallRunner:
             agent=agent,
             run_config=self._run_config,
         )
+        for input_guardrail in tool.tool_input_guardrails or ():
+            verdict = await input_guardrail.run(ToolInputGuardrailData(context=context, agent=agent))
+            rejection = _guardrail_rejection(verdict, input_guardrail.get_name(), "input")
+            if rejection is not None:
+                return rejection
         try:
             output: object = await runnable.on_invoke_tool(context, arguments)
         except (ModelBehaviorError, UserError) as error:
             # Invalid JSON or arguments the schema rejects: the model should see it and may correct
             # itself; running again would fail the same way.
             raise ToolExecutionError(str(error)) from error
+        for output_guardrail in tool.tool_output_guardrails or ():
+            verdict = await output_guardrail.run(
+                ToolOutputGuardrailData(context=context, agent=agent, output=output)
+            )
+            rejection = _guardrail_rejection(verdict, output_guardrail.get_name(), "output")
+            if rejection is not None:
+                return rejection
         return _output_text(output)
 
     def _find_agent(self, source_reference: str | None) -> Agent[Any]:
