@@ -89,6 +89,8 @@ def test_acknowledged_effects_survive_devserver_sigkill(
     assert {str(e.data["values"]) for e in sandbox.events(flow_id, "collected")} == {str(["a", "b"])}
     (snoozed,) = sandbox.events(flow_id, "snoozed")
     assert snoozed.data["fired"] is True
+    # The message published just before the last crash is still queued (read by a query RPC).
+    assert client.invoke_rpc(durability.CRASH.pending, flow_id) == ["c"]
 
 
 @pytest.mark.parametrize("level", ["SYNC", "ASYNC"])

@@ -69,6 +69,10 @@ class CrashFlow(Flow[None]):
         inbox.publish(context, input)
         return RPCResult(True)
 
+    @rpc(load_channels=(inbox,))
+    def pending(self, context: Context) -> RPCResult[list[str]]:
+        return RPCResult([message.value for message in inbox.pending_messages(context)])
+
 
 def durability_options(durability: str) -> StepOptions:
     return StepOptions(execute_durability=StepDurability[durability])
