@@ -43,6 +43,7 @@ from dex_agents.testing._script import (
     current_model_call,
     model_call_scope,
     run_scripted_tool,
+    script_store_scope,
     scripted_model_response,
 )
 from dex_agents.testing._scripted_runner import ScriptedRunner, render_message
@@ -87,6 +88,7 @@ __all__ = [
     "run_agent_worker",
     "run_matrix_worker",
     "run_scripted_tool",
+    "script_store_scope",
     "scripted_model_response",
     "send_receipt",
     "wait_for_agent_snapshot",

@@ -70,7 +70,7 @@ from dex_agents.testing._script import ScriptedResponse, ScriptedToolCall
 from dex_agents.testing._stack import AgentTestStack
 from dex_agents.testing._waiting import wait_for_agent_snapshot
 
-__all__ = ["AgentMatrixTests", "MatrixHarness"]
+__all__ = ["AgentMatrixTests", "MatrixFlows", "MatrixHarness", "MatrixSpec", "wait_for_turn_end"]
 
 
 class MatrixHarness:
