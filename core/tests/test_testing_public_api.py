@@ -72,5 +72,7 @@ def test_the_kit_imports_without_pytest_in_worker_children() -> None:
     import sys
 
     code = "import sys; sys.modules['pytest'] = None; import dex_agents.testing; print('ok')"
-    result = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
+    )
     assert result.stdout.strip() == "ok", result.stderr
