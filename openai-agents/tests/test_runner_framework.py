@@ -520,3 +520,29 @@ async def test_tool_guardrails_run_around_the_real_tool_in_its_step_not_on_the_r
         "call-1": "Blocked: admin files are off limits.",
         "call-2": "deleted /tmp/y",
     }
+
+
+async def test_a_tool_call_id_of_an_earlier_turn_can_be_used_again() -> None:
+    model = ScriptedModel(
+        [
+            [call("get_weather", {"city": "Oslo"}, "call-1")],
+            [text("Sunny.")],
+            [call("get_weather", {"city": "Oslo"}, "call-1")],
+            [text("Still sunny.")],
+        ]
+    )
+    runs: list[str] = []
+    runner = OpenAIAgentsRunner(build_agent(model, runs))
+    session = SessionSide()
+    for question in ("Weather in Oslo?", "And now?"):
+        session.start_turn(runner.build_user_message(question))
+        requested = await runner.run_model_step(session.context())
+        assert isinstance(requested, ToolCallsRequested), requested
+        session.defer(requested)
+        session.finish("call-1", ToolCallStatus.SUCCEEDED, output=await execute(runner, session, "call-1"))
+        final = await runner.run_model_step(session.context())
+        assert isinstance(final, TurnCompleted) and final.turn_error is None, final
+        session.store(final.new_messages)
+
+    assert runs == ["get_weather Oslo", "get_weather Oslo"]
+    assert model.calls == 4
