@@ -123,8 +123,15 @@ def test_force_complete_cancels_other_steps(
     client.start_flow(lifecycle.FORCE, flow_id, None)
     sandbox.wait_for_event(flow_id, "sleeper_started")
     sandbox.wait_for_event(flow_id, "forcer_started")
+    sandbox.wait_for_event(flow_id, "quick_done")
     sandbox.open_gate(flow_id, "force")
-    assert outputs(client, flow_id) == {"Forcer-1": "forced"}
+    result = client.wait_for_flow(flow_id, timeout=WAIT)
+    assert result.status is FlowStatus.COMPLETED
+    # Outputs in collection order: the earlier graceful output, then the forcing one.
+    assert [(c.step_execution_id, c.decode(str)) for c in result.completions] == [
+        ("QuickDone-1", "early"),
+        ("Forcer-1", "forced"),
+    ]
     # The still-running execute was cancelled at the Worker, not left to run on.
     sandbox.wait_for_event(flow_id, "sleeper_cancelled")
     assert sandbox.events(flow_id, "sleeper_finished") == []

@@ -144,6 +144,22 @@ def test_rpc_cancels_running_async_execute(
     assert sandbox.events(flow_id, "long_finished") == []
 
 
+def test_rpc_cancellation_precedes_its_next_steps(
+    mode: Mode, client: Client, sandbox: Sandbox, flow_id: str
+) -> None:
+    started(client, flow_id)
+    client.invoke_rpc(state.STATE.schedule_long, flow_id)
+    sandbox.wait_for_event(flow_id, "long_started")
+    client.invoke_rpc(state.STATE.restart_long, flow_id)
+    (cancelled,) = sandbox.wait_for_event(flow_id, "long_cancelled")
+    assert cancelled.step == "Long-1"
+    (restarted,) = sandbox.wait_for_event(flow_id, "long_started", where=lambda e: e.step != "Long-1")
+    assert restarted.step == "Long-2"
+    client.stop_flow(flow_id)
+    # Long-2 is cancelled by the stop, not by the RPC that created it.
+    sandbox.wait_for_event(flow_id, "long_cancelled", count=2)
+
+
 def test_wait_for_attribute_match(mode: Mode, client: Client, flow_id: str) -> None:
     started(client, flow_id)
     client.invoke_rpc(state.STATE.set_marker, flow_id, "ready")

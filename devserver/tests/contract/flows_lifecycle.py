@@ -140,7 +140,7 @@ class GracefulFlow(Flow[None]):
 
 class ForkForce(Step[None]):
     def execute(self, context: Context, input: None) -> StepDecision:
-        return go_to_many(move(Forcer, "forced"), move(Sleeper, None))
+        return go_to_many(move(Forcer, "forced"), move(Sleeper, None), move(QuickDone, "early"))
 
 
 class Forcer(Step[str]):
@@ -164,7 +164,7 @@ class Sleeper(Step[None]):
 
 class ForceFlow(Flow[None]):
     def get_steps(self) -> StepList[None]:
-        return start_with(ForkForce()).other_steps(Forcer(), Sleeper())
+        return start_with(ForkForce()).other_steps(Forcer(), Sleeper(), QuickDone())
 
 
 class Boom(Step[str]):

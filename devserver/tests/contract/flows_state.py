@@ -206,6 +206,11 @@ class StateFlow(Flow[None]):
         return RPCResult(True, next_steps=(move(Long, None),))
 
     @rpc
+    def restart_long(self, context: Context) -> RPCResult[bool]:
+        # Cancellation is resolved before next_steps are queued, so the new Long survives it.
+        return RPCResult(True, next_steps=(move(Long, None),)).with_canceling_steps(Long)
+
+    @rpc
     def interrupt(self, context: Context, input: str) -> RPCResult[bool]:
         return RPCResult(True, next_steps=(move(Echo, input),)).with_canceling_steps(Long)
 
