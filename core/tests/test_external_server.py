@@ -33,6 +33,7 @@ def test_suite_runs_against_an_already_running_server(tmp_path: Path) -> None:
                 f"--basetemp={nested_tmp}",
                 *RERUN,
             ],
+            check=False,
             cwd=CORE_DIR,
             env={**os.environ, "DEX_SERVER_ADDRESS": address},
             stdin=subprocess.DEVNULL,
