@@ -21,8 +21,10 @@ from dex_agents.runner import (
 from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.agents.structured_output import ToolStrategy
 from langchain_core.tools import StructuredTool, ToolException, tool
 from langgraph.graph.state import CompiledStateGraph
+from pydantic import BaseModel
 
 from dex_agents_langgraph import (
     UNKNOWN_TOOL_POLICY,
@@ -377,3 +379,52 @@ async def test_a_run_state_whose_history_is_no_longer_stored_ends_the_turn() -> 
 
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error is not None and "does not match the stored messages" in outcome.turn_error
+
+
+class Forecast(BaseModel):
+    city: str
+    sunny: bool
+
+
+def structured_runner(model: ListChatModel) -> LangGraphRunner:
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        return create_agent(
+            model,
+            tools=Tools().all(),
+            middleware=[DexToolGate()],
+            response_format=ToolStrategy(Forecast),
+            checkpointer=checkpointer,
+        )
+
+    return LangGraphRunner(build, allowed_msgpack_modules=[(__name__, "Forecast")])
+
+
+async def test_structured_output_completes_the_turn_with_the_response_as_its_text() -> None:
+    model = ListChatModel(
+        responses=[respond("", tool_call("Forecast", {"city": "Oslo", "sunny": True}, "out-1"))]
+    )
+    runner = structured_runner(model)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Is it sunny in Oslo?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted) and outcome.turn_error is None
+    assert [message.role for message in outcome.new_messages] == [MessageRole.ASSISTANT, MessageRole.TOOL]
+    assert json.loads(outcome.new_messages[0].text or "") == {"city": "Oslo", "sunny": True}
+    assert model.calls == 1
+
+
+async def test_a_structured_output_retry_ends_the_turn_instead_of_calling_the_model_again() -> None:
+    model = ListChatModel(
+        responses=[respond("", tool_call("Forecast", {"city": "Oslo"}, "out-1")), respond("never sent")]
+    )
+    runner = structured_runner(model)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Is it sunny in Oslo?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and "second model call" in outcome.turn_error
+    assert model.calls == 1, "the guard stops the retry before it reaches the model"

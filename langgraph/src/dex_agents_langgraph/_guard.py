@@ -23,9 +23,11 @@ class ModelStepViolation(Exception):
 class ModelStepGuard(BaseCallbackHandler):
     """Counts model calls of one graph run and refuses a second one and every tool run."""
 
-    # Without these, LangChain would log and swallow the guard's exception, or run it on another thread.
+    # Without `raise_error`, LangChain would log the guard's exception and carry on. The guard runs like any
+    # other handler (not inline): an inline handler that raises leaves the other handlers' coroutines
+    # unawaited. LangChain awaits every start callback before the model or tool runs, so it still stops both.
     raise_error: bool = True
-    run_inline: bool = True
+    run_inline: bool = False
 
     def __init__(self) -> None:
         self.model_calls = 0

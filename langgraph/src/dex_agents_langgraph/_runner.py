@@ -16,6 +16,7 @@ every tool ends the turn with `turn_error` instead of doing either silently.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -34,7 +35,7 @@ from dex_agents.runner import (
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.values import AgentUsage, FrameworkMessage, ToolCallStatus, ToolEffect
+from dex_agents.values import AgentUsage, FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
@@ -44,6 +45,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt
+from pydantic import BaseModel
 
 from dex_agents_langgraph._effects import framework_effect
 from dex_agents_langgraph._gate import GateAnswer, executing_tool_call, gate_payload
@@ -174,7 +176,13 @@ class LangGraphRunner:
                         "remove interrupt_before/interrupt_after from the graph"
                     ),
                 )
-            return TurnCompleted(new_messages=project_messages(new_messages), usage=usage)
+            projected = project_messages(new_messages)
+            return TurnCompleted(
+                new_messages=_with_structured_response_text(
+                    projected, snapshot.values.get("structured_response")
+                ),
+                usage=usage,
+            )
         finally:
             self._saver.delete_thread(thread_id)
 
@@ -438,6 +446,31 @@ def _forward_chunk(chunk: AIMessageChunk, events: AgentEventWriter) -> None:
                 text = typed.get("reasoning") or typed.get("thinking") or ""
                 if isinstance(text, str):
                     events.write_reasoning_delta(text)
+
+
+def _with_structured_response_text(
+    projected: list[FrameworkMessage], structured_response: object
+) -> list[FrameworkMessage]:
+    """Give the last answer the structured response as display text when the answer has no text of its own.
+
+    With `response_format`, `create_agent` ends the turn on an output tool call whose answer has no text;
+    the structured response, as JSON, is what a person reading the transcript wants to see.
+    """
+    if structured_response is None:
+        return projected
+    for index in range(len(projected) - 1, -1, -1):
+        message = projected[index]
+        if message.role is MessageRole.ASSISTANT:
+            if not message.text:
+                projected[index] = dataclasses.replace(message, text=_render_json(structured_response))
+            break
+    return projected
+
+
+def _render_json(value: object) -> str:
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _no_usage(guard: ModelStepGuard) -> AgentUsage:
