@@ -41,8 +41,6 @@ GRPC_OPTIONS = [
     ("grpc.max_reconnect_backoff_ms", 1000),
 ]
 
-# How long after a stream ends its Worker must still have another stream for the end to count as retirement.
-_RETIRE_GRACE_SECONDS = 0.3
 _STARTUP_GRACE_SECONDS = 6.0
 
 Kind = Literal["wait_for", "execute", "rpc"]
@@ -124,6 +122,7 @@ class PullStream:
         self._write_lock = asyncio.Lock()
         self.task: _PullTask | None = None
         self.closed = False
+        self.idle_since = time.monotonic()
 
     async def send(self, response: pb.PollWorkerTaskResponse) -> None:
         """Writes one frame to the Worker; writes are serialized."""
@@ -158,8 +157,8 @@ class Dispatcher:
 
         A task that got output from the stream fails its attempt. A task that got none is reassigned without
         using an attempt only when the stream was retiring: it ended cleanly and its Worker still has other
-        streams a moment later. When the Worker process died, all its streams end together (gRPC reports
-        that as a clean end as well), and the attempt counts as used, as an in-flight attempt must.
+        streams (the servicer lets a clean end settle briefly first). When the Worker process died, all its
+        streams end together, and the attempt counts as used, as an in-flight attempt must.
 
         Args:
             stream: The stream.
@@ -172,17 +171,10 @@ class Dispatcher:
         stream.task = None
         if task is None:
             return
-        if not half_closed or task.has_output:
-            task.frames.put_nowait("lost")
-            return
-
-        def decide() -> None:
-            alive = any(
-                other.app_worker_id == stream.app_worker_id and not other.closed for other in self._streams
-            )
-            task.frames.put_nowait("eof" if alive else "lost")
-
-        asyncio.get_running_loop().call_later(_RETIRE_GRACE_SECONDS, decide)
+        alive = any(
+            other.app_worker_id == stream.app_worker_id and not other.closed for other in self._streams
+        )
+        task.frames.put_nowait("eof" if half_closed and alive and not task.has_output else "lost")
 
     def on_frame(self, stream: PullStream, request: pb.PollWorkerTaskRequest) -> None:
         """Routes one frame a Worker sent on a stream."""
@@ -202,10 +194,12 @@ class Dispatcher:
             )
             if is_final:
                 stream.task = None
+                stream.idle_since = time.monotonic()
                 self._notify_idle()
         elif kind == "reject":
             if task is not None and request.reject.task_id == task.task_id:
                 stream.task = None
+                stream.idle_since = time.monotonic()
                 unknown = request.reject.reason in (
                     pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_STEP,
                     pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_RPC,
@@ -224,15 +218,16 @@ class Dispatcher:
                 waiter.set_result(None)
 
     def _idle_stream(self, flow_type: str, avoid: set[int]) -> PullStream | None:
+        # The longest-idle stream first: the SDK retires a surplus stream right after it finishes a task,
+        # and a task sent to a retiring stream is dropped.
         best: PullStream | None = None
         for stream in self._streams:
             if stream.task is not None or stream.closed or flow_type not in stream.flow_types:
                 continue
             if id(stream) in avoid:
                 continue
-            if stream.queue == flow_type:
-                return stream
-            best = best or stream
+            if best is None or stream.idle_since < best.idle_since:
+                best = stream
         return best
 
     # ----- invocation -----
@@ -272,29 +267,36 @@ class Dispatcher:
             call = self._invoke_pull(flow_type, kind, request, attempt_timeout, progress)
         else:
             call = self._invoke_push(target.address, flow_type, kind, request, attempt_timeout, progress)
-        task = asyncio.ensure_future(call)
+        if heartbeat_timeout is None or kind == "rpc":
+            return await call
+        # A timer rather than a watchdog task: one less task and wait per attempt on the hot path.
+        current = asyncio.current_task()
+        assert current is not None
+        loop = asyncio.get_running_loop()
+        expired = False
+        handle: asyncio.TimerHandle | None = None
+
+        def check() -> None:
+            nonlocal expired, handle
+            remaining = last_progress[0] + heartbeat_timeout - time.monotonic()
+            if remaining > 0:
+                handle = loop.call_later(remaining, check)
+                return
+            expired = True
+            current.cancel()
+
+        handle = loop.call_later(heartbeat_timeout, check)
         try:
-            if heartbeat_timeout is None or kind == "rpc":
-                return await task
-            while True:
-                remaining = last_progress[0] + heartbeat_timeout - time.monotonic()
-                if remaining <= 0:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await task
-                    return WorkerFailure(
-                        "no heartbeat or Stream write within the heartbeat timeout"
-                        f" of {heartbeat_timeout:g} s",
-                        "HEARTBEAT_TIMEOUT",
-                    )
-                done, _ = await asyncio.wait({task}, timeout=remaining)
-                if done:
-                    return task.result()
+            return await call
+        except asyncio.CancelledError:
+            if expired and current.uncancel() == 0:
+                return WorkerFailure(
+                    f"no heartbeat or Stream write within the heartbeat timeout of {heartbeat_timeout:g} s",
+                    "HEARTBEAT_TIMEOUT",
+                )
+            raise
         finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            handle.cancel()
 
     def _channel(self, address: str) -> grpc.aio.Channel:
         channel = self._channels.get(address)
@@ -319,32 +321,25 @@ class Dispatcher:
             return _no_worker(kind, flow_type, self.dispatch_wait, f"push target {address} is not reachable")
         # The generated stub is untyped; each call's result type is pinned by a cast.
         stub: Any = pbg.WorkerServiceStub(channel)
+        if kind == "rpc":
+            call: Any = stub.InvokeWorkerRPC(cast(pb.InvokeWorkerRPCRequest, request), timeout=limit)
+        elif kind == "wait_for":
+            call = stub.InvokeWaitForMethod(cast(pb.InvokeWaitForMethodRequest, request), timeout=limit)
+        else:
+            call = stub.InvokeExecuteMethod(cast(pb.InvokeExecuteMethodRequest, request), timeout=limit)
         try:
             if kind == "rpc":
-                return cast(
-                    pb.InvokeWorkerRPCResponse,
-                    await stub.InvokeWorkerRPC(cast(pb.InvokeWorkerRPCRequest, request), timeout=limit),
-                )
-            if kind == "wait_for":
-                stream = cast(
-                    "AsyncIterator[pb.InvokeWaitForMethodOutput]",
-                    stub.InvokeWaitForMethod(cast(pb.InvokeWaitForMethodRequest, request), timeout=limit),
-                )
-                async for frame in stream:
-                    which = frame.WhichOneof("output")
-                    if which == "result":
-                        return frame.result
-                    progress(frame.heartbeat if which == "heartbeat" else frame.stream_write)
-            else:
-                stream_e = cast(
-                    "AsyncIterator[pb.InvokeExecuteMethodOutput]",
-                    stub.InvokeExecuteMethod(cast(pb.InvokeExecuteMethodRequest, request), timeout=limit),
-                )
-                async for frame in stream_e:
-                    which = frame.WhichOneof("output")
-                    if which == "result":
-                        return frame.result
-                    progress(frame.heartbeat if which == "heartbeat" else frame.stream_write)
+                return cast(pb.InvokeWorkerRPCResponse, await call)
+            frames = cast("AsyncIterator[pb.InvokeWaitForMethodOutput | pb.InvokeExecuteMethodOutput]", call)
+            async for frame in frames:
+                which = frame.WhichOneof("output")
+                if which == "result":
+                    return frame.result
+                progress(frame.heartbeat if which == "heartbeat" else frame.stream_write)
+        except asyncio.CancelledError:
+            # Cancelling the call is what the Worker sees as cancellation (CancelledError in async handlers).
+            call.cancel()
+            raise
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                 return WorkerFailure(

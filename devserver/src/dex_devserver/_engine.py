@@ -360,24 +360,27 @@ class Engine:
 
         existing = self._find_run(request.flow_id)
         if existing is not None:
-            same_request = existing.request_id == request.request_id
-            if same_request and options.flow_already_started_options.ignore_already_started_error:
-                return existing.run_id
             reuse = options.id_reuse_policy or pb.ID_REUSE_POLICY_ALLOW_IF_NO_RUNNING
             if existing.is_running:
-                if reuse != pb.ID_REUSE_POLICY_ALLOW_TERMINATE_IF_RUNNING:
-                    raise errors.already_started(request.flow_id)
+                rejects = reuse != pb.ID_REUSE_POLICY_ALLOW_TERMINATE_IF_RUNNING
+            else:
+                rejects = reuse == pb.ID_REUSE_POLICY_DISALLOW_REUSE or (
+                    reuse == pb.ID_REUSE_POLICY_ALLOW_IF_PREVIOUS_EXISTS_ABNORMALLY
+                    and existing.status == pb.FLOW_STATUS_COMPLETED
+                )
+            if rejects:
+                # The request ID matters only when the policy rejects the start (SDK StartFlowOptions).
+                same_request = existing.request_id == request.request_id
+                if same_request and options.flow_already_started_options.ignore_already_started_error:
+                    return existing.run_id
+                raise errors.already_started(request.flow_id)
+            if existing.is_running:
                 self._close(
                     existing,
                     pb.FLOW_STATUS_TERMINATED,
                     message="terminated by a start with ALLOW_TERMINATE_IF_RUNNING",
                 )
                 self._transition(existing, durable=True)
-            elif reuse == pb.ID_REUSE_POLICY_DISALLOW_REUSE or (
-                reuse == pb.ID_REUSE_POLICY_ALLOW_IF_PREVIOUS_EXISTS_ABNORMALLY
-                and existing.status == pb.FLOW_STATUS_COMPLETED
-            ):
-                raise errors.already_started(request.flow_id)
 
         config = pb.FlowConfig()
         override = options.flow_config_override

@@ -29,6 +29,7 @@ __all__ = ["DevServer", "ServerOptions", "serve_forever"]
 _LOG = logging.getLogger("dex_devserver")
 SERVER_VERSION = "dex-devserver 0.1.0"
 _HISTORY_PAGE = 100
+_EOF_SETTLE_SECONDS = 0.05
 
 ResponseT = TypeVar("ResponseT")
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -304,6 +305,10 @@ class _WorkerTaskService(pbg.WorkerTaskServiceServicer):
             while True:
                 frame = await context.read()
                 if frame is grpc.aio.EOF:
+                    # A Worker that dies also reads as EOF here, but its streams are cancelled right after;
+                    # a retiring stream is not. The stream takes no new task meanwhile.
+                    stream.closed = True
+                    await asyncio.sleep(_EOF_SETTLE_SECONDS)
                     half_closed = True
                     return
                 self.dispatcher.on_frame(stream, cast(pb.PollWorkerTaskRequest, frame))
