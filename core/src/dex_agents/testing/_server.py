@@ -17,10 +17,23 @@ _LISTENING_LINE = re.compile(r"^listening on (\S+:\d+)\s*$", re.MULTILINE)
 _STARTUP_TIMEOUT_SECONDS = 30.0
 
 
+# Starts the server through a single-threaded launcher that asks Linux to SIGKILL it when the thread that
+# started it dies, then execs the server (the request survives exec). A test process killed without cleanup
+# (a CI timeout) thus leaves no server holding its port. preexec_fn would do the same, but is unsafe in a
+# process with threads.
+_LAUNCHER = (
+    "import ctypes, os, signal, sys\n"
+    "if sys.platform == 'linux':\n"
+    "    ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n"
+)
+
+
 class DevServerProcess:
     """One ``dex-devserver serve`` child process on a SQLite file.
 
-    The server runs in its own process group, so :meth:`kill` also ends anything it started. It binds a
+    The server runs in its own process group, so :meth:`kill` also ends anything it started, and on Linux
+    it dies with the thread that started it, so a killed test run leaves no server behind. It binds a
     free port on the first start (``--port 0``) and the same port on every restart, so Clients and pull
     Workers that already know the address reconnect to the restarted server.
 
@@ -67,6 +80,8 @@ class DevServerProcess:
         port = "0" if self._address is None else self._address.rsplit(":", 1)[1]
         command = [
             sys.executable,
+            "-c",
+            _LAUNCHER,
             "-m",
             "dex_devserver",
             "serve",

@@ -184,6 +184,15 @@ async def spawn_worker(
     return worker
 
 
+async def _stop_when_orphaned(stop_requested: asyncio.Event) -> None:
+    # A test process that dies without cleaning up (SIGKILL, a CI timeout) leaves its Workers in their own
+    # process groups; a Worker whose parent is gone stops instead of serving for ever.
+    parent = os.getppid()
+    while os.getppid() == parent:  # noqa: ASYNC110 - no event tells a process its parent died
+        await asyncio.sleep(1)
+    stop_requested.set()
+
+
 def run_agent_worker(flows: Sequence[AgentSessionFlow], *, server_address: str | None = None) -> None:
     """Serve ``flows`` with a pull-mode ``AsyncWorker`` until the process is killed or terminated.
 
@@ -235,7 +244,10 @@ async def _serve(flows: Sequence[AgentSessionFlow], address: str) -> None:
             Path(ready_file).write_text(str(os.getpid()), encoding="utf-8")
         print(f"dex-agents worker ready (pid {os.getpid()}, {max_tasks} task slots)", flush=True)
         stopping = asyncio.create_task(stop_requested.wait())
+        watching = asyncio.create_task(_stop_when_orphaned(stop_requested)) if ready_file else None
         await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if watching is not None:
+            watching.cancel()
         await worker.close()
         stopping.cancel()
         await asyncio.gather(serving, return_exceptions=True)
