@@ -428,3 +428,33 @@ async def test_a_structured_output_retry_ends_the_turn_instead_of_calling_the_mo
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error is not None and "second model call" in outcome.turn_error
     assert model.calls == 1, "the guard stops the retry before it reaches the model"
+
+
+async def test_an_output_call_beside_a_tool_call_ends_the_turn_after_the_tool_without_a_model_call() -> None:
+    model = ListChatModel(
+        responses=[
+            respond(
+                "",
+                tool_call("Forecast", {"city": "Oslo", "sunny": True}, "out-1"),
+                tool_call("get_weather", {"city": "Oslo"}, "call-1"),
+            )
+        ]
+    )
+    runner = structured_runner(model)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Is it sunny in Oslo?"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    assert [call.tool_call_id for call in requested.tool_calls] == ["call-1"], "the output call is no Step"
+    session.defer(requested)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny in Oslo")
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert model.calls == 1 and final.usage.model_calls == 0
+    assert json.loads(final.new_messages[0].text or "") == {"city": "Oslo", "sunny": True}
+    assert [message.tool_output for message in final.new_messages[1:]] == [
+        "Returning structured response: city='Oslo' sunny=True",
+        "sunny in Oslo",
+    ]
