@@ -70,7 +70,6 @@ class _Runtime:
     pending_events: list[tuple[int, bytes]] = field(default_factory=list[tuple[int, bytes]])
     handles: list[asyncio.TimerHandle] = field(default_factory=list[asyncio.TimerHandle])
     flush_handle: asyncio.TimerHandle | None = None
-    completed: set[str] = field(default_factory=set[str])
 
 
 @dataclass(frozen=True)
@@ -312,7 +311,7 @@ class Engine:
 
     # ------------------------------------------------------------------ start
 
-    def start_flow(self, request: pb.StartFlowRequest, default_target: pb.WorkerTarget | None = None) -> str:
+    def start_flow(self, request: pb.StartFlowRequest) -> str:
         """Starts a Flow run (or returns the existing run of an idempotent retry).
 
         Returns:
@@ -321,7 +320,6 @@ class Engine:
         Raises:
             ServiceError: For invalid input or a duplicate start.
         """
-        del default_target
         if not request.flow_id:
             raise errors.invalid_argument("flow_id is required")
         if is_reserved_name(request.flow_id):
@@ -523,6 +521,8 @@ class Engine:
 
     def _spawn(self, run: FlowRun, rt: _Runtime, exe: Execution) -> None:
         rt.wake[exe.exe_id] = asyncio.Event()
+        if self._closing:
+            return  # persisted with its run; it starts when the devserver starts again
         task = asyncio.get_running_loop().create_task(
             self._run_execution(run, exe), name=f"{run.flow_id}/{exe.exe_id}"
         )
@@ -533,7 +533,6 @@ class Engine:
         current = asyncio.current_task()
         for exe in selected:
             run.executions.pop(exe.exe_id, None)
-            rt.completed.add(exe.exe_id)
             rt.wake.pop(exe.exe_id, None)
             task = rt.tasks.pop(exe.exe_id, None)
             if task is not None and task is not current:
@@ -963,7 +962,7 @@ class Engine:
     # ------------------------------------------------------------------ the Step lifecycle
 
     def _is_current(self, run: FlowRun, exe: Execution) -> bool:
-        return run.is_running and run.executions.get(exe.exe_id) is exe
+        return not self._closing and run.is_running and run.executions.get(exe.exe_id) is exe
 
     def _method_event_context(
         self, run: FlowRun, exe: Execution, method: Method
@@ -1095,7 +1094,6 @@ class Engine:
         if exe.condition_results is not None:
             inputs.condition_results.CopyFrom(exe.condition_results)
         context = self._method_event_context(run, exe, "execute")
-        rt = self._runtime(run)
         if isinstance(outcome, WorkerFailure):
             failure = exe.last_failure or pb.StepMethodFailure(backend_error=outcome.detail)
 
@@ -1106,7 +1104,6 @@ class Engine:
 
             self._event(run, failed)
             run.executions.pop(exe.exe_id, None)
-            rt.completed.add(exe.exe_id)
             proceed = options.execute_failure_proceed_step_type
             if (
                 options.execute_failure_policy == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP
@@ -1131,7 +1128,6 @@ class Engine:
         self._apply_publishes(run, outcome.publish_to_channel)
         self._apply_deletes(run, outcome.delete_from_channel)
         run.executions.pop(exe.exe_id, None)
-        rt.completed.add(exe.exe_id)
         self._cancel_by_type(run, decision.cancel_step_types, decision.cancel_sibling_step_types, exe)
 
         def completed(event: pb.FlowHistoryEvent) -> None:

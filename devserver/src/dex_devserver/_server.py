@@ -368,10 +368,11 @@ class DevServer:
 
     async def stop(self) -> None:
         """Stops serving and commits pending state."""
+        # The engine stops first: ending the Worker streams first would fail the attempts in flight.
+        await self.engine.close()
         if self._server is not None:
             await self._server.stop(grace=0.5)
             self._server = None
-        await self.engine.close()
         await self.dispatcher.close()
         self.store.close()
 
