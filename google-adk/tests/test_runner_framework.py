@@ -60,12 +60,22 @@ def build_app(model: CannedLlm, runs: list[str], callbacks: list[str] | None = N
             callbacks.append(f"before {tool.name}")
         return None
 
+    def note_result(
+        tool: BaseTool, args: dict[str, Any], tool_context: ToolContext, tool_response: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        del args, tool_context
+        if callbacks is not None:
+            callbacks.append(f"after {tool.name}")
+        # A callback that rewrites results must rewrite each real result once, not a recorded one again.
+        return {**tool_response, "checked": True}
+
     agent = LlmAgent(
         name="assistant",
         model=model,
         instruction="You help with the weather and with files.",
         tools=[get_weather, FunctionTool(delete_file, require_confirmation=True), crash, refuse],
         before_tool_callback=note_tool,
+        after_tool_callback=note_result,
     )
     return App(name="weather_desk", root_agent=agent)
 
@@ -283,9 +293,11 @@ async def test_executing_a_call_runs_the_real_tool_once_through_adks_tool_pipeli
     assert isinstance(outcome, ToolCallsRequested)
     session.defer(outcome)
 
-    assert await execute(runner, session, "ok") == '{"forecast": "sunny in Rome"}'
+    assert await execute(runner, session, "ok") == '{"forecast": "sunny in Rome", "checked": true}'
     assert runs == ["get_weather Rome id=ok key=session-1/turn-1/ok"]
-    assert callbacks == ["before get_weather"], "the agent's own tool callbacks run in the tool Step"
+    assert callbacks == ["before get_weather", "after get_weather"], (
+        "the agent's tool callbacks run in the Step"
+    )
     # The session's approval stands for ADK's confirmation: the tool runs without asking again.
     assert await execute(runner, session, "confirmed") == "deleted /tmp/a"
     # Any other exception is a Step failure, which the session retries or records by the tool's effect.

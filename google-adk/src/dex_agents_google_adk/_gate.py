@@ -12,6 +12,8 @@ callbacks run before an agent's own callbacks and cover every tool of every agen
   call with it: a result, or the failure, rejection or unknown outcome as an ``{"error": ...}`` response.
   The session's rejection message therefore reaches the model unchanged, unlike ADK's built-in
   `require_confirmation`, which replaces it with a fixed text.
+- No other plugin's or agent's tool callback runs in a model Step: they run once, around the real call,
+  in its tool Step.
 - Every model response gets tool call IDs that are non-empty, free of `/`, and unique within the turn.
 - A second model request in one `run_model_step` raises `SecondModelCallError` instead of reaching the
   model, so a model call is never hidden inside another call's Step.
@@ -168,3 +170,16 @@ class DexToolGate(BasePlugin):
             self.confirmation_required.add(tool_context.function_call_id)
         tool_context.request_confirmation(hint=CONFIRMATION_HINT, payload=None)
         return dict(DEFERRED_PLACEHOLDER)
+
+    async def after_tool_callback(
+        self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext, result: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Keep the placeholder or recorded result as it is, so no other after-tool callback runs here.
+
+        ADK runs after-tool callbacks even when a before-tool callback answered the call. The real result
+        already went through them in its tool Step; running them again on the placeholder, or on the
+        recorded result, would apply them twice. Returning the result stops the plugin chain and skips
+        the agent's own after-tool callbacks.
+        """
+        del tool, tool_args, tool_context
+        return result
