@@ -90,8 +90,10 @@ class ScriptedResponse:
         gate: A gate name: the first model call that reaches ``stack.gate(session_id, gate)`` on one of
             ``gate_attempts`` waits there until the test releases it; later calls pass.
         gate_attempts: The attempts that stop at ``gate``.
-        fail_attempts: Attempts on which the model call raises ``RuntimeError``; ``(1, 2, 3)`` fails the
+        fail_attempts: Attempts on which the model call raises ``failure_type``; ``(1, 2, 3)`` fails the
             turn after ``RunModel``'s three attempts.
+        failure_type: The built-in exception a failing attempt raises: ``"RuntimeError"``,
+            ``"ValueError"``, ``"TypeError"`` or ``"ConnectionError"``.
         partial_text: Text streamed on every attempt before the gate and the failure, so a failed attempt
             leaves partial output on the event stream.
         turn_error: Ends the turn as failed without a retry (``TurnCompleted.turn_error``); runners that
@@ -112,6 +114,19 @@ class ScriptedResponse:
     input_tokens: int = 10
     output_tokens: int = 5
     partial_text: str = ""
+    failure_type: str = "RuntimeError"
+
+    def __post_init__(self) -> None:
+        if self.failure_type not in _FAILURE_TYPES:
+            raise ValueError(f"failure_type must be one of {sorted(_FAILURE_TYPES)}")
+
+
+_FAILURE_TYPES: dict[str, type[Exception]] = {
+    "RuntimeError": RuntimeError,
+    "ValueError": ValueError,
+    "TypeError": TypeError,
+    "ConnectionError": ConnectionError,
+}
 
 
 def _response_to_json(response: ScriptedResponse) -> dict[str, Any]:
@@ -139,6 +154,7 @@ def _response_to_json(response: ScriptedResponse) -> dict[str, Any]:
         "input_tokens": response.input_tokens,
         "output_tokens": response.output_tokens,
         "partial_text": response.partial_text,
+        "failure_type": response.failure_type,
     }
 
 
@@ -168,6 +184,7 @@ def _response_from_json(data: Mapping[str, Any]) -> ScriptedResponse:
         input_tokens=data["input_tokens"],
         output_tokens=data["output_tokens"],
         partial_text=data["partial_text"],
+        failure_type=data.get("failure_type", "RuntimeError"),
     )
 
 
@@ -459,7 +476,9 @@ async def scripted_model_response(
     if response.gate is not None and scope.attempt in response.gate_attempts:
         await _hold_first_arrival(store.gate(scope.session_id, response.gate))
     if scope.attempt in response.fail_attempts:
-        raise RuntimeError(f"{SCRIPTED_MODEL_FAILURE} on attempt {scope.attempt} of {scope.turn_id}")
+        raise _FAILURE_TYPES[response.failure_type](
+            f"{SCRIPTED_MODEL_FAILURE} on attempt {scope.attempt} of {scope.turn_id}"
+        )
     return response
 
 
