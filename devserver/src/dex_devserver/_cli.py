@@ -15,7 +15,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc as pbg
 
 from ._blobs import DEFAULT_MAX_VALUE_BYTES
-from ._history import event_json
+from ._history import blob_values, event_json
 from ._server import DevServer, ServerOptions, serve_forever
 
 __all__ = ["main"]
@@ -42,6 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     history.add_argument("flow_id", metavar="FLOW_ID")
     history.add_argument("--server", default="localhost:8801", metavar="ADDR")
     history.add_argument("--run-id", default="", metavar="ID")
+    history.add_argument(
+        "--no-hydrate",
+        dest="hydrate",
+        action="store_false",
+        help="keep blob references instead of their values",
+    )
     return parser
 
 
@@ -94,6 +100,8 @@ def _history(args: argparse.Namespace) -> int:
                     pb.GetHistoryEventsRequest(flow_id=args.flow_id, run_id=run_id, next_page_token=token),
                     timeout=30,
                 )
+                if args.hydrate:
+                    _hydrate(stub, args.flow_id, list(page.events))
                 events.extend(event_json(event) for event in page.events)
                 token = page.next_page_token
                 if not token:
@@ -103,6 +111,20 @@ def _history(args: argparse.Namespace) -> int:
             return 1
     print(json.dumps({"flowId": args.flow_id, "runId": run_id, "events": events}, indent=2))
     return 0
+
+
+def _hydrate(stub: Any, flow_id: str, events: list[pb.FlowHistoryEvent]) -> None:
+    references = [value for event in events for value in blob_values(event)]
+    if not references:
+        return
+    request = pb.LoadBlobsRequest(
+        entries=[pb.LoadBlobRequestEntry(flow_id=flow_id, blob_value=value) for value in references]
+    )
+    loaded: pb.LoadBlobsResponse = stub.LoadBlobs(request, timeout=30)
+    for value in references:
+        blob_id = value.internal_blob_id_for_string_value or value.internal_blob_id_for_obj_value
+        if blob_id in loaded.values:
+            value.CopyFrom(loaded.values[blob_id])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

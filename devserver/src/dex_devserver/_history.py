@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, cast
 
 from dex.dexpb import dex_pb2 as pb
 from google.protobuf import json_format
 
-__all__ = ["EVENT_TYPES", "event_json", "new_event", "retry_policy_with_defaults"]
+__all__ = ["EVENT_TYPES", "blob_values", "event_json", "new_event", "retry_policy_with_defaults"]
 
 EVENT_TYPES = {
     "flow_started_or_continued": "FlowStartedOrContinued",
@@ -53,3 +54,27 @@ def event_json(event: pb.FlowHistoryEvent) -> dict[str, Any]:
         "type": EVENT_TYPES.get(kind, "Unspecified"),
         "payload": payload,
     }
+
+
+def blob_values(message: Any) -> Iterator[pb.Value]:
+    """Yields every `Value` inside a message that is a blob reference, so a caller can hydrate them."""
+    if isinstance(message, pb.Value):
+        if message.WhichOneof("kind") in (
+            "internal_blob_id_for_string_value",
+            "internal_blob_id_for_obj_value",
+        ):
+            yield message
+        return
+    # The protobuf runtime has no type stubs; ListFields yields (descriptor, value) pairs.
+    for descriptor, value in cast("list[tuple[Any, Any]]", message.ListFields()):
+        if descriptor.message_type is None:
+            continue
+        if descriptor.message_type.GetOptions().map_entry:
+            for item in cast("dict[Any, Any]", value).values():
+                if hasattr(item, "ListFields"):
+                    yield from blob_values(item)
+        elif descriptor.is_repeated:
+            for item in cast("list[Any]", value):
+                yield from blob_values(item)
+        else:
+            yield from blob_values(value)
