@@ -20,7 +20,7 @@ from dex_agents.runner import (
 )
 from dex_agents.values import FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
 from pydantic import BaseModel
-from pydantic_ai import Agent, ModelRetry
+from pydantic_ai import Agent, ApprovalRequired, CallDeferred, ModelRetry, RunContext
 from pydantic_ai.messages import ModelMessage, TextPart
 from pydantic_ai.models.function import AgentInfo, DeltaThinkingCalls, DeltaThinkingPart, FunctionModel
 
@@ -441,3 +441,31 @@ async def test_messages_another_runner_stored_end_the_turn_with_a_clear_error() 
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error is not None and "not a Pydantic AI message" in outcome.turn_error
     assert model.calls == 0
+
+
+async def test_a_tool_step_runs_a_tool_that_requires_approval_and_refuses_one_that_defers_itself() -> None:
+    model = ScriptedModel([respond(tool_call("guarded", {}, "call-1"), tool_call("defers", {}, "call-2"))])
+    agent = Agent(model.model)
+
+    @agent.tool
+    def guarded(context: RunContext[object]) -> str:  # pyright: ignore[reportUnusedFunction]
+        """Run only when approved."""
+        if not context.tool_call_approved:
+            raise ApprovalRequired()
+        return "ran after approval"
+
+    @agent.tool_plain
+    def defers() -> str:  # pyright: ignore[reportUnusedFunction]
+        """Defer itself."""
+        raise CallDeferred()
+
+    runner = PydanticAiRunner(agent)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("go"))
+    outcome = await runner.run_model_step(session.context())
+    assert isinstance(outcome, ToolCallsRequested)
+    session.defer(outcome)
+
+    assert await execute(runner, session, "call-1") == "ran after approval"
+    with pytest.raises(ToolExecutionError, match="could not run tool 'defers'"):
+        await execute(runner, session, "call-2")

@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from typing import Any, Generic, cast
 
 from dex_agents.runner import ToolExecutionError
-from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ModelRequestNode, ToolApproved
+from pydantic_ai import (
+    Agent,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ModelRequestNode,
+    ToolApproved,
+    UserError,
+)
 from pydantic_ai.messages import BaseToolReturnPart, ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models import KnownModelName, Model
 from pydantic_ai.tools import AgentDepsT
@@ -70,7 +77,14 @@ class ToolCallRunner(Generic[AgentDepsT]):
             # The approved call runs in the first CallToolsNode; the run stops at the model request that
             # would follow, so no model call ever happens here.
             while not isinstance(node, (ModelRequestNode, End)):
-                node = await run.next(node)
+                try:
+                    node = await run.next(node)
+                except UserError as error:
+                    # Pydantic AI refuses the call itself, for example a tool that raised `CallDeferred`
+                    # in an agent without `DeferredToolRequests` output; every attempt would repeat it.
+                    raise ToolExecutionError(
+                        f"Pydantic AI could not run tool {tool_name!r}: {error}"
+                    ) from error
             if isinstance(node, End):
                 output = cast(object, node.data.output)
                 if isinstance(output, DeferredToolRequests):
