@@ -102,3 +102,33 @@ async def test_snapshot_serves_a_stopped_session(harness: MatrixHarness) -> None
         (MessageRole.ASSISTANT, "Goodbye."),
     ]
     assert after.messages == before.messages and after.usage == before.usage
+
+
+async def test_writes_from_threads_arrive_and_writes_after_the_call_are_dropped(
+    harness: MatrixHarness,
+) -> None:
+    session = harness.stack.new_session_id("events-threads")
+    harness.script(
+        session,
+        [ScriptedResponse(text="main text", thread_text="from a thread ", late_text="too late")],
+        [ScriptedResponse(text="second turn")],
+    )
+    await harness.sessions.start_session(session, "Hi")
+    await wait_for_turn_end(harness.sessions, session, 1)
+    first = await _events_until_turn_end(harness, session)
+    deltas = [str(_payload(event)["text"]) for event in first if event.type == AgentEventType.TEXT_DELTA]
+    assert deltas == ["from a thread ", "main text"]  # in call order, the thread's write first
+    # A second turn gives the dropped write time to have arrived, had it not been dropped.
+    assert await harness.sessions.send_user_message(session, "Again")
+    await wait_for_turn_end(harness.sessions, session, 2)
+    everything: list[AgentEvent] = []
+    token = ""
+    while True:
+        try:
+            message = await harness.sessions.read_agent_event(session, token, timedelta(seconds=1))
+        except LongPollTimeoutError:
+            break
+        token = message.resume_token
+        everything.append(message.value)
+    texts = [str(_payload(event)["text"]) for event in everything if event.type == AgentEventType.TEXT_DELTA]
+    assert texts == ["from a thread ", "main text", "second turn"]

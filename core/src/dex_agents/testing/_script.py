@@ -94,6 +94,9 @@ class ScriptedResponse:
             turn after ``RunModel``'s three attempts.
         failure_type: The built-in exception a failing attempt raises: ``"RuntimeError"``,
             ``"ValueError"``, ``"TypeError"`` or ``"ConnectionError"``.
+        thread_text: Text :class:`ScriptedRunner` streams from another thread before it answers.
+        late_text: Text :class:`ScriptedRunner` tries to stream shortly after its call returned (the
+            session must drop it).
         partial_text: Text streamed on every attempt before the gate and the failure, so a failed attempt
             leaves partial output on the event stream.
         turn_error: Ends the turn as failed without a retry (``TurnCompleted.turn_error``); runners that
@@ -115,6 +118,8 @@ class ScriptedResponse:
     output_tokens: int = 5
     partial_text: str = ""
     failure_type: str = "RuntimeError"
+    thread_text: str = ""
+    late_text: str = ""
 
     def __post_init__(self) -> None:
         if self.failure_type not in _FAILURE_TYPES:
@@ -155,6 +160,8 @@ def _response_to_json(response: ScriptedResponse) -> dict[str, Any]:
         "output_tokens": response.output_tokens,
         "partial_text": response.partial_text,
         "failure_type": response.failure_type,
+        "thread_text": response.thread_text,
+        "late_text": response.late_text,
     }
 
 
@@ -185,6 +192,8 @@ def _response_from_json(data: Mapping[str, Any]) -> ScriptedResponse:
         output_tokens=data["output_tokens"],
         partial_text=data["partial_text"],
         failure_type=data.get("failure_type", "RuntimeError"),
+        thread_text=data.get("thread_text", ""),
+        late_text=data.get("late_text", ""),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
@@ -170,8 +171,12 @@ class ScriptedRunner:
             response = await scripted_model_response(
                 model_input, store, on_partial_text=turn.events.write_text_delta
             )
+        if response.thread_text:
+            await asyncio.to_thread(turn.events.write_text_delta, response.thread_text)
         if response.text:
             turn.events.write_text_delta(response.text)
+        if response.late_text:
+            asyncio.get_running_loop().call_later(0.2, turn.events.write_text_delta, response.late_text)
         usage = AgentUsage(
             model_calls=1, input_tokens=response.input_tokens, output_tokens=response.output_tokens
         )
