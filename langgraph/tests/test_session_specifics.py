@@ -1,0 +1,232 @@
+"""LangChain specifics through a whole session: devserver, Worker child, real agent loop, scripted model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+import pytest_asyncio
+from dex import LongPollTimeoutError
+from dex_agents import (
+    AgentEvent,
+    AgentEventType,
+    AgentSessionClient,
+    AgentSnapshot,
+    AgentToolCall,
+    MessageRole,
+    ToolEffect,
+)
+from dex_agents.testing import (
+    AgentTestStack,
+    ScriptedResponse,
+    ScriptedToolCall,
+    executed_step_types,
+    wait_for_agent_snapshot,
+)
+from dex_agents.testing.matrix import wait_for_turn_end
+
+from tests.matrix_spec import PACKAGE_DIR
+from tests.specifics_agents import build_flows, mcp_log_path
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@dataclass
+class Session:
+    stack: AgentTestStack
+    plain: AgentSessionClient
+    forecast: AgentSessionClient
+    mcp: AgentSessionClient
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Session]:
+    flows = build_flows()
+    async with AgentTestStack(
+        tmp_path_factory.mktemp("specifics"), flows, "tests.specifics_worker", worker_cwd=PACKAGE_DIR
+    ) as stack:
+        await stack.start_worker()
+        yield Session(stack, stack.sessions(flows[0]), stack.sessions(flows[1]), stack.sessions(flows[2]))
+
+
+async def read_events(sessions: AgentSessionClient, session_id: str) -> list[AgentEvent]:
+    events: list[AgentEvent] = []
+    token = ""
+    while True:
+        try:
+            message = await sessions.read_agent_event(session_id, token, timeout=timedelta(seconds=1))
+        except LongPollTimeoutError:
+            return events
+        events.append(message.value)
+        token = message.resume_token
+
+
+async def test_a_call_to_an_unknown_tool_records_failed_and_the_next_model_call_sees_why(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("unknown-tool")
+    rocket = ScriptedToolCall("launch_rocket", {"target": "moon"}, "rocket-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [[ScriptedResponse(tool_calls=(rocket,)), ScriptedResponse(text="I cannot launch rockets.")]],
+    )
+    await session.plain.start_session(session_id, "Launch a rocket")
+    snapshot = await wait_for_turn_end(session.plain, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    calls = session.stack.invocations.model_calls(session_id)
+    assert len(calls) == 2
+    assert "launch_rocket is not a valid tool" in calls[1].model_input_text
+    # Nothing runs for such a call, so it needs no approval and gets a multi-attempt CallTool Step.
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
+        "StartAgentSession",
+        "RunModel",
+        "CallTool",
+        "ResumeTurn",
+        "RunModel",
+    ]
+    [tool_message] = [message for message in snapshot.messages if message.role is MessageRole.TOOL]
+    assert tool_message.tool_name == "launch_rocket"
+    assert "is not a valid tool" in (tool_message.tool_output or "")
+
+
+async def test_structured_output_next_to_a_read_call_ends_the_turn_without_another_model_call(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("forecast")
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    output = ScriptedToolCall("Forecast", {"city": "Lima", "temperature_c": 21}, "output-1")
+    session.stack.scripts.set_turns(session_id, [[ScriptedResponse(tool_calls=(read, output))]])
+    await session.forecast.start_session(session_id, "Forecast for Lima")
+    snapshot = await wait_for_turn_end(session.forecast, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    assert len(session.stack.invocations.model_calls(session_id)) == 1
+    assert len(session.stack.invocations.tool_calls(session_id, "lookup_order")) == 1
+    answer = next(message for message in snapshot.messages if message.role is MessageRole.ASSISTANT)
+    assert json.loads(answer.text or "") == {"city": "Lima", "temperature_c": 21}
+    assert snapshot.usage.model_calls == 1
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
+        "StartAgentSession",
+        "RunModel",
+        "CallTool",
+        "ResumeTurn",
+        "RunModel",
+    ]
+
+
+async def test_invalid_structured_output_fails_the_turn_after_one_model_call(session: Session) -> None:
+    session_id = session.stack.new_session_id("invalid-output")
+    bad = ScriptedToolCall("Forecast", {"city": "Lima"}, "output-1")
+    session.stack.scripts.set_turns(session_id, [[ScriptedResponse(tool_calls=(bad,))]])
+    await session.forecast.start_session(session_id, "Forecast for Lima")
+    snapshot = await wait_for_turn_end(session.forecast, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is not None
+    assert "second model call" in snapshot.state.last_turn_error
+    [call] = session.stack.invocations.model_calls(session_id)
+    assert call.attempt == 1, "a deterministic framework failure is not retried"
+    assert [message.role for message in snapshot.messages] == [MessageRole.USER]
+
+
+async def test_text_streams_as_deltas_of_each_model_call_and_usage_is_per_call(session: Session) -> None:
+    session_id = session.stack.new_session_id("streaming")
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(text="Let me check order A-1.", tool_calls=(read,), input_tokens=30),
+                ScriptedResponse(text="A-1 shipped.", input_tokens=45),
+            ]
+        ],
+    )
+    await session.plain.start_session(session_id, "Where is A-1?")
+    snapshot = await wait_for_turn_end(session.plain, session_id, 1)
+    events = await read_events(session.plain, session_id)
+
+    text_by_model_call: dict[str, str] = {}
+    deltas = 0
+    for event in events:
+        if event.type == AgentEventType.TEXT_DELTA:
+            deltas += 1
+            text_by_model_call[event.step_execution_id] = (
+                text_by_model_call.get(event.step_execution_id, "") + json.loads(event.payload)["text"]
+            )
+    assert list(text_by_model_call.values()) == ["Let me check order A-1.", "A-1 shipped."]
+    assert deltas > 2, "the text arrives in chunks while the model streams"
+    assistant_texts = [message.text for message in snapshot.messages if message.role is MessageRole.ASSISTANT]
+    assert assistant_texts == ["Let me check order A-1.", "A-1 shipped."]
+    recorded = [
+        json.loads(event.payload)["recorded"]
+        for event in events
+        if event.type == AgentEventType.USAGE_RECORDED
+    ]
+    assert [(usage["model_calls"], usage["input_tokens"]) for usage in recorded] == [(1, 30), (1, 45)]
+    assert snapshot.usage.model_calls == 2 and snapshot.usage.input_tokens == 75
+    assert snapshot.tool_calls == (), "a completed turn keeps no tool call records"
+
+
+async def test_mcp_tools_run_one_tools_call_per_tool_step_with_effects_from_annotations(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("mcp")
+    calls = (
+        ScriptedToolCall("count_items", {"sku": "A-1"}, "count-1"),
+        ScriptedToolCall("set_stock", {"sku": "A-1", "count": 9}, "set-1"),
+        ScriptedToolCall("order_more", {"sku": "A-1"}, "order-1"),
+    )
+    session.stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(tool_calls=calls), ScriptedResponse(text="Stock updated.")]]
+    )
+    log = mcp_log_path(session.stack.state_dir)
+    await session.mcp.start_session(session_id, "Check A-1, set it to 9, order more")
+
+    # order_more has no hint, so it is unclassified and waits for approval; the other two already ran.
+    def waiting(snapshot: AgentSnapshot) -> dict[str, AgentToolCall] | None:
+        records = {call.tool_name: call for call in snapshot.tool_calls}
+        done = all(name in records and records[name].is_final for name in ("count_items", "set_stock"))
+        return records if snapshot.pending_interrupts and done else None
+
+    records = await wait_for_agent_snapshot(
+        session.mcp, session_id, waiting, description="order_more's approval"
+    )
+    assert {name: record.effect for name, record in records.items()} == {
+        "count_items": ToolEffect.READ,
+        "set_stock": ToolEffect.IDEMPOTENT_WRITE,
+        "order_more": ToolEffect.UNCLASSIFIED,
+    }
+    assert "tools/call order_more" not in log.read_text().splitlines()
+    assert await session.mcp.resolve_interrupt(session_id, "order-1", approved=True)
+    snapshot = await wait_for_turn_end(session.mcp, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    requests = log.read_text().splitlines()
+    # Besides its one tools/call, a tool Step's fresh connection lists the tools (mcp 1.x's client checks a
+    # result against the listed schema); listing is read-only.
+    assert set(requests) - {"tools/list"} == {
+        "tools/call count_items",
+        "tools/call order_more",
+        "tools/call set_stock",
+    }
+    assert sorted(line for line in requests if line != "tools/list") == [
+        "tools/call count_items",
+        "tools/call order_more",
+        "tools/call set_stock",
+    ]
+    history = await session.stack.read_step_history(session_id)
+    assert sorted(executed_step_types(history)) == sorted(
+        [
+            "StartAgentSession",
+            "RunModel",
+            "CallTool",
+            "CallTool",
+            "AwaitToolApproval",
+            "CallSingleAttemptTool",
+            "ResumeTurn",
+            "RunModel",
+        ]
+    )
