@@ -2,8 +2,10 @@
 
 Every contract test takes the ``mode`` fixture and so runs twice: with a push Worker (listening on
 its own port; the Flow's worker target points at it) and with a pull Worker (outbound task streams).
-``mode`` is module-scoped, so pytest runs a module's push tests, then its pull tests, and each
-module starts one devserver and one Worker child per mode unless a test needs to kill them.
+``mode`` is session-scoped, so pytest runs every push test, then every pull test, against one shared
+devserver and one Worker child per mode. Modules that kill processes, or need another Worker, start
+their own (see ``test_contract_worker_crash.py``, ``test_contract_devserver_crash.py`` and
+``test_contract_sync_worker.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,16 @@ from dex import Client, ClientOptions, Registry, WorkerTarget
 MODES: tuple[Mode, ...] = ("push", "pull")
 # Short enough that "no Worker took the task" tests finish quickly; long enough for a Worker to
 # restart on a loaded machine without losing attempts it should not lose.
-DEFAULT_DISPATCH_WAIT = "2"
+DISPATCH_WAIT_SECONDS = 2
+# Far below the 2 MiB default so the over-limit tests move little data; far above the 1 KiB offload
+# threshold and every other value the suite writes.
+MAX_VALUE_BYTES = 64 * 1024
+SHARED_DEVSERVER_ARGS = (
+    "--dispatch-wait",
+    str(DISPATCH_WAIT_SECONDS),
+    "--max-value-bytes",
+    str(MAX_VALUE_BYTES),
+)
 
 
 @functools.cache
@@ -35,15 +46,9 @@ def client_registry() -> Registry:
     return build_registry("client")
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "devserver_args(*args): extra command-line arguments for the devserver"
-    )
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "mode" in metafunc.fixturenames:
-        metafunc.parametrize("mode", MODES, scope="module")
+        metafunc.parametrize("mode", MODES, scope="session")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -70,29 +75,21 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"{mode}: {summary}")
 
 
-@pytest.fixture(scope="module")
-def sandbox_dir(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
-    return tmp_path_factory.mktemp(request.path.stem)
+@pytest.fixture(scope="session")
+def sandbox_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One directory for the whole session: the shared Worker child is told about it once."""
+    return tmp_path_factory.mktemp("contract")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sandbox(sandbox_dir: Path) -> Sandbox:
     return Sandbox(sandbox_dir)
 
 
-def devserver_args(request: pytest.FixtureRequest) -> list[str]:
-    """A module tunes its server with ``pytestmark = pytest.mark.devserver_args(...)``."""
-    marker = request.node.get_closest_marker("devserver_args")
-    extra = [str(arg) for arg in marker.args] if marker is not None else []
-    if "--dispatch-wait" not in extra:
-        extra += ["--dispatch-wait", DEFAULT_DISPATCH_WAIT]
-    return extra
-
-
-@pytest.fixture(scope="module")
-def devserver(sandbox_dir: Path, request: pytest.FixtureRequest) -> Iterator[DevServer]:
-    """One devserver per module, on an SQLite file, shared by both modes."""
-    server = DevServer(sandbox_dir, db=sandbox_dir / "devserver.sqlite3", extra_args=devserver_args(request))
+@pytest.fixture(scope="session")
+def devserver(sandbox_dir: Path) -> Iterator[DevServer]:
+    """One devserver on an SQLite file, shared by both modes and every module that kills nothing."""
+    server = DevServer(sandbox_dir, db=sandbox_dir / "devserver.sqlite3", extra_args=SHARED_DEVSERVER_ARGS)
     server.start()
     try:
         yield server
@@ -100,7 +97,7 @@ def devserver(sandbox_dir: Path, request: pytest.FixtureRequest) -> Iterator[Dev
         server.kill()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def worker(mode: Mode, devserver: DevServer, sandbox_dir: Path) -> Iterator[WorkerProcess]:
     process = WorkerProcess(mode, devserver, sandbox_dir, sandbox_dir)
     process.start()
@@ -122,7 +119,7 @@ def make_client(devserver: DevServer, sandbox: Sandbox, target: WorkerTarget | N
     )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def client(mode: Mode, devserver: DevServer, worker: WorkerProcess, sandbox: Sandbox) -> Iterator[Client]:
     with make_client(devserver, sandbox, worker_target(mode, worker)) as opened:
         yield opened

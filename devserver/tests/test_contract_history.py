@@ -96,8 +96,9 @@ def test_history_events(
         capture_output=True,
         text=True,
         timeout=60,
-        check=True,
+        check=False,
     )
+    assert printed.returncode == 0, printed.stderr
     document = cast(dict[str, Any], json.loads(printed.stdout))
     assert (document["flowId"], document["runId"]) == (flow_id, run_id)
     listed = cast(list[dict[str, Any]], document["events"])

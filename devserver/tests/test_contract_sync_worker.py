@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from conftest import make_client, worker_target
 from contract import flows_sync as sync_flows
 from contract.processes import DevServer, Mode, WorkerProcess
 from contract.sandbox import Sandbox
@@ -21,14 +22,23 @@ WAIT = timedelta(seconds=30)
 
 
 @pytest.fixture(scope="module")
-def worker(mode: Mode, devserver: DevServer, sandbox_dir: Path) -> Iterator[WorkerProcess]:
-    """Overrides the shared AsyncWorker child with a sync ``Worker`` child."""
+def sync_worker(mode: Mode, devserver: DevServer, sandbox_dir: Path) -> Iterator[WorkerProcess]:
+    """A sync ``Worker`` child beside the shared AsyncWorker; it alone registers the sync Flows."""
     process = WorkerProcess(mode, devserver, sandbox_dir, sandbox_dir, role="sync")
     process.start()
     try:
         yield process
     finally:
         process.kill()
+
+
+@pytest.fixture(scope="module")
+def client(
+    mode: Mode, devserver: DevServer, sync_worker: WorkerProcess, sandbox: Sandbox
+) -> Iterator[Client]:
+    """Overrides the shared Client: in push mode the sync Flows must target the sync Worker."""
+    with make_client(devserver, sandbox, worker_target(mode, sync_worker)) as opened:
+        yield opened
 
 
 def test_sync_generator_handlers(mode: Mode, client: Client, flow_id: str) -> None:

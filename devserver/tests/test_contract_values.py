@@ -11,13 +11,13 @@ import re
 from datetime import timedelta
 
 import pytest
+from conftest import MAX_VALUE_BYTES
 from contract import flows_values as values
 from contract.processes import Mode
 from contract.sandbox import Event, Sandbox
 from dex import Client, DexServiceError, FlowNotFoundError, WorkerInvocationError
 
-LIMIT = 64 * 1024
-pytestmark = pytest.mark.devserver_args("--max-value-bytes", str(LIMIT))
+LIMIT = MAX_VALUE_BYTES
 WAIT = timedelta(seconds=30)
 BIG = "0123456789abcdef" * 512 + "tail"  # 8 KiB: well above the 1 KiB offload threshold
 SMALL = "s" * 100  # below the threshold: stays inline

@@ -19,8 +19,20 @@ from contract.processes import DevServer, Mode, WorkerProcess
 from contract.sandbox import Sandbox
 from dex import Client, FlowStatus
 
-pytestmark = pytest.mark.devserver_args("--dispatch-wait", "1")
 WAIT = timedelta(seconds=40)
+
+
+@pytest.fixture(scope="module")
+def devserver(sandbox_dir: Path) -> Iterator[DevServer]:
+    """This module's own devserver: a second pull Worker on the shared one would compete for tasks."""
+    server = DevServer(
+        sandbox_dir, db=sandbox_dir / "worker-crash.sqlite3", extra_args=("--dispatch-wait", "1")
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -57,6 +58,8 @@ class DevServer:
         self.host = "127.0.0.1"
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        # Several servers may share a log directory; a readiness line must come from this one.
+        self.tag = uuid.uuid4().hex[:8]
 
     @property
     def address(self) -> str:
@@ -64,7 +67,7 @@ class DevServer:
 
     def start(self, timeout: float = 30.0) -> None:
         self.starts += 1
-        log = self.log_dir / f"devserver-{self.starts}.log"
+        log = self.log_dir / f"devserver-{self.tag}-{self.starts}.log"
         storage = ["--db", str(self.db)] if self.db is not None else ["--memory"]
         command = [
             sys.executable,
@@ -107,7 +110,7 @@ class DevServer:
             self.process = None
 
     def log_tail(self) -> str:
-        return _tail(self.log_dir / f"devserver-{self.starts}.log")
+        return _tail(self.log_dir / f"devserver-{self.tag}-{self.starts}.log")
 
 
 class WorkerProcess:
@@ -124,6 +127,7 @@ class WorkerProcess:
         self.port = free_port() if mode == "push" else 0
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.tag = uuid.uuid4().hex[:8]
 
     @property
     def push_address(self) -> str:
@@ -131,7 +135,7 @@ class WorkerProcess:
 
     def start(self, timeout: float = 30.0) -> None:
         self.starts += 1
-        log = self.log_dir / f"worker-{self.mode}-{self.role}-{self.starts}.log"
+        log = self.log_dir / f"worker-{self.mode}-{self.role}-{self.tag}-{self.starts}.log"
         command = [
             sys.executable,
             "-m",
