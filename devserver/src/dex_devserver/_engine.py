@@ -70,6 +70,7 @@ class _Runtime:
     pending_events: list[tuple[int, bytes]] = field(default_factory=list[tuple[int, bytes]])
     handles: list[asyncio.TimerHandle] = field(default_factory=list[asyncio.TimerHandle])
     flush_handle: asyncio.TimerHandle | None = None
+    changed_attributes: set[str] = field(default_factory=set[str])
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,10 @@ class Engine:
         self.streams.restore()
         for row in self.store.load_runs():
             run = load_run(row.state)
+            run.attributes = {
+                key: pb.Value.FromString(value)
+                for key, value in self.store.load_attributes(run.flow_id, run.run_id).items()
+            }
             self._runs.setdefault(run.flow_id, []).append(run)
             self._next_run_seq = max(self._next_run_seq, run.seq + 1)
         for runs in self._runs.values():
@@ -216,7 +221,14 @@ class Engine:
     def _save(self, run: FlowRun, rt: _Runtime) -> None:
         rt.flush_handle = None
         events, rt.pending_events = rt.pending_events, []
-        self.store.save_run(RunRow(run.flow_id, run.run_id, run.seq, dump_run(run)), events)
+        changed, rt.changed_attributes = rt.changed_attributes, set()
+        attributes: list[tuple[str, bytes | None]] = []
+        for key in changed:
+            value = run.attributes.get(key)
+            attributes.append((key, None if value is None else value.SerializeToString()))
+        # Memory mode never restores a snapshot; it only needs the history and Attributes it serves.
+        state = dump_run(run) if self.store.is_persistent else b""
+        self.store.save_run(RunRow(run.flow_id, run.run_id, run.seq, state), events, attributes)
         self.store.commit()
 
     def _persist(self, run: FlowRun, *, durable: bool) -> None:
@@ -280,7 +292,9 @@ class Engine:
                 self._ingest(decision.close_decision.close_input, "the Flow output")
 
     def _apply_writes(self, run: FlowRun, writes: Iterable[pb.AttributeWrite]) -> None:
+        changed = self._runtime(run).changed_attributes
         for write in writes:
+            changed.add(write.key)
             if _is_null(write.value):
                 run.attributes.pop(write.key, None)
             else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import pickle
 from typing import Any
@@ -27,9 +28,9 @@ class _Pickler(pickle.Pickler):
 
 
 def dump_run(run: FlowRun) -> bytes:
-    """Serializes a run."""
+    """Serializes a run without its Attributes, which the store keeps per key."""
     buffer = io.BytesIO()
-    _Pickler(buffer, protocol=5).dump(run)
+    _Pickler(buffer, protocol=5).dump(dataclasses.replace(run, attributes={}))
     return buffer.getvalue()
 
 

@@ -45,6 +45,9 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS history (
     flow_id TEXT NOT NULL, run_id TEXT NOT NULL, event_id INTEGER NOT NULL, event BLOB NOT NULL,
     PRIMARY KEY (flow_id, run_id, event_id));
+CREATE TABLE IF NOT EXISTS attributes (
+    flow_id TEXT NOT NULL, run_id TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL,
+    PRIMARY KEY (flow_id, run_id, key));
 CREATE TABLE IF NOT EXISTS blobs (blob_id TEXT PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS streams (
     flow_type TEXT NOT NULL, flow_id TEXT NOT NULL, stream_name TEXT NOT NULL, seq INTEGER NOT NULL,
@@ -65,6 +68,7 @@ class Store:
         self._db: sqlite3.Connection | None = None
         self._mem_runs: dict[tuple[str, str], RunRow] = {}
         self._mem_history: dict[tuple[str, str], list[bytes]] = defaultdict(list)
+        self._mem_attributes: dict[tuple[str, str], dict[str, bytes]] = defaultdict(dict)
         self._mem_blobs: dict[str, bytes] = {}
         self._mem_streams: list[StreamRow] = []
         if path is not None:
@@ -78,18 +82,45 @@ class Store:
             self._db = db
 
     @property
+    def is_persistent(self) -> bool:
+        """Tells whether state survives a restart (SQLite) or not (memory)."""
+        return self._db is not None
+
+    @property
     def settings(self) -> str:
         """A one-line description of the storage settings, for logs and the benchmark."""
         if self._db is None:
             return "memory (no persistence)"
         return f"SQLite {sqlite3.sqlite_version} WAL synchronous=NORMAL at {self.path}"
 
-    def save_run(self, row: RunRow, events: list[tuple[int, bytes]]) -> None:
-        """Buffers a run snapshot and its new history events; durable at the next `commit`."""
+    def save_run(
+        self, row: RunRow, events: list[tuple[int, bytes]], attributes: list[tuple[str, bytes | None]]
+    ) -> None:
+        """Buffers a run snapshot, its new history events and its changed Attributes.
+
+        Attributes are stored apart from the snapshot so that a transition writes only the keys it
+        changed (None deletes a key), however many a long-lived Flow holds. Durable at the next `commit`.
+        """
         if self._db is None:
             self._mem_runs[(row.flow_id, row.run_id)] = row
             self._mem_history[(row.flow_id, row.run_id)].extend(event for _, event in events)
+            stored = self._mem_attributes[(row.flow_id, row.run_id)]
+            for key, value in attributes:
+                if value is None:
+                    stored.pop(key, None)
+                else:
+                    stored[key] = value
             return
+        upserts = [(row.flow_id, row.run_id, key, value) for key, value in attributes if value is not None]
+        deletes = [(row.flow_id, row.run_id, key) for key, value in attributes if value is None]
+        if upserts:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO attributes (flow_id, run_id, key, value) VALUES (?, ?, ?, ?)", upserts
+            )
+        if deletes:
+            self._db.executemany(
+                "DELETE FROM attributes WHERE flow_id = ? AND run_id = ? AND key = ?", deletes
+            )
         self._db.execute(
             "INSERT OR REPLACE INTO runs (flow_id, run_id, seq, state) VALUES (?, ?, ?, ?)",
             (row.flow_id, row.run_id, row.seq, row.state),
@@ -111,6 +142,15 @@ class Store:
             return sorted(self._mem_runs.values(), key=lambda row: row.seq)
         rows = self._db.execute("SELECT flow_id, run_id, seq, state FROM runs ORDER BY seq").fetchall()
         return [RunRow(str(f), str(r), int(s), bytes(b)) for f, r, s, b in rows]
+
+    def load_attributes(self, flow_id: str, run_id: str) -> dict[str, bytes]:
+        """Returns a run's stored Attributes."""
+        if self._db is None:
+            return dict(self._mem_attributes.get((flow_id, run_id), {}))
+        rows = self._db.execute(
+            "SELECT key, value FROM attributes WHERE flow_id = ? AND run_id = ?", (flow_id, run_id)
+        ).fetchall()
+        return {str(key): bytes(value) for key, value in rows}
 
     def load_history(self, flow_id: str, run_id: str) -> list[bytes]:
         """Returns the committed history events of a run, in event order."""
