@@ -1,6 +1,7 @@
 """Approvals: lock conflicts in resolve_interrupt, and deadlines (an early Timer waits again)."""
 
 import asyncio
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -173,3 +174,32 @@ async def test_approval_deadline_early_timer_waits_again_then_rejects(harness: M
 
 async def _count_executed(harness: MatrixHarness, session: str, step_type: str) -> int:
     return executed_step_types(await harness.stack.read_step_history(session)).count(step_type)
+
+
+async def test_approval_drops_the_rejection_message_and_times_are_utc_with_milliseconds(
+    harness: MatrixHarness,
+) -> None:
+    session = harness.stack.new_session_id("approval-fields")
+    write = harness.call(harness.tools.approval_write, "refund-1", gate="write")
+    harness.script(session, [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Refunded.")])
+    await harness.deadline_sessions.start_session(session, "Refund A-1")
+    pending = await wait_for_agent_snapshot(
+        harness.deadline_sessions,
+        session,
+        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+        description="the approval",
+    )
+    utc_millis = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+    assert utc_millis.match(pending.created_at), pending
+    assert pending.deadline is not None and utc_millis.match(pending.deadline), pending
+    assert await harness.deadline_sessions.resolve_interrupt(
+        session, "refund-1", approved=True, rejection_message="ignored on approval"
+    )
+    await harness.stack.gate(session, "write").wait_until_reached()
+    running = await harness.deadline_sessions.get_agent_snapshot(session)
+    assert [(call.status, call.rejection_message) for call in running.tool_calls] == [
+        (ToolCallStatus.APPROVED, None)
+    ]
+    harness.stack.gate(session, "write").release()
+    await wait_for_turn_end(harness.deadline_sessions, session, 1)
+    assert len(harness.tool_runs(session, harness.tools.approval_write)) == 1

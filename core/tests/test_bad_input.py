@@ -1,6 +1,7 @@
 """Bad input is refused clearly and loses nothing: each test ends with a normal turn in the same session."""
 
 import pytest
+from dex import FlowAlreadyStartedError, FlowNotFoundError
 
 from dex_agents import MAX_USER_MESSAGE_BYTES, AgentUserMessage
 from dex_agents.limits import MAX_STORED_VALUE_BYTES
@@ -107,4 +108,23 @@ async def test_oversized_tool_output_fails_the_call_clearly(harness: MatrixHarne
     seen = harness.model_calls(session)[-1].model_input_text
     assert "The tool call failed:" in seen and str(MAX_STORED_VALUE_BYTES) in seen, seen[:500]
     assert len(harness.tool_runs(session, harness.tools.read)) == 1  # a size failure is not retried
+    await _finish_with_a_normal_turn(harness, session, 2)
+
+
+async def test_starting_a_session_twice_or_with_an_oversized_message_is_refused(
+    harness: MatrixHarness,
+) -> None:
+    session = harness.stack.new_session_id("restart")
+    harness.script(session, [ScriptedResponse(text="Hello.")], _normal_turn())
+    await harness.sessions.start_session(session, "Hi")
+    before = await wait_for_turn_end(harness.sessions, session, 1)
+    with pytest.raises(FlowAlreadyStartedError):
+        await harness.sessions.start_session(session, "Hi again")
+    unstarted = harness.stack.new_session_id("never-started")
+    with pytest.raises(ValueError, match="MAX_USER_MESSAGE_BYTES"):
+        await harness.sessions.start_session(unstarted, "x" * (MAX_USER_MESSAGE_BYTES + 1))
+    with pytest.raises(FlowNotFoundError):
+        await harness.stack.client.describe_flow(unstarted)
+    after = await harness.sessions.get_agent_snapshot(session)
+    assert after.messages == before.messages and after.state == before.state
     await _finish_with_a_normal_turn(harness, session, 2)
