@@ -358,6 +358,7 @@ async def test_a_repeated_tool_call_id_ends_the_turn_instead_of_a_hidden_second_
     second = await runner.run_model_step(session.context())
 
     assert isinstance(second, TurnCompleted) and second.turn_error
+    assert "second model call" in second.turn_error
     assert model.calls == 2, "the runner must stop the SDK before a third model call"
 
 

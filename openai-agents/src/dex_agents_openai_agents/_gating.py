@@ -10,6 +10,7 @@ Steps run the original tools.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import types
@@ -31,7 +32,13 @@ from agents import (
 )
 from agents.tool_context import ToolContext
 
-__all__ = ["GatedAgentGraph", "UndeferrableToolError", "listed_mcp_tools", "recorded_results_scope"]
+__all__ = [
+    "GatedAgentGraph",
+    "UndeferrableToolError",
+    "listed_mcp_tools",
+    "mcp_listing_scope",
+    "recorded_results_scope",
+]
 
 # Provider-side tools run inside the model call itself; there is nothing local to defer.
 _HOSTED_TOOL_TYPES: tuple[type[Any], ...] = (
@@ -53,12 +60,19 @@ _listed_mcp_tools: contextvars.ContextVar[dict[str, FunctionTool] | None] = cont
 
 
 def listed_mcp_tools() -> dict[str, FunctionTool]:
-    """Return the MCP tools listed so far in this model Step by name, creating the registry if needed."""
+    """Return the MCP tools listed so far in this model Step by name (empty outside `mcp_listing_scope`)."""
     listed = _listed_mcp_tools.get()
-    if listed is None:
-        listed = dict[str, FunctionTool]()
-        _listed_mcp_tools.set(listed)
-    return listed
+    return listed if listed is not None else {}
+
+
+@contextlib.contextmanager
+def mcp_listing_scope() -> Iterator[dict[str, FunctionTool]]:
+    """Collect the MCP tools the SDK lists during one model Step, apart from every other Step."""
+    token = _listed_mcp_tools.set({})
+    try:
+        yield listed_mcp_tools()
+    finally:
+        _listed_mcp_tools.reset(token)
 
 
 class UndeferrableToolError(ValueError):
@@ -194,8 +208,7 @@ class GatedAgentGraph:
 async def _gated_get_mcp_tools(self: Agent[Any], run_context: RunContextWrapper[Any]) -> list[Tool]:
     # Listing is a read the model call needs (tools/list); calling happens only in tool Steps.
     tools = await Agent.get_mcp_tools(self, run_context)
-    listed = listed_mcp_tools()
-    for tool in tools:
-        if isinstance(tool, FunctionTool):
-            listed[tool.name] = tool
+    listed = _listed_mcp_tools.get()
+    if listed is not None:
+        listed.update((tool.name, tool) for tool in tools if isinstance(tool, FunctionTool))
     return [_gate_function_tool(tool) if isinstance(tool, FunctionTool) else tool for tool in tools]

@@ -56,7 +56,12 @@ from dex_agents.runner import (
 from dex_agents.values import AgentUsage, FrameworkMessage, ToolCallStatus, ToolEffect
 
 from dex_agents_openai_agents._effects import framework_effect
-from dex_agents_openai_agents._gating import GatedAgentGraph, listed_mcp_tools, recorded_results_scope
+from dex_agents_openai_agents._gating import (
+    GatedAgentGraph,
+    listed_mcp_tools,
+    mcp_listing_scope,
+    recorded_results_scope,
+)
 from dex_agents_openai_agents._messages import (
     build_user_framework_message,
     input_items_from_stored_messages,
@@ -236,8 +241,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
                     new_messages=(), turn_error=f"the turn's run state cannot be resumed: {error}"
                 )
 
-        listed_mcp_tools().clear()
-        with recorded_results_scope(recorded):
+        with recorded_results_scope(recorded), mcp_listing_scope():
             result = Runner.run_streamed(
                 start_agent,
                 run_input,
@@ -264,10 +268,11 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 return self._failed(turn, hooks, f"the OpenAI Agents SDK stopped the run: {error}")
             except (_UnexpectedModelCallError, UserError) as error:
                 return self._failed(turn, hooks, str(error))
-        self._write_handoff_events(turn, hooks)
-        usage = hooks.total_usage()
-        if result.interruptions:
-            return self._tool_calls_requested(turn, result, usage)
+            self._write_handoff_events(turn, hooks)
+            usage = hooks.total_usage()
+            if result.interruptions:
+                # Inside the listing scope: the effects of MCP tools come from what this Step listed.
+                return self._tool_calls_requested(turn, result, usage)
         new_items = result.to_input_list()[len(history) :]
         return TurnCompleted(new_messages=project_items(new_items), usage=usage)
 
