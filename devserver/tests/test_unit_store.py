@@ -16,7 +16,9 @@ def test_attributes_are_stored_per_key_and_deleted_by_none(tmp_path: Path, persi
     store.save_run(row, [(2, b"e2")], [("a", None), ("c", b"3")])
     store.commit()
     assert store.load_attributes("f", "r") == {"b": b"2", "c": b"3"}
-    assert store.load_history("f", "r") == [b"e1", b"e2"]
+    assert store.load_history("f", "r") == [(1, b"e1"), (2, b"e2")]
+    assert store.load_history("f", "r", 2) == [(2, b"e2")]
+    assert store.load_history("f", "r", 1, 1) == [(1, b"e1")]
     store.close()
     if persistent:
         reopened = Store(str(tmp_path / "s.sqlite3"))

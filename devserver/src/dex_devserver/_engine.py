@@ -1486,14 +1486,19 @@ class Engine:
 
     # ------------------------------------------------------------------ inspection
 
-    def history(self, flow_id: str, run_id: str) -> list[pb.FlowHistoryEvent]:
-        """Returns a run's history events in order."""
+    def history(
+        self, flow_id: str, run_id: str, first_id: int = 1, limit: int = -1
+    ) -> list[pb.FlowHistoryEvent]:
+        """Returns up to `limit` (-1: all) of a run's history events from `first_id` on, in order."""
         run = self.run_of(flow_id, run_id)
-        raw = self.store.load_history(run.flow_id, run.run_id)
-        stored = {pb.FlowHistoryEvent.FromString(data).event_id: data for data in raw}
+        events = dict(self.store.load_history(run.flow_id, run.run_id, first_id, limit))
         for event_id, data in self._runtime(run).pending_events:
-            stored[event_id] = data
-        return [pb.FlowHistoryEvent.FromString(stored[event_id]) for event_id in sorted(stored)]
+            if event_id >= first_id:
+                events[event_id] = data
+        ids = sorted(events)
+        if limit >= 0:
+            ids = ids[:limit]
+        return [pb.FlowHistoryEvent.FromString(events[event_id]) for event_id in ids]
 
     def flow_state(self, flow_id: str, run_id: str) -> pb.GetFlowStateResponse:
         """Returns a run's current state."""

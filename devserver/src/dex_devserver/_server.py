@@ -179,12 +179,14 @@ class _FlowService(pbg.FlowServiceServicer):
         self, request: pb.GetHistoryEventsRequest, context: Context
     ) -> pb.GetHistoryEventsResponse:
         def call() -> pb.GetHistoryEventsResponse:
-            events = self.engine.history(request.flow_id, request.run_id)
             start = request.start_internal_event_id
             if request.next_page_token:
-                start = int(request.next_page_token.decode())
-            size = request.estimate_page_size or _HISTORY_PAGE
-            selected = [event for event in events if event.event_id >= start]
+                token = request.next_page_token.decode(errors="replace")
+                if not token.isdigit():
+                    raise errors.invalid_argument(f"next_page_token {token!r} is not a devserver token")
+                start = int(token)
+            size = request.estimate_page_size if request.estimate_page_size > 0 else _HISTORY_PAGE
+            selected = self.engine.history(request.flow_id, request.run_id, max(start, 1), size + 1)
             page = selected[:size]
             response = pb.GetHistoryEventsResponse(events=page)
             next_id = (page[-1].event_id + 1) if page else max(start, 1)

@@ -152,14 +152,21 @@ class Store:
         ).fetchall()
         return {str(key): bytes(value) for key, value in rows}
 
-    def load_history(self, flow_id: str, run_id: str) -> list[bytes]:
-        """Returns the committed history events of a run, in event order."""
+    def load_history(
+        self, flow_id: str, run_id: str, first_id: int = 1, limit: int = -1
+    ) -> list[tuple[int, bytes]]:
+        """Returns up to `limit` (-1: all) saved history events of a run from `first_id` on, in order."""
         if self._db is None:
-            return list(self._mem_history.get((flow_id, run_id), []))
+            events = self._mem_history.get((flow_id, run_id), [])
+            # Memory history is a list in event order whose IDs start at 1.
+            selected = list(enumerate(events, start=1))[max(first_id, 1) - 1 :]
+            return selected if limit < 0 else selected[:limit]
         rows = self._db.execute(
-            "SELECT event FROM history WHERE flow_id = ? AND run_id = ? ORDER BY event_id", (flow_id, run_id)
+            "SELECT event_id, event FROM history WHERE flow_id = ? AND run_id = ? AND event_id >= ?"
+            " ORDER BY event_id LIMIT ?",
+            (flow_id, run_id, first_id, limit),
         ).fetchall()
-        return [bytes(event) for (event,) in rows]
+        return [(int(event_id), bytes(event)) for event_id, event in rows]
 
     def put_blob(self, blob_id: str, data: bytes) -> None:
         """Buffers a content-addressed blob; writing the same blob twice is a no-op."""
