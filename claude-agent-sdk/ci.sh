@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# This package's whole check from a fresh clone: locked install, lint, format, strict types, tests.
+# The tests run the real Claude Code CLI, so they run inside a fresh network namespace whose only link is
+# loopback (`unshare -n`, as root): the CLI, the scripted Messages API and the devserver reach each other
+# on 127.0.0.1, and nothing can leave the machine.
+set -euo pipefail
+cd "$(dirname "$0")"
+source ../scripts/lib/ensure-uv.sh
+export UV_PYTHON="${UV_PYTHON:-3.11}"
+uv sync --locked --all-extras --quiet
+uv run --locked --no-sync ruff check .
+uv run --locked --no-sync ruff format --check .
+uv run --locked --no-sync pyright
+if ! unshare -n true 2>/dev/null; then
+  echo "error: 'unshare -n' is not permitted here; the CLI tests must run without network (run as root)" >&2
+  exit 1
+fi
+# pytest exits 5 when it collects no tests; set -e turns that into a failure, as it must be.
+unshare -n bash -c 'ip link set lo up && exec uv run --locked --no-sync pytest -q "$@"' pytest "$@"

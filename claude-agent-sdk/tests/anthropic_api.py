@@ -1,0 +1,255 @@
+"""A scripted Anthropic Messages API on loopback, for running the real Claude Code CLI without a key.
+
+The CLI talks to `ANTHROPIC_BASE_URL`. This server answers `POST <prefix>/v1/messages` with server-sent
+events in the Messages API's streaming format (or one JSON message when `stream` is false). What each
+call answers comes from a responder the test supplies; the URL prefix before `/v1/messages` (for example
+`/scope/<token>`) reaches the responder, so one server can tell concurrent runs apart. Any other request
+is answered 404 and recorded in `unexpected_requests`, so a test can prove the CLI asked for nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+__all__ = ["AnthropicApiServer", "ApiReply", "ApiRequest", "ApiToolUse"]
+
+# Each chunk keeps its trailing whitespace, so the chunks add up to the text exactly.
+_CHUNK = re.compile(r"\S+\s*|\s+")
+_MESSAGES_PATH = "/v1/messages"
+
+
+@dataclass(frozen=True)
+class ApiToolUse:
+    """A `tool_use` block of a scripted reply."""
+
+    tool_use_id: str
+    name: str
+    input: Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class ApiReply:
+    """One scripted Messages API response."""
+
+    text: str = ""
+    tool_uses: Sequence[ApiToolUse] = ()
+    input_tokens: int = 10
+    output_tokens: int = 5
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    """One `POST /v1/messages` the server received."""
+
+    prefix: str
+    """The path before `/v1/messages`."""
+    body: Mapping[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict[str, str])
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The request's `messages`."""
+        return cast(list[dict[str, Any]], self.body.get("messages", []))
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the tools offered to the model."""
+        return [str(cast(dict[str, Any], tool).get("name")) for tool in self.body.get("tools", [])]
+
+
+Responder = Callable[[ApiRequest], Awaitable[ApiReply]]
+
+
+class AnthropicApiServer:
+    """Serves scripted Messages API replies on 127.0.0.1 until closed.
+
+    Args:
+        responder: Returns the reply to each request; an exception makes the server answer 500.
+    """
+
+    def __init__(self, responder: Responder) -> None:
+        self._responder = responder
+        self._server: asyncio.Server | None = None
+        self._ids = itertools.count(1)
+        self.requests: list[ApiRequest] = []
+        self.unexpected_requests: list[str] = []
+
+    @property
+    def port(self) -> int:
+        """The listening port."""
+        assert self._server is not None, "start() the server first"
+        return cast(tuple[str, int], self._server.sockets[0].getsockname())[1]
+
+    def base_url(self, prefix: str = "") -> str:
+        """The `ANTHROPIC_BASE_URL` that reaches this server with ``prefix``."""
+        return f"http://127.0.0.1:{self.port}{prefix}"
+
+    async def start(self) -> None:
+        """Listen on a free loopback port."""
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+
+    async def close(self) -> None:
+        """Stop listening and close open connections."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while await self._serve_one(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        request_line = await reader.readline()
+        if not request_line:
+            return False
+        method, target, _ = request_line.decode("latin-1").split(" ", 2)
+        headers: dict[str, str] = {}
+        while True:
+            line = (await reader.readline()).decode("latin-1").rstrip("\r\n")
+            if not line:
+                break
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        body = await _read_body(reader, headers)
+        path = target.split("?", 1)[0]
+        if method != "POST" or not path.endswith(_MESSAGES_PATH):
+            self.unexpected_requests.append(f"{method} {target}")
+            await _respond(writer, 404, "application/json", b'{"type":"error"}', keep_alive=True)
+            return True
+        request = ApiRequest(
+            prefix=path[: -len(_MESSAGES_PATH)],
+            body=cast(dict[str, Any], json.loads(body or b"{}")),
+            headers=headers,
+        )
+        self.requests.append(request)
+        try:
+            reply = await self._responder(request)
+        except Exception as error:
+            payload = json.dumps({"type": "error", "error": {"type": "api_error", "message": str(error)}})
+            await _respond(writer, 500, "application/json", payload.encode(), keep_alive=False)
+            return False
+        model = str(request.body.get("model", "claude-scripted"))
+        message_id = f"msg_scripted_{next(self._ids)}"
+        if request.body.get("stream"):
+            await _stream_reply(writer, reply, model, message_id)
+        else:
+            payload = json.dumps(_whole_message(reply, model, message_id)).encode()
+            await _respond(writer, 200, "application/json", payload, keep_alive=False)
+        return False
+
+
+async def _read_body(reader: asyncio.StreamReader, headers: Mapping[str, str]) -> bytes:
+    if "content-length" in headers:
+        return await reader.readexactly(int(headers["content-length"]))
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        chunks: list[bytes] = []
+        while True:
+            size = int((await reader.readline()).strip().split(b";")[0], 16)
+            if size == 0:
+                await reader.readline()
+                return b"".join(chunks)
+            chunks.append(await reader.readexactly(size))
+            await reader.readline()
+    return b""
+
+
+async def _respond(
+    writer: asyncio.StreamWriter, status: int, content_type: str, payload: bytes, *, keep_alive: bool
+) -> None:
+    connection = "keep-alive" if keep_alive else "close"
+    head = (
+        f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\ncontent-type: {content_type}\r\n"
+        f"content-length: {len(payload)}\r\nconnection: {connection}\r\n\r\n"
+    )
+    writer.write(head.encode() + payload)
+    await writer.drain()
+
+
+def _usage(reply: ApiReply, output_tokens: int) -> dict[str, int]:
+    return {
+        "input_tokens": reply.input_tokens,
+        "output_tokens": output_tokens,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }
+
+
+def _whole_message(reply: ApiReply, model: str, message_id: str) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.text:
+        content.append({"type": "text", "text": reply.text})
+    for use in reply.tool_uses:
+        content.append(
+            {"type": "tool_use", "id": use.tool_use_id, "name": use.name, "input": dict(use.input)}
+        )
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": "tool_use" if reply.tool_uses else "end_turn",
+        "stop_sequence": None,
+        "usage": _usage(reply, reply.output_tokens),
+    }
+
+
+async def _stream_reply(writer: asyncio.StreamWriter, reply: ApiReply, model: str, message_id: str) -> None:
+    writer.write(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+        b"connection: close\r\n\r\n"
+    )
+    events: list[dict[str, Any]] = []
+    start = _whole_message(reply, model, message_id)
+    start["content"] = []
+    start["stop_reason"] = None
+    start["usage"] = _usage(reply, 1)
+    events.append({"type": "message_start", "message": start})
+    index = 0
+    if reply.text:
+        events.append(
+            {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
+        )
+        for chunk in _CHUNK.findall(reply.text):
+            events.append(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "text_delta", "text": chunk},
+                }
+            )
+        events.append({"type": "content_block_stop", "index": index})
+        index += 1
+    for use in reply.tool_uses:
+        block: dict[str, Any] = {"type": "tool_use", "id": use.tool_use_id, "name": use.name, "input": {}}
+        events.append({"type": "content_block_start", "index": index, "content_block": block})
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(dict(use.input))}
+        events.append({"type": "content_block_delta", "index": index, "delta": delta})
+        events.append({"type": "content_block_stop", "index": index})
+        index += 1
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use" if reply.tool_uses else "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": reply.output_tokens},
+        }
+    )
+    events.append({"type": "message_stop"})
+    for event in events:
+        writer.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+    await writer.drain()

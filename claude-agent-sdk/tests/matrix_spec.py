@@ -1,0 +1,32 @@
+"""The Claude harness agent of the matrix tests: a real `ClaudeAgentRunner` with the matrix tools.
+
+The test process and the Worker child (`tests.matrix_worker`) both build it from here. Every run starts
+the real bundled Claude Code CLI, which calls the scripted Messages API of `tests.scripted_claude`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from dex_agents.testing import MatrixSpec
+
+from dex_agents_claude_agent_sdk import ClaudeAgentRunner
+from tests.scripted_claude import matrix_tools, scripted_options
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def build_matrix_runner() -> ClaudeAgentRunner:
+    """The matrix agent in the default harness mode: reads inline, every other call its own Step."""
+    return ClaudeAgentRunner(scripted_options, matrix_tools())
+
+
+SPEC = MatrixSpec(
+    build_runner=build_matrix_runner,
+    worker_module="tests.matrix_worker",
+    flow_type_prefix="ClaudeAgentSdk",
+    worker_cwd=PACKAGE_DIR,
+    # Long enough for the approval to be seen pending before its deadline Timer fires, with a CLI start.
+    approval_deadline=timedelta(seconds=6),
+)
