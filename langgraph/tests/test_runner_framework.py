@@ -458,3 +458,27 @@ async def test_an_output_call_beside_a_tool_call_ends_the_turn_after_the_tool_wi
         "Returning structured response: city='Oslo' sunny=True",
         "sunny in Oslo",
     ]
+
+
+@pytest.mark.parametrize(
+    ("tool_call_ids", "problem"),
+    [(["", "call-2"], "without an ID"), (["call/1"], "containing '/'"), (["call-1", "call-1"], "twice")],
+)
+async def test_tool_call_ids_that_cannot_name_steps_end_the_turn_before_any_tool_runs(
+    tool_call_ids: list[str], problem: str
+) -> None:
+    calls = [
+        tool_call("get_weather", {"city": f"City {index}"}, tool_call_id)
+        for index, tool_call_id in enumerate(tool_call_ids)
+    ]
+    model = ListChatModel(responses=[respond("", *calls)])
+    tools = Tools()
+    runner = agent_runner(model, tools)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and problem in outcome.turn_error
+    assert tools.runs == [] and model.calls == 1

@@ -74,7 +74,9 @@ def gate_payload(value: object) -> Mapping[str, Any] | None:
 
 
 def _passes_through(request: ToolCallRequest) -> bool:
-    return _EXECUTING.get() == request.tool_call["id"]
+    executing = _EXECUTING.get()
+    # A call without an ID never passes: outside a tool Step nothing is executing, and None == None.
+    return executing is not None and executing == request.tool_call["id"]
 
 
 def _stop_for_session(request: ToolCallRequest) -> ToolMessage:

@@ -326,6 +326,9 @@ class LangGraphRunner:
                 )
             gated[str(payload.get("id"))] = payload
         order = _model_order(messages)
+        invalid = _tool_call_id_problem(order)
+        if invalid is not None:
+            return TurnCompleted(new_messages=(), usage=usage, turn_error=invalid)
         missing = [tool_call_id for tool_call_id in gated if tool_call_id not in order]
         if missing:
             return TurnCompleted(
@@ -427,6 +430,18 @@ def _model_order(messages: Sequence[BaseMessage]) -> list[str]:
         if isinstance(message, AIMessage):
             return [call["id"] or "" for call in message.tool_calls]
     return []
+
+
+def _tool_call_id_problem(tool_call_ids: Sequence[str]) -> str | None:
+    """Why the model's tool call IDs cannot name tool Steps, or `None` when they can."""
+    if any(not tool_call_id for tool_call_id in tool_call_ids):
+        return "the model returned a tool call without an ID; every tool call needs the provider's call ID"
+    slashed = [tool_call_id for tool_call_id in tool_call_ids if "/" in tool_call_id]
+    if slashed:
+        return f"the model returned tool call IDs containing '/', which a Dex tool call ID cannot: {slashed}"
+    if len(set(tool_call_ids)) != len(tool_call_ids):
+        return f"the model returned the same tool call ID twice in one response: {list(tool_call_ids)}"
+    return None
 
 
 def _forward_chunk(chunk: AIMessageChunk, events: AgentEventWriter) -> None:
