@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import cast
 
 from dex_agents.events import AgentEventWriter
 from dex_agents.runner import (
@@ -45,6 +46,7 @@ class CannedLlm(BaseLlm):
     responses: list[types.Content] = Field(default_factory=list[types.Content])
     seen: list[list[types.Content]] = Field(default_factory=list[list[types.Content]])
     offered_tools: list[list[str]] = Field(default_factory=list[list[str]])
+    instructions_seen: list[str] = Field(default_factory=list[str])
 
     @property
     def calls(self) -> int:
@@ -55,6 +57,8 @@ class CannedLlm(BaseLlm):
     ) -> AsyncGenerator[LlmResponse, None]:
         self.seen.append([content.model_copy(deep=True) for content in llm_request.contents])
         self.offered_tools.append(sorted(llm_request.tools_dict))
+        instruction = cast(object, llm_request.config.system_instruction)  # pyright: ignore[reportUnknownMemberType]
+        self.instructions_seen.append(str(instruction or ""))
         if len(self.seen) > len(self.responses):
             raise AssertionError(f"unexpected model call #{len(self.seen)}")
         # ADK assigns IDs to function calls in place, so every call answers with a fresh copy.

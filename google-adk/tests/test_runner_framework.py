@@ -425,3 +425,25 @@ async def test_tools_save_artifacts_in_the_services_the_runner_is_given() -> Non
         app_name="writer", user_id=DEFAULT_USER_ID, session_id="session-1", filename="q3.txt"
     )
     assert saved is not None and saved.text == "report q3"
+
+
+async def test_state_written_with_a_model_response_survives_into_the_next_turn() -> None:
+    model = CannedLlm(responses=[respond("Blue."), respond("You said blue before.")])
+    agent = LlmAgent(
+        name="memory",
+        model=model,
+        instruction="Earlier answer: {last_answer?}",
+        output_key="last_answer",
+    )
+    runner = GoogleAdkRunner(agent)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Pick a colour"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, TurnCompleted)
+    session.store(first.new_messages)
+    session.start_turn(runner.build_user_message("What did you pick?"))
+
+    await runner.run_model_step(session.context())
+
+    # `output_key` writes the answer into session state on the model's event, which the session stored.
+    assert "Earlier answer: Blue." in model.instructions_seen[1]
