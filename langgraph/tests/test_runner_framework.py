@@ -7,6 +7,7 @@ the session would notice: which calls become Steps, what the model sees, what is
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -22,6 +23,9 @@ from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain.agents.structured_output import ToolStrategy
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
+from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.tools import StructuredTool, ToolException, tool
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
@@ -482,3 +486,38 @@ async def test_tool_call_ids_that_cannot_name_steps_end_the_turn_before_any_tool
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error is not None and problem in outcome.turn_error
     assert tools.runs == [] and model.calls == 1
+
+
+class ReasoningChatModel(ListChatModel):
+    """Streams a reasoning block, as providers with thinking do, before the scripted answer."""
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content=[{"type": "reasoning", "reasoning": "The user wants the weather."}]
+            )
+        )
+        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
+            yield chunk
+
+
+async def test_reasoning_streams_as_reasoning_deltas_apart_from_the_text() -> None:
+    model = ReasoningChatModel(responses=[respond("It is sunny.")])
+    runner = agent_runner(model, Tools())
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted) and outcome.turn_error is None
+    reasoning = [
+        json.loads(event.payload)["text"] for event in session.events if event.type == "reasoning_delta"
+    ]
+    assert reasoning == ["The user wants the weather."]
+    assert "".join(session.text_deltas()) == "It is sunny."
