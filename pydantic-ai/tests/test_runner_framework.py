@@ -21,7 +21,7 @@ from dex_agents.runner import (
 from dex_agents.values import FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
 from pydantic import BaseModel
 from pydantic_ai import Agent, ApprovalRequired, CallDeferred, ModelRetry, RunContext
-from pydantic_ai.messages import ModelMessage, TextPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, TextPart
 from pydantic_ai.models.function import AgentInfo, DeltaThinkingCalls, DeltaThinkingPart, FunctionModel
 
 from dex_agents_pydantic_ai import UNKNOWN_TOOL_POLICY, PydanticAiRunner
@@ -469,3 +469,32 @@ async def test_a_tool_step_runs_a_tool_that_requires_approval_and_refuses_one_th
     assert await execute(runner, session, "call-1") == "ran after approval"
     with pytest.raises(ToolExecutionError, match="could not run tool 'defers'"):
         await execute(runner, session, "call-2")
+
+
+async def test_system_prompts_reach_every_model_call_once_without_being_stored() -> None:
+    model = ScriptedModel([respond(TextPart("Hi.")), respond(TextPart("Still here."))])
+    agent = Agent(model.model, system_prompt="You are terse.")
+
+    @agent.system_prompt
+    def today() -> str:  # pyright: ignore[reportUnusedFunction]
+        return "Today is Sunday."
+
+    runner = PydanticAiRunner(agent)
+    session = SessionSide()
+    for text in ("Hello", "Are you there?"):
+        session.start_turn(runner.build_user_message(text))
+        outcome = await runner.run_model_step(session.context())
+        assert isinstance(outcome, TurnCompleted)
+        session.store(outcome.new_messages)
+
+    for call_number in (1, 2):
+        system_prompts = [
+            part.content
+            for message in model.seen[call_number - 1]
+            if isinstance(message, ModelRequest)
+            for part in message.parts
+            if isinstance(part, SystemPromptPart)
+        ]
+        assert system_prompts == ["You are terse.", "Today is Sunday."]
+    assert [message.role for message in session.messages] == [MessageRole.USER, MessageRole.ASSISTANT] * 2
+    assert all("You are terse." not in message.framework_item for message in session.messages)

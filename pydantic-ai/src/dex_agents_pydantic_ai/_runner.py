@@ -70,6 +70,7 @@ from dex_agents_pydantic_ai._messages import (
 )
 from dex_agents_pydantic_ai._state import PydanticAiRunState
 from dex_agents_pydantic_ai._streaming import forward_stream_event
+from dex_agents_pydantic_ai._system_prompts import system_prompt_request
 from dex_agents_pydantic_ai._tool_execution import ToolCallRunner
 
 __all__ = ["UNKNOWN_TOOL_POLICY", "PydanticAiRunner"]
@@ -169,6 +170,9 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             return TurnCompleted(
                 new_messages=(), turn_error=f"a stored message is not a Pydantic AI message: {error}"
             )
+        system_prompts = await system_prompt_request(self._agent, deps=self._deps, model=self._model)
+        if system_prompts is not None:
+            history.insert(0, system_prompts)
         if turn.framework_run_state is None:
             earlier_turn_messages: list[ModelMessage] = []
             results = None
