@@ -20,6 +20,7 @@ from dex_agents.runner import (
 )
 from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
 from google.adk.agents import LlmAgent
+from google.adk.agents.callback_context import CallbackContext
 from google.adk.apps import App
 from google.adk.artifacts import InMemoryArtifactService
 from google.adk.events import Event
@@ -447,3 +448,26 @@ async def test_state_written_with_a_model_response_survives_into_the_next_turn()
 
     # `output_key` writes the answer into session state on the model's event, which the session stored.
     assert "Earlier answer: Blue." in model.instructions_seen[1]
+
+
+async def test_state_an_agent_callback_writes_survives_into_the_next_turn() -> None:
+    def count_visit(callback_context: CallbackContext) -> None:
+        visits = callback_context.state.get("visits", 0)
+        callback_context.state["visits"] = int(visits) + 1
+
+    model = CannedLlm(responses=[respond("Hello."), respond("Hello again.")])
+    agent = LlmAgent(
+        name="greeter", model=model, instruction="Visits so far: {visits?}", after_agent_callback=count_visit
+    )
+    runner = GoogleAdkRunner(agent)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Hi"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, TurnCompleted)
+    assert [m.text for m in first.new_messages] == ["Hello."], "a state-only event is not a message"
+    session.store(first.new_messages)
+    session.start_turn(runner.build_user_message("Hi again"))
+
+    await runner.run_model_step(session.context())
+
+    assert "Visits so far: 1" in model.instructions_seen[1]

@@ -14,6 +14,7 @@ history sends the same request the model saw.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
@@ -132,30 +133,57 @@ def project_turn_events(events: Sequence[Event]) -> list[FrameworkMessage]:
                 last_answer[response.id] = index
     calls: dict[str, types.FunctionCall] = {}
     projected: list[FrameworkMessage] = []
+    # State that an event without stored content carries (an agent callback's change, say) rides on the
+    # next stored message, or on the last one when none follows, so replaying the stored messages ends
+    # in the same state.
+    pending_state: dict[str, Any] = {}
     for index, event in enumerate(events):
-        content = event.content
-        if content is None or not content.parts or event.partial:
-            continue
-        if event.author == USER_AUTHOR or content.role == "user":
-            projected.extend(_project_user_content(event, content, index, last_answer, calls))
-            continue
-        parts = [
-            part
-            for part in content.parts
-            if part.function_call is None or not _is_bookkeeping_call(part.function_call)
-        ]
-        if not parts:
-            continue
-        for part in parts:
-            if part.function_call is not None and part.function_call.id:
-                calls[part.function_call.id] = part.function_call
-        kept = event.model_copy(update={"content": types.Content(role=content.role, parts=parts)})
-        projected.append(
-            FrameworkMessage(
-                role=MessageRole.ASSISTANT, framework_item=encode_event(kept), text=text_of(kept.content)
-            )
-        )
+        before = len(projected)
+        projected.extend(_project_event(event, index, last_answer, calls))
+        state_delta = dict(event.actions.state_delta) if event.actions.state_delta else {}
+        if len(projected) == before:
+            pending_state.update(state_delta)
+        elif pending_state:
+            projected[before] = _with_state(projected[before], pending_state, overrides=False)
+            pending_state = {}
+    if pending_state and projected:
+        projected[-1] = _with_state(projected[-1], pending_state, overrides=True)
     return projected
+
+
+def _project_event(
+    event: Event, index: int, last_answer: Mapping[str, int], calls: dict[str, types.FunctionCall]
+) -> list[FrameworkMessage]:
+    content = event.content
+    if content is None or not content.parts or event.partial:
+        return []
+    if event.author == USER_AUTHOR or content.role == "user":
+        return _project_user_content(event, content, index, last_answer, calls)
+    parts = [
+        part
+        for part in content.parts
+        if part.function_call is None or not _is_bookkeeping_call(part.function_call)
+    ]
+    if not parts:
+        return []
+    for part in parts:
+        if part.function_call is not None and part.function_call.id:
+            calls[part.function_call.id] = part.function_call
+    kept = event.model_copy(update={"content": types.Content(role=content.role, parts=parts)})
+    return [
+        FrameworkMessage(
+            role=MessageRole.ASSISTANT, framework_item=encode_event(kept), text=text_of(kept.content)
+        )
+    ]
+
+
+def _with_state(message: FrameworkMessage, state: Mapping[str, Any], *, overrides: bool) -> FrameworkMessage:
+    """Return ``message`` whose event also applies ``state``; ``overrides`` says whose keys win."""
+    event = decode_event(message.framework_item)
+    own = dict(event.actions.state_delta or {})
+    merged = {**own, **state} if overrides else {**state, **own}
+    event.actions = event.actions.model_copy(update={"state_delta": merged})
+    return dataclasses.replace(message, framework_item=encode_event(event))
 
 
 def _project_user_content(
