@@ -11,20 +11,19 @@ import asyncio
 import contextlib
 import logging
 import math
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
 
 from dex.dexpb import dex_pb2 as pb
 
 from . import _conditions as conditions
 from . import _errors as errors
+from . import _requests as requests
 from ._blobs import Blobs, ValueTooLargeError
 from ._dispatch import Dispatcher, MethodResult, ProgressFrame, WorkerFailure
-from ._history import new_event, retry_policy_with_defaults
+from ._history import new_event
 from ._model import START_FROM, Execution, FlowRun, Phase, is_reserved_name
 from ._snapshot import dump_run, load_run
 from ._store import RunRow, Store
@@ -33,16 +32,9 @@ from ._streams import Streams
 __all__ = ["Engine", "EngineOptions"]
 
 _LOG = logging.getLogger("dex_devserver")
-_DEFAULT_METHOD_TIMEOUT = 2 * 3600
-_DEFAULT_HEARTBEAT_TIMEOUT = 60
-_DEFAULT_TOTAL_DURATION = 4 * 3600
-_MAX_LONG_POLL = 60.0
 _RPC_TIMEOUT_CAP = 60.0
 _ASYNC_FLUSH_DELAY = 2.0
-TIMEOUT_HANDLER = "sys:timeout_handler"
-_TIMEOUT_STEP = f"{TIMEOUT_HANDLER}-1"
-
-Method = Literal["wait_for", "execute"]
+_TIMEOUT_STEP = f"{requests.TIMEOUT_HANDLER}-1"
 
 
 @dataclass
@@ -71,32 +63,6 @@ class _Runtime:
     handles: list[asyncio.TimerHandle] = field(default_factory=list[asyncio.TimerHandle])
     flush_handle: asyncio.TimerHandle | None = None
     changed_attributes: set[str] = field(default_factory=set[str])
-
-
-@dataclass(frozen=True)
-class _Retry:
-    initial: float
-    coefficient: float
-    maximum_interval: float
-    maximum_attempts: int
-    total_duration: float
-
-    @staticmethod
-    def of(policy: pb.RetryPolicy) -> _Retry:
-        return _Retry(
-            policy.initial_interval_seconds or 1,
-            policy.backoff_coefficient or 2.0,
-            policy.maximum_interval_seconds or 100,
-            policy.maximum_attempts,
-            policy.total_duration_seconds or _DEFAULT_TOTAL_DURATION,
-        )
-
-    def delay(self, attempt: int) -> float:
-        return min(self.initial * self.coefficient ** (attempt - 1), self.maximum_interval)
-
-
-def _is_null(value: pb.Value) -> bool:
-    return value.WhichOneof("kind") in (None, "null_value")
 
 
 class Engine:
@@ -295,14 +261,16 @@ class Engine:
         changed = self._runtime(run).changed_attributes
         for write in writes:
             changed.add(write.key)
-            if _is_null(write.value):
+            if requests.is_null(write.value):
                 run.attributes.pop(write.key, None)
             else:
                 run.attributes[write.key] = write.value
 
     def _apply_publishes(self, run: FlowRun, publishes: Iterable[pb.ChannelMessage]) -> None:
         for message in publishes:
-            stored = pb.ChannelMessage(channel_name=message.channel_name, message_id=_uuid7())
+            stored = pb.ChannelMessage(
+                channel_name=message.channel_name, message_id=requests.new_message_id()
+            )
             stored.value.CopyFrom(message.value)
             message.message_id = stored.message_id
             run.channels.setdefault(message.channel_name, []).append(stored)
@@ -346,7 +314,7 @@ class Engine:
             raise errors.invalid_argument(
                 f"start Step type {request.start_step_type!r} must not contain '/', '$' or ':'"
             )
-        if not request.start_step_type and not _is_null(request.step_input):
+        if not request.start_step_type and not requests.is_null(request.step_input):
             raise errors.invalid_argument("a Flow without a start Step takes no input")
         if request.flow_timeout_seconds < 0:
             raise errors.invalid_argument("flow_timeout_seconds must be >= 0")
@@ -455,7 +423,7 @@ class Engine:
             start.step_input.CopyFrom(step_input)
             start.step_options.CopyFrom(step_options)
             for write in initial:
-                if not _is_null(write.value):
+                if not requests.is_null(write.value):
                     start.initial_attributes.add(key=write.key, value=write.value)
 
         self._event(run, started)
@@ -500,8 +468,8 @@ class Engine:
             return
         message = f"Flow timed out after {run.timeout_seconds} seconds"
         if run.timeout_policy == pb.FLOW_TIMEOUT_POLICY_HANDLER:
-            if run.counters.get(TIMEOUT_HANDLER, 0) == 0:
-                self._queue(run, _timeout_handler_movement(run.timeout_handler), START_FROM, None)
+            if run.counters.get(requests.TIMEOUT_HANDLER, 0) == 0:
+                self._queue(run, requests.timeout_handler_movement(run.timeout_handler), START_FROM, None)
         elif run.timeout_policy == pb.FLOW_TIMEOUT_POLICY_CANCEL:
             self._close(run, pb.FLOW_STATUS_CANCELED, message=message)
         else:
@@ -631,7 +599,7 @@ class Engine:
             if event is not None:
                 event.set()
         # The timeout handler is not a user Step: it never holds back a graceful completion.
-        user_steps = any(exe.step_type != TIMEOUT_HANDLER for exe in run.executions.values())
+        user_steps = any(exe.step_type != requests.TIMEOUT_HANDLER for exe in run.executions.values())
         if run.graceful and not user_steps and run.delayed_start is None:
             self._close(run, pb.FLOW_STATUS_COMPLETED)
 
@@ -684,133 +652,6 @@ class Engine:
 
     # ------------------------------------------------------------------ requests to Workers
 
-    def _context(self, run: FlowRun, exe: Execution | None) -> pb.Context:
-        context = pb.Context(
-            flow_id=run.flow_id, run_id=run.run_id, flow_started_timestamp=int(run.start_time)
-        )
-        if exe is not None:
-            context.step_execution_id = exe.exe_id
-            context.from_step_execution_id = exe.from_id
-        return context
-
-    def _state_inputs(
-        self,
-        run: FlowRun,
-        attribute_maps: Iterable[str],
-        channel_names: Iterable[str],
-        channel_maps: Iterable[str],
-    ) -> tuple[list[pb.KV], dict[str, pb.ChannelInfo], dict[str, pb.ChannelValues]]:
-        map_loads = list(attribute_maps)
-        attributes: list[pb.KV] = []
-        for key in sorted(run.attributes):
-            if "/" in key and not any(
-                key == load or (load.endswith("/") and key.startswith(load)) for load in map_loads
-            ):
-                continue
-            attributes.append(pb.KV(key=key, value=run.attributes[key]))
-        infos = {name: pb.ChannelInfo(size=len(queue)) for name, queue in run.channels.items() if queue}
-        loaded: dict[str, pb.ChannelValues] = {}
-        for name in channel_names:
-            loaded[name] = pb.ChannelValues(messages=run.channels.get(name, []))
-        for load in channel_maps:
-            if load.endswith("/"):
-                for name, queue in run.channels.items():
-                    if name.startswith(load):
-                        loaded[name] = pb.ChannelValues(messages=queue)
-            else:
-                loaded[load] = pb.ChannelValues(messages=run.channels.get(load, []))
-        return attributes, infos, loaded
-
-    def _method_request(
-        self, run: FlowRun, exe: Execution, method: Method
-    ) -> pb.InvokeWaitForMethodRequest | pb.InvokeExecuteMethodRequest:
-        options = exe.movement.step_options
-        if method == "wait_for":
-            maps, names, cmaps = (
-                options.wait_for_load_attribute_map_instances,
-                options.wait_for_load_channel_names,
-                options.wait_for_load_channel_map_instances,
-            )
-        else:
-            maps, names, cmaps = (
-                options.execute_load_attribute_map_instances,
-                options.execute_load_channel_names,
-                options.execute_load_channel_map_instances,
-            )
-        attributes, infos, loaded = self._state_inputs(run, maps, names, cmaps)
-        context = self._context(run, exe)
-        recovery = exe.execute_recovery if method == "execute" and exe.execute_recovery is not None else None
-        if recovery is None and exe.movement.HasField("recovery_error_internal_only"):
-            recovery = exe.movement.recovery_error_internal_only
-        if recovery is not None:
-            context.recovery_error.CopyFrom(recovery)
-        if method == "wait_for":
-            return pb.InvokeWaitForMethodRequest(
-                context=context,
-                flow_type=run.flow_type,
-                step_type=exe.step_type,
-                step_input=exe.movement.step_input if exe.movement.HasField("step_input") else None,
-                attributes=attributes,
-                channel_infos=infos,
-                loaded_channel_messages=loaded,
-                loaded_attribute_map_instances=list(maps),
-                loaded_channel_names=list(names),
-                loaded_channel_map_instances=list(cmaps),
-            )
-        request = pb.InvokeExecuteMethodRequest(
-            context=context,
-            flow_type=run.flow_type,
-            step_type=exe.step_type,
-            step_input=exe.movement.step_input if exe.movement.HasField("step_input") else None,
-            attributes=attributes,
-            step_exe_locals=exe.locals,
-            channel_infos=infos,
-            loaded_channel_messages=loaded,
-            loaded_attribute_map_instances=list(maps),
-            loaded_channel_names=list(names),
-            loaded_channel_map_instances=list(cmaps),
-        )
-        if exe.condition_results is not None:
-            request.condition_results.CopyFrom(exe.condition_results)
-        return request
-
-    def _durability(self, run: FlowRun, options: pb.StepOptions, method: Method) -> pb.StepDurability:
-        override = (
-            options.wait_for_durability_override
-            if method == "wait_for"
-            else options.execute_durability_override
-        )
-        if override != pb.STEP_DURABILITY_UNSPECIFIED:
-            return override
-        if (
-            method == "wait_for"
-            and options.wait_for_failure_policy == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE
-        ):
-            return pb.STEP_DURABILITY_SYNC
-        if (
-            method == "execute"
-            and options.execute_failure_policy == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP
-            and options.execute_failure_proceed_step_type
-        ):
-            return pb.STEP_DURABILITY_SYNC
-        if (
-            run.config.HasField("step_durability")
-            and run.config.step_durability != pb.STEP_DURABILITY_UNSPECIFIED
-        ):
-            return run.config.step_durability
-        return pb.STEP_DURABILITY_SYNC
-
-    def _method_options(self, options: pb.StepOptions, method: Method) -> pb.StepMethodOptions:
-        policy = options.wait_for_retry_policy if method == "wait_for" else options.execute_retry_policy
-        timeout = (
-            options.wait_for_timeout_seconds if method == "wait_for" else options.execute_timeout_seconds
-        )
-        return pb.StepMethodOptions(
-            timeout_seconds=timeout or _DEFAULT_METHOD_TIMEOUT,
-            retry_policy=retry_policy_with_defaults(policy),
-            heartbeat_timeout_seconds=options.heartbeat_timeout_seconds or _DEFAULT_HEARTBEAT_TIMEOUT,
-        )
-
     async def _lock(self, run: FlowRun, keys: list[str]) -> None:
         rt = self._runtime(run)
         while any(key in rt.locks for key in keys):
@@ -849,7 +690,7 @@ class Engine:
         self.store.commit()
 
     async def _invoke_method(
-        self, run: FlowRun, exe: Execution, method: Method
+        self, run: FlowRun, exe: Execution, method: requests.Method
     ) -> tuple[MethodResult | WorkerFailure, list[pb.KV]]:
         """Runs one logical method call with its locks and retries.
 
@@ -857,9 +698,9 @@ class Engine:
             The final outcome and the Attributes the method received (for history).
         """
         options = exe.movement.step_options
-        method_options = self._method_options(options, method)
-        retry = _Retry.of(method_options.retry_policy)
-        durable = self._durability(run, options, method) == pb.STEP_DURABILITY_SYNC
+        method_options = requests.method_options(options, method)
+        retry = requests.Retry.of(method_options.retry_policy)
+        durable = requests.durability(run, options, method) == pb.STEP_DURABILITY_SYNC
         keys = sorted(
             set(
                 options.wait_for_lock_attribute_keys
@@ -903,7 +744,7 @@ class Engine:
                     if (retry.maximum_attempts and exe.attempt >= retry.maximum_attempts) or (
                         elapsed + delay > retry.total_duration
                     ):
-                        return failure, _attributes_of(request)
+                        return failure, requests.attributes_of(request)
                     exe.retry_at = time.time() + delay
                     self._persist(run, durable=False)
                     failure = None
@@ -911,7 +752,7 @@ class Engine:
                 if wait > 0:
                     await asyncio.sleep(wait)
                 if request is None:
-                    request = self._method_request(run, exe, method)
+                    request = requests.method_request(run, exe, method)
                 exe.attempt += 1
                 if not exe.first_attempt_time:
                     exe.first_attempt_time = int(time.time())
@@ -940,7 +781,7 @@ class Engine:
                 if problem is not None:
                     failure = WorkerFailure(problem, "dex_devserver.InvalidWorkerResponse")
                     continue
-                return outcome, _attributes_of(request)
+                return outcome, requests.attributes_of(request)
         finally:
             self._unlock(run, keys)
 
@@ -959,7 +800,7 @@ class Engine:
                 )
                 return None
             if isinstance(result, pb.InvokeExecuteMethodResponse):
-                problem = _check_decision(result)
+                problem = requests.check_decision(result)
                 if problem is not None:
                     return f"invalid step decision: {problem}"
                 self._ingest_effects(
@@ -979,16 +820,16 @@ class Engine:
         return not self._closing and run.is_running and run.executions.get(exe.exe_id) is exe
 
     def _method_event_context(
-        self, run: FlowRun, exe: Execution, method: Method
+        self, run: FlowRun, exe: Execution, method: requests.Method
     ) -> pb.StepMethodEventContext:
         options = exe.movement.step_options
         context = pb.StepMethodEventContext(
             step_execution_id=exe.exe_id,
             from_step_execution_id=exe.from_id,
             step_type=exe.step_type,
-            durability=self._durability(run, options, method),
+            durability=requests.durability(run, options, method),
             final_attempt=exe.attempt,
-            method_options=self._method_options(options, method),
+            method_options=requests.method_options(options, method),
         )
         started = exe.method_started or time.time()
         context.started_time.FromNanoseconds(int(started * 1e9))
@@ -1033,7 +874,11 @@ class Engine:
                 del rt.tasks[exe.exe_id]
 
     def _after_wait_for(
-        self, run: FlowRun, exe: Execution, outcome: MethodResult | WorkerFailure, attributes: list[pb.KV]
+        self,
+        run: FlowRun,
+        exe: Execution,
+        outcome: MethodResult | WorkerFailure,
+        attributes: list[pb.KV],
     ) -> None:
         options = exe.movement.step_options
         inputs = pb.StepMethodEventInput(step_input=exe.movement.step_input, attributes=attributes)
@@ -1099,7 +944,11 @@ class Engine:
         self._transition(run, durable=durable)
 
     def _after_execute(
-        self, run: FlowRun, exe: Execution, outcome: MethodResult | WorkerFailure, attributes: list[pb.KV]
+        self,
+        run: FlowRun,
+        exe: Execution,
+        outcome: MethodResult | WorkerFailure,
+        attributes: list[pb.KV],
     ) -> None:
         options = exe.movement.step_options
         inputs = pb.StepMethodEventInput(
@@ -1161,7 +1010,11 @@ class Engine:
         close_type = close.close_decision_type if close is not None else pb.CLOSE_DECISION_TYPE_UNSPECIFIED
 
         def collect() -> None:
-            if close is not None and close.HasField("close_input") and not _is_null(close.close_input):
+            if (
+                close is not None
+                and close.HasField("close_input")
+                and not requests.is_null(close.close_input)
+            ):
                 run.results.append(
                     pb.StepCompletionOutput(
                         completed_step_type=exe.step_type,
@@ -1232,7 +1085,7 @@ class Engine:
         Raises:
             ServiceError: ``FLOW_NOT_EXISTS`` or ``LONG_POLL_TIME_OUT``.
         """
-        deadline = time.monotonic() + _long_poll(request.wait_time_seconds)
+        deadline = time.monotonic() + requests.long_poll(request.wait_time_seconds)
         while True:
             run = self.run_of(request.flow_id, request.run_id)
             if not run.is_running:
@@ -1256,7 +1109,7 @@ class Engine:
             ) from None
         exe_id = f"{request.step_type}-{number}"
         timeout = request.request_timeout_seconds
-        deadline = time.monotonic() + (_long_poll(timeout) if timeout > 0 else 0)
+        deadline = time.monotonic() + (requests.long_poll(timeout) if timeout > 0 else 0)
         while True:
             run = self.run_of(request.flow_id)
             started = run.counters.get(request.step_type, 0) >= number
@@ -1288,12 +1141,14 @@ class Engine:
             raise errors.invalid_argument("the attribute key is required")
         expected = self.blobs.hydrate(match.operand)
         timeout = request.request_timeout_seconds
-        deadline = time.monotonic() + (_long_poll(timeout) if timeout > 0 else 0)
+        deadline = time.monotonic() + (requests.long_poll(timeout) if timeout > 0 else 0)
         while True:
             run = self.run_of(request.flow_id)
             stored = run.attributes.get(match.key)
             current = self.blobs.hydrate(stored) if stored is not None else pb.Value()
-            if (_is_null(expected) and _is_null(current)) or (stored is not None and current == expected):
+            if (requests.is_null(expected) and requests.is_null(current)) or (
+                stored is not None and current == expected
+            ):
                 return stored if stored is not None else pb.Value(null_value="NULL_VALUE")
             if not run.is_running:
                 raise errors.flow_not_found(request.flow_id)
@@ -1357,14 +1212,14 @@ class Engine:
             self._ingest(rpc_input, f"the input of RPC {request.rpc_name!r}")
         except ValueTooLargeError as error:
             raise errors.invalid_argument(str(error)) from None
-        attributes, infos, loaded = self._state_inputs(
+        attributes, infos, loaded = requests.state_inputs(
             run,
             request.load_attribute_map_instances,
             request.load_channel_names,
             request.load_channel_map_instances,
         )
         worker_request = pb.InvokeWorkerRPCRequest(
-            context=self._context(run, None),
+            context=requests.context_for(run, None),
             flow_type=run.flow_type,
             rpc_name=request.rpc_name,
             input=rpc_input,
@@ -1569,92 +1424,3 @@ class Engine:
         if run.close_time:
             response.close_time.FromNanoseconds(int(run.close_time * 1e9))
         return response
-
-
-def _attributes_of(
-    request: pb.InvokeWaitForMethodRequest | pb.InvokeExecuteMethodRequest | None,
-) -> list[pb.KV]:
-    return [] if request is None else list(request.attributes)
-
-
-def _timeout_handler_movement(options: pb.FlowTimeoutHandlerOptions | None) -> pb.StepMovement:
-    """The movement that runs the Flow's timeout handler: an execute with no input."""
-    handler = options or pb.FlowTimeoutHandlerOptions()
-    step_options = pb.StepOptions(
-        skip_wait_for=True,
-        execute_timeout_seconds=handler.method_timeout_seconds,
-        heartbeat_timeout_seconds=handler.heartbeat_timeout_seconds,
-        execute_failure_policy=handler.failure_policy,
-        execute_failure_proceed_step_type=handler.failure_proceed_step_type,
-        execute_durability_override=handler.durability_override,
-        execute_lock_attribute_keys=handler.lock_attribute_keys,
-        execute_load_attribute_map_instances=handler.load_attribute_map_instances,
-        execute_load_channel_names=handler.load_channel_names,
-        execute_load_channel_map_instances=handler.load_channel_map_instances,
-    )
-    if handler.HasField("retry_policy"):
-        step_options.execute_retry_policy.CopyFrom(handler.retry_policy)
-    if handler.HasField("failure_proceed_step_options"):
-        step_options.execute_failure_proceed_step_options.CopyFrom(handler.failure_proceed_step_options)
-    return pb.StepMovement(step_type=TIMEOUT_HANDLER, step_options=step_options)
-
-
-def _long_poll(seconds: int) -> float:
-    return _MAX_LONG_POLL if seconds <= 0 else min(float(seconds), _MAX_LONG_POLL)
-
-
-def _check_decision(result: pb.InvokeExecuteMethodResponse) -> str | None:
-    if not result.HasField("step_decision"):
-        return "empty step decision is not supported"
-    decision = result.step_decision
-    has_close = decision.HasField("close_decision")
-    if not decision.next_steps and not has_close:
-        return "empty step decision is not supported"
-    for movement in decision.next_steps:
-        if not movement.step_type:
-            return "a next Step needs a step_type"
-        if is_reserved_name(movement.step_type):
-            return f"next Step type {movement.step_type!r} must not contain '/', '$' or ':'"
-        proceed = movement.step_options.execute_failure_proceed_step_type
-        if proceed and is_reserved_name(proceed):
-            return f"recovery Step type {proceed!r} must not contain '/', '$' or ':'"
-    if any(not name for name in [*decision.cancel_step_types, *decision.cancel_sibling_step_types]):
-        return "cancel Step types must not be empty"
-    if not has_close:
-        return None
-    close = decision.close_decision
-    kind = close.close_decision_type
-    if kind == pb.CLOSE_DECISION_TYPE_UNSPECIFIED:
-        return "close decision type is unspecified"
-    if kind == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE_ON_CHANNELS_EMPTY:
-        names = list(close.conditional_channel_names)
-        if not decision.next_steps or not names:
-            return "force_complete_if_channels_empty needs a fallback Step and at least one channel"
-        if any(not name for name in names) or len(names) != len(set(names)):
-            return "force_complete_if_channels_empty channel names must be non-empty and unique"
-        return None
-    if decision.next_steps:
-        return "a close decision cannot be combined with next Steps"
-    if close.conditional_channel_names:
-        return "only force_complete_if_channels_empty takes channel names"
-    string_kinds = ("string_value", "internal_blob_id_for_string_value")
-    if (
-        kind == pb.CLOSE_DECISION_TYPE_FORCE_FAIL
-        and close.HasField("close_input")
-        and close.close_input.WhichOneof("kind") not in string_kinds
-    ):
-        return "force_fail needs a string reason"
-    if kind == pb.CLOSE_DECISION_TYPE_DEAD_END and close.HasField("close_input"):
-        return "dead_end takes no output"
-    return None
-
-
-def _uuid7() -> str:
-    millis = time.time_ns() // 1_000_000
-    rand = int.from_bytes(os.urandom(10), "big")
-    value = (millis & ((1 << 48) - 1)) << 80
-    value |= 0x7 << 76
-    value |= ((rand >> 62) & 0xFFF) << 64
-    value |= 0b10 << 62
-    value |= rand & ((1 << 62) - 1)
-    return str(uuid.UUID(int=value))
