@@ -69,7 +69,13 @@ class ScriptedModel:
 class SessionSide:
     """What the session keeps for one turn: stored messages, run state, records and events."""
 
-    def __init__(self, *, tool_policies: Mapping[str, ToolPolicy] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        tool_policies: Mapping[str, ToolPolicy] | None = None,
+        default_tool_effect: ToolEffect = ToolEffect.UNCLASSIFIED,
+    ) -> None:
+        self.default_tool_effect = default_tool_effect
         self.messages: list[AgentMessage] = []
         self.events: list[AgentEvent] = []
         self.tool_policies = dict(tool_policies or {})
@@ -118,7 +124,7 @@ class SessionSide:
             tool_calls=dict(self.records),
             events=AgentEventWriter(self.events.append, self.turn_id, self.attempt, "RunModel-1"),
             tool_policies=self.tool_policies,
-            default_tool_effect=ToolEffect.UNCLASSIFIED,
+            default_tool_effect=self.default_tool_effect,
             heartbeat_function=heartbeat,
         )
 

@@ -547,3 +547,44 @@ async def test_a_tool_call_id_of_an_earlier_turn_can_be_used_again() -> None:
 
     assert runs == ["get_weather Oslo", "get_weather Oslo"]
     assert model.calls == 4
+
+
+async def test_a_tool_the_sdk_asks_approval_for_waits_for_approval_unless_a_policy_waives_it() -> None:
+    async def over_limit(context: RunContextWrapper[Any], parameters: dict[str, Any], call_id: str) -> bool:
+        return int(parameters.get("amount", 0)) > 100
+
+    @function_tool(needs_approval=True)
+    async def wipe_disk(disk: str) -> str:
+        """Wipe a disk."""
+        return f"wiped {disk}"
+
+    @function_tool(needs_approval=over_limit)
+    async def pay(amount: int) -> str:
+        """Pay an amount."""
+        return f"paid {amount}"
+
+    model = ScriptedModel(
+        [
+            [
+                call("wipe_disk", {"disk": "sda"}, "call-1"),
+                call("pay", {"amount": 500}, "call-2"),
+                call("pay", {"amount": 5}, "call-3"),
+            ]
+        ]
+    )
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[wipe_disk, pay]))
+    session = SessionSide(
+        tool_policies={"wipe_disk": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)},
+        default_tool_effect=ToolEffect.READ,
+    )
+    session.start_turn(runner.build_user_message("Wipe sda, pay 500 and 5"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, ToolCallsRequested)
+    # The session's explicit policy wins for wipe_disk; pay keeps the SDK's own approval rule per call.
+    assert [(c.tool_call_id, c.policy) for c in outcome.tool_calls] == [
+        ("call-1", ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)),
+        ("call-2", ToolPolicy(ToolEffect.READ, requires_approval=True)),
+        ("call-3", ToolPolicy(ToolEffect.READ)),
+    ]

@@ -26,8 +26,10 @@ from agents import (
     Handoff,
     HostedMCPTool,
     ImageGenerationTool,
+    ProgrammaticToolCallingTool,
     RunContextWrapper,
     Tool,
+    ToolSearchTool,
     WebSearchTool,
 )
 from agents.tool_context import ToolContext
@@ -47,6 +49,8 @@ _HOSTED_TOOL_TYPES: tuple[type[Any], ...] = (
     CodeInterpreterTool,
     ImageGenerationTool,
     HostedMCPTool,
+    ToolSearchTool,
+    ProgrammaticToolCallingTool,
 )
 
 _recorded_results: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(

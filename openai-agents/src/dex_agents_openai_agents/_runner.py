@@ -18,7 +18,7 @@ hook before it reaches the model, and the turn ends with `turn_error`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, cast
 
@@ -36,7 +36,6 @@ from agents import (
     Runner,
     RunResultStreaming,
     RunState,
-    ToolApprovalItem,
     TResponseInputItem,
     UserError,
 )
@@ -254,7 +253,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 async for event in result.stream_events():
                     forward_stream_event(event, turn.events)
             except ModelBehaviorError as error:
-                unknown = self._unknown_tool_outcome(error, turn, history, hooks)
+                unknown = await self._unknown_tool_outcome(error, turn, hooks)
                 if unknown is not None:
                     return unknown
                 return self._failed(turn, hooks, f"the model's response could not be used: {error}")
@@ -272,7 +271,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
             usage = hooks.total_usage()
             if result.interruptions:
                 # Inside the listing scope: the effects of MCP tools come from what this Step listed.
-                return self._tool_calls_requested(turn, result, usage)
+                return await self._tool_calls_requested(turn, result, usage)
         new_items = result.to_input_list()[len(history) :]
         return TurnCompleted(new_messages=project_items(new_items), usage=usage)
 
@@ -343,41 +342,76 @@ class OpenAIAgentsRunner(Generic[TContext]):
             )
         return agent, items
 
-    def _tool_calls_requested(
+    async def _tool_calls_requested(
         self, turn: AgentTurnContext, result: RunResultStreaming, usage: AgentUsage
     ) -> ToolCallsRequested:
-        deferred = [self._deferred_call(turn, item) for item in result.interruptions]
+        deferred = [
+            DeferredToolCall(
+                tool_call_id=item.call_id or "",
+                tool_name=item.name or item.tool_name or "",
+                arguments=item.arguments or "{}",
+                policy=await self._policy(
+                    turn, item.agent.name, item.name or item.tool_name or "", item.arguments, item.call_id
+                ),
+                tool_source_reference=tool_source_reference(item.agent.name),
+            )
+            for item in result.interruptions
+        ]
         state = result.to_state().to_string(context_serializer=_no_context)
         saved = OpenAIAgentsRunState(kind="run_state", run_state=state)
         return ToolCallsRequested(framework_run_state=saved.to_json(), tool_calls=deferred, usage=usage)
 
-    def _deferred_call(self, turn: AgentTurnContext, item: ToolApprovalItem) -> DeferredToolCall:
-        name = item.name or item.tool_name or ""
-        agent_name = item.agent.name
-        tool = self._offered_tool(agent_name, name)
-        policy = turn.resolve_tool_policy(name, framework_effect(tool))
-        return DeferredToolCall(
-            tool_call_id=item.call_id or "",
-            tool_name=name,
-            arguments=item.arguments or "{}",
-            policy=policy,
-            tool_source_reference=tool_source_reference(agent_name),
-        )
+    async def _policy(
+        self,
+        turn: AgentTurnContext,
+        agent_name: str,
+        tool_name: str,
+        arguments: str | None,
+        call_id: str | None,
+    ) -> ToolPolicy:
+        """Return a call's policy: the session's, else the effect the tool's metadata declares.
+
+        A tool the SDK itself would ask approval for (`needs_approval`, or an MCP server's
+        `require_approval`) waits for approval too, unless the session has an explicit policy for it.
+        """
+        tool = self._offered_tool(agent_name, tool_name)
+        policy = turn.resolve_tool_policy(tool_name, framework_effect(tool))
+        if tool is None or tool_name in turn.tool_policies or policy.is_approval_required:
+            return policy
+        if await self._sdk_requires_approval(tool, arguments, call_id):
+            return ToolPolicy(policy.effect, requires_approval=True)
+        return policy
+
+    async def _sdk_requires_approval(
+        self, tool: FunctionTool, arguments: str | None, call_id: str | None
+    ) -> bool:
+        needs_approval = tool.needs_approval
+        if isinstance(needs_approval, bool):
+            return needs_approval
+        try:
+            parameters: object = json.loads(arguments or "{}")
+            return bool(
+                await needs_approval(
+                    RunContextWrapper(context=self._context),
+                    cast(dict[str, Any], parameters) if isinstance(parameters, dict) else {},
+                    call_id or "",
+                )
+            )
+        except Exception:
+            # A policy callback that fails cannot vouch for the call; asking a person is the safe side.
+            return True
 
     def _offered_tool(self, agent_name: str, tool_name: str) -> FunctionTool | None:
-        agent = self._graph.gated_agent(agent_name)
+        """Return the user's original tool the model called (an MCP tool as this Step listed it)."""
+        agent = self._graph.original_agent(agent_name)
         if agent is not None:
             for tool in agent.tools:
                 if isinstance(tool, FunctionTool) and tool.name == tool_name:
                     return tool
         return listed_mcp_tools().get(tool_name)
 
-    def _unknown_tool_outcome(
-        self,
-        error: ModelBehaviorError,
-        turn: AgentTurnContext,
-        history: Sequence[TResponseInputItem],
-        hooks: _StepHooks,
+    async def _unknown_tool_outcome(
+        self, error: ModelBehaviorError, turn: AgentTurnContext, hooks: _StepHooks
     ) -> AgentTurnOutcome | None:
         """Turn the SDK's abort on an unknown tool name into failed calls the model sees next time."""
         details = error.run_data
@@ -410,14 +444,18 @@ class OpenAIAgentsRunner(Generic[TContext]):
             name = str(item.get("name", ""))
             if name in handoff_names:
                 return None
-            known = name in offered
-            tool = self._offered_tool(agent.name, name) if known else None
-            policy = turn.resolve_tool_policy(name, framework_effect(tool)) if known else UNKNOWN_TOOL_POLICY
+            call_id = str(item.get("call_id", ""))
+            arguments = str(item.get("arguments", "{}"))
+            policy = (
+                await self._policy(turn, agent.name, name, arguments, call_id)
+                if name in offered
+                else UNKNOWN_TOOL_POLICY
+            )
             calls.append(
                 DeferredToolCall(
-                    tool_call_id=str(item.get("call_id", "")),
+                    tool_call_id=call_id,
                     tool_name=name,
-                    arguments=str(item.get("arguments", "{}")),
+                    arguments=arguments,
                     policy=policy,
                     tool_source_reference=tool_source_reference(agent.name),
                 )
