@@ -48,5 +48,12 @@ def order_more(sku: str) -> str:
     return f"ordered {sku}"
 
 
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def audit_stock(sku: str) -> str:
+    """Audit the stock of a SKU (the auditor is away)."""
+    _log("tools/call audit_stock")
+    raise ValueError(f"no auditor available for {sku}")
+
+
 if __name__ == "__main__":
     server.run("stdio")

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
+import pytest
+from dex_agents.runner import ToolCallsRequested, ToolExecutionError, ToolPolicy, TurnCompleted
 from dex_agents.values import ToolCallStatus, ToolEffect
 from langchain.agents import create_agent
 from langchain_core.tools import tool
@@ -111,3 +112,33 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
         "tool order_more [call-3] success: ordered A-1",
     ]
     assert len([line for line in log.read_text().splitlines() if line.startswith("tools/call")]) == 3
+
+
+async def test_an_mcp_error_result_is_a_failure_the_model_sees(tmp_path: Path) -> None:
+    log = tmp_path / "mcp.log"
+    client = MultiServerMCPClient(
+        {
+            "inventory": {
+                "transport": "stdio",
+                "command": sys.executable,
+                "args": [str(SERVER_SCRIPT)],
+                "env": {"MCP_TEST_LOG": str(log)},
+            }
+        }
+    )
+    mcp_tools = await client.get_tools()
+    model = ListChatModel(responses=[respond("", tool_call("audit_stock", {"sku": "A-1"}, "call-1"))])
+
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        return create_agent(model, tools=mcp_tools, middleware=[DexToolGate()], checkpointer=checkpointer)
+
+    runner = LangGraphRunner(build)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Audit A-1"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+
+    with pytest.raises(ToolExecutionError, match="no auditor available for A-1"):
+        await session.execute(runner, "call-1")
+    assert log.read_text().splitlines().count("tools/call audit_stock") == 1
