@@ -24,6 +24,7 @@ from google.adk.agents.callback_context import CallbackContext
 from google.adk.apps import App
 from google.adk.artifacts import InMemoryArtifactService
 from google.adk.events import Event
+from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
@@ -471,3 +472,30 @@ async def test_state_an_agent_callback_writes_survives_into_the_next_turn() -> N
     await runner.run_model_step(session.context())
 
     assert "Visits so far: 1" in model.instructions_seen[1]
+
+
+# ADK's own AgentTool builds its inner Runner with the deprecated `plugins` argument.
+@pytest.mark.filterwarnings("ignore:The `plugins` argument is deprecated:DeprecationWarning")
+async def test_an_agent_tool_runs_its_sub_agent_inside_the_tool_step() -> None:
+    sub_model = CannedLlm(responses=[respond("The capital is Paris.")])
+    geographer = LlmAgent(name="geographer", model=sub_model, instruction="Answer.", description="Capitals.")
+    model = CannedLlm(
+        responses=[respond(call("geographer", {"request": "capital of France?"}, "g-1")), respond("Paris.")]
+    )
+    runner = GoogleAdkRunner(
+        LlmAgent(name="router", model=model, instruction="Route.", tools=[AgentTool(geographer)])
+    )
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("What is the capital of France?"))
+    outcome = await runner.run_model_step(session.context())
+    assert isinstance(outcome, ToolCallsRequested)
+    assert sub_model.calls == 0, "the sub-agent is a tool: it does not run in the model Step"
+    session.defer(outcome)
+
+    output = await execute(runner, session, "g-1")
+
+    assert output == "The capital is Paris." and sub_model.calls == 1
+    session.finish("g-1", ToolCallStatus.SUCCEEDED, output=output)
+    final = await runner.run_model_step(session.context())
+    assert isinstance(final, TurnCompleted)
+    assert model.responses_seen(2) == [{"result": "The capital is Paris."}]
