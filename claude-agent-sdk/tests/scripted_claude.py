@@ -35,7 +35,8 @@ from dex_agents.testing import (
 )
 from dex_agents.testing._script import scripted_tool_output
 
-from tests.anthropic_api import AnthropicApiServer, ApiReply, ApiRequest, ApiToolUse
+from dex_agents_claude_agent_sdk import OptionsFactory
+from dex_agents_claude_agent_sdk.testing import AnthropicApiServer, ApiReply, ApiRequest, ApiToolUse
 
 TOOL_PREFIX = "mcp__dex__"
 TEST_ENV = {
@@ -104,15 +105,23 @@ async def _respond(request: ApiRequest) -> ApiReply:
     call_scope = dataclasses.replace(scope, recorded_tool_call_ids=scope.recorded_tool_call_ids | answered)
     with model_call_scope(call_scope):
         response = await scripted_model_response(texts)
+    if response.turn_error is not None:
+        # A request the API refuses, which a retry would only repeat.
+        return ApiReply(error_status=400, error_message=response.turn_error)
     return ApiReply(
         text=response.text,
         tool_uses=[
-            ApiToolUse(call.tool_call_id, f"{TOOL_PREFIX}{call.tool_name}", dict(call.arguments))
+            ApiToolUse(call.tool_call_id, _cli_tool_name(call.tool_name), dict(call.arguments))
             for call in response.tool_calls
         ],
         input_tokens=response.input_tokens,
         output_tokens=response.output_tokens,
     )
+
+
+def _cli_tool_name(name: str) -> str:
+    # The harness's built-in tools start with a capital letter; the runner's tools live on its MCP server.
+    return name if name[:1].isupper() else f"{TOOL_PREFIX}{name}"
 
 
 async def scripted_server() -> AnthropicApiServer:
@@ -133,14 +142,26 @@ def base_options() -> ClaudeAgentOptions:
 
 async def scripted_options(turn: AgentTurnContext) -> ClaudeAgentOptions:
     """The runner's options factory: route this `RunModel` call's requests to the scripted model."""
+    return await _routed(base_options(), turn)
+
+
+def scripted_options_with(**changes: Any) -> OptionsFactory:
+    """An options factory like `scripted_options`, starting from options with ``changes``."""
+
+    async def factory(turn: AgentTurnContext) -> ClaudeAgentOptions:
+        return await _routed(dataclasses.replace(base_options(), **changes), turn)
+
+    return factory
+
+
+async def _routed(options: ClaudeAgentOptions, turn: AgentTurnContext) -> ClaudeAgentOptions:
     del turn
     scope = current_model_call()
     if scope is None:
-        raise RuntimeError("scripted_options ran outside a RunModel call scope")
+        raise RuntimeError("the scripted options ran outside a RunModel call scope")
     server = await scripted_server()
     token = f"t{os.getpid()}-{next(_tokens)}"
     _scopes[token] = scope
-    options = base_options()
     options.env["ANTHROPIC_BASE_URL"] = server.base_url(f"/scope/{token}")
     return options
 

@@ -1,4 +1,4 @@
-"""A scripted Anthropic Messages API on loopback, for running the real Claude Code CLI without a key.
+"""Test helpers: a scripted Anthropic Messages API on loopback, for running the real Claude Code CLI offline.
 
 The CLI talks to `ANTHROPIC_BASE_URL`. This server answers `POST <prefix>/v1/messages` with server-sent
 events in the Messages API's streaming format (or one JSON message when `stream` is false). What each
@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-__all__ = ["AnthropicApiServer", "ApiReply", "ApiRequest", "ApiToolUse"]
+__all__ = ["AnthropicApiServer", "ApiReply", "ApiRequest", "ApiToolUse", "Responder"]
 
 # Each chunk keeps its trailing whitespace, so the chunks add up to the text exactly.
 _CHUNK = re.compile(r"\S+\s*|\s+")
@@ -27,7 +27,13 @@ _MESSAGES_PATH = "/v1/messages"
 
 @dataclass(frozen=True)
 class ApiToolUse:
-    """A `tool_use` block of a scripted reply."""
+    """A `tool_use` block of a scripted reply.
+
+    Attributes:
+        tool_use_id: The block's ID, which becomes the tool call ID.
+        name: The tool's name as the CLI knows it (`mcp__dex__<tool>` for the runner's tools).
+        input: The call's arguments.
+    """
 
     tool_use_id: str
     name: str
@@ -36,20 +42,36 @@ class ApiToolUse:
 
 @dataclass(frozen=True)
 class ApiReply:
-    """One scripted Messages API response."""
+    """One scripted Messages API response.
+
+    Attributes:
+        text: The answer's text, streamed in word chunks.
+        tool_uses: Tool calls, after the text.
+        input_tokens: The usage the response reports.
+        output_tokens: The usage the response reports.
+        error_status: When set, the server answers with this HTTP status and an API error instead.
+        error_message: The API error's message.
+    """
 
     text: str = ""
     tool_uses: Sequence[ApiToolUse] = ()
     input_tokens: int = 10
     output_tokens: int = 5
+    error_status: int | None = None
+    error_message: str = "scripted API error"
 
 
 @dataclass(frozen=True)
 class ApiRequest:
-    """One `POST /v1/messages` the server received."""
+    """One `POST /v1/messages` the server received.
+
+    Attributes:
+        prefix: The path before `/v1/messages`.
+        body: The request's JSON body.
+        headers: The request's headers, with lower-case names.
+    """
 
     prefix: str
-    """The path before `/v1/messages`."""
     body: Mapping[str, Any]
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
 
@@ -65,6 +87,7 @@ class ApiRequest:
 
 
 Responder = Callable[[ApiRequest], Awaitable[ApiReply]]
+"""Returns the reply to one request."""
 
 
 class AnthropicApiServer:
@@ -72,6 +95,10 @@ class AnthropicApiServer:
 
     Args:
         responder: Returns the reply to each request; an exception makes the server answer 500.
+
+    Attributes:
+        requests: Every `POST /v1/messages` received, in order.
+        unexpected_requests: Every other request, as `"<method> <target>"`.
     """
 
     def __init__(self, responder: Responder) -> None:
@@ -140,8 +167,13 @@ class AnthropicApiServer:
         try:
             reply = await self._responder(request)
         except Exception as error:
-            payload = json.dumps({"type": "error", "error": {"type": "api_error", "message": str(error)}})
-            await _respond(writer, 500, "application/json", payload.encode(), keep_alive=False)
+            reply = ApiReply(error_status=500, error_message=str(error))
+        if reply.error_status is not None:
+            error_type = "invalid_request_error" if reply.error_status == 400 else "api_error"
+            payload = json.dumps(
+                {"type": "error", "error": {"type": error_type, "message": reply.error_message}}
+            )
+            await _respond(writer, reply.error_status, "application/json", payload.encode(), keep_alive=False)
             return False
         model = str(request.body.get("model", "claude-scripted"))
         message_id = f"msg_scripted_{next(self._ids)}"

@@ -1,0 +1,177 @@
+"""Claude harness specifics through whole sessions: devserver, Worker child, the real CLI, scripted API."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from dex import LongPollTimeoutError
+from dex_agents import AgentEvent, AgentEventType, AgentSessionClient, MessageRole
+from dex_agents.testing import (
+    AgentTestStack,
+    ScriptedResponse,
+    ScriptedToolCall,
+    executed_step_types,
+    wait_for_turn_end,
+)
+
+from tests.matrix_spec import PACKAGE_DIR
+from tests.specifics_agents import build_flows
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@dataclass
+class Session:
+    stack: AgentTestStack
+    plain: AgentSessionClient
+    builtins: AgentSessionClient
+    worker_home: Path
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Session]:
+    flows = build_flows()
+    state_dir = tmp_path_factory.mktemp("specifics")
+    worker_home = tmp_path_factory.mktemp("worker-home")
+    async with AgentTestStack(
+        state_dir,
+        flows,
+        "tests.specifics_worker",
+        worker_cwd=PACKAGE_DIR,
+        # The Worker's own home: the runner must leave it untouched.
+        worker_env={"HOME": str(worker_home)},
+    ) as stack:
+        await stack.start_worker()
+        yield Session(stack, stack.sessions(flows[0]), stack.sessions(flows[1]), worker_home)
+
+
+async def read_events(sessions: AgentSessionClient, session_id: str) -> list[AgentEvent]:
+    events: list[AgentEvent] = []
+    token = ""
+    while True:
+        try:
+            message = await sessions.read_agent_event(session_id, token, timeout=timedelta(seconds=1))
+        except LongPollTimeoutError:
+            return events
+        events.append(message.value)
+        token = message.resume_token
+
+
+async def test_text_streams_as_deltas_and_usage_counts_every_model_call_of_the_run(session: Session) -> None:
+    session_id = session.stack.new_session_id("streaming")
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    receipt = ScriptedToolCall("send_receipt", {"order_id": "A-1"}, "receipt-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(text="Let me check order A-1.", tool_calls=(read,), input_tokens=100),
+                ScriptedResponse(
+                    text="It shipped; sending the receipt.", tool_calls=(receipt,), output_tokens=7
+                ),
+                ScriptedResponse(text="Receipt sent."),
+            ]
+        ],
+    )
+    await session.plain.start_session(session_id, "Where is A-1?")
+    snapshot = await wait_for_turn_end(session.plain, session_id, 1, timeout=90)
+    events = await read_events(session.plain, session_id)
+
+    text_by_step: dict[str, str] = {}
+    for event in events:
+        if event.type == AgentEventType.TEXT_DELTA:
+            text_by_step.setdefault(event.step_execution_id, "")
+            text_by_step[event.step_execution_id] += json.loads(event.payload)["text"]
+    # The first RunModel streamed both of its model calls' text; the resumed one streamed its own.
+    assert list(text_by_step.values()) == [
+        "Let me check order A-1.It shipped; sending the receipt.",
+        "Receipt sent.",
+    ]
+    recorded = [
+        json.loads(event.payload)["recorded"]
+        for event in events
+        if event.type == AgentEventType.USAGE_RECORDED
+    ]
+    assert [(usage["model_calls"], usage["input_tokens"], usage["output_tokens"]) for usage in recorded] == [
+        (2, 110, 12),
+        (1, 10, 5),
+    ]
+    assert snapshot.usage.model_calls == 3
+    texts = [
+        message.text
+        for message in snapshot.messages
+        if message.role is MessageRole.ASSISTANT and message.text
+    ]
+    assert texts == ["Let me check order A-1.", "It shipped; sending the receipt.", "Receipt sent."]
+
+
+async def test_an_api_error_a_retry_would_repeat_ends_the_turn_without_a_retry(session: Session) -> None:
+    session_id = session.stack.new_session_id("bad-request")
+    session.stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(turn_error="scripted refusal: the request is malformed")]]
+    )
+    await session.plain.start_session(session_id, "Hello")
+    snapshot = await wait_for_turn_end(session.plain, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is not None
+    assert "the request is malformed" in snapshot.state.last_turn_error
+    calls = session.stack.invocations.model_calls(session_id)
+    # The CLI may resend a refused request within its run, but the session never retries the RunModel.
+    assert calls and {(call.step_execution_id, call.attempt) for call in calls} == {("RunModel-1", 1)}
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
+        "StartAgentSession",
+        "RunModel",
+    ]
+
+
+async def test_an_unknown_tool_name_is_answered_inside_the_harness(session: Session) -> None:
+    session_id = session.stack.new_session_id("unknown-tool")
+    rocket = ScriptedToolCall("launch_rocket", {"target": "moon"}, "rocket-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [[ScriptedResponse(tool_calls=(rocket,)), ScriptedResponse(text="I cannot launch rockets.")]],
+    )
+    await session.plain.start_session(session_id, "Launch a rocket")
+    snapshot = await wait_for_turn_end(session.plain, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    calls = session.stack.invocations.model_calls(session_id)
+    # The CLI refuses a tool it does not have by itself and asks the model again in the same run.
+    assert len(calls) == 2 and calls[0].step_execution_id == calls[1].step_execution_id
+    assert "[rocket-1] error:" in calls[1].model_input_text
+    assert "launch_rocket" in calls[1].model_input_text
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
+        "StartAgentSession",
+        "RunModel",
+    ]
+    [tool_message] = [message for message in snapshot.messages if message.role is MessageRole.TOOL]
+    assert tool_message.tool_call_id == "rocket-1"
+
+
+async def test_an_enabled_built_in_tool_runs_inline_and_the_workers_home_stays_untouched(
+    session: Session, tmp_path: Path
+) -> None:
+    session_id = session.stack.new_session_id("bash")
+    marker = tmp_path / "bash-ran.txt"
+    bash = ScriptedToolCall("Bash", {"command": f"echo ran >> {marker}", "description": "mark"}, "bash-1")
+    session.stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(tool_calls=(bash,)), ScriptedResponse(text="Done.")]]
+    )
+    await session.builtins.start_session(session_id, "Mark the file")
+    snapshot = await wait_for_turn_end(session.builtins, session_id, 1, timeout=90)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None, snapshot.state
+    # Built-ins run in the harness, inside RunModel: no Step of their own, at least once.
+    assert marker.read_text() == "ran\n"
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
+        "StartAgentSession",
+        "RunModel",
+    ]
+    # Every run had a home and a config directory of its own.
+    assert sorted(path.name for path in session.worker_home.iterdir()) == []
