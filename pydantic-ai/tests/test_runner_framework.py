@@ -277,6 +277,7 @@ async def test_structured_output_next_to_a_function_call_defers_only_the_functio
 
     model.responses = [
         respond(
+            TextPart("Here is the forecast."),
             tool_call("get_weather", {"city": "Lima"}, "call-1"),
             tool_call("final_result", {"city": "Lima", "temperature_c": 21}, "output-1"),
         )
@@ -302,7 +303,9 @@ async def test_structured_output_next_to_a_function_call_defers_only_the_functio
     assert final.usage.model_calls == 0
     answer = final.new_messages[0]
     assert answer.role is MessageRole.ASSISTANT
-    assert json.loads(answer.text or "") == {"city": "Lima", "temperature_c": 21}
+    preamble, output = (answer.text or "").split("\n\n")
+    assert preamble == "Here is the forecast. "
+    assert json.loads(output) == {"city": "Lima", "temperature_c": 21}
     assert [message.tool_call_id for message in final.new_messages[1:]] == ["call-1", "output-1"]
     assert runs == []
 

@@ -92,15 +92,14 @@ def history_from_stored_messages(messages: Iterable[AgentMessage]) -> list[Model
 
 
 def project_messages(
-    messages: Sequence[ModelMessage], *, final_output_text: str | None = None
+    messages: Sequence[ModelMessage], *, output_text: str | None = None
 ) -> list[FrameworkMessage]:
     """Project Pydantic AI messages onto stored messages, in order.
 
     Args:
         messages: The messages a turn produced after its user message.
-        final_output_text: The rendered final output of the turn. It becomes the display text of the
-            last response when that response has no text of its own, as when structured output came
-            through an output tool.
+        output_text: The rendered final output, when an output tool call produced it. It is added to
+            the display text of the last response, after any text of the response's own.
 
     Returns:
         One `assistant` message per response, one `tool` message per tool result, and one `user`
@@ -121,10 +120,10 @@ def project_messages(
             )
         else:
             projected.extend(_project_request(message, calls_by_id))
-    if final_output_text is not None and last_response_index is not None:
+    if output_text is not None and last_response_index is not None:
         last_response = projected[last_response_index]
-        if not last_response.text:
-            projected[last_response_index] = dataclasses.replace(last_response, text=final_output_text)
+        text = f"{last_response.text}\n\n{output_text}" if last_response.text else output_text
+        projected[last_response_index] = dataclasses.replace(last_response, text=text)
     return projected
 
 

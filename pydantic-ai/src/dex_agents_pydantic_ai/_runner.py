@@ -103,6 +103,8 @@ class _Stop:
     """At `TOOL_CALLS`, the definition the model was offered for each call's tool, by tool call ID."""
     output: object = None
     """The run's output at `END`."""
+    output_from_tool: bool = False
+    """At `END`, whether an output tool call (rather than the response's text) produced the output."""
     feedback: ModelRequest | None = None
     """The request Pydantic AI would send at `OUTPUT_RETRY`."""
 
@@ -232,9 +234,11 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                     "the runner defers every call itself"
                 ),
             )
+        # Output that came through an output tool call is not in any text part, so it becomes part of the
+        # final response's display text.
+        output_text = render_output(stop.output) if stop.output_from_tool else None
         return TurnCompleted(
-            new_messages=project_messages(turn_messages, final_output_text=render_output(stop.output)),
-            usage=usage,
+            new_messages=project_messages(turn_messages, output_text=output_text), usage=usage
         )
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
@@ -291,7 +295,11 @@ async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter) ->
     model_requests = 0
     while True:
         if isinstance(node, End):
-            return _Stop(_Boundary.END, output=cast(object, node.data.output))
+            return _Stop(
+                _Boundary.END,
+                output=cast(object, node.data.output),
+                output_from_tool=node.data.tool_name is not None,
+            )
         if isinstance(node, ModelRequestNode):
             if model_requests:
                 return _Stop(_Boundary.OUTPUT_RETRY, feedback=node.request)
