@@ -389,9 +389,10 @@ def test_a_local_tool_the_sdk_cannot_defer_is_refused_and_a_hosted_tool_is_accep
 
 def test_tracing_to_openai_is_disabled_unless_the_user_enables_it() -> None:
     model = ScriptedModel([])
-    runner = OpenAIAgentsRunner(build_agent(model, []))
+    runner = OpenAIAgentsRunner(build_agent(model, []), run_config=RunConfig(workflow_name="orders"))
     assert runner._run_config.tracing_disabled  # pyright: ignore[reportPrivateUsage]
-    enabled = OpenAIAgentsRunner(build_agent(model, []), run_config=RunConfig(tracing_disabled=False))
+    assert runner._run_config.workflow_name == "orders"  # pyright: ignore[reportPrivateUsage]
+    enabled = OpenAIAgentsRunner(build_agent(model, []), enable_tracing=True)
     assert not enabled._run_config.tracing_disabled  # pyright: ignore[reportPrivateUsage]
 
 

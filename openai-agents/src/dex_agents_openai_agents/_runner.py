@@ -17,6 +17,7 @@ hook before it reaches the model, and the turn ends with `turn_error`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -178,9 +179,11 @@ class OpenAIAgentsRunner(Generic[TContext]):
         context: The run context object every run, tool call and guardrail receives. It lives in the
             Worker, not in the durable run state, so it needs no serializer; changes a tool makes to it
             are not carried from one Step to the next.
-        run_config: The SDK run configuration of every run. Tracing to OpenAI is disabled unless you pass
-            a `RunConfig` with `tracing_disabled=False`.
+        run_config: The SDK run configuration of every run (model provider, model settings, handoff
+            filters, run-level guardrails). Its `tracing_disabled` is overridden by ``enable_tracing``.
         max_turns: The SDK's turn limit for one model Step (each handoff is a turn).
+        enable_tracing: Send the SDK's traces to OpenAI. Off by default: a durable session should not
+            export conversations anywhere its operator did not choose.
 
     Raises:
         UndeferrableToolError: If an agent has a local tool that the SDK would run in process (shell,
@@ -194,11 +197,14 @@ class OpenAIAgentsRunner(Generic[TContext]):
         context: TContext | None = None,
         run_config: RunConfig | None = None,
         max_turns: int = 10,
+        enable_tracing: bool = False,
     ) -> None:
         self._agent = agent
         self._graph = GatedAgentGraph(agent)
         self._context = context
-        self._run_config = run_config if run_config is not None else RunConfig(tracing_disabled=True)
+        self._run_config = dataclasses.replace(
+            run_config if run_config is not None else RunConfig(), tracing_disabled=not enable_tracing
+        )
         self._max_turns = max_turns
         self._tool_calls = ToolCallRunner(self._graph, context, self._run_config)
 
