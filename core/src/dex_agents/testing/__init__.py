@@ -11,6 +11,8 @@ framework-free runner built on them. The design's 11-item matrix is ``dex_agents
 .AgentMatrixTests``, which an adapter runs with a ``MatrixSpec``.
 """
 
+# First: registers the matrix with pytest's assertion rewriting before anything imports it.
+from dex_agents.testing import _assert_rewrite  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from dex_agents.testing._gates import FileGate
 from dex_agents.testing._history import (
     EXECUTE_COMPLETED_EVENT,

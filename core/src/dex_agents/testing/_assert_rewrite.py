@@ -1,0 +1,14 @@
+"""Registers the matrix module with pytest's assertion rewriting, when pytest is running.
+
+The matrix's assertions live in an installed module, which pytest does not rewrite by default; this gives
+an adapter author pytest's detailed failure messages. The package imports this first, so the registration
+happens before ``dex_agents.testing.matrix`` is imported. Worker children, which run without pytest, skip it.
+"""
+
+import sys
+
+__all__: list[str] = []
+
+_pytest = sys.modules.get("pytest")
+if _pytest is not None:
+    _pytest.register_assert_rewrite("dex_agents.testing.matrix")
