@@ -499,3 +499,28 @@ async def test_an_agent_tool_runs_its_sub_agent_inside_the_tool_step() -> None:
     final = await runner.run_model_step(session.context())
     assert isinstance(final, TurnCompleted)
     assert model.responses_seen(2) == [{"result": "The capital is Paris."}]
+
+
+async def test_an_agent_transfer_fails_visibly_instead_of_pretending_to_move_the_conversation() -> None:
+    model = CannedLlm(
+        responses=[
+            respond(call("transfer_to_agent", {"agent_name": "billing"}, "t-1")),
+            respond("I keep it."),
+        ]
+    )
+    billing = LlmAgent(name="billing", model=model, instruction="Bill.", description="Handles billing.")
+    runner = GoogleAdkRunner(LlmAgent(name="front", model=model, instruction="Route.", sub_agents=[billing]))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("I have a billing question"))
+    outcome = await runner.run_model_step(session.context())
+    assert isinstance(outcome, ToolCallsRequested)
+    assert [deferred.policy for deferred in outcome.tool_calls] == [UNKNOWN_TOOL_POLICY], "nothing to approve"
+    session.defer(outcome)
+
+    with pytest.raises(ToolExecutionError, match="agent transfer is not supported") as error:
+        await execute(runner, session, "t-1")
+    session.finish("t-1", ToolCallStatus.FAILED, error=error.value.message)
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert model.responses_seen(2) == [{"error": f"The tool call failed: {error.value.message}"}]

@@ -67,7 +67,7 @@ from dex_agents_google_adk._messages import (
     user_content_of,
 )
 from dex_agents_google_adk._state import GoogleAdkRunState
-from dex_agents_google_adk._tool_execution import run_tool_call
+from dex_agents_google_adk._tool_execution import TRANSFER_TO_AGENT, run_tool_call
 
 __all__ = ["DEFAULT_USER_ID", "UNKNOWN_TOOL_POLICY", "GoogleAdkRunner"]
 
@@ -238,6 +238,9 @@ class GoogleAdkRunner:
         for call in gate.tool_calls:
             if call.tool is None:
                 unknown.append(call.tool_call_id)
+                policy = UNKNOWN_TOOL_POLICY
+            elif call.tool_name == TRANSFER_TO_AGENT:
+                # Its tool Step only records that transfers are not supported; nothing runs.
                 policy = UNKNOWN_TOOL_POLICY
             else:
                 policy = turn.resolve_tool_policy(call.tool_name, framework_effect(call.tool))

@@ -22,12 +22,16 @@ from google.adk.flows.llm_flows.functions import handle_function_calls_async
 from google.adk.sessions import InMemorySessionService
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_confirmation import ToolConfirmation
+from google.adk.tools.transfer_to_agent_tool import TransferToAgentTool
 from google.genai import types
 
 from dex_agents_google_adk._app import AdkServices, close_toolsets
 from dex_agents_google_adk._messages import function_response_to_text
 
-__all__ = ["run_tool_call"]
+__all__ = ["TRANSFER_TO_AGENT", "run_tool_call"]
+
+TRANSFER_TO_AGENT = "transfer_to_agent"
+"""The name of the tool ADK offers an agent with sub-agents or peers to transfer the conversation to."""
 
 
 def _is_mcp_error(tool: BaseTool, response: Mapping[str, Any] | None) -> bool:
@@ -93,6 +97,13 @@ async def run_tool_call(
     context.agent = agent
     try:
         tools = {tool.name: tool for tool in await agent.canonical_tools(ReadonlyContext(context))}
+        if tool_name == TRANSFER_TO_AGENT or isinstance(tools.get(tool_name), TransferToAgentTool):
+            # ADK adds the transfer tool to model requests only; a transfer would set an action on an
+            # event this Step cannot hand back, and the model would wrongly read a success.
+            raise ToolExecutionError(
+                "agent transfer is not supported in a durable Dex session; this agent keeps the "
+                "conversation (the application can offer the other agent as an AgentTool instead)"
+            )
         if tool_name not in tools:
             available = ", ".join(sorted(tools)) or "none"
             raise ToolExecutionError(f"Tool '{tool_name}' not found. Available tools: {available}.")
