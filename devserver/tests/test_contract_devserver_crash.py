@@ -18,6 +18,7 @@ import pytest
 from conftest import make_client
 from contract import flows_durability as durability
 from contract import flows_lifecycle as lifecycle
+from contract.history import has_execute_completed, history_events, kind, pending_timer_deadline
 from contract.processes import DevServer, Mode, WorkerProcess, free_port
 from contract.sandbox import Sandbox
 from dex import Client, FlowStatus, WorkerTarget
@@ -72,16 +73,17 @@ def test_acknowledged_effects_survive_devserver_sigkill(
     mode: Mode, cluster: Cluster, sandbox: Sandbox, flow_id: str
 ) -> None:
     client = cluster.start()
-    client.start_flow(durability.CRASH, flow_id, None)
+    run_id = client.start_flow(durability.CRASH, flow_id, None)
     cluster.crash_and_restart()
     client.invoke_rpc(durability.CRASH.put, flow_id, "a")
     cluster.crash_and_restart()
     client.invoke_rpc(durability.CRASH.put, flow_id, "b")
     cluster.crash_and_restart()
-    sandbox.wait_for_event(flow_id, "snooze_waiting")
+    firing_at = pending_timer_deadline(cluster.server.address, flow_id, "Snooze-1")
     client.invoke_rpc(durability.CRASH.put, flow_id, "c")
-    # Killed while Snooze waits on its Timer: the Timer must keep its deadline and fire after restart.
+    # Killed while Snooze waits on its Timer: the Timer keeps its deadline and fires after restart.
     cluster.crash_and_restart()
+    assert pending_timer_deadline(cluster.server.address, flow_id, "Snooze-1") == firing_at
     result = client.wait_for_flow(flow_id, timeout=WAIT)
     assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
     # Both queued messages were consumed in order, and the last acknowledged Attribute write is there.
@@ -91,6 +93,10 @@ def test_acknowledged_effects_survive_devserver_sigkill(
     assert snoozed.data["fired"] is True
     # The message published just before the last crash is still queued (read by a query RPC).
     assert client.invoke_rpc(durability.CRASH.pending, flow_id) == ["c"]
+    events = history_events(cluster.server.address, flow_id, run_id)
+    assert has_execute_completed("Collect-1")(events)
+    assert has_execute_completed("Snooze-1")(events)
+    assert kind(events[-1]) == "flow_closed"
 
 
 @pytest.mark.parametrize("level", ["SYNC", "ASYNC"])

@@ -288,3 +288,11 @@ def test_stop_flow_cancels_running_steps(mode: Mode, client: Client, sandbox: Sa
     # The active Worker call is cancelled, not left running for a Flow that is gone.
     sandbox.wait_for_event(flow_id, "sleeper_cancelled")
     assert sandbox.events(flow_id, "sleeper_finished") == []
+
+
+def test_many_flows_concurrently(mode: Mode, client: Client, flow_id: str) -> None:
+    flow_ids = [f"{flow_id}-{index}" for index in range(20)]
+    for each in flow_ids:
+        client.start_flow(lifecycle.CHAIN, each, 2)
+    for each in flow_ids:
+        assert outputs(client, each) == {"Leaf-1": "a@Leaf-1", "Leaf-2": "b@Leaf-2"}

@@ -119,3 +119,18 @@ def test_worker_sigkill_single_attempt_takes_failure_route(
     assert rescued.data["origin"] == "OneShot-1"
     # The killed attempt was the only one: the Step never ran again.
     assert len(sandbox.events(flow_id, "one_shot")) == 1
+
+
+def test_worker_sigkill_before_any_output_still_uses_the_attempt(
+    mode: Mode, crash_worker: WorkerProcess, crash_client: Client, sandbox: Sandbox, flow_id: str
+) -> None:
+    crash_worker.start()
+    crash_client.start_flow(failures.SILENT_KILL, flow_id, "silent")
+    sandbox.wait_for_event(flow_id, "silent_shot")
+    # The handler had started but sent nothing yet; a dead Worker is not a declined task.
+    crash_worker.kill()
+    crash_worker.start()
+    result = crash_client.wait_for_flow(flow_id, timeout=WAIT)
+    assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
+    assert result.single_output(str) == "rescued silent"
+    assert len(sandbox.events(flow_id, "silent_shot")) == 1

@@ -33,7 +33,8 @@ from .common import gate, move, note, start_with
 
 inbox = Channel("inbox", str)
 remark = Attribute("remark", str)
-SNOOZE = timedelta(seconds=2)
+# Long enough to outlast a devserver restart, so the test can read the deadline on both sides of it.
+SNOOZE = timedelta(seconds=4)
 
 
 class Collect(Step[None]):

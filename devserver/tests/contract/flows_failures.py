@@ -202,6 +202,23 @@ class KillRouteFlow(Flow[str]):
         return start_with(OneShot()).other_steps(Rescue())
 
 
+class SilentShot(Step[str]):
+    """Like OneShot but sends no output at all before the kill: the attempt is still used up."""
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:
+        note(context, "silent_shot")
+        await gate(context, "never")
+        return graceful_complete("silent shot finished")
+
+    def get_step_options(self) -> StepOptions | None:
+        return StepOptions(execute_retry=fast_retry(1)).on_execute_failure_proceed_to(Rescue, RESCUE_OPTIONS)
+
+
+class SilentKillFlow(Flow[str]):
+    def get_steps(self) -> StepList[str]:
+        return start_with(SilentShot()).other_steps(Rescue())
+
+
 class Patient(Step[str]):
     """Attempt 1 asks for a three-second delay, longer than the one-second retry policy."""
 
@@ -311,6 +328,7 @@ GHOST = GhostFlow(knows_ghost=True)
 KILL_RETRY = KillRetryFlow()
 KILL_ROUTE = KillRouteFlow()
 BACKOFF = BackoffFlow()
+SILENT_KILL = SilentKillFlow()
 PATIENT = PatientFlow()
 METHOD_TIMEOUT = MethodTimeoutFlow()
 PROCEED = ProceedFlow()
@@ -332,4 +350,5 @@ def flows(role: str) -> tuple[Flow[Any], ...]:
         METHOD_TIMEOUT,
         PROCEED,
         BACKOFF,
+        SILENT_KILL,
     )

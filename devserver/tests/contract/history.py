@@ -1,4 +1,4 @@
-"""Read a Flow's history through FlowService ``GetHistoryEvents`` (the SDK has no method for it)."""
+"""Read a Flow's history and state through FlowService (the SDK has no methods for either)."""
 
 from __future__ import annotations
 
@@ -81,3 +81,27 @@ def has_execute_completed(step_execution_id: str) -> Callable[[list[pb.FlowHisto
         )
 
     return check
+
+
+def flow_state(address: str, flow_id: str) -> pb.GetFlowStateResponse:
+    """FlowService ``GetFlowState`` of the current run (no SDK method calls it)."""
+    with grpc.insecure_channel(address) as channel:
+        stub: Any = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        return cast(
+            pb.GetFlowStateResponse, stub.GetFlowState(pb.GetFlowStateRequest(flow_id=flow_id), timeout=10)
+        )
+
+
+def pending_timer_deadline(address: str, flow_id: str, step_execution_id: str, timeout: float = 20.0) -> int:
+    """Poll until the execution has a PENDING Timer and return its firing time (unix seconds)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for active in flow_state(address, flow_id).active_step_executions:
+            if active.step_execution_id != step_execution_id:
+                continue
+            for timer in active.timers:
+                if timer.status == pb.INTERNAL_TIMER_STATUS_PENDING:
+                    return timer.firing_unix_timestamp_seconds
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{step_execution_id} of {flow_id} has no pending Timer after {timeout}s")
+        time.sleep(0.05)
