@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -28,6 +29,8 @@ from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.tools import StructuredTool, ToolException, tool
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolRuntime
+from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel
 
 from dex_agents_langgraph import (
@@ -521,3 +524,45 @@ async def test_reasoning_streams_as_reasoning_deltas_apart_from_the_text() -> No
     ]
     assert reasoning == ["The user wants the weather."]
     assert "".join(session.text_deltas()) == "It is sunny."
+
+
+@dataclass(frozen=True)
+class Shop:
+    """The runtime context of the shop agent."""
+
+    currency: str
+
+
+async def test_a_tool_step_gets_the_runtime_context_and_the_graphs_store() -> None:
+    store = InMemoryStore()
+    store.put(("prices",), "A-1", {"amount": 40})
+
+    @tool
+    def price(order_id: str, runtime: ToolRuntime[Shop, Any]) -> str:
+        """Return an order's price."""
+        assert runtime.store is not None
+        item = runtime.store.get(("prices",), order_id)
+        assert item is not None
+        return f"{item.value['amount']} {runtime.context.currency}"
+
+    model = ListChatModel(responses=[respond("", tool_call("price", {"order_id": "A-1"}, "call-1"))])
+
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        return create_agent(
+            model,
+            tools=[price],
+            middleware=[DexToolGate()],
+            context_schema=Shop,
+            store=store,
+            checkpointer=checkpointer,
+        )
+
+    runner = LangGraphRunner(build, context=Shop(currency="EUR"))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("What did A-1 cost?"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    assert [json.loads(call.arguments) for call in requested.tool_calls] == [{"order_id": "A-1"}]
+    session.defer(requested)
+
+    assert await session.execute(runner, "call-1") == "40 EUR"

@@ -84,6 +84,8 @@ class LangGraphRunner:
         build_graph: Builds the compiled graph; called once with the runner's `DexCheckpointSaver`.
         config: Extra `RunnableConfig` for every graph run (tags, metadata, `recursion_limit`,
             `configurable` values other than `thread_id`, your own callbacks).
+        context: The runtime context of every graph run and tool call (`create_agent(context_schema=...)`,
+            `Runtime.context`, `ToolRuntime.context`), the same for every session of this Flow.
         allowed_msgpack_modules: Extra ``(module, class)`` pairs the run state may hold, for custom types
             in your graph's state; by default only LangGraph's safe types are allowed.
 
@@ -97,14 +99,16 @@ class LangGraphRunner:
         build_graph: GraphFactory,
         *,
         config: RunnableConfig | None = None,
+        context: object = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...]] = (),
     ) -> None:
+        self._context = context
         self._saver = DexCheckpointSaver(allowed_msgpack_modules=allowed_msgpack_modules)
         graph = build_graph(self._saver)
         self._graph = _checked_graph(graph, self._saver)
         self._tool_node = _single_tool_node(self._graph)
         self._config: RunnableConfig = config or {}
-        self._tool_executor = _tool_executor(self._tool_node)
+        self._tool_executor = _tool_executor(self._tool_node, self._graph)
 
     @property
     def graph(self) -> Pregel[Any, Any, Any, Any]:
@@ -222,7 +226,9 @@ class LangGraphRunner:
         )
         request = AIMessage(content="", tool_calls=[tool_call])
         with executing_tool_call(record.tool_call_id):
-            result = await self._tool_executor.ainvoke({"messages": [request]}, self._run_config(None))
+            result = await self._tool_executor.ainvoke(
+                {"messages": [request]}, self._run_config(None), context=self._context
+            )
         for message in reversed(cast(Sequence[BaseMessage], result.get("messages") or ())):
             if isinstance(message, ToolMessage) and message.tool_call_id == record.tool_call_id:
                 text = message_text(message)
@@ -292,7 +298,11 @@ class LangGraphRunner:
         """Run the graph until it ends or stops at interrupts, forwarding the model's text as it streams."""
         streamed_ids: set[str] = set()
         async for part in self._graph.astream(
-            graph_input, self._run_config(thread_id, guard), stream_mode="messages", version="v2"
+            graph_input,
+            self._run_config(thread_id, guard),
+            context=self._context,
+            stream_mode="messages",
+            version="v2",
         ):
             if part["type"] != "messages":
                 continue
@@ -408,12 +418,17 @@ def _single_tool_node(graph: Pregel[Any, Any, Any, Any]) -> ToolNode:
     return nodes[0]
 
 
-def _tool_executor(tool_node: ToolNode) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """A one-node graph that runs one call through the user's `ToolNode` in a tool Step."""
+def _tool_executor(
+    tool_node: ToolNode, graph: Pregel[Any, Any, Any, Any]
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """A one-node graph that runs one call through the user's `ToolNode` in a tool Step.
+
+    It shares the user's graph's store, so `ToolRuntime.store` is the same in a tool Step.
+    """
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
     builder.add_node(tool_node.name or "tools", tool_node)
     builder.add_edge(START, tool_node.name or "tools")
-    return builder.compile()
+    return builder.compile(store=graph.store)
 
 
 def _foreign_interrupt_error(pending: Interrupt) -> str:
