@@ -31,6 +31,7 @@ from langchain_core.tools import StructuredTool, ToolException, tool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolRuntime
 from langgraph.store.memory import InMemoryStore
+from langgraph.types import interrupt
 from pydantic import BaseModel
 
 from dex_agents_langgraph import (
@@ -566,3 +567,25 @@ async def test_a_tool_step_gets_the_runtime_context_and_the_graphs_store() -> No
     session.defer(requested)
 
     assert await session.execute(runner, "call-1") == "40 EUR"
+
+
+async def test_a_tool_that_calls_interrupt_records_a_failure_the_model_sees() -> None:
+    @tool
+    async def confirm(question: str) -> str:
+        """Ask the user to confirm."""
+        return str(interrupt(question))
+
+    model = ListChatModel(responses=[respond("", tool_call("confirm", {"question": "Sure?"}, "call-1"))])
+
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        return create_agent(model, tools=[confirm], middleware=[DexToolGate()], checkpointer=checkpointer)
+
+    runner = LangGraphRunner(build)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Go"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+
+    with pytest.raises(ToolExecutionError, match=r"called interrupt\(\)"):
+        await session.execute(runner, "call-1")

@@ -226,9 +226,15 @@ class LangGraphRunner:
         )
         request = AIMessage(content="", tool_calls=[tool_call])
         with executing_tool_call(record.tool_call_id):
-            result = await self._tool_executor.ainvoke(
-                {"messages": [request]}, self._run_config(None), context=self._context
+            output = await self._tool_executor.ainvoke(
+                {"messages": [request]}, self._run_config(None), context=self._context, version="v2"
             )
+        if output.interrupts:
+            raise ToolExecutionError(
+                f"tool {record.tool_name!r} called interrupt(), but a tool in a Dex session cannot wait for "
+                "input; approvals come from the session's tool policies"
+            )
+        result = cast(Mapping[str, Any], output.value)
         for message in reversed(cast(Sequence[BaseMessage], result.get("messages") or ())):
             if isinstance(message, ToolMessage) and message.tool_call_id == record.tool_call_id:
                 text = message_text(message)
