@@ -11,6 +11,7 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 
+from dex_agents._tool_context import running_tool_execution
 from dex_agents.events import AgentEventWriter
 from dex_agents.runner import (
     AgentTurnContext,
@@ -120,16 +121,17 @@ class SessionSide:
         async def heartbeat() -> None:
             return None
 
-        result = await runner.execute_deferred_tool_call(
-            DeferredToolExecution(
-                flow_id="session-1",
-                tool_call=self.records[tool_call_id],
-                idempotency_key=f"session-1/{self.turn_id}/{tool_call_id}",
-                attempt=1,
-                events=self.context().events,
-                heartbeat_function=heartbeat,
-            )
+        execution = DeferredToolExecution(
+            flow_id="session-1",
+            tool_call=self.records[tool_call_id],
+            idempotency_key=f"session-1/{self.turn_id}/{tool_call_id}",
+            attempt=1,
+            events=self.context().events,
+            heartbeat_function=heartbeat,
         )
+        # The session's tool Step makes the call current around the runner, as here.
+        with running_tool_execution(execution):
+            result = await runner.execute_deferred_tool_call(execution)
         return result.output
 
 
