@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
-from dex_agents import AgentSessionFlow
-from dex_agents.testing import matrix_session_options, with_model_call_scope
+import os
+import sys
+from pathlib import Path
 
-from dex_agents_claude_agent_sdk import ClaudeAgentRunner
+from dex_agents import AgentSessionFlow
+from dex_agents.testing import STATE_DIR_ENV, matrix_session_options, with_model_call_scope
+
+from dex_agents_claude_agent_sdk import ClaudeAgentRunner, McpStdioServer
 from tests.scripted_claude import matrix_tools, scripted_options, scripted_options_with
 
+MCP_SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow]:
-    """The matrix agent, and an agent whose only tool is the harness's built-in Bash."""
+
+def mcp_log_path(state_dir: Path) -> Path:
+    """Where the MCP server of the MCP agent logs its requests."""
+    return state_dir / "mcp-requests.log"
+
+
+def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
+    """The matrix agent, an agent whose only tool is the built-in Bash, and an agent with an MCP server."""
+    # The test process builds the Flows only to talk to sessions; the server runs when a Worker lists tools.
+    state_dir = Path(os.environ.get(STATE_DIR_ENV, "."))
+    inventory = McpStdioServer(
+        sys.executable, [str(MCP_SERVER_SCRIPT)], env={"MCP_TEST_LOG": str(mcp_log_path(state_dir))}
+    )
     return (
         AgentSessionFlow(
             with_model_call_scope(ClaudeAgentRunner(scripted_options, matrix_tools())),
@@ -20,5 +36,9 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow]:
         AgentSessionFlow(
             with_model_call_scope(ClaudeAgentRunner(scripted_options_with(tools=["Bash"]))),
             flow_type="ClaudeBuiltins",
+        ),
+        # No explicit policies: every effect comes from the server's annotations or the default.
+        AgentSessionFlow(
+            with_model_call_scope(ClaudeAgentRunner(scripted_options, [inventory])), flow_type="ClaudeMcp"
         ),
     )

@@ -10,6 +10,7 @@ def test_public_api_is_pinned() -> None:
         "REFUSED_TOOL_CALL_MESSAGE",
         "ClaudeAgentRunner",
         "ClaudeRunState",
+        "McpStdioServer",
         "OptionsFactory",
         "PendingToolUse",
         "TranscriptStore",

@@ -5,6 +5,7 @@ Wrap your `ClaudeAgentOptions` and `@tool` tools in `ClaudeAgentRunner` and regi
 """
 
 from dex_agents_claude_agent_sdk._effects import framework_effect
+from dex_agents_claude_agent_sdk._mcp import McpStdioServer
 from dex_agents_claude_agent_sdk._runner import (
     ISOLATION_ENV,
     REFUSED_TOOL_CALL_MESSAGE,
@@ -18,6 +19,7 @@ __all__ = [
     "REFUSED_TOOL_CALL_MESSAGE",
     "ClaudeAgentRunner",
     "ClaudeRunState",
+    "McpStdioServer",
     "OptionsFactory",
     "PendingToolUse",
     "TranscriptStore",

@@ -6,11 +6,12 @@ it calls the model, and a `PreToolUse` hook decides about every tool call the mo
 - a call whose policy is `read` (and needs no approval) runs inline, in the CLI, through an in-process MCP
   shim that calls the user's tool. The CLI then makes its next model call in the same run, so a `RunModel`
   may make several model calls, and a retry of it runs those reads again (at least once);
-- the first other call is deferred: the CLI ends the run (`stop_reason` `tool_deferred`), and the runner
-  returns it as the one `DeferredToolCall`, which the session runs in its own Step (approval, single
-  attempt, outcome unknown);
-- every further non-read call of the same response is refused with a message that asks the model to call
-  it again, because the CLI keeps only one deferred call per run.
+- the last other call of the response is deferred: the CLI ends the run (`stop_reason` `tool_deferred`),
+  and the runner returns it as the one `DeferredToolCall`, which the session runs in its own Step
+  (approval, single attempt, outcome unknown);
+- every other non-read call of the same response is refused with a message that asks the model to call
+  it again, because the CLI keeps only one deferred call per run, and resumes correctly only when that
+  call is the last one of the response it handled.
 
 The next `run_model_step` resumes the CLI session without a prompt. The hook lets the deferred call
 through, and its shim returns the recorded result (or the rejection, failure or unknown outcome) instead of
@@ -60,6 +61,7 @@ from dex_agents.runner import (
 from dex_agents.values import AgentUsage, FrameworkMessage, ToolCallStatus, ToolEffect
 
 from dex_agents_claude_agent_sdk._effects import framework_effect
+from dex_agents_claude_agent_sdk._mcp import McpStdioServer
 from dex_agents_claude_agent_sdk._messages import (
     MCP_SERVER_NAME,
     TOOL_NAME_PREFIX,
@@ -291,8 +293,9 @@ class ClaudeAgentRunner:
             and a fresh `HOME` and `CLAUDE_CONFIG_DIR` per run (and working directory, unless `cwd` is
             set). Built-in tools are off unless `options.tools` names them; those run inline, at least
             once.
-        tools: The user's tools, made with the SDK's `@tool` decorator. Their `annotations`
-            (`readOnlyHint`, `idempotentHint`) give their effect unless a `ToolPolicy` says otherwise.
+        tools: The user's tools, made with the SDK's `@tool` decorator, and `McpStdioServer`s whose
+            tools the runner lists for every run. Their `annotations` (`readOnlyHint`,
+            `idempotentHint`) give their effect unless a `ToolPolicy` says otherwise.
         inline_read_tools: Run `read` calls inline in the CLI (the default). With `False`, reads are
             deferred like any other call and run in their own `CallTool` Step.
 
@@ -303,22 +306,33 @@ class ClaudeAgentRunner:
     def __init__(
         self,
         options: ClaudeAgentOptions | OptionsFactory | None = None,
-        tools: Sequence[SdkMcpTool[Any]] = (),
+        tools: Sequence[SdkMcpTool[Any] | McpStdioServer] = (),
         *,
         inline_read_tools: bool = True,
     ) -> None:
-        names = [tool.name for tool in tools]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"tool names must be unique: {duplicates}")
+        static = [tool for tool in tools if isinstance(tool, SdkMcpTool)]
+        _check_unique([tool.name for tool in static])
         self._options = options if options is not None else ClaudeAgentOptions()
-        self._tools: dict[str, SdkMcpTool[Any]] = {tool.name: tool for tool in tools}
+        self._tools: dict[str, SdkMcpTool[Any]] = {tool.name: tool for tool in static}
+        self._servers = [tool for tool in tools if isinstance(tool, McpStdioServer)]
         self._inline_read_tools = inline_read_tools
 
     @property
     def tools(self) -> Mapping[str, SdkMcpTool[Any]]:
-        """The user's tools by name."""
+        """The user's `@tool` tools by name (without the MCP servers' tools)."""
         return dict(self._tools)
+
+    async def list_tools(self) -> dict[str, SdkMcpTool[Any]]:
+        """Return every tool by name, listing each MCP server's tools (`tools/list`).
+
+        Raises:
+            ValueError: If two tools share a name.
+        """
+        tools = list(self._tools.values())
+        for server in self._servers:
+            tools.extend(await server.list_tools())
+        _check_unique([tool.name for tool in tools])
+        return {tool.name: tool for tool in tools}
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         """Return a user message holding ``text``."""
@@ -341,7 +355,11 @@ class ClaudeAgentRunner:
             stored = read_stored_conversation(turn.messages)
         except ValueError as error:
             return TurnCompleted(new_messages=(), turn_error=str(error))
-        run = _HarnessRun(turn=turn, tools=self._tools, inline_read_tools=self._inline_read_tools)
+        try:
+            tools = await self.list_tools()
+        except ValueError as error:
+            return TurnCompleted(new_messages=(), turn_error=str(error))
+        run = _HarnessRun(turn=turn, tools=tools, inline_read_tools=self._inline_read_tools)
         store = TranscriptStore()
         prompt: str | None
         if turn.framework_run_state is None:
@@ -413,7 +431,7 @@ class ClaudeAgentRunner:
                     turn_error="a PreToolUse hook other than the runner's deferred a tool call",
                 )
             pending = run.deferred
-            tool = self._tools[pending.tool_name]
+            tool = run.tools[pending.tool_name]
             call = DeferredToolCall(
                 tool_call_id=pending.tool_use_id,
                 tool_name=pending.tool_name,
@@ -446,10 +464,10 @@ class ClaudeAgentRunner:
         """
         record = call.tool_call
         tool = self._tools.get(record.tool_name)
+        if tool is None and self._servers:
+            tool = (await self.list_tools()).get(record.tool_name)
         if tool is None:
-            raise ToolExecutionError(
-                f"unknown tool {record.tool_name!r}; the agent's tools are {sorted(self._tools)}"
-            )
+            raise ToolExecutionError(f"unknown tool {record.tool_name!r}")
         try:
             arguments = json.loads(record.arguments or "{}")
         except json.JSONDecodeError as error:
@@ -461,6 +479,12 @@ class ClaudeAgentRunner:
         if result.get("is_error"):
             raise ToolExecutionError(text or f"{record.tool_name} failed")
         return ToolExecutionResult(text)
+
+
+def _check_unique(names: Sequence[str]) -> None:
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"tool names must be unique: {duplicates}")
 
 
 def _run_options(
