@@ -76,8 +76,8 @@ def test_acknowledged_effects_survive_devserver_sigkill(
     run_id = client.start_flow(durability.CRASH, flow_id, None)
     cluster.crash_and_restart()
     client.invoke_rpc(durability.CRASH.put, flow_id, "a")
-    cluster.crash_and_restart()
     client.invoke_rpc(durability.CRASH.put, flow_id, "b")
+    # The second message satisfies Collect's wait: this crash lands around its dispatch.
     cluster.crash_and_restart()
     firing_at = pending_timer_deadline(cluster.server.address, flow_id, "Snooze-1")
     client.invoke_rpc(durability.CRASH.put, flow_id, "c")

@@ -114,9 +114,9 @@ def test_retry_after_overrides_the_next_delay(
     assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
     assert result.single_output(str) == "patient@2"
     first, second = sandbox.events(flow_id, "attempt")
-    # The policy says one second; the handler asked for three, and that wins for this retry.
+    # The policy says one second; the handler asked for two, and that wins for this retry.
     gap = float(str(second.data["at"])) - float(str(first.data["at"]))
-    assert gap >= 2.5, gap
+    assert gap >= 1.8, gap
 
 
 def test_method_timeout_ends_the_attempt(mode: Mode, client: Client, sandbox: Sandbox, flow_id: str) -> None:

@@ -272,7 +272,7 @@ def test_wait_for_step_completion(mode: Mode, client: Client, flow_id: str) -> N
 def test_flow_timeout(
     mode: Mode, client: Client, flow_id: str, policy: FlowTimeoutPolicy, status: FlowStatus
 ) -> None:
-    options = StartFlowOptions(timeout=timedelta(seconds=2), timeout_policy=policy)
+    options = StartFlowOptions(timeout=timedelta(seconds=1), timeout_policy=policy)
     client.start_flow(lifecycle.PARKED, flow_id, "parked", options)
     result = client.wait_for_flow(flow_id, timeout=WAIT)
     assert result.status is status

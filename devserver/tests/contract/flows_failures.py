@@ -220,12 +220,12 @@ class SilentKillFlow(Flow[str]):
 
 
 class Patient(Step[str]):
-    """Attempt 1 asks for a three-second delay, longer than the one-second retry policy."""
+    """Attempt 1 asks for a two-second delay, twice the one-second retry policy."""
 
     def execute(self, context: Context, input: str) -> StepDecision:
         note(context, "attempt", at=time.time())
         if context.attempt == 1:
-            raise retry_after(3, RuntimeError("not ready yet"))
+            raise retry_after(2, RuntimeError("not ready yet"))
         return graceful_complete(f"{input}@{context.attempt}")
 
     def get_step_options(self) -> StepOptions | None:
@@ -251,7 +251,7 @@ class Slowpoke(Step[str]):
         return graceful_complete(f"{input}@{context.attempt}")
 
     def get_step_options(self) -> StepOptions | None:
-        return StepOptions(execute_method_timeout=timedelta(seconds=2), execute_retry=fast_retry(3))
+        return StepOptions(execute_method_timeout=timedelta(seconds=1), execute_retry=fast_retry(3))
 
 
 class MethodTimeoutFlow(Flow[str]):
@@ -292,7 +292,8 @@ class Chatty(Step[str]):
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:
         note(context, "attempt")
-        deadline = time.monotonic() + HEARTBEAT_TIMEOUT.total_seconds() + 3
+        # Outlives the timeout by enough that a timeout would have fired first.
+        deadline = time.monotonic() + HEARTBEAT_TIMEOUT.total_seconds() + 1.5
         index = 0
         while time.monotonic() < deadline:
             chatter.write(context, f"c{index}")
