@@ -1,6 +1,6 @@
 """Durable LangChain `create_agent` and LangGraph sessions on Dex: every model call and tool call is a Step.
 
-Build your agent with `DexToolGate()` as its last middleware (or your own graph with `dex_tool_node` and
+Build your agent with `DexToolGate()` as its first middleware (or your own graph with `dex_tool_node` and
 `route_tool_calls`), wrap the graph factory in `LangGraphRunner`, and register it with
 `dex_agents.AgentSessionFlow`; see the package README for the effect table and the limits.
 """

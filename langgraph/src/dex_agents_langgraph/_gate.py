@@ -112,9 +112,9 @@ async def _agate(
 class DexToolGate(AgentMiddleware):
     """The `create_agent` middleware that defers every tool call to the Dex session.
 
-    Add it to `create_agent(..., middleware=[...])`, last in the list: middleware listed after it would
-    never see a call in the model Step, and runs only in the tool Step; middleware listed before it runs
-    in both, and LangGraph re-runs its code before the gate when the turn resumes.
+    Add it to `create_agent(..., middleware=[...])`, first in the list. Tool middleware listed after it
+    (retries, logging) then wraps the real tool in its tool Step only; tool middleware listed before it
+    also runs in the model Step, and LangGraph re-runs its code before the gate when the turn resumes.
     """
 
     def wrap_tool_call(

@@ -76,7 +76,7 @@ class LangGraphRunner:
     """Runs a LangChain `create_agent` agent, or your own LangGraph graph, one Step per model and tool call.
 
     Pass a factory that builds your compiled graph with the checkpoint saver it receives. For
-    `create_agent`, add `DexToolGate()` as the last middleware; for your own graph, use `dex_tool_node`
+    `create_agent`, add `DexToolGate()` as the first middleware; for your own graph, use `dex_tool_node`
     for the tools and `route_tool_calls` as the edge after the model node. The runner builds the graph
     once and keeps no state between Steps.
 
