@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ from dex_agents_openai_agents import (
     OpenAIAgentsRunner,
     UndeferrableToolError,
 )
-from tests.scripted_model import call, text
+from tests.scripted_model import ScriptedAnswer, ScriptedSdkModel, call, text
 from tests.support import ScriptedModel, SessionSide
 
 
@@ -589,3 +590,31 @@ async def test_a_tool_the_sdk_asks_approval_for_waits_for_approval_unless_a_poli
         ("call-2", ToolPolicy(ToolEffect.READ, requires_approval=True)),
         ("call-3", ToolPolicy(ToolEffect.READ)),
     ]
+
+
+async def test_a_cancelled_model_step_leaves_no_sdk_run_behind() -> None:
+    started = asyncio.Event()
+    release = asyncio.Event()
+    calls: list[str] = []
+
+    async def slow(items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
+        calls.append("model")
+        started.set()
+        await release.wait()
+        return ScriptedAnswer([text("too late")])
+
+    runner = OpenAIAgentsRunner(Agent(name="a", model=ScriptedSdkModel(slow)))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Hi"))
+    step = asyncio.create_task(runner.run_model_step(session.context()))
+    await asyncio.wait_for(started.wait(), timeout=10)
+
+    step.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await step
+    release.set()
+    # Give a leftover SDK task every chance to go on; it must not produce output or call the model again.
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert calls == ["model"]
+    assert asyncio.all_tasks() == {asyncio.current_task()}, "the SDK's run task is still going"

@@ -273,6 +273,11 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 return self._failed(turn, hooks, f"the OpenAI Agents SDK stopped the run: {error}")
             except (_UnexpectedModelCallError, UserError) as error:
                 return self._failed(turn, hooks, str(error))
+            finally:
+                if not result.is_complete:
+                    # A cancelled or timed-out Step must not leave the SDK's run task calling the model
+                    # after the Step has ended.
+                    result.cancel()
             self._write_handoff_events(turn, hooks)
             usage = hooks.total_usage()
             if result.interruptions:
