@@ -6,8 +6,8 @@ It starts a devserver and a Worker process, asks the agent to refund a broken or
 session's live text as it streams. The Claude Code CLI runs the turn: it looks the order up inline (a
 read) and stops at the refund, which becomes its own Step. The refund needs approval: while it waits,
 the demo SIGKILLs the Worker and starts a replacement, then asks you at the terminal (or approves by
-itself with `--yes` or without a terminal). At the end it prints the stored transcript, the Step history, and the refund
-ledger, which shows the refund ran exactly once.
+itself with `--yes` or without a terminal). At the end it prints the stored transcript, the Step
+history, and the refund ledger, which shows the refund ran exactly once.
 """
 
 from __future__ import annotations
