@@ -590,3 +590,47 @@ async def test_a_tool_that_calls_interrupt_records_a_failure_the_model_sees() ->
 
     with pytest.raises(ToolExecutionError, match=r"called interrupt\(\)"):
         await session.execute(runner, "call-1")
+
+
+async def test_a_turn_with_two_tool_rounds_stores_every_message_once_in_order() -> None:
+    model = ListChatModel(
+        responses=[
+            respond("First Paris.", tool_call("get_weather", {"city": "Paris"}, "call-1")),
+            respond("Now Rome.", tool_call("get_weather", {"city": "Rome"}, "call-2")),
+            respond("Both are sunny."),
+        ]
+    )
+    tools = Tools()
+    runner = agent_runner(model, tools)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Paris, then Rome?"))
+    for tool_call_id in ("call-1", "call-2"):
+        requested = await runner.run_model_step(session.context())
+        assert isinstance(requested, ToolCallsRequested)
+        assert [call.tool_call_id for call in requested.tool_calls] == [tool_call_id]
+        session.defer(requested)
+        session.finish(
+            tool_call_id, ToolCallStatus.SUCCEEDED, output=await session.execute(runner, tool_call_id)
+        )
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert [(message.role, message.text or message.tool_output) for message in final.new_messages] == [
+        (MessageRole.ASSISTANT, "First Paris."),
+        (MessageRole.TOOL, "sunny in Paris"),
+        (MessageRole.ASSISTANT, "Now Rome."),
+        (MessageRole.TOOL, "sunny in Rome"),
+        (MessageRole.ASSISTANT, "Both are sunny."),
+    ]
+    assert tools.runs == ["get_weather Paris", "get_weather Rome"] and model.calls == 3
+    # The third model call sees both rounds, the first one rebuilt from the run state of the second.
+    assert model.texts_seen(3)[-7:] == [
+        "user: Paris, then Rome?",
+        "assistant: First Paris.",
+        'assistant calls get_weather {"city": "Paris"} [call-1]',
+        "tool get_weather [call-1] success: sunny in Paris",
+        "assistant: Now Rome.",
+        'assistant calls get_weather {"city": "Rome"} [call-2]',
+        "tool get_weather [call-2] success: sunny in Rome",
+    ]
