@@ -133,7 +133,20 @@ async def _step_gaps(address: str, flow_id: str) -> list[float]:
     return [later - earlier for earlier, later in itertools.pairwise(times)]
 
 
-async def measure(address: str, chain_steps: int, flows: int, flow_steps: int) -> dict[str, float]:
+def _cpu_seconds(pid: int | None) -> float:
+    """User plus system CPU time of a process (Linux), 0 when unknown."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(
+    address: str, chain_steps: int, flows: int, flow_steps: int, pids: tuple[int | None, int | None]
+) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as cache_dir:
         cache = _cache(cache_dir)
         client = dex.AsyncClient(
@@ -151,6 +164,7 @@ async def measure(address: str, chain_steps: int, flows: int, flow_steps: int) -
         sequential_seconds = time.perf_counter() - started
         gaps = await _step_gaps(address, "sequential")
 
+        cpu_before = [_cpu_seconds(pid) for pid in pids]
         started = time.perf_counter()
         ids = [f"concurrent-{index}" for index in range(flows)]
         await asyncio.gather(*(client.start_flow(chain, flow_id, flow_steps) for flow_id in ids))
@@ -158,6 +172,7 @@ async def measure(address: str, chain_steps: int, flows: int, flow_steps: int) -
             *(client.wait_for_flow(flow_id, timeout=timedelta(seconds=600)) for flow_id in ids)
         )
         concurrent_seconds = time.perf_counter() - started
+        cpu_used = [_cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
         await client.close()
         cache.close()
     return {
@@ -165,6 +180,8 @@ async def measure(address: str, chain_steps: int, flows: int, flow_steps: int) -
         "p90_ms": statistics.quantiles(gaps, n=10)[-1] * 1000 if len(gaps) >= 10 else max(gaps) * 1000,
         "sequential_ms_per_step": sequential_seconds / chain_steps * 1000,
         "steps_per_second": flows * flow_steps / concurrent_seconds,
+        "server_cpu_ms": cpu_used[0] / (flows * flow_steps) * 1000,
+        "worker_cpu_ms": cpu_used[1] / (flows * flow_steps) * 1000,
     }
 
 
@@ -198,7 +215,8 @@ def main() -> int:
         worker: subprocess.Popen[str] | None = None
         try:
             worker, _ = _start([sys.executable, __file__, "--worker", address], "worker ready")
-            result = asyncio.run(measure(address, args.chain, args.flows, args.flow_steps))
+            pids = (None if server is None else server.pid, worker.pid)
+            result = asyncio.run(measure(address, args.chain, args.flows, args.flow_steps, pids))
         finally:
             if worker is not None:
                 _stop(worker)
@@ -223,6 +241,12 @@ def main() -> int:
         f"  concurrent:       {args.flows} Flows x {args.flow_steps} Steps,"
         f" {result['steps_per_second']:.0f} Steps/s"
     )
+    if result["server_cpu_ms"] or result["worker_cpu_ms"]:
+        print(
+            f"  CPU per Step:     devserver {result['server_cpu_ms']:.2f} ms,"
+            f" Worker {result['worker_cpu_ms']:.2f} ms (concurrent phase; independent of machine load)"
+        )
+    print(f"  load average:     {os.getloadavg()[0]:.1f}")
     return 0
 
 

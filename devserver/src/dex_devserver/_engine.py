@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import time
@@ -59,6 +60,7 @@ class _Runtime:
     locks: set[str] = field(default_factory=set[str])
     lock_waiters: list[asyncio.Future[None]] = field(default_factory=list["asyncio.Future[None]"])
     watchers: list[asyncio.Future[None]] = field(default_factory=list["asyncio.Future[None]"])
+    close_watchers: list[asyncio.Future[None]] = field(default_factory=list["asyncio.Future[None]"])
     pending_events: list[tuple[int, bytes]] = field(default_factory=list[tuple[int, bytes]])
     handles: list[asyncio.TimerHandle] = field(default_factory=list[asyncio.TimerHandle])
     flush_handle: asyncio.TimerHandle | None = None
@@ -88,6 +90,8 @@ class Engine:
         self._rt: dict[tuple[str, str], _Runtime] = {}
         self._next_run_seq = 1
         self._closing = False
+        self._dirty: dict[tuple[str, str], FlowRun] = {}
+        self._commit_done: asyncio.Future[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -125,16 +129,17 @@ class Engine:
                 handle.cancel()
             if rt.flush_handle is not None:
                 rt.flush_handle.cancel()
+                rt.flush_handle = None
                 run = self._find_run(*key)
                 if run is not None:
-                    self._save(run, rt)
+                    self._dirty[key] = run
             tasks.extend(rt.tasks.values())
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        self.store.commit()
+        self._group_commit()
 
     # ------------------------------------------------------------------ lookup helpers
 
@@ -195,18 +200,47 @@ class Engine:
         # Memory mode never restores a snapshot; it only needs the history and Attributes it serves.
         state = dump_run(run) if self.store.is_persistent else b""
         self.store.save_run(RunRow(run.flow_id, run.run_id, run.seq, state), events, attributes)
-        self.store.commit()
 
     def _persist(self, run: FlowRun, *, durable: bool) -> None:
+        """Marks a run for the next group commit (durable) or for a commit after the ASYNC delay."""
         rt = self._runtime(run)
         if durable:
             if rt.flush_handle is not None:
                 rt.flush_handle.cancel()
-            self._save(run, rt)
+                rt.flush_handle = None
+            self._dirty[(run.flow_id, run.run_id)] = run
+            self._request_commit()
         elif rt.flush_handle is None and not self._closing:
             rt.flush_handle = asyncio.get_running_loop().call_later(
-                self.options.async_flush_delay, self._save, run, rt
+                self.options.async_flush_delay, functools.partial(self._persist, run, durable=True)
             )
+
+    def _request_commit(self) -> None:
+        # Every transition made while the loop runs its ready callbacks shares one commit, run right after.
+        if self._commit_done is None:
+            loop = asyncio.get_running_loop()
+            self._commit_done = loop.create_future()
+            loop.call_soon(self._group_commit)
+
+    def _group_commit(self) -> None:
+        done, self._commit_done = self._commit_done, None
+        dirty, self._dirty = self._dirty, {}
+        try:
+            for run in dirty.values():
+                self._save(run, self._runtime(run))
+            self.store.commit()
+        except Exception as error:
+            _LOG.exception("commit failed")
+            if done is not None and not done.done():
+                done.set_exception(error)
+            raise
+        if done is not None and not done.done():
+            done.set_result(None)
+
+    async def durable(self) -> None:
+        """Returns once every transition made so far is committed; await it before acknowledging one."""
+        if self._commit_done is not None:
+            await asyncio.shield(self._commit_done)
 
     def _transition(self, run: FlowRun, *, durable: bool) -> None:
         """Re-evaluates waits and completion after a change, persists, and wakes long-polls."""
@@ -215,14 +249,18 @@ class Engine:
         self._persist(run, durable=durable or not run.is_running)
         rt = self._runtime(run)
         watchers, rt.watchers = rt.watchers, []
+        if not run.is_running:
+            watchers += rt.close_watchers
+            rt.close_watchers = []
         for watcher in watchers:
             if not watcher.done():
                 watcher.set_result(None)
 
-    async def _wait_change(self, run: FlowRun, seconds: float) -> None:
+    async def _wait_change(self, run: FlowRun, seconds: float, *, until_closed: bool = False) -> None:
+        """Waits for the next transition of a run (or only for it to close), at most `seconds`."""
         rt = self._runtime(run)
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        rt.watchers.append(waiter)
+        (rt.close_watchers if until_closed else rt.watchers).append(waiter)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(waiter, seconds)
 
@@ -687,7 +725,7 @@ class Engine:
             frame.value,
             f"#{exe.exe_id}",
         )
-        self.store.commit()
+        self._request_commit()
 
     async def _invoke_method(
         self, run: FlowRun, exe: Execution, method: requests.Method
@@ -759,6 +797,8 @@ class Engine:
                     exe.method_started = time.time()
                 exe.in_flight = True
                 self._persist(run, durable=durable)
+                if durable:
+                    await self.durable()
                 request.context.attempt = exe.attempt
                 request.context.first_attempt_timestamp = exe.first_attempt_time
                 request.context.ClearField("last_heartbeat_value")
@@ -1089,11 +1129,12 @@ class Engine:
         while True:
             run = self.run_of(request.flow_id, request.run_id)
             if not run.is_running:
+                await self.durable()
                 return self.flow_result(run, request.needs_results)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise errors.long_poll_timeout(f"Flow {request.flow_id!r} is still running")
-            await self._wait_change(run, remaining)
+            await self._wait_change(run, remaining, until_closed=True)
 
     async def wait_for_step_completion(self, request: pb.WaitForStepCompletionRequest) -> None:
         """Long-polls until a Step execution is no longer active.
@@ -1114,6 +1155,7 @@ class Engine:
             run = self.run_of(request.flow_id)
             started = run.counters.get(request.step_type, 0) >= number
             if started and exe_id not in run.executions:
+                await self.durable()
                 return
             if not run.is_running:
                 raise errors.ServiceError(
@@ -1149,6 +1191,7 @@ class Engine:
             if (requests.is_null(expected) and requests.is_null(current)) or (
                 stored is not None and current == expected
             ):
+                await self.durable()
                 return stored if stored is not None else pb.Value(null_value="NULL_VALUE")
             if not run.is_running:
                 raise errors.flow_not_found(request.flow_id)
@@ -1313,6 +1356,7 @@ class Engine:
 
         self._event(run, completed)
         self._transition(run, durable=True)
+        await self.durable()
         return output
 
     def write_stream(self, request: pb.WriteStreamRequest) -> None:

@@ -93,9 +93,12 @@ class _FlowService(pbg.FlowServiceServicer):
         return pb.SyncAttributeIndexResponse()
 
     async def StartFlow(self, request: pb.StartFlowRequest, context: Context) -> pb.StartFlowResponse:
-        return await _answer(
-            context, lambda: _now(pb.StartFlowResponse(run_id=self.engine.start_flow(request)))
-        )
+        async def call() -> pb.StartFlowResponse:
+            run_id = self.engine.start_flow(request)
+            await self.engine.durable()
+            return pb.StartFlowResponse(run_id=run_id)
+
+        return await _answer(context, call)
 
     async def InvokeRPC(self, request: pb.InvokeRPCRequest, context: Context) -> pb.InvokeRPCResponse:
         async def call() -> pb.InvokeRPCResponse:
@@ -107,11 +110,12 @@ class _FlowService(pbg.FlowServiceServicer):
         return await _answer(context, lambda: self.engine.wait_for_flow(request))
 
     async def StopFlow(self, request: pb.StopFlowRequest, context: Context) -> empty_pb2.Empty:
-        def call() -> empty_pb2.Empty:
+        async def call() -> empty_pb2.Empty:
             self.engine.stop_flow(request)
+            await self.engine.durable()
             return empty_pb2.Empty()
 
-        return await _answer(context, lambda: _now(call()))
+        return await _answer(context, call)
 
     async def GetFlowSummary(
         self, request: pb.GetFlowSummaryRequest, context: Context
@@ -121,11 +125,12 @@ class _FlowService(pbg.FlowServiceServicer):
     async def PublishToChannel(
         self, request: pb.PublishToChannelRequest, context: Context
     ) -> empty_pb2.Empty:
-        def call() -> empty_pb2.Empty:
+        async def call() -> empty_pb2.Empty:
             self.engine.publish(request)
+            await self.engine.durable()
             return empty_pb2.Empty()
 
-        return await _answer(context, lambda: _now(call()))
+        return await _answer(context, call)
 
     async def WriteStream(self, request: pb.WriteStreamRequest, context: Context) -> empty_pb2.Empty:
         def call() -> empty_pb2.Empty:
@@ -166,11 +171,12 @@ class _FlowService(pbg.FlowServiceServicer):
         return await _answer(context, lambda: _now(call()))
 
     async def SkipTimer(self, request: pb.SkipTimerRequest, context: Context) -> empty_pb2.Empty:
-        def call() -> empty_pb2.Empty:
+        async def call() -> empty_pb2.Empty:
             self.engine.skip_timer(request)
+            await self.engine.durable()
             return empty_pb2.Empty()
 
-        return await _answer(context, lambda: _now(call()))
+        return await _answer(context, call)
 
     async def LoadBlobs(self, request: pb.LoadBlobsRequest, context: Context) -> pb.LoadBlobsResponse:
         return await _answer(context, lambda: _now(self.engine.load_blobs(request)))
