@@ -12,6 +12,7 @@ import pytest
 from agents import (
     Agent,
     GuardrailFunctionOutput,
+    HostedMCPTool,
     LocalShellTool,
     RunConfig,
     RunContextWrapper,
@@ -37,6 +38,7 @@ from dex_agents.runner import (
     TurnCompleted,
 )
 from dex_agents.values import AgentUsage, MessageRole, ToolCallStatus, ToolEffect
+from openai.types.responses.response_output_item import McpApprovalRequest
 
 from dex_agents_openai_agents import (
     HANDOFF_EVENT_TYPE,
@@ -618,3 +620,21 @@ async def test_a_cancelled_model_step_leaves_no_sdk_run_behind() -> None:
         await asyncio.sleep(0)
     assert calls == ["model"]
     assert asyncio.all_tasks() == {asyncio.current_task()}, "the SDK's run task is still going"
+
+
+async def test_a_hosted_mcp_approval_request_ends_the_turn_instead_of_being_approved_blindly() -> None:
+    request = McpApprovalRequest(
+        id="mcpr-1", type="mcp_approval_request", name="delete_repo", arguments="{}", server_label="git"
+    )
+    model = ScriptedModel([[request]])
+    hosted = HostedMCPTool(
+        tool_config={"type": "mcp", "server_label": "git", "server_url": "https://git.invalid/mcp"}
+    )
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[hosted]))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Delete the repo"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error and "mcp_approval_request" in outcome.turn_error

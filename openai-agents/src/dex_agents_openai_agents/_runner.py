@@ -160,6 +160,12 @@ def _usage_payload(usage: AgentUsage) -> dict[str, int]:
     }
 
 
+def _raw_type(raw_item: object) -> object:
+    if isinstance(raw_item, Mapping):
+        return cast(Mapping[str, Any], raw_item).get("type")
+    return getattr(raw_item, "type", None)
+
+
 def _no_context(context: object) -> Mapping[str, Any]:
     # The runner supplies the context object on every Step, so the run state never needs to carry it.
     del context
@@ -281,6 +287,18 @@ class OpenAIAgentsRunner(Generic[TContext]):
             self._write_handoff_events(turn, hooks)
             usage = hooks.total_usage()
             if result.interruptions:
+                unsupported = [
+                    item for item in result.interruptions if _raw_type(item.raw_item) != "function_call"
+                ]
+                if unsupported:
+                    # Approving such a request would let the provider run a tool with no Step and no record.
+                    kinds = sorted({str(_raw_type(item.raw_item)) for item in unsupported})
+                    return self._failed(
+                        turn,
+                        hooks,
+                        f"the model asked for approvals the runner cannot defer ({', '.join(kinds)}); "
+                        "set require_approval='never' on hosted MCP tools",
+                    )
                 # Inside the listing scope: the effects of MCP tools come from what this Step listed.
                 return await self._tool_calls_requested(turn, result, usage)
         new_items = result.to_input_list()[len(history) :]
