@@ -65,8 +65,11 @@ def test_history_events(
     assert shaky_context.durability == pb.STEP_DURABILITY_SYNC
     assert shaky_context.method_options.retry_policy.maximum_attempts == 3
     assert shaky_context.method_options.retry_policy.initial_interval_seconds == 1
-    next_steps = events[shaky].step_execute_completed.output.step_decision.next_steps
-    assert [m.step_type for m in next_steps] == ["Fragile"]
+    shaky_output = events[shaky].step_execute_completed.output
+    assert [m.step_type for m in shaky_output.step_decision.next_steps] == ["Fragile"]
+    assert [(kv.key, kv.value.string_value) for kv in shaky_output.record_events] == [
+        ("shaky-note", "recorded by Shaky-1")
+    ]
 
     fragile = index_of(events, "step_execute_failed", "Fragile-1")
     failed = events[fragile].step_execute_failed

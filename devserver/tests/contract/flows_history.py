@@ -36,6 +36,7 @@ class Shaky(Step[str]):
     def execute(self, context: Context, input: str) -> StepDecision:
         if context.attempt == 1:
             raise RuntimeError("shaky first attempt")
+        context.record_event("shaky-note", f"recorded by {context.step_execution_id}")
         return go_to(Fragile, input)
 
     def get_step_options(self) -> StepOptions | None:
