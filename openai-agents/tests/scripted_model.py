@@ -32,9 +32,12 @@ from openai.types.responses import (
     Response,
     ResponseCompletedEvent,
     ResponseOutputMessage,
+    ResponseReasoningItem,
+    ResponseReasoningSummaryTextDeltaEvent,
     ResponseTextDeltaEvent,
     ResponseUsage,
 )
+from openai.types.responses.response_reasoning_item import Summary
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 _CHUNK = re.compile(r"\S+\s*|\s+")
@@ -55,6 +58,12 @@ Answer = Callable[[list[TResponseInputItem], Sequence[str]], Awaitable[ScriptedA
 
 def text(value: str) -> TResponseOutputItem:
     return assistant_message(value, item_id="msg")
+
+
+def reasoning(summary: str) -> TResponseOutputItem:
+    return ResponseReasoningItem(
+        id="rs", type="reasoning", summary=[Summary(text=summary, type="summary_text")]
+    )
 
 
 def call(name: str, arguments: Mapping[str, object], call_id: str) -> TResponseOutputItem:
@@ -123,6 +132,18 @@ class ScriptedSdkModel(Model):
         answer = await self._answer(_items(input), _offered(tools, handoffs))
         sequence = 0
         for index, item in enumerate(answer.output):
+            if isinstance(item, ResponseReasoningItem):
+                for summary_index, summary in enumerate(item.summary):
+                    for chunk in _CHUNK.findall(summary.text):
+                        yield ResponseReasoningSummaryTextDeltaEvent(
+                            type="response.reasoning_summary_text.delta",
+                            item_id=item.id,
+                            output_index=index,
+                            summary_index=summary_index,
+                            delta=chunk,
+                            sequence_number=sequence,
+                        )
+                        sequence += 1
             if isinstance(item, ResponseOutputMessage):
                 for part in item.content:
                     for chunk in _CHUNK.findall(getattr(part, "text", "")):

@@ -46,7 +46,7 @@ from dex_agents_openai_agents import (
     OpenAIAgentsRunner,
     UndeferrableToolError,
 )
-from tests.scripted_model import ScriptedAnswer, ScriptedSdkModel, call, text
+from tests.scripted_model import ScriptedAnswer, ScriptedSdkModel, call, reasoning, text
 from tests.support import ScriptedModel, SessionSide
 
 
@@ -638,3 +638,23 @@ async def test_a_hosted_mcp_approval_request_ends_the_turn_instead_of_being_appr
 
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error and "mcp_approval_request" in outcome.turn_error
+
+
+async def test_reasoning_summaries_stream_as_reasoning_deltas_and_text_as_text_deltas() -> None:
+    model = ScriptedModel([[reasoning("The user greets me. I greet back."), text("Hello there!")]])
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model.model))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Hi"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    reasoning_text = "".join(payload["text"] for payload in event_payloads(session, "reasoning_delta"))
+    assert reasoning_text == "The user greets me. I greet back."
+    assert "".join(session.text_deltas()) == "Hello there!"
+    # The reasoning item is stored too, so the next turn hands it back to the SDK unchanged.
+    assert [(m.role, m.text) for m in outcome.new_messages] == [
+        (MessageRole.ASSISTANT, None),
+        (MessageRole.ASSISTANT, "Hello there!"),
+    ]
+    assert json.loads(outcome.new_messages[0].framework_item)["type"] == "reasoning"
