@@ -24,7 +24,7 @@ from pydantic_ai import Agent, ApprovalRequired, CallDeferred, ModelRetry, RunCo
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, TextPart
 from pydantic_ai.models.function import AgentInfo, DeltaThinkingCalls, DeltaThinkingPart, FunctionModel
 
-from dex_agents_pydantic_ai import UNKNOWN_TOOL_POLICY, PydanticAiRunner
+from dex_agents_pydantic_ai import UNKNOWN_TOOL_POLICY, PydanticAiRunner, TurnCannotContinueError
 from tests.support import ScriptedModel, SessionSide, respond, tool_call
 
 
@@ -501,3 +501,34 @@ async def test_system_prompts_reach_every_model_call_once_without_being_stored()
         assert system_prompts == ["You are terse.", "Today is Sunday."]
     assert [message.role for message in session.messages] == [MessageRole.USER, MessageRole.ASSISTANT] * 2
     assert all("You are terse." not in message.framework_item for message in session.messages)
+
+
+async def test_a_model_pydantic_ai_cannot_set_up_ends_the_turn_instead_of_being_retried() -> None:
+    runner = PydanticAiRunner(Agent(), model="openai:gpt-4.1")
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("hi"))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("OPENAI_API_KEY", raising=False)
+        outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and "OPENAI_API_KEY" in outcome.turn_error
+    assert outcome.usage.model_calls == 0
+
+
+async def test_a_failure_that_would_hide_tool_results_fails_the_attempt_so_the_session_leaves_its_note() -> (
+    None
+):
+    model = ScriptedModel([respond(tool_call("get_weather", {"city": "Oslo"}, "call-1"))])
+    runner = PydanticAiRunner(build_agent(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather in Oslo?"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, ToolCallsRequested)
+    session.defer(first)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny")
+    session.framework_run_state = json.dumps({"format": "someone-else", "version": 1})
+
+    with pytest.raises(TurnCannotContinueError, match="not written by PydanticAiRunner"):
+        await runner.run_model_step(session.context())

@@ -21,7 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from dex import LongPollTimeoutError
-from dex_agents import AgentEventType, AgentInterrupt, AgentSessionClient, AgentSnapshot
+from dex_agents import AgentEventType, AgentInterrupt, AgentSessionClient, AgentSessionStatus, AgentSnapshot
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
     EXECUTE_FAILED_EVENT,
@@ -63,6 +63,20 @@ async def print_live_events(sessions: AgentSessionClient, session_id: str) -> No
         elif event.type in (AgentEventType.TURN_COMPLETED, AgentEventType.TURN_FAILED):
             print(f"\n  [{event.type}]", flush=True)
             return
+
+
+def approval_or_turn_end(snapshot: AgentSnapshot) -> AgentInterrupt | AgentSnapshot | None:
+    """The pending approval, or the snapshot of a turn that ended without one (such as a failed turn)."""
+    if snapshot.pending_interrupts:
+        return snapshot.pending_interrupts[0]
+    state = snapshot.state
+    if (
+        state is not None
+        and state.turn_count >= 1
+        and state.status == AgentSessionStatus.WAITING_FOR_USER_MESSAGE
+    ):
+        return snapshot
+    return None
 
 
 async def decide(interrupt: AgentInterrupt, interactive: bool) -> tuple[bool, str | None]:
@@ -112,13 +126,18 @@ async def run_demo(model_name: str, interactive: bool) -> int:
             await sessions.start_session(SESSION_ID, REQUEST)
             printer = asyncio.create_task(print_live_events(sessions, SESSION_ID))
             try:
-                interrupt = await wait_for_agent_snapshot(
+                waiting = await wait_for_agent_snapshot(
                     sessions,
                     SESSION_ID,
-                    lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+                    approval_or_turn_end,
                     description="the refund's approval",
-                    timeout=120,
+                    timeout=180,
                 )
+                if not isinstance(waiting, AgentInterrupt):
+                    error = waiting.state.last_turn_error if waiting.state else None
+                    print(f"\nThe turn ended before any approval was asked: {error}", file=sys.stderr)
+                    return 1
+                interrupt = waiting
                 stack.kill_workers()
                 replacement = await stack.start_worker()
                 print(

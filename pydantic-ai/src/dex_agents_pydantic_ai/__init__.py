@@ -5,12 +5,13 @@ Wrap an ordinary `pydantic_ai.Agent` in `PydanticAiRunner` and register it with
 """
 
 from dex_agents_pydantic_ai._effects import framework_effect
-from dex_agents_pydantic_ai._runner import UNKNOWN_TOOL_POLICY, PydanticAiRunner
+from dex_agents_pydantic_ai._runner import UNKNOWN_TOOL_POLICY, PydanticAiRunner, TurnCannotContinueError
 from dex_agents_pydantic_ai._state import PydanticAiRunState
 
 __all__ = [
     "UNKNOWN_TOOL_POLICY",
     "PydanticAiRunState",
     "PydanticAiRunner",
+    "TurnCannotContinueError",
     "framework_effect",
 ]

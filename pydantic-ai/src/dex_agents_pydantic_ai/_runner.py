@@ -73,7 +73,7 @@ from dex_agents_pydantic_ai._streaming import forward_stream_event
 from dex_agents_pydantic_ai._system_prompts import system_prompt_request
 from dex_agents_pydantic_ai._tool_execution import ToolCallRunner
 
-__all__ = ["UNKNOWN_TOOL_POLICY", "PydanticAiRunner"]
+__all__ = ["UNKNOWN_TOOL_POLICY", "PydanticAiRunner", "TurnCannotContinueError"]
 
 UNKNOWN_TOOL_POLICY = ToolPolicy(ToolEffect.READ, requires_approval=False)
 """The policy of a call to a tool the agent does not have.
@@ -169,12 +169,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             history = history_from_stored_messages(turn.messages)
         except ValidationError as error:
             # Messages another runner stored cannot become Pydantic AI input on any attempt.
-            return TurnCompleted(
-                new_messages=(), turn_error=f"a stored message is not a Pydantic AI message: {error}"
-            )
-        system_prompts = await system_prompt_request(self._agent, deps=self._deps, model=self._model)
-        if system_prompts is not None:
-            history.insert(0, system_prompts)
+            return _failed_turn(turn, [], f"a stored message is not a Pydantic AI message: {error}")
         if turn.framework_run_state is None:
             earlier_turn_messages: list[ModelMessage] = []
             results = None
@@ -184,30 +179,37 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             try:
                 state = PydanticAiRunState.from_json(turn.framework_run_state)
             except ValueError as error:
-                return TurnCompleted(new_messages=(), turn_error=str(error))
+                return _failed_turn(turn, [], str(error))
             earlier_turn_messages = list(state.turn_messages)
             history.extend(earlier_turn_messages)
             results = _recorded_results(state, turn)
 
-        async with self._agent.iter(
-            message_history=history,
-            deferred_tool_results=results,
-            deps=self._deps,
-            model=self._model,
-            model_settings=self._model_settings,
-        ) as run:
-            try:
-                stop = await _run_to_boundary(run, turn.events)
-            except UserError as error:
-                # A configuration or history problem repeats on every attempt, so retrying would only
-                # make the same model call again.
-                turn_messages = [*earlier_turn_messages, *run.new_messages()]
-                return TurnCompleted(
-                    new_messages=project_messages(turn_messages),
-                    usage=_model_call_usage(run.new_messages()),
-                    turn_error=f"Pydantic AI refused the run: {error}",
-                )
-            new_messages = run.new_messages()
+        # A `UserError` is a configuration or history problem (no API key, an unknown model, a history
+        # Pydantic AI refuses): every attempt would repeat it, so it ends the turn instead of failing
+        # the attempt.
+        try:
+            system_prompts = await system_prompt_request(self._agent, deps=self._deps, model=self._model)
+            if system_prompts is not None:
+                history.insert(0, system_prompts)
+            async with self._agent.iter(
+                message_history=history,
+                deferred_tool_results=results,
+                deps=self._deps,
+                model=self._model,
+                model_settings=self._model_settings,
+            ) as run:
+                try:
+                    stop = await _run_to_boundary(run, turn.events)
+                except UserError as error:
+                    return _failed_turn(
+                        turn,
+                        [*earlier_turn_messages, *run.new_messages()],
+                        f"Pydantic AI refused the run: {error}",
+                        usage=_model_call_usage(run.new_messages()),
+                    )
+                new_messages = run.new_messages()
+        except UserError as error:
+            return _failed_turn(turn, earlier_turn_messages, f"Pydantic AI refused the run: {error}")
         usage = _model_call_usage(new_messages)
         turn_messages = [*earlier_turn_messages, *new_messages]
 
@@ -262,6 +264,40 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             tool_name=record.tool_name, tool_call_id=record.tool_call_id, arguments=record.arguments
         )
         return ToolExecutionResult(output)
+
+
+class TurnCannotContinueError(RuntimeError):
+    """A turn that ran tools failed in a way that would drop their results from the stored history.
+
+    Raised instead of ending the turn with `turn_error`, so the session's failure route stores its
+    turn-failure note, which tells the next model call which tools ran.
+    """
+
+
+def _failed_turn(
+    turn: AgentTurnContext,
+    turn_messages: Sequence[ModelMessage],
+    error: str,
+    *,
+    usage: AgentUsage | None = None,
+) -> TurnCompleted:
+    """End the turn with ``error`` and what it produced, unless that would hide a tool call that ran.
+
+    Raises:
+        TurnCannotContinueError: When a recorded tool call of the turn has no result in ``turn_messages``.
+    """
+    answered = {
+        part.tool_call_id
+        for message in turn_messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, BaseToolReturnPart)
+    }
+    if any(tool_call_id not in answered for tool_call_id in turn.tool_calls):
+        raise TurnCannotContinueError(error)
+    return TurnCompleted(
+        new_messages=project_messages(turn_messages), usage=usage or AgentUsage(), turn_error=error
+    )
 
 
 def _tool_calls_requested(
