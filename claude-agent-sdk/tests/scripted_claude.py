@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from claude_agent_sdk import ClaudeAgentOptions, SdkMcpTool, ToolAnnotations, tool
@@ -119,6 +120,17 @@ async def _respond(request: ApiRequest) -> ApiReply:
     )
 
 
+def unexpected_requests_log(state_dir: Path) -> Path:
+    """Where a Worker's scripted API logs every request other than `POST /v1/messages`."""
+    return state_dir / "unexpected-api-requests.log"
+
+
+def _log_unexpected(request: str) -> None:
+    path = unexpected_requests_log(ScriptStore.from_environment().state_dir)
+    with path.open("a", encoding="utf-8") as log:
+        log.write(request + "\n")
+
+
 def _cli_tool_name(name: str) -> str:
     # The harness's built-in tools start with a capital letter; the runner's tools live on its MCP server.
     return name if name[:1].isupper() else f"{TOOL_PREFIX}{name}"
@@ -129,7 +141,7 @@ async def scripted_server() -> AnthropicApiServer:
     lock = _server_locks.setdefault(0, asyncio.Lock())
     async with lock:
         if 0 not in _servers:
-            server = AnthropicApiServer(_respond)
+            server = AnthropicApiServer(_respond, on_unexpected=_log_unexpected)
             await server.start()
             _servers[0] = server
     return _servers[0]

@@ -21,6 +21,7 @@ from dex_agents.testing import (
 )
 
 from tests.matrix_spec import PACKAGE_DIR
+from tests.scripted_claude import unexpected_requests_log
 from tests.specifics_agents import build_flows
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -175,3 +176,17 @@ async def test_an_enabled_built_in_tool_runs_inline_and_the_workers_home_stays_u
     ]
     # Every run had a home and a config directory of its own.
     assert sorted(path.name for path in session.worker_home.iterdir()) == []
+
+
+async def test_the_cli_asks_the_api_for_nothing_but_model_calls(session: Session) -> None:
+    session_id = session.stack.new_session_id("traffic")
+    session.stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(text="Hi.")], [ScriptedResponse(text="Bye.")]]
+    )
+    await session.plain.start_session(session_id, "Hello")
+    await wait_for_turn_end(session.plain, session_id, 1)
+    assert await session.plain.send_user_message(session_id, "Goodbye")
+    await wait_for_turn_end(session.plain, session_id, 2)
+    assert len(session.stack.invocations.model_calls(session_id)) == 2
+    # Over every session of this module, the CLI sent nothing but POST /v1/messages to its API.
+    assert not unexpected_requests_log(session.stack.state_dir).exists()

@@ -95,14 +95,17 @@ class AnthropicApiServer:
 
     Args:
         responder: Returns the reply to each request; an exception makes the server answer 500.
+        on_unexpected: Called with `"<method> <target>"` for every request that is not
+            `POST /v1/messages` (which the server answers 404).
 
     Attributes:
         requests: Every `POST /v1/messages` received, in order.
         unexpected_requests: Every other request, as `"<method> <target>"`.
     """
 
-    def __init__(self, responder: Responder) -> None:
+    def __init__(self, responder: Responder, on_unexpected: Callable[[str], object] | None = None) -> None:
         self._responder = responder
+        self._on_unexpected = on_unexpected
         self._server: asyncio.Server | None = None
         self._ids = itertools.count(1)
         self.requests: list[ApiRequest] = []
@@ -156,6 +159,8 @@ class AnthropicApiServer:
         path = target.split("?", 1)[0]
         if method != "POST" or not path.endswith(_MESSAGES_PATH):
             self.unexpected_requests.append(f"{method} {target}")
+            if self._on_unexpected is not None:
+                self._on_unexpected(f"{method} {target}")
             await _respond(writer, 404, "application/json", b'{"type":"error"}', keep_alive=True)
             return True
         request = ApiRequest(
