@@ -290,6 +290,16 @@ def test_stop_flow_cancels_running_steps(mode: Mode, client: Client, sandbox: Sa
     assert sandbox.events(flow_id, "sleeper_finished") == []
 
 
+def test_flow_timeout_handler(mode: Mode, client: Client, flow_id: str) -> None:
+    client.start_flow(
+        lifecycle.HANDLED_TIMEOUT, flow_id, "parked", StartFlowOptions(timeout=timedelta(seconds=1))
+    )
+    result = client.wait_for_flow(flow_id, timeout=WAIT)
+    assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
+    # The handler's decision closed the Flow; the parked Step never ran.
+    assert result.single_output(str) == "handled timeout"
+
+
 def test_many_flows_concurrently(mode: Mode, client: Client, flow_id: str) -> None:
     flow_ids = [f"{flow_id}-{index}" for index in range(20)]
     for each in flow_ids:

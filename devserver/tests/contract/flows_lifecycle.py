@@ -60,6 +60,21 @@ class ParkedFlow(Flow[str]):
         return RPCResult(True)
 
 
+class HandledTimeoutFlow(Flow[str]):
+    """Parks like ParkedFlow but overrides ``handle_timeout``, so a positive timeout uses HANDLER."""
+
+    park = Park()
+
+    def get_steps(self) -> StepList[str]:
+        return start_with(self.park)
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(release)
+
+    def handle_timeout(self, context: Context) -> StepDecision:
+        return force_complete("handled timeout")
+
+
 class Hop(Step[int]):
     def execute(self, context: Context, input: int) -> StepDecision:
         note(context, "hop", origin=context.from_step_execution_id, n=input)
@@ -295,6 +310,7 @@ FAIL = FailFlow()
 SIBLING_CANCEL = SiblingCancelFlow()
 TYPE_CANCEL = TypeCancelFlow()
 CHANNELS_EMPTY = ChannelsEmptyFlow()
+HANDLED_TIMEOUT = HandledTimeoutFlow()
 
 FLOWS: tuple[Flow[Any], ...] = (
     PARKED,
@@ -306,4 +322,5 @@ FLOWS: tuple[Flow[Any], ...] = (
     SIBLING_CANCEL,
     TYPE_CANCEL,
     CHANNELS_EMPTY,
+    HANDLED_TIMEOUT,
 )
