@@ -634,3 +634,27 @@ async def test_a_turn_with_two_tool_rounds_stores_every_message_once_in_order() 
         'assistant calls get_weather {"city": "Rome"} [call-2]',
         "tool get_weather [call-2] success: sunny in Rome",
     ]
+
+
+async def test_the_saver_keeps_nothing_between_steps() -> None:
+    savers: list[DexCheckpointSaver] = []
+    model = ListChatModel(
+        responses=[respond("", tool_call("get_weather", {"city": "Oslo"}, "call-1")), respond("Sunny.")]
+    )
+    tools = Tools()
+
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        savers.append(checkpointer)
+        return create_agent(model, tools=tools.all(), middleware=[DexToolGate()], checkpointer=checkpointer)
+
+    runner = LangGraphRunner(build)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather in Oslo?"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    [saver] = savers
+    assert not saver.storage and not saver.writes and not saver.blobs, "a Worker's memory does not grow"
+    session.defer(requested)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny")
+    assert isinstance(await runner.run_model_step(session.context()), TurnCompleted)
+    assert not saver.storage and not saver.writes and not saver.blobs
