@@ -658,3 +658,26 @@ async def test_reasoning_summaries_stream_as_reasoning_deltas_and_text_as_text_d
         (MessageRole.ASSISTANT, "Hello there!"),
     ]
     assert json.loads(outcome.new_messages[0].framework_item)["type"] == "reasoning"
+
+
+async def test_the_next_turn_starts_with_the_agent_the_conversation_was_handed_off_to() -> None:
+    triage_model = ScriptedModel([[call("transfer_to_billing", {}, "handoff-1")]])
+    billing_model = ScriptedModel([[text("Billing here.")], [text("Still billing.")]])
+    billing = Agent(name="billing", model=billing_model.model)
+    triage = Agent(name="triage", model=triage_model.model, handoffs=[billing])
+    for resume_last_agent, expected in ((True, (1, 2)), (False, (2, 1))):
+        triage_model.seen.clear()
+        billing_model.seen.clear()
+        triage_model.answers.append([text("Triage again.")])
+        runner = OpenAIAgentsRunner(triage, resume_last_agent=resume_last_agent)
+        session = SessionSide()
+        session.start_turn(runner.build_user_message("Billing question"))
+        first = await runner.run_model_step(session.context())
+        assert isinstance(first, TurnCompleted) and first.new_messages[-1].text == "Billing here."
+        session.store(first.new_messages)
+        session.start_turn(runner.build_user_message("Another one"))
+
+        second = await runner.run_model_step(session.context())
+
+        assert isinstance(second, TurnCompleted) and second.turn_error is None
+        assert (triage_model.calls, billing_model.calls) == expected

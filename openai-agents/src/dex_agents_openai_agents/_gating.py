@@ -159,6 +159,7 @@ class GatedAgentGraph:
         self._originals: dict[str, Agent[Any]] = {}
         # Handoff objects hold their target through a weak reference; these keep the copies alive.
         self._keep_alive: list[object] = []
+        self._handoff_targets: dict[str, dict[str, str]] = {}
         self.root = self._gate_agent(root)
 
     def original_agent(self, name: str) -> Agent[Any] | None:
@@ -169,6 +170,10 @@ class GatedAgentGraph:
         """Return the gated copy of the agent with this name, if the graph has one."""
         original = self._originals.get(name)
         return None if original is None else self._gated[id(original)]
+
+    def handoff_targets(self, agent_name: str) -> Mapping[str, str]:
+        """Return the agent's handoff tool names and the name of the agent each one hands off to."""
+        return self._handoff_targets.get(agent_name, {})
 
     def original_agents(self) -> Iterator[Agent[Any]]:
         """Yield every agent of the user's graph."""
@@ -185,6 +190,12 @@ class GatedAgentGraph:
         if agent.mcp_servers:
             gated.get_mcp_tools = types.MethodType(_gated_get_mcp_tools, gated)  # type: ignore[method-assign]
         gated.handoffs = [self._gate_handoff(item) for item in agent.handoffs]
+        targets = self._handoff_targets.setdefault(agent.name, {})
+        for item in agent.handoffs:
+            if isinstance(item, Agent):
+                targets[Handoff.default_tool_name(item)] = item.name
+            else:
+                targets[item.tool_name] = item.agent_name
         return gated
 
     def _gate_handoff(self, item: Agent[Any] | Handoff[Any, Any]) -> Agent[Any] | Handoff[Any, Any]:

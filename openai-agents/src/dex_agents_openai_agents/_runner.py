@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, cast
 
@@ -190,6 +190,9 @@ class OpenAIAgentsRunner(Generic[TContext]):
         max_turns: The SDK's turn limit for one model Step (each handoff is a turn).
         enable_tracing: Send the SDK's traces to OpenAI. Off by default: a durable session should not
             export conversations anywhere its operator did not choose.
+        resume_last_agent: Start each turn with the agent the conversation was last handed off to, as
+            `Runner.run(result.last_agent, ...)` does in the SDK's multi-turn examples; `False` starts
+            every turn with ``agent``.
 
     Raises:
         UndeferrableToolError: If an agent has a local tool that the SDK would run in process (shell,
@@ -204,6 +207,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
         run_config: RunConfig | None = None,
         max_turns: int = 10,
         enable_tracing: bool = False,
+        resume_last_agent: bool = True,
     ) -> None:
         self._agent = agent
         self._graph = GatedAgentGraph(agent)
@@ -212,6 +216,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
             run_config if run_config is not None else RunConfig(), tracing_disabled=not enable_tracing
         )
         self._max_turns = max_turns
+        self._resume_last_agent = resume_last_agent
         self._tool_calls = ToolCallRunner(self._graph, context, self._run_config)
 
     @property
@@ -240,6 +245,8 @@ class OpenAIAgentsRunner(Generic[TContext]):
         run_input: list[TResponseInputItem] | RunState[Any, Agent[Any]]
         if turn.framework_run_state is None:
             run_input = history
+            if self._resume_last_agent:
+                start_agent = self._last_agent(history)
         else:
             try:
                 saved = OpenAIAgentsRunState.from_json(turn.framework_run_state)
@@ -327,6 +334,19 @@ class OpenAIAgentsRunner(Generic[TContext]):
             source_reference=record.tool_source_reference,
         )
         return ToolExecutionResult(output)
+
+    def _last_agent(self, history: Sequence[TResponseInputItem]) -> Agent[Any]:
+        """Return the gated agent the stored conversation last handed off to, else the starting agent."""
+        current = self._graph.root
+        for raw in history:
+            item = cast(Mapping[str, Any], raw)
+            if item.get("type") != "function_call":
+                continue
+            target = self._graph.handoff_targets(current.name).get(str(item.get("name", "")))
+            gated = self._graph.gated_agent(target) if target is not None else None
+            if gated is not None:
+                current = gated
+        return current
 
     async def _restore_run_state(
         self, saved: OpenAIAgentsRunState, turn: AgentTurnContext, recorded: dict[str, str]
