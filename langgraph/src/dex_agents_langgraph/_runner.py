@@ -387,7 +387,7 @@ class LangGraphRunner:
             self._saver.export_thread(
                 thread_id, stored_message_ids={message_id for message_id in history_ids if message_id}
             ),
-            tuple(order_id for order_id in sorted(gated, key=order.index)),
+            tuple(call.tool_call_id for call in deferred),
         )
         return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=deferred, usage=usage)
 
