@@ -33,10 +33,10 @@ def test_retry_backoff_grows(mode: Mode, client: Client, sandbox: Sandbox, flow_
     result = client.wait_for_flow(flow_id, timeout=WAIT)
     assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
     first, second, third = (float(str(e.data["at"])) for e in sandbox.events(flow_id, "attempt"))
-    # initial_interval 1 s, coefficient 2: about 1 s, then about 2 s.
+    # initial_interval 1 s, coefficient 2: about 1 s, then about 2 s. Only lower bounds: a loaded
+    # machine can add delay, never remove it, and a constant 1 s policy could not reach 1.7 s.
     assert second - first >= 0.8, second - first
     assert third - second >= 1.7, third - second
-    assert third - second > second - first
 
 
 def test_failure_route_gets_input_and_recovery_error(
