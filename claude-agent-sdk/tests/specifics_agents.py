@@ -20,8 +20,8 @@ def mcp_log_path(state_dir: Path) -> Path:
     return state_dir / "mcp-requests.log"
 
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
-    """The matrix agent, an agent whose only tool is the built-in Bash, and an agent with an MCP server."""
+def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
+    """The matrix agent, a Bash-only agent, an agent with an MCP server, and one that defers reads too."""
     # The test process builds the Flows only to talk to sessions; the server runs when a Worker lists tools.
     state_dir = Path(os.environ.get(STATE_DIR_ENV, "."))
     inventory = McpStdioServer(
@@ -40,5 +40,12 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]
         # No explicit policies: every effect comes from the server's annotations or the default.
         AgentSessionFlow(
             with_model_call_scope(ClaudeAgentRunner(scripted_options, [inventory])), flow_type="ClaudeMcp"
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(
+                ClaudeAgentRunner(scripted_options, matrix_tools(), inline_read_tools=False)
+            ),
+            flow_type="ClaudeDeferredReads",
+            options=matrix_session_options(),
         ),
     )

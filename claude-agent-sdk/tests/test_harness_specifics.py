@@ -32,6 +32,7 @@ class Session:
     stack: AgentTestStack
     plain: AgentSessionClient
     builtins: AgentSessionClient
+    deferred_reads: AgentSessionClient
     worker_home: Path
 
 
@@ -49,7 +50,9 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
         worker_env={"HOME": str(worker_home)},
     ) as stack:
         await stack.start_worker()
-        yield Session(stack, stack.sessions(flows[0]), stack.sessions(flows[1]), worker_home)
+        yield Session(
+            stack, stack.sessions(flows[0]), stack.sessions(flows[1]), stack.sessions(flows[3]), worker_home
+        )
 
 
 async def read_events(sessions: AgentSessionClient, session_id: str) -> list[AgentEvent]:
@@ -190,3 +193,74 @@ async def test_the_cli_asks_the_api_for_nothing_but_model_calls(session: Session
     assert len(session.stack.invocations.model_calls(session_id)) == 2
     # Over every session of this module, the CLI sent nothing but POST /v1/messages to its API.
     assert not unexpected_requests_log(session.stack.state_dir).exists()
+
+
+async def test_a_read_after_a_write_in_one_response_is_the_deferred_call(session: Session) -> None:
+    session_id = session.stack.new_session_id("write-then-read")
+    first = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    receipt = ScriptedToolCall("send_receipt", {"order_id": "A-1"}, "receipt-1")
+    second = ScriptedToolCall("lookup_order", {"order_id": "B-2"}, "read-2")
+    again = ScriptedToolCall("send_receipt", {"order_id": "A-1"}, "receipt-2")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(tool_calls=(first,)),
+                ScriptedResponse(tool_calls=(receipt, second)),
+                ScriptedResponse(tool_calls=(again,)),
+                ScriptedResponse(text="Receipt sent; B-2 looked up."),
+            ]
+        ],
+    )
+    await session.plain.start_session(session_id, "Look up A-1, send its receipt, look up B-2")
+    snapshot = await wait_for_turn_end(session.plain, session_id, 1, timeout=90)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    # The CLI resumes only a response's last tool use, so the read after the write waited in a CallTool
+    # Step, and the write was refused, re-issued and run in a Step of its own.
+    calls = session.stack.invocations.model_calls(session_id)
+    assert (
+        "[receipt-1] error: PreToolUse:mcp__dex__send_receipt hook error: Not run"
+        in calls[2].model_input_text
+    )
+    assert "[read-2] ok: lookup_order done" in calls[2].model_input_text
+    assert [run.tool_call_id for run in session.stack.invocations.tool_calls(session_id, "send_receipt")] == [
+        "receipt-2"
+    ]
+    read_runs = session.stack.invocations.tool_calls(session_id, "lookup_order")
+    assert [(run.tool_call_id, bool(run.idempotency_key)) for run in read_runs] == [
+        ("read-1", False),
+        ("read-2", True),
+    ]
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
+        "StartAgentSession",
+        "RunModel",
+        "CallTool",
+        "ResumeTurn",
+        "RunModel",
+        "CallTool",
+        "ResumeTurn",
+        "RunModel",
+    ]
+
+
+async def test_inline_read_tools_false_runs_every_read_in_its_own_step(session: Session) -> None:
+    session_id = session.stack.new_session_id("deferred-read")
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    session.stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="Shipped.")]]
+    )
+    await session.deferred_reads.start_session(session_id, "Where is A-1?")
+    await wait_for_turn_end(session.deferred_reads, session_id, 1)
+
+    [run] = session.stack.invocations.tool_calls(session_id, "lookup_order")
+    assert run.idempotency_key == f"{session_id}/turn-1/read-1"
+    calls = session.stack.invocations.model_calls(session_id)
+    assert len(calls) == 2 and calls[0].step_execution_id != calls[1].step_execution_id
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
+        "StartAgentSession",
+        "RunModel",
+        "CallTool",
+        "ResumeTurn",
+        "RunModel",
+    ]

@@ -113,9 +113,7 @@ class TestClaudeAgentSdkMatrix(AgentMatrixTests):
         cancels = harness.tool_runs(session, harness.tools.single_attempt_write)
         assert [run.tool_call_id for run in receipts] == ["receipt-1"]
         assert [run.tool_call_id for run in cancels] == ["cancel-2"]
-        refusal = REFUSED_TOOL_CALL_MESSAGE.format(
-            tool=harness.tools.single_attempt_write, waiting=harness.tools.idempotent_write
-        )
+        refusal = REFUSED_TOOL_CALL_MESSAGE.format(tool=harness.tools.single_attempt_write)
         seen = harness.model_calls(session)[2].model_input_text
         assert f"[cancel-1] error: PreToolUse:mcp__dex__cancel_order hook error: {refusal}" in seen, seen
         assert "[receipt-1] ok: send_receipt done" in seen

@@ -6,12 +6,14 @@ it calls the model, and a `PreToolUse` hook decides about every tool call the mo
 - a call whose policy is `read` (and needs no approval) runs inline, in the CLI, through an in-process MCP
   shim that calls the user's tool. The CLI then makes its next model call in the same run, so a `RunModel`
   may make several model calls, and a retry of it runs those reads again (at least once);
-- the last other call of the response is deferred: the CLI ends the run (`stop_reason` `tool_deferred`),
-  and the runner returns it as the one `DeferredToolCall`, which the session runs in its own Step
-  (approval, single attempt, outcome unknown);
-- every other non-read call of the same response is refused with a message that asks the model to call
-  it again, because the CLI keeps only one deferred call per run, and resumes correctly only when that
-  call is the last one of the response it handled.
+- when a response holds a call that is not such a read, one call of the response is deferred: the CLI
+  ends the run (`stop_reason` `tool_deferred`), and the runner returns it as the one `DeferredToolCall`,
+  which the session runs in its own Step (approval, single attempt, outcome unknown). The CLI keeps only
+  one deferred call per run and resumes correctly only when it is the response's last tool use, so the
+  hook waits for the whole response and defers its last tool use (a read then runs in a `CallTool` Step);
+- every other non-read call of that response is refused with a message that asks the model to call it
+  again. Reads before the deferred call run inline. When the last tool use is not one of the runner's
+  tools (a built-in), nothing is deferred and every non-read call of the response is refused.
 
 The next `run_model_step` resumes the CLI session without a prompt. The hook lets the deferred call
 through, and its shim returns the recorded result (or the rejection, failure or unknown outcome) instead of
@@ -85,11 +87,11 @@ ISOLATION_ENV: Mapping[str, str] = {
 """Environment every run starts from; `ClaudeAgentOptions.env` may override it."""
 
 REFUSED_TOOL_CALL_MESSAGE = (
-    "Not run: this call was not executed, because only one tool call that is not a read can wait for "
-    "its result at a time and {waiting} is waiting. Call {tool} again, with the same arguments, after "
-    "you have read the result of {waiting}."
+    "Not run: this call was not executed, because only one tool call of a response can wait for its "
+    "result, and this one is not it. Call {tool} again, with the same arguments, after you have read "
+    "the other results."
 )
-"""What the model reads for each non-read call of a response but the last ({tool}, {waiting}: tool names)."""
+"""What the model reads for a refused call ({tool}: the tool's name); see the module docstring."""
 
 # How long the hook waits for the rest of a response before it decides about a call.
 _RESPONSE_WAIT_SECONDS = 120.0
@@ -148,31 +150,33 @@ class _HarnessRun:
         call_id = tool_use_id or str(data.get("tool_use_id", ""))
         if self.resumed is not None and call_id == self.resumed.tool_use_id:
             return _decision("allow")
-        if not self.is_deferrable(cli_name):
-            # A read, or a tool the runner does not own (a built-in the user enabled, another MCP
-            # server): the harness runs it inline, at least once.
+        if not self.owns(cli_name):
+            # A tool the runner does not own (a built-in the user enabled, another MCP server): the
+            # harness runs it inline, at least once.
             return _decision("allow")
-        # The CLI keeps only the last deferred call of a response, and resumes correctly only when that
-        # call is the last one it handled; so the hook waits for the whole response, defers its last
-        # non-read call and refuses the others.
-        siblings = await self.response_tool_uses(call_id)
-        deferrable = [(sibling_id, name) for sibling_id, name in siblings if self.is_deferrable(name)]
-        last_id, last_name = deferrable[-1] if deferrable else (call_id, cli_name)
-        if call_id == last_id:
+        # The CLI keeps only one deferred call per run, and resumes correctly only when that call is the
+        # last tool use of its response; so the hook decides with the whole response in view.
+        uses = await self.response_tool_uses(call_id) or [(call_id, cli_name)]
+        if not any(self.is_deferrable(name) for _, name in uses):
+            return _decision("allow")
+        last_id, last_name = uses[-1]
+        if call_id == last_id and self.owns(last_name):
             tool_input = cast(Mapping[str, Any], data.get("tool_input") or {})
             self.deferred = PendingToolUse(call_id, cli_name.removeprefix(TOOL_NAME_PREFIX), dict(tool_input))
             return _decision("defer")
-        reason = REFUSED_TOOL_CALL_MESSAGE.format(
-            tool=cli_name.removeprefix(TOOL_NAME_PREFIX), waiting=last_name.removeprefix(TOOL_NAME_PREFIX)
-        )
-        return _decision("deny", reason)
+        if self.is_deferrable(cli_name):
+            return _decision(
+                "deny", REFUSED_TOOL_CALL_MESSAGE.format(tool=cli_name.removeprefix(TOOL_NAME_PREFIX))
+            )
+        return _decision("allow")
+
+    def owns(self, cli_name: str) -> bool:
+        """Whether a CLI tool name is one of the runner's tools."""
+        return cli_name.startswith(TOOL_NAME_PREFIX) and cli_name.removeprefix(TOOL_NAME_PREFIX) in self.tools
 
     def is_deferrable(self, cli_name: str) -> bool:
-        """Whether a call of this CLI tool name becomes its own Step."""
-        tool_name = cli_name.removeprefix(TOOL_NAME_PREFIX)
-        if not cli_name.startswith(TOOL_NAME_PREFIX) or tool_name not in self.tools:
-            return False
-        return not self.runs_inline(tool_name)
+        """Whether a call of this CLI tool name must run in its own Step (it is not an inline read)."""
+        return self.owns(cli_name) and not self.runs_inline(cli_name.removeprefix(TOOL_NAME_PREFIX))
 
     async def response_tool_uses(self, call_id: str) -> list[tuple[str, str]]:
         """Wait until the model response holding ``call_id`` has streamed, and return its tool uses."""
