@@ -10,7 +10,15 @@ from datetime import timedelta
 import pytest
 import pytest_asyncio
 from dex import LongPollTimeoutError
-from dex_agents import AgentEvent, AgentEventType, AgentSessionClient, MessageRole
+from dex_agents import (
+    AgentEvent,
+    AgentEventType,
+    AgentInterrupt,
+    AgentSessionClient,
+    AgentSnapshot,
+    MessageRole,
+    ToolCallStatus,
+)
 from dex_agents.testing import (
     AgentTestStack,
     ScriptedResponse,
@@ -94,11 +102,18 @@ async def test_adks_confirmation_is_a_durable_approval_and_the_rejection_text_re
         [[ScriptedResponse(tool_calls=(purge, read)), ScriptedResponse(text="I left A-1 alone.")]],
     )
     await session.plain.start_session(session_id, "Purge A-1")
+
+    def approval_pending_and_read_done(snapshot: AgentSnapshot) -> AgentInterrupt | None:
+        read_done = any(
+            record.tool_call_id == "read-1" and record.status is ToolCallStatus.SUCCEEDED
+            for record in snapshot.tool_calls
+        )
+        return next(iter(snapshot.pending_interrupts), None) if read_done else None
+
+    # The read runs in parallel with the wait, so the Worker is killed only once the read has finished:
+    # a read killed midway would rightly run again.
     interrupt = await wait_for_agent_snapshot(
-        session.plain,
-        session_id,
-        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
-        description="the purge's approval",
+        session.plain, session_id, approval_pending_and_read_done, description="the purge's approval"
     )
     assert interrupt.tool_call_id == "purge-1", "only the call ADK confirms waits; the read runs"
     session.stack.kill_workers()
