@@ -259,6 +259,24 @@ async def test_an_exception_in_a_tool_fails_the_step_instead_of_becoming_model_t
         await execute(runner, session, "call-1")
 
 
+async def test_a_tool_execution_error_a_tool_raises_reaches_the_session_unchanged() -> None:
+    @function_tool
+    def refund(order_id: str) -> str:
+        """Refund an order."""
+        raise ToolExecutionError(f"order {order_id} was already refunded")
+
+    model = ScriptedModel([[call("refund", {"order_id": "A-1"}, "call-1")]])
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[refund]))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("refund"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+
+    with pytest.raises(ToolExecutionError, match="order A-1 was already refunded"):
+        await execute(runner, session, "call-1")
+
+
 async def test_a_handoff_makes_one_model_call_per_agent_and_reports_each() -> None:
     triage_model = ScriptedModel([[call("transfer_to_billing", {}, "handoff-1")]])
     billing_model = ScriptedModel(
