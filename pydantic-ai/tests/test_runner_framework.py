@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
+from dex_agents.events import AgentEventWriter
 from dex_agents.runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     DeferredToolExecution,
@@ -20,11 +21,20 @@ from dex_agents.runner import (
 )
 from dex_agents.values import FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
 from pydantic import BaseModel
-from pydantic_ai import Agent, ApprovalRequired, CallDeferred, ModelRetry, RunContext
+from pydantic_ai import (
+    Agent,
+    AgentRun,
+    ApprovalRequired,
+    CallDeferred,
+    ModelRequestNode,
+    ModelRetry,
+    RunContext,
+)
 from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, TextPart
 from pydantic_ai.models.function import AgentInfo, DeltaThinkingCalls, DeltaThinkingPart, FunctionModel
+from pydantic_graph import End
 
-from dex_agents_pydantic_ai import UNKNOWN_TOOL_POLICY, PydanticAiRunner, TurnCannotContinueError
+from dex_agents_pydantic_ai import UNKNOWN_TOOL_POLICY, PydanticAiRunner, TurnCannotContinueError, _runner
 from tests.support import ScriptedModel, SessionSide, respond, tool_call
 
 
@@ -532,3 +542,32 @@ async def test_a_failure_that_would_hide_tool_results_fails_the_attempt_so_the_s
 
     with pytest.raises(TurnCannotContinueError, match="not written by PydanticAiRunner"):
         await runner.run_model_step(session.context())
+
+
+async def test_a_tool_that_ran_inside_the_model_step_fails_the_attempt_loudly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = ScriptedModel(
+        [respond(tool_call("get_weather", {"city": "Oslo"}, "call-1")), respond(TextPart("Sunny."))]
+    )
+    runs: list[str] = []
+    runner = PydanticAiRunner(build_agent(model, runs))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather in Oslo?"))
+
+    async def run_like_agent_run(run: AgentRun[None, str], events: AgentEventWriter) -> object:
+        # What a regression (in Pydantic AI or in the runner) would look like: the loop runs to its end.
+        del events
+        node = run.next_node
+        while not isinstance(node, End):
+            if isinstance(node, ModelRequestNode):
+                async with node.stream(run.ctx) as stream:
+                    async for _ in stream:
+                        pass
+            node = await run.next(node)
+        return _runner._Stop(_runner._Boundary.END, output=node.data.output)  # pyright: ignore[reportPrivateUsage]
+
+    monkeypatch.setattr(_runner, "_run_to_boundary", run_like_agent_run)
+    with pytest.raises(RuntimeError, match=r"ran tool calls inside the model Step: get_weather \[call-1\]"):
+        await runner.run_model_step(session.context())
+    assert runs == ["get_weather Oslo"]

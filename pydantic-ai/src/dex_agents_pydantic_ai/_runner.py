@@ -208,6 +208,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                         usage=_model_call_usage(run.new_messages()),
                     )
                 new_messages = run.new_messages()
+                _check_no_tool_ran(run, new_messages, results)
         except UserError as error:
             return _failed_turn(turn, earlier_turn_messages, f"Pydantic AI refused the run: {error}")
         usage = _model_call_usage(new_messages)
@@ -264,6 +265,37 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             tool_name=record.tool_name, tool_call_id=record.tool_call_id, arguments=record.arguments
         )
         return ToolExecutionResult(output)
+
+
+def _check_no_tool_ran(
+    run: AgentRun[Any, Any], new_messages: Sequence[ModelMessage], results: DeferredToolResults | None
+) -> None:
+    """Fail loudly if Pydantic AI produced a tool result the session did not record.
+
+    The runner stops before Pydantic AI could run a tool, so every tool result in a model Step is either
+    a recorded result the runner passed in or an output tool's status. A result of any other call means
+    a tool ran inside the model Step, where a retry would run it again; that must never pass silently.
+
+    Raises:
+        RuntimeError: Naming the calls whose tools ran.
+    """
+    supplied = set(results.calls) | set(results.approvals) if results is not None else set[str]()
+    tool_manager = run.ctx.deps.tool_manager
+    ran = [
+        f"{part.tool_name} [{part.tool_call_id}]"
+        for message in new_messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, BaseToolReturnPart)
+        and part.tool_call_id not in supplied
+        and not _is_output_tool(tool_manager.get_tool_def(part.tool_name))
+    ]
+    if ran:
+        raise RuntimeError(f"Pydantic AI ran tool calls inside the model Step: {', '.join(ran)}")
+
+
+def _is_output_tool(tool_def: ToolDefinition | None) -> bool:
+    return tool_def is not None and tool_def.kind == "output"
 
 
 class TurnCannotContinueError(RuntimeError):
