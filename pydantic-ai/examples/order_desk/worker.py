@@ -2,6 +2,15 @@
 
 Run it next to any Dex server: `DEX_SERVER_ADDRESS=host:port python -m examples.order_desk.worker`.
 `ORDER_DESK_MODEL` picks the model (`scripted` by default, or a Pydantic AI model name).
+
+`run_agent_worker` is the pull-mode `AsyncWorker` main of `dex_agents.testing`, which also tells the demo
+when the Worker is ready. An application's own main does the same with the SDK directly::
+
+    registry = Registry([build_flow()], allow_async_handlers=True)
+    cache = open_blob_cache(BlobCacheConfig(".dex-cache", 64 * 1024 * 1024))
+    worker = AsyncWorker(registry, cache, WorkerOptions(server_address=address,
+                                                        pull=PullWorkerOptions(max_concurrent_tasks=16)))
+    await worker.start()
 """
 
 import os
