@@ -16,6 +16,7 @@ from dex import (
     Flow,
     PersistenceSchema,
     RetryPolicy,
+    RPCResult,
     Step,
     StepDecision,
     StepList,
@@ -23,9 +24,11 @@ from dex import (
     Stream,
     Wait,
     WaitForFailurePolicy,
+    dead_end,
     go_to_many,
     graceful_complete,
     retry_after,
+    rpc,
 )
 
 from .common import RESCUE_OPTIONS, Rescue, fast_retry, gate, move, note, start_with
@@ -320,6 +323,35 @@ class HeartbeatFlow(Flow[None]):
         return PersistenceSchema.of(chatter)
 
 
+class Blocker(Step[None]):
+    """Holds a task slot until the test lets it go."""
+
+    async def execute(self, context: AsyncContext, input: None) -> StepDecision:
+        note(context, "blocker_started")
+        await gate(context, "free")
+        return dead_end()
+
+
+class Quick(Step[str]):
+    """Single attempt: if a declined dispatch used it up, the failure route would run instead."""
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        note(context, "quick_ran")
+        return graceful_complete(f"{input}@{context.attempt}")
+
+    def get_step_options(self) -> StepOptions | None:
+        return StepOptions(execute_retry=fast_retry(1)).on_execute_failure_proceed_to(Rescue, RESCUE_OPTIONS)
+
+
+class CapacityFlow(Flow[None]):
+    def get_steps(self) -> StepList[None]:
+        return start_with(Blocker()).other_steps(Quick(), Rescue())
+
+    @rpc
+    def schedule_quick(self, context: Context, input: str) -> RPCResult[bool]:
+        return RPCResult(True, next_steps=(move(Quick, input),))
+
+
 FLAKY = FlakyFlow()
 DOOMED = DoomedFlow()
 HOPELESS = HopelessFlow()
@@ -330,6 +362,7 @@ KILL_RETRY = KillRetryFlow()
 KILL_ROUTE = KillRouteFlow()
 BACKOFF = BackoffFlow()
 SILENT_KILL = SilentKillFlow()
+CAPACITY = CapacityFlow()
 PATIENT = PatientFlow()
 METHOD_TIMEOUT = MethodTimeoutFlow()
 PROCEED = ProceedFlow()
@@ -352,4 +385,5 @@ def flows(role: str) -> tuple[Flow[Any], ...]:
         PROCEED,
         BACKOFF,
         SILENT_KILL,
+        CAPACITY,
     )

@@ -117,17 +117,26 @@ class WorkerProcess:
     """The Worker child (``contract.worker_main``); in push mode it keeps its port across restarts."""
 
     def __init__(
-        self, mode: Mode, server: DevServer, sandbox_dir: Path, log_dir: Path, *, role: str = "worker"
+        self,
+        mode: Mode,
+        server: DevServer,
+        sandbox_dir: Path,
+        log_dir: Path,
+        *,
+        role: str = "worker",
+        extra_env: dict[str, str] | None = None,
     ) -> None:
         self.mode: Mode = mode
         self.server = server
         self.sandbox_dir = sandbox_dir
         self.log_dir = log_dir
         self.role = role
+        self.extra_env = dict(extra_env or {})
         self.port = free_port() if mode == "push" else 0
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.tag = uuid.uuid4().hex[:8]
+        self.log = log_dir / "worker-not-started.log"
 
     @property
     def push_address(self) -> str:
@@ -150,6 +159,7 @@ class WorkerProcess:
         env = dict(os.environ)
         env[SANDBOX_ENV] = str(self.sandbox_dir)
         env["DEX_CONTRACT_ROLE"] = self.role
+        env.update(self.extra_env)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_TESTS_DIR), env.get("PYTHONPATH", "")) if p)
         with log.open("wb") as out:
             self.process = subprocess.Popen(
@@ -161,6 +171,7 @@ class WorkerProcess:
                 cwd=_TESTS_DIR,
                 start_new_session=True,
             )
+        self.log = log
         deadline = time.monotonic() + timeout
         while WORKER_READY not in log.read_text(errors="replace"):
             if self.process.poll() is not None or time.monotonic() > deadline:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import socket
 import threading
@@ -29,14 +30,25 @@ def _port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+SLOTS_ENV = "DEX_CONTRACT_PULL_SLOTS"
+
+
 def _options(mode: str, server: str, port: int) -> WorkerOptions:
     if mode == "push":
         return WorkerOptions(bind_address=f"127.0.0.1:{port}", server_address=server)
-    # Enough slots that a Step parked on a gate never starves the next task of the same test;
-    # a short drain because the tests kill the Worker rather than stop it.
+    # By default, enough slots that a Step parked on a gate never starves the next task of the same
+    # test; the capacity test asks for two slots, one reserved for RPCs, so a second Step is declined.
+    # A short drain because the tests kill the Worker rather than stop it.
+    slots = int(os.environ.get(SLOTS_ENV, "32"))
     pull = PullWorkerOptions(
-        max_concurrent_tasks=32, reserved_rpc_tasks=2, stop_drain_timeout=timedelta(seconds=1)
+        max_concurrent_tasks=slots,
+        reserved_rpc_tasks=1 if slots == 2 else 2,
+        stop_drain_timeout=timedelta(seconds=1),
     )
+    if slots == 2:
+        # The SDK logs each reserve decline at DEBUG; the capacity test waits for that line.
+        logging.basicConfig(level=logging.WARNING)
+        logging.getLogger("dex._pull_worker").setLevel(logging.DEBUG)
     return WorkerOptions(server_address=server, pull=pull)
 
 
