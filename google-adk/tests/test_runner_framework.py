@@ -21,6 +21,7 @@ from dex_agents.runner import (
 from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
 from google.adk.agents import LlmAgent
 from google.adk.agents.callback_context import CallbackContext
+from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
 from google.adk.artifacts import InMemoryArtifactService
 from google.adk.events import Event
@@ -524,3 +525,15 @@ async def test_an_agent_transfer_fails_visibly_instead_of_pretending_to_move_the
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
     assert model.responses_seen(2) == [{"error": f"The tool call failed: {error.value.message}"}]
+
+
+async def test_without_streaming_the_answer_arrives_as_one_delta() -> None:
+    model = CannedLlm(responses=[respond("It is sunny in Rome today.")])
+    runner = GoogleAdkRunner(build_app(model, []), run_config=RunConfig())
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert session.text_deltas() == ["It is sunny in Rome today."]

@@ -188,7 +188,8 @@ class GoogleAdkRunner:
         if gate.final_response is None:
             raise RuntimeError("Google ADK finished the model Step without a model response")
         usage = _model_call_usage(gate.final_response)
-        if not gate.final_response.partial and not gate.streamed_text:
+        if not gate.streamed_text:
+            # A model that does not stream (or a non-streaming run_config) still shows its text live.
             turn.events.write_text_delta(text_of(gate.final_response.content))
         if gate.tool_calls:
             return self._tool_calls_requested(turn, gate, turn_events, state, usage)
