@@ -96,7 +96,7 @@ class ClaudeRunState:
                     input=cast(dict[str, Any], pending["input"]),
                 ),
             )
-        except (KeyError, TypeError, json.JSONDecodeError) as error:
+        except (AttributeError, KeyError, TypeError, json.JSONDecodeError) as error:
             raise ValueError(f"not a Claude Agent SDK run state: {error}") from error
 
 
