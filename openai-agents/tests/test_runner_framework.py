@@ -699,3 +699,30 @@ async def test_the_next_turn_starts_with_the_agent_the_conversation_was_handed_o
 
         assert isinstance(second, TurnCompleted) and second.turn_error is None
         assert (triage_model.calls, billing_model.calls) == expected
+
+
+async def test_the_run_state_does_not_repeat_the_stored_conversation() -> None:
+    model = ScriptedModel([[call("get_weather", {"city": "Oslo"}, "call-1")], [text("Sunny.")]])
+    runner = OpenAIAgentsRunner(build_agent(model, []))
+    session = SessionSide()
+    for number in range(10):
+        session.start_turn(runner.build_user_message(f"question {number} " + "x" * 2000))
+        session.store([runner.build_user_message(f"answer {number}")])
+    session.start_turn(runner.build_user_message("Weather in Oslo?"))
+    history_bytes = sum(len(message.framework_item) for message in session.messages)
+
+    requested = await runner.run_model_step(session.context())
+
+    assert isinstance(requested, ToolCallsRequested)
+    assert history_bytes > 20_000 and len(requested.framework_run_state) < 10_000
+    session.defer(requested)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="Oslo: sunny")
+    final = await runner.run_model_step(session.context())
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    # The model saw the whole conversation again, and only the turn's own items are new.
+    assert len(model.seen[1]) == len(session.messages) + 2
+    assert [m.role for m in final.new_messages] == [
+        MessageRole.ASSISTANT,
+        MessageRole.TOOL,
+        MessageRole.ASSISTANT,
+    ]

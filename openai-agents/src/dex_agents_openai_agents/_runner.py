@@ -307,7 +307,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
                         "set require_approval='never' on hosted MCP tools",
                     )
                 # Inside the listing scope: the effects of MCP tools come from what this Step listed.
-                return await self._tool_calls_requested(turn, result, usage)
+                return await self._tool_calls_requested(turn, result, usage, history)
         new_items = result.to_input_list()[len(history) :]
         return TurnCompleted(new_messages=project_items(new_items), usage=usage)
 
@@ -352,6 +352,11 @@ class OpenAIAgentsRunner(Generic[TContext]):
         self, saved: OpenAIAgentsRunState, turn: AgentTurnContext, recorded: dict[str, str]
     ) -> RunState[Any, Agent[Any]]:
         data = cast(dict[str, Any], json.loads(saved.run_state or "{}"))
+        if saved.history_message_count is not None:
+            stored = input_items_from_stored_messages(turn.messages[: saved.history_message_count])
+            if len(stored) != saved.history_message_count:
+                raise ValueError("the session has fewer stored messages than the run state started from")
+            data["original_input"] = stored
         # The SDK keeps the first run's turn limit and counts turns across resumes; give every Step
         # its own budget, or a long turn could not be resumed at all.
         data["max_turns"] = int(data.get("current_turn", 0)) + self._max_turns
@@ -392,7 +397,11 @@ class OpenAIAgentsRunner(Generic[TContext]):
         return agent, items
 
     async def _tool_calls_requested(
-        self, turn: AgentTurnContext, result: RunResultStreaming, usage: AgentUsage
+        self,
+        turn: AgentTurnContext,
+        result: RunResultStreaming,
+        usage: AgentUsage,
+        history: Sequence[TResponseInputItem],
     ) -> ToolCallsRequested:
         deferred = [
             DeferredToolCall(
@@ -406,8 +415,18 @@ class OpenAIAgentsRunner(Generic[TContext]):
             )
             for item in result.interruptions
         ]
-        state = result.to_state().to_string(context_serializer=_no_context)
-        saved = OpenAIAgentsRunState(kind="run_state", run_state=state)
+        data = result.to_state().to_json(context_serializer=_no_context)
+        history_message_count: int | None = None
+        # The run's input is the stored conversation; keep it out of the run state unless the SDK
+        # rewrote it (a handoff input filter, for example), so the state does not repeat the session.
+        if data.get("original_input") == json.loads(json.dumps(list(history))):
+            data["original_input"] = []
+            history_message_count = len(history)
+        saved = OpenAIAgentsRunState(
+            kind="run_state",
+            run_state=json.dumps(data, separators=(",", ":")),
+            history_message_count=history_message_count,
+        )
         return ToolCallsRequested(framework_run_state=saved.to_json(), tool_calls=deferred, usage=usage)
 
     async def _policy(

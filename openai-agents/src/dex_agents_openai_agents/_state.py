@@ -30,6 +30,9 @@ class OpenAIAgentsRunState:
         items: The run's input items, ending with the response's tool calls (kind `items`).
         agent_name: The agent that made the model call (kind `items`).
         pending_call_ids: The tool calls whose results the next model call needs (kind `items`).
+        history_message_count: When set, the `RunState`'s input was the first this many stored messages
+            and is left out of ``run_state``; resuming puts them back from the session's messages, which
+            do not change while a turn runs. This keeps the run state from repeating the conversation.
     """
 
     kind: Literal["run_state", "items"]
@@ -37,12 +40,15 @@ class OpenAIAgentsRunState:
     items: Sequence[TResponseInputItem] = ()
     agent_name: str | None = None
     pending_call_ids: Sequence[str] = ()
+    history_message_count: int | None = None
 
     def to_json(self) -> str:
         """Return the state as JSON text."""
         data: dict[str, Any] = {"format": _FORMAT, "kind": self.kind}
         if self.kind == "run_state":
             data["run_state"] = json.loads(self.run_state or "{}")
+            if self.history_message_count is not None:
+                data["history_message_count"] = self.history_message_count
         else:
             data["items"] = list(self.items)
             data["agent_name"] = self.agent_name
@@ -64,7 +70,12 @@ class OpenAIAgentsRunState:
             raise ValueError("the framework run state was not written by dex-agents-openai-agents")
         data = cast(Mapping[str, Any], loaded)
         if data.get("kind") == "run_state":
-            return cls(kind="run_state", run_state=json.dumps(data["run_state"], separators=(",", ":")))
+            count = data.get("history_message_count")
+            return cls(
+                kind="run_state",
+                run_state=json.dumps(data["run_state"], separators=(",", ":")),
+                history_message_count=count if isinstance(count, int) else None,
+            )
         if data.get("kind") == "items":
             return cls(
                 kind="items",
