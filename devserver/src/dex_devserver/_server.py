@@ -362,14 +362,18 @@ class DevServer:
 
     async def start(self) -> None:
         """Restores stored Flows, binds the port and starts serving."""
-        server = grpc.aio.server(options=GRPC_OPTIONS)
+        # Without SO_REUSEPORT a second devserver on a busy port fails instead of sharing it silently.
+        server = grpc.aio.server(options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)])
         pbg.add_FlowServiceServicer_to_server(_FlowService(self.engine), server)  # pyright: ignore[reportUnknownMemberType]
         pbg.add_WorkerTaskServiceServicer_to_server(  # pyright: ignore[reportUnknownMemberType]
             _WorkerTaskService(self.dispatcher), server
         )
-        self.port = server.add_insecure_port(f"{self.options.host}:{self.options.port}")
+        try:
+            self.port = server.add_insecure_port(f"{self.options.host}:{self.options.port}")
+        except RuntimeError:
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot bind {self.options.host}:{self.options.port}")
+            raise OSError(f"cannot bind {self.options.host}:{self.options.port} (is the port in use?)")
         self.engine.restore()
         await server.start()
         self._server = server
