@@ -83,23 +83,18 @@ class UndeferrableToolError(ValueError):
     """The agent has a tool that the SDK would run in process, which no Step could contain."""
 
 
-class recorded_results_scope:
+@contextlib.contextmanager
+def recorded_results_scope(results: Mapping[str, str]) -> Iterator[None]:
     """Make the session's recorded results visible to the gated tools while the SDK resumes a run.
 
     Args:
         results: The model-visible result text of every approved call, by tool call ID.
     """
-
-    def __init__(self, results: Mapping[str, str]) -> None:
-        self._results = dict(results)
-        self._token: contextvars.Token[Mapping[str, str] | None] | None = None
-
-    def __enter__(self) -> None:
-        self._token = _recorded_results.set(self._results)
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._token is not None
-        _recorded_results.reset(self._token)
+    token = _recorded_results.set(dict(results))
+    try:
+        yield
+    finally:
+        _recorded_results.reset(token)
 
 
 async def _return_recorded_result(ctx: ToolContext[Any], arguments: str) -> str:
