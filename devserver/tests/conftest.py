@@ -14,7 +14,7 @@ import functools
 import re
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import cast
 
@@ -56,6 +56,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         callspec = getattr(item, "callspec", None)
         if callspec is not None and "mode" in callspec.params:
             item.user_properties.append(("mode", callspec.params["mode"]))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """On failure, attach the tails of the devserver and Worker logs the test used."""
+    report = yield
+    if report.failed:
+        arguments = cast(dict[str, object], getattr(item, "funcargs", {}))
+        for name, value in arguments.items():
+            if isinstance(value, DevServer):
+                report.sections.append((f"devserver log tail ({name})", value.log_tail()))
+            elif isinstance(value, WorkerProcess):
+                report.sections.append((f"Worker log tail ({name})", value.log_tail()))
+    return report
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -185,5 +185,8 @@ class WorkerProcess:
             self.process.wait(timeout=10)
             self.process = None
 
+    def log_tail(self) -> str:
+        return _tail(self.log)
+
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
