@@ -726,3 +726,42 @@ async def test_the_run_state_does_not_repeat_the_stored_conversation() -> None:
         MessageRole.TOOL,
         MessageRole.ASSISTANT,
     ]
+
+
+async def test_an_unknown_tool_after_a_resume_keeps_the_whole_turn() -> None:
+    model = ScriptedModel(
+        [
+            [call("get_weather", {"city": "Oslo"}, "call-1")],
+            [call("launch_rocket", {}, "call-2")],
+            [text("Oslo is sunny; no rockets.")],
+        ]
+    )
+    runner = OpenAIAgentsRunner(build_agent(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather, then a rocket"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, ToolCallsRequested)
+    session.defer(first)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="Oslo: sunny")
+
+    second = await runner.run_model_step(session.context())
+
+    assert isinstance(second, ToolCallsRequested)
+    assert [(c.tool_call_id, c.policy) for c in second.tool_calls] == [("call-2", UNKNOWN_TOOL_POLICY)]
+    session.defer(second)
+    session.finish("call-2", ToolCallStatus.FAILED, error="Tool launch_rocket not found in agent assistant")
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert model.calls == 3
+    assert model.outputs_seen(3) == {
+        "call-1": "Oslo: sunny",
+        "call-2": "The tool call failed: Tool launch_rocket not found in agent assistant",
+    }
+    assert [(m.role, m.tool_call_id) for m in final.new_messages] == [
+        (MessageRole.ASSISTANT, "call-1"),
+        (MessageRole.TOOL, "call-1"),
+        (MessageRole.ASSISTANT, "call-2"),
+        (MessageRole.TOOL, "call-2"),
+        (MessageRole.ASSISTANT, None),
+    ]
