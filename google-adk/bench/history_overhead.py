@@ -1,6 +1,6 @@
 """Measures what the adapter adds to a model call: restoring stored history, and the run state's size.
 
-    python -m tests.measure_overhead
+    uv run python -m bench.history_overhead
 
 It drives `GoogleAdkRunner` in process with a model that answers at once, so the times are the adapter's
 and ADK's own work per model Step (no server, no network), and prints one line per measurement.

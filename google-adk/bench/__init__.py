@@ -1,0 +1,1 @@
+"""Benchmarks of dex-agents-google-adk: what durability costs."""
