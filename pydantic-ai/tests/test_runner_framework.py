@@ -13,6 +13,7 @@ import pytest
 from dex_agents.events import AgentEventWriter
 from dex_agents.runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
+    DeferredToolCall,
     DeferredToolExecution,
     ToolCallsRequested,
     ToolExecutionError,
@@ -571,3 +572,19 @@ async def test_a_tool_that_ran_inside_the_model_step_fails_the_attempt_loudly(
     with pytest.raises(RuntimeError, match=r"ran tool calls inside the model Step: get_weather \[call-1\]"):
         await runner.run_model_step(session.context())
     assert runs == ["get_weather Oslo"]
+
+
+async def test_a_tool_step_needs_no_model_credentials() -> None:
+    def get_weather(city: str) -> str:
+        """Return the weather of a city."""
+        return f"sunny in {city}"
+
+    runner = PydanticAiRunner(Agent(tools=[get_weather]), model="openai:gpt-4.1")
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather in Oslo?"))
+    call = DeferredToolCall("call-1", "get_weather", '{"city": "Oslo"}', ToolPolicy(ToolEffect.READ))
+    session.defer(ToolCallsRequested(framework_run_state="{}", tool_calls=[call]))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("OPENAI_API_KEY", raising=False)
+        assert await execute(runner, session, "call-1") == "sunny in Oslo"

@@ -144,7 +144,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         self._deps = cast(AgentDepsT, deps)
         self._model = model
         self._model_settings = model_settings
-        self._tool_calls = ToolCallRunner(agent, deps=self._deps, model=model)
+        self._tool_calls = ToolCallRunner(agent, deps=self._deps)
 
     @property
     def agent(self) -> Agent[AgentDepsT, Any]:

@@ -4,12 +4,13 @@ A tool Step has the call's name, ID and arguments, but no Pydantic AI run. Rathe
 function directly (and skipping argument validation, `prepare` functions, capability hooks and
 `RunContext`), the runner starts a short agent run whose history is that one call, approves it with
 `DeferredToolResults`, and stops before the next model request. Pydantic AI validates the arguments and
-runs the tool exactly as it would inside `Agent.run`; the model is never called.
+runs the tool exactly as it would inside `Agent.run`. The run's model is a stand-in that refuses every
+request, so a tool Step needs no provider credentials and can never call a model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Generic, cast
 
 from dex_agents.runner import ToolExecutionError
@@ -22,11 +23,24 @@ from pydantic_ai import (
     UserError,
 )
 from pydantic_ai.messages import BaseToolReturnPart, ModelMessage, ModelResponse, ToolCallPart
-from pydantic_ai.models import KnownModelName, Model
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import AgentDepsT
 from pydantic_graph import End
 
-__all__ = ["ToolCallRunner"]
+__all__ = ["TOOL_STEP_MODEL_NAME", "ToolCallRunner"]
+
+TOOL_STEP_MODEL_NAME = "dex-tool-step"
+"""The name of the stand-in model a tool's `RunContext.model` shows in a tool Step."""
+
+
+def _refuse_model_request(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    del messages, info
+    raise RuntimeError("a Dex tool Step never calls the model; this is a bug in dex-agents-pydantic-ai")
+
+
+async def _refuse_streamed_model_request(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+    _refuse_model_request(messages, info)
+    yield ""  # pragma: no cover - unreachable; makes this an async generator
 
 
 class ToolCallRunner(Generic[AgentDepsT]):
@@ -35,20 +49,16 @@ class ToolCallRunner(Generic[AgentDepsT]):
     Args:
         agent: The user's agent, whose toolsets hold the tools.
         deps: The dependencies tools receive in `RunContext.deps`.
-        model: The model override of the runner; the model is never called here, but Pydantic AI needs
-            one to start a run.
     """
 
-    def __init__(
-        self,
-        agent: Agent[AgentDepsT, Any],
-        *,
-        deps: AgentDepsT,
-        model: Model | KnownModelName | str | None,
-    ) -> None:
+    def __init__(self, agent: Agent[AgentDepsT, Any], *, deps: AgentDepsT) -> None:
         self._agent = agent
         self._deps = deps
-        self._model = model
+        self._model = FunctionModel(
+            _refuse_model_request,
+            stream_function=_refuse_streamed_model_request,
+            model_name=TOOL_STEP_MODEL_NAME,
+        )
 
     async def run(self, *, tool_name: str, tool_call_id: str, arguments: str) -> str:
         """Run one tool call once and return the text the model sees.
