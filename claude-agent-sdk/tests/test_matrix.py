@@ -14,6 +14,7 @@ this class replaces them with what holds in harness mode, and proves it:
 """
 
 import collections
+import itertools
 
 from dex_agents import MessageRole
 from dex_agents.testing import (
@@ -195,3 +196,19 @@ class TestClaudeAgentSdkMatrix(AgentMatrixTests):
             "StartAgentSession",
             "RunModel",
         ]
+
+    async def test_12_no_run_model_attempt_repeats_a_model_call(self, harness: MatrixHarness) -> None:
+        """Across the matrix (this test runs last), no RunModel attempt repeats a model call.
+
+        In harness mode one attempt may make several model calls (one more per response of inline reads),
+        but never the same call twice: each call's input holds more than the one before it.
+        """
+        calls = [call for call in harness.stack.invocations.read() if call.kind == "model"]
+        assert len(calls) >= 11
+        runs: dict[tuple[str, str, int, int], list[tuple[str, ...]]] = collections.defaultdict(list)
+        for call in calls:
+            assert call.step_execution_id, call
+            runs[(call.session_id, call.step_execution_id, call.attempt, call.pid)].append(call.model_input)
+        for run, inputs in runs.items():
+            assert all(len(later) > len(earlier) for earlier, later in itertools.pairwise(inputs)), run
+        assert any(len(inputs) > 1 for inputs in runs.values()), "no attempt made an inline read"

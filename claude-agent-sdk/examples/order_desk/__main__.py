@@ -104,6 +104,8 @@ def print_transcript(snapshot: AgentSnapshot) -> None:
     usage = snapshot.usage
     tokens = f"{usage.input_tokens} input / {usage.output_tokens} output tokens"
     print(f"  usage: {usage.model_calls} model calls, {tokens}")
+    stored_bytes = sum(len(message.framework_item.encode()) for message in snapshot.messages)
+    print(f"  stored framework items (the CLI transcript included): {stored_bytes / 1024:.1f} KiB")
 
 
 async def run_demo(model_name: str, interactive: bool) -> int:
