@@ -3,9 +3,8 @@
 Every contract test takes the ``mode`` fixture and so runs twice: with a push Worker (listening on
 its own port; the Flow's worker target points at it) and with a pull Worker (outbound task streams).
 ``mode`` is session-scoped, so pytest runs every push test, then every pull test, against one shared
-devserver and one Worker child per mode. Modules that kill processes, or need another Worker, start
-their own (see ``test_contract_worker_crash.py``, ``test_contract_devserver_crash.py`` and
-``test_contract_sync_worker.py``).
+devserver and one Worker child per mode. Modules that kill processes or need a different Worker
+start their own (the worker-crash, devserver-crash, sync-worker and pull-capacity modules).
 """
 
 from __future__ import annotations
@@ -67,10 +66,14 @@ def pytest_runtest_makereport(
     if report.failed:
         arguments = cast(dict[str, object], getattr(item, "funcargs", {}))
         for name, value in arguments.items():
-            if isinstance(value, DevServer):
-                report.sections.append((f"devserver log tail ({name})", value.log_tail()))
-            elif isinstance(value, WorkerProcess):
-                report.sections.append((f"Worker log tail ({name})", value.log_tail()))
+            # Fixtures hold processes directly, in a tuple, or as ``server``/``worker`` attributes.
+            candidates = [cast(object, getattr(value, attribute, None)) for attribute in ("server", "worker")]
+            candidates += [*cast(tuple[object, ...], value)] if isinstance(value, tuple) else [value]
+            for candidate in candidates:
+                if isinstance(candidate, DevServer):
+                    report.sections.append((f"devserver log tail ({name})", candidate.log_tail()))
+                elif isinstance(candidate, WorkerProcess):
+                    report.sections.append((f"Worker log tail ({name})", candidate.log_tail()))
     return report
 
 
