@@ -11,20 +11,18 @@ import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dex_agents.events import AgentEventWriter
-from dex_agents.runner import (
-    AgentTurnContext,
-    DeferredToolCall,
-    ToolCallsRequested,
-    ToolPolicy,
-)
-from dex_agents.values import (
+from dex_agents import (
     AgentEvent,
+    AgentEventWriter,
     AgentMessage,
     AgentToolCall,
+    AgentTurnContext,
+    DeferredToolCall,
     FrameworkMessage,
+    ToolCallsRequested,
     ToolCallStatus,
     ToolEffect,
+    ToolPolicy,
 )
 from pydantic_ai.messages import (
     BaseToolReturnPart,

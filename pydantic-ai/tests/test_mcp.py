@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
-from dex_agents.values import ToolCallStatus, ToolEffect
+from dex_agents import ToolCallsRequested, ToolCallStatus, ToolEffect, ToolPolicy, TurnCompleted
 from fastmcp.client import Client
 from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent

@@ -10,17 +10,20 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
-from dex_agents.events import AgentEventWriter
-from dex_agents.runner import (
+from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
+    AgentEventWriter,
     DeferredToolCall,
     DeferredToolExecution,
+    FrameworkMessage,
+    MessageRole,
     ToolCallsRequested,
+    ToolCallStatus,
+    ToolEffect,
     ToolExecutionError,
     ToolPolicy,
     TurnCompleted,
 )
-from dex_agents.values import FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
 from pydantic import BaseModel
 from pydantic_ai import (
     Agent,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from dex_agents.values import ToolEffect
+from dex_agents import ToolEffect
 from pydantic_ai.tools import ToolDefinition
 
 __all__ = ["framework_effect"]

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import cast
 
 import pydantic_core
-from dex_agents.values import AgentMessage, FrameworkMessage, MessageRole
+from dex_agents import AgentMessage, FrameworkMessage, MessageRole
 from pydantic import TypeAdapter
 from pydantic_ai.messages import (
     BaseToolReturnPart,

@@ -23,20 +23,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, cast
 
-from dex_agents.events import AgentEventWriter
-from dex_agents.runner import (
+from dex_agents import (
     DEFAULT_REJECTION_TOOL_RESULT,
+    AgentEventWriter,
+    AgentToolCall,
     AgentTurnContext,
     AgentTurnOutcome,
+    AgentUsage,
     DeferredToolCall,
     DeferredToolExecution,
+    FrameworkMessage,
     ToolCallsRequested,
+    ToolCallStatus,
+    ToolEffect,
     ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.values import AgentToolCall, AgentUsage, FrameworkMessage, ToolCallStatus, ToolEffect
 from pydantic import ValidationError
 from pydantic_ai import (
     Agent,

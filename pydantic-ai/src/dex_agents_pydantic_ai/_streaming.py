@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dex_agents.events import AgentEventWriter
+from dex_agents import AgentEventWriter
 from pydantic_ai.messages import (
     AgentStreamEvent,
     PartDeltaEvent,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Generic, cast
 
-from dex_agents.runner import ToolExecutionError
+from dex_agents import ToolExecutionError
 from pydantic_ai import (
     Agent,
     DeferredToolRequests,
