@@ -1,0 +1,117 @@
+"""Unit tests of the `PreToolUse` decisions, fed a scripted stream the way the CLI delivers it.
+
+The CLI calls the hook for a tool use while the response is still streaming; the hook must decide with
+the whole response in view. These tests stream events into a run by hand and check each decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+from claude_agent_sdk import StreamEvent, ToolAnnotations, tool
+from claude_agent_sdk.types import HookContext, HookInput
+from dex_agents import AgentEvent, AgentEventWriter, AgentTurnContext, ToolEffect, ToolPolicy
+
+from dex_agents_claude_agent_sdk import REFUSED_TOOL_CALL_MESSAGE
+from dex_agents_claude_agent_sdk._runner import _HarnessRun  # pyright: ignore[reportPrivateUsage]
+
+
+@tool("lookup", "Read.", {"id": str}, annotations=ToolAnnotations(readOnlyHint=True))
+async def lookup(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": "found"}]}
+
+
+@tool("refund", "Write.", {"id": str})
+async def refund(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": "refunded"}]}
+
+
+async def _heartbeat() -> None:
+    return None
+
+
+def make_run() -> tuple[_HarnessRun, list[AgentEvent]]:
+    events: list[AgentEvent] = []
+    writer = AgentEventWriter(events.append, "turn-1", 1, "RunModel-1")
+    turn = AgentTurnContext(
+        flow_id="s",
+        turn_id="turn-1",
+        attempt=1,
+        messages=(),
+        framework_run_state=None,
+        tool_calls={},
+        events=writer,
+        tool_policies={"refund": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE)},
+        default_tool_effect=ToolEffect.UNCLASSIFIED,
+        heartbeat_function=_heartbeat,
+    )
+    return _HarnessRun(turn=turn, tools={"lookup": lookup, "refund": refund}, inline_read_tools=True), events
+
+
+def stream(run: _HarnessRun, *uses: tuple[str, str], text: str = "") -> list[StreamEvent]:
+    """The stream events of one response with ``text`` and tool uses ``(id, CLI name)``."""
+    raw: list[dict[str, Any]] = [{"type": "message_start", "message": {}}]
+    if text:
+        raw.append({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}})
+    raw += [
+        {"type": "content_block_start", "content_block": {"type": "tool_use", "id": i, "name": n}}
+        for i, n in uses
+    ]
+    raw.append({"type": "message_stop"})
+    return [StreamEvent(uuid=str(n), session_id="cli", event=event) for n, event in enumerate(raw)]
+
+
+async def decide(run: _HarnessRun, tool_use_id: str, name: str) -> dict[str, Any]:
+    data = cast(HookInput, {"tool_name": name, "tool_input": {"id": "A"}, "tool_use_id": tool_use_id})
+    output = await run.pre_tool_use(data, tool_use_id, cast(HookContext, {"signal": None}))
+    return cast(dict[str, Any], output)["hookSpecificOutput"]
+
+
+async def test_the_hook_waits_for_the_whole_response_and_defers_its_last_tool_use() -> None:
+    run, _ = make_run()
+    events = stream(run, ("w1", "mcp__dex__refund"), ("w2", "mcp__dex__refund"), ("r1", "mcp__dex__lookup"))
+    # The CLI asks about w1 while the response still streams: the hook must not decide yet.
+    first = asyncio.ensure_future(decide(run, "w1", "mcp__dex__refund"))
+    for event in events[:2]:
+        run.observe(event, run.turn.events)
+    await asyncio.sleep(0)
+    assert not first.done()
+    for event in events[2:]:
+        run.observe(event, run.turn.events)
+    assert await first == {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": REFUSED_TOOL_CALL_MESSAGE.format(tool="refund"),
+    }
+    assert (await decide(run, "w2", "mcp__dex__refund"))["permissionDecision"] == "deny"
+    # The last tool use is a read; it is deferred so the CLI can resume the run.
+    assert (await decide(run, "r1", "mcp__dex__lookup"))["permissionDecision"] == "defer"
+    assert run.deferred is not None and run.deferred.tool_use_id == "r1"
+
+
+async def test_reads_alone_run_inline_and_foreign_tools_are_always_allowed() -> None:
+    run, _ = make_run()
+    for event in stream(run, ("r1", "mcp__dex__lookup"), ("b1", "Bash"), ("r2", "mcp__dex__lookup")):
+        run.observe(event, run.turn.events)
+    assert (await decide(run, "r1", "mcp__dex__lookup"))["permissionDecision"] == "allow"
+    assert (await decide(run, "b1", "Bash"))["permissionDecision"] == "allow"
+    assert (await decide(run, "r2", "mcp__dex__lookup"))["permissionDecision"] == "allow"
+    assert run.deferred is None
+
+
+async def test_a_write_before_a_built_in_is_refused_and_nothing_is_deferred() -> None:
+    run, _ = make_run()
+    for event in stream(run, ("r1", "mcp__dex__lookup"), ("w1", "mcp__dex__refund"), ("b1", "Bash")):
+        run.observe(event, run.turn.events)
+    assert (await decide(run, "r1", "mcp__dex__lookup"))["permissionDecision"] == "allow"
+    assert (await decide(run, "w1", "mcp__dex__refund"))["permissionDecision"] == "deny"
+    assert (await decide(run, "b1", "Bash"))["permissionDecision"] == "allow"
+    assert run.deferred is None
+
+
+async def test_text_deltas_are_forwarded_as_they_stream() -> None:
+    run, events = make_run()
+    for event in stream(run, text="Hello"):
+        run.observe(event, run.turn.events)
+    assert [(event.type, event.payload) for event in events] == [("text_delta", '{"text":"Hello"}')]
