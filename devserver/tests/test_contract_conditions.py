@@ -11,7 +11,8 @@ from datetime import timedelta
 import pytest
 from contract import flows_conditions as conditions
 from contract.flows_conditions import Batch
-from contract.processes import Mode
+from contract.history import history_events, kind
+from contract.processes import DevServer, Mode
 from contract.sandbox import Event, Sandbox
 from dex import Client, DexServiceError, FlowStatus, StepExecutionId, TimerId
 
@@ -181,3 +182,24 @@ def test_wait_for_can_satisfy_its_own_condition(
     event = consumed(client, sandbox, flow_id)
     assert event.data["values"] == ["from wait_for"]
     assert event.data["inbox_left"] == 0
+
+
+def test_two_pass_allocation_on_one_channel(
+    mode: Mode, client: Client, devserver: DevServer, sandbox: Sandbox, flow_id: str
+) -> None:
+    run_id = client.start_flow(conditions.CONDITIONS, flow_id, "two_pass")
+    sandbox.open_gate(flow_id, "arm")
+    sandbox.wait_for_event(flow_id, "waiting")
+    push(client, flow_id, "m1", "m2", "m3")
+    event = consumed(client, sandbox, flow_id)
+    assert event.data["values"] == ["m1", "m2", "m3"]
+    # Pass 1 reserves one message for each condition, pass 2 gives the rest to the earlier one
+    # (up to its at_most); consumption is FIFO in condition order. The SDK merges a channel's
+    # results, so the split is read from the execute's input in history.
+    events = history_events(devserver.address, flow_id, run_id)
+    (execute,) = [e.step_execute_completed for e in events if kind(e) == "step_execute_completed"]
+    split = [
+        (r.condition_id, [v.string_value for v in r.values])
+        for r in execute.input.condition_results.channel_results
+    ]
+    assert split == [("a", ["m1", "m2"]), ("b", ["m3"])]

@@ -54,6 +54,17 @@ def test_selective_loading_of_attribute_map_instances(
     client.stop_flow(flow_id)
 
 
+def test_selective_loading_of_channel_map_instances(
+    mode: Mode, client: Client, sandbox: Sandbox, flow_id: str
+) -> None:
+    started(client, flow_id)
+    client.invoke_rpc(state.STATE.send_mail, flow_id, {"inbox-a": "hello a", "other": "hello other"})
+    client.invoke_rpc(state.STATE.read_mail, flow_id, "inbox-a")
+    (read,) = sandbox.wait_for_event(flow_id, "read_mail")
+    assert read.data == {"loaded": ["hello a"], "unloaded": "ChannelMessagesNotLoadedError"}
+    client.stop_flow(flow_id)
+
+
 def retry_while_locked(call: Callable[[], T], timeout: float = 20.0) -> T:
     """After a holder's execute returns, its lock is released when the result is applied; poll for that."""
     deadline = time.monotonic() + timeout

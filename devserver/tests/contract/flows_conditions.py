@@ -65,6 +65,11 @@ def _condition_wait(spec: str) -> Wait:
             return Wait.all_of(Timer.by_duration(timedelta(seconds=1), condition_id="short"), inbox.for_one())
         case "timer_first":
             return Wait.any_of(Timer.by_duration(timedelta(0), condition_id="zero"), inbox.for_one())
+        case "two_pass":
+            return Wait.all_of(
+                inbox.for_range(at_least=1, at_most=2, condition_id="a"),
+                inbox.for_range(at_least=1, at_most=2, condition_id="b"),
+            )
         case "any_combination":
             one = inbox.for_one(condition_id="one")
             return Wait.any_combination_of(

@@ -15,6 +15,8 @@ from dex import (
     AttributeMap,
     AttributeMapNotLoadedError,
     Channel,
+    ChannelMap,
+    ChannelMessagesNotLoadedError,
     Context,
     Flow,
     PersistenceSchema,
@@ -37,6 +39,7 @@ marker = Attribute("marker", str)
 notes = AttributeMap("notes", str)
 inbox = Channel("inbox", str)
 side = Channel("side", str)
+mail = ChannelMap("mail", str)
 shutdown = Channel("shutdown", str)
 
 
@@ -69,6 +72,20 @@ class Reader(Step[str]):
         except AttributeMapNotLoadedError:
             unloaded = "AttributeMapNotLoadedError"
         note(context, "read", loaded=loaded, unloaded=unloaded)
+        return dead_end()
+
+
+class MailReader(Step[str]):
+    """Reads the pending messages of the one ChannelMap instance its movement loaded."""
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        loaded = [message.value for message in mail.pending_messages(context, input)]
+        try:
+            mail.pending_messages(context, "other")
+            unloaded = "readable"
+        except ChannelMessagesNotLoadedError:
+            unloaded = "ChannelMessagesNotLoadedError"
+        note(context, "read_mail", loaded=loaded, unloaded=unloaded)
         return dead_end()
 
 
@@ -122,10 +139,12 @@ class Long(Step[None]):
 
 class StateFlow(Flow[None]):
     def get_steps(self) -> StepList[None]:
-        return start_with(Idle()).other_steps(Reader(), ReaderAll(), Holder(), LockWaiter(), Echo(), Long())
+        return start_with(Idle()).other_steps(
+            Reader(), ReaderAll(), MailReader(), Holder(), LockWaiter(), Echo(), Long()
+        )
 
     def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of(balance, marker, notes, inbox, side, shutdown)
+        return PersistenceSchema.of(balance, marker, notes, inbox, side, shutdown, mail)
 
     @rpc
     def add_notes(self, context: Context, input: dict[str, str]) -> RPCResult[bool]:
@@ -137,6 +156,17 @@ class StateFlow(Flow[None]):
     def read_one(self, context: Context, input: str) -> RPCResult[bool]:
         options = StepOptions(execute_load_attribute_map_instances=(notes.load(input),))
         return RPCResult(True, next_steps=(move(Reader, input, options=options),))
+
+    @rpc
+    def send_mail(self, context: Context, input: dict[str, str]) -> RPCResult[bool]:
+        for instance, value in input.items():
+            mail.publish(context, instance, value)
+        return RPCResult(True)
+
+    @rpc
+    def read_mail(self, context: Context, input: str) -> RPCResult[bool]:
+        options = StepOptions(execute_load_channel_map_instances=(mail.load_messages(input),))
+        return RPCResult(True, next_steps=(move(MailReader, input, options),))
 
     @rpc
     def read_all(self, context: Context) -> RPCResult[bool]:
