@@ -32,7 +32,7 @@ def test_step_writes_and_resume_after_a_gap(
     # Nothing after s2 yet: a long poll ends with LongPollTimeoutError.
     with pytest.raises(LongPollTimeoutError):
         client.read_stream(flow_id, streams.progress, third.resume_token, timeout=timedelta(seconds=1))
-    # A poll already waiting when the Step writes again is woken by that write.
+    # A poll started before the Step writes again returns that write once it arrives.
     woken: list[StreamMessage[str]] = []
     poller = threading.Thread(
         target=lambda: woken.append(
