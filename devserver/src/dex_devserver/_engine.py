@@ -1136,6 +1136,30 @@ class Engine:
                 raise errors.long_poll_timeout(f"Flow {request.flow_id!r} is still running")
             await self._wait_change(run, remaining, until_closed=True)
 
+    async def wait_for_history_event(
+        self, request: pb.WaitForHistoryEventRequest
+    ) -> pb.WaitForHistoryEventResponse:
+        """Long-polls until a run has an event with ID at least `next_internal_event_id`, or is closed.
+
+        Raises:
+            ServiceError: ``FLOW_NOT_EXISTS`` for an unknown Flow or run.
+        """
+        deadline = time.monotonic() + requests.long_poll(0)
+        while True:
+            run = self.run_of(request.flow_id, request.run_id)
+            available = run.next_event_id - 1
+            if available >= request.next_internal_event_id or not run.is_running:
+                await self.durable()
+                return pb.WaitForHistoryEventResponse(
+                    event_available=available >= request.next_internal_event_id,
+                    available_internal_event_id=available,
+                    flow_status=run.status,
+                )
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise errors.long_poll_timeout(f"no history event {request.next_internal_event_id} yet")
+            await self._wait_change(run, remaining)
+
     async def wait_for_step_completion(self, request: pb.WaitForStepCompletionRequest) -> None:
         """Long-polls until a Step execution is no longer active.
 

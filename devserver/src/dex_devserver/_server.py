@@ -281,7 +281,7 @@ class _FlowService(pbg.FlowServiceServicer):
     async def WaitForHistoryEvent(
         self, request: pb.WaitForHistoryEventRequest, context: Context
     ) -> pb.WaitForHistoryEventResponse:
-        return cast(pb.WaitForHistoryEventResponse, await self._unimplemented("WaitForHistoryEvent", context))
+        return await _answer(context, lambda: self.engine.wait_for_history_event(request))
 
 
 class _WorkerTaskService(pbg.WorkerTaskServiceServicer):

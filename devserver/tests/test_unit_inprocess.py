@@ -1,0 +1,50 @@
+"""In-process checks of FlowService calls that need no Worker."""
+
+import asyncio
+from typing import Any
+
+import grpc
+import pytest
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc as pbg
+
+from dex_devserver import DevServer, ServerOptions
+
+
+async def test_wait_for_history_event_long_polls_until_the_next_event() -> None:
+    server = DevServer(ServerOptions(port=0))
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            stub: Any = pbg.FlowServiceStub(channel)
+            started = await stub.StartFlow(pb.StartFlowRequest(flow_id="w", flow_type="T", request_id="r"))
+            first = await stub.WaitForHistoryEvent(
+                pb.WaitForHistoryEventRequest(flow_id="w", run_id=started.run_id, next_internal_event_id=1)
+            )
+            assert (first.event_available, first.available_internal_event_id) == (True, 1)
+            waiter = asyncio.ensure_future(
+                stub.WaitForHistoryEvent(pb.WaitForHistoryEventRequest(flow_id="w", next_internal_event_id=2))
+            )
+            await stub.StopFlow(pb.StopFlowRequest(flow_id="w"))
+            second = await asyncio.wait_for(waiter, 10)
+            assert second.available_internal_event_id == 2
+            assert second.flow_status == pb.FLOW_STATUS_CANCELED
+    finally:
+        await server.stop()
+
+
+async def test_bad_input_is_refused_with_a_clear_error_and_changes_nothing() -> None:
+    server = DevServer(ServerOptions(port=0))
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            stub: Any = pbg.FlowServiceStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError) as reserved:
+                await stub.StartFlow(pb.StartFlowRequest(flow_id="a/b", flow_type="T", request_id="r"))
+            assert reserved.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "must not contain" in (reserved.value.details() or "")
+            with pytest.raises(grpc.aio.AioRpcError) as unknown:
+                await stub.GetFlowSummary(pb.GetFlowSummaryRequest(flow_id="a/b"))
+            assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+    finally:
+        await server.stop()
