@@ -48,3 +48,30 @@ async def test_bad_input_is_refused_with_a_clear_error_and_changes_nothing() -> 
             assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
     finally:
         await server.stop()
+
+
+async def test_update_flow_config_merges_present_fields() -> None:
+    server = DevServer(ServerOptions(port=0, default_worker_target="127.0.0.1:1"))
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            stub: Any = pbg.FlowServiceStub(channel)
+            await stub.StartFlow(pb.StartFlowRequest(flow_id="u", flow_type="T", request_id="r"))
+            await stub.UpdateFlowConfig(
+                pb.UpdateFlowConfigRequest(
+                    flow_id="u", flow_config=pb.FlowConfig(step_durability=pb.STEP_DURABILITY_ASYNC)
+                )
+            )
+            state = await stub.GetFlowState(pb.GetFlowStateRequest(flow_id="u"))
+            assert state.flow_config.step_durability == pb.STEP_DURABILITY_ASYNC
+            assert state.flow_config.worker_target.address == "127.0.0.1:1"
+            await stub.UpdateFlowConfig(
+                pb.UpdateFlowConfigRequest(
+                    flow_id="u", flow_config=pb.FlowConfig(worker_target=pb.WorkerTarget(is_pull_mode=True))
+                )
+            )
+            state = await stub.GetFlowState(pb.GetFlowStateRequest(flow_id="u"))
+            assert state.flow_config.worker_target.is_pull_mode
+            assert state.flow_config.step_durability == pb.STEP_DURABILITY_ASYNC
+    finally:
+        await server.stop()

@@ -1110,6 +1110,29 @@ class Engine:
             raise errors.invalid_argument(f"unknown stop_type {request.stop_type}")
         self._transition(run, durable=True)
 
+    def update_flow_config(self, request: pb.UpdateFlowConfigRequest) -> None:
+        """Merges the fields present in a FlowConfig into a running Flow's config.
+
+        A worker target given with an address or pull mode takes effect for the next Worker task.
+
+        Raises:
+            ServiceError: When the Flow is not running.
+        """
+        run = self.running_run(request.flow_id, request.run_id)
+        update = request.flow_config
+        target = update.worker_target if update.HasField("worker_target") else None
+        merged = pb.FlowConfig()
+        merged.CopyFrom(run.config)
+        merged.MergeFrom(update)
+        if target is not None and (target.address or target.is_pull_mode):
+            merged.worker_target.CopyFrom(target)
+            run.worker_target = pb.WorkerTarget()
+            run.worker_target.CopyFrom(target)
+        else:
+            merged.worker_target.CopyFrom(run.worker_target)
+        run.config = merged
+        self._transition(run, durable=True)
+
     def flow_result(self, run: FlowRun, needs_results: bool) -> pb.FlowResult:
         """Returns the result of a closed run."""
         result = pb.FlowResult(

@@ -254,7 +254,12 @@ class _FlowService(pbg.FlowServiceServicer):
     async def UpdateFlowConfig(
         self, request: pb.UpdateFlowConfigRequest, context: Context
     ) -> empty_pb2.Empty:
-        return cast(empty_pb2.Empty, await self._unimplemented("UpdateFlowConfig", context))
+        async def call() -> empty_pb2.Empty:
+            self.engine.update_flow_config(request)
+            await self.engine.durable()
+            return empty_pb2.Empty()
+
+        return await _answer(context, call)
 
     async def TriggerContinueAsNew(
         self, request: pb.TriggerContinueAsNewRequest, context: Context
