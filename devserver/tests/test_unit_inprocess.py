@@ -75,3 +75,37 @@ async def test_update_flow_config_merges_present_fields() -> None:
             assert state.flow_config.step_durability == pb.STEP_DURABILITY_ASYNC
     finally:
         await server.stop()
+
+
+async def test_client_attribute_writes_and_message_deletes() -> None:
+    server = DevServer(ServerOptions(port=0))
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(server.address) as channel:
+            stub: Any = pbg.FlowServiceStub(channel)
+            await stub.StartFlow(pb.StartFlowRequest(flow_id="c", flow_type="T", request_id="r"))
+            await stub.SetAttributes(
+                pb.SetAttributesRequest(
+                    flow_id="c", attributes=[pb.AttributeWrite(key="k", value=pb.Value(string_value="v"))]
+                )
+            )
+            await stub.PublishToChannel(
+                pb.PublishToChannelRequest(
+                    flow_id="c", messages=[pb.ChannelMessage(channel_name="q", value=pb.Value(int_value=1))]
+                )
+            )
+            state = await stub.GetFlowState(pb.GetFlowStateRequest(flow_id="c"))
+            assert [(kv.key, kv.value.string_value) for kv in state.attributes] == [("k", "v")]
+            (queued,) = state.pending_channel_messages["q"].messages
+            with pytest.raises(grpc.aio.AioRpcError) as missing:
+                await stub.DeleteChannelMessage(
+                    pb.DeleteChannelMessageRequest(flow_id="c", channel_name="q", message_id="nope")
+                )
+            assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+            await stub.DeleteChannelMessage(
+                pb.DeleteChannelMessageRequest(flow_id="c", channel_name="q", message_id=queued.message_id)
+            )
+            state = await stub.GetFlowState(pb.GetFlowStateRequest(flow_id="c"))
+            assert "q" not in state.pending_channel_messages
+    finally:
+        await server.stop()

@@ -1110,6 +1110,48 @@ class Engine:
             raise errors.invalid_argument(f"unknown stop_type {request.stop_type}")
         self._transition(run, durable=True)
 
+    def set_attributes(self, request: pb.SetAttributesRequest) -> None:
+        """Writes Attributes from a client, ignoring locks as the real server does.
+
+        Raises:
+            ServiceError: When the Flow is not running, a key is empty or repeated, or a value is too large.
+        """
+        run = self.running_run(request.flow_id, request.run_id)
+        writes = [pb.AttributeWrite(key=w.key, value=w.value) for w in request.attributes]
+        keys = [write.key for write in writes]
+        if any(not key for key in keys) or len(keys) != len(set(keys)):
+            raise errors.invalid_argument("attribute keys must be non-empty and unique")
+        try:
+            self._ingest_effects(writes, (), ())
+        except ValueTooLargeError as error:
+            raise errors.invalid_argument(str(error)) from None
+        self._apply_writes(run, writes)
+
+        def written(event: pb.FlowHistoryEvent) -> None:
+            event.rpc_execution_completed.is_set_attribute_api = True
+            event.rpc_execution_completed.upsert_attributes.extend(writes)
+
+        self._event(run, written)
+        self._transition(run, durable=True)
+
+    def delete_channel_message(self, request: pb.DeleteChannelMessageRequest) -> None:
+        """Deletes one queued message from a client.
+
+        Raises:
+            ServiceError: When the Flow is not running or the message is not queued.
+        """
+        run = self.running_run(request.flow_id, request.run_id)
+        deletion = pb.ChannelMessageDeletion(channel_name=request.channel_name, message_id=request.message_id)
+        if self._missing_deletion(run, [deletion]) is not None:
+            raise errors.channel_message_not_found(request.channel_name, request.message_id)
+        self._apply_deletes(run, [deletion])
+
+        def deleted(event: pb.FlowHistoryEvent) -> None:
+            event.channel_external_delete.messages.append(deletion)
+
+        self._event(run, deleted)
+        self._transition(run, durable=True)
+
     def update_flow_config(self, request: pb.UpdateFlowConfigRequest) -> None:
         """Merges the fields present in a FlowConfig into a running Flow's config.
 

@@ -267,7 +267,12 @@ class _FlowService(pbg.FlowServiceServicer):
         return cast(empty_pb2.Empty, await self._unimplemented("TriggerContinueAsNew", context))
 
     async def SetAttributes(self, request: pb.SetAttributesRequest, context: Context) -> empty_pb2.Empty:
-        return cast(empty_pb2.Empty, await self._unimplemented("SetAttributes", context))
+        async def call() -> empty_pb2.Empty:
+            self.engine.set_attributes(request)
+            await self.engine.durable()
+            return empty_pb2.Empty()
+
+        return await _answer(context, call)
 
     async def GetChannelMessages(
         self, request: pb.GetChannelMessagesRequest, context: Context
@@ -281,7 +286,12 @@ class _FlowService(pbg.FlowServiceServicer):
     async def DeleteChannelMessage(
         self, request: pb.DeleteChannelMessageRequest, context: Context
     ) -> empty_pb2.Empty:
-        return cast(empty_pb2.Empty, await self._unimplemented("DeleteChannelMessage (use an RPC)", context))
+        async def call() -> empty_pb2.Empty:
+            self.engine.delete_channel_message(request)
+            await self.engine.durable()
+            return empty_pb2.Empty()
+
+        return await _answer(context, call)
 
     async def WaitForHistoryEvent(
         self, request: pb.WaitForHistoryEventRequest, context: Context
