@@ -6,7 +6,7 @@ callbacks run before an agent's own callbacks and cover every tool of every agen
 
 - On the first pass, every call to a tool the agent has asks ADK for a confirmation and answers with a
   placeholder; ADK then pauses the invocation after the model call. A call to a tool name the agent does
-  not have cannot be confirmed, so it gets ADK's own "not found" answer marked `skip_summarization`, which
+  not have cannot be confirmed, so it gets a "not found" answer marked `skip_summarization`, which
   also keeps ADK from calling the model again.
 - When the turn resumes, the confirmation carries the session's recorded result, and the gate answers the
   call with it: a result, or the failure, rejection or unknown outcome as an ``{"error": ...}`` response.
