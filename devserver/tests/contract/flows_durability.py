@@ -34,7 +34,7 @@ from .common import gate, move, note, start_with
 inbox = Channel("inbox", str)
 remark = Attribute("remark", str)
 # Long enough to outlast a devserver restart, so the test can read the deadline on both sides of it.
-SNOOZE = timedelta(seconds=4)
+SNOOZE = timedelta(seconds=6)
 
 
 class Collect(Step[None]):

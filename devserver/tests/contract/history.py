@@ -93,14 +93,17 @@ def flow_state(address: str, flow_id: str) -> pb.GetFlowStateResponse:
 
 
 def pending_timer_deadline(address: str, flow_id: str, step_execution_id: str, timeout: float = 20.0) -> int:
-    """Poll until the execution has a PENDING Timer and return its firing time (unix seconds)."""
+    """Poll until the execution has a registered Timer and return its firing time (unix seconds).
+
+    A FIRED Timer counts too: on a slow machine it may fire before a restarted server is asked.
+    """
     deadline = time.monotonic() + timeout
     while True:
         for active in flow_state(address, flow_id).active_step_executions:
             if active.step_execution_id != step_execution_id:
                 continue
             for timer in active.timers:
-                if timer.status == pb.INTERNAL_TIMER_STATUS_PENDING:
+                if timer.status in (pb.INTERNAL_TIMER_STATUS_PENDING, pb.INTERNAL_TIMER_STATUS_FIRED):
                     return timer.firing_unix_timestamp_seconds
         if time.monotonic() > deadline:
             raise AssertionError(f"{step_execution_id} of {flow_id} has no pending Timer after {timeout}s")
