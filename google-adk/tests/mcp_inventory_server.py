@@ -48,5 +48,12 @@ def order_more(sku: str) -> str:
     return f"ordered {sku}"
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=False))
+def restock_and_crash(sku: str) -> str:
+    """Restock a SKU; the server dies before it answers."""
+    _log(f"tools/call restock_and_crash {sku}")
+    os._exit(1)
+
+
 if __name__ == "__main__":
     server.run("stdio")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.values import ToolCallStatus, ToolEffect
 from google.adk.agents import LlmAgent
@@ -14,7 +16,7 @@ from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
 from google.adk.tools.mcp_tool.mcp_tool import McpTool
 from mcp import StdioServerParameters
 
-from dex_agents_google_adk import GoogleAdkRunner, framework_effect
+from dex_agents_google_adk import GoogleAdkRunner, McpCallInterruptedError, framework_effect
 from tests.support import CannedLlm, SessionSide, call, execute, respond
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
@@ -97,3 +99,59 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
     # The model sees the MCP result exactly as ADK would have shown it after running the tool in process.
     assert model.responses_seen(2) == [json.loads(outputs[tool_call_id]) for tool_call_id in outputs]
     assert len([line for line in log.read_text().splitlines() if line.startswith("tools/call")]) == 3
+    await runner.close()
+
+
+async def test_parallel_tool_steps_share_one_mcp_toolset_safely(tmp_path: Path) -> None:
+    log = tmp_path / "mcp.log"
+    toolset = McpToolset(
+        connection_params=StdioConnectionParams(
+            server_params=StdioServerParameters(
+                command=sys.executable, args=[str(SERVER_SCRIPT)], env={"MCP_TEST_LOG": str(log)}
+            ),
+            timeout=30,
+        )
+    )
+    calls = [call("count_items", {"sku": f"S-{n}"}, f"call-{n}") for n in range(4)]
+    model = CannedLlm(responses=[respond(*calls)])
+    runner = GoogleAdkRunner(LlmAgent(name="inventory", model=model, instruction="Count.", tools=[toolset]))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Count four SKUs"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+
+    try:
+        # A Worker runs the tool Steps of one response (and other sessions' Steps) concurrently.
+        outputs = await asyncio.gather(*(execute(runner, session, f"call-{n}") for n in range(4)))
+    finally:
+        await runner.close()
+
+    assert [f"S-{n}: 7 in stock" in output for n, output in enumerate(outputs)] == [True] * 4
+
+
+async def test_an_mcp_call_without_a_result_fails_the_step_instead_of_succeeding(tmp_path: Path) -> None:
+    log = tmp_path / "mcp.log"
+    toolset = McpToolset(
+        connection_params=StdioConnectionParams(
+            server_params=StdioServerParameters(
+                command=sys.executable, args=[str(SERVER_SCRIPT)], env={"MCP_TEST_LOG": str(log)}
+            ),
+            timeout=30,
+        )
+    )
+    model = CannedLlm(responses=[respond(call("restock_and_crash", {"sku": "A-1"}, "call-1"))])
+    runner = GoogleAdkRunner(LlmAgent(name="inventory", model=model, instruction="Restock.", tools=[toolset]))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Restock A-1"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+
+    try:
+        # The call reached the server, which may have acted: the effect decides (retry or outcome_unknown).
+        with pytest.raises(McpCallInterruptedError, match="MCP tool execution failed"):
+            await execute(runner, session, "call-1")
+    finally:
+        await runner.close()
+    assert "tools/call restock_and_crash A-1" in log.read_text()

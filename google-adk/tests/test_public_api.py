@@ -11,6 +11,7 @@ def test_public_api_is_pinned() -> None:
         "DexToolGate",
         "GoogleAdkRunState",
         "GoogleAdkRunner",
+        "McpCallInterruptedError",
         "SecondModelCallError",
         "framework_effect",
     ]

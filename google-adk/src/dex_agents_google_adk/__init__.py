@@ -9,6 +9,7 @@ from dex_agents_google_adk._effects import framework_effect
 from dex_agents_google_adk._gate import DexToolGate, SecondModelCallError
 from dex_agents_google_adk._runner import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, GoogleAdkRunner
 from dex_agents_google_adk._state import GoogleAdkRunState
+from dex_agents_google_adk._tool_execution import McpCallInterruptedError
 
 __all__ = [
     "DEFAULT_USER_ID",
@@ -17,6 +18,7 @@ __all__ = [
     "DexToolGate",
     "GoogleAdkRunState",
     "GoogleAdkRunner",
+    "McpCallInterruptedError",
     "SecondModelCallError",
     "framework_effect",
 ]

@@ -120,6 +120,14 @@ class GoogleAdkRunner:
         """The application this runner drives."""
         return self._app
 
+    async def close(self) -> None:
+        """Close the application's toolsets, such as the MCP sessions its tools opened.
+
+        Steps share the application's toolsets, as the calls of one ADK `Runner` do, and leave them open
+        between Steps: call this when the Worker shuts down.
+        """
+        await close_toolsets(cast(BaseAgent, self._app.root_agent))
+
     def build_user_message(self, text: str) -> FrameworkMessage:
         """Return a user message holding ``text`` as the ADK user event a `Runner` would append."""
         return FrameworkMessage(
@@ -178,8 +186,6 @@ class GoogleAdkRunner:
             if gate.model_requests > 1:
                 return TurnCompleted(new_messages=(), turn_error=str(error))
             raise
-        finally:
-            await close_toolsets(cast(BaseAgent, self._app.root_agent))
 
         stored = await service.get_session(app_name=app.name, user_id=self._user_id, session_id=turn.flow_id)
         if stored is None:

@@ -25,13 +25,34 @@ from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.adk.tools.transfer_to_agent_tool import TransferToAgentTool
 from google.genai import types
 
-from dex_agents_google_adk._app import AdkServices, close_toolsets
+from dex_agents_google_adk._app import AdkServices
 from dex_agents_google_adk._messages import function_response_to_text
 
-__all__ = ["TRANSFER_TO_AGENT", "run_tool_call"]
+__all__ = ["TRANSFER_TO_AGENT", "McpCallInterruptedError", "run_tool_call"]
 
 TRANSFER_TO_AGENT = "transfer_to_agent"
 """The name of the tool ADK offers an agent with sub-agents or peers to transfer the conversation to."""
+
+
+class McpCallInterruptedError(RuntimeError):
+    """An MCP tool call got no result back: the connection failed, or the call raised in the client.
+
+    ADK turns such a failure into an ``{"error": ...}`` result. The call may have reached the server, so
+    it fails the tool Step instead, and the session retries it or records `outcome_unknown` by the
+    tool's effect.
+    """
+
+
+_MCP_CALL_FAILURES = ("MCP tool execution failed: ", "Unexpected error during MCP tool execution: ")
+"""How ADK's McpTool starts the error text of a call that got no result."""
+
+
+def _raise_for_interrupted_mcp_call(tool: BaseTool, response: Mapping[str, Any] | None) -> None:
+    if not hasattr(tool, "raw_mcp_tool") or response is None or set(response) != {"error"}:
+        return
+    error = str(response["error"])
+    if error.startswith(_MCP_CALL_FAILURES):
+        raise McpCallInterruptedError(error)
 
 
 def _is_mcp_error(tool: BaseTool, response: Mapping[str, Any] | None) -> bool:
@@ -76,9 +97,11 @@ async def run_tool_call(
         The tool's result as text.
 
     Raises:
-        ToolExecutionError: When the agent has no tool of this name or the arguments are not a JSON
-            object. Any exception the tool raises that no `on_tool_error_callback` answers propagates
-            unchanged, so the session retries or records the call by its effect.
+        ToolExecutionError: When the agent has no tool of this name, the arguments are not a JSON
+            object, or an MCP tool reported `isError`. Any exception the tool raises that no
+            `on_tool_error_callback` answers propagates unchanged, so the session retries or records the
+            call by its effect.
+        McpCallInterruptedError: When an MCP call got no result back.
     """
     try:
         args: object = json.loads(arguments) if arguments else {}
@@ -95,32 +118,29 @@ async def run_tool_call(
     session = await service.create_session(app_name=app.name, user_id=user_id, session_id=session_id)
     context = runner._new_invocation_context(session)  # pyright: ignore[reportPrivateUsage]
     context.agent = agent
-    try:
-        tools = {tool.name: tool for tool in await agent.canonical_tools(ReadonlyContext(context))}
-        if tool_name == TRANSFER_TO_AGENT or isinstance(tools.get(tool_name), TransferToAgentTool):
-            # ADK adds the transfer tool to model requests only; a transfer would set an action on an
-            # event this Step cannot hand back, and the model would wrongly read a success.
-            raise ToolExecutionError(
-                "agent transfer is not supported in a durable Dex session; this agent keeps the "
-                "conversation (the application can offer the other agent as an AgentTool instead)"
-            )
-        if tool_name not in tools:
-            available = ", ".join(sorted(tools)) or "none"
-            raise ToolExecutionError(f"Tool '{tool_name}' not found. Available tools: {available}.")
-        call = types.FunctionCall(id=tool_call_id, name=tool_name, args=cast(dict[str, Any], args))
-        call_event = Event(
-            invocation_id=context.invocation_id,
-            author=agent.name,
-            content=types.Content(role="model", parts=[types.Part(function_call=call)]),
+    tools = {tool.name: tool for tool in await agent.canonical_tools(ReadonlyContext(context))}
+    if tool_name == TRANSFER_TO_AGENT or isinstance(tools.get(tool_name), TransferToAgentTool):
+        # ADK adds the transfer tool to model requests only; a transfer would set an action on an
+        # event this Step cannot hand back, and the model would wrongly read a success.
+        raise ToolExecutionError(
+            "agent transfer is not supported in a durable Dex session; this agent keeps the "
+            "conversation (the application can offer the other agent as an AgentTool instead)"
         )
-        # The call reaches this Step only after the session approved it where its policy asks for that,
-        # so the session's approval stands for ADK's own confirmation of the tool.
-        approved = {tool_call_id: ToolConfirmation(confirmed=True)}
-        response_event = await handle_function_calls_async(
-            context, call_event, tools, tool_confirmation_dict=approved
-        )
-    finally:
-        await close_toolsets(root)
+    if tool_name not in tools:
+        available = ", ".join(sorted(tools)) or "none"
+        raise ToolExecutionError(f"Tool '{tool_name}' not found. Available tools: {available}.")
+    call = types.FunctionCall(id=tool_call_id, name=tool_name, args=cast(dict[str, Any], args))
+    call_event = Event(
+        invocation_id=context.invocation_id,
+        author=agent.name,
+        content=types.Content(role="model", parts=[types.Part(function_call=call)]),
+    )
+    # The call reaches this Step only after the session approved it where its policy asks for that,
+    # so the session's approval stands for ADK's own confirmation of the tool.
+    approved = {tool_call_id: ToolConfirmation(confirmed=True)}
+    response_event = await handle_function_calls_async(
+        context, call_event, tools, tool_confirmation_dict=approved
+    )
     if response_event is None:
         raise ToolExecutionError(
             f"tool {tool_name!r} returned no result; a long-running tool must return its result in a "
@@ -128,6 +148,7 @@ async def run_tool_call(
         )
     for response in response_event.get_function_responses():
         if response.id == tool_call_id:
+            _raise_for_interrupted_mcp_call(tools[tool_name], response.response)
             if _is_mcp_error(tools[tool_name], response.response):
                 raise ToolExecutionError(_mcp_error_text(response.response or {}))
             return function_response_to_text(response.response)
