@@ -979,6 +979,8 @@ class Engine:
             exe.reset_method()
             loop = asyncio.get_running_loop()
             rt = self._runtime(run)
+            # Fired timers' handles are dropped here so a long-lived Flow does not accumulate them.
+            rt.handles = [h for h in rt.handles if not h.cancelled() and h.when() > loop.time()]
             for fire_at in exe.timer_fire_at:
                 rt.handles.append(loop.call_later(max(0.0, fire_at - time.time()), self._on_timer, run))
         self._transition(run, durable=durable)
