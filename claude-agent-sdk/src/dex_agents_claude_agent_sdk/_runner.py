@@ -93,8 +93,9 @@ REFUSED_TOOL_CALL_MESSAGE = (
 )
 """What the model reads for a refused call ({tool}: the tool's name); see the module docstring."""
 
-# How long the hook waits for the rest of a response before it decides about a call.
-_RESPONSE_WAIT_SECONDS = 120.0
+# How long the hook waits for the rest of a response before it decides about a call; the CLI's own hook
+# timeout (60 s by default) is raised above it, so a long response never fails the hook.
+_RESPONSE_WAIT_SECONDS = 600.0
 
 # An API error with one of these statuses repeats on every attempt, so it ends the turn instead.
 _DETERMINISTIC_API_STATUSES = frozenset({400, 401, 403, 404, 413})
@@ -507,7 +508,8 @@ def _run_options(
         raise TypeError("ClaudeAgentRunner needs ClaudeAgentOptions.mcp_servers as a dict")
     server = create_sdk_mcp_server(MCP_SERVER_NAME, tools=[run.shim(tool) for tool in run.tools.values()])
     hooks = dict(base.hooks or {})
-    hooks["PreToolUse"] = [HookMatcher(hooks=[run.pre_tool_use]), *hooks.get("PreToolUse", [])]
+    matcher = HookMatcher(hooks=[run.pre_tool_use], timeout=_RESPONSE_WAIT_SECONDS + 60)
+    hooks["PreToolUse"] = [matcher, *hooks.get("PreToolUse", [])]
     env = {**ISOLATION_ENV, **base.env, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config)}
     return replace(
         base,
