@@ -7,6 +7,7 @@ the whole response in view. These tests stream events into a run by hand and che
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any, cast
 
 from claude_agent_sdk import StreamEvent, ToolAnnotations, tool
@@ -115,3 +116,22 @@ async def test_text_deltas_are_forwarded_as_they_stream() -> None:
     for event in stream(run, text="Hello"):
         run.observe(event, run.turn.events)
     assert [(event.type, event.payload) for event in events] == [("text_delta", '{"text":"Hello"}')]
+
+
+async def test_a_read_that_needs_approval_is_deferred_like_a_write() -> None:
+    run, _ = make_run()
+    run.turn = dataclasses.replace(
+        run.turn, tool_policies={"lookup": ToolPolicy(ToolEffect.READ, requires_approval=True)}
+    )
+    for event in stream(run, ("r1", "mcp__dex__lookup")):
+        run.observe(event, run.turn.events)
+    assert (await decide(run, "r1", "mcp__dex__lookup"))["permissionDecision"] == "defer"
+
+
+async def test_without_inline_reads_every_call_of_the_runner_is_deferred_or_refused() -> None:
+    run, _ = make_run()
+    run.inline_read_tools = False
+    for event in stream(run, ("r1", "mcp__dex__lookup"), ("r2", "mcp__dex__lookup")):
+        run.observe(event, run.turn.events)
+    assert (await decide(run, "r1", "mcp__dex__lookup"))["permissionDecision"] == "deny"
+    assert (await decide(run, "r2", "mcp__dex__lookup"))["permissionDecision"] == "defer"
