@@ -67,7 +67,10 @@ class CannedLlm(BaseLlm):
             for part in content.parts or ():
                 for word in (part.text or "").split(" ") if part.text else ():
                     yield LlmResponse(
-                        content=types.Content(role="model", parts=[types.Part(text=word + " ")]), partial=True
+                        content=types.Content(
+                            role="model", parts=[types.Part(text=word + " ", thought=part.thought)]
+                        ),
+                        partial=True,
                     )
         yield LlmResponse(
             content=content,
@@ -200,6 +203,9 @@ class SessionSide:
 
     def text_deltas(self) -> list[str]:
         return [json.loads(event.payload)["text"] for event in self.events if event.type == "text_delta"]
+
+    def reasoning_deltas(self) -> list[str]:
+        return [json.loads(event.payload)["text"] for event in self.events if event.type == "reasoning_delta"]
 
     def execution(self, tool_call_id: str) -> DeferredToolExecution:
         async def heartbeat() -> None:

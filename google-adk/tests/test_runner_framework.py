@@ -537,3 +537,17 @@ async def test_without_streaming_the_answer_arrives_as_one_delta() -> None:
 
     assert isinstance(outcome, TurnCompleted)
     assert session.text_deltas() == ["It is sunny in Rome today."]
+
+
+async def test_thoughts_stream_as_reasoning_deltas_and_are_not_the_stored_answer() -> None:
+    model = CannedLlm(responses=[respond(types.Part(text="Checking the forecast.", thought=True), "Sunny.")])
+    runner = GoogleAdkRunner(build_app(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert "".join(session.reasoning_deltas()).strip() == "Checking the forecast."
+    assert "".join(session.text_deltas()).strip() == "Sunny."
+    assert [m.text for m in outcome.new_messages] == ["Sunny."]
