@@ -24,6 +24,7 @@ from dex import (
     Client,
     FlowNotActiveOrNotFoundError,
     FlowStatus,
+    RPCInvokeOptions,
     RpcLockConflictError,
     WaitForAttributeOptions,
     WorkerInvocationError,
@@ -95,6 +96,26 @@ def test_attribute_lock_conflicts_and_waiting(
     assert kinds == ["holder_end", "waiter_start"]
     assert waiter.data["balance"] == 10
     assert retry_while_locked(lambda: client.invoke_rpc(state.STATE.bump, flow_id, 5)) == 16
+    client.stop_flow(flow_id)
+
+
+def test_attribute_map_instance_locks_are_per_instance(
+    mode: Mode, client: Client, sandbox: Sandbox, flow_id: str
+) -> None:
+    started(client, flow_id)
+    client.invoke_rpc(state.STATE.start_map_holder, flow_id)
+    sandbox.wait_for_event(flow_id, "map_holder_start")
+
+    def write(instance: str) -> bool:
+        options = RPCInvokeOptions(lock_attribute_map_instances=(state.notes.lock(instance),))
+        return client.invoke_rpc(state.STATE.write_note, flow_id, {instance: "written"}, options=options)
+
+    # The Step holds notes/a only: another instance of the same map is free.
+    assert write("b") is True
+    with pytest.raises(RpcLockConflictError):
+        write("a")
+    sandbox.open_gate(flow_id, "release-map")
+    assert retry_while_locked(lambda: write("a")) is True
     client.stop_flow(flow_id)
 
 

@@ -108,6 +108,18 @@ class Holder(Step[None]):
         return StepOptions(execute_lock_attributes=(balance.lock(),))
 
 
+class MapHolder(Step[None]):
+    """Holds the lock of one AttributeMap instance, ``notes/a``, until the test lets it go."""
+
+    async def execute(self, context: AsyncContext, input: None) -> StepDecision:
+        note(context, "map_holder_start")
+        await gate(context, "release-map")
+        return dead_end()
+
+    def get_step_options(self) -> StepOptions | None:
+        return StepOptions(execute_lock_attributes=(notes.lock("a"),))
+
+
 class LockWaiter(Step[None]):
     def execute(self, context: Context, input: None) -> StepDecision:
         # Reads the balance Holder wrote: the snapshot is taken after the lock is acquired.
@@ -140,7 +152,7 @@ class Long(Step[None]):
 class StateFlow(Flow[None]):
     def get_steps(self) -> StepList[None]:
         return start_with(Idle()).other_steps(
-            Reader(), ReaderAll(), MailReader(), Holder(), LockWaiter(), Echo(), Long()
+            Reader(), ReaderAll(), MailReader(), Holder(), MapHolder(), LockWaiter(), Echo(), Long()
         )
 
     def get_persistence_schema(self) -> PersistenceSchema:
@@ -176,6 +188,17 @@ class StateFlow(Flow[None]):
     @rpc
     def start_holder(self, context: Context) -> RPCResult[bool]:
         return RPCResult(True, next_steps=(move(Holder, None),))
+
+    @rpc
+    def start_map_holder(self, context: Context) -> RPCResult[bool]:
+        return RPCResult(True, next_steps=(move(MapHolder, None),))
+
+    @rpc
+    def write_note(self, context: Context, input: dict[str, str]) -> RPCResult[bool]:
+        """Locks and loads nothing itself: the caller chooses the instance with RPCInvokeOptions."""
+        for key, value in input.items():
+            notes.set(context, key, value)
+        return RPCResult(True)
 
     @rpc
     def start_waiter(self, context: Context) -> RPCResult[bool]:
