@@ -25,6 +25,8 @@ from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
 from google.adk.artifacts import InMemoryArtifactService
 from google.adk.events import Event
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
 from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.function_tool import FunctionTool
@@ -551,3 +553,23 @@ async def test_thoughts_stream_as_reasoning_deltas_and_are_not_the_stored_answer
     assert "".join(session.reasoning_deltas()).strip() == "Checking the forecast."
     assert "".join(session.text_deltas()).strip() == "Sunny."
     assert [m.text for m in outcome.new_messages] == ["Sunny."]
+
+
+async def test_a_before_model_callback_may_answer_instead_of_the_model() -> None:
+    def answer_from_cache(callback_context: CallbackContext, llm_request: LlmRequest) -> LlmResponse | None:
+        del callback_context, llm_request
+        return LlmResponse(content=respond("From the cache."))
+
+    model = CannedLlm(responses=[])
+    runner = GoogleAdkRunner(
+        LlmAgent(name="cached", model=model, instruction="Answer.", before_model_callback=answer_from_cache)
+    )
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Hi"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted) and outcome.turn_error is None
+    assert [m.text for m in outcome.new_messages] == ["From the cache."]
+    assert model.calls == 0 and outcome.usage.model_calls == 0
+    assert session.text_deltas() == ["From the cache."]

@@ -28,11 +28,14 @@ from typing import Any, cast
 
 from dex_agents.events import AgentEventWriter
 from google.adk.agents.callback_context import CallbackContext
+from google.adk.events import Event
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
+
+from dex_agents_google_adk._messages import REQUEST_CONFIRMATION_FUNCTION_NAME
 
 __all__ = [
     "CONFIRMATION_HINT",
@@ -95,6 +98,8 @@ class DexToolGate(BasePlugin):
         """IDs of calls whose tool asks ADK for a confirmation itself (`require_confirmation`)."""
         self.final_response: LlmResponse | None = None
         """The model's complete (non-partial) response."""
+        self.answered_by_callback = False
+        """Whether an agent's `before_model_callback` answered instead of the model."""
         self.streamed_text = False
         """Whether text deltas were written while the model streamed."""
 
@@ -149,6 +154,32 @@ class DexToolGate(BasePlugin):
                 )
             )
         return None
+
+    def adopt_callback_response(self, event: Event) -> None:
+        """Take the response an agent's `before_model_callback` gave instead of the model.
+
+        ADK runs no after-model callback for such a response, so its tool calls are read from the event
+        ADK stored; their IDs are ADK's.
+
+        Args:
+            event: The agent's stored response event.
+        """
+        self.answered_by_callback = True
+        self.final_response = LlmResponse(content=event.content, usage_metadata=event.usage_metadata)
+        for call in event.get_function_calls():
+            if call.name == REQUEST_CONFIRMATION_FUNCTION_NAME or not call.id:
+                continue
+            self._used_ids.add(call.id)
+            name = call.name or ""
+            self.tool_calls.append(
+                ModelToolCall(
+                    tool_call_id=call.id,
+                    tool_name=name,
+                    arguments=dict(call.args or {}),
+                    tool=self._offered_tools.get(name),
+                    agent_name=event.author,
+                )
+            )
 
     async def before_tool_callback(
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext

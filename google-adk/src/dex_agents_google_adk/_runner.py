@@ -173,6 +173,7 @@ class GoogleAdkRunner:
                 await service.append_event(session, event)
             new_message = _recorded_confirmations(state, turn)
             invocation_id = state.invocation_id
+        last_response: Event | None = None
         try:
             async for event in runner.run_async(
                 user_id=self._user_id,
@@ -182,6 +183,8 @@ class GoogleAdkRunner:
                 run_config=self._run_config,
             ):
                 _raise_for_model_error(event)
+                if _is_model_response(event):
+                    last_response = event
         except Exception as error:
             if gate.model_requests > 1:
                 return TurnCompleted(new_messages=(), turn_error=str(error))
@@ -191,9 +194,12 @@ class GoogleAdkRunner:
         if stored is None:
             raise RuntimeError(f"Google ADK lost session {turn.flow_id!r} during the model call")
         turn_events = list(stored.events[turn_start:])
+        if gate.final_response is None and last_response is not None and gate.model_requests == 1:
+            gate.adopt_callback_response(last_response)
         if gate.final_response is None:
             raise RuntimeError("Google ADK finished the model Step without a model response")
-        usage = _model_call_usage(gate.final_response)
+        # A response an agent callback gave instead of the model is not a model call.
+        usage = AgentUsage() if gate.answered_by_callback else _model_call_usage(gate.final_response)
         if not gate.streamed_text:
             # A model that does not stream (or a non-streaming run_config) still shows its text live.
             turn.events.write_text_delta(text_of(gate.final_response.content))
@@ -351,6 +357,16 @@ def _recorded_confirmations(state: GoogleAdkRunState, turn: AgentTurnContext) ->
     # A turn whose calls all named unknown tools has nothing to confirm; resuming the invocation by its
     # ID alone makes ADK continue with the next model call.
     return types.Content(role="user", parts=parts) if parts else None
+
+
+def _is_model_response(event: Event) -> bool:
+    content = event.content
+    if event.partial or content is None or content.role != "model" or not content.parts:
+        return False
+    return not all(
+        part.function_call is not None and part.function_call.name == REQUEST_CONFIRMATION_FUNCTION_NAME
+        for part in content.parts
+    )
 
 
 def _raise_for_model_error(event: Event) -> None:
