@@ -323,6 +323,10 @@ class RunModel(Step[None]):
             default_tool_effect=runtime.options.default_tool_effect,
             heartbeat_function=context.heartbeat,
         )
+        # Output before the model call: Dex hands an attempt that produced no output to another Worker under
+        # the same attempt number, so without it a model call killed early would repeat as "attempt 1" and a
+        # UI could not tell the two calls apart.
+        await context.heartbeat()
         async with heartbeating(context):
             try:
                 outcome = await runtime.runner.run_model_step(turn)
