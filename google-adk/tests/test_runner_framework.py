@@ -573,3 +573,41 @@ async def test_a_before_model_callback_may_answer_instead_of_the_model() -> None
     assert [m.text for m in outcome.new_messages] == ["From the cache."]
     assert model.calls == 0 and outcome.usage.model_calls == 0
     assert session.text_deltas() == ["From the cache."]
+
+
+async def test_an_after_model_callback_that_changes_the_response_decides_the_deferred_calls() -> None:
+    def drop_deletes(callback_context: CallbackContext, llm_response: LlmResponse) -> LlmResponse | None:
+        del callback_context
+        if llm_response.partial or llm_response.content is None:
+            return None
+        kept = [
+            part
+            for part in llm_response.content.parts or ()
+            if part.function_call is None or part.function_call.name != "delete_file"
+        ]
+        return LlmResponse(
+            content=types.Content(role="model", parts=kept), usage_metadata=llm_response.usage_metadata
+        )
+
+    model = CannedLlm(
+        responses=[
+            respond(call("get_weather", {"city": "Rome"}, "w"), call("delete_file", {"path": "/"}, "d")),
+            respond("Rome is sunny."),
+        ]
+    )
+    agent = build_app(model, []).root_agent
+    assert isinstance(agent, LlmAgent)
+    agent.after_model_callback = drop_deletes
+    runner = GoogleAdkRunner(agent)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather, and wipe the disk"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, ToolCallsRequested)
+    assert [deferred.tool_call_id for deferred in outcome.tool_calls] == ["w"]
+    session.defer(outcome)
+    session.finish("w", ToolCallStatus.SUCCEEDED, output="sunny")
+    final = await runner.run_model_step(session.context())
+    assert isinstance(final, TurnCompleted)
+    assert model.responses_seen(2) == [{"result": "sunny"}]

@@ -93,7 +93,7 @@ class DexToolGate(BasePlugin):
         self.model_requests = 0
         """Model requests ADK made (or was refused) in this model Step."""
         self.tool_calls: list[ModelToolCall] = []
-        """The tool calls of the model response, in model order."""
+        """The tool calls of the model response, in model order (see `take_response`)."""
         self.confirmation_required: set[str] = set()
         """IDs of calls whose tool asks ADK for a confirmation itself (`require_confirmation`)."""
         self.final_response: LlmResponse | None = None
@@ -143,43 +143,30 @@ class DexToolGate(BasePlugin):
                 # The `adk-` prefix makes ADK strip the ID from model requests, as it does for IDs it mints.
                 call.id = f"adk-{uuid.uuid4()}"
             self._used_ids.add(call.id)
-            name = call.name or ""
-            self.tool_calls.append(
-                ModelToolCall(
-                    tool_call_id=call.id,
-                    tool_name=name,
-                    arguments=dict(call.args or {}),
-                    tool=self._offered_tools.get(name),
-                    agent_name=callback_context.agent_name,
-                )
-            )
         return None
 
-    def adopt_callback_response(self, event: Event) -> None:
-        """Take the response an agent's `before_model_callback` gave instead of the model.
+    def take_response(self, event: Event) -> None:
+        """Read the tool calls of the model response from the event ADK stored for it.
 
-        ADK runs no after-model callback for such a response, so its tool calls are read from the event
-        ADK stored; their IDs are ADK's.
+        The stored event is what the model Step answered with after every callback, including an agent's
+        `after_model_callback` that changed the response, or its `before_model_callback` that answered
+        instead of the model (then no after-model callback ran, and the calls keep ADK's IDs).
 
         Args:
-            event: The agent's stored response event.
+            event: The stored response event.
         """
-        self.answered_by_callback = True
-        self.final_response = LlmResponse(content=event.content, usage_metadata=event.usage_metadata)
-        for call in event.get_function_calls():
-            if call.name == REQUEST_CONFIRMATION_FUNCTION_NAME or not call.id:
-                continue
-            self._used_ids.add(call.id)
-            name = call.name or ""
-            self.tool_calls.append(
-                ModelToolCall(
-                    tool_call_id=call.id,
-                    tool_name=name,
-                    arguments=dict(call.args or {}),
-                    tool=self._offered_tools.get(name),
-                    agent_name=event.author,
-                )
+        self.answered_by_callback = self.final_response is None
+        self.tool_calls = [
+            ModelToolCall(
+                tool_call_id=call.id or "",
+                tool_name=call.name or "",
+                arguments=dict(call.args or {}),
+                tool=self._offered_tools.get(call.name or ""),
+                agent_name=event.author,
             )
+            for call in event.get_function_calls()
+            if call.name != REQUEST_CONFIRMATION_FUNCTION_NAME
+        ]
 
     async def before_tool_callback(
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext

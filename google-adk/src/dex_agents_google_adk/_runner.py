@@ -49,7 +49,6 @@ from google.adk.agents.run_config import (
 )
 from google.adk.apps import App
 from google.adk.events import Event
-from google.adk.models.llm_response import LlmResponse
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
@@ -194,15 +193,14 @@ class GoogleAdkRunner:
         if stored is None:
             raise RuntimeError(f"Google ADK lost session {turn.flow_id!r} during the model call")
         turn_events = list(stored.events[turn_start:])
-        if gate.final_response is None and last_response is not None and gate.model_requests == 1:
-            gate.adopt_callback_response(last_response)
-        if gate.final_response is None:
+        if last_response is None:
             raise RuntimeError("Google ADK finished the model Step without a model response")
+        gate.take_response(last_response)
         # A response an agent callback gave instead of the model is not a model call.
-        usage = AgentUsage() if gate.answered_by_callback else _model_call_usage(gate.final_response)
+        usage = AgentUsage() if gate.answered_by_callback else _model_call_usage(last_response)
         if not gate.streamed_text:
             # A model that does not stream (or a non-streaming run_config) still shows its text live.
-            turn.events.write_text_delta(text_of(gate.final_response.content))
+            turn.events.write_text_delta(text_of(last_response.content))
         if gate.tool_calls:
             return self._tool_calls_requested(turn, gate, turn_events, state, usage)
         # The first event of the invocation is the turn's user message, which the session stored already.
@@ -374,7 +372,7 @@ def _raise_for_model_error(event: Event) -> None:
         raise RuntimeError(f"the model call failed: {event.error_code}: {event.error_message or ''}".strip())
 
 
-def _model_call_usage(response: LlmResponse) -> AgentUsage:
+def _model_call_usage(response: Event) -> AgentUsage:
     metadata = response.usage_metadata
     if metadata is None:
         return AgentUsage(model_calls=1)
