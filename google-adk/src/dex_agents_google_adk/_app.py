@@ -58,6 +58,8 @@ def _resumability_config() -> ResumabilityConfig:
 def resumable_app(app: App, plugins_first: Sequence[BasePlugin] = ()) -> App:
     """Return a copy of ``app`` that can pause and resume, with ``plugins_first`` before its own plugins.
 
+    ADK's event compaction is turned off in the copy.
+
     Args:
         app: The user's application.
         plugins_first: Plugins that run before the application's own.
@@ -66,7 +68,13 @@ def resumable_app(app: App, plugins_first: Sequence[BasePlugin] = ()) -> App:
         The copy; ``app`` itself is unchanged.
     """
     return app.model_copy(
-        update={"plugins": [*plugins_first, *app.plugins], "resumability_config": _resumability_config()}
+        update={
+            "plugins": [*plugins_first, *app.plugins],
+            "resumability_config": _resumability_config(),
+            # Compaction summarizes events with a model call of its own, outside the one model call a
+            # Step may make, and its events would not be stored; the session keeps the full history.
+            "events_compaction_config": None,
+        }
     )
 
 
