@@ -17,10 +17,15 @@ from dex.dexpb import dex_pb2_grpc as pbg
 from google.protobuf import empty_pb2
 
 from . import _errors as errors
+from . import _flows as flows
+from . import _queries as queries
+from . import _rpc as rpc
+from . import _writes as writes
 from ._blobs import DEFAULT_BLOB_THRESHOLD, DEFAULT_MAX_VALUE_BYTES, Blobs
 from ._dispatch import GRPC_OPTIONS, Dispatcher, PullStream
 from ._engine import Engine, EngineOptions
 from ._history import event_json
+from ._restore import restore
 from ._store import Store
 from ._streams import Streams
 
@@ -94,25 +99,25 @@ class _FlowService(pbg.FlowServiceServicer):
 
     async def StartFlow(self, request: pb.StartFlowRequest, context: Context) -> pb.StartFlowResponse:
         async def call() -> pb.StartFlowResponse:
-            run_id = self.engine.start_flow(request)
-            await self.engine.durable()
+            run_id = flows.start_flow(self.engine, request)
+            await self.engine.journal.durable()
             return pb.StartFlowResponse(run_id=run_id)
 
         return await _answer(context, call)
 
     async def InvokeRPC(self, request: pb.InvokeRPCRequest, context: Context) -> pb.InvokeRPCResponse:
         async def call() -> pb.InvokeRPCResponse:
-            return pb.InvokeRPCResponse(output=await self.engine.invoke_rpc(request))
+            return pb.InvokeRPCResponse(output=await rpc.invoke_rpc(self.engine, request))
 
         return await _answer(context, call)
 
     async def WaitForFlow(self, request: pb.WaitForFlowRequest, context: Context) -> pb.FlowResult:
-        return await _answer(context, lambda: self.engine.wait_for_flow(request))
+        return await _answer(context, lambda: queries.wait_for_flow(self.engine, request))
 
     async def StopFlow(self, request: pb.StopFlowRequest, context: Context) -> empty_pb2.Empty:
         async def call() -> empty_pb2.Empty:
-            self.engine.stop_flow(request)
-            await self.engine.durable()
+            flows.stop_flow(self.engine, request)
+            await self.engine.journal.durable()
             return empty_pb2.Empty()
 
         return await _answer(context, call)
@@ -120,21 +125,23 @@ class _FlowService(pbg.FlowServiceServicer):
     async def GetFlowSummary(
         self, request: pb.GetFlowSummaryRequest, context: Context
     ) -> pb.GetFlowSummaryResponse:
-        return await _answer(context, lambda: _now(self.engine.summary(request.flow_id, request.run_id)))
+        return await _answer(
+            context, lambda: _now(queries.summary(self.engine, request.flow_id, request.run_id))
+        )
 
     async def PublishToChannel(
         self, request: pb.PublishToChannelRequest, context: Context
     ) -> empty_pb2.Empty:
         async def call() -> empty_pb2.Empty:
-            self.engine.publish(request)
-            await self.engine.durable()
+            writes.publish(self.engine, request)
+            await self.engine.journal.durable()
             return empty_pb2.Empty()
 
         return await _answer(context, call)
 
     async def WriteStream(self, request: pb.WriteStreamRequest, context: Context) -> empty_pb2.Empty:
         def call() -> empty_pb2.Empty:
-            self.engine.write_stream(request)
+            writes.write_stream(self.engine, request)
             return empty_pb2.Empty()
 
         return await _answer(context, lambda: _now(call()))
@@ -172,14 +179,14 @@ class _FlowService(pbg.FlowServiceServicer):
 
     async def SkipTimer(self, request: pb.SkipTimerRequest, context: Context) -> empty_pb2.Empty:
         async def call() -> empty_pb2.Empty:
-            self.engine.skip_timer(request)
-            await self.engine.durable()
+            flows.skip_timer(self.engine, request)
+            await self.engine.journal.durable()
             return empty_pb2.Empty()
 
         return await _answer(context, call)
 
     async def LoadBlobs(self, request: pb.LoadBlobsRequest, context: Context) -> pb.LoadBlobsResponse:
-        return await _answer(context, lambda: _now(self.engine.load_blobs(request)))
+        return await _answer(context, lambda: _now(queries.load_blobs(self.engine, request)))
 
     async def GetHistoryEvents(
         self, request: pb.GetHistoryEventsRequest, context: Context
@@ -192,7 +199,7 @@ class _FlowService(pbg.FlowServiceServicer):
                     raise errors.invalid_argument(f"next_page_token {token!r} is not a devserver token")
                 start = int(token)
             size = request.estimate_page_size if request.estimate_page_size > 0 else _HISTORY_PAGE
-            selected = self.engine.history(request.flow_id, request.run_id, max(start, 1), size + 1)
+            selected = queries.history(self.engine, request.flow_id, request.run_id, max(start, 1), size + 1)
             page = selected[:size]
             response = pb.GetHistoryEventsResponse(events=page)
             next_id = (page[-1].event_id + 1) if page else max(start, 1)
@@ -206,13 +213,15 @@ class _FlowService(pbg.FlowServiceServicer):
     async def GetFlowState(
         self, request: pb.GetFlowStateRequest, context: Context
     ) -> pb.GetFlowStateResponse:
-        return await _answer(context, lambda: _now(self.engine.flow_state(request.flow_id, request.run_id)))
+        return await _answer(
+            context, lambda: _now(queries.flow_state(self.engine, request.flow_id, request.run_id))
+        )
 
     async def WaitForStepCompletion(
         self, request: pb.WaitForStepCompletionRequest, context: Context
     ) -> pb.WaitForStepCompletionResponse:
         async def call() -> pb.WaitForStepCompletionResponse:
-            await self.engine.wait_for_step_completion(request)
+            await queries.wait_for_step_completion(self.engine, request)
             return pb.WaitForStepCompletionResponse()
 
         return await _answer(context, call)
@@ -221,7 +230,9 @@ class _FlowService(pbg.FlowServiceServicer):
         self, request: pb.WaitForAttributeRequest, context: Context
     ) -> pb.WaitForAttributeResponse:
         async def call() -> pb.WaitForAttributeResponse:
-            return pb.WaitForAttributeResponse(matched_value=await self.engine.wait_for_attribute(request))
+            return pb.WaitForAttributeResponse(
+                matched_value=await queries.wait_for_attribute(self.engine, request)
+            )
 
         return await _answer(context, call)
 
@@ -255,8 +266,8 @@ class _FlowService(pbg.FlowServiceServicer):
         self, request: pb.UpdateFlowConfigRequest, context: Context
     ) -> empty_pb2.Empty:
         async def call() -> empty_pb2.Empty:
-            self.engine.update_flow_config(request)
-            await self.engine.durable()
+            flows.update_flow_config(self.engine, request)
+            await self.engine.journal.durable()
             return empty_pb2.Empty()
 
         return await _answer(context, call)
@@ -268,8 +279,8 @@ class _FlowService(pbg.FlowServiceServicer):
 
     async def SetAttributes(self, request: pb.SetAttributesRequest, context: Context) -> empty_pb2.Empty:
         async def call() -> empty_pb2.Empty:
-            self.engine.set_attributes(request)
-            await self.engine.durable()
+            writes.set_attributes(self.engine, request)
+            await self.engine.journal.durable()
             return empty_pb2.Empty()
 
         return await _answer(context, call)
@@ -287,8 +298,8 @@ class _FlowService(pbg.FlowServiceServicer):
         self, request: pb.DeleteChannelMessageRequest, context: Context
     ) -> empty_pb2.Empty:
         async def call() -> empty_pb2.Empty:
-            self.engine.delete_channel_message(request)
-            await self.engine.durable()
+            writes.delete_channel_message(self.engine, request)
+            await self.engine.journal.durable()
             return empty_pb2.Empty()
 
         return await _answer(context, call)
@@ -296,7 +307,7 @@ class _FlowService(pbg.FlowServiceServicer):
     async def WaitForHistoryEvent(
         self, request: pb.WaitForHistoryEventRequest, context: Context
     ) -> pb.WaitForHistoryEventResponse:
-        return await _answer(context, lambda: self.engine.wait_for_history_event(request))
+        return await _answer(context, lambda: queries.wait_for_history_event(self.engine, request))
 
 
 class _WorkerTaskService(pbg.WorkerTaskServiceServicer):
@@ -389,7 +400,7 @@ class DevServer:
             self.port = 0
         if self.port == 0:
             raise OSError(f"cannot bind {self.options.host}:{self.options.port} (is the port in use?)")
-        self.engine.restore()
+        restore(self.engine)
         await server.start()
         self._server = server
 
@@ -414,7 +425,7 @@ class DevServer:
         return {
             "flowId": run.flow_id,
             "runId": run.run_id,
-            "events": [event_json(event) for event in self.engine.history(run.flow_id, run.run_id)],
+            "events": [event_json(event) for event in queries.history(self.engine, run.flow_id, run.run_id)],
         }
 
 
