@@ -16,6 +16,7 @@ from ._model import FlowRun
 
 __all__ = [
     "apply_deletes",
+    "apply_effects",
     "apply_publishes",
     "apply_writes",
     "ingest",
@@ -67,6 +68,19 @@ def ingest_effects(
             ingest(blobs, movement.step_input, f"the input of next Step {movement.step_type!r}")
         if decision.HasField("close_decision") and decision.close_decision.HasField("close_input"):
             ingest(blobs, decision.close_decision.close_input, "the Flow output")
+
+
+def apply_effects(
+    run: FlowRun,
+    changed: set[str],
+    writes: Iterable[pb.AttributeWrite],
+    publishes: Iterable[pb.ChannelMessage],
+    deletions: Iterable[pb.ChannelMessageDeletion],
+) -> None:
+    """Applies a method's or an RPC's Attribute writes, then its publishes, then its deletes."""
+    apply_writes(run, writes, changed)
+    apply_publishes(run, publishes)
+    apply_deletes(run, deletions)
 
 
 def apply_writes(run: FlowRun, writes: Iterable[pb.AttributeWrite], changed: set[str]) -> None:

@@ -31,8 +31,6 @@ from ._streams import Streams
 
 __all__ = ["Engine", "EngineOptions"]
 
-_ASYNC_FLUSH_DELAY = 2.0
-
 
 @dataclass
 class EngineOptions:
@@ -40,11 +38,9 @@ class EngineOptions:
 
     Attributes:
         default_worker_target: Push address for Flows started without a worker target; None means pull mode.
-        async_flush_delay: Seconds before an ASYNC-durability result is committed.
     """
 
     default_worker_target: str | None = None
-    async_flush_delay: float = _ASYNC_FLUSH_DELAY
 
 
 class Engine:
@@ -68,7 +64,7 @@ class Engine:
         self.options = options
         self.runs: dict[str, list[FlowRun]] = {}
         self.runtimes = Runtimes()
-        self.journal = Journal(store, self.runtimes, options.async_flush_delay)
+        self.journal = Journal(store, self.runtimes)
         self.next_run_seq = 1
         self.closing = False
 

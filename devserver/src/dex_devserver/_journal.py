@@ -22,6 +22,8 @@ from ._store import RunRow, Store
 __all__ = ["Journal"]
 
 _LOG = logging.getLogger("dex_devserver")
+# How long an ASYNC-durability result may stay uncommitted (a devserver killed before then runs it again).
+_ASYNC_FLUSH_DELAY = 2.0
 
 
 class Journal:
@@ -30,13 +32,11 @@ class Journal:
     Args:
         store: Persistence.
         runtimes: Where each run's uncommitted events and Attribute changes are kept.
-        async_flush_delay: Seconds before an ASYNC-durability result is committed.
     """
 
-    def __init__(self, store: Store, runtimes: Runtimes, async_flush_delay: float) -> None:
+    def __init__(self, store: Store, runtimes: Runtimes) -> None:
         self.store = store
         self._runtimes = runtimes
-        self._async_flush_delay = async_flush_delay
         self._dirty: dict[tuple[str, str], FlowRun] = {}
         self._commit_done: asyncio.Future[None] | None = None
         self._stopping = False
@@ -56,7 +56,7 @@ class Journal:
             self.request_commit()
         elif rt.flush_handle is None and not self._stopping:
             rt.flush_handle = asyncio.get_running_loop().call_later(
-                self._async_flush_delay, functools.partial(self.persist, run, durable=True)
+                _ASYNC_FLUSH_DELAY, functools.partial(self.persist, run, durable=True)
             )
 
     def mark_dirty(self, run: FlowRun) -> None:

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "flow_result",
     "flow_state",
     "history",
     "load_blobs",
@@ -28,7 +27,7 @@ __all__ = [
 ]
 
 
-def flow_result(engine: Engine, run: FlowRun, needs_results: bool) -> pb.FlowResult:
+def _flow_result(run: FlowRun, needs_results: bool) -> pb.FlowResult:
     """Returns the result of a closed run."""
     result = pb.FlowResult(flow_status=run.status, error_type=run.error_type, error_message=run.error_message)
     if needs_results and run.status == pb.FLOW_STATUS_COMPLETED:
@@ -47,7 +46,7 @@ async def wait_for_flow(engine: Engine, request: pb.WaitForFlowRequest) -> pb.Fl
         run = engine.run_of(request.flow_id, request.run_id)
         if not run.is_running:
             await engine.journal.durable()
-            return flow_result(engine, run, request.needs_results)
+            return _flow_result(run, request.needs_results)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise errors.long_poll_timeout(f"Flow {request.flow_id!r} is still running")

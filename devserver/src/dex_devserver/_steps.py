@@ -24,6 +24,18 @@ __all__ = ["run_execution"]
 _LOG = logging.getLogger("dex_devserver")
 
 
+def _record_effects(
+    out: pb.StepWaitForCompletedOutput | pb.StepExecuteCompletedOutput,
+    outcome: pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse,
+) -> None:
+    """Copies a method's effects into its completion event's output."""
+    out.upsert_attributes.extend(outcome.upsert_attributes)
+    out.publish_to_channel.extend(outcome.publish_to_channel)
+    out.record_events.extend(outcome.record_events)
+    out.upsert_step_execution_locals.extend(outcome.upsert_step_exe_locals)
+    out.delete_from_channel.extend(outcome.delete_from_channel)
+
+
 def _is_current(engine: Engine, run: FlowRun, exe: Execution) -> bool:
     return not engine.closing and run.is_running and run.executions.get(exe.exe_id) is exe
 
@@ -115,9 +127,13 @@ def _after_wait_for(
         engine.transition(run, durable=True)
         return
     assert isinstance(outcome, pb.InvokeWaitForMethodResponse)
-    effects.apply_writes(run, outcome.upsert_attributes, engine.runtimes.of(run).changed_attributes)
-    effects.apply_publishes(run, outcome.publish_to_channel)
-    effects.apply_deletes(run, outcome.delete_from_channel)
+    effects.apply_effects(
+        run,
+        engine.runtimes.of(run).changed_attributes,
+        outcome.upsert_attributes,
+        outcome.publish_to_channel,
+        outcome.delete_from_channel,
+    )
     exe.locals = list(outcome.upsert_step_exe_locals)
     context = _method_event_context(engine, run, exe, "wait_for")
     durable = context.durability == pb.STEP_DURABILITY_SYNC
@@ -128,11 +144,7 @@ def _after_wait_for(
         out = payload.output
         if outcome.HasField("waiting_condition"):
             out.wait_for_condition.CopyFrom(outcome.waiting_condition)
-        out.upsert_attributes.extend(outcome.upsert_attributes)
-        out.publish_to_channel.extend(outcome.publish_to_channel)
-        out.record_events.extend(outcome.record_events)
-        out.upsert_step_execution_locals.extend(outcome.upsert_step_exe_locals)
-        out.delete_from_channel.extend(outcome.delete_from_channel)
+        _record_effects(out, outcome)
         payload.context.CopyFrom(context)
 
     engine.journal.record(run, completed)
@@ -201,9 +213,13 @@ def _after_execute(
     for movement in decision.next_steps:
         movement.from_step_execution_id_internal_only = exe.exe_id
         movement.ClearField("recovery_error_internal_only")
-    effects.apply_writes(run, outcome.upsert_attributes, engine.runtimes.of(run).changed_attributes)
-    effects.apply_publishes(run, outcome.publish_to_channel)
-    effects.apply_deletes(run, outcome.delete_from_channel)
+    effects.apply_effects(
+        run,
+        engine.runtimes.of(run).changed_attributes,
+        outcome.upsert_attributes,
+        outcome.publish_to_channel,
+        outcome.delete_from_channel,
+    )
     run.executions.pop(exe.exe_id, None)
     engine.cancel_by_type(run, decision.cancel_step_types, decision.cancel_sibling_step_types, exe)
 
@@ -212,11 +228,7 @@ def _after_execute(
         payload.input.CopyFrom(inputs)
         out = payload.output
         out.step_decision.CopyFrom(decision)
-        out.upsert_attributes.extend(outcome.upsert_attributes)
-        out.publish_to_channel.extend(outcome.publish_to_channel)
-        out.record_events.extend(outcome.record_events)
-        out.upsert_step_execution_locals.extend(outcome.upsert_step_exe_locals)
-        out.delete_from_channel.extend(outcome.delete_from_channel)
+        _record_effects(out, outcome)
         payload.context.CopyFrom(context)
 
     engine.journal.record(run, completed)
@@ -246,7 +258,6 @@ def _after_execute(
         reason = engine.blobs.hydrate(close.close_input).string_value
         engine.close_run(run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_STEP_DECISION_FAILING_FLOW, reason)
     elif close_type == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE_ON_CHANNELS_EMPTY:
-        assert close is not None
         if all(not run.channels.get(name) for name in close.conditional_channel_names):
             collect()
             engine.close_run(run, pb.FLOW_STATUS_COMPLETED)
