@@ -7,7 +7,8 @@ or automatically with ``--yes`` or when stdin is not a terminal), and prints the
 history: the lookup and the refund each ran exactly once, in their own Steps.
 
 The model is scripted (no API key needed); in a real application the runner comes from an adapter, such as
-``dex-agents-pydantic-ai``, and wraps your agent.
+``dex-agents-pydantic-ai``, and wraps your agent. The demo itself (the devserver, the Worker kill, the
+approval and the printing) is ``dex_agents.testing``'s `run_approval_demo`.
 """
 
 from __future__ import annotations
@@ -15,30 +16,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import sys
 import tempfile
 from pathlib import Path
 
-from dex_agents import (
-    AgentInterrupt,
-    AgentSessionFlow,
-    AgentSessionOptions,
-    AgentSnapshot,
-    MessageRole,
-    ToolEffect,
-    ToolPolicy,
-)
+from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy
 from dex_agents.testing import (
-    EXECUTE_COMPLETED_EVENT,
     AgentTestStack,
+    ApprovalDemo,
+    RefundExampleHooks,
     ScriptedResponse,
     ScriptedRunner,
     ScriptedToolCall,
     lookup_order,
     refund_order,
     run_agent_worker,
-    wait_for_agent_snapshot,
-    wait_for_turn_end,
+    run_approval_demo,
 )
 
 EXAMPLES_DIR = Path(__file__).resolve().parent
@@ -87,68 +79,36 @@ def build_flow() -> AgentSessionFlow:
     )
 
 
-async def ask_approval(interrupt: AgentInterrupt, assume_yes: bool) -> bool:
-    """Ask at the terminal, or approve at once with --yes or without a terminal."""
-    question = f"Approve {interrupt.tool_name} {interrupt.arguments}? [y/N] "
-    if assume_yes or not sys.stdin.isatty():
-        print(f"{question}y (automatic)")
-        return True
-    answer = await asyncio.to_thread(input, question)
-    return answer.strip().lower() in ("y", "yes")
+def tell_model_of_rejection(stack: AgentTestStack) -> None:
+    # A real model reads the rejection; the scripted one is told how to answer it.
+    stack.scripts.set_turns(SESSION_ID, model_script(REJECTED_ANSWER))
 
 
-def print_transcript(snapshot: AgentSnapshot) -> None:
-    print("\nTranscript:")
-    for message in snapshot.messages:
-        if message.role == MessageRole.TOOL:
-            print(f"  tool      {message.tool_name} -> {message.tool_output}")
-        elif message.tool_name:
-            print(f"  assistant calls {message.tool_name} {message.tool_arguments}")
-        else:
-            print(f"  {message.role.value:<9} {message.text}")
+def print_tool_runs(stack: AgentTestStack, approved: bool) -> int:
+    runs = stack.invocations.tool_calls(SESSION_ID)
+    print("\nReal tool runs: " + ", ".join(f"{run.tool_name} x1 (pid {run.pid})" for run in runs))
+    if approved and sorted(run.tool_name for run in runs) != ["lookup_order", "refund_order"]:
+        raise SystemExit(f"expected each tool to run exactly once, got {runs}")
+    return 0
 
 
-async def run(assume_yes: bool) -> None:
-    flow = build_flow()
+async def run(assume_yes: bool) -> int:
+    demo = ApprovalDemo(
+        build_flow(),
+        "refund_agent",
+        EXAMPLES_DIR,
+        SESSION_ID,
+        "Please refund order 7, it arrived broken.",
+        worker_env={ROLE_ENV: "worker"},
+    )
+    hooks = RefundExampleHooks(
+        SESSION_ID,
+        assume_yes=assume_yes,
+        print_tool_runs=print_tool_runs,
+        on_rejected=tell_model_of_rejection,
+    )
     with tempfile.TemporaryDirectory(prefix="dex-agents-example-") as state_dir:
-        async with AgentTestStack(
-            Path(state_dir), [flow], "refund_agent", worker_cwd=EXAMPLES_DIR, worker_env={ROLE_ENV: "worker"}
-        ) as stack:
-            print(f"Dex server at {stack.server_address}")
-            worker = await stack.start_worker()
-            print(f"Worker started (pid {worker.pid})")
-            sessions = stack.sessions(flow)
-            await sessions.start_session(SESSION_ID, "Please refund order 7, it arrived broken.")
-            interrupt = await wait_for_agent_snapshot(
-                sessions,
-                SESSION_ID,
-                lambda snapshot: next(iter(snapshot.pending_interrupts), None),
-                description="the refund approval",
-            )
-            print(f"The session waits for approval of {interrupt.tool_name} ({interrupt.interrupt_id})")
-            worker.kill()
-            print(f"Worker {worker.pid} killed with SIGKILL while the approval waits")
-            replacement = await stack.start_worker()
-            print(f"Replacement Worker started (pid {replacement.pid})")
-            approved = await ask_approval(interrupt, assume_yes)
-            if not approved:
-                # A real model reads the rejection; the scripted one is told how to answer it.
-                stack.scripts.set_turns(SESSION_ID, model_script(REJECTED_ANSWER))
-            if not await sessions.resolve_interrupt(
-                SESSION_ID, interrupt.interrupt_id, approved=approved, rejection_message="Not approved."
-            ):
-                raise SystemExit("the approval was no longer pending")
-            snapshot = await wait_for_turn_end(sessions, SESSION_ID, 1)
-            print_transcript(snapshot)
-            print("\nStep history (completed executes):")
-            for entry in await stack.read_step_history(SESSION_ID):
-                if entry.event_type == EXECUTE_COMPLETED_EVENT:
-                    attempt = entry.final_attempt
-                    print(f"  {entry.step_execution_id:<26} attempt {attempt}  input {entry.step_input!r}")
-            runs = stack.invocations.tool_calls(SESSION_ID)
-            print("\nReal tool runs: " + ", ".join(f"{run.tool_name} x1 (pid {run.pid})" for run in runs))
-            if approved and sorted(run.tool_name for run in runs) != ["lookup_order", "refund_order"]:
-                raise SystemExit(f"expected each tool to run exactly once, got {runs}")
+        return await run_approval_demo(demo, Path(state_dir), hooks)
 
 
 def main() -> None:
@@ -157,7 +117,7 @@ def main() -> None:
         return
     parser = argparse.ArgumentParser(description="A durable agent session with an approval and a crash.")
     parser.add_argument("--yes", action="store_true", help="approve without asking")
-    asyncio.run(run(parser.parse_args().yes))
+    raise SystemExit(asyncio.run(run(parser.parse_args().yes)))
 
 
 if __name__ == "__main__":

@@ -9,10 +9,17 @@ Scripted models answer from a ``ScriptStore`` (``scripted_model_response``), scr
 (``MATRIX_TOOLS``, ``run_scripted_tool``) log and gate every real run, and ``ScriptedRunner`` is a
 framework-free runner built on them. The design's 11-item matrix is ``dex_agents.testing.matrix
 .AgentMatrixTests``, which an adapter runs with a ``MatrixSpec``.
+
+What the adapters share besides: ``SessionSide`` plays the session's side of the runner contract in
+process for framework tests, ``read_agent_events`` / ``text_by_model_step`` / ``recorded_usage`` read a
+session's events back, ``run_approval_demo`` (with ``run_order_desk_demo`` and ``RefundExampleHooks``)
+drives the examples' approval-across-a-Worker-kill demo, and ``run_turn_overhead_bench`` times a turn in
+process and as a durable session.
 """
 
 # First: registers the matrix with pytest's assertion rewriting before anything imports it.
 from dex_agents.testing import _assert_rewrite  # noqa: F401  # pyright: ignore[reportUnusedImport]
+from dex_agents.testing._demo import ApprovalDecision, ApprovalDemo, DemoHooks, run_approval_demo
 from dex_agents.testing._gates import FileGate
 from dex_agents.testing._history import (
     EXECUTE_COMPLETED_EVENT,
@@ -35,6 +42,8 @@ from dex_agents.testing._matrix_tools import (
     refund_order,
     send_receipt,
 )
+from dex_agents.testing._order_desk_demo import OrderDeskDemo, run_order_desk_demo
+from dex_agents.testing._refund_example import RefundExampleHooks
 from dex_agents.testing._scoped_runner import ModelCallScopedRunner, with_model_call_scope
 from dex_agents.testing._script import (
     STATE_DIR_ENV,
@@ -50,7 +59,10 @@ from dex_agents.testing._script import (
 )
 from dex_agents.testing._scripted_runner import ScriptedRunner, render_message
 from dex_agents.testing._server import DevServerProcess
+from dex_agents.testing._session_events import read_agent_events, recorded_usage, text_by_model_step
+from dex_agents.testing._session_side import SessionSide
 from dex_agents.testing._stack import AgentTestStack
+from dex_agents.testing._turn_overhead import DurableTurn, InProcessTurn, run_turn_overhead_bench
 from dex_agents.testing._waiting import wait_for_agent_snapshot, wait_until
 from dex_agents.testing._worker import WorkerProcess, run_agent_worker
 
@@ -62,9 +74,14 @@ __all__ = [
     "WAIT_FOR_COMPLETED_EVENT",
     "WAIT_FOR_FAILED_EVENT",
     "AgentTestStack",
+    "ApprovalDecision",
+    "ApprovalDemo",
+    "DemoHooks",
     "DevServerProcess",
+    "DurableTurn",
     "FileGate",
     "HistoryMovement",
+    "InProcessTurn",
     "Invocation",
     "InvocationLog",
     "MatrixFlows",
@@ -72,10 +89,13 @@ __all__ = [
     "MatrixToolNames",
     "ModelCallScope",
     "ModelCallScopedRunner",
+    "OrderDeskDemo",
+    "RefundExampleHooks",
     "ScriptStore",
     "ScriptedResponse",
     "ScriptedRunner",
     "ScriptedToolCall",
+    "SessionSide",
     "StepHistoryEntry",
     "WorkerProcess",
     "cancel_order",
@@ -84,15 +104,21 @@ __all__ = [
     "lookup_order",
     "matrix_session_options",
     "model_call_scope",
+    "read_agent_events",
     "read_step_history",
+    "recorded_usage",
     "refund_order",
     "render_message",
     "run_agent_worker",
+    "run_approval_demo",
     "run_matrix_worker",
+    "run_order_desk_demo",
     "run_scripted_tool",
+    "run_turn_overhead_bench",
     "script_store_scope",
     "scripted_model_response",
     "send_receipt",
+    "text_by_model_step",
     "wait_for_agent_snapshot",
     "wait_for_turn_end",
     "wait_until",

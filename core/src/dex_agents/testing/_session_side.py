@@ -1,0 +1,201 @@
+"""The session's side of the runner contract, played in process so framework tests need no server."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+
+from dex_agents import (
+    AgentEvent,
+    AgentEventType,
+    AgentEventWriter,
+    AgentFrameworkRunner,
+    AgentMessage,
+    AgentToolCall,
+    AgentTurnContext,
+    DeferredToolCall,
+    DeferredToolExecution,
+    FrameworkMessage,
+    ToolCallsRequested,
+    ToolCallStatus,
+    ToolEffect,
+    ToolPolicy,
+)
+from dex_agents._tool_context import running_tool_execution
+
+__all__ = ["SessionSide"]
+
+_FLOW_ID = "session-1"
+
+
+class SessionSide:
+    """What the session keeps for one session: stored messages, run state, tool call records and events.
+
+    A framework test drives a runner with it exactly as the Steps do (stored messages in, outcomes out,
+    final records on resume), so each framework behaviour is checked without a server. Only one turn's
+    records are kept, as the session keeps them.
+
+    Attributes:
+        messages: The stored messages, in sequence order.
+        events: Every event the runner wrote.
+        tool_policies: The policies the turn context hands the runner.
+        default_tool_effect: The effect of a tool without a policy.
+        turn_number: The current turn, one-based; 0 before the first.
+        framework_run_state: The run state of the last deferral, or ``None``.
+        records: The current turn's tool call records by tool call ID.
+        attempt: The attempt number the turn context and events carry.
+    """
+
+    def __init__(
+        self,
+        *,
+        tool_policies: Mapping[str, ToolPolicy] | None = None,
+        default_tool_effect: ToolEffect = ToolEffect.UNCLASSIFIED,
+    ) -> None:
+        self.messages: list[AgentMessage] = []
+        self.events: list[AgentEvent] = []
+        self.tool_policies = dict(tool_policies or {})
+        self.default_tool_effect = default_tool_effect
+        self.turn_number = 0
+        self.framework_run_state: str | None = None
+        self.records: dict[str, AgentToolCall] = {}
+        self.attempt = 1
+
+    @property
+    def turn_id(self) -> str:
+        """The current turn's ID, ``turn-<number>``."""
+        return f"turn-{self.turn_number}"
+
+    def start_turn(self, message: FrameworkMessage) -> None:
+        """Start the next turn with the user's ``message``, as `StartAgentSession` or a new message does."""
+        self.turn_number += 1
+        self.framework_run_state = None
+        self.records = {}
+        self.store([message])
+
+    def store(self, messages: Sequence[FrameworkMessage]) -> None:
+        """Append ``messages`` to the stored conversation, numbered on from the last one."""
+        for message in messages:
+            self.messages.append(
+                AgentMessage(
+                    sequence=len(self.messages) + 1,
+                    turn_id=self.turn_id,
+                    role=message.role,
+                    text=message.text,
+                    tool_call_id=message.tool_call_id,
+                    tool_name=message.tool_name,
+                    tool_arguments=message.tool_arguments,
+                    tool_output=message.tool_output,
+                    framework_item=message.framework_item,
+                    created_at="2026-11-29T00:00:00Z",
+                )
+            )
+
+    def context(self) -> AgentTurnContext:
+        """The turn context a `RunModel` Step hands the runner now."""
+
+        async def heartbeat() -> None:
+            return None
+
+        return AgentTurnContext(
+            flow_id=_FLOW_ID,
+            turn_id=self.turn_id,
+            attempt=self.attempt,
+            messages=tuple(self.messages),
+            framework_run_state=self.framework_run_state,
+            tool_calls=dict(self.records),
+            events=AgentEventWriter(self.events.append, self.turn_id, self.attempt, "RunModel-1"),
+            tool_policies=self.tool_policies,
+            default_tool_effect=self.default_tool_effect,
+            heartbeat_function=heartbeat,
+        )
+
+    def defer(self, outcome: ToolCallsRequested) -> None:
+        """Store the run state and one record per call, as `RunModel` does.
+
+        Records are numbered on from the turn's earlier ones, as the session numbers them, so a turn that
+        defers more than once keeps its calls in model order.
+        """
+        self.framework_run_state = outcome.framework_run_state
+        order = len(self.records)
+        for index, deferred in enumerate(outcome.tool_calls):
+            self.records[deferred.tool_call_id] = _record(self.turn_id, deferred, order + index)
+
+    def finish(
+        self,
+        tool_call_id: str,
+        status: ToolCallStatus,
+        *,
+        output: str | None = None,
+        error: str | None = None,
+        rejection_message: str | None = None,
+    ) -> None:
+        """Make one record final, as a tool Step or an approval does."""
+        self.records[tool_call_id] = dataclasses.replace(
+            self.records[tool_call_id],
+            status=status,
+            output=output,
+            error=error,
+            rejection_message=rejection_message,
+        )
+
+    def text_deltas(self) -> list[str]:
+        """The text of every text delta event, in order."""
+        return [
+            json.loads(event.payload)["text"]
+            for event in self.events
+            if event.type == AgentEventType.TEXT_DELTA
+        ]
+
+    def reasoning_deltas(self) -> list[str]:
+        """The text of every reasoning delta event, in order."""
+        return [
+            json.loads(event.payload)["text"]
+            for event in self.events
+            if event.type == AgentEventType.REASONING_DELTA
+        ]
+
+    def execution(self, tool_call_id: str) -> DeferredToolExecution:
+        """The first attempt of the tool Step for the recorded call ``tool_call_id``."""
+
+        async def heartbeat() -> None:
+            return None
+
+        return DeferredToolExecution(
+            flow_id=_FLOW_ID,
+            tool_call=self.records[tool_call_id],
+            idempotency_key=f"{_FLOW_ID}/{self.turn_id}/{tool_call_id}",
+            attempt=1,
+            events=self.context().events,
+            heartbeat_function=heartbeat,
+        )
+
+    async def execute(self, runner: AgentFrameworkRunner, tool_call_id: str) -> str:
+        """Run one recorded call as its tool Step does and return the output.
+
+        Raises:
+            ToolExecutionError: As the runner raises it.
+        """
+        execution = self.execution(tool_call_id)
+        # The session's tool Step makes the call current around the runner, as here, so tool code that
+        # reads `current_tool_execution()` sees it.
+        with running_tool_execution(execution):
+            result = await runner.execute_deferred_tool_call(execution)
+        return result.output
+
+
+def _record(turn_id: str, deferred: DeferredToolCall, order: int) -> AgentToolCall:
+    return AgentToolCall(
+        tool_call_id=deferred.tool_call_id,
+        turn_id=turn_id,
+        tool_name=deferred.tool_name,
+        arguments=deferred.arguments,
+        effect=deferred.policy.effect,
+        requires_approval=deferred.policy.is_approval_required,
+        status=ToolCallStatus.AWAITING_APPROVAL
+        if deferred.policy.is_approval_required
+        else ToolCallStatus.APPROVED,
+        deferral_order=order,
+        tool_source_reference=deferred.tool_source_reference,
+    )
