@@ -18,29 +18,19 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from dex_agents import (
-    AgentInterrupt,
-    AgentSessionFlow,
-    AgentSessionOptions,
-    AgentSnapshot,
-    MessageRole,
-    ToolEffect,
-    ToolPolicy,
-    current_tool_execution,
-)
+from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy, current_tool_execution
 from dex_agents.testing import (
-    EXECUTE_COMPLETED_EVENT,
     STATE_DIR_ENV,
     AgentTestStack,
+    ApprovalDemo,
+    RefundExampleHooks,
     run_agent_worker,
-    wait_for_agent_snapshot,
-    wait_for_turn_end,
+    run_approval_demo,
 )
 from langchain.agents import create_agent
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
@@ -167,69 +157,32 @@ def build_flow() -> AgentSessionFlow:
     )
 
 
-async def ask_approval(interrupt: AgentInterrupt, assume_yes: bool) -> bool:
-    """Ask at the terminal, or approve at once with --yes or without a terminal."""
-    question = f"Approve {interrupt.tool_name} {interrupt.arguments}? [y/N] "
-    if assume_yes or not sys.stdin.isatty():
-        print(f"{question}y (automatic)")
-        return True
-    answer = await asyncio.to_thread(input, question)
-    return answer.strip().lower() in ("y", "yes")
+def print_tool_runs(stack: AgentTestStack, approved: bool) -> int:
+    runs_file = stack.state_dir / "tool-runs.txt"
+    runs = runs_file.read_text(encoding="utf-8").splitlines() if runs_file.exists() else []
+    print("\nReal tool runs:")
+    for line in runs:
+        print(f"  {line}")
+    names = sorted(line.split(" ")[0] for line in runs)
+    if approved and names != ["lookup_order", "refund_order"]:
+        raise SystemExit(f"expected each tool to run exactly once, got {runs}")
+    return 0
 
 
-def print_transcript(snapshot: AgentSnapshot) -> None:
-    print("\nTranscript:")
-    for message in snapshot.messages:
-        if message.role == MessageRole.TOOL:
-            print(f"  tool      {message.tool_name} -> {message.tool_output}")
-        else:
-            print(f"  {message.role.value:<9} {message.text}")
-
-
-async def run(assume_yes: bool) -> None:
-    flow = build_flow()
+async def run(assume_yes: bool) -> int:
+    demo = ApprovalDemo(
+        build_flow(),
+        "refund_agent",
+        EXAMPLES_DIR,
+        SESSION_ID,
+        "Please refund order 7, it arrived broken.",
+        worker_env={ROLE_ENV: "worker"},
+    )
+    hooks = RefundExampleHooks(
+        SESSION_ID, assume_yes=assume_yes, print_tool_runs=print_tool_runs, show_usage=True
+    )
     with tempfile.TemporaryDirectory(prefix="dex-agents-langgraph-example-") as state_dir:
-        async with AgentTestStack(
-            Path(state_dir), [flow], "refund_agent", worker_cwd=EXAMPLES_DIR, worker_env={ROLE_ENV: "worker"}
-        ) as stack:
-            print(f"Dex server at {stack.server_address}")
-            worker = await stack.start_worker()
-            print(f"Worker started (pid {worker.pid})")
-            sessions = stack.sessions(flow)
-            await sessions.start_session(SESSION_ID, "Please refund order 7, it arrived broken.")
-            interrupt = await wait_for_agent_snapshot(
-                sessions,
-                SESSION_ID,
-                lambda snapshot: next(iter(snapshot.pending_interrupts), None),
-                description="the refund approval",
-            )
-            print(f"The session waits for approval of {interrupt.tool_name} ({interrupt.interrupt_id})")
-            worker.kill()
-            print(f"Worker {worker.pid} killed with SIGKILL while the approval waits")
-            replacement = await stack.start_worker()
-            print(f"Replacement Worker started (pid {replacement.pid})")
-            approved = await ask_approval(interrupt, assume_yes)
-            if not await sessions.resolve_interrupt(
-                SESSION_ID, interrupt.interrupt_id, approved=approved, rejection_message="Not approved."
-            ):
-                raise SystemExit("the approval was no longer pending")
-            snapshot = await wait_for_turn_end(sessions, SESSION_ID, 1)
-            print_transcript(snapshot)
-            usage = snapshot.usage
-            print(f"\nUsage: {usage.model_calls} model calls, {usage.input_tokens} input tokens")
-            print("\nStep history (completed executes):")
-            for entry in await stack.read_step_history(SESSION_ID):
-                if entry.event_type == EXECUTE_COMPLETED_EVENT:
-                    step = f"{entry.step_execution_id:<26} attempt {entry.final_attempt}"
-                    print(f"  {step}  input {entry.step_input!r}")
-            runs_file = Path(state_dir) / "tool-runs.txt"
-            runs = runs_file.read_text(encoding="utf-8").splitlines() if runs_file.exists() else []
-            print("\nReal tool runs:")
-            for line in runs:
-                print(f"  {line}")
-            names = sorted(line.split(" ")[0] for line in runs)
-            if approved and names != ["lookup_order", "refund_order"]:
-                raise SystemExit(f"expected each tool to run exactly once, got {runs}")
+        return await run_approval_demo(demo, Path(state_dir), hooks)
 
 
 def main() -> None:
@@ -240,7 +193,7 @@ def main() -> None:
         description="A durable LangChain agent session with an approval and a crash."
     )
     parser.add_argument("--yes", action="store_true", help="approve without asking")
-    asyncio.run(run(parser.parse_args().yes))
+    raise SystemExit(asyncio.run(run(parser.parse_args().yes)))
 
 
 if __name__ == "__main__":

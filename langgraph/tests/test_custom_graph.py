@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
 from dex_agents.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.testing import SessionSide
 from dex_agents.values import ToolCallStatus
 from langchain_core.messages import AnyMessage
 from langchain_core.tools import tool
@@ -17,7 +18,6 @@ from langgraph.prebuilt import tools_condition
 
 from dex_agents_langgraph import DexCheckpointSaver, LangGraphRunner, dex_tool_node, route_tool_calls
 from tests.scripted_model import ListChatModel, respond, tool_call
-from tests.support import SessionSide
 
 
 @dataclass

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from dex_agents.runner import ToolCallsRequested, ToolExecutionError, ToolPolicy, TurnCompleted
+from dex_agents.testing import SessionSide
 from dex_agents.values import ToolCallStatus, ToolEffect
 from langchain.agents import create_agent
 from langchain_core.tools import tool
@@ -17,7 +18,6 @@ from langgraph.graph.state import CompiledStateGraph
 
 from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner, framework_effect
 from tests.scripted_model import ListChatModel, respond, tool_call
-from tests.support import SessionSide
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
 

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from dex_agents.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.testing import SessionSide
 from dex_agents.values import ToolCallStatus
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, wrap_tool_call
@@ -17,7 +18,6 @@ from langgraph.types import Command
 
 from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner
 from tests.scripted_model import ListChatModel, respond, tool_call
-from tests.support import SessionSide
 
 
 def counting(entries: list[str], label: str) -> AgentMiddleware:

@@ -20,6 +20,7 @@ from dex_agents.runner import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing import SessionSide
 from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
@@ -41,7 +42,6 @@ from dex_agents_langgraph import (
     LangGraphRunner,
 )
 from tests.scripted_model import ListChatModel, respond, tool_call
-from tests.support import SessionSide
 
 
 class Tools:
