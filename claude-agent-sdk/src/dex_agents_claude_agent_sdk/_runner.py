@@ -43,6 +43,7 @@ from claude_agent_sdk import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+    Transport,
     UserMessage,
     create_sdk_mcp_server,
 )
@@ -303,6 +304,10 @@ class ClaudeAgentRunner:
             `idempotentHint`) give their effect unless a `ToolPolicy` says otherwise.
         inline_read_tools: Run `read` calls inline in the CLI (the default). With `False`, reads are
             deferred like any other call and run in their own `CallTool` Step.
+        transport_factory: Builds the SDK `Transport` of one run from that run's final options, in
+            place of the bundled CLI subprocess (the default, `None`). Meant for tests that script the
+            CLI's stream-JSON protocol. The SDK applies no CLI flags to such a transport and does not
+            hand it the resumed transcript: it reads `options.resume` and `options.session_store` itself.
 
     Raises:
         ValueError: If two tools share a name.
@@ -314,6 +319,7 @@ class ClaudeAgentRunner:
         tools: Sequence[SdkMcpTool[Any] | McpStdioServer] = (),
         *,
         inline_read_tools: bool = True,
+        transport_factory: Callable[[ClaudeAgentOptions], Transport] | None = None,
     ) -> None:
         static = [tool for tool in tools if isinstance(tool, SdkMcpTool)]
         _check_unique([tool.name for tool in static])
@@ -321,6 +327,7 @@ class ClaudeAgentRunner:
         self._tools: dict[str, SdkMcpTool[Any]] = {tool.name: tool for tool in static}
         self._servers = [tool for tool in tools if isinstance(tool, McpStdioServer)]
         self._inline_read_tools = inline_read_tools
+        self._transport_factory = transport_factory
 
     @property
     def tools(self) -> Mapping[str, SdkMcpTool[Any]]:
@@ -397,7 +404,8 @@ class ClaudeAgentRunner:
         base = self._options if isinstance(self._options, ClaudeAgentOptions) else await self._options(turn)
         with tempfile.TemporaryDirectory(prefix="dex-claude-run-") as root:
             options = _run_options(base, run, store, Path(root), resume=session_id)
-            async with ClaudeSDKClient(options) as client:
+            transport = self._transport_factory(options) if self._transport_factory is not None else None
+            async with ClaudeSDKClient(options, transport=transport) as client:
                 if prompt is not None:
                     await client.query(prompt)
                 async for message in client.receive_response():
