@@ -1,0 +1,302 @@
+"""`ClaudeAgentRunner` through a scripted CLI `Transport`: the runner's own decisions, with no subprocess.
+
+Each test drives `run_model_step` as the session would, with `tests.scripted_transport.ScriptedCli` playing
+the CLI's stream-JSON control protocol (initialize, hook callbacks, `mcp_message` tool calls, stream
+events, results). What the model reads is asserted on the scripted CLI's log.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from claude_agent_sdk import ToolAnnotations, tool
+from dex_agents import (
+    DEFAULT_REJECTION_TOOL_RESULT,
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    AgentEvent,
+    AgentEventWriter,
+    AgentMessage,
+    AgentToolCall,
+    AgentTurnContext,
+    MessageRole,
+    ToolCallStatus,
+    ToolEffect,
+    ToolPolicy,
+)
+from dex_agents.runner import ToolCallsRequested, TurnCompleted
+
+from dex_agents_claude_agent_sdk import REFUSED_TOOL_CALL_MESSAGE, ClaudeAgentRunner, ClaudeRunState
+from tests.scripted_transport import ScriptedCli, ScriptedResponse, ScriptedToolUse
+
+ran: list[tuple[str, dict[str, Any]]] = []
+
+
+@tool("lookup", "Look an order up.", {"id": str}, annotations=ToolAnnotations(readOnlyHint=True))
+async def lookup(arguments: dict[str, Any]) -> dict[str, Any]:
+    ran.append(("lookup", arguments))
+    return {"content": [{"type": "text", "text": f"order {arguments['id']} shipped"}]}
+
+
+@tool("refund", "Refund an order.", {"id": str})
+async def refund(arguments: dict[str, Any]) -> dict[str, Any]:
+    ran.append(("refund", arguments))
+    return {"content": [{"type": "text", "text": "refunded"}]}
+
+
+@tool("reindex", "Rebuild the search index.", {}, annotations=ToolAnnotations(idempotentHint=True))
+async def reindex(arguments: dict[str, Any]) -> dict[str, Any]:
+    ran.append(("reindex", arguments))
+    return {"content": [{"type": "text", "text": "reindexed"}]}
+
+
+@pytest.fixture(autouse=True)
+def clear_ran() -> None:
+    ran.clear()
+
+
+async def _heartbeat() -> None:
+    return None
+
+
+def turn(
+    events: list[AgentEvent],
+    run_state: str | None = None,
+    tool_calls: dict[str, AgentToolCall] | None = None,
+    attempt: int = 1,
+) -> AgentTurnContext:
+    prompt = AgentMessage(
+        sequence=1,
+        turn_id="turn-1",
+        role=MessageRole.USER,
+        text="Refund order A",
+        tool_call_id=None,
+        tool_name=None,
+        tool_arguments=None,
+        tool_output=None,
+        framework_item=json.dumps({"type": "user", "text": "Refund order A"}),
+        created_at="2026-11-29T00:00:00Z",
+    )
+    return AgentTurnContext(
+        flow_id="session-1",
+        turn_id="turn-1",
+        attempt=attempt,
+        messages=(prompt,),
+        framework_run_state=run_state,
+        tool_calls=tool_calls or {},
+        events=AgentEventWriter(events.append, "turn-1", attempt, "RunModel-1"),
+        tool_policies={"refund": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE)},
+        default_tool_effect=ToolEffect.UNCLASSIFIED,
+        heartbeat_function=_heartbeat,
+    )
+
+
+def runner(cli: ScriptedCli, **kwargs: Any) -> ClaudeAgentRunner:
+    return ClaudeAgentRunner(tools=[lookup, refund, reindex], transport_factory=cli.transport, **kwargs)
+
+
+def use(tool_use_id: str, name: str, **arguments: Any) -> ScriptedToolUse:
+    return ScriptedToolUse(tool_use_id, f"mcp__dex__{name}", arguments)
+
+
+def record(call_id: str, status: ToolCallStatus, **fields: Any) -> AgentToolCall:
+    return AgentToolCall(
+        tool_call_id=call_id,
+        turn_id="turn-1",
+        tool_name="refund",
+        arguments='{"id": "A"}',
+        effect=ToolEffect.NON_IDEMPOTENT_WRITE,
+        requires_approval=True,
+        status=status,
+        **fields,
+    )
+
+
+async def test_a_write_ends_the_run_and_becomes_the_one_deferred_call_with_its_policy() -> None:
+    cli = ScriptedCli([ScriptedResponse("Refunding.", [use("toolu_w", "refund", id="A")])])
+    outcome = await runner(cli).run_model_step(turn([]))
+
+    assert isinstance(outcome, ToolCallsRequested)
+    [call] = outcome.tool_calls
+    assert (call.tool_call_id, call.tool_name, json.loads(call.arguments)) == (
+        "toolu_w",
+        "refund",
+        {"id": "A"},
+    )
+    assert call.policy == ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE)
+    assert call.policy.is_approval_required
+    assert ran == []  # the write never ran inside the model step
+    assert cli.prompts == ["Refund order A"]
+    assert cli.hook_decisions == [("toolu_w", "defer", None)]
+    # The CLI sees every tool through the runner's shims.
+    assert sorted(cli.listed_tools[0]) == ["lookup", "refund", "reindex"]
+    state = ClaudeRunState.from_json(outcome.framework_run_state)
+    assert state.pending.tool_use_id == "toolu_w"
+    assert [item["type"] for item in state.turn_items] == ["text", "tool_use"]
+    # The run's transcript travels in the state, not on disk.
+    assert any(entry.get("type") == "assistant" for entry in state.turn_entries)
+
+
+async def test_an_annotated_idempotent_write_is_deferred_with_the_effect_its_hint_declares() -> None:
+    cli = ScriptedCli([ScriptedResponse(tool_uses=[use("toolu_i", "reindex")])])
+    outcome = await runner(cli).run_model_step(turn([]))
+
+    assert isinstance(outcome, ToolCallsRequested)
+    assert outcome.tool_calls[0].policy == ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)
+    assert not outcome.tool_calls[0].policy.is_approval_required
+
+
+async def test_a_read_runs_inline_and_the_cli_calls_the_model_again_in_the_same_run() -> None:
+    cli = ScriptedCli(
+        [
+            ScriptedResponse("Checking.", [use("toolu_r", "lookup", id="A")]),
+            ScriptedResponse("Order A shipped."),
+        ]
+    )
+    outcome = await runner(cli).run_model_step(turn([]))
+
+    assert isinstance(outcome, TurnCompleted) and outcome.turn_error is None
+    assert ran == [("lookup", {"id": "A"})]
+    assert cli.hook_decisions == [("toolu_r", "allow", None)]
+    assert cli.model_inputs == [[], [("toolu_r", "order A shipped", False)]]
+    assert [(m.role, m.text, m.tool_name, m.tool_output) for m in outcome.new_messages] == [
+        (MessageRole.ASSISTANT, "Checking.", None, None),
+        (MessageRole.ASSISTANT, None, "lookup", None),
+        (MessageRole.TOOL, None, "lookup", "order A shipped"),
+        (MessageRole.ASSISTANT, "Order A shipped.", None, None),
+    ]
+    assert json.loads(outcome.new_messages[-1].framework_item)["cli_session"]["entries"]
+
+
+async def test_a_retried_model_step_runs_its_inline_read_again() -> None:
+    # At least once: a RunModel retry is a whole new CLI run, reads included.
+    script = [ScriptedResponse(tool_uses=[use("toolu_r", "lookup", id="A")]), ScriptedResponse("Shipped.")]
+    cli = ScriptedCli([*script, *script])
+    for attempt in (1, 2):
+        outcome = await runner(cli).run_model_step(turn([], attempt=attempt))
+        assert isinstance(outcome, TurnCompleted)
+    assert ran == [("lookup", {"id": "A"}), ("lookup", {"id": "A"})]
+
+
+async def test_several_writes_in_one_response_defer_the_last_and_refuse_the_others() -> None:
+    cli = ScriptedCli(
+        [
+            ScriptedResponse(
+                tool_uses=[
+                    use("toolu_1", "refund", id="A"),
+                    use("toolu_2", "lookup", id="A"),
+                    use("toolu_3", "refund", id="B"),
+                    use("toolu_4", "refund", id="C"),
+                ]
+            ),
+            ScriptedResponse("Refunded C; A and B next."),
+        ]
+    )
+    events: list[AgentEvent] = []
+    first = await runner(cli).run_model_step(turn(events))
+
+    assert isinstance(first, ToolCallsRequested)
+    assert [(c.tool_call_id, json.loads(c.arguments)) for c in first.tool_calls] == [("toolu_4", {"id": "C"})]
+    refusal = REFUSED_TOOL_CALL_MESSAGE.format(tool="refund")
+    assert cli.hook_decisions == [
+        ("toolu_1", "deny", refusal),
+        ("toolu_2", "allow", None),  # a read before the deferred call still runs inline
+        ("toolu_3", "deny", refusal),
+        ("toolu_4", "defer", None),
+    ]
+    assert ran == [("lookup", {"id": "A"})]
+
+    # The deferred call ran in its Step; the resumed run answers it and the model reads every result.
+    calls = {"toolu_4": record("toolu_4", ToolCallStatus.SUCCEEDED, output="refunded C")}
+    second = await runner(cli).run_model_step(turn(events, first.framework_run_state, calls))
+    assert isinstance(second, TurnCompleted) and second.turn_error is None
+    hook_error = f"PreToolUse:mcp__dex__refund hook error: {refusal}"
+    assert cli.model_inputs[-1] == [
+        ("toolu_1", hook_error, True),
+        ("toolu_2", "order A shipped", False),
+        ("toolu_3", hook_error, True),
+        ("toolu_4", "refunded C", False),
+    ]
+    assert ran == [("lookup", {"id": "A"})]  # refused writes never ran
+
+
+@pytest.mark.parametrize(
+    ("status", "fields", "seen", "is_error"),
+    [
+        (ToolCallStatus.SUCCEEDED, {"output": "refunded 10 EUR"}, "refunded 10 EUR", False),
+        (ToolCallStatus.FAILED, {"error": "card declined"}, "The tool call failed: card declined", True),
+        (ToolCallStatus.REJECTED, {"rejection_message": "Not this one."}, "Not this one.", True),
+        (ToolCallStatus.REJECTED, {}, DEFAULT_REJECTION_TOOL_RESULT, True),
+        (ToolCallStatus.OUTCOME_UNKNOWN, {}, OUTCOME_UNKNOWN_TOOL_RESULT, True),
+    ],
+)
+async def test_resume_feeds_the_recorded_outcome_to_the_model_through_the_shim(
+    status: ToolCallStatus, fields: dict[str, Any], seen: str, is_error: bool
+) -> None:
+    cli = ScriptedCli(
+        [ScriptedResponse("Refunding.", [use("toolu_w", "refund", id="A")]), ScriptedResponse("Noted.")]
+    )
+    first = await runner(cli).run_model_step(turn([]))
+    assert isinstance(first, ToolCallsRequested)
+
+    calls = {"toolu_w": record("toolu_w", status, **fields)}
+    second = await runner(cli).run_model_step(turn([], first.framework_run_state, calls))
+
+    assert isinstance(second, TurnCompleted) and second.turn_error is None
+    assert cli.model_inputs[-1] == [("toolu_w", seen, is_error)]
+    assert ran == []  # the shim answered with the record; the tool itself did not run again
+    assert cli.prompts == ["Refund order A"]  # a resume sends no second prompt
+    # The resumed CLI got the first run's transcript from the run state.
+    state = ClaudeRunState.from_json(first.framework_run_state)
+    assert [e["uuid"] for e in cli.resumed_transcripts[0]] == [e["uuid"] for e in state.turn_entries]
+    # The turn's messages span both runs, the recorded outcome included.
+    assert [(m.role, m.text, m.tool_output) for m in second.new_messages] == [
+        (MessageRole.ASSISTANT, "Refunding.", None),
+        (MessageRole.ASSISTANT, None, None),
+        (MessageRole.TOOL, None, seen),
+        (MessageRole.ASSISTANT, "Noted.", None),
+    ]
+
+
+async def test_text_streams_as_deltas_and_usage_is_the_runs_own() -> None:
+    cli = ScriptedCli(
+        [
+            ScriptedResponse("Let me look.", [use("toolu_r", "lookup", id="A")]),
+            ScriptedResponse("It shipped."),
+        ]
+    )
+    events: list[AgentEvent] = []
+    outcome = await runner(cli).run_model_step(turn(events))
+
+    assert isinstance(outcome, TurnCompleted)
+    deltas = [json.loads(e.payload)["text"] for e in events if e.type == "text_delta"]
+    assert deltas == ["Let me", " look.", "It sh", "ipped."]
+    # Two model calls of (10 input + 3 cache read + 2 cache write, 5 output) each.
+    assert (outcome.usage.model_calls, outcome.usage.input_tokens, outcome.usage.output_tokens) == (2, 30, 10)
+    assert outcome.usage.cached_input_tokens == 6
+
+    # The resumed run reports only its own model call, not the session's total.
+    cli = ScriptedCli(
+        [ScriptedResponse(tool_uses=[use("toolu_w", "refund", id="A")]), ScriptedResponse("Done.")]
+    )
+    first = await runner(cli).run_model_step(turn([]))
+    assert isinstance(first, ToolCallsRequested)
+    calls = {"toolu_w": record("toolu_w", ToolCallStatus.SUCCEEDED, output="ok")}
+    second = await runner(cli).run_model_step(turn([], first.framework_run_state, calls))
+    assert (second.usage.model_calls, second.usage.input_tokens) == (1, 15)
+
+
+@pytest.mark.parametrize("status", [429, 500, 529])
+async def test_an_api_error_a_retry_may_cure_fails_the_attempt(status: int) -> None:
+    cli = ScriptedCli([ScriptedResponse(api_error_status=status)])
+    with pytest.raises(RuntimeError, match=f"status {status}"):
+        await runner(cli).run_model_step(turn([]))
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 413])
+async def test_an_api_error_a_retry_would_repeat_ends_the_turn(status: int) -> None:
+    cli = ScriptedCli([ScriptedResponse(api_error_status=status)])
+    outcome = await runner(cli).run_model_step(turn([]))
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and f"API Error: {status}" in outcome.turn_error
