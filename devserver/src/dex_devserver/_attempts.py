@@ -26,6 +26,7 @@ _LOG = logging.getLogger("dex_devserver")
 
 
 def _on_progress(engine: Engine, run: FlowRun, exe: Execution, frame: ProgressFrame) -> None:
+    """Keeps a heartbeat for the next attempt, or appends a Stream write from the running method."""
     if isinstance(frame, pb.StepMethodHeartbeat):
         exe.heartbeat = frame.value if frame.HasField("value") else None
         if run.executions.get(exe.exe_id) is exe:
@@ -145,32 +146,33 @@ async def invoke_method(
 
 
 def _check_method_result(engine: Engine, result: MethodResult) -> str | None:
-    try:
-        if isinstance(result, pb.InvokeWaitForMethodResponse):
-            if result.HasField("waiting_condition"):
-                problem = conditions.validate(result.waiting_condition)
-                if problem is not None:
-                    return f"invalid waiting condition: {problem}"
-            effects.ingest_effects(
-                engine.blobs,
-                result.upsert_attributes,
-                result.publish_to_channel,
-                result.record_events,
-                result.upsert_step_exe_locals,
-            )
-            return None
-        if isinstance(result, pb.InvokeExecuteMethodResponse):
-            problem = requests.check_decision(result)
+    """Validates a Step method's result and ingests its values.
+
+    Returns:
+        Why the result is refused (it then fails the attempt, as a Worker error would), or None.
+    """
+    decision: pb.StepDecision | None = None
+    if isinstance(result, pb.InvokeWaitForMethodResponse):
+        if result.HasField("waiting_condition"):
+            problem = conditions.validate(result.waiting_condition)
             if problem is not None:
-                return f"invalid step decision: {problem}"
-            effects.ingest_effects(
-                engine.blobs,
-                result.upsert_attributes,
-                result.publish_to_channel,
-                result.record_events,
-                result.upsert_step_exe_locals,
-                result.step_decision,
-            )
+                return f"invalid waiting condition: {problem}"
+    elif isinstance(result, pb.InvokeExecuteMethodResponse):
+        problem = requests.check_decision(result)
+        if problem is not None:
+            return f"invalid step decision: {problem}"
+        decision = result.step_decision
+    else:
+        return None
+    try:
+        effects.ingest_effects(
+            engine.blobs,
+            result.upsert_attributes,
+            result.publish_to_channel,
+            result.record_events,
+            result.upsert_step_exe_locals,
+            decision,
+        )
     except ValueTooLargeError as error:
         return str(error)
     return None

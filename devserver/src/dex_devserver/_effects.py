@@ -12,6 +12,7 @@ from dex.dexpb import dex_pb2 as pb
 
 from . import _requests as requests
 from ._blobs import Blobs
+from ._dispatch import MethodResult
 from ._model import FlowRun
 
 __all__ = [
@@ -70,17 +71,11 @@ def ingest_effects(
             ingest(blobs, decision.close_decision.close_input, "the Flow output")
 
 
-def apply_effects(
-    run: FlowRun,
-    changed: set[str],
-    writes: Iterable[pb.AttributeWrite],
-    publishes: Iterable[pb.ChannelMessage],
-    deletions: Iterable[pb.ChannelMessageDeletion],
-) -> None:
+def apply_effects(run: FlowRun, result: MethodResult, changed: set[str]) -> None:
     """Applies a method's or an RPC's Attribute writes, then its publishes, then its deletes."""
-    apply_writes(run, writes, changed)
-    apply_publishes(run, publishes)
-    apply_deletes(run, deletions)
+    apply_writes(run, result.upsert_attributes, changed)
+    apply_publishes(run, result.publish_to_channel)
+    apply_deletes(run, result.delete_from_channel)
 
 
 def apply_writes(run: FlowRun, writes: Iterable[pb.AttributeWrite], changed: set[str]) -> None:

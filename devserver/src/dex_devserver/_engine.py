@@ -154,6 +154,7 @@ class Engine:
             self.transition(run, durable=True)
 
     def _evaluate(self, run: FlowRun) -> None:
+        """Fires due Timers, wakes executions whose condition is met, and completes a graceful close."""
         now = math.floor(time.time())
         rt = self.runtimes.of(run)
         for exe in sorted(run.executions.values(), key=lambda e: e.seq):

@@ -186,6 +186,7 @@ def start_flow(engine: Engine, request: pb.StartFlowRequest) -> str:
 
 
 def _check_step_options(options: pb.StepOptions, where: str) -> None:
+    """Refuses a recovery Step type with a reserved character."""
     proceed = options.execute_failure_proceed_step_type
     if proceed and is_reserved_name(proceed):
         raise errors.invalid_argument(
@@ -194,6 +195,8 @@ def _check_step_options(options: pb.StepOptions, where: str) -> None:
 
 
 def schedule_delayed_start(engine: Engine, run: FlowRun, rt: Runtime) -> None:
+    """Queues the start Step of a delayed start when its delay has passed."""
+
     def fire() -> None:
         if run.is_running and run.delayed_start is not None:
             movement, run.delayed_start = run.delayed_start, None
@@ -205,11 +208,13 @@ def schedule_delayed_start(engine: Engine, run: FlowRun, rt: Runtime) -> None:
 
 
 def schedule_timeout(engine: Engine, run: FlowRun, rt: Runtime) -> None:
+    """Fires the Flow timeout at its deadline."""
     delay = max(0.0, run.timeout_at - time.time())
     rt.handles.append(asyncio.get_running_loop().call_later(delay, on_flow_timeout, engine, run))
 
 
 def on_flow_timeout(engine: Engine, run: FlowRun) -> None:
+    """Applies the Flow timeout policy: runs the handler (once), cancels, or fails the run."""
     if not run.is_running:
         return
     message = f"Flow timed out after {run.timeout_seconds} seconds"

@@ -100,6 +100,7 @@ class Journal:
         self._stopping = True
 
     def _save(self, run: FlowRun) -> None:
+        """Writes a run's snapshot, uncommitted events and changed Attributes (committed by the caller)."""
         rt = self._runtimes.of(run)
         rt.flush_handle = None
         events, rt.pending_events = rt.pending_events, []

@@ -46,6 +46,7 @@ def restore(engine: Engine) -> None:
 
 
 def _arm_timers(engine: Engine, run: FlowRun, rt: Runtime) -> None:
+    """Schedules the pending Timers of a restored run's waiting executions at their stored deadlines."""
     loop = asyncio.get_running_loop()
     now = time.time()
     for exe in run.executions.values():

@@ -134,13 +134,7 @@ async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.Value:
         missing = effects.missing_deletion(run, outcome.delete_from_channel)
         if missing is not None:
             raise errors.channel_message_not_found(missing.channel_name, missing.message_id)
-    effects.apply_effects(
-        run,
-        engine.runtimes.of(run).changed_attributes,
-        outcome.upsert_attributes,
-        outcome.publish_to_channel,
-        outcome.delete_from_channel,
-    )
+    effects.apply_effects(run, outcome, engine.runtimes.of(run).changed_attributes)
     from_id = f"__rpc/{request.rpc_name}"
     if decision is not None:
         for movement in decision.next_steps:

@@ -36,13 +36,36 @@ def _record_effects(
     out.delete_from_channel.extend(outcome.delete_from_channel)
 
 
+def _record_failure(
+    engine: Engine,
+    run: FlowRun,
+    exe: Execution,
+    outcome: WorkerFailure,
+    inputs: pb.StepMethodEventInput,
+    context: pb.StepMethodEventContext,
+) -> None:
+    """Records `StepWaitForFailed` or `StepExecuteFailed` (by the execution's phase) for a failed method."""
+    failure = exe.last_failure or pb.StepMethodFailure(backend_error=outcome.detail)
+    wait_for = exe.phase == Phase.WAIT_FOR
+
+    def failed(event: pb.FlowHistoryEvent) -> None:
+        payload = event.step_wait_for_failed if wait_for else event.step_execute_failed
+        payload.input.CopyFrom(inputs)
+        payload.output.failure.CopyFrom(failure)
+        payload.context.CopyFrom(context)
+
+    engine.journal.record(run, failed)
+
+
 def _is_current(engine: Engine, run: FlowRun, exe: Execution) -> bool:
+    """Tells whether an execution is still active, so its result may be applied."""
     return not engine.closing and run.is_running and run.executions.get(exe.exe_id) is exe
 
 
 def _method_event_context(
     engine: Engine, run: FlowRun, exe: Execution, method: requests.Method
 ) -> pb.StepMethodEventContext:
+    """Builds the context of a method's history event, with its method options' defaults filled in."""
     options = exe.movement.step_options
     context = pb.StepMethodEventContext(
         step_execution_id=exe.exe_id,
@@ -61,6 +84,7 @@ def _method_event_context(
 
 
 async def run_execution(engine: Engine, run: FlowRun, exe: Execution) -> None:
+    """Drives one Step execution from its phase to the end (a restored one resumes where it stopped)."""
     rt = engine.runtimes.of(run)
     try:
         if exe.phase == Phase.WAIT_FOR:
@@ -103,18 +127,12 @@ def _after_wait_for(
     outcome: MethodResult | WorkerFailure,
     attributes: list[pb.KV],
 ) -> None:
+    """Applies a wait_for result: its effects, then execute at once, or waiting on its condition."""
     options = exe.movement.step_options
     inputs = pb.StepMethodEventInput(step_input=exe.movement.step_input, attributes=attributes)
     if isinstance(outcome, WorkerFailure):
         context = _method_event_context(engine, run, exe, "wait_for")
-        failure = exe.last_failure or pb.StepMethodFailure(backend_error=outcome.detail)
-
-        def failed(event: pb.FlowHistoryEvent) -> None:
-            event.step_wait_for_failed.input.CopyFrom(inputs)
-            event.step_wait_for_failed.output.failure.CopyFrom(failure)
-            event.step_wait_for_failed.context.CopyFrom(context)
-
-        engine.journal.record(run, failed)
+        _record_failure(engine, run, exe, outcome, inputs, context)
         if options.wait_for_failure_policy == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE:
             exe.execute_recovery = exe.last_error
             exe.condition_results = pb.ConditionResults(wait_for_failed=True)
@@ -127,13 +145,7 @@ def _after_wait_for(
         engine.transition(run, durable=True)
         return
     assert isinstance(outcome, pb.InvokeWaitForMethodResponse)
-    effects.apply_effects(
-        run,
-        engine.runtimes.of(run).changed_attributes,
-        outcome.upsert_attributes,
-        outcome.publish_to_channel,
-        outcome.delete_from_channel,
-    )
+    effects.apply_effects(run, outcome, engine.runtimes.of(run).changed_attributes)
     exe.locals = list(outcome.upsert_step_exe_locals)
     context = _method_event_context(engine, run, exe, "wait_for")
     durable = context.durability == pb.STEP_DURABILITY_SYNC
@@ -176,6 +188,7 @@ def _after_execute(
     outcome: MethodResult | WorkerFailure,
     attributes: list[pb.KV],
 ) -> None:
+    """Applies an execute result: its effects and decision, or the Step's failure policy."""
     options = exe.movement.step_options
     inputs = pb.StepMethodEventInput(
         step_input=exe.movement.step_input, attributes=attributes, step_execution_locals=exe.locals
@@ -184,14 +197,7 @@ def _after_execute(
         inputs.condition_results.CopyFrom(exe.condition_results)
     context = _method_event_context(engine, run, exe, "execute")
     if isinstance(outcome, WorkerFailure):
-        failure = exe.last_failure or pb.StepMethodFailure(backend_error=outcome.detail)
-
-        def failed(event: pb.FlowHistoryEvent) -> None:
-            event.step_execute_failed.input.CopyFrom(inputs)
-            event.step_execute_failed.output.failure.CopyFrom(failure)
-            event.step_execute_failed.context.CopyFrom(context)
-
-        engine.journal.record(run, failed)
+        _record_failure(engine, run, exe, outcome, inputs, context)
         run.executions.pop(exe.exe_id, None)
         proceed = options.execute_failure_proceed_step_type
         if (
@@ -213,13 +219,7 @@ def _after_execute(
     for movement in decision.next_steps:
         movement.from_step_execution_id_internal_only = exe.exe_id
         movement.ClearField("recovery_error_internal_only")
-    effects.apply_effects(
-        run,
-        engine.runtimes.of(run).changed_attributes,
-        outcome.upsert_attributes,
-        outcome.publish_to_channel,
-        outcome.delete_from_channel,
-    )
+    effects.apply_effects(run, outcome, engine.runtimes.of(run).changed_attributes)
     run.executions.pop(exe.exe_id, None)
     engine.cancel_by_type(run, decision.cancel_step_types, decision.cancel_sibling_step_types, exe)
 
