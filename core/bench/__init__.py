@@ -1,0 +1,1 @@
+"""Benchmarks of the session Flow: scripts that print figures, never timed tests."""
