@@ -33,7 +33,7 @@ def _on_progress(engine: Engine, run: FlowRun, exe: Execution, frame: ProgressFr
             engine.journal.persist(run, durable=False)
         return
     try:
-        engine.blobs.ingest(frame.value, f"a write to Stream {frame.stream_name!r}")
+        engine.blobs.check_size(frame.value, f"a write to Stream {frame.stream_name!r}")
     except ValueTooLargeError as error:
         _LOG.warning("dropped a Stream write of %s: %s", exe.exe_id, error)
         return

@@ -62,6 +62,22 @@ class Blobs:
         self.max_value_bytes = max_value_bytes
         self._cache: dict[str, pb.Value] = {}
 
+    def check_size(self, value: pb.Value, what: str) -> None:
+        """Refuses a value above the limit without offloading it.
+
+        Stream messages are kept inline, so offloading them would only store each large one twice.
+
+        Args:
+            value: A value received from a client or a Worker.
+            what: Names the value in errors.
+
+        Raises:
+            ValueTooLargeError: When the value is above the limit.
+        """
+        size = value_size(value)
+        if size > self.max_value_bytes:
+            raise ValueTooLargeError(what, size, self.max_value_bytes)
+
     def ingest(self, value: pb.Value, what: str) -> pb.Value:
         """Checks a value against the limit and offloads it when it is large.
 
@@ -75,10 +91,8 @@ class Blobs:
         Raises:
             ValueTooLargeError: When the value is above the limit.
         """
-        size = value_size(value)
-        if size > self.max_value_bytes:
-            raise ValueTooLargeError(what, size, self.max_value_bytes)
-        if size <= self.threshold:
+        self.check_size(value, what)
+        if value_size(value) <= self.threshold:
             return value
         kind = value.WhichOneof("kind")
         if kind == "string_value":

@@ -99,7 +99,7 @@ def write_stream(engine: Engine, request: pb.WriteStreamRequest) -> None:
     if request.stream_capacity_bytes <= 0:
         raise errors.invalid_argument("stream_capacity_bytes must be positive")
     try:
-        engine.blobs.ingest(request.value, f"a write to Stream {request.stream_name!r}")
+        engine.blobs.check_size(request.value, f"a write to Stream {request.stream_name!r}")
     except ValueTooLargeError as error:
         raise errors.invalid_argument(str(error)) from None
     engine.streams.append(
