@@ -1,6 +1,6 @@
 """Where one durable turn's time goes, Step by Step, and how much CPU each process spends on it.
 
-    uv run python -m bench.turn_breakdown [--turns 20] [--flow bench.agent:build_flow]
+    uv run python -m bench.turn_breakdown [--turns 20] [--one-session] [--flow bench.agent:build_flow]
         [--worker-module bench.worker] [--worker-cwd .]
 
 Each turn is a new session started with one user message; the turn is timed from ``start_session`` to the
@@ -72,8 +72,13 @@ async def _history(address: str, flow_id: str) -> list[Any]:
         return list(response.events)
 
 
-async def _wait_for_turn_completed(sessions: AgentSessionClient, session_id: str) -> float:
-    token = ""
+async def _wait_for_turn_completed(sessions: AgentSessionClient, session_id: str, token: str = "") -> float:
+    return (await _read_to_turn_completed(sessions, session_id, token))[0]
+
+
+async def _read_to_turn_completed(
+    sessions: AgentSessionClient, session_id: str, token: str
+) -> tuple[float, str]:
     while True:
         try:
             message = await sessions.read_agent_event(session_id, token, timeout=timedelta(seconds=10))
@@ -81,7 +86,7 @@ async def _wait_for_turn_completed(sessions: AgentSessionClient, session_id: str
             continue
         token = message.resume_token
         if message.value.type == AgentEventType.TURN_COMPLETED:
-            return time.time()
+            return time.time(), token
         if message.value.type == AgentEventType.TURN_FAILED:
             raise RuntimeError(f"turn failed: {message.value.payload}")
 
@@ -144,6 +149,42 @@ async def run(flow: AgentSessionFlow, worker_module: str, worker_cwd: Path, turn
         print(f"CPU per turn, {name}: {seconds / turns * 1000:.1f} ms")
 
 
+async def run_long_session(flow: AgentSessionFlow, worker_module: str, worker_cwd: Path, turns: int) -> None:
+    """Run ``turns`` turns in one session and print how a turn's time and CPU grow with its history."""
+    with tempfile.TemporaryDirectory(prefix="dex-agents-bench-") as directory:
+        async with AgentTestStack(Path(directory), [flow], worker_module, worker_cwd=worker_cwd) as stack:
+            sessions = stack.sessions(flow)
+            await stack.start_worker()
+            token = ""
+            window: list[float] = []
+            cpu_before = {pid: _cpu_seconds(pid) for pid in _children()}
+            report_every = max(1, turns // 5)
+            print(f"load average {os.getloadavg()[0]:.2f}, one session, {turns} turns (4 messages each)")
+            for number in range(1, turns + 1):
+                started = time.time()
+                if number == 1:
+                    await sessions.start_session("long", "Where is order A-1?")
+                else:
+                    await sessions.send_user_message("long", "Where is order A-1?")
+                completed, token = await _read_to_turn_completed(sessions, "long", token)
+                window.append((completed - started) * 1000)
+                if number % report_every == 0:
+                    names = _children()
+                    cpu = {
+                        names.get(pid, str(pid)): _cpu_seconds(pid) - before
+                        for pid, before in cpu_before.items()
+                    }
+                    cpu_text = ", ".join(
+                        f"{name} {seconds / len(window) * 1000:.1f}" for name, seconds in cpu.items()
+                    )
+                    print(
+                        f"  turns {number - len(window) + 1}-{number} (history up to {4 * number} messages): "
+                        f"median {statistics.median(window):.1f} ms; CPU per turn (ms): {cpu_text}"
+                    )
+                    window = []
+                    cpu_before = {pid: _cpu_seconds(pid) for pid in _children()}
+
+
 def _load_flow(reference: str) -> AgentSessionFlow:
     module_name, _, function_name = reference.partition(":")
     factory = cast(
@@ -159,10 +200,14 @@ def main() -> None:
     parser.add_argument("--flow", default="bench.agent:build_flow", help="module:function returning the Flow")
     parser.add_argument("--worker-module", default="bench.worker")
     parser.add_argument("--worker-cwd", type=Path, default=CORE_DIR)
+    parser.add_argument(
+        "--one-session", action="store_true", help="run every turn in one session, to see history growth"
+    )
     arguments = parser.parse_args()
     sys.path.insert(0, str(arguments.worker_cwd.resolve()))
     flow = _load_flow(arguments.flow)
-    asyncio.run(run(flow, arguments.worker_module, arguments.worker_cwd.resolve(), arguments.turns))
+    runner = run_long_session if arguments.one_session else run
+    asyncio.run(runner(flow, arguments.worker_module, arguments.worker_cwd.resolve(), arguments.turns))
 
 
 if __name__ == "__main__":
