@@ -6,8 +6,12 @@
 Each turn is a new session started with one user message; the turn is timed from ``start_session`` to the
 ``turn_completed`` event, as the adapters' ``bench/turn_overhead.py`` does. The default Flow is the
 framework-free ``bench.agent`` (model call, read tool, model call; no framework work), so the figures are
-the session Flow's, the SDK's and the devserver's; pass an adapter's Flow factory and Worker module (with
-``--worker-cwd`` pointing at the adapter) to include the framework.
+the session Flow's, the SDK's and the devserver's. To include a framework, run the script by path from the
+adapter's environment with the adapter's Flow factory and Worker module (one command line):
+
+    cd ../pydantic-ai
+    uv run python ../core/bench/turn_breakdown.py --worker-cwd .
+        --flow bench.agent:build_flow --worker-module bench.worker
 
 It prints, per Step method, the median gap between consecutive history events (the time from the previous
 event's commit to this method's commit: dispatch, the Worker's handler, its result, the commit), and the
