@@ -12,7 +12,7 @@ framework-free runner built on them. The design's 11-item matrix is ``dex_agents
 
 What the adapters share besides: ``SessionSide`` plays the session's side of the runner contract in
 process for framework tests, ``read_agent_events`` / ``text_by_model_step`` / ``recorded_usage`` read a
-session's events back, ``run_approval_demo`` (with ``run_order_desk_demo`` and ``RefundExampleHooks``)
+session's events back, ``run_approval_demo`` (with ``order_desk_main`` and ``RefundExampleHooks``)
 drives the examples' approval-across-a-Worker-kill demo, and ``run_turn_overhead_bench`` times a turn in
 process and as a durable session.
 """
@@ -42,7 +42,7 @@ from dex_agents.testing._matrix_tools import (
     refund_order,
     send_receipt,
 )
-from dex_agents.testing._order_desk_demo import OrderDeskDemo, run_order_desk_demo
+from dex_agents.testing._order_desk_demo import OrderDeskDemo, order_desk_main
 from dex_agents.testing._refund_example import RefundExampleHooks
 from dex_agents.testing._scoped_runner import ModelCallScopedRunner, with_model_call_scope
 from dex_agents.testing._script import (
@@ -104,6 +104,7 @@ __all__ = [
     "lookup_order",
     "matrix_session_options",
     "model_call_scope",
+    "order_desk_main",
     "read_agent_events",
     "read_step_history",
     "recorded_usage",
@@ -112,7 +113,6 @@ __all__ = [
     "run_agent_worker",
     "run_approval_demo",
     "run_matrix_worker",
-    "run_order_desk_demo",
     "run_scripted_tool",
     "run_turn_overhead_bench",
     "script_store_scope",

@@ -1,17 +1,19 @@
 """The adapters' order-desk demo: live text, a refund approved across a Worker kill, and its ledger.
 
-Each adapter's ``examples/order_desk`` builds its framework's agent and Flow; this module runs the demo
-around it with `run_approval_demo`. The refund tool appends one JSON line per real run to the ledger file
-named by the Worker's ``ledger_env`` variable, so the ledger shows that the refund ran exactly once.
+Each adapter's ``examples/order_desk`` builds its framework's agent and Flow, and its ``__main__`` hands
+them to `order_desk_main`, which runs the demo around them with `run_approval_demo`. The refund tool
+appends one JSON line per real run to the ledger file named by the Worker's ``ledger_env`` variable, so
+the ledger shows that the refund ran exactly once.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -31,7 +33,7 @@ from dex_agents.testing._history import EXECUTE_COMPLETED_EVENT, EXECUTE_FAILED_
 from dex_agents.testing._stack import AgentTestStack
 from dex_agents.testing._worker import WorkerProcess
 
-__all__ = ["OrderDeskDemo", "print_live_events", "run_order_desk_demo"]
+__all__ = ["OrderDeskDemo", "order_desk_main", "print_live_events", "run_order_desk_demo"]
 
 
 @dataclass(frozen=True)
@@ -39,33 +41,55 @@ class OrderDeskDemo:
     """One adapter's order desk.
 
     Attributes:
-        flow: The order desk's session Flow for ``model_name``.
-        model_name: The model the Worker uses; the Worker module reads it from ``model_env``.
-        worker_module: The Worker module (``examples.order_desk.worker``).
+        build_flow: Builds the order desk's session Flow for a model name (``scripted`` by default).
+        worker_module: The Worker module (``examples.order_desk.worker``); it builds the Flow for the model
+            named by ``model_env``.
         worker_cwd: The package directory, so ``worker_module`` imports.
         session_id: The demo session's ID, the start of the refund's idempotency key.
         request: The customer's message.
-        model_env: The Worker's environment variable naming the model.
         ledger_env: The Worker's environment variable naming the refund ledger file.
+        model_help: The ``--model`` option's help: which model names the framework takes.
+        model_env: The Worker's environment variable naming the model.
+        prog: How the demo is run, for ``--help``.
         transcript_footer: Prints what the adapter adds below the transcript, or ``None``.
     """
 
-    flow: AgentSessionFlow
-    model_name: str
+    build_flow: Callable[[str], AgentSessionFlow]
     worker_module: str
     worker_cwd: Path
     session_id: str
     request: str
-    model_env: str
     ledger_env: str
+    model_help: str
+    model_env: str = "ORDER_DESK_MODEL"
+    prog: str = "python -m examples.order_desk"
     transcript_footer: Callable[[AgentSnapshot], None] | None = None
 
 
-async def run_order_desk_demo(demo: OrderDeskDemo, *, interactive: bool) -> int:
+def order_desk_main(demo: OrderDeskDemo, argv: Sequence[str] | None = None) -> int:
+    """Run the order-desk demo from the command line: ``[--model NAME] [--yes]``.
+
+    Args:
+        demo: The adapter's order desk.
+        argv: The arguments; ``None`` for ``sys.argv``.
+
+    Returns:
+        The exit status: 0 when the turn completed with one refund in the ledger (none when rejected).
+    """
+    parser = argparse.ArgumentParser(prog=demo.prog, description="The order-desk demo.")
+    parser.add_argument("--model", default="scripted", help=demo.model_help)
+    parser.add_argument("--yes", action="store_true", help="approve the refund without asking")
+    arguments = parser.parse_args(argv)
+    interactive = not arguments.yes and sys.stdin.isatty()
+    return asyncio.run(run_order_desk_demo(demo, arguments.model, interactive=interactive))
+
+
+async def run_order_desk_demo(demo: OrderDeskDemo, model_name: str, *, interactive: bool) -> int:
     """Run the order-desk demo on a private devserver and return its exit status.
 
     Args:
         demo: The adapter's order desk.
+        model_name: The model the Flow and the Worker use.
         interactive: Ask at the terminal; otherwise approve by itself (``--yes``, or no terminal).
 
     Returns:
@@ -77,17 +101,18 @@ async def run_order_desk_demo(demo: OrderDeskDemo, *, interactive: bool) -> int:
         # The demo borrows dex_agents.testing's stack to run a private devserver and Worker processes it can
         # kill. An application points its Client and Workers at its Dex Server instead.
         session = ApprovalDemo(
-            demo.flow,
+            demo.build_flow(model_name),
             demo.worker_module,
             demo.worker_cwd,
             demo.session_id,
             demo.request,
-            worker_env={demo.model_env: demo.model_name, demo.ledger_env: str(ledger)},
+            worker_env={demo.model_env: model_name, demo.ledger_env: str(ledger)},
             approval_timeout=180,
             turn_timeout=120,
             live_events=print_live_events,
         )
-        return await run_approval_demo(session, state_dir, _OrderDeskHooks(demo, ledger, interactive))
+        hooks = _OrderDeskHooks(demo, model_name, ledger, interactive)
+        return await run_approval_demo(session, state_dir, hooks)
 
 
 async def print_live_events(sessions: AgentSessionClient, session_id: str) -> None:
@@ -124,15 +149,14 @@ async def print_live_events(sessions: AgentSessionClient, session_id: str) -> No
 
 
 class _OrderDeskHooks:
-    def __init__(self, demo: OrderDeskDemo, ledger: Path, interactive: bool) -> None:
+    def __init__(self, demo: OrderDeskDemo, model_name: str, ledger: Path, interactive: bool) -> None:
         self._demo = demo
+        self._model_name = model_name
         self._ledger = ledger
         self._interactive = interactive
 
     def started(self, stack: AgentTestStack, worker: WorkerProcess) -> None:
-        print(
-            f"devserver at {stack.server_address}; Worker pid {worker.pid}; model {self._demo.model_name}\n"
-        )
+        print(f"devserver at {stack.server_address}; Worker pid {worker.pid}; model {self._model_name}\n")
         print(f"user: {self._demo.request}", end="", flush=True)
 
     def approval_waits(self, interrupt: AgentInterrupt) -> None:
