@@ -22,7 +22,14 @@ from dex_agents.persistence import (
 from dex_agents.runner import AgentFrameworkRunner
 from dex_agents.session._runtime import SessionRuntime
 from dex_agents.session._session_options import AgentSessionOptions
-from dex_agents.session._state import now, parse_time, read_interrupts, read_messages, read_state, read_usage
+from dex_agents.session._state import (
+    now,
+    parse_time,
+    read_interrupts,
+    read_last_messages,
+    read_state,
+    read_usage,
+)
 from dex_agents.session._tool_steps import (
     AwaitToolApproval,
     CallSingleAttemptTool,
@@ -200,7 +207,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
                 ),
                 key=lambda record: record.deferral_order,
             )
-        messages = read_messages(context)[-SNAPSHOT_MESSAGE_LIMIT:]
+        messages = read_last_messages(context, SNAPSHOT_MESSAGE_LIMIT)
         return RPCResult(
             AgentSnapshot(
                 state=state,
@@ -218,10 +225,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     ) -> RPCResult[AgentMessagesPage]:
         """Return a page of stored messages, oldest first, ending before ``before_sequence``."""
         limit = min(max(request.limit, 1), _PAGE_LIMIT_MAX)
-        messages = read_messages(context)
-        if request.before_sequence is not None:
-            messages = [message for message in messages if message.sequence < request.before_sequence]
-        page = messages[-limit:]
+        page = read_last_messages(context, limit, request.before_sequence)
         # Without message chunks (a later release) the oldest stored message is always sequence 1.
         next_before = page[0].sequence if page and page[0].sequence > 1 else None
         return RPCResult(AgentMessagesPage(messages=tuple(page), next_before_sequence=next_before))

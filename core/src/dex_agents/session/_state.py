@@ -45,6 +45,7 @@ __all__ = [
     "now",
     "parse_time",
     "read_interrupts",
+    "read_last_messages",
     "read_messages",
     "read_run_state",
     "read_state",
@@ -108,6 +109,29 @@ def read_messages(context: Context) -> list[AgentMessage]:
     """Return every stored message in sequence order. Needs the whole `AgentMessages` map loaded."""
     # Keys are zero-padded sequences, so their sorted order is sequence order.
     return [AGENT_MESSAGES.get(context, key) for key in AGENT_MESSAGES.get_all_instance_keys(context)]
+
+
+def read_last_messages(
+    context: Context, limit: int, before_sequence: int | None = None
+) -> list[AgentMessage]:
+    """Return the last ``limit`` messages of `read_messages` with a sequence below ``before_sequence``.
+
+    The result equals ``[m for m in read_messages(context) if m.sequence < before_sequence][-limit:]``,
+    but only the messages it returns (and, with ``before_sequence``, the newer ones it skips) are decoded,
+    so a snapshot of a long session does not decode its whole history. Needs the whole map loaded.
+    """
+    found: list[AgentMessage] = []
+    if limit <= 0:
+        return found
+    for key in reversed(AGENT_MESSAGES.get_all_instance_keys(context)):
+        message = AGENT_MESSAGES.get(context, key)
+        if before_sequence is not None and message.sequence >= before_sequence:
+            continue
+        found.append(message)
+        if len(found) == limit:
+            break
+    found.reverse()
+    return found
 
 
 def read_tool_call(context: Context, tool_call_id: str) -> AgentToolCall | None:
