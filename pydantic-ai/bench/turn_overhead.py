@@ -6,23 +6,18 @@ The turn makes two model calls around one read tool (RunModel, CallTool, ResumeT
 scripted model, so the figures are framework and engine overhead, not model latency. The durable turn
 runs on a private devserver with one pull Worker child on this machine; its time is measured from
 `start_session` to the `turn_completed` event. It also reports what the session stores: the framework
-run state at the tool boundary and the stored messages' `framework_item` sizes.
+run state at the tool boundary and the stored messages' `framework_item` sizes. The timing and the
+figures are ``dex_agents.testing``'s `run_turn_overhead_bench`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
-import tempfile
-import time
 from collections.abc import AsyncIterable
-from datetime import timedelta
 from pathlib import Path
 
-from dex import LongPollTimeoutError
-from dex_agents import AgentEventType, AgentSessionClient
-from dex_agents.testing import AgentTestStack
+from dex_agents.testing import DurableTurn, InProcessTurn, run_turn_overhead_bench
 from pydantic_ai import RunContext
 from pydantic_ai.messages import AgentStreamEvent
 
@@ -30,6 +25,7 @@ from bench.agent import build_agent, build_flow
 from dex_agents_pydantic_ai import PydanticAiRunState
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
+QUESTION = "Where is order A-1?"
 
 
 async def consume_events(context: RunContext[None], events: AsyncIterable[AgentStreamEvent]) -> None:
@@ -39,77 +35,31 @@ async def consume_events(context: RunContext[None], events: AsyncIterable[AgentS
         pass
 
 
-async def in_process_turn_seconds(turns: int) -> list[float]:
-    agent = build_agent()
-    durations: list[float] = []
-    for _ in range(turns):
-        started = time.perf_counter()
-        result = await agent.run("Where is order A-1?", event_stream_handler=consume_events)
-        durations.append(time.perf_counter() - started)
-        assert result.output == "Order A-1 has shipped."
-    return durations
-
-
-async def wait_for_turn_completed(sessions: AgentSessionClient, session_id: str) -> None:
-    token = ""
-    while True:
-        try:
-            message = await sessions.read_agent_event(session_id, token, timeout=timedelta(seconds=10))
-        except LongPollTimeoutError:
-            continue
-        token = message.resume_token
-        if message.value.type == AgentEventType.TURN_COMPLETED:
-            return
-        if message.value.type == AgentEventType.TURN_FAILED:
-            raise RuntimeError(f"turn failed: {message.value.payload}")
-
-
-async def durable_turns(turns: int) -> tuple[list[float], list[int]]:
-    with tempfile.TemporaryDirectory(prefix="pydantic-ai-bench-") as directory:
-        flow = build_flow()
-        async with AgentTestStack(Path(directory), [flow], "bench.worker", worker_cwd=PACKAGE_DIR) as stack:
-            sessions = stack.sessions(flow)
-            await stack.start_worker()
-            durations: list[float] = []
-            for number in range(turns + 1):
-                session_id = f"bench-{number}"
-                started = time.perf_counter()
-                await sessions.start_session(session_id, "Where is order A-1?")
-                await wait_for_turn_completed(sessions, session_id)
-                if number:  # the first turn warms up the Worker's imports and the server's caches
-                    durations.append(time.perf_counter() - started)
-            snapshot = await sessions.get_agent_snapshot("bench-1")
-            item_sizes = [len(message.framework_item.encode()) for message in snapshot.messages]
-    return durations, item_sizes
-
-
 async def run_state_bytes() -> int:
     """The size of the run state the session stores while the turn's tool call runs.
 
     It holds the turn's messages after the user message up to the response whose calls wait: here the
     first model response, taken from an in-process run of the same agent.
     """
-    result = await build_agent().run("Where is order A-1?", event_stream_handler=consume_events)
+    result = await build_agent().run(QUESTION, event_stream_handler=consume_events)
     first_response = result.all_messages()[1]
     return len(PydanticAiRunState(turn_messages=[first_response]).to_json().encode())
 
 
-def describe(label: str, durations: list[float]) -> str:
-    milliseconds = sorted(duration * 1000 for duration in durations)
-    p90 = milliseconds[max(0, round(0.9 * len(milliseconds)) - 1)]
-    median = statistics.median(milliseconds)
-    return f"{label}: median {median:.1f} ms, p90 {p90:.1f} ms over {len(milliseconds)} turns"
-
-
 async def main(turns: int) -> None:
-    local = await in_process_turn_seconds(turns)
-    durable, item_sizes = await durable_turns(turns)
-    print(describe("in process (agent.run)", local))
-    print(describe("durable session (devserver, 1 Worker)", durable))
-    overhead = statistics.median(durable) - statistics.median(local)
-    print(f"durable overhead per turn (2 model calls + 1 tool, 5 Steps): {overhead * 1000:.1f} ms")
-    print(f"run state at the tool boundary: {await run_state_bytes()} bytes")
-    print(f"stored framework_item bytes per message (user, assistant, tool, assistant): {item_sizes}")
+    agent = build_agent()
+
+    async def in_process_turn(number: int) -> None:
+        del number
+        result = await agent.run(QUESTION, event_stream_handler=consume_events)
+        assert result.output == "Order A-1 has shipped."
+
+    await run_turn_overhead_bench(
+        turns,
+        InProcessTurn("agent.run", in_process_turn),
+        DurableTurn(build_flow(), "bench.worker", PACKAGE_DIR, QUESTION, "user, assistant, tool, assistant"),
+        run_state_bytes,
+    )
 
 
 if __name__ == "__main__":

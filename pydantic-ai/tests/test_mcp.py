@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from dex_agents import ToolCallsRequested, ToolCallStatus, ToolEffect, ToolPolicy, TurnCompleted
+from dex_agents.testing import SessionSide
 from fastmcp.client import Client
 from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent
@@ -14,8 +15,7 @@ from pydantic_ai.messages import TextPart
 from pydantic_ai.tools import ToolDefinition
 
 from dex_agents_pydantic_ai import PydanticAiRunner, framework_effect
-from tests.support import ScriptedModel, SessionSide, respond, tool_call
-from tests.test_runner_framework import execute
+from tests.support import ScriptedModel, respond, tool_call
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
 
@@ -68,7 +68,7 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
     outputs: dict[str, str] = {}
     for tool_call_id in ["call-1", "call-2", "call-3"]:
         before = log.read_text().splitlines()
-        outputs[tool_call_id] = await execute(runner, session, tool_call_id)
+        outputs[tool_call_id] = await session.execute(runner, tool_call_id)
         calls = [
             line for line in log.read_text().splitlines()[len(before) :] if line.startswith("tools/call")
         ]

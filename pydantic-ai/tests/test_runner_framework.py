@@ -1,7 +1,7 @@
 """The runner against Pydantic AI's real agent loop with a scripted model, without a server.
 
-Each test plays the session's side of the runner contract (`tests/support.py`) and asserts what a user
-of the session would notice: which calls become Steps, what the model sees, what is stored.
+Each test plays the session's side of the runner contract (`dex_agents.testing.SessionSide`) and asserts
+what a user of the session would notice: which calls become Steps, what the model sees, what is stored.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentEventWriter,
     DeferredToolCall,
-    DeferredToolExecution,
     FrameworkMessage,
     MessageRole,
     ToolCallsRequested,
@@ -24,6 +23,7 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing import SessionSide
 from pydantic import BaseModel
 from pydantic_ai import (
     Agent,
@@ -39,7 +39,7 @@ from pydantic_ai.models.function import AgentInfo, DeltaThinkingCalls, DeltaThin
 from pydantic_graph import End
 
 from dex_agents_pydantic_ai import UNKNOWN_TOOL_POLICY, PydanticAiRunner, TurnCannotContinueError, _runner
-from tests.support import ScriptedModel, SessionSide, respond, tool_call
+from tests.support import ScriptedModel, respond, tool_call
 
 
 def build_agent(model: ScriptedModel, runs: list[str]) -> Agent[None, str]:
@@ -66,24 +66,6 @@ def build_agent(model: ScriptedModel, runs: list[str]) -> Agent[None, str]:
         instructions="You help with the weather and with files.",
         tools=[get_weather, delete_file, flaky, crash],
     )
-
-
-async def execute(runner: PydanticAiRunner[None], session: SessionSide, tool_call_id: str) -> str:
-    async def heartbeat() -> None:
-        return None
-
-    record = session.records[tool_call_id]
-    result = await runner.execute_deferred_tool_call(
-        DeferredToolExecution(
-            flow_id="session-1",
-            tool_call=record,
-            idempotency_key=f"session-1/{session.turn_id}/{tool_call_id}",
-            attempt=1,
-            events=session.context().events,
-            heartbeat_function=heartbeat,
-        )
-    )
-    return result.output
 
 
 async def test_a_model_call_defers_every_tool_call_in_model_order_and_runs_none() -> None:
@@ -228,7 +210,7 @@ async def test_a_call_to_a_tool_the_agent_lacks_fails_at_the_next_model_call_not
     ]
     session.defer(first)
     with pytest.raises(ToolExecutionError) as error:
-        await execute(runner, session, "call-1")
+        await session.execute(runner, "call-1")
     assert "Unknown tool name: 'launch_rocket'" in error.value.message
     session.finish("call-1", ToolCallStatus.FAILED, error=error.value.message)
 
@@ -259,16 +241,16 @@ async def test_executing_a_call_runs_the_real_tool_once_through_pydantic_ai() ->
     assert isinstance(outcome, ToolCallsRequested)
     session.defer(outcome)
 
-    assert await execute(runner, session, "ok") == "sunny in Rome"
+    assert await session.execute(runner, "ok") == "sunny in Rome"
     assert runs == ["get_weather Rome"]
     # Pydantic AI validates the arguments: the model sees the validation error, the tool does not run.
     with pytest.raises(ToolExecutionError, match="city"):
-        await execute(runner, session, "invalid")
+        await session.execute(runner, "invalid")
     with pytest.raises(ToolExecutionError, match="attempt 1 was too early"):
-        await execute(runner, session, "retry")
+        await session.execute(runner, "retry")
     # Any other exception is a Step failure, which the session retries or records by the tool's effect.
     with pytest.raises(ConnectionError):
-        await execute(runner, session, "crash")
+        await session.execute(runner, "crash")
     assert runs == ["get_weather Rome"]
     assert model.calls == 1, "running a tool never calls the model"
 
@@ -483,9 +465,9 @@ async def test_a_tool_step_runs_a_tool_that_requires_approval_and_refuses_one_th
     assert isinstance(outcome, ToolCallsRequested)
     session.defer(outcome)
 
-    assert await execute(runner, session, "call-1") == "ran after approval"
+    assert await session.execute(runner, "call-1") == "ran after approval"
     with pytest.raises(ToolExecutionError, match="could not run tool 'defers'"):
-        await execute(runner, session, "call-2")
+        await session.execute(runner, "call-2")
 
 
 async def test_system_prompts_reach_every_model_call_once_without_being_stored() -> None:
@@ -590,4 +572,4 @@ async def test_a_tool_step_needs_no_model_credentials() -> None:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("OPENAI_API_KEY", raising=False)
-        assert await execute(runner, session, "call-1") == "sunny in Oslo"
+        assert await session.execute(runner, "call-1") == "sunny in Oslo"
