@@ -6,73 +6,25 @@ The turn makes two model calls around one read tool (RunModel, CallTool, ResumeT
 scripted model, so the figures are framework and engine overhead, not model latency. The durable turn
 runs on a private devserver with one pull Worker child on this machine; its time is measured from
 `start_session` to the `turn_completed` event. It also reports what the session stores: the framework
-run state at the tool boundary and the stored messages' `framework_item` sizes.
+run state at the tool boundary and the stored messages' `framework_item` sizes. The timing and the
+figures are ``dex_agents.testing``'s `run_turn_overhead_bench`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
-import tempfile
-import time
-from datetime import timedelta
 from pathlib import Path
 
 from agents import RunConfig, Runner
-from dex import LongPollTimeoutError
-from dex_agents import AgentEventType, AgentSessionClient, ToolCallsRequested
-from dex_agents.testing import AgentTestStack
+from dex_agents import ToolCallsRequested
+from dex_agents.testing import DurableTurn, InProcessTurn, SessionSide, run_turn_overhead_bench
 
 from bench.agent import build_agent, build_flow
 from dex_agents_openai_agents import OpenAIAgentsRunner
-from tests.support import SessionSide
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-
-
-async def in_process_turn_seconds(turns: int) -> list[float]:
-    agent = build_agent()
-    durations: list[float] = []
-    for _ in range(turns):
-        started = time.perf_counter()
-        result = await Runner.run(agent, "Where is order A-1?", run_config=RunConfig(tracing_disabled=True))
-        durations.append(time.perf_counter() - started)
-        assert result.final_output == "Order A-1 has shipped."
-    return durations
-
-
-async def wait_for_turn_completed(sessions: AgentSessionClient, session_id: str) -> None:
-    token = ""
-    while True:
-        try:
-            message = await sessions.read_agent_event(session_id, token, timeout=timedelta(seconds=10))
-        except LongPollTimeoutError:
-            continue
-        token = message.resume_token
-        if message.value.type == AgentEventType.TURN_COMPLETED:
-            return
-        if message.value.type == AgentEventType.TURN_FAILED:
-            raise RuntimeError(f"turn failed: {message.value.payload}")
-
-
-async def durable_turns(turns: int) -> tuple[list[float], list[int]]:
-    with tempfile.TemporaryDirectory(prefix="openai-agents-bench-") as directory:
-        flow = build_flow()
-        async with AgentTestStack(Path(directory), [flow], "bench.worker", worker_cwd=PACKAGE_DIR) as stack:
-            sessions = stack.sessions(flow)
-            await stack.start_worker()
-            durations: list[float] = []
-            for number in range(turns + 1):
-                session_id = f"bench-{number}"
-                started = time.perf_counter()
-                await sessions.start_session(session_id, "Where is order A-1?")
-                await wait_for_turn_completed(sessions, session_id)
-                if number:  # the first turn warms up the Worker's imports and the server's caches
-                    durations.append(time.perf_counter() - started)
-            snapshot = await sessions.get_agent_snapshot("bench-1")
-            item_sizes = [len(message.framework_item.encode()) for message in snapshot.messages]
-    return durations, item_sizes
+QUESTION = "Where is order A-1?"
 
 
 async def run_state_bytes() -> int:
@@ -83,28 +35,28 @@ async def run_state_bytes() -> int:
     """
     runner = OpenAIAgentsRunner(build_agent())
     session = SessionSide()
-    session.start_turn(runner.build_user_message("Where is order A-1?"))
+    session.start_turn(runner.build_user_message(QUESTION))
     outcome = await runner.run_model_step(session.context())
     assert isinstance(outcome, ToolCallsRequested)
     return len(outcome.framework_run_state.encode())
 
 
-def describe(label: str, durations: list[float]) -> str:
-    milliseconds = sorted(duration * 1000 for duration in durations)
-    p90 = milliseconds[max(0, round(0.9 * len(milliseconds)) - 1)]
-    median = statistics.median(milliseconds)
-    return f"{label}: median {median:.1f} ms, p90 {p90:.1f} ms over {len(milliseconds)} turns"
-
-
 async def main(turns: int) -> None:
-    local = await in_process_turn_seconds(turns)
-    durable, item_sizes = await durable_turns(turns)
-    print(describe("in process (Runner.run)", local))
-    print(describe("durable session (devserver, 1 Worker)", durable))
-    overhead = statistics.median(durable) - statistics.median(local)
-    print(f"durable overhead per turn (2 model calls + 1 tool, 5 Steps): {overhead * 1000:.1f} ms")
-    print(f"run state at the tool boundary: {await run_state_bytes()} bytes")
-    print(f"stored framework_item bytes per message (user, assistant, call, result, assistant): {item_sizes}")
+    agent = build_agent()
+
+    async def in_process_turn(number: int) -> None:
+        del number
+        result = await Runner.run(agent, QUESTION, run_config=RunConfig(tracing_disabled=True))
+        assert result.final_output == "Order A-1 has shipped."
+
+    await run_turn_overhead_bench(
+        turns,
+        InProcessTurn("Runner.run", in_process_turn),
+        DurableTurn(
+            build_flow(), "bench.worker", PACKAGE_DIR, QUESTION, "user, assistant, call, result, assistant"
+        ),
+        run_state_bytes,
+    )
 
 
 if __name__ == "__main__":

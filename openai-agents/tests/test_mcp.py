@@ -9,13 +9,13 @@ from pathlib import Path
 from agents import Agent, FunctionTool
 from agents.mcp import MCPServerStdio
 from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
+from dex_agents.testing import SessionSide
 from dex_agents.values import ToolCallStatus, ToolEffect
 from mcp.types import ToolAnnotations
 
 from dex_agents_openai_agents import OpenAIAgentsRunner, framework_effect
 from tests.scripted_model import call, text
-from tests.support import ScriptedModel, SessionSide
-from tests.test_runner_framework import execute
+from tests.support import ScriptedModel
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
 
@@ -86,7 +86,7 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
         outputs: dict[str, str] = {}
         for tool_call_id in ["call-1", "call-2", "call-3"]:
             before = _log_lines(log)
-            outputs[tool_call_id] = await execute(runner, session, tool_call_id)
+            outputs[tool_call_id] = await session.execute(runner, tool_call_id)
             calls = [line for line in _log_lines(log)[len(before) :] if line.startswith("tools/call")]
             assert calls == [f"tools/call {session.records[tool_call_id].tool_name}"], "one call per Step"
             session.finish(tool_call_id, ToolCallStatus.SUCCEEDED, output=outputs[tool_call_id])

@@ -27,16 +27,15 @@ from agents import (
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput, ToolInputGuardrailData
 from dex_agents import current_tool_execution
-from dex_agents._tool_context import running_tool_execution
 from dex_agents.runner import (
     DEFAULT_REJECTION_TOOL_RESULT,
     OUTCOME_UNKNOWN_TOOL_RESULT,
-    DeferredToolExecution,
     ToolCallsRequested,
     ToolExecutionError,
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing import SessionSide
 from dex_agents.values import AgentUsage, MessageRole, ToolCallStatus, ToolEffect
 from openai.types.responses.response_output_item import McpApprovalRequest
 
@@ -47,7 +46,7 @@ from dex_agents_openai_agents import (
     UndeferrableToolError,
 )
 from tests.scripted_model import ScriptedAnswer, ScriptedSdkModel, call, reasoning, text
-from tests.support import ScriptedModel, SessionSide
+from tests.support import ScriptedModel
 
 
 def build_agent(model: ScriptedModel, runs: list[str], name: str = "assistant") -> Agent[Any]:
@@ -66,23 +65,6 @@ def build_agent(model: ScriptedModel, runs: list[str], name: str = "assistant") 
         return f"deleted {path}"
 
     return Agent(name=name, model=model.model, tools=[get_weather, delete_file])
-
-
-async def execute(runner: OpenAIAgentsRunner[Any], session: SessionSide, tool_call_id: str) -> str:
-    async def heartbeat() -> None:
-        return None
-
-    execution = DeferredToolExecution(
-        flow_id="session-1",
-        tool_call=session.records[tool_call_id],
-        idempotency_key=f"session-1/{session.turn_id}/{tool_call_id}",
-        attempt=1,
-        events=session.context().events,
-        heartbeat_function=heartbeat,
-    )
-    with running_tool_execution(execution):
-        result = await runner.execute_deferred_tool_call(execution)
-    return result.output
 
 
 def event_payloads(session: SessionSide, event_type: str) -> list[dict[str, Any]]:
@@ -209,9 +191,9 @@ async def test_a_call_to_a_tool_the_agent_lacks_fails_at_the_next_model_call_not
     ]
     session.defer(requested)
     with pytest.raises(ToolExecutionError, match="launch_rocket not found"):
-        await execute(runner, session, "call-1")
+        await session.execute(runner, "call-1")
     session.finish("call-1", ToolCallStatus.FAILED, error="Tool launch_rocket not found in agent assistant")
-    session.finish("call-2", ToolCallStatus.SUCCEEDED, output=await execute(runner, session, "call-2"))
+    session.finish("call-2", ToolCallStatus.SUCCEEDED, output=await session.execute(runner, "call-2"))
 
     final = await runner.run_model_step(session.context())
 
@@ -234,9 +216,9 @@ async def test_executing_a_call_runs_the_real_tool_once_and_invalid_arguments_re
     assert isinstance(requested, ToolCallsRequested)
     session.defer(requested)
 
-    assert await execute(runner, session, "call-1") == "Rome: 21C, sunny"
+    assert await session.execute(runner, "call-1") == "Rome: 21C, sunny"
     with pytest.raises(ToolExecutionError, match="Invalid JSON input for tool get_weather"):
-        await execute(runner, session, "call-2")
+        await session.execute(runner, "call-2")
     assert runs == ["get_weather Rome"]
 
 
@@ -256,7 +238,7 @@ async def test_an_exception_in_a_tool_fails_the_step_instead_of_becoming_model_t
 
     # The session retries the Step or records the call by its effect; the SDK would have hidden it.
     with pytest.raises(ConnectionError, match="backend down for A-1"):
-        await execute(runner, session, "call-1")
+        await session.execute(runner, "call-1")
 
 
 async def test_a_tool_execution_error_a_tool_raises_reaches_the_session_unchanged() -> None:
@@ -274,7 +256,7 @@ async def test_a_tool_execution_error_a_tool_raises_reaches_the_session_unchange
     session.defer(requested)
 
     with pytest.raises(ToolExecutionError, match="order A-1 was already refunded"):
-        await execute(runner, session, "call-1")
+        await session.execute(runner, "call-1")
 
 
 async def test_a_handoff_makes_one_model_call_per_agent_and_reports_each() -> None:
@@ -309,7 +291,7 @@ async def test_a_handoff_makes_one_model_call_per_agent_and_reports_each() -> No
     assert event["model_calls"][0]["input_tokens"] == 100
 
     session.defer(requested)
-    session.finish("call-1", ToolCallStatus.SUCCEEDED, output=await execute(runner, session, "call-1"))
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output=await session.execute(runner, "call-1"))
     final = await runner.run_model_step(session.context())
 
     # The run state kept the current agent: the billing agent answers, and triage is not called again.
@@ -442,7 +424,7 @@ async def test_a_non_mapping_context_reaches_tools_across_a_resume_without_a_ser
     requested = await runner.run_model_step(session.context())
     assert isinstance(requested, ToolCallsRequested)
     session.defer(requested)
-    session.finish("call-1", ToolCallStatus.SUCCEEDED, output=await execute(runner, session, "call-1"))
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output=await session.execute(runner, "call-1"))
 
     final = await runner.run_model_step(session.context())
 
@@ -489,7 +471,7 @@ async def test_an_agent_used_as_a_tool_is_gated_and_makes_its_model_calls_in_the
     assert isinstance(requested, ToolCallsRequested)
     assert inner_model.calls == 0, "the nested agent must not run inside the model Step"
     session.defer(requested)
-    output = await execute(runner, session, "call-1")
+    output = await session.execute(runner, "call-1")
     assert output == "Bonjour" and inner_model.calls == 1
     session.finish("call-1", ToolCallStatus.SUCCEEDED, output=output)
     final = await runner.run_model_step(session.context())
@@ -532,7 +514,7 @@ async def test_tool_guardrails_run_around_the_real_tool_in_its_step_not_on_the_r
     assert checked == [], "no guardrail runs in the model Step"
     session.defer(requested)
     for call_id in ("call-1", "call-2"):
-        session.finish(call_id, ToolCallStatus.SUCCEEDED, output=await execute(runner, session, call_id))
+        session.finish(call_id, ToolCallStatus.SUCCEEDED, output=await session.execute(runner, call_id))
 
     final = await runner.run_model_step(session.context())
 
@@ -562,7 +544,7 @@ async def test_a_tool_call_id_of_an_earlier_turn_can_be_used_again() -> None:
         requested = await runner.run_model_step(session.context())
         assert isinstance(requested, ToolCallsRequested), requested
         session.defer(requested)
-        session.finish("call-1", ToolCallStatus.SUCCEEDED, output=await execute(runner, session, "call-1"))
+        session.finish("call-1", ToolCallStatus.SUCCEEDED, output=await session.execute(runner, "call-1"))
         final = await runner.run_model_step(session.context())
         assert isinstance(final, TurnCompleted) and final.turn_error is None, final
         session.store(final.new_messages)

@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import timedelta
 
 import pytest
 import pytest_asyncio
-from dex import LongPollTimeoutError
-from dex_agents import AgentEvent, AgentEventType, AgentSessionClient, MessageRole
-from dex_agents.testing import AgentTestStack, ScriptedResponse, ScriptedToolCall, executed_step_types
+from dex_agents import AgentEventType, AgentSessionClient, MessageRole
+from dex_agents.testing import (
+    AgentTestStack,
+    ScriptedResponse,
+    ScriptedToolCall,
+    executed_step_types,
+    read_agent_events,
+    text_by_model_step,
+)
 from dex_agents.testing.matrix import wait_for_turn_end
 
 from dex_agents_openai_agents import HANDOFF_EVENT_TYPE
@@ -37,18 +42,6 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
     ) as stack:
         await stack.start_worker()
         yield Session(stack, *(stack.sessions(flow) for flow in flows))
-
-
-async def read_events(sessions: AgentSessionClient, session_id: str) -> list[AgentEvent]:
-    events: list[AgentEvent] = []
-    token = ""
-    while True:
-        try:
-            message = await sessions.read_agent_event(session_id, token, timeout=timedelta(seconds=1))
-        except LongPollTimeoutError:
-            return events
-        events.append(message.value)
-        token = message.resume_token
 
 
 async def test_a_call_to_an_unknown_tool_records_failed_and_the_next_model_call_sees_why(
@@ -105,7 +98,7 @@ async def test_a_handoff_sums_both_model_calls_and_the_next_agent_finishes_the_t
         "lookup_order",
     ]
     assert "Billing here, checking A-1." in [m.text for m in snapshot.messages]
-    events = await read_events(session.triage, session_id)
+    events = await read_agent_events(session.triage, session_id)
     [handoff] = [json.loads(event.payload) for event in events if event.type == HANDOFF_EVENT_TYPE]
     assert (handoff["source_agent"], handoff["target_agent"]) == ("triage", "billing")
     assert [(c["agent"], c["input_tokens"]) for c in handoff["model_calls"]] == [
@@ -149,13 +142,7 @@ async def test_live_text_deltas_add_up_to_the_stored_answer_per_model_call(sessi
     await session.plain.start_session(session_id, "Where is A-1?")
     snapshot = await wait_for_turn_end(session.plain, session_id, 1)
 
-    events = await read_events(session.plain, session_id)
-    by_step: dict[str, str] = {}
-    for event in events:
-        if event.type == AgentEventType.TEXT_DELTA:
-            by_step[event.step_execution_id] = (
-                by_step.get(event.step_execution_id, "") + json.loads(event.payload)["text"]
-            )
-    assert list(by_step.values()) == ["Let me check.", "It shipped today."]
+    events = await read_agent_events(session.plain, session_id)
+    assert list(text_by_model_step(events).values()) == ["Let me check.", "It shipped today."]
     stored = [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT and m.text]
     assert stored == ["Let me check.", "It shipped today."]
