@@ -13,11 +13,12 @@ import statistics
 import time
 
 from dex_agents.runner import ToolCallsRequested
+from dex_agents.testing import SessionSide
 from dex_agents.values import ToolCallStatus
 from google.adk.agents import LlmAgent
 
 from dex_agents_google_adk import GoogleAdkRunner
-from tests.support import CannedLlm, SessionSide, call, respond
+from tests.support import CannedLlm, call, respond
 
 
 def lookup_order(order_id: str) -> str:

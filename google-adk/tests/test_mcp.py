@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
+from dex_agents.testing import SessionSide
 from dex_agents.values import ToolCallStatus, ToolEffect
 from google.adk.agents import LlmAgent
 from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
@@ -17,7 +18,7 @@ from google.adk.tools.mcp_tool.mcp_tool import McpTool
 from mcp import StdioServerParameters
 
 from dex_agents_google_adk import GoogleAdkRunner, McpCallInterruptedError, framework_effect
-from tests.support import CannedLlm, SessionSide, call, execute, respond
+from tests.support import CannedLlm, call, respond
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
 
@@ -75,7 +76,7 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
     outputs: dict[str, str] = {}
     for tool_call_id in ["call-1", "call-2", "call-3"]:
         before = log.read_text().splitlines()
-        outputs[tool_call_id] = await execute(runner, session, tool_call_id)
+        outputs[tool_call_id] = await session.execute(runner, tool_call_id)
         calls = [
             line for line in log.read_text().splitlines()[len(before) :] if line.startswith("tools/call")
         ]
@@ -123,7 +124,7 @@ async def test_parallel_tool_steps_share_one_mcp_toolset_safely(tmp_path: Path) 
 
     try:
         # A Worker runs the tool Steps of one response (and other sessions' Steps) concurrently.
-        outputs = await asyncio.gather(*(execute(runner, session, f"call-{n}") for n in range(4)))
+        outputs = await asyncio.gather(*(session.execute(runner, f"call-{n}") for n in range(4)))
     finally:
         await runner.close()
 
@@ -151,7 +152,7 @@ async def test_an_mcp_call_without_a_result_fails_the_step_instead_of_succeeding
     try:
         # The call reached the server, which may have acted: the effect decides (retry or outcome_unknown).
         with pytest.raises(McpCallInterruptedError, match="MCP tool execution failed"):
-            await execute(runner, session, "call-1")
+            await session.execute(runner, "call-1")
     finally:
         await runner.close()
     assert "tools/call restock_and_crash A-1" in log.read_text()

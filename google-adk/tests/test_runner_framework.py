@@ -18,6 +18,7 @@ from dex_agents.runner import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing import SessionSide
 from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
 from google.adk.agents import LlmAgent
 from google.adk.agents.callback_context import CallbackContext
@@ -35,7 +36,7 @@ from google.genai import types
 
 from dex_agents_google_adk import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, AdkServices, GoogleAdkRunner
 from tests.specifics_agents import OneAfterAnother
-from tests.support import CannedLlm, SessionSide, call, execute, respond
+from tests.support import CannedLlm, call, respond
 
 
 def build_app(model: CannedLlm, runs: list[str], callbacks: list[str] | None = None) -> App:
@@ -214,7 +215,7 @@ async def test_a_call_to_a_tool_the_agent_lacks_fails_at_the_next_model_call_not
     assert [(c.tool_name, c.policy) for c in first.tool_calls] == [("launch_rocket", UNKNOWN_TOOL_POLICY)]
     session.defer(first)
     with pytest.raises(ToolExecutionError) as error:
-        await execute(runner, session, "call-1")
+        await session.execute(runner, "call-1")
     assert "Tool 'launch_rocket' not found" in error.value.message
     session.finish("call-1", ToolCallStatus.FAILED, error=error.value.message)
 
@@ -300,18 +301,18 @@ async def test_executing_a_call_runs_the_real_tool_once_through_adks_tool_pipeli
     assert isinstance(outcome, ToolCallsRequested)
     session.defer(outcome)
 
-    assert await execute(runner, session, "ok") == '{"forecast": "sunny in Rome", "checked": true}'
+    assert await session.execute(runner, "ok") == '{"forecast": "sunny in Rome", "checked": true}'
     assert runs == ["get_weather Rome id=ok key=session-1/turn-1/ok"]
     assert callbacks == ["before get_weather", "after get_weather"], (
         "the agent's tool callbacks run in the Step"
     )
     # The session's approval stands for ADK's confirmation: the tool runs without asking again.
-    assert await execute(runner, session, "confirmed") == "deleted /tmp/a"
+    assert await session.execute(runner, "confirmed") == "deleted /tmp/a"
     # Any other exception is a Step failure, which the session retries or records by the tool's effect.
     with pytest.raises(ConnectionError):
-        await execute(runner, session, "crash")
+        await session.execute(runner, "crash")
     with pytest.raises(ToolExecutionError, match="the vault is closed"):
-        await execute(runner, session, "refuse")
+        await session.execute(runner, "refuse")
     assert model.calls == 1, "running a tool never calls the model"
 
 
@@ -424,7 +425,7 @@ async def test_tools_save_artifacts_in_the_services_the_runner_is_given() -> Non
     assert isinstance(outcome, ToolCallsRequested)
     session.defer(outcome)
 
-    assert await execute(runner, session, "call-1") == "saved version 0"
+    assert await session.execute(runner, "call-1") == "saved version 0"
 
     saved = await artifacts.load_artifact(
         app_name="writer", user_id=DEFAULT_USER_ID, session_id="session-1", filename="q3.txt"
@@ -495,7 +496,7 @@ async def test_an_agent_tool_runs_its_sub_agent_inside_the_tool_step() -> None:
     assert sub_model.calls == 0, "the sub-agent is a tool: it does not run in the model Step"
     session.defer(outcome)
 
-    output = await execute(runner, session, "g-1")
+    output = await session.execute(runner, "g-1")
 
     assert output == "The capital is Paris." and sub_model.calls == 1
     session.finish("g-1", ToolCallStatus.SUCCEEDED, output=output)
@@ -521,7 +522,7 @@ async def test_an_agent_transfer_fails_visibly_instead_of_pretending_to_move_the
     session.defer(outcome)
 
     with pytest.raises(ToolExecutionError, match="agent transfer is not supported") as error:
-        await execute(runner, session, "t-1")
+        await session.execute(runner, "t-1")
     session.finish("t-1", ToolCallStatus.FAILED, error=error.value.message)
     final = await runner.run_model_step(session.context())
 

@@ -5,13 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import timedelta
 
 import pytest
 import pytest_asyncio
-from dex import LongPollTimeoutError
 from dex_agents import (
-    AgentEvent,
     AgentEventType,
     AgentInterrupt,
     AgentSessionClient,
@@ -24,6 +21,8 @@ from dex_agents.testing import (
     ScriptedResponse,
     ScriptedToolCall,
     executed_step_types,
+    read_agent_events,
+    recorded_usage,
     wait_for_agent_snapshot,
 )
 from dex_agents.testing.matrix import wait_for_turn_end
@@ -49,18 +48,6 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
     ) as stack:
         await stack.start_worker()
         yield Session(stack, stack.sessions(flows[0]), stack.sessions(flows[1]))
-
-
-async def read_events(sessions: AgentSessionClient, session_id: str) -> list[AgentEvent]:
-    events: list[AgentEvent] = []
-    token = ""
-    while True:
-        try:
-            message = await sessions.read_agent_event(session_id, token, timeout=timedelta(seconds=1))
-        except LongPollTimeoutError:
-            return events
-        events.append(message.value)
-        token = message.resume_token
 
 
 async def test_a_call_to_an_unknown_tool_records_failed_and_the_next_model_call_sees_why(
@@ -152,7 +139,7 @@ async def test_text_streams_as_deltas_of_each_model_call_and_usage_is_per_call(s
     )
     await session.plain.start_session(session_id, "Where is A-1?")
     snapshot = await wait_for_turn_end(session.plain, session_id, 1)
-    events = await read_events(session.plain, session_id)
+    events = await read_agent_events(session.plain, session_id)
 
     # As a UI does: group live text by model Step and keep only the highest attempt of each.
     deltas = [event for event in events if event.type == AgentEventType.TEXT_DELTA]
@@ -176,11 +163,7 @@ async def test_text_streams_as_deltas_of_each_model_call_and_usage_is_per_call(s
     )
     assistant_texts = [message.text for message in snapshot.messages if message.role is MessageRole.ASSISTANT]
     assert assistant_texts == ["Let me check order A-1.", "A-1 shipped."]
-    recorded = [
-        json.loads(event.payload)["recorded"]
-        for event in events
-        if event.type == AgentEventType.USAGE_RECORDED
-    ]
+    recorded = recorded_usage(events)
     assert [(usage["model_calls"], usage["input_tokens"]) for usage in recorded] == [(1, 40), (1, 60)]
     assert snapshot.usage.input_tokens == 100 and snapshot.usage.output_tokens == 12
 
