@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from dex import LongPollTimeoutError
-from dex_agents import AgentEvent, AgentEventType, AgentSessionClient, MessageRole
+from dex_agents import AgentSessionClient, MessageRole
 from dex_agents.testing import (
     AgentTestStack,
     ScriptedResponse,
     ScriptedToolCall,
     executed_step_types,
+    read_agent_events,
+    recorded_usage,
+    text_by_model_step,
     wait_for_turn_end,
 )
 
@@ -55,18 +55,6 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
         )
 
 
-async def read_events(sessions: AgentSessionClient, session_id: str) -> list[AgentEvent]:
-    events: list[AgentEvent] = []
-    token = ""
-    while True:
-        try:
-            message = await sessions.read_agent_event(session_id, token, timeout=timedelta(seconds=1))
-        except LongPollTimeoutError:
-            return events
-        events.append(message.value)
-        token = message.resume_token
-
-
 async def test_text_streams_as_deltas_and_usage_counts_every_model_call_of_the_run(session: Session) -> None:
     session_id = session.stack.new_session_id("streaming")
     read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
@@ -85,23 +73,15 @@ async def test_text_streams_as_deltas_and_usage_counts_every_model_call_of_the_r
     )
     await session.plain.start_session(session_id, "Where is A-1?")
     snapshot = await wait_for_turn_end(session.plain, session_id, 1, timeout=90)
-    events = await read_events(session.plain, session_id)
+    events = await read_agent_events(session.plain, session_id)
 
-    text_by_step: dict[str, str] = {}
-    for event in events:
-        if event.type == AgentEventType.TEXT_DELTA:
-            text_by_step.setdefault(event.step_execution_id, "")
-            text_by_step[event.step_execution_id] += json.loads(event.payload)["text"]
+    text_by_step = text_by_model_step(events)
     # The first RunModel streamed both of its model calls' text; the resumed one streamed its own.
     assert list(text_by_step.values()) == [
         "Let me check order A-1.It shipped; sending the receipt.",
         "Receipt sent.",
     ]
-    recorded = [
-        json.loads(event.payload)["recorded"]
-        for event in events
-        if event.type == AgentEventType.USAGE_RECORDED
-    ]
+    recorded = recorded_usage(events)
     assert [(usage["model_calls"], usage["input_tokens"], usage["output_tokens"]) for usage in recorded] == [
         (2, 110, 12),
         (1, 10, 5),
