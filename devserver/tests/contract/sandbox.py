@@ -74,7 +74,9 @@ class Sandbox:
 
     def events(self, flow_id: str, kind: str | None = None) -> list[Event]:
         found: list[Event] = []
-        for raw in self.events_path.read_text().splitlines():
+        # A Worker may be halfway through appending a line; only newline-terminated lines are complete.
+        complete, _, _ = self.events_path.read_text().rpartition("\n")
+        for raw in complete.splitlines():
             if not raw.strip():
                 continue
             item = cast(dict[str, JsonValue], json.loads(raw))
