@@ -156,9 +156,10 @@ class Dispatcher:
         """Forgets a stream that ended.
 
         A task that got output from the stream fails its attempt. A task that got none is reassigned without
-        using an attempt only when the stream was retiring: it ended cleanly and its Worker still has other
-        streams (the servicer lets a clean end settle briefly first). When the Worker process died, all its
-        streams end together, and the attempt counts as used, as an in-flight attempt must.
+        using an attempt when the stream ended cleanly: the Worker was retiring the stream or draining, and
+        it drops a task that reaches a stream it is closing. When the Worker process died, the stream ends
+        with an error (the servicer lets a clean end settle first to tell the two apart), and the attempt
+        counts as used, as an in-flight attempt must.
 
         Args:
             stream: The stream.
@@ -171,10 +172,7 @@ class Dispatcher:
         stream.task = None
         if task is None:
             return
-        alive = any(
-            other.app_worker_id == stream.app_worker_id and not other.closed for other in self._streams
-        )
-        task.frames.put_nowait("eof" if half_closed and alive and not task.has_output else "lost")
+        task.frames.put_nowait("eof" if half_closed and not task.has_output else "lost")
 
     def on_frame(self, stream: PullStream, request: pb.PollWorkerTaskRequest) -> None:
         """Routes one frame a Worker sent on a stream."""

@@ -35,6 +35,7 @@ _LOG = logging.getLogger("dex_devserver")
 SERVER_VERSION = "dex-devserver 0.1.0"
 _HISTORY_PAGE = 100
 _EOF_SETTLE_SECONDS = 0.05
+_EOF_TASK_SETTLE_SECONDS = 0.5
 
 ResponseT = TypeVar("ResponseT")
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -340,10 +341,14 @@ class _WorkerTaskService(pbg.WorkerTaskServiceServicer):
                 frame = await context.read()
                 if frame is grpc.aio.EOF:
                     # A Worker that dies also reads as EOF here, but its streams are cancelled right after;
-                    # a retiring stream is not. The stream takes no new task meanwhile.
+                    # a retiring or draining stream is not. A task that got no output yet is reassigned
+                    # without using an attempt only after a clean end, so it waits longer to be sure: taking
+                    # a killed Worker's write for a clean end would run the write twice.
                     stream.closed = True
-                    await asyncio.sleep(_EOF_SETTLE_SECONDS)
-                    half_closed = True
+                    task = stream.task
+                    unanswered = task is not None and not task.has_output
+                    await asyncio.sleep(_EOF_TASK_SETTLE_SECONDS if unanswered else _EOF_SETTLE_SECONDS)
+                    half_closed = not context.cancelled()
                     return
                 self.dispatcher.on_frame(stream, cast(pb.PollWorkerTaskRequest, frame))
         finally:
