@@ -10,7 +10,7 @@ from agents import Agent, TResponseInputItem, function_tool
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy
 
 from dex_agents_openai_agents import OpenAIAgentsRunner
-from tests.scripted_model import ScriptedAnswer, ScriptedSdkModel, call, text
+from dex_agents_openai_agents.testing import ScriptedAnswer, ScriptedResponsesModel, call_item, text_item
 
 
 @function_tool
@@ -23,14 +23,14 @@ async def _answer(items: list[TResponseInputItem], offered: Sequence[str]) -> Sc
     del offered
     answered = any(cast(Mapping[str, Any], item).get("type") == "function_call_output" for item in items)
     if answered:
-        return ScriptedAnswer([text("Order A-1 has shipped.")])
+        return ScriptedAnswer([text_item("Order A-1 has shipped.")])
     return ScriptedAnswer(
-        [text("Let me look that up."), call("lookup_order", {"order_id": "A-1"}, "lookup-1")]
+        [text_item("Let me look that up."), call_item("lookup_order", {"order_id": "A-1"}, "lookup-1")]
     )
 
 
 def build_agent() -> Agent[None]:
-    return Agent(name="orders", model=ScriptedSdkModel(_answer), tools=[lookup_order])
+    return Agent(name="orders", model=ScriptedResponsesModel(_answer), tools=[lookup_order])
 
 
 def build_flow() -> AgentSessionFlow:

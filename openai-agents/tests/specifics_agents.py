@@ -19,12 +19,15 @@ from dex_agents import AgentSessionFlow
 from dex_agents.testing import MATRIX_TOOLS, matrix_session_options, with_model_call_scope
 
 from dex_agents_openai_agents import OpenAIAgentsRunner
-from tests.scripted_model import ScriptedAnswer, ScriptedSdkModel, call, matrix_model, text
+from dex_agents_openai_agents.testing import ScriptedAnswer, ScriptedResponsesModel, call_item, text_item
+from tests.scripted_model import matrix_model
 
 
 async def _triage_answer(items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
     del items, offered
-    return ScriptedAnswer([call("transfer_to_billing", {}, "handoff-1")], input_tokens=11, output_tokens=3)
+    return ScriptedAnswer(
+        [call_item("transfer_to_billing", {}, "handoff-1")], input_tokens=11, output_tokens=3
+    )
 
 
 async def _billing_answer(items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
@@ -36,11 +39,14 @@ async def _billing_answer(items: list[TResponseInputItem], offered: Sequence[str
     )
     if not looked_up:
         return ScriptedAnswer(
-            [text("Billing here, checking A-1."), call("lookup_order", {"order_id": "A-1"}, "lookup-1")],
+            [
+                text_item("Billing here, checking A-1."),
+                call_item("lookup_order", {"order_id": "A-1"}, "lookup-1"),
+            ],
             input_tokens=13,
             output_tokens=4,
         )
-    return ScriptedAnswer([text("Billing: order A-1 is paid.")], input_tokens=17, output_tokens=5)
+    return ScriptedAnswer([text_item("Billing: order A-1 is paid.")], input_tokens=17, output_tokens=5)
 
 
 @input_guardrail
@@ -56,8 +62,10 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]
     """A plain agent with the matrix tools, a triage agent that hands off, and a guarded agent."""
     tools: list[Tool] = [function_tool(tool) for tool in MATRIX_TOOLS]
     plain = Agent[None](name="orders", model=matrix_model(), tools=tools)
-    billing = Agent[None](name="billing", model=ScriptedSdkModel(_billing_answer), tools=tools)
-    triage = Agent[None](name="triage", model=ScriptedSdkModel(_triage_answer), handoffs=[handoff(billing)])
+    billing = Agent[None](name="billing", model=ScriptedResponsesModel(_billing_answer), tools=tools)
+    triage = Agent[None](
+        name="triage", model=ScriptedResponsesModel(_triage_answer), handoffs=[handoff(billing)]
+    )
     guarded = Agent[None](name="guarded", model=matrix_model(), tools=tools, input_guardrails=[no_passwords])
     return (
         AgentSessionFlow(

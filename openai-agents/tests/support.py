@@ -14,7 +14,7 @@ from typing import Any, cast
 from agents import TResponseInputItem
 from agents.items import TResponseOutputItem
 
-from tests.scripted_model import ScriptedAnswer, ScriptedSdkModel
+from dex_agents_openai_agents.testing import ScriptedAnswer, ScriptedResponsesModel
 
 
 @dataclass
@@ -26,8 +26,8 @@ class ScriptedModel:
     offered_tools: list[list[str]] = field(default_factory=list[list[str]])
 
     @property
-    def model(self) -> ScriptedSdkModel:
-        return ScriptedSdkModel(self._answer)
+    def model(self) -> ScriptedResponsesModel:
+        return ScriptedResponsesModel(self._answer)
 
     @property
     def calls(self) -> int:

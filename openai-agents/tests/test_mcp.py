@@ -14,7 +14,7 @@ from dex_agents.values import ToolCallStatus, ToolEffect
 from mcp.types import ToolAnnotations
 
 from dex_agents_openai_agents import OpenAIAgentsRunner, framework_effect
-from tests.scripted_model import call, text
+from dex_agents_openai_agents.testing import call_item, text_item
 from tests.support import ScriptedModel
 
 SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
@@ -57,11 +57,11 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
     model = ScriptedModel(
         [
             [
-                call("count_items", {"sku": "A-1"}, "call-1"),
-                call("set_stock", {"sku": "A-1", "count": 9}, "call-2"),
-                call("order_more", {"sku": "A-1"}, "call-3"),
+                call_item("count_items", {"sku": "A-1"}, "call-1"),
+                call_item("set_stock", {"sku": "A-1", "count": 9}, "call-2"),
+                call_item("order_more", {"sku": "A-1"}, "call-3"),
             ],
-            [text("Stock updated.")],
+            [text_item("Stock updated.")],
         ]
     )
     async with server:

@@ -45,7 +45,13 @@ from dex_agents_openai_agents import (
     OpenAIAgentsRunner,
     UndeferrableToolError,
 )
-from tests.scripted_model import ScriptedAnswer, ScriptedSdkModel, call, reasoning, text
+from dex_agents_openai_agents.testing import (
+    ScriptedAnswer,
+    ScriptedResponsesModel,
+    call_item,
+    reasoning_item,
+    text_item,
+)
 from tests.support import ScriptedModel
 
 
@@ -75,9 +81,9 @@ async def test_a_model_call_defers_every_tool_call_in_model_order_and_runs_none(
     model = ScriptedModel(
         [
             [
-                text("Checking the weather, then deleting."),
-                call("get_weather", {"city": "Paris"}, "call-1"),
-                call("delete_file", {"path": "/tmp/x"}, "call-2"),
+                text_item("Checking the weather, then deleting."),
+                call_item("get_weather", {"city": "Paris"}, "call-1"),
+                call_item("delete_file", {"path": "/tmp/x"}, "call-2"),
             ]
         ]
     )
@@ -107,13 +113,13 @@ async def test_resuming_shows_the_model_every_recorded_result_and_runs_no_tool()
     model = ScriptedModel(
         [
             [
-                call("get_weather", {"city": "Paris"}, "call-1"),
-                call("delete_file", {"path": "/a"}, "call-2"),
-                call("delete_file", {"path": "/b"}, "call-3"),
-                call("delete_file", {"path": "/c"}, "call-4"),
-                call("delete_file", {"path": "/d"}, "call-5"),
+                call_item("get_weather", {"city": "Paris"}, "call-1"),
+                call_item("delete_file", {"path": "/a"}, "call-2"),
+                call_item("delete_file", {"path": "/b"}, "call-3"),
+                call_item("delete_file", {"path": "/c"}, "call-4"),
+                call_item("delete_file", {"path": "/d"}, "call-5"),
             ],
-            [text("Done.")],
+            [text_item("Done.")],
         ]
     )
     runs: list[str] = []
@@ -151,7 +157,7 @@ async def test_resuming_shows_the_model_every_recorded_result_and_runs_no_tool()
 
 
 async def test_the_next_turn_replays_the_stored_history() -> None:
-    model = ScriptedModel([[text("Hello!")], [text("Again.")]])
+    model = ScriptedModel([[text_item("Hello!")], [text_item("Again.")]])
     runner = OpenAIAgentsRunner(build_agent(model, []))
     session = SessionSide()
     session.start_turn(runner.build_user_message("Hi"))
@@ -172,8 +178,8 @@ async def test_the_next_turn_replays_the_stored_history() -> None:
 async def test_a_call_to_a_tool_the_agent_lacks_fails_at_the_next_model_call_not_in_a_hidden_one() -> None:
     model = ScriptedModel(
         [
-            [call("launch_rocket", {}, "call-1"), call("get_weather", {"city": "Oslo"}, "call-2")],
-            [text("Sorry, I cannot launch rockets.")],
+            [call_item("launch_rocket", {}, "call-1"), call_item("get_weather", {"city": "Oslo"}, "call-2")],
+            [text_item("Sorry, I cannot launch rockets.")],
         ]
     )
     runs: list[str] = []
@@ -206,7 +212,12 @@ async def test_a_call_to_a_tool_the_agent_lacks_fails_at_the_next_model_call_not
 
 async def test_executing_a_call_runs_the_real_tool_once_and_invalid_arguments_reach_the_model() -> None:
     model = ScriptedModel(
-        [[call("get_weather", {"city": "Rome"}, "call-1"), call("get_weather", {"town": "x"}, "call-2")]]
+        [
+            [
+                call_item("get_weather", {"city": "Rome"}, "call-1"),
+                call_item("get_weather", {"town": "x"}, "call-2"),
+            ]
+        ]
     )
     runs: list[str] = []
     runner = OpenAIAgentsRunner(build_agent(model, runs))
@@ -228,7 +239,7 @@ async def test_an_exception_in_a_tool_fails_the_step_instead_of_becoming_model_t
         """Fail."""
         raise ConnectionError(f"backend down for {order_id}")
 
-    model = ScriptedModel([[call("flaky", {"order_id": "A-1"}, "call-1")]])
+    model = ScriptedModel([[call_item("flaky", {"order_id": "A-1"}, "call-1")]])
     runner = OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[flaky]))
     session = SessionSide()
     session.start_turn(runner.build_user_message("go"))
@@ -247,7 +258,7 @@ async def test_a_tool_execution_error_a_tool_raises_reaches_the_session_unchange
         """Refund an order."""
         raise ToolExecutionError(f"order {order_id} was already refunded")
 
-    model = ScriptedModel([[call("refund", {"order_id": "A-1"}, "call-1")]])
+    model = ScriptedModel([[call_item("refund", {"order_id": "A-1"}, "call-1")]])
     runner = OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[refund]))
     session = SessionSide()
     session.start_turn(runner.build_user_message("refund"))
@@ -260,9 +271,12 @@ async def test_a_tool_execution_error_a_tool_raises_reaches_the_session_unchange
 
 
 async def test_a_handoff_makes_one_model_call_per_agent_and_reports_each() -> None:
-    triage_model = ScriptedModel([[call("transfer_to_billing", {}, "handoff-1")]])
+    triage_model = ScriptedModel([[call_item("transfer_to_billing", {}, "handoff-1")]])
     billing_model = ScriptedModel(
-        [[text("Refunding."), call("refund", {"order_id": "A-1"}, "call-1")], [text("Refunded A-1.")]]
+        [
+            [text_item("Refunding."), call_item("refund", {"order_id": "A-1"}, "call-1")],
+            [text_item("Refunded A-1.")],
+        ]
     )
     refunds: list[str] = []
 
@@ -309,7 +323,7 @@ async def test_a_tripped_input_guardrail_ends_the_turn_with_a_clear_error() -> N
     ) -> GuardrailFunctionOutput:
         return GuardrailFunctionOutput(output_info="secret", tripwire_triggered="password" in str(items))
 
-    model = ScriptedModel([[text("Here it is.")]])
+    model = ScriptedModel([[text_item("Here it is.")]])
     agent = Agent(name="a", model=model.model, input_guardrails=[no_secrets])
     runner = OpenAIAgentsRunner(agent)
     session = SessionSide()
@@ -324,9 +338,9 @@ async def test_a_tripped_input_guardrail_ends_the_turn_with_a_clear_error() -> N
 async def test_a_turn_resumes_more_often_than_the_sdks_turn_limit() -> None:
     rounds = 4
     answers: list[Sequence[Any]] = [
-        [call("get_weather", {"city": f"C{n}"}, f"call-{n}")] for n in range(rounds)
+        [call_item("get_weather", {"city": f"C{n}"}, f"call-{n}")] for n in range(rounds)
     ]
-    model = ScriptedModel([*answers, [text("All done.")]])
+    model = ScriptedModel([*answers, [text_item("All done.")]])
     runner = OpenAIAgentsRunner(build_agent(model, []), max_turns=2)
     session = SessionSide()
     session.start_turn(runner.build_user_message("Go"))
@@ -345,9 +359,9 @@ async def test_a_turn_resumes_more_often_than_the_sdks_turn_limit() -> None:
 async def test_a_repeated_tool_call_id_ends_the_turn_instead_of_a_hidden_second_call() -> None:
     model = ScriptedModel(
         [
-            [call("get_weather", {"city": "Oslo"}, "call-1")],
-            [call("get_weather", {"city": "Oslo"}, "call-1")],
-            [text("never reached")],
+            [call_item("get_weather", {"city": "Oslo"}, "call-1")],
+            [call_item("get_weather", {"city": "Oslo"}, "call-1")],
+            [text_item("never reached")],
         ]
     )
     runner = OpenAIAgentsRunner(build_agent(model, []))
@@ -415,7 +429,7 @@ async def test_a_non_mapping_context_reaches_tools_across_a_resume_without_a_ser
         seen.append(ctx.context.currency)
         return f"{item}: 3 {ctx.context.currency}"
 
-    model = ScriptedModel([[call("price", {"item": "tea"}, "call-1")], [text("Tea is 3 EUR.")]])
+    model = ScriptedModel([[call_item("price", {"item": "tea"}, "call-1")], [text_item("Tea is 3 EUR.")]])
     runner = OpenAIAgentsRunner(
         Agent[Shop](name="shop", model=model.model, tools=[price]), context=Shop("EUR")
     )
@@ -440,7 +454,7 @@ async def test_a_tripped_output_guardrail_ends_the_turn_with_a_clear_error() -> 
     ) -> GuardrailFunctionOutput:
         return GuardrailFunctionOutput(output_info=None, tripwire_triggered="refund" in output)
 
-    model = ScriptedModel([[text("I promise a full refund.")]])
+    model = ScriptedModel([[text_item("I promise a full refund.")]])
     agent = Agent(name="a", model=model.model, output_guardrails=[no_refund_promises])
     runner = OpenAIAgentsRunner(agent)
     session = SessionSide()
@@ -454,9 +468,11 @@ async def test_a_tripped_output_guardrail_ends_the_turn_with_a_clear_error() -> 
 
 
 async def test_an_agent_used_as_a_tool_is_gated_and_makes_its_model_calls_in_the_tool_step() -> None:
-    inner_model = ScriptedModel([[text("Bonjour")]])
+    inner_model = ScriptedModel([[text_item("Bonjour")]])
     translator = Agent(name="translator", model=inner_model.model)
-    outer_model = ScriptedModel([[call("translate", {"input": "Hello"}, "call-1")], [text("It is Bonjour.")]])
+    outer_model = ScriptedModel(
+        [[call_item("translate", {"input": "Hello"}, "call-1")], [text_item("It is Bonjour.")]]
+    )
     outer = Agent(
         name="outer",
         model=outer_model.model,
@@ -500,10 +516,10 @@ async def test_tool_guardrails_run_around_the_real_tool_in_its_step_not_on_the_r
     model = ScriptedModel(
         [
             [
-                call("delete_file", {"path": "/admin/x"}, "call-1"),
-                call("delete_file", {"path": "/tmp/y"}, "call-2"),
+                call_item("delete_file", {"path": "/admin/x"}, "call-1"),
+                call_item("delete_file", {"path": "/tmp/y"}, "call-2"),
             ],
-            [text("One deleted, one blocked.")],
+            [text_item("One deleted, one blocked.")],
         ]
     )
     runner = OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[delete_file]))
@@ -530,10 +546,10 @@ async def test_tool_guardrails_run_around_the_real_tool_in_its_step_not_on_the_r
 async def test_a_tool_call_id_of_an_earlier_turn_can_be_used_again() -> None:
     model = ScriptedModel(
         [
-            [call("get_weather", {"city": "Oslo"}, "call-1")],
-            [text("Sunny.")],
-            [call("get_weather", {"city": "Oslo"}, "call-1")],
-            [text("Still sunny.")],
+            [call_item("get_weather", {"city": "Oslo"}, "call-1")],
+            [text_item("Sunny.")],
+            [call_item("get_weather", {"city": "Oslo"}, "call-1")],
+            [text_item("Still sunny.")],
         ]
     )
     runs: list[str] = []
@@ -570,9 +586,9 @@ async def test_a_tool_the_sdk_asks_approval_for_waits_for_approval_unless_a_poli
     model = ScriptedModel(
         [
             [
-                call("wipe_disk", {"disk": "sda"}, "call-1"),
-                call("pay", {"amount": 500}, "call-2"),
-                call("pay", {"amount": 5}, "call-3"),
+                call_item("wipe_disk", {"disk": "sda"}, "call-1"),
+                call_item("pay", {"amount": 500}, "call-2"),
+                call_item("pay", {"amount": 5}, "call-3"),
             ]
         ]
     )
@@ -603,9 +619,9 @@ async def test_a_cancelled_model_step_leaves_no_sdk_run_behind() -> None:
         calls.append("model")
         started.set()
         await release.wait()
-        return ScriptedAnswer([text("too late")])
+        return ScriptedAnswer([text_item("too late")])
 
-    runner = OpenAIAgentsRunner(Agent(name="a", model=ScriptedSdkModel(slow)))
+    runner = OpenAIAgentsRunner(Agent(name="a", model=ScriptedResponsesModel(slow)))
     session = SessionSide()
     session.start_turn(runner.build_user_message("Hi"))
     step = asyncio.create_task(runner.run_model_step(session.context()))
@@ -641,7 +657,7 @@ async def test_a_hosted_mcp_approval_request_ends_the_turn_instead_of_being_appr
 
 
 async def test_reasoning_summaries_stream_as_reasoning_deltas_and_text_as_text_deltas() -> None:
-    model = ScriptedModel([[reasoning("The user greets me. I greet back."), text("Hello there!")]])
+    model = ScriptedModel([[reasoning_item("The user greets me. I greet back."), text_item("Hello there!")]])
     runner = OpenAIAgentsRunner(Agent(name="a", model=model.model))
     session = SessionSide()
     session.start_turn(runner.build_user_message("Hi"))
@@ -661,14 +677,14 @@ async def test_reasoning_summaries_stream_as_reasoning_deltas_and_text_as_text_d
 
 
 async def test_the_next_turn_starts_with_the_agent_the_conversation_was_handed_off_to() -> None:
-    triage_model = ScriptedModel([[call("transfer_to_billing", {}, "handoff-1")]])
-    billing_model = ScriptedModel([[text("Billing here.")], [text("Still billing.")]])
+    triage_model = ScriptedModel([[call_item("transfer_to_billing", {}, "handoff-1")]])
+    billing_model = ScriptedModel([[text_item("Billing here.")], [text_item("Still billing.")]])
     billing = Agent(name="billing", model=billing_model.model)
     triage = Agent(name="triage", model=triage_model.model, handoffs=[billing])
     for resume_last_agent, expected in ((True, (1, 2)), (False, (2, 1))):
         triage_model.seen.clear()
         billing_model.seen.clear()
-        triage_model.answers.append([text("Triage again.")])
+        triage_model.answers.append([text_item("Triage again.")])
         runner = OpenAIAgentsRunner(triage, resume_last_agent=resume_last_agent)
         session = SessionSide()
         session.start_turn(runner.build_user_message("Billing question"))
@@ -684,7 +700,7 @@ async def test_the_next_turn_starts_with_the_agent_the_conversation_was_handed_o
 
 
 async def test_the_run_state_does_not_repeat_the_stored_conversation() -> None:
-    model = ScriptedModel([[call("get_weather", {"city": "Oslo"}, "call-1")], [text("Sunny.")]])
+    model = ScriptedModel([[call_item("get_weather", {"city": "Oslo"}, "call-1")], [text_item("Sunny.")]])
     runner = OpenAIAgentsRunner(build_agent(model, []))
     session = SessionSide()
     for number in range(10):
@@ -713,9 +729,9 @@ async def test_the_run_state_does_not_repeat_the_stored_conversation() -> None:
 async def test_an_unknown_tool_after_a_resume_keeps_the_whole_turn() -> None:
     model = ScriptedModel(
         [
-            [call("get_weather", {"city": "Oslo"}, "call-1")],
-            [call("launch_rocket", {}, "call-2")],
-            [text("Oslo is sunny; no rockets.")],
+            [call_item("get_weather", {"city": "Oslo"}, "call-1")],
+            [call_item("launch_rocket", {}, "call-2")],
+            [text_item("Oslo is sunny; no rockets.")],
         ]
     )
     runner = OpenAIAgentsRunner(build_agent(model, []))

@@ -1,41 +1,22 @@
 """A scripted stand-in for a real model, so the demo runs without keys or network.
 
-It is an `agents.Model`, the same slot a real OpenAI model fills, streams its text, and decides what to
-say only from the conversation it is shown, as a real model does: a retried model call gives the same
-answer.
+It is an `agents.Model`, the same slot a real OpenAI model fills: the adapter's
+`dex_agents_openai_agents.testing.ScriptedResponsesModel`, which streams its text as a Responses API model
+does. What it says comes only from the conversation it is shown, as with a real model: a retried model
+call gives the same answer.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from agents import (
-    AgentOutputSchemaBase,
-    Handoff,
-    Model,
-    ModelResponse,
-    ModelSettings,
-    ModelTracing,
-    Tool,
-    TResponseInputItem,
-    Usage,
-)
-from agents.items import TResponseOutputItem, TResponseStreamEvent
-from openai.types.responses import (
-    Response,
-    ResponseCompletedEvent,
-    ResponseFunctionToolCall,
-    ResponseOutputMessage,
-    ResponseOutputText,
-    ResponseTextDeltaEvent,
-    ResponseUsage,
-)
-from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+from agents import TResponseInputItem
+from agents.items import TResponseOutputItem
+from openai.types.responses import ResponseFunctionToolCall
 
-_CHUNK = re.compile(r"\S+\s*")
+from dex_agents_openai_agents.testing import ScriptedAnswer, ScriptedResponsesModel, text_item
 
 
 def _tool_outputs(items: list[TResponseInputItem]) -> dict[str, str]:
@@ -74,102 +55,17 @@ def _answer(items: list[TResponseInputItem]) -> tuple[str, ResponseFunctionToolC
     return f"I did not refund order A-17: {refund}", None
 
 
-def _usage() -> Usage:
-    return Usage(
-        requests=1,
-        input_tokens=120,
-        output_tokens=30,
-        total_tokens=150,
-        input_tokens_details=InputTokensDetails(cached_tokens=0, cache_write_tokens=0),
-        output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+async def _scripted_answer(items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
+    del offered
+    text, call = _answer(items)
+    output: list[TResponseOutputItem] = [text_item(text)]
+    if call is not None:
+        output.append(call)
+    return ScriptedAnswer(output, input_tokens=120, output_tokens=30)
+
+
+def scripted_model() -> ScriptedResponsesModel:
+    """The demo's scripted model: it streams its text as a Responses API model does."""
+    return ScriptedResponsesModel(
+        _scripted_answer, response_id="order-desk", model_name="order-desk-scripted"
     )
-
-
-class OrderDeskModel(Model):
-    """The demo's scripted model."""
-
-    async def get_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[Tool],
-        output_schema: AgentOutputSchemaBase | None,
-        handoffs: list[Handoff],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: Any | None,
-    ) -> ModelResponse:
-        text, call = _answer(_items(input))
-        return ModelResponse(output=_output(text, call), usage=_usage(), response_id="order-desk")
-
-    async def stream_response(  # pyright: ignore[reportIncompatibleMethodOverride]
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[Tool],
-        output_schema: AgentOutputSchemaBase | None,
-        handoffs: list[Handoff],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: Any | None,
-    ) -> AsyncIterator[TResponseStreamEvent]:
-        text, call = _answer(_items(input))
-        for sequence, chunk in enumerate(_CHUNK.findall(text)):
-            yield ResponseTextDeltaEvent(
-                type="response.output_text.delta",
-                item_id="msg",
-                output_index=0,
-                content_index=0,
-                delta=chunk,
-                logprobs=[],
-                sequence_number=sequence,
-            )
-        usage = _usage()
-        response = Response(
-            id="order-desk",
-            created_at=0,
-            model="order-desk-scripted",
-            object="response",
-            output=_output(text, call),
-            tool_choice="auto",
-            tools=[],
-            top_p=None,
-            parallel_tool_calls=True,
-            status="completed",
-            usage=ResponseUsage(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                total_tokens=usage.total_tokens,
-                input_tokens_details=usage.input_tokens_details,
-                output_tokens_details=usage.output_tokens_details,
-            ),
-        )
-        yield ResponseCompletedEvent(type="response.completed", response=response, sequence_number=10_000)
-
-
-def _items(value: str | list[TResponseInputItem]) -> list[TResponseInputItem]:
-    if isinstance(value, str):
-        return [cast(TResponseInputItem, {"role": "user", "content": value})]
-    return list(value)
-
-
-def _output(text: str, call: ResponseFunctionToolCall | None) -> list[TResponseOutputItem]:
-    message = ResponseOutputMessage(
-        id="msg",
-        type="message",
-        role="assistant",
-        status="completed",
-        content=[ResponseOutputText(type="output_text", text=text, annotations=[], logprobs=[])],
-    )
-    return [message] if call is None else [message, call]
-
-
-def scripted_model() -> OrderDeskModel:
-    """The demo's scripted model."""
-    return OrderDeskModel()
