@@ -8,8 +8,8 @@ the call it belongs to. The server renders what the model sees as texts and answ
 inline), so the position in the turn's script also counts the tool results the request already holds.
 
 The matrix tools become SDK `@tool` tools. They run for real only inside `execute_deferred_tool_call`
-(through `run_scripted_tool`) or, for reads, inline in the CLI, where they log the run themselves with the
-model call's attempt, so tests can count every real run.
+(through `run_scripted_tool`) or, for reads, inline in the CLI (through `run_inline_scripted_tool`, which
+logs the run with the model call's attempt), so tests can count every real run.
 """
 
 from __future__ import annotations
@@ -26,15 +26,14 @@ from typing import Any, cast
 from claude_agent_sdk import ClaudeAgentOptions, SdkMcpTool, ToolAnnotations, tool
 from dex_agents import AgentTurnContext, current_tool_execution
 from dex_agents.testing import (
-    Invocation,
     ModelCallScope,
     ScriptStore,
     current_model_call,
     model_call_scope,
+    run_inline_scripted_tool,
     run_scripted_tool,
     scripted_model_response,
 )
-from dex_agents.testing._script import scripted_tool_output
 
 from dex_agents_claude_agent_sdk import OptionsFactory
 from dex_agents_claude_agent_sdk.testing import AnthropicApiServer, ApiReply, ApiRequest, ApiToolUse
@@ -182,34 +181,7 @@ async def _run_matrix_tool(name: str, arguments: Mapping[str, Any]) -> str:
     if current_tool_execution() is not None:
         return await run_scripted_tool(name, arguments)
     # An inline read: the CLI runs it inside RunModel, so it logs itself with the model call's attempt.
-    scope = current_model_call()
-    if scope is None:
-        raise RuntimeError(f"scripted tool {name!r} ran outside RunModel and outside a tool Step")
-    store = ScriptStore.from_environment()
-    call = None
-    turn_number = int(scope.turn_id.removeprefix("turn-"))
-    turns = store.turns(scope.session_id)
-    if turn_number <= len(turns):
-        for response in turns[turn_number - 1]:
-            for candidate in response.tool_calls:
-                if candidate.tool_name == name and dict(candidate.arguments) == dict(arguments):
-                    call = candidate
-    store.invocations.record(
-        Invocation(
-            kind="tool",
-            session_id=scope.session_id,
-            turn_id=scope.turn_id,
-            attempt=scope.attempt,
-            step_execution_id=scope.step_execution_id,
-            tool_name=name,
-            tool_call_id=call.tool_call_id if call is not None else "",
-        )
-    )
-    if call is not None and call.gate is not None and scope.attempt in call.gate_attempts:
-        gate = store.gate(scope.session_id, call.gate)
-        if not gate.is_reached:
-            await gate.pass_through()
-    return scripted_tool_output(call, name, arguments)
+    return await run_inline_scripted_tool(name, arguments)
 
 
 def matrix_tool(name: str, description: str, *, read_only: bool | None = None) -> SdkMcpTool[Any]:

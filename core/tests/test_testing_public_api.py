@@ -49,6 +49,7 @@ TESTING_EXPORTS = {
     "render_message",
     "run_agent_worker",
     "run_approval_demo",
+    "run_inline_scripted_tool",
     "run_matrix_worker",
     "run_scripted_tool",
     "run_turn_overhead_bench",

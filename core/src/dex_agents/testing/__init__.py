@@ -6,8 +6,9 @@ Worker children in their own process groups that a test can SIGKILL at an exact 
 shape of a session from the server, and ``wait_until`` / ``wait_for_agent_snapshot`` poll with deadlines.
 
 Scripted models answer from a ``ScriptStore`` (``scripted_model_response``), scripted tools
-(``MATRIX_TOOLS``, ``run_scripted_tool``) log and gate every real run, and ``ScriptedRunner`` is a
-framework-free runner built on them. The design's 11-item matrix is ``dex_agents.testing.matrix
+(``MATRIX_TOOLS``, ``run_scripted_tool``, and ``run_inline_scripted_tool`` for tools a harness runs inline
+inside ``RunModel``) log and gate every real run, and ``ScriptedRunner`` is a framework-free runner built
+on them. The design's 11-item matrix is ``dex_agents.testing.matrix
 .AgentMatrixTests``, which an adapter runs with a ``MatrixSpec``.
 
 What the adapters share besides: ``SessionSide`` plays the session's side of the runner contract in
@@ -53,6 +54,7 @@ from dex_agents.testing._script import (
     ScriptStore,
     current_model_call,
     model_call_scope,
+    run_inline_scripted_tool,
     run_scripted_tool,
     script_store_scope,
     scripted_model_response,
@@ -112,6 +114,7 @@ __all__ = [
     "render_message",
     "run_agent_worker",
     "run_approval_demo",
+    "run_inline_scripted_tool",
     "run_matrix_worker",
     "run_scripted_tool",
     "run_turn_overhead_bench",

@@ -2,7 +2,8 @@
 
 A test writes a session's script (one list of :class:`ScriptedResponse` per turn) to a :class:`ScriptStore`
 in the stack's state directory before it sends the turn's message. In the Worker child, a scripted model
-asks :func:`scripted_model_response` for its answer, and scripted tools call :func:`run_scripted_tool`.
+asks :func:`scripted_model_response` for its answer, and scripted tools call :func:`run_scripted_tool` (or,
+for a tool the framework runs inline inside ``RunModel``, :func:`run_inline_scripted_tool`).
 Both find the script through ``DEX_AGENTS_TEST_STATE_DIR``, which :class:`AgentTestStack` sets.
 
 Which response a model call gets is derived from committed state only, so a retried or redelivered model
@@ -33,6 +34,7 @@ __all__ = [
     "ScriptedToolCall",
     "current_model_call",
     "model_call_scope",
+    "run_inline_scripted_tool",
     "run_scripted_tool",
     "script_store_scope",
     "scripted_model_response",
@@ -569,3 +571,65 @@ async def run_scripted_tool(
         if call.error is not None:
             raise ToolExecutionError(call.error)
     return scripted_tool_output(call, tool_name, arguments)
+
+
+async def run_inline_scripted_tool(
+    tool_name: str, arguments: Mapping[str, object], store: ScriptStore | None = None
+) -> str:
+    """Run one scripted tool call that the framework runs inline inside ``RunModel``; call it from a tool.
+
+    Some harnesses (the Claude Code CLI, for one) run read tools themselves in the middle of a model call,
+    not in a tool Step of their own, so :func:`run_scripted_tool` does not apply. This finds the scripted
+    call by tool name and arguments in the script of the current model call's turn (the first match), logs
+    the run with the model call's attempt and Step execution (and the call's ID, or ``""`` for an
+    unscripted call), waits at the call's gate on the listed attempts, and returns the scripted result.
+    A call's ``fail_attempts`` and ``error`` do not apply to inline runs.
+
+    Args:
+        tool_name: The tool's name.
+        arguments: The arguments the framework passed.
+        store: The script store; by default the one of the enclosing :func:`script_store_scope`, else
+            the one named by ``DEX_AGENTS_TEST_STATE_DIR``.
+
+    Returns:
+        The tool's result text.
+
+    Raises:
+        RuntimeError: Outside a ``RunModel`` call scope (see :func:`current_model_call`).
+    """
+    scope = current_model_call()
+    if scope is None:
+        raise RuntimeError(
+            f"inline scripted tool {tool_name!r} ran outside a RunModel call scope; wrap the runner with "
+            "with_model_call_scope(), or use run_scripted_tool() inside execute_deferred_tool_call"
+        )
+    store = store or _current_store.get() or ScriptStore.from_environment()
+    call = _inline_tool_call(store, scope, tool_name, arguments)
+    store.invocations.record(
+        Invocation(
+            kind="tool",
+            session_id=scope.session_id,
+            turn_id=scope.turn_id,
+            attempt=scope.attempt,
+            step_execution_id=scope.step_execution_id,
+            tool_name=tool_name,
+            tool_call_id=call.tool_call_id if call is not None else "",
+        )
+    )
+    if call is not None and call.gate is not None and scope.attempt in call.gate_attempts:
+        await _hold_first_arrival(store.gate(scope.session_id, call.gate))
+    return scripted_tool_output(call, tool_name, arguments)
+
+
+def _inline_tool_call(
+    store: ScriptStore, scope: ModelCallScope, tool_name: str, arguments: Mapping[str, object]
+) -> ScriptedToolCall | None:
+    number = _turn_number(scope.turn_id)
+    turns = store.turns(scope.session_id)
+    if not 1 <= number <= len(turns):
+        return None  # an unscripted call runs with the default behaviour
+    for response in turns[number - 1]:
+        for call in response.tool_calls:
+            if call.tool_name == tool_name and dict(call.arguments) == dict(arguments):
+                return call
+    return None
