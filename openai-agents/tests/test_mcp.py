@@ -53,6 +53,8 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
             "env": {**os.environ, "MCP_TEST_LOG": str(log)},
         },
         name="inventory",
+        # The SDK's 5 s default covers starting the server process, which a loaded CI machine can exceed.
+        client_session_timeout_seconds=30,
     )
     model = ScriptedModel(
         [
