@@ -25,6 +25,7 @@ from dex.dexpb import dex_pb2_grpc
 HAND_WRITTEN_FLOW = "HandWrittenFlow"
 ONE_SHOT = "OneShotStep"
 _CLOSE = object()
+STREAM_DEADLINE_SECONDS = 60
 
 
 class RawPullStream:
@@ -44,7 +45,10 @@ class RawPullStream:
             )
         )
         stub: Any = dex_pb2_grpc.WorkerTaskServiceStub(channel)  # type: ignore[no-untyped-call]
-        self._responses: Iterator[pb.PollWorkerTaskResponse] = stub.PollWorkerTask(self._requests())
+        # A deadline on the whole call, so a missing frame fails the test with a report, not a hang.
+        self._responses: Iterator[pb.PollWorkerTaskResponse] = stub.PollWorkerTask(
+            self._requests(), timeout=STREAM_DEADLINE_SECONDS
+        )
         registered = next(self._responses)
         assert registered.WhichOneof("frame") == "registered", registered
 
@@ -108,11 +112,13 @@ def test_task_on_a_stream_closed_before_any_output_is_reassigned_without_an_atte
     dropped = draining.next_task()
     assert dropped.execute.step_type == ONE_SHOT
     assert dropped.execute.context.attempt == 1
-    # The Worker's only stream closes with the task unanswered, as a draining SDK Worker drops it.
+    # Another Worker registers before the drop, so it is waiting when the task comes back: the 2 s
+    # dispatch wait runs from the first dispatch, and the devserver lets a half-close settle first.
+    replacement = RawPullStream(channel, "replacement-worker")
+    # The draining Worker's only stream closes with the task unanswered, as a draining SDK Worker drops it.
     draining.half_close()
     draining.wait_until_ended()
 
-    replacement = RawPullStream(channel, "replacement-worker")
     retried = replacement.next_task()
     assert retried.execute.step_type == ONE_SHOT
     assert retried.execute.context.step_execution_id == dropped.execute.context.step_execution_id
