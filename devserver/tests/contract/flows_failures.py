@@ -179,7 +179,9 @@ class Lingering(Step[str]):
         return graceful_complete(f"{input}@{context.attempt}")
 
     def get_step_options(self) -> StepOptions | None:
-        return StepOptions(execute_retry=fast_retry(5))
+        # Unlimited, like Rescue: while the replacement Worker starts, each one-second retry can fail
+        # with no Worker, and a slow start must not use up a fixed budget before the gate can open.
+        return StepOptions(execute_retry=fast_retry())
 
 
 class KillRetryFlow(Flow[str]):
