@@ -256,7 +256,9 @@ class Slowpoke(Step[str]):
         return graceful_complete(f"{input}@{context.attempt}")
 
     def get_step_options(self) -> StepOptions | None:
-        return StepOptions(execute_method_timeout=timedelta(seconds=1), execute_retry=fast_retry(3))
+        # The timeout also bounds attempt 2, which must finish as "@2": three seconds leave it room on a
+        # loaded machine, and attempt 1 still times out because its gate never opens.
+        return StepOptions(execute_method_timeout=timedelta(seconds=3), execute_retry=fast_retry(3))
 
 
 class MethodTimeoutFlow(Flow[str]):
