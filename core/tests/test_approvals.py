@@ -99,8 +99,9 @@ async def test_lock_conflict_past_the_retry_time_raises_and_changes_nothing(harn
     session = await _start_approval(harness, "lock-timeout", "refund-1")
     client = ConflictingClient(harness, conflicts=1_000_000)
     try:
+        # Long enough that a stalled process still retries at least once before the time passes.
         impatient = AgentSessionClient(
-            client, harness.flows.main, lock_conflict_retry_timeout=timedelta(milliseconds=300)
+            client, harness.flows.main, lock_conflict_retry_timeout=timedelta(seconds=1)
         )
         with pytest.raises(RpcLockConflictError):
             await impatient.resolve_interrupt(session, "refund-1", approved=True)
@@ -118,8 +119,14 @@ async def test_concurrent_resolutions_of_one_session_all_apply(harness: MatrixHa
     ids = ("refund-1", "refund-2", "refund-3")
     session = await _start_approval(harness, "lock-race", *ids)
     # All three RPCs lock PendingInterrupts at once; the client retries whichever meets a held lock.
+    # Each resolution wakes an AwaitToolApproval that takes the lock in turn, so on a slow machine an RPC
+    # can meet a held lock for longer than the default 5 s. The lock is always released, so a longer
+    # retry only removes the timing margin: the test still proves every resolution applies.
+    patient = AgentSessionClient(
+        harness.stack.client, harness.flows.main, lock_conflict_retry_timeout=timedelta(seconds=30)
+    )
     results = await asyncio.gather(
-        *(harness.sessions.resolve_interrupt(session, call_id, approved=True) for call_id in ids)
+        *(patient.resolve_interrupt(session, call_id, approved=True) for call_id in ids)
     )
     assert results == [True, True, True]
     await wait_for_turn_end(harness.sessions, session, 1)

@@ -53,7 +53,9 @@ class MatrixSpec:
         worker_cwd: The Worker's working directory, usually the package directory.
         worker_env: Extra environment variables for the Worker.
         tool_names: The names the agent gives the four matrix tools.
-        approval_deadline: The deadline of the deadline Flow's approvals.
+        approval_deadline: The deadline of the deadline Flow's approvals (default 4 s). It must outlast
+            raising the approval and the test's first look at it, on a slow, shared machine too; an
+            adapter whose model call is slow (such as one that starts a CLI) sets a longer one.
     """
 
     build_runner: Callable[[], AgentFrameworkRunner]
@@ -62,7 +64,7 @@ class MatrixSpec:
     worker_cwd: Path | None = None
     worker_env: Mapping[str, str] = field(default_factory=dict[str, str])
     tool_names: MatrixToolNames = field(default_factory=MatrixToolNames)
-    approval_deadline: timedelta = timedelta(seconds=2)
+    approval_deadline: timedelta = timedelta(seconds=4)
 
     def build_flows(self) -> MatrixFlows:
         """Build the matrix Flows (each with its own runner, wrapped for the scripted model)."""
