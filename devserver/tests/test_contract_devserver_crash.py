@@ -30,13 +30,13 @@ class Cluster:
     """A devserver on its own file, a Worker, and a Client, for one test."""
 
     def __init__(self, mode: Mode, root: Path, sandbox: Sandbox, *, in_memory: bool = False) -> None:
+        # The devserver is told the Worker's address before the Worker starts, so the port is reserved here.
         push_port = free_port()
         extra = ["--dispatch-wait", "2"]
         if mode == "push":
             extra += ["--default-worker-target", f"127.0.0.1:{push_port}"]
         self.server = DevServer(root, db=None if in_memory else root / "crash.sqlite3", extra_args=extra)
-        self.worker = WorkerProcess(mode, self.server, sandbox.root, root)
-        self.worker.port = push_port
+        self.worker = WorkerProcess(mode, self.server, sandbox.root, root, port=push_port)
         self.sandbox = sandbox
         self.mode = mode
         self.client: Client | None = None

@@ -15,7 +15,7 @@ import pytest
 from conftest import make_client, worker_target
 from contract import flows_failures as failures
 from contract.history import kind, wait_for_history
-from contract.processes import DevServer, Mode, WorkerProcess
+from contract.processes import DevServer, Mode, WorkerProcess, free_port
 from contract.sandbox import Sandbox
 from dex import Client, FlowStatus
 
@@ -37,8 +37,12 @@ def devserver(sandbox_dir: Path) -> Iterator[DevServer]:
 
 @pytest.fixture
 def crash_worker(mode: Mode, devserver: DevServer, sandbox_dir: Path) -> Iterator[WorkerProcess]:
-    """A Worker the test starts (and kills) itself; the finalizer kills whatever is left."""
-    process = WorkerProcess(mode, devserver, sandbox_dir, sandbox_dir)
+    """A Worker the test starts (and kills) itself; the finalizer kills whatever is left.
+
+    Its port is reserved up front: the Client's Worker target needs the address before the first start
+    (one test starts its Flow while no Worker exists at all).
+    """
+    process = WorkerProcess(mode, devserver, sandbox_dir, sandbox_dir, port=free_port())
     try:
         yield process
     finally:

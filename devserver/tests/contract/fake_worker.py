@@ -15,8 +15,6 @@ from typing import Any
 import grpc
 from dex.dexpb import dex_pb2 as pb
 
-from .processes import free_port
-
 INVALID_DECISION = "InvalidDecision"  # execute returns a StepDecision with neither movements nor close
 INVALID_WAIT = "InvalidWait"  # wait_for returns a Channel condition with at_most < at_least
 RECOVER = "Recover"  # force-completes with what it was told about the failure
@@ -26,7 +24,6 @@ class FakeWorker:
     """Serves ``dex.WorkerService`` in the test process and keeps every request it received."""
 
     def __init__(self) -> None:
-        self.port = free_port()
         self.requests: list[pb.InvokeExecuteMethodRequest | pb.InvokeWaitForMethodRequest] = []
         self._lock = threading.Lock()
         handlers = {
@@ -45,7 +42,8 @@ class FakeWorker:
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler("dex.WorkerService", handlers),)
         )
-        server.add_insecure_port(f"127.0.0.1:{self.port}")
+        # Port 0: the kernel picks a free port and gRPC binds it at once, so no other process can take it.
+        self.port: int = server.add_insecure_port("127.0.0.1:0")
         self._server = server
 
     @property

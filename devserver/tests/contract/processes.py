@@ -26,10 +26,21 @@ Mode = Literal["push", "pull"]
 _TESTS_DIR = Path(__file__).resolve().parent.parent
 _LISTENING = re.compile(r"^listening on (\S+):(\d+)$", re.MULTILINE)
 WORKER_READY = "contract worker ready"
+_WORKER_READY_LINE = re.compile(rf"^{WORKER_READY} on port (\d+)$", re.MULTILINE)
+
+
+def ready_line(port: int) -> str:
+    """The Worker child's readiness line, with the port it listens on (0 in pull mode)."""
+    return f"{WORKER_READY} on port {port}"
 
 
 def free_port() -> int:
-    """Return a port that was free a moment ago (used where the port must survive a restart)."""
+    """Return a port that was free a moment ago.
+
+    Another process may take it before the caller binds it, so use it only where an address must be
+    known before the process that listens on it starts (a Flow started before its Worker, a devserver
+    told its default Worker target). Otherwise let the process bind port 0 and report its port.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -114,7 +125,12 @@ class DevServer:
 
 
 class WorkerProcess:
-    """The Worker child (``contract.worker_main``); in push mode it keeps its port across restarts."""
+    """The Worker child (``contract.worker_main``); in push mode it keeps its port across restarts.
+
+    A push Worker binds port 0 on its first start and reports the port it got; a restart binds that
+    same port again, because the Flows' Worker target address points at it. Pass ``port`` (from
+    ``free_port``) only when the address must be known before the first start.
+    """
 
     def __init__(
         self,
@@ -125,6 +141,7 @@ class WorkerProcess:
         *,
         role: str = "worker",
         extra_env: dict[str, str] | None = None,
+        port: int = 0,
     ) -> None:
         self.mode: Mode = mode
         self.server = server
@@ -132,7 +149,7 @@ class WorkerProcess:
         self.log_dir = log_dir
         self.role = role
         self.extra_env = dict(extra_env or {})
-        self.port = free_port() if mode == "push" else 0
+        self.port = port if mode == "push" else 0
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.tag = uuid.uuid4().hex[:8]
@@ -140,6 +157,8 @@ class WorkerProcess:
 
     @property
     def push_address(self) -> str:
+        if self.port == 0:
+            raise RuntimeError("the push Worker's port is known once it started, or when passed as port=")
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> None:
@@ -173,11 +192,13 @@ class WorkerProcess:
             )
         self.log = log
         deadline = time.monotonic() + timeout
-        while WORKER_READY not in log.read_text(errors="replace"):
+        while not (ready := _WORKER_READY_LINE.search(log.read_text(errors="replace"))):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.kill()
                 raise RuntimeError(f"Worker child did not become ready:\n{_tail(log)}")
             time.sleep(0.02)
+        if self.mode == "push":
+            self.port = int(ready.group(1))
 
     def kill(self) -> None:
         if self.process is not None:

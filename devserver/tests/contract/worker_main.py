@@ -1,8 +1,9 @@
 """Entry point of the Worker child: ``python -m contract.worker_main --mode push|pull --server ADDR``.
 
 It runs the real SDK ``AsyncWorker`` (or, for the ``sync`` role, the sync ``Worker``) over the same
-Flow definitions the test process uses, prints one ready line, and then serves until it is killed
-(the tests SIGKILL its whole process group).
+Flow definitions the test process uses, prints one ready line with the port it listens on (0 in pull
+mode; ``--port 0`` binds a free one), and then serves until it is killed (the tests SIGKILL its whole
+process group).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from datetime import timedelta
 from dex import AsyncWorker, PullWorkerOptions, Worker, WorkerOptions
 
 from .blobs import RecordingBlobCache
-from .processes import WORKER_READY
+from .processes import ready_line
 from .registry import build_registry
 from .sandbox import Sandbox
 
@@ -28,6 +29,11 @@ def _port_open(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.2)
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _listening_port(worker: AsyncWorker | Worker) -> int:
+    """The port the push Worker bound, or 0 before it has bound one (the SDK then advertises port 0)."""
+    return int(worker.worker_target.address.rpartition(":")[2] or 0)
 
 
 SLOTS_ENV = "DEX_CONTRACT_PULL_SLOTS"
@@ -62,11 +68,11 @@ def _serve_sync(mode: str, server: str, port: int) -> None:
     if mode == "pull":
         worker.wait_pull_registered(timeout=30)
     else:
-        while not _port_open(port):
+        while not (port := _listening_port(worker)) or not _port_open(port):
             if not serving.is_alive():
                 raise RuntimeError("push Worker stopped before it listened")
             time.sleep(0.02)
-    print(WORKER_READY, flush=True)
+    print(ready_line(port), flush=True)
     serving.join()
 
 
@@ -79,12 +85,12 @@ async def _serve(mode: str, server: str, port: int) -> None:
     if mode == "pull":
         await worker.wait_pull_registered(timeout=30)
     else:
-        while not _port_open(port):
+        while not (port := _listening_port(worker)) or not _port_open(port):
             if serving.done():
                 await serving
                 raise RuntimeError("push Worker stopped before it listened")
             await asyncio.sleep(0.02)
-    print(WORKER_READY, flush=True)
+    print(ready_line(port), flush=True)
     await serving
 
 
