@@ -62,6 +62,7 @@ EXPECTED_EXPORTS = {
     "MAX_USER_MESSAGE_BYTES",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
     "current_tool_execution",
+    "agent_codec_registry",
 }
 
 

@@ -1,9 +1,11 @@
 """Durable agent sessions on Dex: every model call and every tool call is its own Step.
 
 Register an `AgentSessionFlow` with a framework adapter's `AgentFrameworkRunner`, serve it with an
-`AsyncWorker`, and drive sessions with `AgentSessionClient`.
+`AsyncWorker`, and drive sessions with `AgentSessionClient`. Give every `Registry`
+``codec_registry=agent_codec_registry()``.
 """
 
+from dex_agents._codecs import agent_codec_registry
 from dex_agents.client import AgentSessionClient
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.limits import MAX_USER_MESSAGE_BYTES
@@ -119,6 +121,7 @@ __all__ = [
     "ToolExecutionResult",
     "ToolPolicy",
     "TurnCompleted",
+    "agent_codec_registry",
     "build_turn_failure_note",
     "current_tool_execution",
     "describe_tool_call_outcome",
