@@ -20,7 +20,7 @@ from dex import (
     open_blob_cache,
 )
 
-from dex_agents import APPROVAL_DEADLINE_PASSED, AgentSessionClient, ToolCallStatus
+from dex_agents import APPROVAL_DEADLINE_PASSED, AgentSessionClient, ToolCallStatus, agent_codec_registry
 from dex_agents.testing import (
     WAIT_FOR_COMPLETED_EVENT,
     ScriptedResponse,
@@ -43,7 +43,9 @@ class ConflictingClient(AsyncClient):
             BlobCacheConfig(str(harness.stack.state_dir / f"conflict-cache-{conflicts}"), 16 * 1024 * 1024)
         )
         super().__init__(
-            Registry(list(harness.flows.all), allow_async_handlers=True),
+            Registry(
+                list(harness.flows.all), codec_registry=agent_codec_registry(), allow_async_handlers=True
+            ),
             cache,
             ClientOptions(server_address=harness.stack.server_address, worker_target=WorkerTarget(pull=True)),
         )

@@ -11,7 +11,7 @@ from types import TracebackType
 
 from dex import AsyncClient, BlobCacheConfig, ClientOptions, Registry, WorkerTarget, open_blob_cache
 
-from dex_agents import AgentSessionClient, AgentSessionFlow
+from dex_agents import AgentSessionClient, AgentSessionFlow, agent_codec_registry
 from dex_agents.testing._gates import FileGate
 from dex_agents.testing._history import StepHistoryEntry, read_step_history
 from dex_agents.testing._invocations import InvocationLog
@@ -89,7 +89,7 @@ class AgentTestStack:
                 BlobCacheConfig(str(self._tmp_path / "client-blob-cache"), 64 * 1024 * 1024)
             )
             self._client = AsyncClient(
-                Registry(list(self._flows), allow_async_handlers=True),
+                Registry(list(self._flows), codec_registry=agent_codec_registry(), allow_async_handlers=True),
                 cache,
                 # Flows started by this Client are dispatched to pull Workers.
                 ClientOptions(server_address=self.server_address, worker_target=WorkerTarget(pull=True)),

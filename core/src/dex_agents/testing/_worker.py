@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dex import AsyncWorker, BlobCacheConfig, PullWorkerOptions, Registry, WorkerOptions, open_blob_cache
 
-from dex_agents import AgentSessionFlow
+from dex_agents import AgentSessionFlow, agent_codec_registry
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENT_TASKS",
@@ -215,7 +215,7 @@ def run_agent_worker(flows: Sequence[AgentSessionFlow], *, server_address: str |
 
 async def _serve(flows: Sequence[AgentSessionFlow], address: str) -> None:
     max_tasks = int(os.environ.get(WORKER_MAX_CONCURRENT_TASKS_ENV, str(DEFAULT_MAX_CONCURRENT_TASKS)))
-    registry = Registry(list(flows), allow_async_handlers=True)
+    registry = Registry(list(flows), codec_registry=agent_codec_registry(), allow_async_handlers=True)
     with tempfile.TemporaryDirectory(prefix="dex-agents-worker-cache-") as cache_dir:
         cache = open_blob_cache(BlobCacheConfig(cache_dir, 64 * 1024 * 1024))
         worker = AsyncWorker(
