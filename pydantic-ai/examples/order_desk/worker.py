@@ -4,9 +4,11 @@ Run it next to any Dex server: `DEX_SERVER_ADDRESS=host:port python -m examples.
 `ORDER_DESK_MODEL` picks the model (`scripted` by default, or a Pydantic AI model name).
 
 `run_agent_worker` is the pull-mode `AsyncWorker` main of `dex_agents.testing`, which also tells the demo
-when the Worker is ready. An application's own main does the same with the SDK directly::
+when the Worker is ready; it builds its `Registry` with `dex_agents.agent_codec_registry()`, which decodes
+session values whose JSON leaves out fields that have defaults. An application's own main does the same
+with the SDK directly::
 
-    registry = Registry([build_flow()], allow_async_handlers=True)
+    registry = Registry([build_flow()], codec_registry=agent_codec_registry(), allow_async_handlers=True)
     cache = open_blob_cache(BlobCacheConfig(".dex-cache", 64 * 1024 * 1024))
     worker = AsyncWorker(registry, cache, WorkerOptions(server_address=address,
                                                         pull=PullWorkerOptions(max_concurrent_tasks=16)))
