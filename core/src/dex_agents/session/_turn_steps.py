@@ -192,6 +192,22 @@ class StartAgentSession(Step[AgentSessionStartInput]):
         AGENT_STATE.set(context, state)
         AGENT_USAGE.set(context, read_usage(context))
         PENDING_INTERRUPTS.set(context, read_interrupts(context))
+        settings = input.session_settings if input is not None else None  # pyright: ignore[reportUnnecessaryComparison]
+        if settings:
+            # Session settings belong to a later release. Applying none of them silently would run the turn
+            # with settings the caller did not ask for; an idle session that says why loses nothing.
+            names = ", ".join(sorted(settings))
+            AGENT_STATE.set(
+                context,
+                replace(
+                    state,
+                    last_turn_error=bounded_text(
+                        f"session_settings ({names}) are not supported by this dex-agents release, so no "
+                        "turn started; start the session without them or with {}, or send a message"
+                    ),
+                ),
+            )
+            return go_to_many(self._runtime.to_await_user_message())
         text = input.initial_message if input is not None else None  # pyright: ignore[reportUnnecessaryComparison]
         if text is None or not text.strip():
             return go_to_many(self._runtime.to_await_user_message())
