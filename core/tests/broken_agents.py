@@ -1,4 +1,4 @@
-"""A deliberately broken runner, to prove the matrix fails when an adapter gets policies wrong.
+"""Deliberately broken runners: the matrix must fail when an adapter gets policies or unknown tools wrong.
 
 Not collected by default (the file name has no ``test_`` prefix); ``tests/test_matrix_catches_defects.py``
 runs it in a nested pytest.
@@ -6,8 +6,16 @@ runs it in a nested pytest.
 
 from dataclasses import replace
 
-from dex_agents import AgentTurnContext, AgentTurnOutcome, ToolCallsRequested, ToolEffect, ToolPolicy
-from dex_agents.testing import MatrixSpec, ScriptedRunner
+from dex_agents import (
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolExecution,
+    ToolCallsRequested,
+    ToolEffect,
+    ToolExecutionResult,
+    ToolPolicy,
+)
+from dex_agents.testing import MATRIX_TOOLS, MatrixSpec, ScriptedRunner
 from dex_agents.testing.matrix import AgentMatrixTests
 from tests.agents import CORE_DIR
 
@@ -23,11 +31,22 @@ class ReadOnlyPolicyRunner(ScriptedRunner):
         return outcome
 
 
+class SilentUnknownToolRunner(ReadOnlyPolicyRunner):
+    """Also answers a call to a tool it does not have with an empty success (a plausible adapter bug)."""
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        if call.tool_call.tool_name not in {tool.__name__ for tool in MATRIX_TOOLS}:
+            return ToolExecutionResult("")
+        return await super().execute_deferred_tool_call(call)
+
+
 BROKEN_SPEC = MatrixSpec(
-    build_runner=ReadOnlyPolicyRunner,
+    build_runner=SilentUnknownToolRunner,
     worker_module="tests.broken_worker",
     flow_type_prefix="Broken",
     worker_cwd=CORE_DIR,
+    # What ScriptedRunner's error says; this runner never lets the model see it.
+    unknown_tool_message="unknown tool 'launch_rocket'",
 )
 
 

@@ -1,4 +1,5 @@
-"""The matrix can fail: a runner that ignores tool policies lets a single-attempt write run twice."""
+"""The matrix can fail: a runner that ignores tool policies lets a single-attempt write run twice, and one
+that answers an unknown tool with an empty success hides from the model why the call did nothing."""
 
 import subprocess
 import sys
@@ -7,7 +8,7 @@ from pathlib import Path
 CORE_DIR = Path(__file__).resolve().parents[1]
 
 
-def test_matrix_fails_for_a_runner_that_ignores_tool_policies(tmp_path: Path) -> None:
+def test_matrix_fails_for_a_runner_that_ignores_policies_or_hides_an_unknown_tool(tmp_path: Path) -> None:
     result = subprocess.run(
         [
             sys.executable,
@@ -19,7 +20,7 @@ def test_matrix_fails_for_a_runner_that_ignores_tool_policies(tmp_path: Path) ->
             f"--basetemp={tmp_path / 'nested'}",
             "tests/broken_agents.py",
             "-k",
-            "test_5_ or test_11_",
+            "test_5_ or test_11_ or test_12_",
         ],
         check=False,
         cwd=CORE_DIR,
@@ -31,7 +32,10 @@ def test_matrix_fails_for_a_runner_that_ignores_tool_policies(tmp_path: Path) ->
     output = result.stdout
     assert result.returncode == 1, output[-3000:] + result.stderr[-2000:]
     # Called a read, the single-attempt write is retried after the Worker is killed inside it, so it runs
-    # twice and item 5 fails; an ordinary turn still passes.
+    # twice and item 5 fails; an ordinary turn (item 11) still passes.
     assert "FAILED tests/broken_agents.py::TestBrokenMatrix::test_5_" in output, output[-3000:]
     assert "assert 2 == 1" in output, output[-3000:]
-    assert "1 failed, 1 passed" in output, output[-3000:]
+    # Item 12: the unknown tool's call "succeeds" with no output, so the next model call never sees why.
+    assert "FAILED tests/broken_agents.py::TestBrokenMatrix::test_12_" in output, output[-3000:]
+    assert "assert \"unknown tool 'launch_rocket'\" in " in output, output[-3000:]
+    assert "2 failed, 1 passed" in output, output[-3000:]

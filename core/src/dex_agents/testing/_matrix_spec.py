@@ -56,6 +56,11 @@ class MatrixSpec:
         approval_deadline: The deadline of the deadline Flow's approvals (default 4 s). It must outlast
             raising the approval and the test's first look at it, on a slow, shared machine too; an
             adapter whose model call is slow (such as one that starts a CLI) sets a longer one.
+        unknown_tool_message: A fragment of what the framework tells the model about a call to a tool name
+            the agent does not have (such as ``"Unknown tool name: 'launch_rocket'"``; the matrix calls
+            ``launch_rocket``). Item 12, an addition beyond the design's 11, checks that such a call is
+            recorded ``failed`` with it and that the model sees it at its next call, never in a hidden
+            second model call. ``None`` (the default) skips item 12.
     """
 
     build_runner: Callable[[], AgentFrameworkRunner]
@@ -65,6 +70,7 @@ class MatrixSpec:
     worker_env: Mapping[str, str] = field(default_factory=dict[str, str])
     tool_names: MatrixToolNames = field(default_factory=MatrixToolNames)
     approval_deadline: timedelta = timedelta(seconds=4)
+    unknown_tool_message: str | None = None
 
     def build_flows(self) -> MatrixFlows:
         """Build the matrix Flows (each with its own runner, wrapped for the scripted model)."""

@@ -1,4 +1,8 @@
-"""The design's 11-item test matrix, written once for every adapter.
+"""The design's 11-item test matrix, plus item 12 beyond the design, written once for every adapter.
+
+Item 12 is the rule every adapter follows for a tool name the agent does not have: the call is recorded
+``failed`` with a clear message, which the model sees at its next call, never in a hidden second model
+call. It runs when the spec sets :attr:`MatrixSpec.unknown_tool_message` and is skipped otherwise.
 
 An adapter runs the matrix by supplying its runner (built around a scripted model) and a Worker module::
 
@@ -48,6 +52,7 @@ children import only ``dex_agents.testing``.
 from __future__ import annotations
 
 import collections
+import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, ClassVar
 
@@ -60,9 +65,11 @@ from dex_agents import (
     APPROVAL_DEADLINE_PASSED,
     OUTCOME_UNKNOWN_TOOL_RESULT,
     TURN_FAILURE_NOTE_HEADER,
+    AgentEventType,
     AgentInterrupt,
     AgentSessionClient,
     MessageRole,
+    ToolCallStatus,
 )
 from dex_agents.testing._history import (
     EXECUTE_COMPLETED_EVENT,
@@ -73,6 +80,7 @@ from dex_agents.testing._history import (
 from dex_agents.testing._invocations import Invocation
 from dex_agents.testing._matrix_spec import MatrixFlows, MatrixSpec, wait_for_turn_end
 from dex_agents.testing._script import ScriptedResponse, ScriptedToolCall
+from dex_agents.testing._session_events import read_agent_events
 from dex_agents.testing._stack import AgentTestStack
 from dex_agents.testing._waiting import wait_for_agent_snapshot
 
@@ -144,6 +152,10 @@ class MatrixHarness:
         return self.stack.invocations.tool_calls(session_id, tool_name)
 
 
+_UNKNOWN_TOOL_NAME = "launch_rocket"
+"""The tool name item 12 calls, which no matrix agent has."""
+
+
 def _entries(
     history: Sequence[StepHistoryEntry], step_type: str, event_type: str = EXECUTE_COMPLETED_EVENT
 ) -> list[StepHistoryEntry]:
@@ -195,7 +207,7 @@ async def _pending_interrupt(
 
 
 class AgentMatrixTests:
-    """The design's 11-item matrix as pytest tests; subclass it as ``Test...`` and set :attr:`spec`.
+    """The design's 11-item matrix and item 12 as pytest tests; subclass as ``Test...`` and set :attr:`spec`.
 
     All tests of the class share one stack (one private devserver, or ``DEX_SERVER_ADDRESS``) and one
     Worker child, replaced whenever a test kills it; every test runs its own session.
@@ -513,3 +525,49 @@ class AgentMatrixTests:
         assert snapshot.pending_interrupts == () and snapshot.tool_calls == ()
         assert snapshot.usage.model_calls == 1
         assert len(harness.model_calls(session)) == 1
+
+    async def test_12_a_call_to_an_unknown_tool_records_failed_and_the_next_model_call_sees_why(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Beyond the design's 11: an unknown tool's call records failed; the next model call sees why."""
+        message = harness.spec.unknown_tool_message
+        if message is None:
+            pytest.skip("MatrixSpec.unknown_tool_message is None: no unknown-tool message to check")
+        session = harness.stack.new_session_id("m12")
+        rocket = ScriptedToolCall(_UNKNOWN_TOOL_NAME, {"target": "moon"}, "rocket-1")
+        answer = ScriptedResponse(text="I cannot launch rockets.")
+        harness.script(session, [ScriptedResponse(tool_calls=(rocket,)), answer])
+        await harness.sessions.start_session(session, "Launch a rocket")
+        snapshot = await wait_for_turn_end(harness.sessions, session, 1)
+
+        assert snapshot.state is not None and snapshot.state.last_turn_error is None, snapshot.state
+        calls = harness.model_calls(session)
+        # Two RunModel Steps, each attempt one model call: the framework's answer to the unknown name is not
+        # a hidden second model call. (A RunModel attempt that failed under load is retried as another
+        # attempt of the same Step execution.)
+        attempts = [(call.step_execution_id, call.attempt) for call in calls]
+        assert len({step for step, _ in attempts}) == 2, ("a hidden model call", attempts)
+        assert len(set(attempts)) == len(attempts), attempts
+        assert message in calls[-1].model_input_text, (message, calls[-1].model_input_text)
+        # Nothing runs for such a call, so it needs no approval and gets a multi-attempt CallTool Step.
+        assert await harness.executed(session) == [
+            "StartAgentSession",
+            "RunModel",
+            "CallTool",
+            "ResumeTurn",
+            "RunModel",
+        ]
+        assert not harness.stack.invocations.tool_calls(session)
+        # The record is gone from the snapshot once the turn ends; its tool Step's event says how it ended.
+        finished = [
+            json.loads(event.payload)
+            for event in await read_agent_events(harness.sessions, session)
+            if event.type == AgentEventType.TOOL_CALL_FINISHED
+        ]
+        assert finished == [
+            {"tool_call_id": "rocket-1", "tool_name": _UNKNOWN_TOOL_NAME, "status": ToolCallStatus.FAILED}
+        ], finished
+        [tool_message] = [item for item in snapshot.messages if item.role is MessageRole.TOOL]
+        assert tool_message.tool_name == _UNKNOWN_TOOL_NAME, tool_message
+        assert message in (tool_message.tool_output or ""), tool_message
+        assert snapshot.messages[-1].text == "I cannot launch rockets.", snapshot.messages
