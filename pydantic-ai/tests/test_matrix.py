@@ -1,4 +1,6 @@
-"""The design's 11-item matrix against the devserver, with a real Pydantic AI agent and Worker children."""
+"""The design's 11-item matrix and item 12 (an unknown tool) against the devserver,
+with a real Pydantic AI agent and Worker children.
+"""
 
 import collections
 
@@ -10,7 +12,7 @@ from tests.matrix_spec import SPEC
 class TestPydanticAiMatrix(AgentMatrixTests):
     spec = SPEC
 
-    async def test_12_no_step_attempt_makes_a_hidden_second_model_call(self, harness: MatrixHarness) -> None:
+    async def test_13_no_step_attempt_makes_a_hidden_second_model_call(self, harness: MatrixHarness) -> None:
         """Across every session of the matrix, each RunModel attempt made exactly one model call."""
         calls = [call for call in harness.stack.invocations.read() if call.kind == "model"]
         assert len(calls) >= 11
