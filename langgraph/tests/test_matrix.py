@@ -1,4 +1,6 @@
-"""The design's 11-item matrix against the devserver, with a real `create_agent` agent and Worker children."""
+"""The design's 11-item matrix and item 12 (an unknown tool) against the devserver,
+with a real `create_agent` agent and Worker children.
+"""
 
 import collections
 
@@ -10,7 +12,7 @@ from tests.matrix_spec import SPEC
 class TestLangGraphMatrix(AgentMatrixTests):
     spec = SPEC
 
-    async def test_12_every_model_call_attempt_is_logged_exactly_once(self, harness: MatrixHarness) -> None:
+    async def test_13_every_model_call_attempt_is_logged_exactly_once(self, harness: MatrixHarness) -> None:
         """Across every matrix session so far, no Step attempt made a second, hidden model call."""
         calls = [call for call in harness.stack.invocations.read() if call.kind == "model"]
         # pytest runs the inherited matrix tests first, so the log holds all of their model calls.

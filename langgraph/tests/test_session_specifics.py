@@ -52,35 +52,6 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
         yield Session(stack, stack.sessions(flows[0]), stack.sessions(flows[1]), stack.sessions(flows[2]))
 
 
-async def test_a_call_to_an_unknown_tool_records_failed_and_the_next_model_call_sees_why(
-    session: Session,
-) -> None:
-    session_id = session.stack.new_session_id("unknown-tool")
-    rocket = ScriptedToolCall("launch_rocket", {"target": "moon"}, "rocket-1")
-    session.stack.scripts.set_turns(
-        session_id,
-        [[ScriptedResponse(tool_calls=(rocket,)), ScriptedResponse(text="I cannot launch rockets.")]],
-    )
-    await session.plain.start_session(session_id, "Launch a rocket")
-    snapshot = await wait_for_turn_end(session.plain, session_id, 1)
-
-    assert snapshot.state is not None and snapshot.state.last_turn_error is None
-    calls = session.stack.invocations.model_calls(session_id)
-    assert len(calls) == 2
-    assert "launch_rocket is not a valid tool" in calls[1].model_input_text
-    # Nothing runs for such a call, so it needs no approval and gets a multi-attempt CallTool Step.
-    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
-        "StartAgentSession",
-        "RunModel",
-        "CallTool",
-        "ResumeTurn",
-        "RunModel",
-    ]
-    [tool_message] = [message for message in snapshot.messages if message.role is MessageRole.TOOL]
-    assert tool_message.tool_name == "launch_rocket"
-    assert "is not a valid tool" in (tool_message.tool_output or "")
-
-
 async def test_structured_output_next_to_a_read_call_ends_the_turn_without_another_model_call(
     session: Session,
 ) -> None:
