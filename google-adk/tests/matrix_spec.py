@@ -36,4 +36,6 @@ SPEC = MatrixSpec(
     worker_cwd=PACKAGE_DIR,
     # Long enough for the approval to be seen pending before its deadline Timer fires.
     approval_deadline=timedelta(seconds=4),
+    # Item 12: what the framework tells the model about a call to a tool the agent does not have.
+    unknown_tool_message="Tool 'launch_rocket' not found",
 )

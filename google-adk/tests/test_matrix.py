@@ -1,4 +1,6 @@
-"""The design's 11-item matrix against the devserver, with a real ADK application and Worker children."""
+"""The design's 11-item matrix and item 12 (an unknown tool) against the devserver,
+with a real ADK application and Worker children.
+"""
 
 import collections
 
@@ -10,7 +12,7 @@ from tests.matrix_spec import SPEC
 class TestGoogleAdkMatrix(AgentMatrixTests):
     spec = SPEC
 
-    async def test_12_every_model_call_is_its_own_step_attempt(self, harness: MatrixHarness) -> None:
+    async def test_13_every_model_call_is_its_own_step_attempt(self, harness: MatrixHarness) -> None:
         """Across every session of the matrix, no Step attempt made a second, hidden model call."""
         # Item 6 kills the Worker inside a model call, and Dex may hand that same attempt to the replacement
         # Worker (the core matrix asserts that rerun itself), so its session is left out here.
