@@ -14,7 +14,5 @@ SPEC = MatrixSpec(
     worker_cwd=CORE_DIR,
     # Long enough for a test to fire the deadline Timer early and see the approval still pending.
     approval_deadline=timedelta(seconds=4),
-    # Item 12 is skipped: ScriptedRunner gives a tool name it does not have the session's policy, and with
-    # no explicit one that is `unclassified`, which waits for an approval before the call records failed.
-    unknown_tool_message=None,
+    unknown_tool_message="unknown tool 'launch_rocket'",
 )

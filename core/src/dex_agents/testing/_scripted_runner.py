@@ -17,8 +17,10 @@ from dex_agents import (
     FrameworkMessage,
     MessageRole,
     ToolCallsRequested,
+    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolPolicy,
     TurnCompleted,
     describe_tool_call_outcome,
 )
@@ -33,6 +35,9 @@ from dex_agents.testing._script import (
 )
 
 __all__ = ["ScriptedRunner", "render_message"]
+
+
+_UNKNOWN_TOOL_POLICY = ToolPolicy(ToolEffect.READ, requires_approval=False)
 
 
 def render_message(message: FrameworkMessage | AgentMessage) -> str:
@@ -199,7 +204,7 @@ class ScriptedRunner:
                     tool_call_id=call.tool_call_id,
                     tool_name=call.tool_name,
                     arguments=call.arguments_json,
-                    policy=turn.resolve_tool_policy(call.tool_name),
+                    policy=self._policy(turn, call.tool_name),
                 )
             )
         run_state = {
@@ -210,6 +215,12 @@ class ScriptedRunner:
         return ToolCallsRequested(
             framework_run_state=json.dumps(run_state, separators=(",", ":")), tool_calls=calls, usage=usage
         )
+
+    def _policy(self, turn: AgentTurnContext, tool_name: str) -> ToolPolicy:
+        if tool_name not in self._tools:
+            # A name the agent lacks only records `failed` with a message for the model: nothing to approve.
+            return _UNKNOWN_TOOL_POLICY
+        return turn.resolve_tool_policy(tool_name)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         """Run the real tool once.
