@@ -7,8 +7,10 @@ serializer, and the session stores that text. The next `run_model_step` imports 
 in any process, and resumes with `Command(resume=...)`.
 
 The serializer is strict by default: it rebuilds only LangGraph's allowlist of safe types (LangChain
-messages, `Interrupt`, `Send`, standard library values) and refuses to import anything else, so a
-stored run state cannot make a Worker construct arbitrary objects.
+messages, `Interrupt`, `Send`, standard library values) and the types listed in `allowed_msgpack_modules`.
+It constructs no other type: a value of any other type comes back as the plain data it was stored as (a
+dataclass as a dict of its fields, for example), never as its class, and LangGraph logs a warning once
+per type. So a stored run state cannot make a Worker construct arbitrary objects.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ __all__ = ["RUN_STATE_FORMAT", "RUN_STATE_VERSION", "DexCheckpointSaver", "LangG
 RUN_STATE_FORMAT = "dex-agents-langgraph/run-state"
 """Names the run state's JSON shape, so a state of another runner fails with a clear message."""
 RUN_STATE_VERSION = 1
-_MESSAGES = "messages"
 """The version of the JSON shape this release reads and writes."""
+_MESSAGES = "messages"
 
 
 def _encode(typed: tuple[str, bytes]) -> list[str]:
