@@ -161,6 +161,38 @@ async def test_an_enabled_built_in_tool_runs_inline_and_the_workers_home_stays_u
     assert sorted(path.name for path in session.worker_home.iterdir()) == []
 
 
+async def test_a_retried_model_step_runs_its_built_in_tool_again(session: Session, tmp_path: Path) -> None:
+    session_id = session.stack.new_session_id("bash-retry")
+    marker = tmp_path / "bash-ran.txt"
+    bash = ScriptedToolCall("Bash", {"command": f"echo ran >> {marker}", "description": "mark"}, "bash-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        # The model call after the Bash run fails on attempt 1 (a 500; the CLI itself does not retry).
+        [[ScriptedResponse(tool_calls=(bash,)), ScriptedResponse(text="Done.", fail_attempts=(1,))]],
+    )
+    await session.builtins.start_session(session_id, "Mark the file")
+    snapshot = await wait_for_turn_end(session.builtins, session_id, 1, timeout=120)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None, snapshot.state
+    calls = session.stack.invocations.model_calls(session_id)
+    # Each attempt is a whole CLI run: Bash, then the model call that failed on attempt 1 and passed on 2.
+    assert [(call.step_execution_id, call.attempt) for call in calls] == [
+        ("RunModel-1", 1),
+        ("RunModel-1", 1),
+        ("RunModel-1", 2),
+        ("RunModel-1", 2),
+    ]
+    assert "[bash-1] ok:" in calls[3].model_input_text
+    # At least once: the retry ran the command again, still inline, with no Step of its own.
+    assert marker.read_text() == "ran\nran\n"
+    history = await session.stack.read_step_history(session_id)
+    assert executed_step_types(history) == ["StartAgentSession", "RunModel"]
+    assert {entry.step_type for entry in history} == {"StartAgentSession", "RunModel", "AwaitUserMessage"}
+    assert [entry.final_attempt for entry in history if entry.step_type == "RunModel"] == [2]
+    texts = [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT and m.text]
+    assert texts == ["Done."]
+
+
 async def test_the_cli_asks_the_api_for_nothing_but_model_calls(session: Session) -> None:
     session_id = session.stack.new_session_id("traffic")
     session.stack.scripts.set_turns(
