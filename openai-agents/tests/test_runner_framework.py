@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from agents import (
     Agent,
+    ApplyPatchTool,
+    AsyncComputer,
+    ComputerProvider,
+    ComputerTool,
+    CustomTool,
     GuardrailFunctionOutput,
     HostedMCPTool,
     LocalShellTool,
     RunConfig,
     RunContextWrapper,
+    ShellTool,
+    Tool,
     TResponseInputItem,
     WebSearchTool,
     function_tool,
@@ -24,8 +31,11 @@ from agents import (
     output_guardrail,
     tool_input_guardrail,
 )
+from agents.editor import ApplyPatchOperation
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput, ToolInputGuardrailData
+from agents.tracing import Span, Trace, TracingProcessor, get_trace_provider, set_trace_processors
+from agents.tracing.provider import DefaultTraceProvider
 from dex_agents import current_tool_execution
 from dex_agents.runner import (
     DEFAULT_REJECTION_TOOL_RESULT,
@@ -393,24 +403,123 @@ async def test_a_run_state_of_another_runner_ends_the_turn_with_a_clear_error() 
     assert model.calls == 0
 
 
-def test_a_local_tool_the_sdk_cannot_defer_is_refused_and_a_hosted_tool_is_accepted() -> None:
+async def _never_run_shell(request: Any) -> str:
+    raise AssertionError("a refused tool ran")
+
+
+async def _never_create_computer(*, run_context: RunContextWrapper[Any]) -> AsyncComputer:
+    raise AssertionError("a refused tool ran")
+
+
+async def _never_run_custom(ctx: ToolContext[Any], text: str) -> str:
+    raise AssertionError("a refused tool ran")
+
+
+class _NeverEditor:
+    """An `ApplyPatchEditor` that the refused tool never gets to use."""
+
+    def create_file(self, operation: ApplyPatchOperation) -> str:
+        raise AssertionError("a refused tool ran")
+
+    def update_file(self, operation: ApplyPatchOperation) -> str:
+        raise AssertionError("a refused tool ran")
+
+    def delete_file(self, operation: ApplyPatchOperation) -> str:
+        raise AssertionError("a refused tool ran")
+
+
+# Every local tool kind the SDK runs in the Worker inside its run loop (the README's list).
+_UNDEFERRABLE_TOOLS: dict[str, Callable[[], Tool]] = {
+    "LocalShellTool": lambda: LocalShellTool(executor=_never_run_shell),
+    "ShellTool": lambda: ShellTool(executor=_never_run_shell),
+    "ComputerTool": lambda: ComputerTool(
+        computer=ComputerProvider[AsyncComputer](create=_never_create_computer)
+    ),
+    "ApplyPatchTool": lambda: ApplyPatchTool(editor=_NeverEditor()),
+    "CustomTool": lambda: CustomTool(
+        name="raw", description="Take raw text.", on_invoke_tool=_never_run_custom
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_UNDEFERRABLE_TOOLS))
+def test_a_local_tool_the_sdk_cannot_defer_is_refused_and_a_hosted_tool_is_accepted(kind: str) -> None:
     model = ScriptedModel([])
+    tool = _UNDEFERRABLE_TOOLS[kind]()
+    assert type(tool).__name__ == kind
 
-    async def shell(request: Any) -> str:
-        return "never"
-
-    with pytest.raises(UndeferrableToolError, match="LocalShellTool"):
-        OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[LocalShellTool(executor=shell)]))
+    with pytest.raises(UndeferrableToolError, match=kind):
+        OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[tool]))
+    # Also behind a handoff, where the runner gates the target agent.
+    target = Agent(name="b", model=model.model, tools=[_UNDEFERRABLE_TOOLS[kind]()])
+    with pytest.raises(UndeferrableToolError, match=kind):
+        OpenAIAgentsRunner(Agent(name="a", model=model.model, handoffs=[target]))
     OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[WebSearchTool()]))
 
 
-def test_tracing_to_openai_is_disabled_unless_the_user_enables_it() -> None:
-    model = ScriptedModel([])
-    runner = OpenAIAgentsRunner(build_agent(model, []), run_config=RunConfig(workflow_name="orders"))
-    assert runner._run_config.tracing_disabled  # pyright: ignore[reportPrivateUsage]
-    assert runner._run_config.workflow_name == "orders"  # pyright: ignore[reportPrivateUsage]
-    enabled = OpenAIAgentsRunner(build_agent(model, []), enable_tracing=True)
-    assert not enabled._run_config.tracing_disabled  # pyright: ignore[reportPrivateUsage]
+class _RecordingProcessor(TracingProcessor):
+    """Records the names of the traces and the types of the spans the SDK starts."""
+
+    def __init__(self) -> None:
+        self.traces: list[str] = []
+        self.spans: list[str] = []
+
+    def on_trace_start(self, trace: Trace) -> None:
+        self.traces.append(trace.name)
+
+    def on_trace_end(self, trace: Trace) -> None:
+        pass
+
+    def on_span_start(self, span: Span[Any]) -> None:
+        self.spans.append(span.span_data.type)
+
+    def on_span_end(self, span: Span[Any]) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self) -> None:
+        pass
+
+
+@pytest.fixture
+def recorded_traces() -> Iterator[_RecordingProcessor]:
+    """Swap the SDK's trace processors (its OpenAI exporter among them) for a recorder, then restore them."""
+    provider = get_trace_provider()
+    assert isinstance(provider, DefaultTraceProvider)
+    # The SDK has no public getter for its processors.
+    original = list(provider._multi_processor._processors)  # pyright: ignore[reportPrivateUsage]
+    recorder = _RecordingProcessor()
+    set_trace_processors([recorder])
+    try:
+        yield recorder
+    finally:
+        set_trace_processors(original)
+
+
+async def _one_model_step(runner: OpenAIAgentsRunner[Any]) -> None:
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Hi"))
+    outcome = await runner.run_model_step(session.context())
+    assert isinstance(outcome, TurnCompleted) and not outcome.turn_error, outcome
+
+
+async def test_tracing_to_openai_is_disabled_unless_the_user_enables_it(
+    recorded_traces: _RecordingProcessor,
+) -> None:
+    model = ScriptedModel([[text_item("Hello!")], [text_item("Hello again!")]])
+    # The user's RunConfig asks for tracing under its workflow name; the runner still keeps it off.
+    user_config = RunConfig(workflow_name="orders", tracing_disabled=False)
+    await _one_model_step(OpenAIAgentsRunner(build_agent(model, []), run_config=user_config))
+    assert model.calls == 1
+    assert (recorded_traces.traces, recorded_traces.spans) == ([], [])
+
+    enabled = OpenAIAgentsRunner(build_agent(model, []), run_config=user_config, enable_tracing=True)
+    await _one_model_step(enabled)
+    assert model.calls == 2
+    assert recorded_traces.traces == ["orders"]
+    assert "agent" in recorded_traces.spans, recorded_traces.spans
 
 
 @dataclass
