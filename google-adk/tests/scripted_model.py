@@ -4,7 +4,9 @@
 through ADK's real agent loop. On each call the model renders what it sees as texts (user messages,
 answers, tool calls, tool results), hands them to `scripted_model_response` (which logs the call with its
 session, turn, Step execution and attempt), and answers as Gemini does: its text in streamed chunks, then
-one complete response with the text, the tool calls (with the scripted IDs) and usage.
+one complete response with the text, the tool calls (with the scripted IDs) and usage. A response with a
+`turn_error` is a prompt the provider blocks: Gemini's `prompt_feedback` with `PROHIBITED_CONTENT` and the
+scripted text as its message, turned into ADK's `LlmResponse` as ADK's Gemini model does.
 """
 
 from __future__ import annotations
@@ -95,5 +97,16 @@ class ScriptedLlm(BaseLlm):
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
         response = await scripted_model_response(render_model_input(llm_request.contents))
+        if response.turn_error is not None:
+            feedback = types.GenerateContentResponsePromptFeedback(
+                block_reason=types.BlockedReason.PROHIBITED_CONTENT, block_reason_message=response.turn_error
+            )
+            usage = types.GenerateContentResponseUsageMetadata(
+                prompt_token_count=response.input_tokens, total_token_count=response.input_tokens
+            )
+            yield LlmResponse.create(
+                types.GenerateContentResponse(prompt_feedback=feedback, usage_metadata=usage)
+            )
+            return
         for llm_response in llm_responses(response, stream=stream):
             yield llm_response

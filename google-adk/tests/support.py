@@ -20,11 +20,12 @@ from pydantic import Field
 class CannedLlm(BaseLlm):
     """An ADK model that answers call ``n`` with ``responses[n]`` and keeps what every call saw.
 
-    Text is streamed word by word when ADK asks for streaming, so tests can check the deltas.
+    Text is streamed word by word when ADK asks for streaming, so tests can check the deltas. A response
+    given as an `LlmResponse` (a provider error, say) is answered as it is, in one piece.
     """
 
     model: str = "canned"
-    responses: list[types.Content] = Field(default_factory=list[types.Content])
+    responses: list[types.Content | LlmResponse] = Field(default_factory=list[types.Content | LlmResponse])
     seen: list[list[types.Content]] = Field(default_factory=list[list[types.Content]])
     offered_tools: list[list[str]] = Field(default_factory=list[list[str]])
     instructions_seen: list[str] = Field(default_factory=list[str])
@@ -43,7 +44,11 @@ class CannedLlm(BaseLlm):
         if len(self.seen) > len(self.responses):
             raise AssertionError(f"unexpected model call #{len(self.seen)}")
         # ADK assigns IDs to function calls in place, so every call answers with a fresh copy.
-        content = self.responses[len(self.seen) - 1].model_copy(deep=True)
+        canned = self.responses[len(self.seen) - 1].model_copy(deep=True)
+        if isinstance(canned, LlmResponse):
+            yield canned
+            return
+        content = canned
         if stream:
             for part in content.parts or ():
                 for word in (part.text or "").split(" ") if part.text else ():

@@ -612,3 +612,122 @@ async def test_an_after_model_callback_that_changes_the_response_decides_the_def
     final = await runner.run_model_step(session.context())
     assert isinstance(final, TurnCompleted)
     assert model.responses_seen(2) == [{"result": "sunny"}]
+
+
+_PROMPT_USAGE = types.GenerateContentResponseUsageMetadata(prompt_token_count=30, total_token_count=30)
+
+
+def blocked_prompt(reason: types.BlockedReason, message: str | None = None) -> LlmResponse:
+    """What ADK's Gemini model makes of a response whose prompt the provider blocked."""
+    feedback = types.GenerateContentResponsePromptFeedback(block_reason=reason, block_reason_message=message)
+    response = types.GenerateContentResponse(prompt_feedback=feedback, usage_metadata=_PROMPT_USAGE)
+    return LlmResponse.create(response)
+
+
+def stopped_without_content(reason: types.FinishReason, message: str | None = None) -> LlmResponse:
+    """What ADK's Gemini model makes of a candidate that stopped for ``reason`` with no content."""
+    candidate = types.Candidate(finish_reason=reason, finish_message=message)
+    response = types.GenerateContentResponse(candidates=[candidate], usage_metadata=_PROMPT_USAGE)
+    return LlmResponse.create(response)
+
+
+@pytest.mark.parametrize(
+    ("response", "turn_error"),
+    [
+        pytest.param(
+            blocked_prompt(types.BlockedReason.SAFETY, "The prompt was blocked."),
+            "the model provider blocked the prompt (SAFETY): The prompt was blocked.",
+            id="prompt-safety",
+        ),
+        pytest.param(
+            blocked_prompt(types.BlockedReason.OTHER),
+            "the model provider blocked the prompt (OTHER)",
+            id="prompt-other",
+        ),
+        pytest.param(
+            stopped_without_content(types.FinishReason.PROHIBITED_CONTENT, "Prohibited."),
+            "the model call ended without a usable answer (PROHIBITED_CONTENT): Prohibited.",
+            id="finish-prohibited",
+        ),
+        pytest.param(
+            stopped_without_content(types.FinishReason.RECITATION),
+            "the model call ended without a usable answer (RECITATION)",
+            id="finish-recitation",
+        ),
+        pytest.param(
+            stopped_without_content(types.FinishReason.MAX_TOKENS),
+            "the model call ended without a usable answer (MAX_TOKENS): the answer reached the output "
+            "token limit (max_output_tokens)",
+            id="finish-max-tokens",
+        ),
+    ],
+)
+async def test_a_model_call_the_provider_refuses_ends_the_turn_instead_of_being_retried(
+    response: LlmResponse, turn_error: str
+) -> None:
+    model = CannedLlm(responses=[response])
+    runner = GoogleAdkRunner(build_app(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Something the provider refuses"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert model.calls == 1
+    assert isinstance(outcome, TurnCompleted) and outcome.turn_error == turn_error
+    assert list(outcome.new_messages) == []
+    assert outcome.usage.model_calls == 1 and outcome.usage.input_tokens == 30, "the refused call was paid"
+
+
+@pytest.mark.parametrize(
+    ("response", "error"),
+    [
+        pytest.param(
+            stopped_without_content(types.FinishReason.MALFORMED_FUNCTION_CALL, "Bad call."),
+            "the model call failed: MALFORMED_FUNCTION_CALL: Bad call.",
+            id="finish-malformed-call",
+        ),
+        pytest.param(
+            stopped_without_content(types.FinishReason.OTHER),
+            "the model call failed: OTHER",
+            id="finish-other",
+        ),
+        pytest.param(
+            blocked_prompt(types.BlockedReason.BLOCKED_REASON_UNSPECIFIED),
+            "the model call failed: BLOCKED_REASON_UNSPECIFIED",
+            id="prompt-unspecified",
+        ),
+    ],
+)
+async def test_a_model_error_a_new_attempt_may_cure_fails_the_step_so_run_model_retries(
+    response: LlmResponse, error: str
+) -> None:
+    model = CannedLlm(responses=[response])
+    runner = GoogleAdkRunner(build_app(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Hi"))
+
+    with pytest.raises(RuntimeError) as raised:
+        await runner.run_model_step(session.context())
+
+    assert str(raised.value) == error
+    assert model.calls == 1
+
+
+async def test_a_refused_first_call_of_a_pipeline_names_the_refusal_not_a_second_call() -> None:
+    model = CannedLlm(responses=[blocked_prompt(types.BlockedReason.BLOCKLIST), respond("Second agent.")])
+    pipeline = OneAfterAnother(
+        name="pipeline",
+        sub_agents=[
+            LlmAgent(name="first", model=model, instruction="one"),
+            LlmAgent(name="second", model=model, instruction="two"),
+        ],
+    )
+    runner = GoogleAdkRunner(pipeline)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("go"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert model.calls == 1
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error == "the model provider blocked the prompt (BLOCKLIST)"

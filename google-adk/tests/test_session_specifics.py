@@ -144,3 +144,20 @@ async def test_a_second_model_call_in_one_step_fails_the_turn_without_a_retry(se
     assert "second model call" in snapshot.state.last_turn_error
     [call] = session.stack.invocations.model_calls(session_id)
     assert call.attempt == 1, "a deterministic failure is not retried"
+
+
+async def test_a_prompt_the_provider_blocks_fails_the_turn_without_a_retry(session: Session) -> None:
+    session_id = session.stack.new_session_id("blocked")
+    session.stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(turn_error="The prompt asks for prohibited content.")]]
+    )
+    await session.plain.start_session(session_id, "Something prohibited")
+    snapshot = await wait_for_turn_end(session.plain, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is not None
+    assert (
+        "the model provider blocked the prompt (PROHIBITED_CONTENT): The prompt asks for prohibited content."
+        in snapshot.state.last_turn_error
+    )
+    [call] = session.stack.invocations.model_calls(session_id)
+    assert call.attempt == 1, "a blocked prompt is blocked again on every attempt, so it is not retried"

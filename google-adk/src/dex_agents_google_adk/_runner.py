@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
+from enum import Enum
 from typing import Any, cast
 
 from dex_agents.runner import (
@@ -173,6 +174,7 @@ class GoogleAdkRunner:
             new_message = _recorded_confirmations(state, turn)
             invocation_id = state.invocation_id
         last_response: Event | None = None
+        model_error: Event | None = None
         try:
             async for event in runner.run_async(
                 user_id=self._user_id,
@@ -181,13 +183,27 @@ class GoogleAdkRunner:
                 new_message=new_message,
                 run_config=self._run_config,
             ):
-                _raise_for_model_error(event)
+                if event.error_code is not None and not event.partial:
+                    # Stop at once: an agent that goes on after the failed call would make a second
+                    # model call, whose refusal would hide this error.
+                    model_error = event
+                    break
                 if _is_model_response(event):
                     last_response = event
         except Exception as error:
             if gate.model_requests > 1:
                 return TurnCompleted(new_messages=(), turn_error=str(error))
             raise
+        if model_error is not None:
+            # A failed model call was still a model call, unless a callback answered with the error.
+            usage = AgentUsage() if gate.final_response is None else _model_call_usage(model_error)
+            turn_error = _terminal_model_error(model_error)
+            if turn_error is None:
+                # Transient or unknown: fail the Step, and `RunModel` retries the call.
+                code = _code_text(model_error.error_code)
+                message = model_error.error_message or ""
+                raise RuntimeError(f"the model call failed: {code}{': ' + message if message else ''}")
+            return TurnCompleted(new_messages=(), usage=usage, turn_error=turn_error)
 
         stored = await service.get_session(app_name=app.name, user_id=self._user_id, session_id=turn.flow_id)
         if stored is None:
@@ -367,9 +383,60 @@ def _is_model_response(event: Event) -> bool:
     )
 
 
-def _raise_for_model_error(event: Event) -> None:
-    if event.error_code is not None and not event.partial:
-        raise RuntimeError(f"the model call failed: {event.error_code}: {event.error_message or ''}".strip())
+# Why the provider blocked the prompt (`prompt_feedback.block_reason`, which ADK puts in `error_code` with
+# no `finish_reason`): the same prompt is blocked again on every attempt. Only
+# BLOCKED_REASON_UNSPECIFIED, which names no reason, is left to the retry.
+_TERMINAL_BLOCK_REASONS = frozenset(
+    reason.value
+    for reason in (
+        types.BlockedReason.SAFETY,
+        types.BlockedReason.OTHER,
+        types.BlockedReason.BLOCKLIST,
+        types.BlockedReason.PROHIBITED_CONTENT,
+        types.BlockedReason.IMAGE_SAFETY,
+        types.BlockedReason.MODEL_ARMOR,
+        types.BlockedReason.JAILBREAK,
+    )
+)
+# Finish reasons ADK reports as `error_code` (a response without content, or any non-STOP finish when
+# streaming) that judge the request itself, so a retry pays for the same answer again: content filters,
+# recitation, an unsupported language, and the output limit of the request's own configuration.
+# Left to the retry are the reasons a new sample can cure or that say nothing: MALFORMED_FUNCTION_CALL,
+# UNEXPECTED_TOOL_CALL and TOO_MANY_TOOL_CALLS (the model wrote a bad call this time), OTHER,
+# FINISH_REASON_UNSPECIFIED, NO_IMAGE, IMAGE_OTHER, CONTINUATION, and every code that is not a finish
+# reason (ADK's MODEL_RETURNED_NO_CONTENT, other providers' own codes).
+_TERMINAL_FINISH_REASONS = frozenset(
+    reason.value
+    for reason in (
+        types.FinishReason.SAFETY,
+        types.FinishReason.RECITATION,
+        types.FinishReason.LANGUAGE,
+        types.FinishReason.BLOCKLIST,
+        types.FinishReason.PROHIBITED_CONTENT,
+        types.FinishReason.SPII,
+        types.FinishReason.IMAGE_SAFETY,
+        types.FinishReason.IMAGE_PROHIBITED_CONTENT,
+        types.FinishReason.IMAGE_RECITATION,
+        types.FinishReason.MAX_TOKENS,
+    )
+)
+
+
+def _code_text(code: object) -> str:
+    return code.value if isinstance(code, Enum) else str(code)
+
+
+def _terminal_model_error(event: Event) -> str | None:
+    """Return the turn error for a failed model call that a retry would repeat, else `None`."""
+    code = _code_text(event.error_code)
+    message = event.error_message or ""
+    if event.finish_reason is None and code in _TERMINAL_BLOCK_REASONS:
+        return f"the model provider blocked the prompt ({code}){': ' + message if message else ''}"
+    if event.finish_reason is not None and code in _TERMINAL_FINISH_REASONS:
+        if not message and code == types.FinishReason.MAX_TOKENS.value:
+            message = "the answer reached the output token limit (max_output_tokens)"
+        return f"the model call ended without a usable answer ({code}){': ' + message if message else ''}"
+    return None
 
 
 def _model_call_usage(response: Event) -> AgentUsage:
