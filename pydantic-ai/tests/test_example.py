@@ -58,6 +58,8 @@ def test_the_demo_runs_a_pydantic_ai_model_name_from_the_model_option() -> None:
     assert 'Approve refund_order {"order_id":"a","amount_eur":0}? [y/N] y  (approved automatically' in output
     assert "[turn_completed]" in output
     transcript = output.split("Transcript (stored messages):")[1].split("Step history")[0]
+    # One response asked for both tools, so no single tool name describes it.
+    assert "2 assistant calls the tools below" in transcript
     assert 'lookup_order {"order_id":"a"} -> There is no order a.' in transcript
     assert 'refund_order {"order_id":"a","amount_eur":0} -> Refunded 0 EUR for order a.' in transcript
     assert "usage: 2 model calls" in transcript

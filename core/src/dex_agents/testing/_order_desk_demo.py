@@ -208,6 +208,9 @@ class _OrderDeskHooks:
                 print(f"  {message.sequence:>2} tool      {call} -> {message.tool_output}")
             elif message.tool_name:
                 print(f"  {message.sequence:>2} assistant calls {message.tool_name} {message.tool_arguments}")
+            elif message.text is None and message.role == MessageRole.ASSISTANT:
+                # Several calls in one response have no single tool name; the tool messages below name them.
+                print(f"  {message.sequence:>2} assistant calls the tools below")
             else:
                 print(f"  {message.sequence:>2} {message.role.value:<9} {message.text}")
         usage = snapshot.usage
