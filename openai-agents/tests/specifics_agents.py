@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from agents import (
@@ -15,12 +19,63 @@ from agents import (
     handoff,
     input_guardrail,
 )
+from agents.agent import AgentBase
+from agents.mcp import MCPServerStdio
 from dex_agents import AgentSessionFlow
-from dex_agents.testing import MATRIX_TOOLS, matrix_session_options, with_model_call_scope
+from dex_agents.testing import MATRIX_TOOLS, STATE_DIR_ENV, matrix_session_options, with_model_call_scope
+from mcp.types import CallToolResult
+from mcp.types import Tool as MCPTool
 
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from dex_agents_openai_agents.testing import ScriptedAnswer, ScriptedResponsesModel, call_item, text_item
 from tests.scripted_model import matrix_model
+
+MCP_SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
+
+
+def mcp_log_path(state_dir: Path) -> Path:
+    """Where the MCP server of the MCP agent logs its requests."""
+    return state_dir / "mcp-requests.log"
+
+
+class WorkerStdioServer(MCPServerStdio):
+    """A stdio MCP server that connects on first use, in the Worker's event loop, and stays connected.
+
+    `run_agent_worker` owns the Worker's event loop, so the test cannot `async with server:` around it as an
+    application does. One task holds the connection open (and closes it when the loop shuts down); every
+    Step uses the connected session.
+    """
+
+    _connected: asyncio.Future[None] | None = None
+    _holder: asyncio.Task[None] | None = None
+
+    async def _ensure_connected(self) -> None:
+        if self._connected is None:
+            self._connected = asyncio.get_running_loop().create_future()
+            self._holder = asyncio.create_task(self._hold(self._connected))
+        await asyncio.shield(self._connected)
+
+    async def _hold(self, connected: asyncio.Future[None]) -> None:
+        try:
+            async with self:
+                connected.set_result(None)
+                await asyncio.Event().wait()
+        except BaseException as error:
+            if not connected.done():
+                connected.set_exception(error)
+            raise
+
+    async def list_tools(
+        self, run_context: RunContextWrapper[Any] | None = None, agent: AgentBase[Any] | None = None
+    ) -> list[MCPTool]:
+        await self._ensure_connected()
+        return await super().list_tools(run_context, agent)
+
+    async def call_tool(
+        self, tool_name: str, arguments: dict[str, Any] | None, meta: dict[str, Any] | None = None
+    ) -> CallToolResult:
+        await self._ensure_connected()
+        return await super().call_tool(tool_name, arguments, meta)
 
 
 async def _triage_answer(items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
@@ -58,8 +113,8 @@ async def no_passwords(
     return GuardrailFunctionOutput(output_info=None, tripwire_triggered="password" in last.lower())
 
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
-    """A plain agent with the matrix tools, a triage agent that hands off, and a guarded agent."""
+def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
+    """A plain agent with the matrix tools, a triage agent that hands off, a guarded agent, an MCP agent."""
     tools: list[Tool] = [function_tool(tool) for tool in MATRIX_TOOLS]
     plain = Agent[None](name="orders", model=matrix_model(), tools=tools)
     billing = Agent[None](name="billing", model=ScriptedResponsesModel(_billing_answer), tools=tools)
@@ -67,6 +122,18 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]
         name="triage", model=ScriptedResponsesModel(_triage_answer), handoffs=[handoff(billing)]
     )
     guarded = Agent[None](name="guarded", model=matrix_model(), tools=tools, input_guardrails=[no_passwords])
+    state_dir = Path(os.environ.get(STATE_DIR_ENV, "."))
+    inventory = WorkerStdioServer(
+        params={
+            "command": sys.executable,
+            "args": [str(MCP_SERVER_SCRIPT)],
+            "env": {**os.environ, "MCP_TEST_LOG": str(mcp_log_path(state_dir))},
+        },
+        name="inventory",
+        # The SDK's 5 s default covers starting the server process, which a loaded CI machine can exceed.
+        client_session_timeout_seconds=30,
+    )
+    stock = Agent[None](name="stock", model=matrix_model(), mcp_servers=[inventory])
     return (
         AgentSessionFlow(
             with_model_call_scope(OpenAIAgentsRunner(plain)),
@@ -81,6 +148,11 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]
         AgentSessionFlow(
             with_model_call_scope(OpenAIAgentsRunner(guarded)),
             flow_type="OpenAIAgentsGuarded",
+            options=matrix_session_options(),
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(OpenAIAgentsRunner(stock)),
+            flow_type="OpenAIAgentsMcp",
             options=matrix_session_options(),
         ),
     )
