@@ -25,6 +25,8 @@ from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
 from google.adk.artifacts import InMemoryArtifactService
+from google.adk.code_executors import UnsafeLocalCodeExecutor
+from google.adk.code_executors.built_in_code_executor import BuiltInCodeExecutor
 from google.adk.events import Event
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
@@ -731,3 +733,17 @@ async def test_a_refused_first_call_of_a_pipeline_names_the_refusal_not_a_second
     assert model.calls == 1
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error == "the model provider blocked the prompt (BLOCKLIST)"
+
+
+def test_an_agent_whose_code_executor_runs_model_written_code_itself_is_refused() -> None:
+    analyst = LlmAgent(name="analyst", model=CannedLlm(), code_executor=UnsafeLocalCodeExecutor())
+    desk = LlmAgent(name="desk", model=CannedLlm(), sub_agents=[analyst])
+
+    with pytest.raises(TypeError, match="agent 'analyst' has code_executor=UnsafeLocalCodeExecutor") as error:
+        GoogleAdkRunner(App(name="desk", root_agent=desk))
+    assert "BuiltInCodeExecutor" in str(error.value), "the error names the fix"
+    with pytest.raises(TypeError, match="agent 'solo'"):
+        GoogleAdkRunner(LlmAgent(name="solo", model=CannedLlm(), code_executor=UnsafeLocalCodeExecutor()))
+
+    # The provider runs BuiltInCodeExecutor's code inside the model call: allowed, and a README limit.
+    GoogleAdkRunner(LlmAgent(name="builtin", model=CannedLlm(), code_executor=BuiltInCodeExecutor()))

@@ -1,8 +1,12 @@
 """The plugin that stops ADK after one model call and answers every tool call from the session.
 
 `DexToolGate` is added in front of the application's own plugins for one `run_model_step`. Plugin
-callbacks run before an agent's own callbacks and cover every tool of every agent in the application
-(function tools, MCP toolsets, agent tools, built-in tool wrappers), so no tool runs inside a model Step:
+callbacks run before an agent's own callbacks and cover every tool ADK calls for any agent in the
+application (function tools, including ADK's own such as `load_memory`, MCP toolsets, agent tools), so no
+such tool runs inside a model Step. Two kinds of tool never reach a tool callback: a provider's built-in
+tools (`google_search`, `url_context`, `BuiltInCodeExecutor`, Vertex AI Search), which the provider runs
+inside the model call itself (a README limit), and an agent's local `code_executor`, which
+`GoogleAdkRunner` refuses when it is built.
 
 - On the first pass, every call to a tool the agent has asks ADK for a confirmation and answers with a
   placeholder; ADK then pauses the invocation after the model call. A call to a tool name the agent does

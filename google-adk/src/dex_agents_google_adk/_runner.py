@@ -43,17 +43,18 @@ from dex_agents.values import (
     ToolCallStatus,
     ToolEffect,
 )
-from google.adk.agents import BaseAgent
+from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.agents.run_config import (
     RunConfig,
     StreamingMode,  # pyright: ignore[reportPrivateImportUsage]
 )
 from google.adk.apps import App
+from google.adk.code_executors.built_in_code_executor import BuiltInCodeExecutor
 from google.adk.events import Event
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
-from dex_agents_google_adk._app import AdkServices, close_toolsets, resumable_app
+from dex_agents_google_adk._app import AdkServices, close_toolsets, iter_agents, resumable_app
 from dex_agents_google_adk._effects import framework_effect
 from dex_agents_google_adk._gate import CONFIRMATION_RESPONSE_KEY, DexToolGate
 from dex_agents_google_adk._messages import (
@@ -89,7 +90,8 @@ class GoogleAdkRunner:
     and the session calls it from any Step, in any process.
 
     Args:
-        app_or_agent: The application, or its root agent (then the application is named after it).
+        app_or_agent: The application, or its root agent (then the application is named after it). No
+            agent of its tree may have a `code_executor` that runs code outside the model provider.
         user_id: The ADK user ID of every session (`Context.user_id` in tools and callbacks).
         run_config: ADK's run configuration for model Steps; by default SSE streaming, so text deltas
             reach the session's event stream while the model writes.
@@ -97,6 +99,10 @@ class GoogleAdkRunner:
             Step. The session service is always a fresh in-memory one per Step, restored from the
             session's stored messages; give persistent services here when tools need artifacts, memory or
             credentials across Steps and Worker processes.
+
+    Raises:
+        TypeError: An agent's `code_executor` runs model-written code itself (anything but
+            `BuiltInCodeExecutor`).
     """
 
     def __init__(
@@ -111,6 +117,7 @@ class GoogleAdkRunner:
             self._app = app_or_agent
         else:
             self._app = App(name=app_or_agent.name, root_agent=app_or_agent)
+        _refuse_local_code_executors(cast(BaseAgent, self._app.root_agent))
         self._user_id = user_id
         self._run_config = run_config or RunConfig(streaming_mode=StreamingMode.SSE)
         self._services = services or AdkServices()
@@ -293,6 +300,24 @@ class GoogleAdkRunner:
             unknown_tool_call_ids=tuple(unknown),
         )
         return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=deferred, usage=usage)
+
+
+def _refuse_local_code_executors(root: BaseAgent) -> None:
+    """Refuse every agent whose code executor would run model-written code inside the model Step.
+
+    ADK runs such code in its response processor, between the model call and the next one, without any
+    tool callback: the gate never sees it, so it would run unrecorded and again on every retry of the
+    Step. `BuiltInCodeExecutor` only asks the provider to run the code inside the model call itself.
+    """
+    for agent in iter_agents(root):
+        executor = agent.code_executor if isinstance(agent, LlmAgent) else None
+        if executor is not None and not isinstance(executor, BuiltInCodeExecutor):
+            raise TypeError(
+                f"agent {agent.name!r} has code_executor={type(executor).__name__}, which runs "
+                "model-written code inside the model call's Step, outside any tool Step; a durable Dex "
+                "session cannot defer it. Remove the code_executor, use BuiltInCodeExecutor (the model "
+                "provider runs the code), or offer code execution as a tool"
+            )
 
 
 def _turn_user_message(turn: AgentTurnContext) -> AgentMessage | None:
