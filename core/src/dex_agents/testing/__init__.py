@@ -14,7 +14,8 @@ on them. The design's 11-item matrix is ``dex_agents.testing.matrix
 What the adapters share besides: ``SessionSide`` plays the session's side of the runner contract in
 process for framework tests, ``read_agent_events`` / ``text_by_model_step`` / ``recorded_usage`` read a
 session's events back, ``run_approval_demo`` (with ``order_desk_main`` and ``RefundExampleHooks``)
-drives the examples' approval-across-a-Worker-kill demo, and ``run_turn_overhead_bench`` times a turn in
+drives the examples' approval-across-a-Worker-kill demo, ``run_mcp_inventory_scenario`` runs the MCP
+inventory session scenario against an adapter's MCP agent, and ``run_turn_overhead_bench`` times a turn in
 process and as a durable session.
 """
 
@@ -43,6 +44,7 @@ from dex_agents.testing._matrix_tools import (
     refund_order,
     send_receipt,
 )
+from dex_agents.testing._mcp_inventory import McpInventoryRun, run_mcp_inventory_scenario
 from dex_agents.testing._order_desk_demo import OrderDeskDemo, order_desk_main
 from dex_agents.testing._refund_example import RefundExampleHooks
 from dex_agents.testing._scoped_runner import ModelCallScopedRunner, with_model_call_scope
@@ -89,6 +91,7 @@ __all__ = [
     "MatrixFlows",
     "MatrixSpec",
     "MatrixToolNames",
+    "McpInventoryRun",
     "ModelCallScope",
     "ModelCallScopedRunner",
     "OrderDeskDemo",
@@ -116,6 +119,7 @@ __all__ = [
     "run_approval_demo",
     "run_inline_scripted_tool",
     "run_matrix_worker",
+    "run_mcp_inventory_scenario",
     "run_scripted_tool",
     "run_turn_overhead_bench",
     "script_store_scope",
