@@ -10,10 +10,7 @@ import pytest
 import pytest_asyncio
 from dex_agents import (
     AgentSessionClient,
-    AgentSnapshot,
-    AgentToolCall,
     MessageRole,
-    ToolEffect,
 )
 from dex_agents.testing import (
     AgentTestStack,
@@ -22,8 +19,8 @@ from dex_agents.testing import (
     executed_step_types,
     read_agent_events,
     recorded_usage,
+    run_mcp_inventory_scenario,
     text_by_model_step,
-    wait_for_agent_snapshot,
 )
 from dex_agents.testing.matrix import wait_for_turn_end
 
@@ -123,53 +120,8 @@ async def test_text_streams_as_deltas_of_each_model_call_and_usage_is_per_call(s
 async def test_mcp_tools_run_one_tools_call_per_tool_step_with_effects_from_annotations(
     session: Session,
 ) -> None:
+    # The shared scenario asserts the effects, order_more's approval, one tools/call per tool Step beside
+    # any tools/list, and the Step shape.
     session_id = session.stack.new_session_id("mcp")
-    calls = (
-        ScriptedToolCall("count_items", {"sku": "A-1"}, "count-1"),
-        ScriptedToolCall("set_stock", {"sku": "A-1", "count": 9}, "set-1"),
-        ScriptedToolCall("order_more", {"sku": "A-1"}, "order-1"),
-    )
-    session.stack.scripts.set_turns(
-        session_id, [[ScriptedResponse(tool_calls=calls), ScriptedResponse(text="Stock updated.")]]
-    )
     log = mcp_log_path(session.stack.state_dir)
-    await session.mcp.start_session(session_id, "Check A-1, set it to 9, order more")
-
-    # order_more has no hint, so it is unclassified and waits for approval; the other two already ran.
-    def waiting(snapshot: AgentSnapshot) -> dict[str, AgentToolCall] | None:
-        records = {call.tool_name: call for call in snapshot.tool_calls}
-        done = all(name in records and records[name].is_final for name in ("count_items", "set_stock"))
-        return records if snapshot.pending_interrupts and done else None
-
-    records = await wait_for_agent_snapshot(
-        session.mcp, session_id, waiting, description="order_more's approval"
-    )
-    assert {name: record.effect for name, record in records.items()} == {
-        "count_items": ToolEffect.READ,
-        "set_stock": ToolEffect.IDEMPOTENT_WRITE,
-        "order_more": ToolEffect.UNCLASSIFIED,
-    }
-    assert "tools/call order_more" not in log.read_text().splitlines()
-    assert await session.mcp.resolve_interrupt(session_id, "order-1", approved=True)
-    snapshot = await wait_for_turn_end(session.mcp, session_id, 1)
-
-    assert snapshot.state is not None and snapshot.state.last_turn_error is None
-    requests = log.read_text().splitlines()
-    assert sorted(line for line in requests if line != "tools/list") == [
-        "tools/call count_items",
-        "tools/call order_more",
-        "tools/call set_stock",
-    ]
-    history = await session.stack.read_step_history(session_id)
-    assert sorted(executed_step_types(history)) == sorted(
-        [
-            "StartAgentSession",
-            "RunModel",
-            "CallTool",
-            "CallTool",
-            "AwaitToolApproval",
-            "CallSingleAttemptTool",
-            "ResumeTurn",
-            "RunModel",
-        ]
-    )
+    await run_mcp_inventory_scenario(session.mcp, session.stack, session_id, log)
