@@ -63,6 +63,7 @@ EXPECTED_EXPORTS = {
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
     "current_tool_execution",
     "agent_codec_registry",
+    "UNKNOWN_TOOL_POLICY",
 }
 
 

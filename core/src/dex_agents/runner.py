@@ -30,6 +30,7 @@ __all__ = [
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
     "TURN_FAILURE_NOTE_FOOTER",
     "TURN_FAILURE_NOTE_HEADER",
+    "UNKNOWN_TOOL_POLICY",
     "AgentFrameworkRunner",
     "AgentTurnContext",
     "AgentTurnOutcome",
@@ -92,6 +93,16 @@ class ToolPolicy:
         if self.requires_approval is not None:
             return self.requires_approval
         return _APPROVAL_BY_DEFAULT[self.effect]
+
+
+UNKNOWN_TOOL_POLICY = ToolPolicy(ToolEffect.READ, requires_approval=False)
+"""The policy for a call to a tool name the agent does not have.
+
+Nothing runs for such a call: its tool Step only records `failed` with the framework's message, which the
+model reads at its next call. So it needs neither an approval nor a single-attempt Step; runners defer it
+with this policy instead of asking `resolve_tool_policy`, whose default for an unknown name
+(`unclassified`) would hold the call for an approval first.
+"""
 
 
 def resolve_tool_policy(

@@ -24,13 +24,13 @@ from enum import Enum
 from typing import Any, cast
 
 from dex_agents.runner import (
+    UNKNOWN_TOOL_POLICY,
     AgentTurnContext,
     AgentTurnOutcome,
     DeferredToolCall,
     DeferredToolExecution,
     ToolCallsRequested,
     ToolExecutionResult,
-    ToolPolicy,
     TurnCompleted,
     describe_tool_call_outcome,
 )
@@ -41,7 +41,6 @@ from dex_agents.values import (
     FrameworkMessage,
     MessageRole,
     ToolCallStatus,
-    ToolEffect,
 )
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.agents.run_config import (
@@ -72,12 +71,6 @@ from dex_agents_google_adk._tool_execution import TRANSFER_TO_AGENT, run_tool_ca
 
 __all__ = ["DEFAULT_USER_ID", "UNKNOWN_TOOL_POLICY", "GoogleAdkRunner"]
 
-UNKNOWN_TOOL_POLICY = ToolPolicy(ToolEffect.READ, requires_approval=False)
-"""The policy of a call to a tool the agent does not have.
-
-Such a call only records `failed` with a "not found" message, which the model reads at its next call;
-nothing runs, so it needs neither an approval nor a single-attempt Step.
-"""
 DEFAULT_USER_ID = "dex"
 """The ADK user ID of every session unless the runner is given another."""
 

@@ -24,6 +24,7 @@ from typing import Any, cast
 
 from dex_agents.events import AgentEventWriter
 from dex_agents.runner import (
+    UNKNOWN_TOOL_POLICY,
     AgentTurnContext,
     AgentTurnOutcome,
     DeferredToolCall,
@@ -31,11 +32,10 @@ from dex_agents.runner import (
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
-    ToolPolicy,
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.values import AgentUsage, FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
+from dex_agents.values import AgentUsage, FrameworkMessage, MessageRole, ToolCallStatus
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
@@ -63,13 +63,6 @@ __all__ = ["UNKNOWN_TOOL_POLICY", "GraphFactory", "LangGraphRunner"]
 GraphFactory = Callable[[DexCheckpointSaver], Pregel[Any, Any, Any, Any]]
 """Builds the compiled graph with the checkpoint saver it is given (`checkpointer=` of `create_agent` or
 `StateGraph.compile`)."""
-
-UNKNOWN_TOOL_POLICY = ToolPolicy(ToolEffect.READ, requires_approval=False)
-"""The policy of a call to a tool the graph does not have.
-
-Such a call only records `failed` with LangGraph's "not a valid tool" message, which the model reads at
-its next call; nothing runs, so it needs neither an approval nor a single-attempt Step.
-"""
 
 
 class LangGraphRunner:

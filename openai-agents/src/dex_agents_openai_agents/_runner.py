@@ -43,6 +43,7 @@ from agents import (
 from agents.run_context import TContext
 from dex_agents.runner import (
     DEFAULT_REJECTION_TOOL_RESULT,
+    UNKNOWN_TOOL_POLICY,
     AgentTurnContext,
     AgentTurnOutcome,
     DeferredToolCall,
@@ -53,7 +54,7 @@ from dex_agents.runner import (
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.values import AgentUsage, FrameworkMessage, ToolCallStatus, ToolEffect
+from dex_agents.values import AgentUsage, FrameworkMessage, ToolCallStatus
 
 from dex_agents_openai_agents._effects import framework_effect
 from dex_agents_openai_agents._gating import (
@@ -72,13 +73,6 @@ from dex_agents_openai_agents._streaming import forward_stream_event
 from dex_agents_openai_agents._tool_execution import ToolCallRunner, tool_source_reference
 
 __all__ = ["HANDOFF_EVENT_TYPE", "UNKNOWN_TOOL_POLICY", "OpenAIAgentsRunner"]
-
-UNKNOWN_TOOL_POLICY = ToolPolicy(ToolEffect.READ, requires_approval=False)
-"""The policy of a call to a tool the agent does not have.
-
-Such a call only records `failed` with the SDK's "Tool ... not found" message, which the model reads at
-its next call; nothing runs, so it needs neither an approval nor a single-attempt Step.
-"""
 
 HANDOFF_EVENT_TYPE = "openai_agents.handoff"
 """The live event written for each handoff inside a `RunModel` Step."""

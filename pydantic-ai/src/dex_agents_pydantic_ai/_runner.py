@@ -25,6 +25,7 @@ from typing import Any, Generic, cast
 
 from dex_agents import (
     DEFAULT_REJECTION_TOOL_RESULT,
+    UNKNOWN_TOOL_POLICY,
     AgentEventWriter,
     AgentToolCall,
     AgentTurnContext,
@@ -35,7 +36,6 @@ from dex_agents import (
     FrameworkMessage,
     ToolCallsRequested,
     ToolCallStatus,
-    ToolEffect,
     ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
@@ -78,13 +78,6 @@ from dex_agents_pydantic_ai._system_prompts import system_prompt_request
 from dex_agents_pydantic_ai._tool_execution import ToolCallRunner
 
 __all__ = ["UNKNOWN_TOOL_POLICY", "PydanticAiRunner", "TurnCannotContinueError"]
-
-UNKNOWN_TOOL_POLICY = ToolPolicy(ToolEffect.READ, requires_approval=False)
-"""The policy of a call to a tool the agent does not have.
-
-Such a call only records `failed` with Pydantic AI's "Unknown tool name" message, which the model reads
-at its next call; nothing runs, so it needs neither an approval nor a single-attempt Step.
-"""
 
 
 class _Boundary(enum.Enum):

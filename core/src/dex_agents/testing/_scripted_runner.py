@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from dex_agents import (
+    UNKNOWN_TOOL_POLICY,
     AgentMessage,
     AgentTurnContext,
     AgentTurnOutcome,
@@ -17,7 +18,6 @@ from dex_agents import (
     FrameworkMessage,
     MessageRole,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
     ToolPolicy,
@@ -35,9 +35,6 @@ from dex_agents.testing._script import (
 )
 
 __all__ = ["ScriptedRunner", "render_message"]
-
-
-_UNKNOWN_TOOL_POLICY = ToolPolicy(ToolEffect.READ, requires_approval=False)
 
 
 def render_message(message: FrameworkMessage | AgentMessage) -> str:
@@ -219,7 +216,7 @@ class ScriptedRunner:
     def _policy(self, turn: AgentTurnContext, tool_name: str) -> ToolPolicy:
         if tool_name not in self._tools:
             # A name the agent lacks only records `failed` with a message for the model: nothing to approve.
-            return _UNKNOWN_TOOL_POLICY
+            return UNKNOWN_TOOL_POLICY
         return turn.resolve_tool_policy(tool_name)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
