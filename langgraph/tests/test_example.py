@@ -1,24 +1,14 @@
 """The README's complete example runs from a fresh process with no terminal."""
 
-import subprocess
-import sys
 from pathlib import Path
+
+from dex_agents.testing import run_example
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
 def test_refund_example_runs_end_to_end() -> None:
-    result = subprocess.run(
-        [sys.executable, "examples/refund_agent.py"],
-        check=False,
-        cwd=PACKAGE_DIR,
-        stdin=subprocess.DEVNULL,  # no terminal: the example approves by itself
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    output = result.stdout
+    output = run_example(["examples/refund_agent.py"], PACKAGE_DIR)
     assert "killed with SIGKILL while the approval waits" in output
     assert "(automatic)" in output
     assert "  tool      refund_order -> refund R-7 issued\n" in output

@@ -11,39 +11,20 @@ import subprocess
 import sys
 import time
 
+from dex_agents.testing import check_order_desk_output, run_example
+
 from tests.matrix_spec import PACKAGE_DIR
 
 DEMO = [sys.executable, "-m", "examples.order_desk"]
 
 
 def run_demo(*arguments: str) -> str:
-    completed = subprocess.run(
-        [*DEMO, *arguments],
-        cwd=PACKAGE_DIR,
-        capture_output=True,
-        text=True,
-        timeout=150,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    output = completed.stdout
-    assert completed.returncode == 0, output + completed.stderr
-    return output
+    return run_example([*DEMO[1:], *arguments], PACKAGE_DIR)
 
 
 def test_the_order_desk_demo_refunds_once_across_a_worker_kill() -> None:
     output = run_demo("--yes")
-    # Live text streamed before the tools ran, and the approval survived the Worker kill.
-    assert "Let me look up order A-17 first." in output
-    assert "killed with SIGKILL while the approval waits" in output
-    assert "approved automatically" in output
-    # The stored transcript ends with the final answer; the refund ran exactly once, with its key.
-    assert "6 assistant Done: Refunded 40 EUR for order A-17." in output
-    assert "Refund ledger: 1 refund(s)" in output
-    assert '"idempotency_key": "order-desk-1/turn-1/refund-1"' in output
-    history = output.split("Step history")[1]
-    assert history.index("AwaitToolApproval(refund-1)") < history.index("CallSingleAttemptTool(refund-1)")
-    assert history.count("RunModel attempt 1: ok") == 3
+    check_order_desk_output(output, answer_sequence=6, model_calls=3)
 
 
 def test_the_demo_runs_a_pydantic_ai_model_name_from_the_model_option() -> None:

@@ -14,14 +14,16 @@ on them. The design's 11-item matrix is ``dex_agents.testing.matrix
 What the adapters share besides: ``SessionSide`` plays the session's side of the runner contract in
 process for framework tests, ``read_agent_events`` / ``text_by_model_step`` / ``recorded_usage`` read a
 session's events back, ``run_approval_demo`` (with ``order_desk_main`` and ``RefundExampleHooks``)
-drives the examples' approval-across-a-Worker-kill demo, ``run_mcp_inventory_scenario`` runs the MCP
-inventory session scenario against an adapter's MCP agent, and ``run_turn_overhead_bench`` times a turn in
-process and as a durable session.
+drives the examples' approval-across-a-Worker-kill demo, ``run_example`` / ``check_order_desk_output``
+run an example as a user does and check what the order-desk driver printed, ``run_mcp_inventory_scenario``
+runs the MCP inventory session scenario against an adapter's MCP agent, and ``run_turn_overhead_bench``
+times a turn in process and as a durable session.
 """
 
 # First: registers the matrix with pytest's assertion rewriting before anything imports it.
 from dex_agents.testing import _assert_rewrite  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from dex_agents.testing._demo import ApprovalDecision, ApprovalDemo, DemoHooks, run_approval_demo
+from dex_agents.testing._example_runs import check_order_desk_output, run_example
 from dex_agents.testing._gates import FileGate
 from dex_agents.testing._history import (
     EXECUTE_COMPLETED_EVENT,
@@ -104,6 +106,7 @@ __all__ = [
     "StepHistoryEntry",
     "WorkerProcess",
     "cancel_order",
+    "check_order_desk_output",
     "current_model_call",
     "executed_step_types",
     "lookup_order",
@@ -117,6 +120,7 @@ __all__ = [
     "render_message",
     "run_agent_worker",
     "run_approval_demo",
+    "run_example",
     "run_inline_scripted_tool",
     "run_matrix_worker",
     "run_mcp_inventory_scenario",
