@@ -27,6 +27,9 @@ from tests.specifics_agents import BASH_REFUSAL, build_flows, permission_log_pat
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
+ONE_TOOL_STEP = ["StartAgentSession", "RunModel", "CallTool", "ResumeTurn", "RunModel"]
+"""The Steps of a turn with one call in a tool Step."""
+
 
 @dataclass
 class Session:
@@ -209,13 +212,7 @@ async def test_the_users_can_use_tool_decides_about_a_built_in_and_never_about_t
     assert [run.tool_call_id for run in session.stack.invocations.tool_calls(session_id, "send_receipt")] == [
         "receipt-1"
     ]
-    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
-        "StartAgentSession",
-        "RunModel",
-        "CallTool",
-        "ResumeTurn",
-        "RunModel",
-    ]
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == ONE_TOOL_STEP
 
 
 async def test_a_retried_model_step_runs_its_built_in_tool_again(session: Session, tmp_path: Path) -> None:
@@ -326,10 +323,4 @@ async def test_inline_read_tools_false_runs_every_read_in_its_own_step(session: 
     assert run.idempotency_key == f"{session_id}/turn-1/read-1"
     calls = session.stack.invocations.model_calls(session_id)
     assert len(calls) == 2 and calls[0].step_execution_id != calls[1].step_execution_id
-    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
-        "StartAgentSession",
-        "RunModel",
-        "CallTool",
-        "ResumeTurn",
-        "RunModel",
-    ]
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == ONE_TOOL_STEP
