@@ -16,7 +16,8 @@ real CLI speaks on stdout/stdin, in the order the CLI does:
   `tools/call` with the tool use ID in `_meta["claudecode/toolUseId"]`, and turns a `deny` into the CLI's
   `PreToolUse:<tool> hook error: ` result;
 - when no hook decides about a call, asks the permission system: `options.allowed_tools` allows it, else
-  `can_use_tool` (a `can_use_tool` control request) decides, else it is refused;
+  `can_use_tool` (a `can_use_tool` control request) decides, else it is refused (the real CLI's
+  permission modes, which let some read-only calls through unasked, are not modelled);
 - after asking about every tool use of a response, stops the run if any was deferred (`result` with
   `stop_reason` `tool_deferred` and the last deferred call as `deferred_tool_use`; the others get no
   result, as in the real CLI);
