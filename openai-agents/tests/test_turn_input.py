@@ -47,6 +47,20 @@ def _session_with_history(runner: OpenAIAgentsRunner[Any], turns: int) -> Sessio
     return session
 
 
+async def _defer_and_finish(
+    runner: OpenAIAgentsRunner[Any], session: SessionSide, call_id: str, status: ToolCallStatus, text: str
+) -> ToolCallsRequested:
+    """Make a model Step that asks for one tool call, and record the call with ``text``."""
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested), requested
+    session.defer(requested)
+    if status is ToolCallStatus.FAILED:
+        session.finish(call_id, status, error=text)
+    else:
+        session.finish(call_id, status, output=text)
+    return requested
+
+
 def _texts(items: list[TResponseInputItem]) -> list[str]:
     """What a model call saw: each item as its text, tool call ID or output."""
     texts: list[str] = []
@@ -69,12 +83,9 @@ async def _unknown_tool_run_state(turns: int) -> tuple[int, int]:
     session.start_turn(runner.build_user_message("Launch a rocket"))
     history_bytes = sum(len(message.framework_item) for message in session.messages)
 
-    requested = await runner.run_model_step(session.context())
+    requested = await _defer_and_finish(runner, session, "call-1", ToolCallStatus.FAILED, _NOT_FOUND)
 
-    assert isinstance(requested, ToolCallsRequested)
     assert [c.policy for c in requested.tool_calls] == [UNKNOWN_TOOL_POLICY]
-    session.defer(requested)
-    session.finish("call-1", ToolCallStatus.FAILED, error=_NOT_FOUND)
     final = await runner.run_model_step(session.context())
     # The next model call still sees the whole conversation, and the turn stores only its own items.
     assert isinstance(final, TurnCompleted) and final.turn_error is None
@@ -108,17 +119,11 @@ async def test_an_unknown_tool_then_more_tool_calls_keep_the_whole_turn_and_a_sm
     runner = _assistant(model)
     session = _session_with_history(runner, turns=20)
     session.start_turn(runner.build_user_message("A rocket, then the weather"))
-    first = await runner.run_model_step(session.context())
-    assert isinstance(first, ToolCallsRequested)
-    session.defer(first)
-    session.finish("call-1", ToolCallStatus.FAILED, error=_NOT_FOUND)
+    await _defer_and_finish(runner, session, "call-1", ToolCallStatus.FAILED, _NOT_FOUND)
 
-    second = await runner.run_model_step(session.context())
+    second = await _defer_and_finish(runner, session, "call-2", ToolCallStatus.SUCCEEDED, "Oslo: sunny")
 
-    assert isinstance(second, ToolCallsRequested)
     assert len(second.framework_run_state) < 10_000
-    session.defer(second)
-    session.finish("call-2", ToolCallStatus.SUCCEEDED, output="Oslo: sunny")
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
@@ -145,10 +150,7 @@ async def test_a_call_model_input_filter_that_trims_the_input_loses_nothing_afte
     runner = _assistant(model, RunConfig(call_model_input_filter=_last_four_items))
     session = _session_with_history(runner, turns=5)
     session.start_turn(runner.build_user_message("Launch a rocket"))
-    requested = await runner.run_model_step(session.context())
-    assert isinstance(requested, ToolCallsRequested)
-    session.defer(requested)
-    session.finish("call-1", ToolCallStatus.FAILED, error=_NOT_FOUND)
+    await _defer_and_finish(runner, session, "call-1", ToolCallStatus.FAILED, _NOT_FOUND)
 
     final = await runner.run_model_step(session.context())
 
@@ -184,10 +186,7 @@ def _triage_with_filtered_handoff(
 
 async def _turn_with_a_tool_call(runner: OpenAIAgentsRunner[Any], session: SessionSide) -> None:
     session.start_turn(runner.build_user_message("Weather in Oslo?"))
-    requested = await runner.run_model_step(session.context())
-    assert isinstance(requested, ToolCallsRequested)
-    session.defer(requested)
-    session.finish("w-1", ToolCallStatus.SUCCEEDED, output="Oslo: sunny")
+    await _defer_and_finish(runner, session, "w-1", ToolCallStatus.SUCCEEDED, "Oslo: sunny")
     final = await runner.run_model_step(session.context())
     assert isinstance(final, TurnCompleted) and final.turn_error is None
     session.store(final.new_messages)
@@ -234,10 +233,7 @@ async def test_a_handoff_input_filter_then_tool_calls_keep_the_turn_across_the_r
     session = SessionSide()
     await _turn_with_a_tool_call(runner, session)
     session.start_turn(runner.build_user_message("And Rome, billing?"))
-    requested = await runner.run_model_step(session.context())
-    assert isinstance(requested, ToolCallsRequested)
-    session.defer(requested)
-    session.finish("w-2", ToolCallStatus.SUCCEEDED, output="Rome: sunny")
+    await _defer_and_finish(runner, session, "w-2", ToolCallStatus.SUCCEEDED, "Rome: sunny")
 
     final = await runner.run_model_step(session.context())
 
