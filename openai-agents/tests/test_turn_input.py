@@ -247,3 +247,22 @@ async def test_a_handoff_input_filter_then_tool_calls_keep_the_turn_across_the_r
         (MessageRole.TOOL, "w-2", None),
         (MessageRole.ASSISTANT, None, "Rome is sunny too."),
     ]
+
+
+async def test_a_run_state_of_the_earlier_format_ends_the_turn_with_a_clear_error() -> None:
+    model = ScriptedModel([[text_item("Hello again.")]])
+    runner = _assistant(model)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Go"))
+    session.framework_run_state = json.dumps(
+        {"format": "dex-agents-openai-agents/1", "kind": "items", "items": [], "agent_name": "assistant"}
+    )
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted) and model.calls == 0
+    assert outcome.turn_error and "'dex-agents-openai-agents/1' of an earlier" in outcome.turn_error
+    # The session stays usable: the next turn starts without a run state and is answered.
+    session.start_turn(runner.build_user_message("Hi"))
+    final = await runner.run_model_step(session.context())
+    assert isinstance(final, TurnCompleted) and final.new_messages[-1].text == "Hello again."
