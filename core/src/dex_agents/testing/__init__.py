@@ -68,14 +68,23 @@ from dex_agents.testing._server import DevServerProcess
 from dex_agents.testing._session_events import read_agent_events, recorded_usage, text_by_model_step
 from dex_agents.testing._session_side import SessionSide
 from dex_agents.testing._stack import AgentTestStack
+from dex_agents.testing._text_chunks import text_chunks
 from dex_agents.testing._turn_overhead import DurableTurn, InProcessTurn, run_turn_overhead_bench
 from dex_agents.testing._waiting import wait_for_agent_snapshot, wait_until
 from dex_agents.testing._worker import WorkerProcess, run_agent_worker
+from dex_agents.testing.mcp_inventory_server import (
+    MCP_INVENTORY_SERVER_MODULE,
+    MCP_TEST_LOG_ENV,
+    McpStdioCommand,
+    mcp_inventory_server,
+)
 
 __all__ = [
     "EXECUTE_COMPLETED_EVENT",
     "EXECUTE_FAILED_EVENT",
     "MATRIX_TOOLS",
+    "MCP_INVENTORY_SERVER_MODULE",
+    "MCP_TEST_LOG_ENV",
     "STATE_DIR_ENV",
     "WAIT_FOR_COMPLETED_EVENT",
     "WAIT_FOR_FAILED_EVENT",
@@ -94,6 +103,7 @@ __all__ = [
     "MatrixSpec",
     "MatrixToolNames",
     "McpInventoryRun",
+    "McpStdioCommand",
     "ModelCallScope",
     "ModelCallScopedRunner",
     "OrderDeskDemo",
@@ -111,6 +121,7 @@ __all__ = [
     "executed_step_types",
     "lookup_order",
     "matrix_session_options",
+    "mcp_inventory_server",
     "model_call_scope",
     "order_desk_main",
     "read_agent_events",
@@ -130,6 +141,7 @@ __all__ = [
     "scripted_model_response",
     "send_receipt",
     "text_by_model_step",
+    "text_chunks",
     "wait_for_agent_snapshot",
     "wait_for_turn_end",
     "wait_until",
