@@ -1,5 +1,6 @@
-"""The matrix can fail: a runner that ignores tool policies lets a single-attempt write run twice, and one
-that answers an unknown tool with an empty success hides from the model why the call did nothing."""
+"""The matrix can fail: a runner that ignores tool policies lets a single-attempt write run twice, one that
+answers an unknown tool with an empty success hides from the model why the call did nothing, and one that
+calls the model twice when a turn resumes makes a hidden model call."""
 
 import subprocess
 import sys
@@ -8,7 +9,9 @@ from pathlib import Path
 CORE_DIR = Path(__file__).resolve().parents[1]
 
 
-def test_matrix_fails_for_a_runner_that_ignores_policies_or_hides_an_unknown_tool(tmp_path: Path) -> None:
+def test_matrix_fails_for_a_runner_that_ignores_policies_hides_an_unknown_tool_or_calls_twice(
+    tmp_path: Path,
+) -> None:
     result = subprocess.run(
         [
             sys.executable,
@@ -20,7 +23,7 @@ def test_matrix_fails_for_a_runner_that_ignores_policies_or_hides_an_unknown_too
             f"--basetemp={tmp_path / 'nested'}",
             "tests/broken_agents.py",
             "-k",
-            "test_5_ or test_11_ or test_12_",
+            "test_5_ or test_11_ or test_12_ or test_13_",
         ],
         check=False,
         cwd=CORE_DIR,
@@ -38,4 +41,7 @@ def test_matrix_fails_for_a_runner_that_ignores_policies_or_hides_an_unknown_too
     # Item 12: the unknown tool's call "succeeds" with no output, so the next model call never sees why.
     assert "FAILED tests/broken_agents.py::TestBrokenMatrix::test_12_" in output, output[-3000:]
     assert "assert \"unknown tool 'launch_rocket'\" in " in output, output[-3000:]
-    assert "2 failed, 1 passed" in output, output[-3000:]
+    # Item 13: the resumed model call ran twice in one attempt of one Worker.
+    assert "FAILED tests/broken_agents.py::TestBrokenMatrix::test_13_" in output, output[-3000:]
+    assert "made 2 model calls in Worker" in output, output[-3000:]
+    assert "3 failed, 1 passed" in output, output[-3000:]
