@@ -49,6 +49,7 @@ from dex_agents.testing._matrix_tools import (
 from dex_agents.testing._mcp_inventory import McpInventoryRun, run_mcp_inventory_scenario
 from dex_agents.testing._order_desk_demo import OrderDeskDemo, order_desk_main
 from dex_agents.testing._refund_example import RefundExampleHooks
+from dex_agents.testing._runner_contract_spec import RunnerContractSpec
 from dex_agents.testing._scoped_runner import ModelCallScopedRunner, with_model_call_scope
 from dex_agents.testing._script import (
     STATE_DIR_ENV,
@@ -108,6 +109,7 @@ __all__ = [
     "ModelCallScopedRunner",
     "OrderDeskDemo",
     "RefundExampleHooks",
+    "RunnerContractSpec",
     "ScriptStore",
     "ScriptedResponse",
     "ScriptedRunner",
