@@ -10,7 +10,7 @@ from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
 from dex_agents import ToolEffect, effect_from_mcp_annotations
-from dex_agents.testing import MCP_INVENTORY_SERVER_MODULE, MCP_TEST_LOG_ENV, mcp_inventory_server
+from dex_agents.testing import MCP_INVENTORY_SERVER_MODULE, MCP_TEST_LOG_ENV, mcp_inventory_server_command
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -24,7 +24,7 @@ def _text(result: object) -> tuple[bool, str]:
 
 async def test_the_server_offers_annotated_tools_and_logs_every_request(tmp_path: Path) -> None:
     log = tmp_path / "requests.log"
-    command = mcp_inventory_server(log)
+    command = mcp_inventory_server_command(log)
     assert (
         command.args
         == ["-m", MCP_INVENTORY_SERVER_MODULE]
@@ -64,7 +64,7 @@ async def test_the_server_offers_annotated_tools_and_logs_every_request(tmp_path
 
 
 async def test_the_server_refuses_to_start_without_its_log(tmp_path: Path) -> None:
-    command = mcp_inventory_server(tmp_path / "unused.log")
+    command = mcp_inventory_server_command(tmp_path / "unused.log")
     environment = {name: value for name, value in os.environ.items() if name not in command.env}
     process = await asyncio.create_subprocess_exec(
         command.command,

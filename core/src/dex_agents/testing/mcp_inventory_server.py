@@ -1,8 +1,8 @@
 """A stdio MCP server whose tools carry effect annotations and log every request they serve.
 
 Run it as a subprocess of an MCP client: ``python -m dex_agents.testing.mcp_inventory_server``, with the
-log file in the ``MCP_TEST_LOG`` environment variable (`mcp_inventory_server` builds that command). Each
-line of the log is one request: ``tools/list``, ``tools/call <tool>``, or for ``restock_and_crash``
+log file in the ``MCP_TEST_LOG`` environment variable; `mcp_inventory_server_command` builds that command.
+Each line of the log is one request: ``tools/list``, ``tools/call <tool>``, or for ``restock_and_crash``
 ``tools/call restock_and_crash <sku>``. Its tools:
 
 - ``count_items(sku)``: ``readOnlyHint``, so a ``read``; answers ``"<sku>: 7 in stock"``.
@@ -33,7 +33,7 @@ __all__ = [
     "MCP_TEST_LOG_ENV",
     "McpStdioCommand",
     "main",
-    "mcp_inventory_server",
+    "mcp_inventory_server_command",
 ]
 
 MCP_INVENTORY_SERVER_MODULE = "dex_agents.testing.mcp_inventory_server"
@@ -57,7 +57,7 @@ class McpStdioCommand:
     env: dict[str, str] = field(default_factory=dict[str, str])
 
 
-def mcp_inventory_server(log: Path) -> McpStdioCommand:
+def mcp_inventory_server_command(log: Path) -> McpStdioCommand:
     """Return the command that runs the inventory server with this interpreter, logging to ``log``.
 
     Args:
@@ -140,7 +140,8 @@ def main() -> None:
     """Serve the inventory tools on stdio until the client closes the connection."""
     if not os.environ.get(MCP_TEST_LOG_ENV):
         sys.exit(
-            f"{MCP_TEST_LOG_ENV} must name the request log; start the server with mcp_inventory_server()"
+            f"{MCP_TEST_LOG_ENV} must name the request log; "
+            "start the server with mcp_inventory_server_command()"
         )
     _build_server().run("stdio")
 
