@@ -1,12 +1,10 @@
 """The runner contract kit, run against the core's framework-free ScriptedRunner."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 from dex_agents.testing import RunnerContractSpec, ScriptedRunner
 from dex_agents.testing.runner_contract import RunnerContractTests
-from tests.agents import CORE_DIR
+from tests.nested_pytest import run_nested_pytest
 
 
 class TestScriptedRunnerContract(RunnerContractTests):
@@ -20,26 +18,7 @@ class TestScriptedRunnerContract(RunnerContractTests):
 def test_the_kit_fails_for_a_runner_that_reorders_calls_or_reads_another_runners_state(
     tmp_path: Path,
 ) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            f"--basetemp={tmp_path / 'nested'}",
-            "tests/broken_contract_runners.py",
-        ],
-        check=False,
-        cwd=CORE_DIR,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    output = result.stdout
-    assert result.returncode == 1, output[-3000:] + result.stderr[-2000:]
+    output = run_nested_pytest(tmp_path, "tests/broken_contract_runners.py", timeout=120)
     failed = sorted(line.split("::")[-1] for line in output.splitlines() if line.startswith("FAILED "))
     assert [name.split(" ")[0] for name in failed] == [
         "test_a_model_call_defers_every_tool_call_in_model_order_and_runs_none",

@@ -83,6 +83,16 @@ class RunnerContract:
         """Build a scripted call of a matrix tool."""
         return ScriptedToolCall(tool_name, {"order_id": order_id}, tool_call_id)
 
+    def one_call_per_tool(self) -> tuple[ScriptedToolCall, ...]:
+        """One scripted call per matrix tool, ``call-1`` to ``call-4``, in the order of `MatrixToolNames`."""
+        tools = self.tools
+        return (
+            self.call(tools.read, "call-1", "A-1"),
+            self.call(tools.approval_write, "call-2", "B-2"),
+            self.call(tools.idempotent_write, "call-3", "C-3"),
+            self.call(tools.single_attempt_write, "call-4", "D-4"),
+        )
+
     def start_turn(self, text: str) -> None:
         """Store the user's message as the next turn's first message."""
         self.session.start_turn(self.runner.build_user_message(text))
@@ -124,13 +134,7 @@ class RunnerContractTests:
         self, contract: RunnerContract
     ) -> None:
         """One response's calls become one `ToolCallsRequested`, in model order, with their policies."""
-        tools = contract.tools
-        calls = (
-            contract.call(tools.read, "call-1", "A-1"),
-            contract.call(tools.approval_write, "call-2", "B-2"),
-            contract.call(tools.idempotent_write, "call-3", "C-3"),
-            contract.call(tools.single_attempt_write, "call-4", "D-4"),
-        )
+        calls = contract.one_call_per_tool()
         contract.script([ScriptedResponse(text="Let me see.", tool_calls=calls)])
         contract.start_turn("Look up A-1, refund B-2, mail C-3, cancel D-4")
 
@@ -140,7 +144,7 @@ class RunnerContractTests:
         assert [
             (call.tool_call_id, call.tool_name, json.loads(call.arguments)) for call in outcome.tool_calls
         ] == [(call.tool_call_id, call.tool_name, dict(call.arguments)) for call in calls]
-        policies = tools.policies()
+        policies = contract.tools.policies()
         assert [call.policy for call in outcome.tool_calls] == [policies[call.tool_name] for call in calls]
         assert outcome.framework_run_state, "the run state must be non-empty text"
         assert outcome.usage.model_calls == 1, outcome.usage
@@ -151,13 +155,7 @@ class RunnerContractTests:
         self, contract: RunnerContract
     ) -> None:
         """Each final record's model-visible result reaches the next model call; the turn stores them."""
-        tools = contract.tools
-        calls = (
-            contract.call(tools.read, "call-1", "A-1"),
-            contract.call(tools.approval_write, "call-2", "B-2"),
-            contract.call(tools.idempotent_write, "call-3", "C-3"),
-            contract.call(tools.single_attempt_write, "call-4", "D-4"),
-        )
+        calls = contract.one_call_per_tool()
         contract.script([ScriptedResponse(tool_calls=calls), ScriptedResponse(text="Done.")])
         contract.start_turn("Do all four")
         requested = await contract.run_model_step()
