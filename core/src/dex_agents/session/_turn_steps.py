@@ -86,7 +86,7 @@ __all__ = [
 
 _logger = logging.getLogger("dex_agents")
 
-#: The smallest note budget `_append_turn_failure_note` tries before it gives up on the note.
+#: The smallest note budget `_storable_turn_failure_note` tries before it gives up on the note.
 _SMALLEST_NOTE_BUDGET_BYTES = 1024
 
 NEW_MESSAGES_NEED_UNFINISHED_TURN_BUILDER = (
