@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 from dex import AsyncContext, Step, StepDecision, StepMovement, StepOptions, Wait, go_to_many
 
 from dex_agents.events import AgentEventType
-from dex_agents.limits import MAX_STORED_VALUE_BYTES, MAX_USER_MESSAGE_BYTES, bounded_text, utf8_size
+from dex_agents.limits import (
+    MAX_STORED_VALUE_BYTES,
+    MAX_TURN_FAILURE_NOTE_BYTES,
+    MAX_USER_MESSAGE_BYTES,
+    bounded_text,
+    utf8_size,
+)
 from dex_agents.persistence import (
     AGENT_STATE,
     AGENT_TOOL_CALLS,
@@ -31,6 +37,7 @@ from dex_agents.runner import (
     build_turn_failure_note,
 )
 from dex_agents.session._errors import (
+    NO_WORKER_AVAILABLE_ERROR_TYPE,
     RunnerCallError,
     SessionStateError,
     describe_exception,
@@ -49,6 +56,7 @@ from dex_agents.session._state import (
     read_state,
     read_turn_records,
     read_usage,
+    to_agent_message,
     usage_payload,
 )
 from dex_agents.values import (
@@ -77,6 +85,9 @@ __all__ = [
 ]
 
 _logger = logging.getLogger("dex_agents")
+
+#: The smallest note budget `_storable_turn_failure_note` tries before it gives up on the note.
+_SMALLEST_NOTE_BUDGET_BYTES = 1024
 
 NEW_MESSAGES_NEED_UNFINISHED_TURN_BUILDER = (
     "a runner that sets ToolCallsRequested.new_messages must implement build_unfinished_turn_messages"
@@ -142,6 +153,31 @@ def _end_turn(
     return ended
 
 
+def _storable_turn_failure_note(
+    runtime: SessionRuntime, final: Sequence[AgentToolCall], sequence: int, turn_id: str
+) -> FrameworkMessage:
+    """Return the runner's message for the turn-failure note, shortened until it can be stored.
+
+    The note's text is at most `MAX_TURN_FAILURE_NOTE_BYTES`, but the stored message also holds it in the
+    runner's ``framework_item``, escaped by the framework's JSON, so only the stored size tells whether
+    it fits; each try gives the note a quarter of the room of the one before.
+
+    Raises:
+        InvalidRunnerOutput: If even a note of `_SMALLEST_NOTE_BUDGET_BYTES` cannot be stored.
+    """
+    budget = MAX_TURN_FAILURE_NOTE_BYTES
+    while True:
+        note = _user_message(runtime, build_turn_failure_note(final, max_bytes=budget))
+        try:
+            to_agent_message(note, sequence, turn_id, format_time(now()))
+        except InvalidRunnerOutput:
+            if budget <= _SMALLEST_NOTE_BUDGET_BYTES:
+                raise
+            budget //= 4
+            continue
+        return note
+
+
 def _fail_turn(
     context: AsyncContext,
     runtime: SessionRuntime,
@@ -154,7 +190,7 @@ def _fail_turn(
     final = iter_final(records)
     if final and turn_id is not None:
         try:
-            note = _user_message(runtime, build_turn_failure_note(final))
+            note = _storable_turn_failure_note(runtime, final, state.next_message_sequence, turn_id)
             state, _ = append_messages(context, state, turn_id, [note])
         except Exception as note_error:
             # The failure route must end the turn even when the runner cannot build the note.
@@ -559,5 +595,28 @@ class RecordTurnFailure(Step[None]):
             if recovery is not None
             else "the model call failed without an error detail"
         )
+        if recovery is not None and NO_WORKER_AVAILABLE_ERROR_TYPE in recovery.error_type.upper():
+            error = _no_worker_turn_error(runtime.flow_type, error)
+            _logger.warning("turn %s of session %s failed: %s", state.active_turn_id, context.flow_id, error)
         records = read_turn_records(context, state.active_turn_id)
         return _fail_turn(context, runtime, state, error, records)
+
+
+def _no_worker_turn_error(flow_type: str, detail: str) -> str:
+    """Return `last_turn_error` for a turn whose last `RunModel` attempt no Worker accepted.
+
+    The server's own detail may not say what an operator has to fix, so the error names the Flow type.
+
+    Args:
+        flow_type: The session's Flow type.
+        detail: The recovery error's detail.
+
+    Returns:
+        The error.
+    """
+    return (
+        f"no Worker served Flow type {flow_type!r}: the last of RunModel's attempts found no Worker that "
+        "accepted it within the server's dispatch wait, so the turn failed without an answer; start a "
+        "Worker that registers it (or free task slots on its Workers), then send the message again "
+        f"(server detail: {detail})"
+    )

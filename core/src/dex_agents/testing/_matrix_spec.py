@@ -61,6 +61,10 @@ class MatrixSpec:
             ``launch_rocket``). Item 12, an addition beyond the design's 11, checks that such a call is
             recorded ``failed`` with it and that the model sees it at its next call, never in a hidden
             second model call. ``None`` (the default) skips item 12.
+        runs_reads_inline: The runner lets its framework run read tools inside ``RunModel`` (a whole-turn
+            harness, such as the Claude Code CLI's), so one ``RunModel`` attempt makes one model call per
+            response. Item 13 then requires each model call of an attempt to see more input than the one
+            before it, instead of exactly one model call per attempt.
     """
 
     build_runner: Callable[[], AgentFrameworkRunner]
@@ -71,6 +75,7 @@ class MatrixSpec:
     tool_names: MatrixToolNames = field(default_factory=MatrixToolNames)
     approval_deadline: timedelta = timedelta(seconds=4)
     unknown_tool_message: str | None = None
+    runs_reads_inline: bool = False
 
     def build_flows(self) -> MatrixFlows:
         """Build the matrix Flows (each with its own runner, wrapped for the scripted model)."""
