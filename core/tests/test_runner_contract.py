@@ -25,4 +25,4 @@ def test_the_kit_fails_for_a_runner_that_reorders_calls_or_reads_another_runners
         "test_a_run_state_of_another_runner_is_refused_before_any_model_call",
     ], output[-3000:]
     assert "the model was called with another runner's state" in output, output[-3000:]
-    assert "3 passed" in output, output[-3000:]
+    assert "4 passed" in output, output[-3000:]

@@ -47,6 +47,7 @@ from dex_agents.testing._matrix_tools import (
     send_receipt,
 )
 from dex_agents.testing._mcp_inventory import McpInventoryRun, run_mcp_inventory_scenario
+from dex_agents.testing._projection import ProjectedCall, check_message_projection
 from dex_agents.testing._runner_contract_spec import RunnerContractSpec
 from dex_agents.testing._scoped_runner import ModelCallScopedRunner, with_model_call_scope
 from dex_agents.testing._script import (
@@ -99,6 +100,7 @@ __all__ = [
     "McpStdioCommand",
     "ModelCallScope",
     "ModelCallScopedRunner",
+    "ProjectedCall",
     "RunnerContractSpec",
     "ScriptStore",
     "ScriptedResponse",
@@ -108,6 +110,7 @@ __all__ = [
     "StepHistoryEntry",
     "WorkerProcess",
     "cancel_order",
+    "check_message_projection",
     "check_order_desk_output",
     "current_model_call",
     "executed_step_types",

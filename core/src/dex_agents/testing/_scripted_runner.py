@@ -166,6 +166,7 @@ class ScriptedRunner:
                     MessageRole.TOOL,
                     tool_call_id=tool_call_id,
                     tool_name=record.tool_name,
+                    tool_arguments=record.arguments,
                     tool_output=describe_tool_call_outcome(record),
                 )
             )

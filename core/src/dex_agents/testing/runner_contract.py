@@ -17,11 +17,13 @@ same runner its matrix uses::
         )
 
 Each test asserts what a session relies on: a model call defers every tool call in model order and runs
-none; resuming shows the model each recorded result and runs no tool; the next turn replays the stored
-conversation; a run state another runner wrote is refused with a clear error before any model call; and a
-call to a tool name the agent does not have is deferred with `UNKNOWN_TOOL_POLICY` and fails in its tool
-Step with a message the model sees at its next call. Like ``dex_agents.testing.matrix``, this module needs
-pytest and pytest-asyncio; the kit registers it for pytest's assertion rewriting.
+none; resuming shows the model each recorded result and runs no tool; the stored messages project a
+tool-calling response the one way every adapter shares (`check_message_projection`); the next turn
+replays the stored conversation; a run state another runner wrote is refused with a clear error before
+any model call; and a call to a tool name the agent does not have is deferred with `UNKNOWN_TOOL_POLICY`
+and fails in its tool Step with a message the model sees at its next call. Like
+``dex_agents.testing.matrix``, this module needs pytest and pytest-asyncio; the kit registers it for
+pytest's assertion rewriting.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from dex_agents import (
 )
 from dex_agents.testing._invocations import Invocation
 from dex_agents.testing._matrix_tools import MatrixToolNames
+from dex_agents.testing._projection import ProjectedCall, check_message_projection
 from dex_agents.testing._runner_contract_spec import RunnerContractSpec
 from dex_agents.testing._scoped_runner import with_model_call_scope
 from dex_agents.testing._script import STATE_DIR_ENV, ScriptedResponse, ScriptedToolCall, ScriptStore
@@ -183,6 +186,33 @@ class RunnerContractTests:
         assert stored_results == {"call-1", "call-2", "call-3", "call-4"}, final.new_messages
         assert final.new_messages[-1].role is MessageRole.ASSISTANT, final.new_messages[-1]
         assert "Done." in (final.new_messages[-1].text or ""), final.new_messages[-1]
+
+    async def test_a_tool_calling_response_is_stored_in_the_shared_projection(
+        self, contract: RunnerContract
+    ) -> None:
+        """Text on its own assistant message, one assistant message per call, one tool message per result."""
+        tools = contract.tools
+        read = contract.call(tools.read, "call-1", "A-1")
+        mail = contract.call(tools.idempotent_write, "call-3", "C-3")
+        asks = ScriptedResponse(text="Let me check both.", tool_calls=(read, mail))
+        contract.script([asks, ScriptedResponse(text="Done.")])
+        contract.start_turn("Look up A-1 and mail C-3")
+        requested = await contract.run_model_step()
+        assert isinstance(requested, ToolCallsRequested), requested
+        contract.session.defer(requested)
+        outputs = {"call-1": "Order A-1 has shipped.", "call-3": "Receipt for C-3 sent."}
+        for tool_call_id, output in outputs.items():
+            contract.session.finish(tool_call_id, ToolCallStatus.SUCCEEDED, output=output)
+
+        final = await contract.run_model_step()
+
+        assert isinstance(final, TurnCompleted), final
+        check_message_projection(
+            [*requested.new_messages, *final.new_messages],
+            response_text="Let me check both.",
+            calls=[ProjectedCall(call.tool_call_id, call.tool_name, call.arguments) for call in (read, mail)],
+            outputs=outputs,
+        )
 
     async def test_the_next_turn_replays_the_stored_history(self, contract: RunnerContract) -> None:
         """A new turn's model call sees the earlier turn's messages, rebuilt from what the session stored."""
