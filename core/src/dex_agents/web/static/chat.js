@@ -284,7 +284,7 @@
     const box = el("div", { class: "bubble" });
     if (group.attempt > 1) box.append(el("span", { class: "attempt", text: `retry: attempt ${group.attempt}` }));
     if (group.reasoning) box.append(el("div", { class: "reasoning", text: group.reasoning }));
-    box.append(document.createTextNode(group.text));
+    box.append(el("span", { class: "text", text: group.text }));
     return el("div", { class: "msg", "data-role": "assistant", "data-live": true, "data-attempt": group.attempt }, box);
   }
 
