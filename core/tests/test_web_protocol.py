@@ -309,3 +309,29 @@ async def test_ai_sdk_stream_resets_the_step_after_a_worker_kill_in_run_model(
     assert chunks[2]["id"] != chunks[5]["id"] == chunks[6]["id"] == chunks[7]["id"]
     snapshot = await harness.sessions.get_agent_snapshot(session)
     assert [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT] == ["Shipped."]
+
+
+async def test_the_page_and_its_files_are_served_and_session_access_hides_sessions(
+    harness: MatrixHarness,
+) -> None:
+    allowed = harness.stack.new_session_id("web-mine")
+
+    async def only_mine(request: Any, session_id: str) -> bool:
+        del request
+        return session_id == allowed
+
+    app = create_agent_web_app(harness.sessions, session_access=only_mine, timings=TIMINGS)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as http:
+        page = await http.get(f"/sessions/{allowed}")
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert "../static/chat.js" in page.text
+        script = await http.get("/static/chat.js")
+        assert script.status_code == 200 and "EventSource" in script.text
+        hidden = await http.get(f"/sessions/{allowed}-not")
+        assert hidden.status_code == 404 and "no session" in hidden.json()["error"]
+        refused = await http.post(f"/api/sessions/{allowed}-not/messages", json={"text": "hi"})
+        assert refused.status_code == 404
+    no_page = create_agent_web_app(harness.sessions, serve_page=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=no_page), base_url="http://app") as http:
+        assert (await http.get(f"/sessions/{allowed}")).status_code == 404
