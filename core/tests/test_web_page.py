@@ -94,7 +94,7 @@ async def test_a_turn_streams_an_approval_is_granted_and_a_killed_worker_is_surv
     await page.click("#send")
 
     approval = page.locator('[data-interrupt-id="refund-1"]')
-    await expect(page.locator('[data-live] .bubble').first).to_contain_text("Let me look up A-1.")
+    await expect(page.locator("[data-live] .bubble").first).to_contain_text("Let me look up A-1.")
     await expect(page.locator('[data-tool-call-id="lookup-1"]')).to_have_attribute("data-status", "succeeded")
     await expect(page.locator('[data-tool-call-id="refund-1"]')).to_have_attribute(
         "data-status", "awaiting_approval"

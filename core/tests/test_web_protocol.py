@@ -63,7 +63,8 @@ async def test_snapshot_hides_step_fields_and_actions_resolve_the_approval(
     read = harness.call(harness.tools.read, "read-1")
     write = harness.call(harness.tools.approval_write, "refund-1")
     harness.script(
-        session, [ScriptedResponse(text="Checking.", tool_calls=(read, write)), ScriptedResponse(text="Done.")]
+        session,
+        [ScriptedResponse(text="Checking.", tool_calls=(read, write)), ScriptedResponse(text="Done.")],
     )
     await harness.sessions.start_session(session, "Refund A-1")
     await _pending_approval(harness, session)
@@ -97,7 +98,9 @@ async def test_sse_ids_are_resume_tokens_and_resume_exactly(
 ) -> None:
     session = harness.stack.new_session_id("web-sse")
     read = harness.call(harness.tools.read, "read-1")
-    harness.script(session, [ScriptedResponse(text="Looking.", tool_calls=(read,)), ScriptedResponse(text="Here.")])
+    harness.script(
+        session, [ScriptedResponse(text="Looking.", tool_calls=(read,)), ScriptedResponse(text="Here.")]
+    )
     await harness.sessions.start_session(session, "Where is A-1?")
     events = await _sse_until(web, f"{_api(session)}/events?after=", "turn_completed")
     # A turn's end is sent once it committed: the snapshot read right after it shows the ended turn.
@@ -112,12 +115,17 @@ async def test_sse_ids_are_resume_tokens_and_resume_exactly(
     middle = len(events) // 2
     # EventSource reconnects with Last-Event-ID; the stream goes on right after that event.
     resumed = await _sse_until(
-        web, f"{_api(session)}/events?after=", "turn_completed", headers={"last-event-id": events[middle].id or ""}
+        web,
+        f"{_api(session)}/events?after=",
+        "turn_completed",
+        headers={"last-event-id": events[middle].id or ""},
     )
     assert [(event.id, event.event) for event in resumed] == [(e.id, e.event) for e in events[middle + 1 :]]
 
 
-async def test_a_rejected_token_gets_400_before_the_stream(harness: MatrixHarness, web: httpx.AsyncClient) -> None:
+async def test_a_rejected_token_gets_400_before_the_stream(
+    harness: MatrixHarness, web: httpx.AsyncClient
+) -> None:
     session = harness.stack.new_session_id("web-token")
     harness.script(session, [ScriptedResponse(text="Hi.")])
     await harness.sessions.start_session(session, "Hello")
@@ -128,6 +136,9 @@ async def test_a_rejected_token_gets_400_before_the_stream(harness: MatrixHarnes
     assert "rejected" in response.json()["error"]
     missing = await web.get(f"{_api(session)}/events")
     assert missing.status_code == 400 and "after=" in missing.json()["error"]
+
+
+NO_PARTS: list[dict[str, Any]] = []
 
 
 async def test_every_bad_input_is_a_clear_4xx_and_the_session_stays_usable(
@@ -149,11 +160,23 @@ async def test_every_bad_input_is_a_clear_4xx_and_the_session_stays_usable(
         (await web.post(f"{api}/messages", data={"text": "form post"}), 415, "application/json"),
         (await web.post(f"{api}/messages", content=b"x" * (1024 * 1024 + 1), headers=_JSON), 413, "limit"),
         (await web.post(f"{api}/interrupts/nope/approve", json={}), 409, "not pending"),
-        (await web.post(f"{api}/interrupts/nope/reject", json={"rejection_message": 3}), 400, "string or null"),
+        (
+            await web.post(f"{api}/interrupts/nope/reject", json={"rejection_message": 3}),
+            400,
+            "string or null",
+        ),
         (await web.post(f"{api}/interrupts/nope/answer", json={"answer": "yes"}), 501, "decline"),
         (await web.post(f"{api}/chat", json={"messages": []}), 400, "non-empty 'messages'"),
-        (await web.post(f"{api}/chat", json={"messages": [{"role": "user", "parts": []}]}), 422, "no text"),
-        (await web.post(f"{api}/chat", json={"messages": [{"role": "system", "parts": []}]}), 400, "role"),
+        (
+            await web.post(f"{api}/chat", json={"messages": [{"role": "user", "parts": NO_PARTS}]}),
+            422,
+            "no text",
+        ),
+        (
+            await web.post(f"{api}/chat", json={"messages": [{"role": "system", "parts": NO_PARTS}]}),
+            400,
+            "role",
+        ),
         (await web.get(f"{api}/snapshot/extra"), 404, "Not Found"),
     ]
     for response, status, words in cases:
@@ -170,7 +193,9 @@ _JSON = {"content-type": "application/json"}
 
 async def _chat(web: httpx.AsyncClient, session: str, message: dict[str, Any]) -> list[dict[str, Any]]:
     chunks: list[dict[str, Any]] = []
-    async with web.stream("POST", f"{_api(session)}/chat", json={"id": session, "messages": [message]}) as response:
+    async with web.stream(
+        "POST", f"{_api(session)}/chat", json={"id": session, "messages": [message]}
+    ) as response:
         assert response.status_code == 200, await response.aread()
         assert response.headers["x-vercel-ai-ui-message-stream"] == "v1"
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -194,7 +219,9 @@ def _answered(chunks: list[dict[str, Any]], approved: bool, reason: str | None =
     parts: list[dict[str, Any]] = []
     for chunk in chunks:
         if chunk["type"] == "tool-output-available":
-            next(part for part in parts if part["toolCallId"] == chunk["toolCallId"])["state"] = "output-available"
+            next(part for part in parts if part["toolCallId"] == chunk["toolCallId"])["state"] = (
+                "output-available"
+            )
         if chunk["type"] == "tool-input-available":
             parts.append(
                 {

@@ -19,6 +19,7 @@ import importlib
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
 import uvicorn
 
@@ -38,7 +39,7 @@ def _flow_factory(spec: str) -> Callable[[], AgentSessionFlow]:
     factory = getattr(importlib.import_module(module_name), function_name, None)
     if not callable(factory):
         raise SystemExit(f"{spec!r} is not a function")
-    return factory  # pyright: ignore[reportUnknownVariableType]
+    return cast(Callable[[], AgentSessionFlow], factory)
 
 
 def _environment(pairs: Sequence[str]) -> dict[str, str]:
@@ -88,7 +89,9 @@ async def _serve(arguments: argparse.Namespace, state_dir: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the demo until interrupted."""
-    parser = argparse.ArgumentParser(prog="python -m dex_agents.web.demo", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m dex_agents.web.demo", description="Serve an agent's sessions in the browser."
+    )
     parser.add_argument("flow_factory", help="module:function returning the session Flow")
     parser.add_argument("worker_module", help="the Worker module, run as python -m WORKER_MODULE")
     parser.add_argument("--worker-cwd", default=".", help="where the Worker starts, so its module imports")
@@ -97,7 +100,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     arguments = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="dex-web-demo-") as directory, contextlib.suppress(KeyboardInterrupt):
+    with (
+        tempfile.TemporaryDirectory(prefix="dex-web-demo-") as directory,
+        contextlib.suppress(KeyboardInterrupt),
+    ):
         asyncio.run(_serve(arguments, Path(directory)))
 
 
