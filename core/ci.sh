@@ -5,6 +5,11 @@ cd "$(dirname "$0")"
 source ../scripts/lib/ensure-uv.sh
 export UV_PYTHON="${UV_PYTHON:-3.11}"
 uv sync --locked --all-extras --quiet
+# The chat page's browser tests drive Debian's Chromium through Playwright; never a Playwright browser download.
+if [ ! -x /usr/bin/chromium ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 uv run --locked --no-sync ruff check .
 uv run --locked --no-sync ruff format --check .
 uv run --locked --no-sync pyright

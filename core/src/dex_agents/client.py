@@ -6,7 +6,7 @@ import asyncio
 import time
 from datetime import timedelta
 
-from dex import AsyncClient, RpcLockConflictError, StartFlowOptions, StreamMessage
+from dex import AsyncClient, RpcLockConflictError, StartFlowOptions, StreamMessage, StreamMessagesPage
 
 from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
 from dex_agents.session import AgentSessionFlow
@@ -190,3 +190,20 @@ class AgentSessionClient:
             LongPollTimeoutError: If no event arrives in time.
         """
         return await self._client.read_stream(session_id, self._flow.agent_events, resume_token, timeout)
+
+    async def list_agent_events(
+        self, session_id: str, *, page_size: int = 100, before_page_token: str = ""
+    ) -> StreamMessagesPage[AgentEvent]:
+        """Return one page of retained events, newest first, without waiting for new ones.
+
+        Args:
+            session_id: The session.
+            page_size: The most events to return; the server caps it.
+            before_page_token: The previous page's ``next_page_token``; ``""`` starts at the newest event.
+
+        Returns:
+            The page; its ``next_page_token`` is ``""`` on the oldest page.
+        """
+        return await self._client.list_stream_messages(
+            session_id, self._flow.agent_events, page_size, before_page_token
+        )

@@ -1,0 +1,44 @@
+"""Sessions in the browser: snapshot and event endpoints, the AI SDK UI message stream, and a chat page.
+
+`create_agent_web_app` builds an ASGI app (Starlette) for one session Flow type, to mount into the
+application's own ASGI server. It needs the ``web`` extra: ``pip install "dex-agents[web]"``.
+
+Routes, relative to where the app is mounted (every ``{session_id}`` is checked against the app's pattern
+and its ``session_access``):
+
+* ``GET /api/sessions/{session_id}/snapshot``: the snapshot as JSON, without the fields only the session's
+  Steps use, with ``resume_token``: where its events start.
+* ``GET /api/sessions/{session_id}/events?after=<resume_token>``: Server-Sent Events whose ``id`` is the
+  Dex resume token, so ``EventSource`` resumes through ``Last-Event-ID``; a rejected token answers 400.
+* ``POST /api/sessions/{session_id}/messages`` ``{"text"}``: send a user message.
+* ``POST /api/sessions/{session_id}/interrupts/{interrupt_id}/approve`` ``{}``, ``.../reject``
+  ``{"rejection_message"}`` (also declines a question), ``.../answer`` ``{"answer"}``.
+* ``POST /api/sessions/{session_id}/chat``: the AI SDK UI message stream for ``useChat``.
+* ``GET /sessions/{session_id}``: the chat page, with its files under ``/static``.
+"""
+
+try:
+    import sse_starlette  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    import starlette  # noqa: F401  # pyright: ignore[reportUnusedImport]
+except ImportError as error:  # pragma: no cover - exercised by a test that hides the packages
+    raise ImportError(
+        f"dex_agents.web needs Starlette and sse-starlette ({error.name} is missing): "
+        'pip install "dex-agents[web]"'
+    ) from error
+
+from dex_agents.web._app import DEFAULT_SESSION_ID_PATTERN, SessionAccess, create_agent_web_app
+from dex_agents.web._event_stream import TURN_ENDED_FROM_STATE, EventStreamTimings
+from dex_agents.web._json import snapshot_json
+from dex_agents.web._requests import DEFAULT_MAX_REQUEST_BYTES
+from dex_agents.web._ui_stream import UI_MESSAGE_STREAM_HEADERS
+
+__all__ = [
+    "DEFAULT_MAX_REQUEST_BYTES",
+    "DEFAULT_SESSION_ID_PATTERN",
+    "TURN_ENDED_FROM_STATE",
+    "UI_MESSAGE_STREAM_HEADERS",
+    "EventStreamTimings",
+    "SessionAccess",
+    "create_agent_web_app",
+    "snapshot_json",
+]

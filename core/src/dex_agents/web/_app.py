@@ -1,0 +1,331 @@
+"""The ASGI app: a session's snapshot, its events, the AI SDK UI message stream, its actions and the page."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib import resources
+from typing import Any, TypeVar, cast
+
+from dex import (
+    AsyncClient,
+    DexServiceError,
+    FlowNotActiveOrNotFoundError,
+    FlowNotFoundError,
+    RpcLockConflictError,
+)
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from dex_agents.client import AgentSessionClient
+from dex_agents.session import AgentSessionFlow
+from dex_agents.values import AgentSnapshot
+from dex_agents.web._chat_request import parse_chat_request
+from dex_agents.web._event_stream import EventStreamTimings, open_event_stream
+from dex_agents.web._json import snapshot_json
+from dex_agents.web._requests import (
+    DEFAULT_MAX_REQUEST_BYTES,
+    BadRequestError,
+    error_response,
+    fail,
+    optional_text_field,
+    read_json_object,
+    text_field,
+)
+from dex_agents.web._stream_reads import RejectedResumeTokenError, newest_token, opening_token
+from dex_agents.web._ui_stream import UI_MESSAGE_STREAM_HEADERS, TurnTarget, encode_chunk, ui_message_chunks
+
+__all__ = ["DEFAULT_SESSION_ID_PATTERN", "SessionAccess", "create_agent_web_app"]
+
+#: Session IDs the app accepts by default: 1-128 letters, digits and ``._:@-``, starting with a letter or
+#: digit. An application with another ID space passes its own pattern.
+DEFAULT_SESSION_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}"
+
+#: Decides whether a request may see and drive a session (``False`` answers 404).
+SessionAccess = Callable[[Request, str], Awaitable[bool]]
+
+_MAX_ID_CHARS = 512
+_PRINTABLE = re.compile(r"[\x21-\x7e]+")
+_SSE_PING_SECONDS = 15
+_SNAPSHOT_TOKEN_TRIES = 3
+_ResultT = TypeVar("_ResultT")
+
+
+def create_agent_web_app(
+    sessions: AgentSessionClient | None = None,
+    *,
+    client: AsyncClient | None = None,
+    flow: AgentSessionFlow | None = None,
+    session_access: SessionAccess | None = None,
+    session_id_pattern: str = DEFAULT_SESSION_ID_PATTERN,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    serve_page: bool = True,
+    timings: EventStreamTimings | None = None,
+) -> Starlette:
+    """Build the ASGI app that serves one Flow type's sessions to browsers.
+
+    Mount it into the application's ASGI server (``app.mount("/agent", web_app)`` in FastAPI or
+    Starlette). Every route takes the session ID from its path; the Flow type and the Dex Client are the
+    application's, and ``session_access`` decides which sessions a request may see.
+
+    Args:
+        sessions: The session client; or pass ``client`` and ``flow`` instead.
+        client: A Dex client whose Registry holds ``flow``.
+        flow: The session Flow type.
+        session_access: Checks each request's right to a session (such as the signed-in user's own); a
+            refused session answers 404. ``None`` lets every valid session ID through, for an app behind
+            the application's own authentication.
+        session_id_pattern: A regular expression every session ID must match in full.
+        max_request_bytes: The largest request body read; larger ones answer 413.
+        serve_page: Serve the chat page at ``/sessions/{session_id}`` and its files at ``/static``.
+        timings: Long-poll and settle waits of the event streams.
+
+    Returns:
+        The Starlette app.
+
+    Raises:
+        TypeError: If neither ``sessions`` nor both ``client`` and ``flow`` are given, or both forms are.
+        ValueError: If ``max_request_bytes`` is not positive or ``session_id_pattern`` does not compile.
+    """
+    if sessions is None:
+        if client is None or flow is None:
+            raise TypeError("create_agent_web_app needs an AgentSessionClient, or both client= and flow=")
+        sessions = AgentSessionClient(client, flow)
+    elif client is not None or flow is not None:
+        raise TypeError("pass either an AgentSessionClient or client= and flow=, not both")
+    if max_request_bytes <= 0:
+        raise ValueError(f"max_request_bytes must be positive, got {max_request_bytes}")
+    try:
+        pattern = re.compile(session_id_pattern)
+    except re.error as error:
+        raise ValueError(f"session_id_pattern does not compile: {error}") from error
+    handlers = _Handlers(
+        sessions, pattern, session_access, max_request_bytes, timings or EventStreamTimings()
+    )
+    api = "/api/sessions/{session_id}"
+    interrupt = api + "/interrupts/{interrupt_id}"
+    routes: list[BaseRoute] = [
+        Route(api + "/snapshot", handlers.snapshot, methods=["GET"]),
+        Route(api + "/events", handlers.events, methods=["GET"]),
+        Route(api + "/messages", handlers.send_message, methods=["POST"]),
+        Route(interrupt + "/approve", handlers.approve, methods=["POST"]),
+        Route(interrupt + "/reject", handlers.reject, methods=["POST"]),
+        Route(interrupt + "/answer", handlers.answer, methods=["POST"]),
+        Route(api + "/chat", handlers.chat, methods=["POST"]),
+        # Steering plugs in here once AgentSessionClient has it (issue 12): POST api + "/steer" with
+        # {"text"} or {"message_id"} -> steer_user_message, POST api + "/queued/{message_id}/delete" ->
+        # delete_queued_message, POST api + "/cancel" with {"turn_id"} -> cancel_turn; plan approval (issue
+        # 14) as POST api + "/plan/execute" with {"revision"} -> execute_plan. Each follows send_message.
+    ]
+    if serve_page:
+        page = resources.files("dex_agents.web").joinpath("static", "index.html").read_text(encoding="utf-8")
+        static_dir = str(resources.files("dex_agents.web").joinpath("static"))
+        routes.append(Route("/sessions/{session_id}", handlers.page_route(page), methods=["GET"]))
+        routes.append(Mount("/static", StaticFiles(directory=static_dir), name="static"))
+    return Starlette(
+        routes=routes,
+        exception_handlers={BadRequestError: _bad_request, HTTPException: _http_error},
+    )
+
+
+async def _bad_request(request: Request, error: Exception) -> Response:
+    del request
+    refused = cast(BadRequestError, error)
+    return error_response(refused.status_code, refused.message)
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    del request
+    http = cast(HTTPException, error)
+    return error_response(http.status_code, http.detail)
+
+
+def _checked_id(value: str, what: str) -> str:
+    if not value or len(value) > _MAX_ID_CHARS or not _PRINTABLE.fullmatch(value):
+        fail(400, f"{what} must be 1-{_MAX_ID_CHARS} printable characters without spaces")
+    return value
+
+
+class _Handlers:
+    def __init__(
+        self,
+        sessions: AgentSessionClient,
+        pattern: re.Pattern[str],
+        session_access: SessionAccess | None,
+        max_request_bytes: int,
+        timings: EventStreamTimings,
+    ) -> None:
+        self._sessions = sessions
+        self._pattern = pattern
+        self._session_access = session_access
+        self._max_request_bytes = max_request_bytes
+        self._timings = timings
+
+    async def _session_id(self, request: Request) -> str:
+        session_id = str(request.path_params["session_id"])
+        if not self._pattern.fullmatch(session_id):
+            fail(400, f"{session_id[:_MAX_ID_CHARS]!r} is not a valid session ID")
+        if self._session_access is not None and not await self._session_access(request, session_id):
+            fail(404, f"there is no session {session_id!r}")
+        return session_id
+
+    @staticmethod
+    def _interrupt_id(request: Request) -> str:
+        return _checked_id(str(request.path_params["interrupt_id"]), "an interrupt ID")
+
+    async def _call(self, session_id: str, call: Awaitable[_ResultT]) -> _ResultT:
+        """Run a session RPC, answering its failures with a status that says what went wrong."""
+        try:
+            return await call
+        except (FlowNotFoundError, FlowNotActiveOrNotFoundError):
+            fail(404, f"there is no running session {session_id!r}")
+        except RpcLockConflictError:
+            fail(409, "the session is busy with this interrupt; try again")
+        except ValueError as error:
+            fail(413, str(error))
+        except DexServiceError as error:
+            fail(503, f"the session did not answer: {error.detail}")
+
+    async def _snapshot(self, session_id: str) -> AgentSnapshot:
+        return await self._call(session_id, self._sessions.get_agent_snapshot(session_id))
+
+    async def snapshot(self, request: Request) -> Response:
+        session_id = await self._session_id(request)
+        before = await self._snapshot(session_id)
+        token = ""
+        for _ in range(_SNAPSHOT_TOKEN_TRIES):
+            active = before.state.active_turn_id if before.state is not None else None
+            token = await self._call(session_id, opening_token(self._sessions, session_id, active))
+            after = await self._snapshot(session_id)
+            after_active = after.state.active_turn_id if after.state is not None else None
+            if after_active == active or after_active is None:
+                return JSONResponse(snapshot_json(after, token), headers={"cache-control": "no-store"})
+            # A turn started between the two reads; its first events may precede the token. Read again.
+            before = after
+        return JSONResponse(snapshot_json(before, token), headers={"cache-control": "no-store"})
+
+    async def events(self, request: Request) -> Response:
+        session_id = await self._session_id(request)
+        token = request.headers.get("last-event-id") or request.query_params.get("after")
+        if token is None:
+            fail(
+                400, "pass ?after=<resume_token> from the snapshot ('' reads from the oldest retained event)"
+            )
+        if token:
+            _checked_id(token, "a resume token")
+        try:
+            stream = await self._call(
+                session_id, open_event_stream(self._sessions, session_id, token, self._timings)
+            )
+        except RejectedResumeTokenError as error:
+            fail(400, f"{error}; load the snapshot again and open the events from its resume_token")
+        return EventSourceResponse(
+            stream, ping=_SSE_PING_SECONDS, sep="\n", headers={"x-accel-buffering": "no"}
+        )
+
+    async def send_message(self, request: Request) -> Response:
+        session_id = await self._session_id(request)
+        body = await read_json_object(request, self._max_request_bytes)
+        text = text_field(body, "text")
+        if not await self._call(session_id, self._sessions.send_user_message(session_id, text)):
+            fail(422, "the session refused the message")
+        return JSONResponse({"queued": True}, status_code=202)
+
+    async def _resolve(self, request: Request, *, approved: bool) -> Response:
+        session_id = await self._session_id(request)
+        interrupt_id = self._interrupt_id(request)
+        body = await read_json_object(request, self._max_request_bytes)
+        rejection_message = None if approved else optional_text_field(body, "rejection_message")
+        resolved = await self._call(
+            session_id,
+            self._sessions.resolve_interrupt(
+                session_id, interrupt_id, approved=approved, rejection_message=rejection_message
+            ),
+        )
+        if not resolved:
+            fail(
+                409,
+                f"the interrupt {interrupt_id!r} is not pending (answered, unknown, or past its deadline)",
+            )
+        return JSONResponse({"resolved": True})
+
+    async def approve(self, request: Request) -> Response:
+        return await self._resolve(request, approved=True)
+
+    async def reject(self, request: Request) -> Response:
+        """Reject an approval, or decline a question."""
+        return await self._resolve(request, approved=False)
+
+    async def answer(self, request: Request) -> Response:
+        session_id = await self._session_id(request)
+        interrupt_id = self._interrupt_id(request)
+        body = await read_json_object(request, self._max_request_bytes)
+        answer = text_field(body, "answer")
+        # answer_question arrives with tool questions (issue 14); until then a question can only be declined.
+        answer_question = cast(
+            Callable[[str, str, str], Awaitable[bool]] | None,
+            getattr(self._sessions, "answer_question", None),
+        )
+        if answer_question is None:
+            fail(501, "this dex-agents cannot answer questions yet; decline the question with /reject")
+        if not await self._call(session_id, answer_question(session_id, interrupt_id, answer)):
+            fail(409, f"the question {interrupt_id!r} is not pending, or does not take that answer")
+        return JSONResponse({"resolved": True})
+
+    async def chat(self, request: Request) -> Response:
+        """The AI SDK chat endpoint: send a message or approval answers, and stream the turn."""
+        session_id = await self._session_id(request)
+        chat = parse_chat_request(await read_json_object(request, self._max_request_bytes))
+        snapshot = await self._snapshot(session_id)
+        state = snapshot.state
+        active_turn_id = state.active_turn_id if state is not None else None
+        if chat.user_text is not None:
+            token = await self._call(session_id, newest_token(self._sessions, session_id))
+            after_sequence = max((message.sequence for message in snapshot.messages), default=0)
+            if not await self._call(session_id, self._sessions.send_user_message(session_id, chat.user_text)):
+                fail(422, "the session refused the message")
+            target = TurnTarget(None, active_turn_id, chat.user_text, after_sequence)
+            browser_tools: dict[str, int] = {}
+        else:
+            turn_id = active_turn_id
+            if turn_id is None or (chat.turn_id is not None and chat.turn_id != turn_id):
+                fail(409, "the turn these approvals belong to has ended; load the conversation again")
+            token = chat.resume_token if chat.resume_token and chat.turn_id == turn_id else None
+            if token is None:
+                token = await self._call(session_id, newest_token(self._sessions, session_id))
+            pending = {interrupt.interrupt_id for interrupt in snapshot.pending_interrupts}
+            for approval in chat.approvals:
+                if approval.approval_id in pending:
+                    await self._call(
+                        session_id,
+                        self._sessions.resolve_interrupt(
+                            session_id,
+                            approval.approval_id,
+                            approved=approval.approved,
+                            rejection_message=approval.reason,
+                        ),
+                    )
+            target = TurnTarget(turn_id)
+            browser_tools = chat.browser_tools or {}
+        chunks = ui_message_chunks(self._sessions, session_id, token, target, browser_tools, self._timings)
+        return EventSourceResponse(
+            _ui_events(chunks), ping=_SSE_PING_SECONDS, sep="\n", headers=UI_MESSAGE_STREAM_HEADERS
+        )
+
+    def page_route(self, page: str) -> Callable[[Request], Awaitable[Response]]:
+        async def chat_page(request: Request) -> Response:
+            await self._session_id(request)
+            return HTMLResponse(page, headers={"cache-control": "no-store"})
+
+        return chat_page
+
+
+async def _ui_events(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[ServerSentEvent]:
+    async for chunk in chunks:
+        yield ServerSentEvent(encode_chunk(chunk), sep="\n")
+    yield ServerSentEvent("[DONE]", sep="\n")

@@ -1,0 +1,99 @@
+"""Reading browser requests: bounded JSON bodies, checked fields, and errors as clear 4xx answers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NoReturn, cast
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+__all__ = [
+    "DEFAULT_MAX_REQUEST_BYTES",
+    "BadRequestError",
+    "error_response",
+    "fail",
+    "optional_text_field",
+    "read_json_object",
+    "text_field",
+]
+
+#: The largest request body the app reads: a largest user message (256 KiB) as JSON, with room to spare.
+DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
+
+
+class BadRequestError(Exception):
+    """A request the app refuses, with its HTTP status and a message that names the problem."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+
+
+def fail(status_code: int, message: str) -> NoReturn:
+    """Refuse the request with ``status_code`` and ``message``."""
+    raise BadRequestError(status_code, message)
+
+
+def error_response(status_code: int, message: str) -> JSONResponse:
+    """The JSON answer to a refused request: ``{"error": message}``."""
+    return JSONResponse({"error": message}, status_code=status_code)
+
+
+async def read_json_object(request: Request, max_bytes: int) -> dict[str, Any]:
+    """Read the body as one JSON object, refusing it before reading past ``max_bytes``.
+
+    Only ``application/json`` is accepted: a cross-site HTML form cannot send it without the browser asking
+    the server first, so the write endpoints cannot be driven by a form on another site.
+
+    Raises:
+        BadRequestError: 415 for another content type, 413 for a body over the limit, 400 for a body that
+            is not a JSON object.
+    """
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        fail(415, f"the request body must be application/json, got {content_type or 'no content type'}")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        fail(413, f"the request body is {declared} bytes, more than the {max_bytes}-byte limit")
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > max_bytes:
+            fail(413, f"the request body is more than the {max_bytes}-byte limit")
+    try:
+        value = json.loads(bytes(body))
+    except ValueError as error:
+        fail(400, f"the request body is not JSON: {error}")
+    if not isinstance(value, dict):
+        fail(400, f"the request body must be a JSON object, got {type(value).__name__}")
+    return cast(dict[str, Any], value)
+
+
+def text_field(body: dict[str, Any], name: str) -> str:
+    """Return the string field ``name``.
+
+    Raises:
+        BadRequestError: 400 when it is missing or not a string, 422 when it is blank.
+    """
+    value = body.get(name)
+    if not isinstance(value, str):
+        fail(400, f"the field {name!r} must be a string")
+    if not value.strip():
+        fail(422, f"the field {name!r} must not be blank")
+    return value
+
+
+def optional_text_field(body: dict[str, Any], name: str) -> str | None:
+    """Return the string field ``name``, or ``None`` when it is missing, null or blank.
+
+    Raises:
+        BadRequestError: 400 when it is present and not a string.
+    """
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        fail(400, f"the field {name!r} must be a string or null")
+    return value if value.strip() else None

@@ -1,0 +1,377 @@
+// The chat page of one durable agent session. No build step: plain browser JavaScript.
+//
+// Committed state comes from the snapshot; live text comes from the events. The page groups live text by
+// (turn, Step execution, attempt): within one Step execution only the highest attempt's text is kept,
+// because a retried model call starts its answer again. When a turn ends, the stored messages replace the
+// turn's live text. After a reload or a dropped connection the page rebuilds from the snapshot and reads
+// the events from the snapshot's resume token (EventSource resumes through Last-Event-ID by itself).
+"use strict";
+
+(() => {
+  const segments = location.pathname.split("/").filter(Boolean);
+  const sessionId = decodeURIComponent(segments[segments.length - 1] || "");
+  const api = `../api/sessions/${encodeURIComponent(sessionId)}`;
+  const TURN_ENDS = new Set(["turn_completed", "turn_failed", "turn_steered", "turn_cancelled"]);
+  const EVENT_TYPES = [
+    "turn_started", "text_delta", "reasoning_delta", "tool_call_deferred", "tool_call_started",
+    "tool_call_finished", "interrupt_raised", "interrupt_resolved", "usage_recorded", "timer_started",
+    "plan_updated", "web.turn_ended", ...TURN_ENDS,
+  ];
+  const FINAL = new Set(["succeeded", "failed", "rejected", "outcome_unknown"]);
+
+  const page = {
+    snapshot: null,
+    live: new Map(), // "turn|step execution" -> {turnId, stepId, attempt, text, reasoning}
+    toolStep: new Map(), // tool call ID -> the model Step execution that asked for it
+    endedTurns: new Set(),
+    source: null,
+    cards: new Map(), // interrupt ID -> its card, kept across renders so typed text survives
+    waits: [], // predicates on the next snapshots: an event's committed state, not shown yet
+    refreshing: false,
+  };
+
+  const $ = (id) => document.getElementById(id);
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === "text") node.textContent = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const child of children) if (child) node.append(child);
+    return node;
+  }
+  function notice(text) { $("notice").textContent = text || ""; }
+  function setConnection(state) { $("connection").dataset.state = state; $("connection").textContent = state; }
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  async function request(path, options) {
+    const response = await fetch(`${api}${path}`, options);
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) throw Object.assign(new Error(body.error || response.statusText), { status: response.status });
+    return body;
+  }
+  function post(path, body) {
+    return request(path, {
+      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body || {}),
+    });
+  }
+
+  // Snapshot: the truth about committed state. A 503 (no Worker answers, say while one restarts) is retried.
+  async function fetchSnapshot() {
+    for (let delay = 250; ; delay = Math.min(delay * 2, 4000)) {
+      try {
+        return await request("/snapshot", { cache: "no-store" });
+      } catch (error) {
+        if (error.status && error.status < 500) throw error;
+        setConnection("reconnecting");
+        await sleep(delay);
+      }
+    }
+  }
+
+  function turnHasEnded(turnId) {
+    const snap = page.snapshot;
+    if (!turnId || page.endedTurns.has(turnId)) return !!turnId;
+    if (!snap || !snap.state) return false;
+    return snap.state.active_turn_id !== turnId && snap.messages.some((m) => m.turn_id === turnId);
+  }
+
+  function applySnapshot(snap) {
+    page.snapshot = snap;
+    for (const key of [...page.live.keys()]) {
+      if (turnHasEnded(page.live.get(key).turnId)) page.live.delete(key);
+    }
+    render();
+  }
+
+  // Rebuild everything: a fresh snapshot, then the events from its token.
+  async function rebuild() {
+    if (page.source) page.source.close();
+    setConnection("connecting");
+    let snap;
+    try {
+      snap = await fetchSnapshot();
+    } catch (error) {
+      notice(error.message);
+      return;
+    }
+    page.live.clear();
+    page.toolStep.clear();
+    page.endedTurns.clear();
+    applySnapshot(snap);
+    openEvents(snap.resume_token);
+  }
+
+  // Refresh the snapshot until it shows what the waiting events announced (a Step writes its events just
+  // before its result commits), or the turn they belong to has ended.
+  function refreshUntil(turnId, shows) {
+    page.waits.push({ turnId, shows });
+    if (!page.refreshing) refreshLoop();
+  }
+  async function refreshLoop() {
+    page.refreshing = true;
+    try {
+      for (let delay = 100; page.waits.length; delay = Math.min(delay * 2, 2000)) {
+        const snap = await fetchSnapshot();
+        applySnapshot(snap);
+        page.waits = page.waits.filter((wait) => !(turnHasEnded(wait.turnId) || wait.shows(snap)));
+        if (page.waits.length) await sleep(delay);
+      }
+    } finally {
+      page.refreshing = false;
+    }
+  }
+  const record = (snap, id) => snap.tool_calls.find((call) => call.tool_call_id === id);
+  const pending = (snap, id) => snap.pending_interrupts.some((item) => item.interrupt_id === id);
+
+  function openEvents(token) {
+    const source = new EventSource(`${api}/events?after=${encodeURIComponent(token)}`);
+    page.source = source;
+    let dropped = false;
+    source.onopen = () => {
+      setConnection("live");
+      notice("");
+      // Events resume exactly after the last one seen; committed state may have moved meanwhile.
+      if (dropped) refreshUntil(null, () => true);
+      dropped = false;
+    };
+    source.onerror = () => {
+      dropped = true;
+      if (source.readyState === EventSource.CLOSED) {
+        // The server refused the stream (such as a resume token it no longer has): start over.
+        setConnection("reconnecting");
+        setTimeout(() => { if (page.source === source) rebuild(); }, 1000);
+      } else {
+        setConnection("reconnecting");
+      }
+    };
+    for (const type of EVENT_TYPES) {
+      source.addEventListener(type, (message) => onEvent(type, JSON.parse(message.data)));
+    }
+  }
+
+  function onEvent(type, event) {
+    const turnId = event.turn_id;
+    if (TURN_ENDS.has(type) || type === "web.turn_ended") {
+      page.endedTurns.add(turnId);
+      refreshUntil(null, () => true);
+      return;
+    }
+    if (turnHasEnded(turnId)) return;
+    const payload = event.payload || {};
+    switch (type) {
+      case "text_delta":
+      case "reasoning_delta":
+        addLiveText(event, type === "text_delta" ? "text" : "reasoning", payload.text || "");
+        return;
+      case "usage_recorded":
+        if (page.snapshot && payload.session) { page.snapshot.usage = payload.session; renderFacts(); }
+        return;
+      case "turn_started":
+        refreshUntil(turnId, (snap) => snap.state && snap.state.active_turn_id === turnId);
+        return;
+      case "tool_call_deferred":
+        page.toolStep.set(payload.tool_call_id, event.step_execution_id);
+        refreshUntil(turnId, (snap) => !!record(snap, payload.tool_call_id));
+        return;
+      case "interrupt_raised":
+        refreshUntil(turnId, (snap) => pending(snap, payload.interrupt_id)
+          || (record(snap, payload.tool_call_id) || {}).status !== "awaiting_approval");
+        return;
+      case "interrupt_resolved":
+        refreshUntil(turnId, (snap) => !pending(snap, payload.interrupt_id));
+        return;
+      case "tool_call_finished":
+        refreshUntil(turnId, (snap) => FINAL.has((record(snap, payload.tool_call_id) || {}).status));
+        return;
+      default:
+        refreshUntil(turnId, () => true);
+    }
+  }
+
+  function addLiveText(event, kind, text) {
+    const key = `${event.turn_id}|${event.step_execution_id}`;
+    let group = page.live.get(key);
+    if (!group || event.attempt > group.attempt) {
+      // A higher attempt replaces the partial text of the one before it.
+      group = { turnId: event.turn_id, stepId: event.step_execution_id, attempt: event.attempt, text: "", reasoning: "", order: group ? group.order : page.live.size };
+      page.live.set(key, group);
+    } else if (event.attempt < group.attempt) {
+      return;
+    }
+    group[kind] += text;
+    render();
+  }
+
+  // Rendering.
+  function render() {
+    renderFacts();
+    const main = $("conversation");
+    const nearBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+    main.replaceChildren(...storedMessages(), ...activeTurn());
+    renderTurnControls();
+    renderPlan();
+    if (nearBottom) window.scrollTo(0, document.body.scrollHeight);
+  }
+
+  function renderFacts() {
+    const snap = page.snapshot;
+    $("session-id").textContent = sessionId;
+    const status = snap && snap.state ? snap.state.status : "not started";
+    $("status").dataset.status = status;
+    $("status").textContent = status.replaceAll("_", " ");
+    if (snap) {
+      const usage = snap.usage;
+      $("usage").textContent = `${usage.model_calls} model calls · ${usage.input_tokens} in / ${usage.output_tokens} out tokens`;
+    }
+  }
+
+  function storedMessages() {
+    const snap = page.snapshot;
+    if (!snap) return [];
+    const nodes = [];
+    const tools = new Map();
+    for (const message of snap.messages) {
+      if (message.tool_call_id) {
+        let card = tools.get(message.tool_call_id);
+        if (!card) {
+          card = { tool_call_id: message.tool_call_id, tool_name: message.tool_name, arguments: message.tool_arguments };
+          tools.set(message.tool_call_id, card);
+          nodes.push(card);
+        }
+        if (message.role === "tool") card.output = message.tool_output;
+        if (message.text && message.role === "assistant") nodes.splice(nodes.indexOf(card), 0, { role: "assistant", text: message.text, sequence: message.sequence });
+      } else if (message.text) {
+        nodes.push(message);
+      }
+    }
+    const rendered = nodes.map((item) => (item.tool_call_id ? toolCard(item, null) : bubble(item.role, item.text, { "data-sequence": item.sequence })));
+    const state = snap.state;
+    if (state && state.last_turn_error && !state.active_turn_id) {
+      rendered.push(el("div", { class: "turn-error", "data-turn-error": true, text: `The last turn failed: ${state.last_turn_error}` }));
+    }
+    return rendered;
+  }
+
+  function activeTurn() {
+    const snap = page.snapshot;
+    if (!snap || !snap.state || !snap.state.active_turn_id) return [];
+    const turnId = snap.state.active_turn_id;
+    const groups = [...page.live.values()].filter((g) => g.turnId === turnId).sort((a, b) => a.order - b.order);
+    const records = snap.tool_calls.filter((call) => call.turn_id === turnId);
+    const shown = new Set();
+    const nodes = [];
+    for (const group of groups) {
+      nodes.push(liveBubble(group));
+      for (const call of records) {
+        if (page.toolStep.get(call.tool_call_id) === group.stepId) { nodes.push(toolCard(call, snap)); shown.add(call.tool_call_id); }
+      }
+    }
+    for (const call of records) if (!shown.has(call.tool_call_id)) nodes.push(toolCard(call, snap));
+    if (snap.queued_message_count) {
+      nodes.push(el("div", { class: "queued", text: `${snap.queued_message_count} message(s) queued for the next turn` }));
+    }
+    return nodes;
+  }
+
+  function bubble(role, text, attrs) {
+    return el("div", { class: "msg", "data-role": role, ...attrs }, el("div", { class: "bubble", text }));
+  }
+
+  function liveBubble(group) {
+    const box = el("div", { class: "bubble" });
+    if (group.attempt > 1) box.append(el("span", { class: "attempt", text: `retry: attempt ${group.attempt}` }));
+    if (group.reasoning) box.append(el("div", { class: "reasoning", text: group.reasoning }));
+    box.append(el("span", { class: "text", text: group.text }));
+    return el("div", { class: "msg", "data-role": "assistant", "data-live": true, "data-attempt": group.attempt }, box);
+  }
+
+  function toolCard(call, snap) {
+    const status = call.status || (call.output !== undefined ? "done" : "requested");
+    const card = el("div", { class: "tool", "data-tool-call-id": call.tool_call_id, "data-status": status },
+      el("div", { class: "head" },
+        el("span", { class: "name", text: call.tool_name || "tool" }),
+        call.effect ? el("span", { class: "effect", text: call.effect.replaceAll("_", " ") }) : null,
+        el("span", { class: "state", text: status.replaceAll("_", " ") })),
+      el("div", { class: "args", text: call.arguments || "" }));
+    const result = call.output ?? null;
+    if (result !== null) card.append(el("div", { class: "result", "data-output": true, text: `→ ${result}` }));
+    if (call.error) card.append(el("div", { class: "result error", text: call.error }));
+    if (call.rejection_message) card.append(el("div", { class: "result error", text: `rejected: ${call.rejection_message}` }));
+    if (snap) {
+      for (const interrupt of snap.pending_interrupts) {
+        if (interrupt.tool_call_id === call.tool_call_id) card.append(interruptCard(interrupt));
+      }
+    }
+    return card;
+  }
+
+  function interruptCard(interrupt) {
+    const cached = page.cards.get(interrupt.interrupt_id);
+    if (cached) return cached;
+    const question = interrupt.kind === "question";
+    const input = el("input", {
+      "data-field": question ? "answer" : "rejection-message",
+      placeholder: question ? "Your answer" : "Why not? (optional, the model reads it)",
+    });
+    const buttons = [];
+    const act = (path, body) => async () => {
+      for (const button of buttons) button.disabled = true;
+      try {
+        await post(`/interrupts/${encodeURIComponent(interrupt.interrupt_id)}/${path}`, body());
+        notice("");
+      } catch (error) {
+        notice(error.message);
+      }
+      page.cards.delete(interrupt.interrupt_id);
+      refreshUntil(null, (snap) => !pending(snap, interrupt.interrupt_id));
+    };
+    let box;
+    if (question) {
+      const choices = (interrupt.choices || []).map((choice) => el("button", { type: "button", "data-action": "choose", text: choice, onclick: act("answer", () => ({ answer: choice })) }));
+      buttons.push(...choices);
+      if (interrupt.allows_free_text) buttons.push(el("button", { type: "button", class: "primary", "data-action": "answer", text: "Answer", onclick: act("answer", () => ({ answer: input.value })) }));
+      buttons.push(el("button", { type: "button", "data-action": "decline", text: "Decline", onclick: act("reject", () => ({})) }));
+      box = el("div", { class: "ask", "data-interrupt-id": interrupt.interrupt_id, "data-kind": "question" },
+        el("div", { class: "question", text: interrupt.question || "" }), interrupt.allows_free_text ? input : null, ...buttons);
+    } else {
+      buttons.push(el("button", { type: "button", "data-action": "approve", text: "Approve", onclick: act("approve", () => ({})) }));
+      buttons.push(el("button", { type: "button", "data-action": "reject", text: "Reject", onclick: act("reject", () => ({ rejection_message: input.value || null })) }));
+      box = el("div", { class: "ask", "data-interrupt-id": interrupt.interrupt_id, "data-kind": "tool_approval" },
+        el("div", { class: "question", text: "This call needs your approval." }), input, ...buttons);
+    }
+    page.cards.set(interrupt.interrupt_id, box);
+    return box;
+  }
+
+  // Steering (steer, cancel turn) plugs in here: when snapshot.state.accepts_turn_control is true and a
+  // turn runs, render its buttons into #turn-controls and post to the app's steer / cancel endpoints.
+  function renderTurnControls() {}
+
+  // Plan mode plugs in here: render snapshot.plan into #plan, with an approve button that posts its revision.
+  function renderPlan() {}
+
+  $("send-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const text = $("message").value;
+    if (!text.trim()) return;
+    $("send").disabled = true;
+    try {
+      await post("/messages", { text });
+      $("message").value = "";
+      notice("");
+      refreshUntil(null, () => true);
+    } catch (error) {
+      notice(error.message);
+    } finally {
+      $("send").disabled = false;
+    }
+  });
+  $("message").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("send-form").requestSubmit(); }
+  });
+
+  rebuild();
+})();
