@@ -61,6 +61,11 @@ class MatrixSpec:
             ``launch_rocket``). Item 12, an addition beyond the design's 11, checks that such a call is
             recorded ``failed`` with it and that the model sees it at its next call, never in a hidden
             second model call. ``None`` (the default) skips item 12.
+        supports_turn_control: Run items 13 and 14, steering and cancellation: a turn steered while an
+            approval waits, and a turn cancelled during a model call. Set it once the adapter keeps a
+            result for every tool call of a steered or cancelled turn (``build_unfinished_turn_messages``,
+            or no stored calls at all) and its model call stops when its coroutine is cancelled. ``False``
+            (the default) skips both items.
     """
 
     build_runner: Callable[[], AgentFrameworkRunner]
@@ -71,6 +76,7 @@ class MatrixSpec:
     tool_names: MatrixToolNames = field(default_factory=MatrixToolNames)
     approval_deadline: timedelta = timedelta(seconds=4)
     unknown_tool_message: str | None = None
+    supports_turn_control: bool = False
 
     def build_flows(self) -> MatrixFlows:
         """Build the matrix Flows (each with its own runner, wrapped for the scripted model)."""
