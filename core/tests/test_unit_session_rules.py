@@ -1,12 +1,15 @@
 """Pure session rules: tool call ID validation, deadline rounding, recovery details, "did not run"."""
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
 from dex_agents import (
+    AgentMessage,
     AgentToolCall,
     AgentUsage,
+    CancellationReason,
     DeferredToolCall,
     FrameworkMessage,
     MessageRole,
@@ -16,6 +19,7 @@ from dex_agents import (
     ToolPolicy,
 )
 from dex_agents.limits import bounded_text
+from dex_agents.session._control import TurnControlState, may_abandon_waiting_call
 from dex_agents.session._errors import describe_exception, plain_recovery_detail
 from dex_agents.session._state import format_time, parse_time
 from dex_agents.session._tool_steps import _never_ran  # pyright: ignore[reportPrivateUsage]
@@ -23,6 +27,7 @@ from dex_agents.session._turn_steps import (
     _check_tool_calls,  # pyright: ignore[reportPrivateUsage]
     _whole_seconds,  # pyright: ignore[reportPrivateUsage]
 )
+from dex_agents.testing import stored_calls_without_result
 
 READ = ToolPolicy(ToolEffect.READ)
 
@@ -80,6 +85,7 @@ def test_other_invalid_requests_are_named() -> None:
         new_messages=[FrameworkMessage(role=MessageRole.ASSISTANT, framework_item="{}")],
     )
     assert "build_unfinished_turn_messages" in (_check_tool_calls(incremental, []) or "")
+    assert _check_tool_calls(incremental, [], stores_incrementally=True) is None
     huge = ToolCallsRequested("x" * (2 * 1024 * 1024), [DeferredToolCall("a", "lookup", "{}", READ)])
     assert "framework run state is" in (_check_tool_calls(huge, []) or "")
 
@@ -123,3 +129,49 @@ def test_long_error_texts_are_cut_with_a_marker() -> None:
     cut = bounded_text("é" * 20_000, limit=1000)
     assert len(cut.encode()) <= 1000
     assert cut.endswith("[... cut by dex-agents]")
+
+
+@pytest.mark.parametrize(
+    ("status", "task_id", "abandonable"),
+    [
+        (ToolCallStatus.AWAITING_APPROVAL, None, True),
+        (ToolCallStatus.AWAITING_ANSWER, None, True),
+        (ToolCallStatus.WAITING_FOR_TIMER, None, True),
+        # Remote work started: steering and cancellation wait for its result.
+        (ToolCallStatus.AWAITING_ANSWER, "task-1", False),
+        (ToolCallStatus.WAITING_FOR_TASK, "task-1", False),
+        # An approved call belongs to its tool Step, which checks the flags before it starts the tool.
+        (ToolCallStatus.APPROVED, None, False),
+        (ToolCallStatus.SUCCEEDED, None, False),
+    ],
+)
+def test_steering_abandons_only_calls_that_took_no_effect(
+    status: ToolCallStatus, task_id: str | None, abandonable: bool
+) -> None:
+    waiting = replace(record("a"), status=status, task_id=task_id)
+    assert may_abandon_waiting_call(waiting) is abandonable
+
+
+def test_cancellation_wins_over_steering() -> None:
+    assert (
+        TurnControlState(is_cancelled=True, steered_message_count=2).reason
+        is CancellationReason.TURN_CANCELLED
+    )
+    assert TurnControlState(is_cancelled=False, steered_message_count=1).reason is CancellationReason.STEERED
+    assert TurnControlState(is_cancelled=False, steered_message_count=0).reason is None
+
+
+def test_a_transcript_with_a_call_but_no_result_is_found() -> None:
+    def message(
+        sequence: int, role: MessageRole, tool_call_id: str | None, turn_id: str = "turn-1"
+    ) -> AgentMessage:
+        return AgentMessage(sequence, turn_id, role, None, tool_call_id, None, None, None, "{}", "")
+
+    complete = [
+        message(1, MessageRole.USER, None),
+        message(2, MessageRole.ASSISTANT, "a"),
+        message(3, MessageRole.TOOL, "a"),
+        message(4, MessageRole.ASSISTANT, "a", "turn-2"),  # an ID reused by a later turn is another call
+    ]
+    assert stored_calls_without_result(complete[:3]) == []
+    assert stored_calls_without_result(complete) == ["a"]

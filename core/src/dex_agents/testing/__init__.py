@@ -13,11 +13,12 @@ on them. The design's 11-item matrix is ``dex_agents.testing.matrix
 
 What the adapters share besides: ``SessionSide`` plays the session's side of the runner contract in
 process for framework tests, ``read_agent_events`` / ``text_by_model_step`` / ``recorded_usage`` read a
-session's events back, ``run_approval_demo`` (with ``order_desk_main`` and ``RefundExampleHooks``)
-drives the examples' approval-across-a-Worker-kill demo, ``run_example`` / ``check_order_desk_output``
-run an example as a user does and check what the order-desk driver printed, ``run_mcp_inventory_scenario``
-runs the MCP inventory session scenario against an adapter's MCP agent, and ``run_turn_overhead_bench``
-times a turn in process and as a durable session.
+session's events back, ``stored_calls_without_result`` checks that a transcript has no dangling tool call,
+``run_approval_demo`` (with ``order_desk_main`` and ``RefundExampleHooks``) drives the examples'
+approval-across-a-Worker-kill demo, ``run_example`` / ``check_order_desk_output`` run an example as a user
+does and check what the order-desk driver printed, ``run_mcp_inventory_scenario`` runs the MCP inventory
+session scenario against an adapter's MCP agent, and ``run_turn_overhead_bench`` times a turn in process
+and as a durable session.
 """
 
 # First: registers the matrix with pytest's assertion rewriting before anything imports it.
@@ -68,6 +69,7 @@ from dex_agents.testing._server import DevServerProcess
 from dex_agents.testing._session_events import read_agent_events, recorded_usage, text_by_model_step
 from dex_agents.testing._session_side import SessionSide
 from dex_agents.testing._stack import AgentTestStack
+from dex_agents.testing._transcript import stored_calls_without_result
 from dex_agents.testing._turn_overhead import DurableTurn, InProcessTurn, run_turn_overhead_bench
 from dex_agents.testing._waiting import wait_for_agent_snapshot, wait_until
 from dex_agents.testing._worker import WorkerProcess, run_agent_worker
@@ -129,6 +131,7 @@ __all__ = [
     "script_store_scope",
     "scripted_model_response",
     "send_receipt",
+    "stored_calls_without_result",
     "text_by_model_step",
     "wait_for_agent_snapshot",
     "wait_for_turn_end",
