@@ -4,6 +4,7 @@ Every test runs one session on the module's stack, kills the Worker in the middl
 and ends with a normal turn, so nothing that a refusal or a cancellation leaves behind blocks the session.
 """
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -271,6 +272,7 @@ async def test_refusals_return_false_and_delete_removes_only_that_message(contro
         [ScriptedResponse(text="First.", gate="model")],
         [ScriptedResponse(text="Second.")],
         [ScriptedResponse(text="Third.")],
+        [ScriptedResponse(text="Fourth.")],
         [ScriptedResponse(text="Yes.")],
     )
     await sessions.start_session(session, "Hi")
@@ -301,26 +303,41 @@ async def test_refusals_return_false_and_delete_removes_only_that_message(contro
     assert not await sessions.cancel_turn(session, "turn-7")  # another turn's ID
     assert not await sessions.delete_queued_message(session, "0190e4c1-no-such-message")
     assert not await sessions.delete_queued_message(session, "")
-    assert await sessions.delete_queued_message(session, forget.message_id)
+    # Two deletes of one message race: the one that commits second finds it gone, and nothing commits.
+    deleted = await asyncio.gather(
+        sessions.delete_queued_message(session, forget.message_id),
+        sessions.delete_queued_message(session, forget.message_id),
+    )
+    assert sorted(deleted) == [False, True]
     assert not await sessions.delete_queued_message(session, forget.message_id)
 
     after = await sessions.get_agent_snapshot(session)
     assert after.queued_messages == (keep,) and after.queued_message_count == 1
     assert after.steered_messages == () and after.state == before.state
+    # The model call answers without tool calls, so this steer applies once the turn has completed, and
+    # it starts the next turn before the message that was queued first.
+    assert await sessions.steer_user_message(session, "One more thing")
     control.stack.gate(session, "model").release()
-    second = await wait_for_turn_end(sessions, session, 2)
-    assert [message.text for message in second.messages] == ["Hi", "First.", "Keep this", "Second."]
+    third = await wait_for_turn_end(sessions, session, 3)
+    assert [(message.turn_id, message.text) for message in third.messages] == [
+        ("turn-1", "Hi"),
+        ("turn-1", "First."),
+        ("turn-2", "One more thing"),
+        ("turn-2", "Second."),
+        ("turn-3", "Keep this"),
+        ("turn-3", "Third."),
+    ]
 
     # Idle: nothing to cancel, and a steer is an ordinary queued message.
     assert not await sessions.cancel_turn(session)
-    assert await sessions.steer_user_message(session, "And a third thing")
-    third = await wait_for_turn_end(sessions, session, 3)
-    assert [message.text for message in third.messages[-2:]] == ["And a third thing", "Third."]
+    assert await sessions.steer_user_message(session, "And a fourth thing")
+    fourth = await wait_for_turn_end(sessions, session, 4)
+    assert [message.text for message in fourth.messages[-2:]] == ["And a fourth thing", "Fourth."]
     events = await read_agent_events(sessions, session)
     assert not payloads(events, AgentEventType.TURN_STEERED) and not payloads(
         events, AgentEventType.TURN_CANCELLED
     )
-    await finish_with_a_normal_turn(sessions, session, 4)
+    await finish_with_a_normal_turn(sessions, session, 5)
 
 
 async def test_a_turn_that_a_worker_without_steering_started_refuses_steer_and_cancel(
