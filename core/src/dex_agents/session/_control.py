@@ -35,7 +35,7 @@ from dex import (
     go_to_many,
 )
 
-from dex_agents.events import AgentEventType
+from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.persistence import (
     AGENT_STATE,
     INTERRUPT_RESOLUTIONS,
@@ -88,6 +88,7 @@ __all__ = [
     "may_abandon_waiting_call",
     "read_turn_control",
     "record_call_cancelled",
+    "remove_abandoned_interrupt",
 ]
 
 _logger = logging.getLogger("dex_agents")
@@ -182,6 +183,29 @@ def record_call_cancelled(
     )
 
 
+def remove_abandoned_interrupt(
+    context: AsyncContext,
+    writer: AgentEventWriter,
+    interrupts: Sequence[AgentInterrupt],
+    interrupt: AgentInterrupt,
+    reason: CancellationReason,
+) -> list[AgentInterrupt]:
+    """Remove the interrupt of a call that steering or `cancel_turn` abandons, and say why. Hold its lock.
+
+    Returns:
+        The interrupts still pending.
+    """
+    remaining = remove_interrupt(context, interrupts, interrupt)
+    write_interrupt_resolved(
+        writer,
+        interrupt,
+        approved=False,
+        rejection_message=cancellation_rejection_message(reason),
+        cancellation_reason=reason,
+    )
+    return remaining
+
+
 def _interrupt_of(interrupts: Sequence[AgentInterrupt], record: AgentToolCall) -> AgentInterrupt | None:
     return next((item for item in interrupts if item.tool_call_id == record.tool_call_id), None)
 
@@ -203,14 +227,7 @@ def abandon_waiting_calls_for_steer(
             continue
         interrupt = _interrupt_of(interrupts, record)
         if interrupt is not None:
-            interrupts = remove_interrupt(context, interrupts, interrupt)
-            write_interrupt_resolved(
-                writer,
-                interrupt,
-                approved=False,
-                rejection_message=cancellation_rejection_message(reason),
-                cancellation_reason=reason,
-            )
+            interrupts = remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
         elif record.status is not ToolCallStatus.WAITING_FOR_TIMER:
             continue  # its answer committed first, so its Step applies the answer
         TOOL_CALL_CANCELLATIONS.publish(context, record.tool_call_id, ToolCallCancellation(reason))
@@ -345,14 +362,7 @@ class FinishTurnCancellation(Step[str]):
                 continue  # an approved call belongs to its tool Step, which checks the flags itself
             interrupt = _interrupt_of(interrupts, record)
             if interrupt is not None:
-                interrupts = remove_interrupt(context, interrupts, interrupt)
-                write_interrupt_resolved(
-                    writer,
-                    interrupt,
-                    approved=False,
-                    rejection_message=cancellation_rejection_message(reason),
-                    cancellation_reason=reason,
-                )
+                interrupts = remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
             elif is_answer_pending(context, record.tool_call_id):
                 # The answer committed before the cancellation: the waiting Step applies it.
                 movements.append(runtime.to_waiting_step(record))

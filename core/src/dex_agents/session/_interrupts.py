@@ -8,7 +8,7 @@ from dex import AsyncContext
 
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.persistence import PENDING_INTERRUPTS
-from dex_agents.values import AgentInterrupt, CancellationReason
+from dex_agents.values import AgentInterrupt, CancellationReason, InterruptKind
 
 __all__ = ["find_interrupt", "remove_interrupt", "write_interrupt_resolved"]
 
@@ -35,7 +35,7 @@ def write_interrupt_resolved(
     rejection_message: str | None,
     cancellation_reason: CancellationReason | None = None,
 ) -> None:
-    """Write the `interrupt_resolved` event of an approval.
+    """Write the `interrupt_resolved` event of an interrupt that was not answered with text.
 
     Args:
         writer: The Step's event writer.
@@ -44,14 +44,17 @@ def write_interrupt_resolved(
         rejection_message: What the model sees for a rejection.
         cancellation_reason: Set when steering or `cancel_turn` removed the interrupt.
     """
-    interrupt_id = interrupt if isinstance(interrupt, str) else interrupt.interrupt_id
+    if isinstance(interrupt, str):
+        interrupt_id, kind = interrupt, InterruptKind.TOOL_APPROVAL
+    else:
+        interrupt_id, kind = interrupt.interrupt_id, interrupt.kind
     writer.write_event(
         AgentEventType.INTERRUPT_RESOLVED,
         {
             "interrupt_id": interrupt_id,
             "approved": approved,
             "rejection_message": rejection_message,
-            "kind": "tool_approval",
+            "kind": kind.value,
             "answered": False,
             "cancellation_reason": None if cancellation_reason is None else cancellation_reason.value,
         },

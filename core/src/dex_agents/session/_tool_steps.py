@@ -26,13 +26,13 @@ from dex_agents.runner import (
     DeferredToolExecution,
     ToolExecutionError,
     ToolExecutionResult,
-    cancellation_rejection_message,
 )
 from dex_agents.session._control import (
     is_answer_pending,
     may_abandon_waiting_call,
     read_turn_control,
     record_call_cancelled,
+    remove_abandoned_interrupt,
 )
 from dex_agents.session._errors import RunnerCallError, describe_exception, plain_recovery_detail
 from dex_agents.session._interrupts import find_interrupt, remove_interrupt, write_interrupt_resolved
@@ -175,14 +175,8 @@ class AwaitToolApproval(Step[str]):
             # The answer committed before steering removed the interrupt, so the answer wins.
             return go_to_many(runtime.to_await_tool_approval(record.tool_call_id))
         if interrupt is not None:
-            remove_interrupt(context, interrupts, interrupt)
-            write_interrupt_resolved(
-                runtime.event_writer(context, record.turn_id),
-                interrupt,
-                approved=False,
-                rejection_message=cancellation_rejection_message(reason),
-                cancellation_reason=reason,
-            )
+            writer = runtime.event_writer(context, record.turn_id)
+            remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
         record_call_cancelled(context, runtime, record, reason)
         return dead_end()
 
