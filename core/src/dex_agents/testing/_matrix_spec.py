@@ -61,7 +61,7 @@ class MatrixSpec:
             ``launch_rocket``). Item 12, an addition beyond the design's 11, checks that such a call is
             recorded ``failed`` with it and that the model sees it at its next call, never in a hidden
             second model call. ``None`` (the default) skips item 12.
-        supports_turn_control: Run items 13 and 14, steering and cancellation: a turn steered while an
+        supports_turn_control: Run items 14 and 15, steering and cancellation: a turn steered while an
             approval waits, and a turn cancelled during a model call. Set it once the adapter keeps a
             result for every tool call of a steered or cancelled turn (``build_unfinished_turn_messages``,
             or no stored calls at all) and its model call stops when its coroutine is cancelled. ``False``

@@ -1,13 +1,14 @@
-"""The design's 11-item test matrix, plus items 12 to 14 beyond the design, written once for every adapter.
+"""The design's 11-item test matrix, plus items beyond the design, written once for every adapter.
 
 Item 12 is the rule every adapter follows for a tool name the agent does not have: the call is recorded
 ``failed`` with a clear message, which the model sees at its next call, never in a hidden second model
 call. It runs when the spec sets :attr:`MatrixSpec.unknown_tool_message` and is skipped otherwise.
 
-Items 13 and 14 are steering and cancellation: a turn steered while an approval waits, and a turn cancelled
+Items 14 and 15 are steering and cancellation: a turn steered while an approval waits, and a turn cancelled
 during a model call. In both, the next model input holds a result for every tool call of the ended turn,
-and the stored transcript has no tool call without its result. They run when the spec sets
-:attr:`MatrixSpec.supports_turn_control`.
+and the stored transcript has no tool call without its result: the ended turn stores a result for each
+call when the runner implements ``build_unfinished_turn_messages``, and the steered or cancelled note when
+it does not. They run when the spec sets :attr:`MatrixSpec.supports_turn_control`.
 
 An adapter runs the matrix by supplying its runner (built around a scripted model) and a Worker module::
 
@@ -69,10 +70,13 @@ from dex_agents import (
     AGENT_TOOL_CALLS,
     APPROVAL_DEADLINE_PASSED,
     OUTCOME_UNKNOWN_TOOL_RESULT,
+    TURN_CANCELLED_NOTE_HEADER,
     TURN_FAILURE_NOTE_HEADER,
+    TURN_STEERED_NOTE_HEADER,
     AgentEvent,
     AgentEventType,
     AgentInterrupt,
+    AgentMessage,
     AgentSessionClient,
     MessageRole,
     ToolCallStatus,
@@ -217,13 +221,29 @@ def _payloads(events: Sequence[AgentEvent], event_type: str) -> list[dict[str, A
     return [json.loads(event.payload) for event in events if event.type == event_type]
 
 
+def _assert_the_ended_turn_kept_its_calls(
+    harness: MatrixHarness,
+    messages: Sequence[AgentMessage],
+    turn_id: str,
+    tool_call_ids: Sequence[str],
+    note_header: str,
+) -> None:
+    """A runner with ``build_unfinished_turn_messages`` keeps a result per call; one without, the note."""
+    ended = [message for message in messages if message.turn_id == turn_id]
+    if callable(getattr(harness.flows.main.runner, "build_unfinished_turn_messages", None)):
+        results = {message.tool_call_id for message in ended if message.role is MessageRole.TOOL}
+        assert set(tool_call_ids) <= results, ("a stored result for every call", tool_call_ids, ended)
+    else:
+        assert any(note_header in (message.text or "") for message in ended), (note_header, ended)
+
+
 def _skip_without_turn_control(spec: MatrixSpec) -> None:
     if not spec.supports_turn_control:
         pytest.skip("MatrixSpec.supports_turn_control is False: the adapter's steering support is not on yet")
 
 
 class AgentMatrixTests:
-    """The design's 11-item matrix and items 12-14 as pytest tests; subclass as ``Test...``, set :attr:`spec`.
+    """The design's 11-item matrix and the items beyond it; subclass as ``Test...`` and set :attr:`spec`.
 
     All tests of the class share one stack (one private devserver, or ``DEX_SERVER_ADDRESS``) and one
     Worker child, replaced whenever a test kills it; every test runs its own session.
@@ -588,12 +608,12 @@ class AgentMatrixTests:
         assert message in (tool_message.tool_output or ""), tool_message
         assert snapshot.messages[-1].text == "I cannot launch rockets.", snapshot.messages
 
-    async def test_13_a_turn_steered_during_an_approval_wait_keeps_a_result_for_every_call(
+    async def test_14_a_turn_steered_during_an_approval_wait_keeps_a_result_for_every_call(
         self, harness: MatrixHarness
     ) -> None:
         """Beyond the design's 11: a steer abandons a waiting approval and starts the next turn at once."""
         _skip_without_turn_control(harness.spec)
-        session = harness.stack.new_session_id("m13")
+        session = harness.stack.new_session_id("m14")
         read = harness.call(harness.tools.read, "read-1", output="A-1 shipped on Monday")
         write = harness.call(harness.tools.approval_write, "refund-1")
         # Turn 1 has no second response: a model call after the steer would fail the turn.
@@ -624,6 +644,9 @@ class AgentMatrixTests:
         for result in ("A-1 shipped on Monday", "superseded_by_steered_user_message", "Where is A-2?"):
             assert result in next_call.model_input_text, (result, next_call.model_input_text)
         assert stored_calls_without_result(done.messages) == [], done.messages
+        _assert_the_ended_turn_kept_its_calls(
+            harness, done.messages, "turn-1", ["read-1", "refund-1"], TURN_STEERED_NOTE_HEADER
+        )
         events = await read_agent_events(harness.sessions, session)
         [steered] = _payloads(events, AgentEventType.TURN_STEERED)
         # The ended turn stored something: its own items with their results, or the steered note.
@@ -638,12 +661,12 @@ class AgentMatrixTests:
         assert "ApplyTurnControl" in steps and "CallSingleAttemptTool" not in steps, steps
         assert steps.count("RunModel") == 2, steps
 
-    async def test_14_a_turn_cancelled_during_a_model_call_stops_it_and_keeps_the_tool_results(
+    async def test_15_a_turn_cancelled_during_a_model_call_stops_it_and_keeps_the_tool_results(
         self, harness: MatrixHarness
     ) -> None:
         """Beyond the design's 11: cancel_turn cancels the running model call; the next turn sees the read."""
         _skip_without_turn_control(harness.spec)
-        session = harness.stack.new_session_id("m14")
+        session = harness.stack.new_session_id("m15")
         read = harness.call(harness.tools.read, "read-1", output="A-1 shipped on Monday")
         harness.script(
             session,
@@ -663,6 +686,9 @@ class AgentMatrixTests:
         )
         assert cancelled.state is not None and cancelled.state.last_turn_error is None, cancelled.state
         assert stored_calls_without_result(cancelled.messages) == [], cancelled.messages
+        _assert_the_ended_turn_kept_its_calls(
+            harness, cancelled.messages, "turn-1", ["read-1"], TURN_CANCELLED_NOTE_HEADER
+        )
         assert not await harness.sessions.cancel_turn(session), "no turn is running any more"
 
         assert await harness.sessions.send_user_message(session, "When did it ship?")
