@@ -381,7 +381,8 @@ class UnfinishedTurnMessageBuilder(Protocol):
         final records (`describe_tool_call_outcome`), so the next model request has no dangling call. Return
         an empty sequence when nothing is unstored. If it raises, or returns anything but messages with a
         `user`, `assistant` or `tool` role and a string ``framework_item``, the session logs a warning and
-        stores the note instead.
+        stores the note instead. It may run while the session holds the cancellation lock, so keep it to
+        local work, such as decoding the run state; it must not call a model.
 
         Args:
             turn: The turn's committed state.

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, cast
 
 from dex import (
     AsyncContext,
+    ChannelMessagesNotLoadedError,
     Context,
     Step,
     StepDecision,
@@ -148,12 +149,17 @@ def is_turn_cancelled(context: Context, turn_id: str | None) -> bool:
 
 
 def read_turn_control(context: AsyncContext) -> TurnControlState:
-    """Return the active turn's flags. The Step must load `SteeredUserMessages`."""
+    """Return the active turn's flags. The Step's movement loads `SteeredUserMessages`."""
     state = read_state(context)
     active_turn_id = None if state is None else state.active_turn_id
+    try:
+        steered = len(STEERED_USER_MESSAGES.pending_messages(context))
+    except ChannelMessagesNotLoadedError:
+        # A Worker of an earlier release scheduled this Step, during a rolling upgrade, without the load.
+        # Such a Step cannot see steering, so it decides as that release did; the cancellation still applies.
+        steered = 0
     return TurnControlState(
-        is_cancelled=is_turn_cancelled(context, active_turn_id),
-        steered_message_count=len(STEERED_USER_MESSAGES.pending_messages(context)),
+        is_cancelled=is_turn_cancelled(context, active_turn_id), steered_message_count=steered
     )
 
 
