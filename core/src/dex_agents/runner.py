@@ -405,6 +405,27 @@ def cancellation_rejection_message(reason: CancellationReason) -> str:
     return _CANCELLATION_REJECTION_MESSAGES[CancellationReason(reason)]
 
 
+def build_turn_control_note(records: Iterable[AgentToolCall], reason: CancellationReason) -> str:
+    """Return the note a steered or cancelled turn leaves when its runner stores no unfinished messages.
+
+    Args:
+        records: The turn's tool call records; records that are not final are left out.
+        reason: `steered` or `turn_cancelled`.
+
+    Returns:
+        The turn-failure note's lines and footer under `TURN_STEERED_NOTE_HEADER` or
+        `TURN_CANCELLED_NOTE_HEADER`.
+
+    Raises:
+        ValueError: If no record is final.
+    """
+    failure_note = build_turn_failure_note(records)
+    # The same lines and footer as the turn-failure note, so both notes always read alike.
+    assert failure_note.startswith(TURN_FAILURE_NOTE_HEADER)
+    header = _TURN_CONTROL_NOTE_HEADERS[CancellationReason(reason)]
+    return header + failure_note[len(TURN_FAILURE_NOTE_HEADER) :]
+
+
 def describe_tool_call_outcome(record: AgentToolCall) -> str:
     """Return the text the model sees for a final tool call record.
 
@@ -455,24 +476,3 @@ def build_turn_failure_note(records: Iterable[AgentToolCall]) -> str:
         lines.append(f"- {record.tool_name} {record.arguments} -> {record.status.value}: {outcome}")
     lines.append(TURN_FAILURE_NOTE_FOOTER)
     return "\n".join(lines)
-
-
-def build_turn_control_note(records: Iterable[AgentToolCall], reason: CancellationReason) -> str:
-    """Return the note a steered or cancelled turn leaves when its runner stores no unfinished messages.
-
-    Args:
-        records: The turn's tool call records; records that are not final are left out.
-        reason: `steered` or `turn_cancelled`.
-
-    Returns:
-        The turn-failure note's lines and footer under `TURN_STEERED_NOTE_HEADER` or
-        `TURN_CANCELLED_NOTE_HEADER`.
-
-    Raises:
-        ValueError: If no record is final.
-    """
-    failure_note = build_turn_failure_note(records)
-    # The same lines and footer as the turn-failure note, so both notes always read alike.
-    assert failure_note.startswith(TURN_FAILURE_NOTE_HEADER)
-    header = _TURN_CONTROL_NOTE_HEADERS[CancellationReason(reason)]
-    return header + failure_note[len(TURN_FAILURE_NOTE_HEADER) :]

@@ -13,12 +13,14 @@ on them. The design's 11-item matrix is ``dex_agents.testing.matrix
 
 What the adapters share besides: ``SessionSide`` plays the session's side of the runner contract in
 process for framework tests, ``read_agent_events`` / ``text_by_model_step`` / ``recorded_usage`` read a
-session's events back, ``stored_calls_without_result`` checks that a transcript has no dangling tool call,
-``run_approval_demo`` (with ``order_desk_main`` and ``RefundExampleHooks``) drives the examples'
-approval-across-a-Worker-kill demo, ``run_example`` / ``check_order_desk_output`` run an example as a user
-does and check what the order-desk driver printed, ``run_mcp_inventory_scenario`` runs the MCP inventory
-session scenario against an adapter's MCP agent, and ``run_turn_overhead_bench`` times a turn in process
-and as a durable session.
+session's events back, ``run_approval_demo`` (with ``order_desk_main`` and ``RefundExampleHooks``)
+drives the examples' approval-across-a-Worker-kill demo, ``run_example`` / ``check_order_desk_output``
+run an example as a user does and check what the order-desk driver printed, ``run_mcp_inventory_scenario``
+runs the MCP inventory session scenario against an adapter's MCP agent, and ``run_turn_overhead_bench``
+times a turn in process and as a durable session.
+
+``stored_calls_without_result`` checks that a stored transcript has no tool call without its result, as
+a steered, cancelled or failed turn must leave it.
 """
 
 # First: registers the matrix with pytest's assertion rewriting before anything imports it.
