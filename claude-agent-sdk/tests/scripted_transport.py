@@ -7,11 +7,20 @@ real CLI speaks on stdout/stdin, in the order the CLI does:
 - opens the in-process MCP server `dex` through `mcp_message` control requests (`initialize`,
   `notifications/initialized`, `tools/list`), as the CLI does for an SDK server;
 - reads the prompt (a fresh run) or, for `options.resume`, loads the transcript from
-  `options.session_store` and resumes the deferred tool use it ends with: the hook, then `tools/call`;
+  `options.session_store` and resumes the deferred tool use it ends with: the hook, then `tools/call`
+  (or, with `ScriptedCli.lose_deferred_calls`, the internal-error result CLI 2.1.332 gave a deferred call
+  it lost);
 - plays scripted model responses: `stream_event`s (`message_start`, blocks, text deltas, `message_stop`),
-  then the `assistant` message; asks the hook about each tool use (`hook_callback`), runs allowed calls of
-  `dex` through `tools/call`, turns a `deny` into the CLI's `PreToolUse:<tool> hook error: ` result and
-  stops the run at a `defer` (`result` with `stop_reason` `tool_deferred`);
+  then the `assistant` message; asks the hook about each tool use (`hook_callback`; before
+  `message_stop` for a response with `hooks_before_stop`), runs allowed calls of `dex` through
+  `tools/call` with the tool use ID in `_meta["claudecode/toolUseId"]`, and turns a `deny` into the CLI's
+  `PreToolUse:<tool> hook error: ` result;
+- when no hook decides about a call, asks the permission system: `options.allowed_tools` allows it, else
+  `can_use_tool` (a `can_use_tool` control request) decides, else it is refused (the real CLI's
+  permission modes, which let some read-only calls through unasked, are not modelled);
+- after asking about every tool use of a response, stops the run if any was deferred (`result` with
+  `stop_reason` `tool_deferred` and the last deferred call as `deferred_tool_use`; the others get no
+  result, as in the real CLI);
 - mirrors its transcript entries (`transcript_mirror`) before every `result`, and reports the run's usage.
 
 What the model would have read (each model call's tool results) is logged in `ScriptedCli.model_inputs`.
@@ -30,6 +39,9 @@ from claude_agent_sdk import ClaudeAgentOptions, Transport
 
 _PROJECT = "scripted-project"
 
+LOST_TOOL_RESULT = "[Tool result missing due to internal error]"
+"""What CLI 2.1.332 answered a deferred call with when it lost it on resume."""
+
 
 @dataclass(frozen=True)
 class ScriptedToolUse:
@@ -47,6 +59,8 @@ class ScriptedResponse:
     text: str = ""
     tool_uses: Sequence[ScriptedToolUse] = ()
     api_error_status: int | None = None
+    hooks_before_stop: bool = False
+    """Ask the hook about the tool uses before `message_stop`, as a CLI that runs tools while streaming."""
     usage: Mapping[str, int] = field(
         default_factory=lambda: {
             "input_tokens": 10,
@@ -63,11 +77,14 @@ class ScriptedCli:
 
     Attributes:
         responses: The model responses still to play, across runs, in order.
-        hook_decisions: Each hook answer: (tool use ID, decision, reason or `None`).
+        hook_decisions: Each hook answer: (tool use ID, decision or "none", reason or `None`).
+        permission_requests: Each `can_use_tool` request: (tool name, tool use ID).
         model_inputs: For each model call, the tool results the model reads: (tool use ID, text, is_error).
         prompts: The prompt of each fresh run.
         listed_tools: The tools each run's `tools/list` returned.
         resumed_transcripts: The transcript each resumed run loaded from the session store.
+        lose_deferred_calls: Resume a deferred call with an internal-error result, without the hook or
+            its tool (what CLI 2.1.332 did to a deferred call that was not its response's last tool use).
     """
 
     responses: list[ScriptedResponse]
@@ -78,6 +95,8 @@ class ScriptedCli:
     prompts: list[str] = field(default_factory=list[str])
     listed_tools: list[list[str]] = field(default_factory=list[list[str]])
     resumed_transcripts: list[list[dict[str, Any]]] = field(default_factory=list[list[dict[str, Any]]])
+    permission_requests: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
+    lose_deferred_calls: bool = False
     _ids: itertools.count[int] = field(default_factory=itertools.count)
 
     def transport(self, options: ClaudeAgentOptions) -> Transport:
@@ -221,9 +240,12 @@ class ScriptedTransport(Transport):
             use = ScriptedToolUse(pending["id"], pending["name"], pending["input"])
             earlier = cast(list[list[Any]], self._transcript[-1].get("results", []))
             results = [(str(i), str(t), bool(e)) for i, t, e in earlier]
-            async for message in self._tool_use(use, results):
-                assert message is not None, "the hook deferred the call it resumes"
-                yield message
+            if self._cli.lose_deferred_calls:
+                results.append((use.id, LOST_TOOL_RESULT, True))
+            else:
+                async for message in self._tool_use(use, results):
+                    assert message is not None, "the hook deferred the call it resumes"
+                    yield message
             yield self._tool_results_message(results)
         else:
             prompt = await self._receive()
@@ -244,30 +266,48 @@ class ScriptedTransport(Transport):
                     stop_reason=None,
                 )
                 return
-            async for message in self._model_call(response):
-                yield message
+            results = []
+            deferred: list[ScriptedToolUse] = []
+            tool_uses = self._tool_uses(response.tool_uses, results, deferred)
+            if response.hooks_before_stop:
+                async for message in self._model_call(response, before_stop=tool_uses):
+                    yield message
+            else:
+                async for message in self._model_call(response):
+                    yield message
+                async for message in tool_uses:
+                    yield message
             if not response.tool_uses:
                 yield self._mirror()
                 yield self._result(result=response.text, stop_reason="end_turn")
                 return
-            results = []
-            for use in response.tool_uses:
-                deferred = False
-                async for message in self._tool_use(use, results):
-                    if message is None:
-                        deferred = True
-                    else:
-                        yield message
-                if deferred:
-                    # The CLI keeps the deferred call (and the results so far) for the resume.
-                    deferred_use = {"id": use.id, "name": use.name, "input": dict(use.input)}
-                    self._record({"type": "system", "deferred": deferred_use, "results": results})
-                    yield self._mirror()
-                    yield self._result(result="", stop_reason="tool_deferred")
-                    return
+            if deferred:
+                # The CLI keeps the last deferred call (and the other results) for the resume.
+                last = deferred[-1]
+                deferred_use = {"id": last.id, "name": last.name, "input": dict(last.input)}
+                self._record({"type": "system", "deferred": deferred_use, "results": results})
+                yield self._mirror()
+                yield self._result(result="", stop_reason="tool_deferred", deferred_tool_use=deferred_use)
+                return
             yield self._tool_results_message(results)
 
-    async def _model_call(self, response: ScriptedResponse) -> AsyncIterator[dict[str, Any]]:
+    async def _tool_uses(
+        self,
+        uses: Sequence[ScriptedToolUse],
+        results: list[tuple[str, str, bool]],
+        deferred: list[ScriptedToolUse],
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Ask about and run every tool use of a response; collect the deferred ones in ``deferred``."""
+        for use in uses:
+            async for message in self._tool_use(use, results):
+                if message is None:
+                    deferred.append(use)
+                else:
+                    yield message
+
+    async def _model_call(
+        self, response: ScriptedResponse, before_stop: AsyncIterator[dict[str, Any]] | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
         self._model_calls += 1
         for key, value in response.usage.items():
             self._usage[key] = self._usage.get(key, 0) + value
@@ -286,15 +326,12 @@ class ScriptedTransport(Transport):
             block = {"type": "tool_use", "id": use.id, "name": use.name, "input": dict(use.input)}
             blocks.append(block)
             events.append({"type": "content_block_start", "index": len(blocks) - 1, "content_block": block})
-        events.append({"type": "message_stop"})
         for event in events:
-            yield {
-                "type": "stream_event",
-                "uuid": self._cli.next_id("event"),
-                "session_id": self._session_id,
-                "event": event,
-                "parent_tool_use_id": None,
-            }
+            yield self._stream_event(event)
+        if before_stop is not None:
+            async for message in before_stop:
+                yield message
+        yield self._stream_event({"type": "message_stop"})
         message = {"id": message_id, "role": "assistant", "model": "scripted", "content": blocks}
         self._record({"type": "assistant", "message": message})
         yield {
@@ -305,11 +342,21 @@ class ScriptedTransport(Transport):
             "uuid": self._cli.next_id("assistant"),
         }
 
+    def _stream_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "stream_event",
+            "uuid": self._cli.next_id("event"),
+            "session_id": self._session_id,
+            "event": event,
+            "parent_tool_use_id": None,
+        }
+
     async def _tool_use(
         self, use: ScriptedToolUse, results: list[tuple[str, str, bool]]
     ) -> AsyncIterator[dict[str, Any] | None]:
         """Ask the hook about one tool use and run it; yields `None` when the hook defers it."""
-        decision: dict[str, Any] = {"permissionDecision": "allow"}
+        kind: str | None = None
+        reason: str | None = None
         for callback_id in self._hook_ids:
             request, answer = self._request(
                 {
@@ -327,20 +374,51 @@ class ScriptedTransport(Transport):
             )
             yield request
             output = cast(dict[str, Any], (await answer).get("hookSpecificOutput") or {})
-            if output.get("permissionDecision", "allow") != "allow":
-                decision = output
-                break
-        kind = str(decision["permissionDecision"])
-        reason = cast(str | None, decision.get("permissionDecisionReason"))
-        self._cli.hook_decisions.append((use.id, kind, reason))
+            if "permissionDecision" in output:
+                kind = str(output["permissionDecision"])
+                reason = cast(str | None, output.get("permissionDecisionReason"))
+                if kind != "allow":
+                    break
+        self._cli.hook_decisions.append((use.id, kind or "none", reason))
+        if kind is None:
+            # No hook decided: the permission system does (allowed tools, then can_use_tool).
+            refusal: str | None = None
+            if use.name not in self._options.allowed_tools:
+                if self._options.can_use_tool is None:
+                    refusal = (
+                        f"Claude requested permissions to use {use.name}, but you haven't granted it yet."
+                    )
+                else:
+                    self._cli.permission_requests.append((use.name, use.id))
+                    request, answer = self._request(
+                        {
+                            "subtype": "can_use_tool",
+                            "tool_name": use.name,
+                            "input": dict(use.input),
+                            "tool_use_id": use.id,
+                            "permission_suggestions": [],
+                        }
+                    )
+                    yield request
+                    verdict = await answer
+                    if verdict.get("behavior") != "allow":
+                        refusal = str(verdict.get("message", ""))
+            if refusal is not None:
+                # The permission system's refusal reaches the model verbatim.
+                results.append((use.id, refusal, True))
+                return
+            kind = "allow"
         if kind == "defer":
             yield None
         elif kind == "deny":
             results.append((use.id, f"PreToolUse:{use.name} hook error: {reason}", True))
         elif use.name.startswith("mcp__dex__"):
-            request, answer = self._mcp(
-                "tools/call", {"name": use.name.removeprefix("mcp__dex__"), "arguments": dict(use.input)}
-            )
+            params = {
+                "name": use.name.removeprefix("mcp__dex__"),
+                "arguments": dict(use.input),
+                "_meta": {"claudecode/toolUseId": use.id},
+            }
+            request, answer = self._mcp("tools/call", params)
             yield request
             result = cast(dict[str, Any], (await answer)["mcp_response"]["result"])
             text = "\n".join(str(block.get("text", "")) for block in result.get("content", []))

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
+from claude_agent_sdk import (
+    PermissionResult,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ToolPermissionContext,
+)
 from dex_agents import AgentSessionFlow
 from dex_agents.testing import STATE_DIR_ENV, matrix_session_options, with_model_call_scope
 
@@ -20,8 +28,29 @@ def mcp_log_path(state_dir: Path) -> Path:
     return state_dir / "mcp-requests.log"
 
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
-    """The matrix agent, a Bash-only agent, an agent with an MCP server, and one that defers reads too."""
+BASH_REFUSAL = "Bash is off limits in this deployment."
+
+
+def permission_log_path(state_dir: Path) -> Path:
+    """Where the guarded agent's `can_use_tool` logs every call it is asked about."""
+    return state_dir / "can-use-tool.log"
+
+
+async def refuse_bash(
+    name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+) -> PermissionResult:
+    """The user's own permission callback: logs every call it sees and refuses `Bash`."""
+    state_dir = Path(os.environ[STATE_DIR_ENV])
+    with permission_log_path(state_dir).open("a", encoding="utf-8") as log:
+        log.write(json.dumps({"tool": name, "input": tool_input, "tool_use_id": context.tool_use_id}) + "\n")
+    if name == "Bash":
+        return PermissionResultDeny(message=BASH_REFUSAL)
+    return PermissionResultAllow()
+
+
+def build_flows() -> tuple[AgentSessionFlow, ...]:
+    """The matrix agent, a Bash agent, an agent with an MCP server, one that defers reads too, and an agent
+    whose `can_use_tool` refuses Bash next to the matrix tools."""
     # The test process builds the Flows only to talk to sessions; the server runs when a Worker lists tools.
     state_dir = Path(os.environ.get(STATE_DIR_ENV, "."))
     inventory = McpStdioServer(
@@ -34,7 +63,10 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow,
             options=matrix_session_options(),
         ),
         AgentSessionFlow(
-            with_model_call_scope(ClaudeAgentRunner(scripted_options_with(tools=["Bash"]))),
+            # The user allows Bash: the runner leaves built-ins to Claude Code's permission system.
+            with_model_call_scope(
+                ClaudeAgentRunner(scripted_options_with(tools=["Bash"], allowed_tools=["Bash"]))
+            ),
             flow_type="ClaudeBuiltins",
         ),
         # No explicit policies: every effect comes from the server's annotations or the default.
@@ -46,6 +78,15 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow,
                 ClaudeAgentRunner(scripted_options, matrix_tools(), inline_read_tools=False)
             ),
             flow_type="ClaudeDeferredReads",
+            options=matrix_session_options(),
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(
+                ClaudeAgentRunner(
+                    scripted_options_with(tools=["Bash"], can_use_tool=refuse_bash), matrix_tools()
+                )
+            ),
+            flow_type="ClaudeGuardedBuiltins",
             options=matrix_session_options(),
         ),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +23,12 @@ from dex_agents.testing import (
 
 from tests.matrix_spec import PACKAGE_DIR
 from tests.scripted_claude import unexpected_requests_log
-from tests.specifics_agents import build_flows
+from tests.specifics_agents import BASH_REFUSAL, build_flows, permission_log_path
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+ONE_TOOL_STEP = ["StartAgentSession", "RunModel", "CallTool", "ResumeTurn", "RunModel"]
+"""The Steps of a turn with one call in a tool Step."""
 
 
 @dataclass
@@ -33,6 +37,7 @@ class Session:
     plain: AgentSessionClient
     builtins: AgentSessionClient
     deferred_reads: AgentSessionClient
+    guarded: AgentSessionClient
     worker_home: Path
 
 
@@ -51,7 +56,12 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
     ) as stack:
         await stack.start_worker()
         yield Session(
-            stack, stack.sessions(flows[0]), stack.sessions(flows[1]), stack.sessions(flows[3]), worker_home
+            stack,
+            stack.sessions(flows[0]),
+            stack.sessions(flows[1]),
+            stack.sessions(flows[3]),
+            stack.sessions(flows[4]),
+            worker_home,
         )
 
 
@@ -159,6 +169,50 @@ async def test_an_enabled_built_in_tool_runs_inline_and_the_workers_home_stays_u
     ]
     # Every run had a home and a config directory of its own.
     assert sorted(path.name for path in session.worker_home.iterdir()) == []
+
+
+async def test_the_users_can_use_tool_decides_about_a_built_in_and_never_about_the_runners_tools(
+    session: Session, tmp_path: Path
+) -> None:
+    session_id = session.stack.new_session_id("guarded")
+    marker = tmp_path / "bash-ran.txt"
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    bash = ScriptedToolCall("Bash", {"command": f"echo ran >> {marker}", "description": "mark"}, "bash-1")
+    receipt = ScriptedToolCall("send_receipt", {"order_id": "A-1"}, "receipt-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(tool_calls=(read, bash)),
+                ScriptedResponse(tool_calls=(receipt,)),
+                ScriptedResponse(text="Receipt sent; I may not run commands."),
+            ]
+        ],
+    )
+    await session.guarded.start_session(session_id, "Look up A-1, mark the file, send the receipt")
+    snapshot = await wait_for_turn_end(session.guarded, session_id, 1, timeout=90)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None, snapshot.state
+    # The CLI asked the user's callback about Bash, which refused it; the command never ran.
+    asked = [
+        json.loads(line) for line in permission_log_path(session.stack.state_dir).read_text().splitlines()
+    ]
+    assert asked == [
+        {
+            "tool": "Bash",
+            "input": {"command": f"echo ran >> {marker}", "description": "mark"},
+            "tool_use_id": "bash-1",
+        }
+    ]
+    assert not marker.exists()
+    calls = session.stack.invocations.model_calls(session_id)
+    assert f"[bash-1] error: {BASH_REFUSAL}" in calls[1].model_input_text
+    # The runner's own tools never reached the callback: the read ran inline, the write in its own Step.
+    assert "[read-1] ok: lookup_order done" in calls[1].model_input_text
+    assert [run.tool_call_id for run in session.stack.invocations.tool_calls(session_id, "send_receipt")] == [
+        "receipt-1"
+    ]
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == ONE_TOOL_STEP
 
 
 async def test_a_retried_model_step_runs_its_built_in_tool_again(session: Session, tmp_path: Path) -> None:
@@ -269,10 +323,4 @@ async def test_inline_read_tools_false_runs_every_read_in_its_own_step(session: 
     assert run.idempotency_key == f"{session_id}/turn-1/read-1"
     calls = session.stack.invocations.model_calls(session_id)
     assert len(calls) == 2 and calls[0].step_execution_id != calls[1].step_execution_id
-    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
-        "StartAgentSession",
-        "RunModel",
-        "CallTool",
-        "ResumeTurn",
-        "RunModel",
-    ]
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == ONE_TOOL_STEP

@@ -64,9 +64,10 @@ def stream(run: _HarnessRun, *uses: tuple[str, str], text: str = "") -> list[Str
 
 
 async def decide(run: _HarnessRun, tool_use_id: str, name: str) -> dict[str, Any]:
+    """The hook's `hookSpecificOutput` for one call (empty when the hook makes no decision)."""
     data = cast(HookInput, {"tool_name": name, "tool_input": {"id": "A"}, "tool_use_id": tool_use_id})
     output = await run.pre_tool_use(data, tool_use_id, cast(HookContext, {"signal": None}))
-    return cast(dict[str, Any], output)["hookSpecificOutput"]
+    return cast(dict[str, Any], cast(dict[str, Any], output).get("hookSpecificOutput", {}))
 
 
 async def test_the_hook_waits_for_the_whole_response_and_defers_its_last_tool_use() -> None:
@@ -88,17 +89,20 @@ async def test_the_hook_waits_for_the_whole_response_and_defers_its_last_tool_us
     assert (await decide(run, "w2", "mcp__dex__refund"))["permissionDecision"] == "deny"
     # The last tool use is a read; it is deferred so the CLI can resume the run.
     assert (await decide(run, "r1", "mcp__dex__lookup"))["permissionDecision"] == "defer"
-    assert run.deferred is not None and run.deferred.tool_use_id == "r1"
+    assert [call.tool_use_id for call in run.deferrals] == ["r1"]
 
 
-async def test_reads_alone_run_inline_and_foreign_tools_are_always_allowed() -> None:
+async def test_reads_alone_run_inline_and_tools_the_runner_does_not_own_get_no_decision() -> None:
     run, _ = make_run()
-    for event in stream(run, ("r1", "mcp__dex__lookup"), ("b1", "Bash"), ("r2", "mcp__dex__lookup")):
+    uses = [("r1", "mcp__dex__lookup"), ("b1", "Bash"), ("x1", "mcp__other__delete_everything")]
+    for event in stream(run, *uses, ("r2", "mcp__dex__lookup")):
         run.observe(event, run.turn.events)
     assert (await decide(run, "r1", "mcp__dex__lookup"))["permissionDecision"] == "allow"
-    assert (await decide(run, "b1", "Bash"))["permissionDecision"] == "allow"
+    # Not the runner's to allow: the user's permission mode, allowed tools and can_use_tool decide.
+    assert await decide(run, "b1", "Bash") == {}
+    assert await decide(run, "x1", "mcp__other__delete_everything") == {}
     assert (await decide(run, "r2", "mcp__dex__lookup"))["permissionDecision"] == "allow"
-    assert run.deferred is None
+    assert run.deferrals == []
 
 
 async def test_a_write_before_a_built_in_is_refused_and_nothing_is_deferred() -> None:
@@ -107,8 +111,8 @@ async def test_a_write_before_a_built_in_is_refused_and_nothing_is_deferred() ->
         run.observe(event, run.turn.events)
     assert (await decide(run, "r1", "mcp__dex__lookup"))["permissionDecision"] == "allow"
     assert (await decide(run, "w1", "mcp__dex__refund"))["permissionDecision"] == "deny"
-    assert (await decide(run, "b1", "Bash"))["permissionDecision"] == "allow"
-    assert run.deferred is None
+    assert await decide(run, "b1", "Bash") == {}
+    assert run.deferrals == []
 
 
 async def test_text_deltas_are_forwarded_as_they_stream() -> None:

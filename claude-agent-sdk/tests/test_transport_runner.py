@@ -8,10 +8,20 @@ events, results). What the model reads is asserted on the scripted CLI's log.
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 import pytest
-from claude_agent_sdk import ToolAnnotations, tool
+from claude_agent_sdk import (
+    CanUseToolShadowedWarning,
+    ClaudeAgentOptions,
+    PermissionResult,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ToolAnnotations,
+    ToolPermissionContext,
+    tool,
+)
 from dex_agents import (
     DEFAULT_REJECTION_TOOL_RESULT,
     OUTCOME_UNKNOWN_TOOL_RESULT,
@@ -28,7 +38,8 @@ from dex_agents import (
 from dex_agents.runner import ToolCallsRequested, TurnCompleted
 
 from dex_agents_claude_agent_sdk import REFUSED_TOOL_CALL_MESSAGE, ClaudeAgentRunner, ClaudeRunState
-from tests.scripted_transport import ScriptedCli, ScriptedResponse, ScriptedToolUse
+from dex_agents_claude_agent_sdk import _runner as runner_module  # pyright: ignore[reportPrivateUsage]
+from tests.scripted_transport import LOST_TOOL_RESULT, ScriptedCli, ScriptedResponse, ScriptedToolUse
 
 ran: list[tuple[str, dict[str, Any]]] = []
 
@@ -100,11 +111,11 @@ def use(tool_use_id: str, name: str, **arguments: Any) -> ScriptedToolUse:
     return ScriptedToolUse(tool_use_id, f"mcp__dex__{name}", arguments)
 
 
-def record(call_id: str, status: ToolCallStatus, **fields: Any) -> AgentToolCall:
+def record(call_id: str, status: ToolCallStatus, tool_name: str = "refund", **fields: Any) -> AgentToolCall:
     return AgentToolCall(
         tool_call_id=call_id,
         turn_id="turn-1",
-        tool_name="refund",
+        tool_name=tool_name,
         arguments='{"id": "A"}',
         effect=ToolEffect.NON_IDEMPOTENT_WRITE,
         requires_approval=True,
@@ -300,3 +311,129 @@ async def test_an_api_error_a_retry_would_repeat_ends_the_turn(status: int) -> N
     outcome = await runner(cli).run_model_step(turn([]))
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error is not None and f"API Error: {status}" in outcome.turn_error
+
+
+async def test_a_built_in_call_is_left_to_the_users_can_use_tool_which_may_refuse_it() -> None:
+    asked: list[tuple[str, dict[str, Any], str | None]] = []
+
+    async def refuse_bash(
+        name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResult:
+        asked.append((name, tool_input, context.tool_use_id))
+        if name == "Bash":
+            return PermissionResultDeny(message="Bash is off limits here.")
+        return PermissionResultAllow()
+
+    bash = ScriptedToolUse("toolu_b", "Bash", {"command": "rm -rf /srv/orders"})
+    cli = ScriptedCli(
+        [
+            ScriptedResponse(tool_uses=[use("toolu_r", "lookup", id="A"), bash]),
+            ScriptedResponse("I may not run commands."),
+        ]
+    )
+    options = ClaudeAgentOptions(tools=["Bash"], can_use_tool=refuse_bash)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcome = await runner(cli, options=options).run_model_step(turn([]))
+
+    assert isinstance(outcome, TurnCompleted) and outcome.turn_error is None
+    # The hook made no decision about the built-in, so the user's callback saw the call and refused it.
+    assert cli.hook_decisions == [("toolu_r", "allow", None), ("toolu_b", "none", None)]
+    assert asked == [("Bash", {"command": "rm -rf /srv/orders"}, "toolu_b")]
+    assert cli.model_inputs[-1] == [
+        ("toolu_r", "order A shipped", False),
+        ("toolu_b", "Bash is off limits here.", True),
+    ]
+    # The runner's own tools are decided by its hook, never by an allowed_tools entry that would shadow
+    # the user's callback (the SDK warns about such entries).
+    assert not [w for w in caught if issubclass(w.category, CanUseToolShadowedWarning)]
+
+
+async def test_a_built_in_the_user_did_not_allow_is_refused_by_the_clis_permission_system() -> None:
+    bash = ScriptedToolUse("toolu_b", "Bash", {"command": "date"})
+    script = [ScriptedResponse(tool_uses=[bash]), ScriptedResponse("Done.")]
+    cli = ScriptedCli([*script, *script])
+
+    refused = await runner(cli, options=ClaudeAgentOptions(tools=["Bash"])).run_model_step(turn([]))
+    assert isinstance(refused, TurnCompleted)
+    assert cli.model_inputs[-1] == [
+        ("toolu_b", "Claude requested permissions to use Bash, but you haven't granted it yet.", True)
+    ]
+
+    allowed = ClaudeAgentOptions(tools=["Bash"], allowed_tools=["Bash"])
+    assert isinstance(await runner(cli, options=allowed).run_model_step(turn([])), TurnCompleted)
+    assert cli.model_inputs[-1] == [("toolu_b", "Bash ran inline", False)]
+
+
+async def test_a_resumed_run_answers_the_deferred_call_by_its_id_never_another_call_of_its_tool() -> None:
+    # The deferred call is a read (the last tool use of a response with a write). The resumed CLI loses
+    # it, as CLI 2.1.332 did for a deferred call that was not its response's last, and the model then
+    # reads another order with the same tool.
+    cli = ScriptedCli(
+        [
+            ScriptedResponse(tool_uses=[use("toolu_1", "refund", id="A"), use("toolu_2", "lookup", id="B")]),
+            ScriptedResponse(tool_uses=[use("toolu_3", "lookup", id="C")]),
+            ScriptedResponse("Done."),
+        ]
+    )
+    first = await runner(cli).run_model_step(turn([]))
+    assert isinstance(first, ToolCallsRequested)
+    assert [call.tool_call_id for call in first.tool_calls] == ["toolu_2"]
+
+    cli.lose_deferred_calls = True
+    calls = {"toolu_2": record("toolu_2", ToolCallStatus.SUCCEEDED, "lookup", output="order B shipped")}
+    with pytest.raises(RuntimeError, match="did not resume the deferred tool call toolu_2"):
+        await runner(cli).run_model_step(turn([], first.framework_run_state, calls))
+    # The other call of the same tool ran for real and got its own result, not the record of toolu_2.
+    assert ran == [("lookup", {"id": "C"})]
+    assert cli.model_inputs[-1] == [("toolu_3", "order C shipped", False)]
+    assert ("toolu_2", LOST_TOOL_RESULT, True) in cli.model_inputs[-2]
+
+
+async def test_a_hook_that_gives_up_waiting_for_the_response_still_defers_a_lone_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(runner_module, "_RESPONSE_WAIT_SECONDS", 0.05)
+    cli = ScriptedCli(
+        [
+            ScriptedResponse(tool_uses=[use("toolu_1", "refund", id="A")], hooks_before_stop=True),
+            ScriptedResponse("Refunded."),
+        ]
+    )
+    first = await runner(cli).run_model_step(turn([]))
+    assert isinstance(first, ToolCallsRequested)
+    assert [call.tool_call_id for call in first.tool_calls] == ["toolu_1"]
+
+    calls = {"toolu_1": record("toolu_1", ToolCallStatus.SUCCEEDED, output="refunded A")}
+    second = await runner(cli).run_model_step(turn([], first.framework_run_state, calls))
+    assert isinstance(second, TurnCompleted) and second.turn_error is None
+    assert cli.model_inputs[-1] == [("toolu_1", "refunded A", False)]
+
+
+async def test_two_writes_deferred_after_a_long_wait_fail_the_attempt_and_the_retry_defers_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(runner_module, "_RESPONSE_WAIT_SECONDS", 0.05)
+    writes = [use("toolu_1", "refund", id="A"), use("toolu_2", "refund", id="B")]
+    cli = ScriptedCli(
+        [ScriptedResponse(tool_uses=writes, hooks_before_stop=True), ScriptedResponse(tool_uses=writes)]
+    )
+    # The hook never saw the whole response, so it deferred both; the CLI keeps only the last, and
+    # toolu_1 would silently get no result.
+    with pytest.raises(
+        RuntimeError,
+        match=r"CLI reports the deferred tool call toolu_2 \(mcp__dex__refund\), but the runner's "
+        r"PreToolUse hook deferred toolu_1 \(refund\), toolu_2 \(refund\)",
+    ):
+        await runner(cli).run_model_step(turn([]))
+    assert cli.hook_decisions == [("toolu_1", "defer", None), ("toolu_2", "defer", None)]
+
+    # The retried attempt sees the whole response: one write refused, the last deferred, as the CLI reports.
+    retry = await runner(cli).run_model_step(turn([], attempt=2))
+    assert isinstance(retry, ToolCallsRequested)
+    assert [(c.tool_call_id, json.loads(c.arguments)) for c in retry.tool_calls] == [("toolu_2", {"id": "B"})]
+    assert cli.hook_decisions[2:] == [
+        ("toolu_1", "deny", REFUSED_TOOL_CALL_MESSAGE.format(tool="refund")),
+        ("toolu_2", "defer", None),
+    ]
+    assert ran == []

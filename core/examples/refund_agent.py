@@ -8,7 +8,7 @@ history: the lookup and the refund each ran exactly once, in their own Steps.
 
 The model is scripted (no API key needed); in a real application the runner comes from an adapter, such as
 ``dex-agents-pydantic-ai``, and wraps your agent. The demo itself (the devserver, the Worker kill, the
-approval and the printing) is ``dex_agents.testing``'s `run_approval_demo`.
+approval and the printing) is ``dex_agents.demos.run_approval_demo``.
 """
 
 from __future__ import annotations
@@ -20,17 +20,15 @@ import tempfile
 from pathlib import Path
 
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy
+from dex_agents.demos import ApprovalDemo, RefundExampleHooks, run_approval_demo
 from dex_agents.testing import (
     AgentTestStack,
-    ApprovalDemo,
-    RefundExampleHooks,
     ScriptedResponse,
     ScriptedRunner,
     ScriptedToolCall,
     lookup_order,
     refund_order,
     run_agent_worker,
-    run_approval_demo,
 )
 
 EXAMPLES_DIR = Path(__file__).resolve().parent

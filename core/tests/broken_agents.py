@@ -1,4 +1,5 @@
-"""Deliberately broken runners: the matrix must fail when an adapter gets policies or unknown tools wrong.
+"""Deliberately broken runners: the matrix must fail when an adapter gets policies, unknown tools or the
+number of model calls per attempt wrong.
 
 Not collected by default (the file name has no ``test_`` prefix); ``tests/test_matrix_catches_defects.py``
 runs it in a nested pytest.
@@ -40,8 +41,22 @@ class SilentUnknownToolRunner(ReadOnlyPolicyRunner):
         return await super().execute_deferred_tool_call(call)
 
 
+class HiddenModelCallRunner(SilentUnknownToolRunner):
+    """Also calls the model twice when a turn resumes after its own tools ran, keeping the second answer.
+
+    A plausible adapter bug: a framework that retries a model call inside one RunModel attempt. (Item 12's
+    unknown tool is left alone, so that item fails for its own defect.)
+    """
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        known = {tool.__name__ for tool in MATRIX_TOOLS}
+        if turn.is_resuming and all(record.tool_name in known for record in turn.tool_calls.values()):
+            await super().run_model_step(turn)
+        return await super().run_model_step(turn)
+
+
 BROKEN_SPEC = MatrixSpec(
-    build_runner=SilentUnknownToolRunner,
+    build_runner=HiddenModelCallRunner,
     worker_module="tests.broken_worker",
     flow_type_prefix="Broken",
     worker_cwd=CORE_DIR,

@@ -48,3 +48,46 @@ async def test_tool_step_without_a_worker_is_recorded_as_not_run(harness: Matrix
     ]
     seen = harness.model_calls(session)[-1].model_input_text
     assert TOOL_CALL_NOT_RUN_ERROR_PREFIX in seen and OUTCOME_UNKNOWN_TOOL_RESULT not in seen, seen
+
+
+async def test_a_turn_whose_model_step_found_no_worker_says_which_flow_type_lacks_one(
+    harness: MatrixHarness,
+) -> None:
+    session = harness.stack.new_session_id("no-model-worker")
+    harness.script(
+        session,
+        [ScriptedResponse(text="Never said.", gate="model")],
+        [ScriptedResponse(text="Back again.")],
+    )
+    await harness.sessions.start_session(session, "Hello")
+    await harness.stack.gate(session, "model").wait_until_reached()
+    # The only Worker dies inside the model call and nobody restarts it: RunModel's later attempts find
+    # no Worker within the dispatch wait.
+    harness.stack.kill_workers()
+
+    async def run_model_failed() -> bool:
+        history = await harness.stack.read_step_history(session)
+        return any(
+            entry.step_type == "RunModel" and entry.event_type == EXECUTE_FAILED_EVENT for entry in history
+        )
+
+    await wait_until("RunModel's attempts to run out", run_model_failed)
+    await harness.stack.start_worker()
+    failed = await wait_for_turn_end(harness.sessions, session, 1)
+
+    history = await harness.stack.read_step_history(session)
+    assert [
+        (entry.error_type, entry.final_attempt)
+        for entry in history
+        if entry.step_type == "RunModel" and entry.event_type == EXECUTE_FAILED_EVENT
+    ] == [("NO_WORKER_AVAILABLE", 3)]
+    assert failed.state is not None and failed.state.last_turn_error is not None
+    error = failed.state.last_turn_error
+    flow_type = harness.flows.main.flow_type
+    assert error.startswith(f"no Worker served Flow type {flow_type!r}"), error
+    assert "start a Worker that registers it" in error, error
+    # The session stays usable once a Worker serves it again.
+    assert await harness.sessions.send_user_message(session, "Are you there?")
+    done = await wait_for_turn_end(harness.sessions, session, 2)
+    assert done.state is not None and done.state.last_turn_error is None
+    assert done.messages[-1].text == "Back again."

@@ -34,6 +34,7 @@ from dex_agents.testing import (
     render_message,
     stored_calls_without_result,
     text_by_model_step,
+    text_chunks,
 )
 
 
@@ -160,3 +161,11 @@ def test_text_is_joined_per_model_step_in_arrival_order_and_usage_is_read_per_ev
     ]
     assert text_by_model_step(events) == {"RunModel-1": "Let me check.", "RunModel-2": "Done"}
     assert recorded_usage(events) == [{"model_calls": 1}, {"model_calls": 2}]
+
+
+def test_text_chunks_add_up_to_the_text_word_by_word() -> None:
+    assert text_chunks("Order A-17 has  shipped.\n") == ["Order ", "A-17 ", "has  ", "shipped.\n"]
+    assert text_chunks("  leading space") == ["  ", "leading ", "space"]
+    assert text_chunks("") == []
+    text = " Refunded 40 EUR\tfor order A-17. "
+    assert "".join(text_chunks(text)) == text

@@ -1,34 +1,38 @@
-"""Pin the public surface of the test kit, so an accidental export or removal fails CI."""
+"""Pin the public surface of the test kit, the demos and the bench helpers, so a change fails CI."""
 
+import subprocess
+import sys
+
+import dex_agents.bench
+import dex_agents.demos
 import dex_agents.testing
 import dex_agents.testing.matrix
+import dex_agents.testing.mcp_inventory_server
+import dex_agents.testing.runner_contract
 
 TESTING_EXPORTS = {
     "EXECUTE_COMPLETED_EVENT",
     "EXECUTE_FAILED_EVENT",
     "MATRIX_TOOLS",
+    "MCP_INVENTORY_SERVER_MODULE",
+    "MCP_TEST_LOG_ENV",
     "STATE_DIR_ENV",
     "WAIT_FOR_COMPLETED_EVENT",
     "WAIT_FOR_FAILED_EVENT",
     "AgentTestStack",
-    "ApprovalDecision",
-    "ApprovalDemo",
-    "DemoHooks",
     "DevServerProcess",
-    "DurableTurn",
     "FileGate",
     "HistoryMovement",
-    "InProcessTurn",
     "Invocation",
     "InvocationLog",
     "MatrixFlows",
     "MatrixSpec",
     "MatrixToolNames",
     "McpInventoryRun",
+    "McpStdioCommand",
     "ModelCallScope",
     "ModelCallScopedRunner",
-    "OrderDeskDemo",
-    "RefundExampleHooks",
+    "RunnerContractSpec",
     "ScriptStore",
     "ScriptedResponse",
     "ScriptedRunner",
@@ -42,26 +46,25 @@ TESTING_EXPORTS = {
     "executed_step_types",
     "lookup_order",
     "matrix_session_options",
+    "mcp_inventory_server_command",
     "model_call_scope",
-    "order_desk_main",
     "read_agent_events",
     "read_step_history",
     "recorded_usage",
     "refund_order",
     "render_message",
     "run_agent_worker",
-    "run_approval_demo",
     "run_example",
     "run_inline_scripted_tool",
     "run_matrix_worker",
     "run_mcp_inventory_scenario",
     "run_scripted_tool",
-    "run_turn_overhead_bench",
     "script_store_scope",
     "scripted_model_response",
     "send_receipt",
     "stored_calls_without_result",
     "text_by_model_step",
+    "text_chunks",
     "wait_for_agent_snapshot",
     "wait_for_turn_end",
     "wait_until",
@@ -86,11 +89,60 @@ def test_matrix_exports_are_pinned() -> None:
     ]
 
 
-def test_the_kit_imports_without_pytest_in_worker_children() -> None:
-    # Worker children import dex_agents.testing; only the matrix module needs pytest.
-    import subprocess
-    import sys
+def test_runner_contract_exports_are_pinned() -> None:
+    assert dex_agents.testing.runner_contract.__all__ == [
+        "RunnerContract",
+        "RunnerContractSpec",
+        "RunnerContractTests",
+    ]
+    assert dex_agents.testing.runner_contract.RunnerContractSpec is dex_agents.testing.RunnerContractSpec
 
+
+def test_mcp_inventory_server_exports_are_pinned() -> None:
+    assert dex_agents.testing.mcp_inventory_server.__all__ == [
+        "MCP_INVENTORY_SERVER_MODULE",
+        "MCP_TEST_LOG_ENV",
+        "McpStdioCommand",
+        "main",
+        "mcp_inventory_server_command",
+    ]
+
+
+def test_demos_exports_are_pinned() -> None:
+    assert dex_agents.demos.__all__ == [
+        "ApprovalDecision",
+        "ApprovalDemo",
+        "DemoHooks",
+        "OrderDeskDemo",
+        "RefundExampleHooks",
+        "order_desk_main",
+        "run_approval_demo",
+    ]
+    for name in dex_agents.demos.__all__:
+        assert getattr(dex_agents.demos, name) is not None
+
+
+def test_bench_exports_are_pinned() -> None:
+    assert dex_agents.bench.__all__ == ["DurableTurn", "InProcessTurn", "run_turn_overhead_bench"]
+    for name in dex_agents.bench.__all__:
+        assert getattr(dex_agents.bench, name) is not None
+
+
+def test_the_kit_holds_no_demo_or_benchmark() -> None:
+    moved = {"ApprovalDemo", "OrderDeskDemo", "RefundExampleHooks", "run_approval_demo", "DurableTurn"}
+    assert moved.isdisjoint(dex_agents.testing.__all__)
+    code = (
+        "import sys, dex_agents.testing; "
+        "print(sorted(m for m in sys.modules if m.startswith(('dex_agents.demos', 'dex_agents.bench'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_kit_imports_without_pytest_in_worker_children() -> None:
+    # Worker children import dex_agents.testing; only the matrix and contract modules need pytest.
     code = "import sys; sys.modules['pytest'] = None; import dex_agents.testing; print('ok')"
     result = subprocess.run(
         [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60

@@ -2,7 +2,8 @@
 
 import pytest
 
-from dex_agents import MessageRole
+from dex_agents import TURN_FAILURE_NOTE_FOOTER, TURN_FAILURE_NOTE_HEADER, MessageRole
+from dex_agents.limits import MAX_TURN_FAILURE_NOTE_BYTES, TURN_FAILURE_NOTE_CUT_MARKER
 from dex_agents.testing import ScriptedResponse, wait_for_turn_end
 from dex_agents.testing.matrix import MatrixHarness
 
@@ -90,3 +91,32 @@ async def test_usage_adds_up_every_model_call(harness: MatrixHarness) -> None:
     assert await harness.sessions.send_user_message(session, "Thanks")
     second = await wait_for_turn_end(harness.sessions, session, 2)
     assert (second.usage.model_calls, second.usage.input_tokens, second.usage.output_tokens) == (3, 450, 19)
+
+
+async def test_a_failed_turn_keeps_its_note_when_a_read_returned_600_kb(harness: MatrixHarness) -> None:
+    session = harness.stack.new_session_id("big-note")
+    read = harness.call(harness.tools.read, "read-1", order_id="A-1", output_size=600 * 1024)
+    write = harness.call(harness.tools.idempotent_write, "receipt-1", order_id="A-1")
+    harness.script(
+        session,
+        [ScriptedResponse(tool_calls=(read, write)), ScriptedResponse(fail_attempts=ALWAYS)],
+        [ScriptedResponse(text="The receipt was already sent.")],
+    )
+    await harness.sessions.start_session(session, "Look up A-1 and send its receipt")
+    failed = await wait_for_turn_end(harness.sessions, session, 1)
+    assert failed.state is not None and failed.state.last_turn_error is not None
+
+    assert await harness.sessions.send_user_message(session, "Did the receipt go out?")
+    await wait_for_turn_end(harness.sessions, session, 2)
+    [seen] = harness.model_calls(session, "turn-2")
+    note = seen.model_input[-2]
+    lines = note.removeprefix("user: ").split("\n")
+    assert lines[0] == TURN_FAILURE_NOTE_HEADER and lines[-1] == TURN_FAILURE_NOTE_FOOTER, lines
+    assert lines[2] == (
+        '- send_receipt {"order_id":"A-1"} -> succeeded: send_receipt done: {"order_id":"A-1"}'
+    ), lines[2]
+    # The read's 600 KB result is cut, with a marker that says so, to keep the note storable.
+    assert lines[1].startswith('- lookup_order {"order_id":"A-1"} -> succeeded: xxx'), lines[1][:200]
+    assert lines[1].endswith(TURN_FAILURE_NOTE_CUT_MARKER), lines[1][-200:]
+    assert len(note.encode()) <= MAX_TURN_FAILURE_NOTE_BYTES + len("user: ")
+    assert len(harness.tool_runs(session, harness.tools.idempotent_write)) == 1

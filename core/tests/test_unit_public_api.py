@@ -64,6 +64,10 @@ EXPECTED_EXPORTS = {
     "current_tool_execution",
     "agent_codec_registry",
     "UNKNOWN_TOOL_POLICY",
+    "RunStateFormat",
+    "RunStateFormatError",
+    "effect_from_mcp_annotations",
+    "parse_tool_arguments",
     # steering and turn cancellation
     "CancelTurnRequest",
     "CancellationReason",
@@ -117,3 +121,19 @@ def test_0_1_0_module_locations_still_import() -> None:
     assert AgentSessionOptions is dex_agents.AgentSessionOptions
     assert AgentSessionStatus is dex_agents.AgentSessionStatus
     assert ToolEffect is dex_agents.ToolEffect
+
+
+def test_turn_failure_note_limits_live_in_limits() -> None:
+    from dex_agents import limits
+
+    assert limits.__all__ == [
+        "MAX_NOTE_TEXT_BYTES",
+        "MAX_STORED_VALUE_BYTES",
+        "MAX_TURN_FAILURE_NOTE_BYTES",
+        "MAX_USER_MESSAGE_BYTES",
+        "TURN_FAILURE_NOTE_CUT_MARKER",
+        "bounded_text",
+        "utf8_size",
+    ]
+    assert limits.MAX_TURN_FAILURE_NOTE_BYTES == 64 * 1024
+    assert limits.TURN_FAILURE_NOTE_CUT_MARKER == " [... cut by dex-agents]"

@@ -21,6 +21,7 @@ from dex_agents import (
     describe_tool_call_outcome,
     resolve_tool_policy,
 )
+from dex_agents.limits import MAX_TURN_FAILURE_NOTE_BYTES, TURN_FAILURE_NOTE_CUT_MARKER, utf8_size
 
 
 def record(
@@ -28,6 +29,7 @@ def record(
     status: ToolCallStatus,
     *,
     order: int = 0,
+    arguments: str = '{"id":7}',
     output: str | None = None,
     error: str | None = None,
     rejection_message: str | None = None,
@@ -36,7 +38,7 @@ def record(
         tool_call_id=tool_call_id,
         turn_id="turn-1",
         tool_name=f"tool_{tool_call_id}",
-        arguments='{"id":7}',
+        arguments=arguments,
         effect=ToolEffect.NON_IDEMPOTENT_WRITE,
         requires_approval=True,
         status=status,
@@ -134,6 +136,51 @@ def test_turn_failure_note_lists_final_records_in_deferral_order() -> None:
 def test_turn_failure_note_needs_a_final_record() -> None:
     with pytest.raises(ValueError, match="final"):
         build_turn_failure_note([record("a", ToolCallStatus.AWAITING_APPROVAL)])
+
+
+def test_a_note_too_long_for_its_limit_cuts_the_longest_results_and_keeps_short_ones_whole() -> None:
+    records = [
+        record("read", ToolCallStatus.SUCCEEDED, order=0, output="r" * 600_000),
+        record("write", ToolCallStatus.SUCCEEDED, order=1, output="refunded 40 EUR"),
+        record("other", ToolCallStatus.FAILED, order=2, error="é" * 100_000),
+    ]
+    note = build_turn_failure_note(records)
+    lines = note.split("\n")
+    assert utf8_size(note) <= MAX_TURN_FAILURE_NOTE_BYTES
+    assert (lines[0], lines[-1]) == (TURN_FAILURE_NOTE_HEADER, TURN_FAILURE_NOTE_FOOTER)
+    assert lines[2] == '- tool_write {"id":7} -> succeeded: refunded 40 EUR'
+    assert lines[1].startswith('- tool_read {"id":7} -> succeeded: rrr')
+    assert lines[3].startswith('- tool_other {"id":7} -> failed: The tool call failed: ééé')
+    assert all(line.endswith(TURN_FAILURE_NOTE_CUT_MARKER) for line in (lines[1], lines[3]))
+    # The two cut results share the room equally: neither starves the other.
+    assert abs(utf8_size(lines[1]) - utf8_size(lines[3])) < 64
+    assert utf8_size(note) > MAX_TURN_FAILURE_NOTE_BYTES - 256, "the note uses the room it has"
+
+
+def test_a_note_within_its_limit_is_not_cut() -> None:
+    records = [record("a", ToolCallStatus.SUCCEEDED, output="x" * 1000)]
+    assert build_turn_failure_note(records, max_bytes=2000).endswith(
+        "x" * 1000 + "\n" + TURN_FAILURE_NOTE_FOOTER
+    )
+    cut = build_turn_failure_note(records, max_bytes=600)
+    assert utf8_size(cut) <= 600 and TURN_FAILURE_NOTE_CUT_MARKER in cut
+
+
+def test_arguments_are_cut_only_when_cutting_results_cannot_make_room() -> None:
+    huge = '{"body":"' + "b" * 50_000 + '"}'
+    records = [
+        record("write", ToolCallStatus.SUCCEEDED, order=0, arguments=huge, output="written"),
+        record("read", ToolCallStatus.SUCCEEDED, order=1, output="o" * 50_000),
+    ]
+    note = build_turn_failure_note(records, max_bytes=4096)
+    write_line, read_line = note.split("\n")[1:3]
+    assert utf8_size(note) <= 4096
+    assert write_line.startswith('- tool_write {"body":"bbb') and write_line.endswith(
+        " -> succeeded: written"
+    )
+    assert TURN_FAILURE_NOTE_CUT_MARKER in write_line
+    # The read's result had to give up all of its room first: only the marker is left of it.
+    assert read_line == f'- tool_read {{"id":7}} -> succeeded: {TURN_FAILURE_NOTE_CUT_MARKER.lstrip()}'
 
 
 def test_cancelled_calls_carry_the_structured_rejection_messages() -> None:

@@ -1,5 +1,6 @@
 """Pure session rules: tool call ID validation, deadline rounding, recovery details, "did not run"."""
 
+import json
 from dataclasses import replace
 from datetime import timedelta
 
@@ -7,22 +8,31 @@ import pytest
 
 from dex_agents import (
     AgentMessage,
+    AgentSessionFlow,
+    AgentSessionOptions,
     AgentToolCall,
+    AgentTurnContext,
     AgentUsage,
     CancellationReason,
     DeferredToolCall,
+    DeferredToolExecution,
     FrameworkMessage,
     MessageRole,
     ToolCallsRequested,
     ToolCallStatus,
     ToolEffect,
+    ToolExecutionResult,
     ToolPolicy,
+    TurnCompleted,
+    build_turn_failure_note,
 )
-from dex_agents.limits import bounded_text
+from dex_agents.limits import MAX_STORED_VALUE_BYTES, MAX_TURN_FAILURE_NOTE_BYTES, bounded_text, utf8_size
 from dex_agents.session._control import TurnControlState, may_abandon_waiting_call
 from dex_agents.session._errors import describe_exception, plain_recovery_detail
-from dex_agents.session._state import format_time, parse_time
+from dex_agents.session._runtime import SessionRuntime
+from dex_agents.session._state import format_time, parse_time, stored_size, to_agent_message
 from dex_agents.session._tool_steps import _never_ran  # pyright: ignore[reportPrivateUsage]
+from dex_agents.session._turn_lifecycle import storable_note
 from dex_agents.session._turn_steps import (
     _check_tool_calls,  # pyright: ignore[reportPrivateUsage]
     _whole_seconds,  # pyright: ignore[reportPrivateUsage]
@@ -129,6 +139,36 @@ def test_long_error_texts_are_cut_with_a_marker() -> None:
     cut = bounded_text("é" * 20_000, limit=1000)
     assert len(cut.encode()) <= 1000
     assert cut.endswith("[... cut by dex-agents]")
+
+
+class _WordyRunner:
+    """Puts the text into its framework item twenty times, as a verbose framework format might."""
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return FrameworkMessage(role=MessageRole.USER, framework_item=json.dumps([text] * 20), text=text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> TurnCompleted:
+        return TurnCompleted(new_messages=[])
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        return ToolExecutionResult("")
+
+
+def test_a_note_the_runner_stores_verbosely_is_shortened_until_it_can_be_stored() -> None:
+    flow = AgentSessionFlow(_WordyRunner(), flow_type="T")
+    runtime = SessionRuntime(flow.runner, AgentSessionOptions(), flow.agent_events, flow_type="T")
+    big = replace(record("read-1"), status=ToolCallStatus.SUCCEEDED, output="x" * 600_000)
+    write = replace(record("write-1"), status=ToolCallStatus.SUCCEEDED, output="sent", deferral_order=1)
+
+    note = storable_note(
+        runtime, lambda budget: build_turn_failure_note([big, write], max_bytes=budget), 7, "turn-3"
+    )
+
+    # 64 KiB of note twenty-one times over is too large to store; a quarter of it is not.
+    assert note.text is not None and utf8_size(note.text) <= MAX_TURN_FAILURE_NOTE_BYTES // 4
+    assert note.text.split("\n")[2] == "- lookup {} -> succeeded: sent"
+    stored = to_agent_message(note, 7, "turn-3", "2026-11-29T00:00:00.000Z")
+    assert stored_size(stored) <= MAX_STORED_VALUE_BYTES
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,7 @@ class _Runner:
 
 def runtime() -> SessionRuntime:
     flow = AgentSessionFlow(_Runner(), flow_type="T")
-    return SessionRuntime(flow.runner, AgentSessionOptions(), flow.agent_events)
+    return SessionRuntime(flow.runner, AgentSessionOptions(), flow.agent_events, flow_type=flow.flow_type)
 
 
 def record(effect: ToolEffect, status: ToolCallStatus = ToolCallStatus.APPROVED) -> AgentToolCall:

@@ -5,10 +5,16 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect
-from dex_agents.testing import MATRIX_TOOLS, run_scripted_tool, with_model_call_scope
+from dex_agents.testing import (
+    MATRIX_TOOLS,
+    matrix_session_options,
+    run_scripted_tool,
+    with_model_call_scope,
+)
 from google.adk.agents import BaseAgent, InvocationContext, LlmAgent
 from google.adk.events import Event
 from google.adk.tools.function_tool import FunctionTool
+from pydantic import BaseModel
 
 from dex_agents_google_adk import GoogleAdkRunner
 from tests.scripted_model import ScriptedLlm
@@ -32,8 +38,17 @@ async def purge_order(order_id: str) -> str:
     return await run_scripted_tool("purge_order", {"order_id": order_id})
 
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow]:
-    """An agent whose tools are read by default, one of which ADK confirms; and a two-agent pipeline."""
+class OrderStatus(BaseModel):
+    """The structured answer of the order-status agent."""
+
+    order_id: str
+    status: str
+
+
+def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
+    """An agent whose tools are read by default, one of which ADK confirms; a two-agent pipeline; and an
+    agent with an `output_schema` whose unlisted tools (ADK's `set_model_response`) need approval.
+    """
     plain = LlmAgent(
         name="orders",
         model=ScriptedLlm(),
@@ -47,6 +62,13 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow]:
             LlmAgent(name="reviewer", model=ScriptedLlm(), instruction="Review."),
         ],
     )
+    structured = LlmAgent(
+        name="order_status",
+        model=ScriptedLlm(),
+        instruction="Report an order's status.",
+        tools=list(MATRIX_TOOLS),
+        output_schema=OrderStatus,
+    )
     # Every tool without metadata is a read here, so only ADK's own confirmation asks for approval.
     options = AgentSessionOptions(default_tool_effect=ToolEffect.READ)
     return (
@@ -55,5 +77,10 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow]:
         ),
         AgentSessionFlow(
             with_model_call_scope(GoogleAdkRunner(pipeline)), flow_type="GoogleAdkPipeline", options=options
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(GoogleAdkRunner(structured)),
+            flow_type="GoogleAdkStructured",
+            options=matrix_session_options(),
         ),
     )

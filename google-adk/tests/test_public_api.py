@@ -13,6 +13,7 @@ def test_public_api_is_pinned() -> None:
         "GoogleAdkRunner",
         "McpCallInterruptedError",
         "SecondModelCallError",
+        "UnrecordedConfirmationError",
         "framework_effect",
     ]
 

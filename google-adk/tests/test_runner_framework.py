@@ -19,7 +19,7 @@ from dex_agents.runner import (
     TurnCompleted,
 )
 from dex_agents.testing import SessionSide
-from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
+from dex_agents.values import FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
 from google.adk.agents import LlmAgent
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.run_config import RunConfig
@@ -39,6 +39,11 @@ from google.genai import types
 from dex_agents_google_adk import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, AdkServices, GoogleAdkRunner
 from tests.specifics_agents import OneAfterAnother
 from tests.support import CannedLlm, call, respond
+
+
+def adk_message(role: MessageRole, event: Event) -> FrameworkMessage:
+    """A stored message holding an ADK event as it is, as a session brought over from plain ADK has it."""
+    return FrameworkMessage(role=role, framework_item=event.model_dump_json(exclude_none=True), text="")
 
 
 def build_app(model: CannedLlm, runs: list[str], callbacks: list[str] | None = None) -> App:
@@ -409,6 +414,61 @@ async def test_adks_require_confirmation_becomes_a_durable_approval_unless_a_pol
         False,
     ]
     assert await policies(SessionSide(tool_policies=read_everything)) == [False, False]
+
+
+async def test_a_confirmation_without_the_sessions_result_never_runs_the_tool_in_a_model_step() -> None:
+    # History brought over from a plain ADK session: a confirmed write waits for ADK's confirmation, and
+    # the client answers it as ADK's own clients do, with no result the session recorded.
+    model = CannedLlm(responses=[respond("Hello.")])
+    runs: list[str] = []
+    runner = GoogleAdkRunner(build_app(model, runs))
+    original = types.FunctionCall(id="call-1", name="delete_file", args={"path": "/tmp/x"})
+    confirmation_request = types.FunctionCall(
+        id="confirm-1",
+        name="adk_request_confirmation",
+        args={"originalFunctionCall": original.model_dump(exclude_none=True), "toolConfirmation": {}},
+    )
+    session = SessionSide()
+    session.store(
+        [
+            runner.build_user_message("Delete /tmp/x"),
+            adk_message(
+                MessageRole.ASSISTANT,
+                Event(author="assistant", content=respond(types.Part(function_call=original))),
+            ),
+            adk_message(
+                MessageRole.ASSISTANT,
+                Event(
+                    author="assistant",
+                    long_running_tool_ids={"confirm-1"},
+                    content=respond(types.Part(function_call=confirmation_request)),
+                ),
+            ),
+        ]
+    )
+    adk_confirmation = types.FunctionResponse(
+        id="confirm-1", name="adk_request_confirmation", response={"confirmed": True}
+    )
+    session.start_turn(
+        adk_message(
+            MessageRole.USER,
+            Event(
+                author="user",
+                content=types.Content(role="user", parts=[types.Part(function_response=adk_confirmation)]),
+            ),
+        )
+    )
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert runs == [], "no tool runs inside a model Step, confirmed or not"
+    assert isinstance(outcome, TurnCompleted) and outcome.turn_error is not None
+    assert "'delete_file'" in outcome.turn_error and "resolve_interrupt" in outcome.turn_error
+    assert model.calls == 0
+    session.start_turn(runner.build_user_message("Hi"))
+    after = await runner.run_model_step(session.context())
+    assert isinstance(after, TurnCompleted) and after.turn_error is None, "the session stays usable"
+    assert [m.text for m in after.new_messages] == ["Hello."] and runs == []
 
 
 async def test_tools_save_artifacts_in_the_services_the_runner_is_given() -> None:

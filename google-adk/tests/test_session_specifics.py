@@ -12,6 +12,7 @@ from dex_agents import (
     AgentEventType,
     AgentInterrupt,
     AgentSessionClient,
+    AgentSessionStatus,
     AgentSnapshot,
     MessageRole,
     ToolCallStatus,
@@ -37,6 +38,7 @@ class Session:
     stack: AgentTestStack
     plain: AgentSessionClient
     pipeline: AgentSessionClient
+    structured: AgentSessionClient
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -46,7 +48,8 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
         tmp_path_factory.mktemp("specifics"), flows, "tests.specifics_worker", worker_cwd=PACKAGE_DIR
     ) as stack:
         await stack.start_worker()
-        yield Session(stack, stack.sessions(flows[0]), stack.sessions(flows[1]))
+        plain, pipeline, structured = (stack.sessions(flow) for flow in flows)
+        yield Session(stack, plain, pipeline, structured)
 
 
 async def test_adks_confirmation_is_a_durable_approval_and_the_rejection_text_reaches_the_model(
@@ -161,3 +164,43 @@ async def test_a_prompt_the_provider_blocks_fails_the_turn_without_a_retry(sessi
     )
     [call] = session.stack.invocations.model_calls(session_id)
     assert call.attempt == 1, "a blocked prompt is blocked again on every attempt, so it is not retried"
+
+
+async def test_a_structured_answer_ends_the_turn_without_an_approval_for_adks_own_tool(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("structured")
+    answer = {"order_id": "A-1", "status": "shipped"}
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(tool_calls=(read,)),
+                ScriptedResponse(tool_calls=(ScriptedToolCall("set_model_response", answer, "answer-1"),)),
+            ]
+        ],
+    )
+    await session.structured.start_session(session_id, "Where is A-1?")
+
+    def ended_or_waiting(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+        state = snapshot.state
+        ended = (
+            state is not None
+            and state.turn_count >= 1
+            and state.status is AgentSessionStatus.WAITING_FOR_USER_MESSAGE
+        )
+        return snapshot if ended or snapshot.pending_interrupts else None
+
+    snapshot = await wait_for_agent_snapshot(
+        session.structured, session_id, ended_or_waiting, description="the turn to end or wait"
+    )
+
+    assert not snapshot.pending_interrupts, "ADK's own set_model_response waits for no approval"
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    assert len(session.stack.invocations.tool_calls(session_id, "lookup_order")) == 1
+    tool_messages = [message for message in snapshot.messages if message.role is MessageRole.TOOL]
+    assert [message.tool_name for message in tool_messages] == ["lookup_order", "set_model_response"]
+    assert snapshot.messages[-1].role is MessageRole.ASSISTANT
+    assert snapshot.messages[-1].text is not None and json.loads(snapshot.messages[-1].text) == answer
+    assert len(session.stack.invocations.model_calls(session_id)) == 2

@@ -24,14 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy, current_tool_execution
-from dex_agents.testing import (
-    STATE_DIR_ENV,
-    AgentTestStack,
-    ApprovalDemo,
-    RefundExampleHooks,
-    run_agent_worker,
-    run_approval_demo,
-)
+from dex_agents.demos import ApprovalDemo, RefundExampleHooks, run_approval_demo
+from dex_agents.testing import STATE_DIR_ENV, AgentTestStack, run_agent_worker
 from langchain.agents import create_agent
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel

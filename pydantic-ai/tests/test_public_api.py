@@ -8,6 +8,7 @@ def test_public_api_is_pinned() -> None:
         "UNKNOWN_TOOL_POLICY",
         "PydanticAiRunState",
         "PydanticAiRunner",
+        "ToolCallInModelStepError",
         "TurnCannotContinueError",
         "framework_effect",
     ]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from dex_agents import (
@@ -34,8 +36,27 @@ from pydantic_ai import (
     ModelRetry,
     RunContext,
 )
-from pydantic_ai.messages import ModelMessage, ModelRequest, SystemPromptPart, TextPart
-from pydantic_ai.models.function import AgentInfo, DeltaThinkingCalls, DeltaThinkingPart, FunctionModel
+from pydantic_ai.capabilities import AbstractCapability, ValidatedToolArgs, WebSearch, WrapToolExecuteHandler
+from pydantic_ai.messages import (
+    BaseToolReturnPart,
+    ModelMessage,
+    ModelRequest,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+)
+from pydantic_ai.models.function import (
+    AgentInfo,
+    BuiltinToolCallsReturns,
+    DeltaThinkingCalls,
+    DeltaThinkingPart,
+    DeltaToolCall,
+    DeltaToolCalls,
+    FunctionModel,
+)
+from pydantic_ai.tools import ToolDefinition
 from pydantic_graph import End
 
 from dex_agents_pydantic_ai import UNKNOWN_TOOL_POLICY, PydanticAiRunner, TurnCannotContinueError, _runner
@@ -530,33 +551,71 @@ async def test_a_failure_that_would_hide_tool_results_fails_the_attempt_so_the_s
         await runner.run_model_step(session.context())
 
 
-async def test_a_tool_that_ran_inside_the_model_step_fails_the_attempt_loudly(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@dataclass
+class NoteToolExecution(AbstractCapability[Any]):
+    """An application capability that notes every tool execution it wraps."""
+
+    notes: list[str]
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: ValidatedToolArgs,
+        handler: WrapToolExecuteHandler,
+    ) -> object:
+        self.notes.append(call.tool_name)
+        return await handler(args)
+
+
+async def run_like_agent_run(run: AgentRun[None, str], events: AgentEventWriter) -> object:
+    """What a regression (in Pydantic AI or in the runner) would look like: the loop runs to its end."""
+    del events
+    node = run.next_node
+    while not isinstance(node, End):
+        if isinstance(node, ModelRequestNode):
+            async with node.stream(run.ctx) as stream:
+                async for _ in stream:
+                    pass
+        node = await run.next(node)
+    return _runner._Stop(_runner._Boundary.END, output=node.data.output)  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_a_tool_pydantic_ai_reaches_in_a_model_step_is_stopped_before_its_body_runs() -> None:
     model = ScriptedModel(
-        [respond(tool_call("get_weather", {"city": "Oslo"}, "call-1")), respond(TextPart("Sunny."))]
+        [
+            respond(tool_call("get_weather", {"city": "Oslo"}, "call-1")),
+            respond(TextPart("Sunny.")),
+            respond(TextPart("Hello.")),
+        ]
     )
     runs: list[str] = []
-    runner = PydanticAiRunner(build_agent(model, runs))
+    hooks: list[str] = []
+
+    def get_weather(city: str) -> str:
+        """Return the weather of a city."""
+        runs.append(f"get_weather {city}")
+        return f"sunny in {city}"
+
+    agent = Agent(model.model, tools=[get_weather], capabilities=[NoteToolExecution(hooks)])
+    runner = PydanticAiRunner(agent)
     session = SessionSide()
     session.start_turn(runner.build_user_message("Weather in Oslo?"))
 
-    async def run_like_agent_run(run: AgentRun[None, str], events: AgentEventWriter) -> object:
-        # What a regression (in Pydantic AI or in the runner) would look like: the loop runs to its end.
-        del events
-        node = run.next_node
-        while not isinstance(node, End):
-            if isinstance(node, ModelRequestNode):
-                async with node.stream(run.ctx) as stream:
-                    async for _ in stream:
-                        pass
-            node = await run.next(node)
-        return _runner._Stop(_runner._Boundary.END, output=node.data.output)  # pyright: ignore[reportPrivateUsage]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_runner, "_run_to_boundary", run_like_agent_run)
+        outcome = await runner.run_model_step(session.context())
 
-    monkeypatch.setattr(_runner, "_run_to_boundary", run_like_agent_run)
-    with pytest.raises(RuntimeError, match=r"ran tool calls inside the model Step: get_weather \[call-1\]"):
-        await runner.run_model_step(session.context())
-    assert runs == ["get_weather Oslo"]
+    assert runs == [], "the tool's body never runs in a model Step, so a retry cannot repeat it"
+    assert hooks == [], "nor does the agent's own tool hook"
+    assert isinstance(outcome, TurnCompleted) and outcome.turn_error is not None
+    assert "'get_weather' (call 'call-1') inside the model Step" in outcome.turn_error
+    assert list(outcome.new_messages) == [] and outcome.usage.model_calls == 1
+    session.start_turn(runner.build_user_message("Hi"))
+    after = await runner.run_model_step(session.context())
+    assert isinstance(after, TurnCompleted) and after.turn_error is None, "the session stays usable"
 
 
 async def test_a_tool_step_needs_no_model_credentials() -> None:
@@ -573,3 +632,44 @@ async def test_a_tool_step_needs_no_model_credentials() -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("OPENAI_API_KEY", raising=False)
         assert await session.execute(runner, "call-1") == "sunny in Oslo"
+
+
+async def test_a_provider_side_native_tool_runs_inside_the_model_call_and_again_on_a_retry() -> None:
+    searches: list[str] = []
+
+    async def search_then_call(
+        messages: list[ModelMessage], info: AgentInfo
+    ) -> AsyncIterator[str | DeltaToolCalls | BuiltinToolCallsReturns]:
+        del info
+        if any(isinstance(part, BaseToolReturnPart) for message in messages for part in message.parts):
+            yield "Oslo is sunny."
+            return
+        # What a provider streams when it ran its own web search inside the model request.
+        searches.append("weather oslo")
+        yield {
+            0: NativeToolCallPart("web_search", {"query": "weather oslo"}, "ws-1", provider_name="function")
+        }
+        yield {1: NativeToolReturnPart("web_search", "sunny", "ws-1", provider_name="function")}
+        yield {2: DeltaToolCall("get_weather", '{"city": "Oslo"}', tool_call_id="call-1")}
+
+    def get_weather(city: str) -> str:
+        """Return the weather of a city."""
+        return f"sunny in {city}"
+
+    model = FunctionModel(stream_function=search_then_call)
+    runner = PydanticAiRunner(Agent(model, tools=[get_weather], capabilities=[WebSearch()]))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather in Oslo?"))
+
+    first = await runner.run_model_step(session.context())
+    session.attempt = 2
+    retried = await runner.run_model_step(session.context())
+
+    assert searches == ["weather oslo", "weather oslo"], "a RunModel retry repeats the provider's search"
+    assert isinstance(first, ToolCallsRequested) and isinstance(retried, ToolCallsRequested)
+    assert [c.tool_name for c in retried.tool_calls] == ["get_weather"], "the search is not a deferred call"
+    session.defer(retried)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny in Oslo")
+    final = await runner.run_model_step(session.context())
+    assert isinstance(final, TurnCompleted) and len(searches) == 2
+    assert '"web_search"' in final.new_messages[0].framework_item, "the search stays in the stored history"

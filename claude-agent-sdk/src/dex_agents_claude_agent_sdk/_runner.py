@@ -13,12 +13,16 @@ it calls the model, and a `PreToolUse` hook decides about every tool call the mo
   hook waits for the whole response and defers its last tool use (a read then runs in a `CallTool` Step);
 - every other non-read call of that response is refused with a message that asks the model to call it
   again. Reads before the deferred call run inline. When the last tool use is not one of the runner's
-  tools (a built-in), nothing is deferred and every non-read call of the response is refused.
+  tools (a built-in), nothing is deferred and every non-read call of that response is refused;
+- a call of a tool the runner does not own (a built-in, a tool of another MCP server) gets no decision:
+  Claude Code's permission system decides about it, as it would without the runner.
 
-The next `run_model_step` resumes the CLI session without a prompt. The hook lets the deferred call
-through, and its shim returns the recorded result (or the rejection, failure or unknown outcome) instead of
-running the tool. The CLI transcript never stays on a Worker's disk: it travels in the run state and, once
-the turn ends, in the stored messages.
+The CLI's result names the call it deferred; the run counts only when that is the one call the hook
+deferred. The next `run_model_step` resumes the CLI session without a prompt. The hook lets the deferred
+call through, and the shim that the CLI's `tools/call` names by that call's tool use ID returns the
+recorded result (or the rejection, failure or unknown outcome) instead of running the tool; a resumed run
+that never answers the call fails. The CLI transcript never stays on a Worker's disk: it travels in the
+run state and, once the turn ends, in the stored messages.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    DeferredToolUse,
     HookMatcher,
     ResultMessage,
     SdkMcpTool,
@@ -45,7 +50,6 @@ from claude_agent_sdk import (
     ToolUseBlock,
     Transport,
     UserMessage,
-    create_sdk_mcp_server,
 )
 from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput, Message
 from dex_agents.events import AgentEventWriter
@@ -73,6 +77,7 @@ from dex_agents_claude_agent_sdk._messages import (
     read_stored_conversation,
     tool_result_text,
 )
+from dex_agents_claude_agent_sdk._shim_server import create_shim_server, current_tool_use_id
 from dex_agents_claude_agent_sdk._state import ClaudeRunState, PendingToolUse, TranscriptStore
 
 __all__ = ["ISOLATION_ENV", "REFUSED_TOOL_CALL_MESSAGE", "ClaudeAgentRunner", "OptionsFactory"]
@@ -101,16 +106,19 @@ _RESPONSE_WAIT_SECONDS = 600.0
 # An API error with one of these statuses repeats on every attempt, so it ends the turn instead.
 _DETERMINISTIC_API_STATUSES = frozenset({400, 401, 403, 404, 413})
 
+# A hook answer without a permission decision: the CLI's own permission system decides about the call.
+_NO_DECISION = cast(HookJSONOutput, {})
+
 
 @dataclass
 class _ResumedCall:
     """The deferred call a resumed run answers with its recorded result."""
 
     tool_use_id: str
-    cli_name: str
     text: str
     is_error: bool
     delivered: bool = False
+    """Whether a shim answered the call (the CLI named its tool use ID in `tools/call`)."""
 
 
 @dataclass
@@ -121,7 +129,8 @@ class _HarnessRun:
     tools: Mapping[str, SdkMcpTool[Any]]
     inline_read_tools: bool
     resumed: _ResumedCall | None = None
-    deferred: PendingToolUse | None = None
+    deferrals: list[PendingToolUse] = field(default_factory=list[PendingToolUse])
+    """Every call the hook deferred in this run, in order (more than one only if a wait gave up)."""
     items: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     model_message_ids: set[str] = field(default_factory=set[str])
     result: ResultMessage | None = None
@@ -153,9 +162,9 @@ class _HarnessRun:
         if self.resumed is not None and call_id == self.resumed.tool_use_id:
             return _decision("allow")
         if not self.owns(cli_name):
-            # A tool the runner does not own (a built-in the user enabled, another MCP server): the
-            # harness runs it inline, at least once.
-            return _decision("allow")
+            # A built-in the user enabled or a tool of another MCP server: not the runner's to allow. The
+            # user's permission_mode, allowed and disallowed tools and can_use_tool decide, as without us.
+            return _NO_DECISION
         # The CLI keeps only one deferred call per run, and resumes correctly only when that call is the
         # last tool use of its response; so the hook decides with the whole response in view.
         uses = await self.response_tool_uses(call_id) or [(call_id, cli_name)]
@@ -164,7 +173,9 @@ class _HarnessRun:
         last_id, last_name = uses[-1]
         if call_id == last_id and self.owns(last_name):
             tool_input = cast(Mapping[str, Any], data.get("tool_input") or {})
-            self.deferred = PendingToolUse(call_id, cli_name.removeprefix(TOOL_NAME_PREFIX), dict(tool_input))
+            self.deferrals.append(
+                PendingToolUse(call_id, cli_name.removeprefix(TOOL_NAME_PREFIX), dict(tool_input))
+            )
             return _decision("defer")
         if self.is_deferrable(cli_name):
             return _decision(
@@ -186,7 +197,8 @@ class _HarnessRun:
         while call_id not in self.completed_tool_uses:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
-                # Without the whole response, defer this call: the CLI then keeps the last deferral.
+                # Without the whole response, defer this call. If a later call of the response is
+                # deferred too, the CLI keeps only the last one, and the run fails (see _agreed_deferral).
                 return []
             changed = self.response_completed
             with contextlib.suppress(TimeoutError):
@@ -195,12 +207,12 @@ class _HarnessRun:
 
     def shim(self, tool: SdkMcpTool[Any]) -> SdkMcpTool[Any]:
         """Return the tool the CLI sees: the user's schema and hints, with a handler the runner controls."""
-        cli_name = f"{TOOL_NAME_PREFIX}{tool.name}"
 
         async def handler(arguments: dict[str, Any]) -> dict[str, Any]:
             resumed = self.resumed
-            if resumed is not None and resumed.cli_name == cli_name and not resumed.delivered:
-                # The CLI resumes the deferred call first thing: answer with its recorded result.
+            if resumed is not None and current_tool_use_id() == resumed.tool_use_id:
+                # The deferred call itself (by its tool use ID, never by its tool's name, which another
+                # call of the run may share): answer with its recorded result.
                 resumed.delivered = True
                 return {"content": [{"type": "text", "text": resumed.text}], "is_error": resumed.is_error}
             if self.runs_inline(tool.name):
@@ -393,7 +405,6 @@ class ClaudeAgentRunner:
             record = turn.recorded_tool_call(state.pending.tool_use_id)
             run.resumed = _ResumedCall(
                 tool_use_id=state.pending.tool_use_id,
-                cli_name=f"{TOOL_NAME_PREFIX}{state.pending.tool_name}",
                 text=describe_tool_call_outcome(record),
                 is_error=record.status is not ToolCallStatus.SUCCEEDED,
             )
@@ -436,14 +447,21 @@ class ClaudeAgentRunner:
                 usage=usage,
                 turn_error=f"the Claude Code CLI ended the turn with an error ({result.subtype}): {detail}",
             )
+        if run.resumed is not None and not run.resumed.delivered:
+            # The model never read what the deferred call did (a write may have run in its Step), and
+            # would be free to call it again: this run must not count.
+            raise RuntimeError(
+                f"the Claude Code CLI did not resume the deferred tool call {run.resumed.tool_use_id}: no "
+                "tools/call of the run named it, so the model never read its recorded result"
+            )
         if result.stop_reason == "tool_deferred":
-            if run.deferred is None:
+            if not run.deferrals:
                 return TurnCompleted(
                     new_messages=project_items(items),
                     usage=usage,
                     turn_error="a PreToolUse hook other than the runner's deferred a tool call",
                 )
-            pending = run.deferred
+            pending = _agreed_deferral(result.deferred_tool_use, run.deferrals)
             tool = run.tools[pending.tool_name]
             call = DeferredToolCall(
                 tool_call_id=pending.tool_use_id,
@@ -494,6 +512,36 @@ class ClaudeAgentRunner:
         return ToolExecutionResult(text)
 
 
+def _agreed_deferral(reported: DeferredToolUse | None, deferrals: Sequence[PendingToolUse]) -> PendingToolUse:
+    """Return the call the run deferred, when the CLI's report and the hook's record name the same one.
+
+    The CLI keeps one deferred call per run and resumes only the one its result reports. Had the hook
+    deferred another call too (when it gave up waiting for a whole response), that call would silently
+    get no result, so the attempt fails instead.
+
+    Raises:
+        RuntimeError: If the CLI reports no deferred call, or one other than the hook's only deferral.
+    """
+    record = ", ".join(f"{call.tool_use_id} ({call.tool_name})" for call in deferrals)
+    if reported is None:
+        raise RuntimeError(
+            "the Claude Code CLI stopped for a deferred tool call but reported none; "
+            f"the runner's PreToolUse hook deferred {record}"
+        )
+    [expected, *others] = deferrals
+    if (
+        others
+        or reported.id != expected.tool_use_id
+        or reported.name != f"{TOOL_NAME_PREFIX}{expected.tool_name}"
+    ):
+        raise RuntimeError(
+            f"the Claude Code CLI reports the deferred tool call {reported.id} ({reported.name}), but the "
+            f"runner's PreToolUse hook deferred {record}; the CLI would resume only the call it reports, so "
+            "this run's calls are not requested"
+        )
+    return PendingToolUse(expected.tool_use_id, expected.tool_name, dict(reported.input))
+
+
 def _check_unique(names: Sequence[str]) -> None:
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
@@ -514,7 +562,7 @@ def _run_options(
         cwd = Path(base.cwd)
     if not isinstance(base.mcp_servers, dict):
         raise TypeError("ClaudeAgentRunner needs ClaudeAgentOptions.mcp_servers as a dict")
-    server = create_sdk_mcp_server(MCP_SERVER_NAME, tools=[run.shim(tool) for tool in run.tools.values()])
+    server = create_shim_server(MCP_SERVER_NAME, [run.shim(tool) for tool in run.tools.values()])
     hooks = dict(base.hooks or {})
     matcher = HookMatcher(hooks=[run.pre_tool_use], timeout=_RESPONSE_WAIT_SECONDS + 60)
     hooks["PreToolUse"] = [matcher, *hooks.get("PreToolUse", [])]
@@ -523,7 +571,6 @@ def _run_options(
         base,
         tools=base.tools if base.tools is not None else [],
         mcp_servers={**base.mcp_servers, MCP_SERVER_NAME: server},
-        allowed_tools=[*base.allowed_tools, *(f"{TOOL_NAME_PREFIX}{name}" for name in run.tools)],
         hooks=hooks,
         include_partial_messages=True,
         resume=resume,

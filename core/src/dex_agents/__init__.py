@@ -6,6 +6,9 @@ Register an `AgentSessionFlow` with a framework adapter's `AgentFrameworkRunner`
 """
 
 from dex_agents._codecs import agent_codec_registry
+from dex_agents._mcp_hints import effect_from_mcp_annotations
+from dex_agents._run_state import RunStateFormat, RunStateFormatError
+from dex_agents._tool_arguments import parse_tool_arguments
 from dex_agents.client import AgentSessionClient
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.limits import MAX_USER_MESSAGE_BYTES
@@ -147,6 +150,8 @@ __all__ = [
     "MessageRole",
     "PendingUserMessage",
     "ResolveInterruptRequest",
+    "RunStateFormat",
+    "RunStateFormatError",
     "SteerUserMessageRequest",
     "ToolCallCancellation",
     "ToolCallCompleted",
@@ -167,6 +172,8 @@ __all__ = [
     "cancellation_rejection_message",
     "current_tool_execution",
     "describe_tool_call_outcome",
+    "effect_from_mcp_annotations",
     "message_sequence_key",
+    "parse_tool_arguments",
     "resolve_tool_policy",
 ]

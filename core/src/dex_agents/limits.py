@@ -10,7 +10,9 @@ from __future__ import annotations
 __all__ = [
     "MAX_NOTE_TEXT_BYTES",
     "MAX_STORED_VALUE_BYTES",
+    "MAX_TURN_FAILURE_NOTE_BYTES",
     "MAX_USER_MESSAGE_BYTES",
+    "TURN_FAILURE_NOTE_CUT_MARKER",
     "bounded_text",
     "utf8_size",
 ]
@@ -30,6 +32,13 @@ MAX_STORED_VALUE_BYTES = 1024 * 1024
 MAX_NOTE_TEXT_BYTES = 16 * 1024
 
 _CUT_MARKER = " [... cut by dex-agents]"
+
+#: The longest turn-failure note, in UTF-8 bytes. A longer note has its longest results cut, each ending
+#: with `TURN_FAILURE_NOTE_CUT_MARKER`, so a large tool output cannot make the note too large to store.
+MAX_TURN_FAILURE_NOTE_BYTES = 64 * 1024
+
+#: What ends a result (or, as a last resort, arguments) that the turn-failure note cut short.
+TURN_FAILURE_NOTE_CUT_MARKER = _CUT_MARKER
 
 
 def bounded_text(text: str, limit: int = MAX_NOTE_TEXT_BYTES) -> str:

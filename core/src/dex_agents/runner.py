@@ -13,6 +13,12 @@ from typing import Protocol, runtime_checkable
 
 from dex_agents._tool_context import current_tool_execution
 from dex_agents.events import AgentEventWriter
+from dex_agents.limits import (
+    MAX_TURN_FAILURE_NOTE_BYTES,
+    TURN_FAILURE_NOTE_CUT_MARKER,
+    bounded_text,
+    utf8_size,
+)
 from dex_agents.values import (
     AgentMessage,
     AgentToolCall,
@@ -405,24 +411,31 @@ def cancellation_rejection_message(reason: CancellationReason) -> str:
     return _CANCELLATION_REJECTION_MESSAGES[CancellationReason(reason)]
 
 
-def build_turn_control_note(records: Iterable[AgentToolCall], reason: CancellationReason) -> str:
+def build_turn_control_note(
+    records: Iterable[AgentToolCall],
+    reason: CancellationReason,
+    *,
+    max_bytes: int = MAX_TURN_FAILURE_NOTE_BYTES,
+) -> str:
     """Return the note a steered or cancelled turn leaves when its runner stores no unfinished messages.
 
     Args:
         records: The turn's tool call records; records that are not final are left out.
         reason: `steered` or `turn_cancelled`.
+        max_bytes: The note's largest size in UTF-8 bytes, applied as `build_turn_failure_note` does.
 
     Returns:
-        The turn-failure note's lines and footer under `TURN_STEERED_NOTE_HEADER` or
+        The turn-failure note's lines and footer, cut the same way, under `TURN_STEERED_NOTE_HEADER` or
         `TURN_CANCELLED_NOTE_HEADER`.
 
     Raises:
         ValueError: If no record is final.
     """
-    failure_note = build_turn_failure_note(records)
+    header = _TURN_CONTROL_NOTE_HEADERS[CancellationReason(reason)]
+    longer_by = utf8_size(header) - utf8_size(TURN_FAILURE_NOTE_HEADER)
+    failure_note = build_turn_failure_note(records, max_bytes=max_bytes - longer_by)
     # The same lines and footer as the turn-failure note, so both notes always read alike.
     assert failure_note.startswith(TURN_FAILURE_NOTE_HEADER)
-    header = _TURN_CONTROL_NOTE_HEADERS[CancellationReason(reason)]
     return header + failure_note[len(TURN_FAILURE_NOTE_HEADER) :]
 
 
@@ -453,14 +466,24 @@ def describe_tool_call_outcome(record: AgentToolCall) -> str:
     )
 
 
-def build_turn_failure_note(records: Iterable[AgentToolCall]) -> str:
+def build_turn_failure_note(
+    records: Iterable[AgentToolCall], *, max_bytes: int = MAX_TURN_FAILURE_NOTE_BYTES
+) -> str:
     """Return the note a failed turn leaves about the tool calls it ran.
+
+    The note holds the header, one ``- <tool_name> <arguments> -> <status>: <result>`` line per final
+    record in deferral order, and the footer. When it would be longer than ``max_bytes``, the longest
+    model-visible results are cut to an equal share of the room left, each ending with
+    `TURN_FAILURE_NOTE_CUT_MARKER`, so a short result (such as a write's confirmation) stays whole. Only
+    when the results alone cannot make room are the longest arguments cut the same way.
 
     Args:
         records: The turn's tool call records; records that are not final are left out.
+        max_bytes: The note's largest size in UTF-8 bytes. The header, the footer, the tool names and a
+            marker per cut value always stay, so a limit below their size yields a note above it.
 
     Returns:
-        The header, one line per final record in deferral order, and the footer.
+        The note.
 
     Raises:
         ValueError: If no record is final.
@@ -470,9 +493,57 @@ def build_turn_failure_note(records: Iterable[AgentToolCall]) -> str:
     )
     if not final:
         raise ValueError("a turn-failure note needs at least one final tool call record")
+    names = [record.tool_name for record in final]
+    arguments = [record.arguments for record in final]
+    statuses = [record.status.value for record in final]
+    results = [describe_tool_call_outcome(record) for record in final]
+    # Everything but the arguments and the results: the header, the footer, and each line's frame.
+    frame = utf8_size(TURN_FAILURE_NOTE_HEADER) + utf8_size(TURN_FAILURE_NOTE_FOOTER) + len(final) + 1
+    frame += sum(utf8_size(f"- {name}  -> {status}: ") for name, status in zip(names, statuses, strict=True))
+    room = max_bytes - frame
+    argument_sizes = [utf8_size(text) for text in arguments]
+    result_sizes = [utf8_size(text) for text in results]
+    if sum(argument_sizes) + sum(result_sizes) > room:
+        marker = utf8_size(TURN_FAILURE_NOTE_CUT_MARKER)
+        # What the results take once each is cut down to the marker alone.
+        result_floor = sum(min(size, marker) for size in result_sizes)
+        if sum(argument_sizes) + result_floor > room:
+            argument_caps = _fair_shares(argument_sizes, room - result_floor)
+            arguments = [_cut(text, cap) for text, cap in zip(arguments, argument_caps, strict=True)]
+            argument_sizes = [utf8_size(text) for text in arguments]
+        result_caps = _fair_shares(result_sizes, room - sum(argument_sizes))
+        results = [_cut(text, cap) for text, cap in zip(results, result_caps, strict=True)]
     lines = [TURN_FAILURE_NOTE_HEADER]
-    for record in final:
-        outcome = describe_tool_call_outcome(record)
-        lines.append(f"- {record.tool_name} {record.arguments} -> {record.status.value}: {outcome}")
+    for name, argument, status, result in zip(names, arguments, statuses, results, strict=True):
+        lines.append(f"- {name} {argument} -> {status}: {result}")
     lines.append(TURN_FAILURE_NOTE_FOOTER)
     return "\n".join(lines)
+
+
+def _fair_shares(sizes: Sequence[int], budget: int) -> list[int]:
+    """Return a cap per size whose sum is at most ``budget``, cutting the largest sizes first.
+
+    A size that fits an equal share of what is left stays whole; the larger ones all get that share.
+    """
+    caps = list(sizes)
+    left = max(0, budget)
+    pending = sorted(range(len(sizes)), key=lambda index: sizes[index])
+    while pending:
+        share = left // len(pending)
+        index = pending[0]
+        if sizes[index] > share:
+            for rest in pending:
+                caps[rest] = share
+            break
+        left -= sizes[index]
+        pending.pop(0)
+    return caps
+
+
+def _cut(text: str, limit: int) -> str:
+    """Return ``text`` cut to ``limit`` UTF-8 bytes with the marker, or the marker alone when it is longer."""
+    if utf8_size(text) <= limit:
+        return text
+    cut = bounded_text(text, max(limit, utf8_size(TURN_FAILURE_NOTE_CUT_MARKER)))
+    # A value cut to nothing reads "-> succeeded: [... cut ...]", without a second space.
+    return cut.lstrip() if cut == TURN_FAILURE_NOTE_CUT_MARKER else cut

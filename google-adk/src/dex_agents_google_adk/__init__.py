@@ -6,7 +6,7 @@ Wrap an ordinary ADK `App` (or root agent) in `GoogleAdkRunner` and register it 
 
 from dex_agents_google_adk._app import AdkServices
 from dex_agents_google_adk._effects import framework_effect
-from dex_agents_google_adk._gate import DexToolGate, SecondModelCallError
+from dex_agents_google_adk._gate import DexToolGate, SecondModelCallError, UnrecordedConfirmationError
 from dex_agents_google_adk._runner import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, GoogleAdkRunner
 from dex_agents_google_adk._state import GoogleAdkRunState
 from dex_agents_google_adk._tool_execution import McpCallInterruptedError
@@ -20,5 +20,6 @@ __all__ = [
     "GoogleAdkRunner",
     "McpCallInterruptedError",
     "SecondModelCallError",
+    "UnrecordedConfirmationError",
     "framework_effect",
 ]

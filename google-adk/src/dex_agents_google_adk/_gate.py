@@ -16,6 +16,14 @@ inside the model call itself (a README limit), and an agent's local `code_execut
   call with it: a result, or the failure, rejection or unknown outcome as an ``{"error": ...}`` response.
   The session's rejection message therefore reaches the model unchanged, unlike ADK's built-in
   `require_confirmation`, which replaces it with a fixed text.
+- A confirmation without the session's recorded result (ADK's own confirmation reply, sent by a client
+  that answers `adk_request_confirmation` itself) raises `UnrecordedConfirmationError`: ADK would run
+  the confirmed tool right here, inside the model Step, with no record, no policy and no retry rule.
+- ADK's `set_model_response`, the tool ADK adds when an agent has both an `output_schema` and tools, only
+  checks the model's structured answer against the schema. The gate runs that check itself, in the model
+  Step, so a valid answer ends the turn as ADK ends it, with no tool Step and no approval. An answer that
+  fails the check is marked `skip_summarization`, so the model reads the validation error at its next
+  call, in the next model Step.
 - No other plugin's or agent's tool callback runs in a model Step: they run once, around the real call,
   in its tool Step.
 - Every model response gets tool call IDs that are non-empty, free of `/`, and unique within the turn.
@@ -37,6 +45,7 @@ from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.plugins import BasePlugin
 from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.set_model_response_tool import SetModelResponseTool
 from google.adk.tools.tool_context import ToolContext
 
 from dex_agents_google_adk._messages import REQUEST_CONFIRMATION_FUNCTION_NAME
@@ -48,6 +57,7 @@ __all__ = [
     "DexToolGate",
     "ModelToolCall",
     "SecondModelCallError",
+    "UnrecordedConfirmationError",
 ]
 
 CONFIRMATION_HINT = "Dex runs this tool call in its own Step and answers with the recorded result."
@@ -60,6 +70,24 @@ DEFERRED_PLACEHOLDER: Mapping[str, str] = {"status": "deferred: Dex runs this to
 
 class SecondModelCallError(RuntimeError):
     """ADK was about to make a second model request within one `run_model_step`."""
+
+
+class UnrecordedConfirmationError(RuntimeError):
+    """ADK was about to run a tool inside a model Step, on a confirmation the session did not write.
+
+    Args:
+        tool_name: The tool ADK was about to run.
+        tool_call_id: The call's ID.
+    """
+
+    def __init__(self, tool_name: str, tool_call_id: str | None) -> None:
+        super().__init__(
+            f"Google ADK resumed tool call {tool_call_id!r} of {tool_name!r} with a confirmation that "
+            "carries no result recorded by the Dex session, and would have run the tool inside the model "
+            "Step; the adapter refused to run it. In a durable session every tool call runs in its own "
+            "Step: approve calls with AgentSessionClient.resolve_interrupt, not with an "
+            "adk_request_confirmation reply"
+        )
 
 
 @dataclass(frozen=True)
@@ -100,6 +128,10 @@ class DexToolGate(BasePlugin):
         """The tool calls of the model response, in model order (see `take_response`)."""
         self.confirmation_required: set[str] = set()
         """IDs of calls whose tool asks ADK for a confirmation itself (`require_confirmation`)."""
+        self.invalid_structured_answers: set[str] = set()
+        """IDs of `set_model_response` calls whose answer failed the output schema check."""
+        self.refused_confirmation: UnrecordedConfirmationError | None = None
+        """The confirmation the gate refused, if any; ADK reports the raised error as an error event."""
         self.final_response: LlmResponse | None = None
         """The model's complete (non-partial) response."""
         self.answered_by_callback = False
@@ -181,8 +213,11 @@ class DexToolGate(BasePlugin):
             payload = confirmation.payload
             if isinstance(payload, dict) and CONFIRMATION_RESPONSE_KEY in payload:
                 return dict(cast(Mapping[str, Any], cast(dict[str, Any], payload)[CONFIRMATION_RESPONSE_KEY]))
-            # A confirmation the session did not write (a tool's own request_confirmation) is not ours.
-            return None
+            # Answering None would let ADK run the tool here; the gate fails closed instead.
+            self.refused_confirmation = UnrecordedConfirmationError(tool.name, tool_context.function_call_id)
+            raise self.refused_confirmation
+        if isinstance(tool, SetModelResponseTool):
+            return await self._check_structured_answer(tool, tool_args, tool_context)
         if tool.name not in self._offered_tools:
             # ADK cannot confirm a tool it does not have; this answer is replaced by the recorded
             # failure when the turn resumes, and skip_summarization keeps ADK from calling the model now.
@@ -192,6 +227,23 @@ class DexToolGate(BasePlugin):
             self.confirmation_required.add(tool_context.function_call_id)
         tool_context.request_confirmation(hint=CONFIRMATION_HINT, payload=None)
         return dict(DEFERRED_PLACEHOLDER)
+
+    async def _check_structured_answer(
+        self, tool: SetModelResponseTool, tool_args: dict[str, Any], tool_context: ToolContext
+    ) -> dict[str, Any]:
+        """Check the model's structured answer against the output schema, as ADK's own tool does.
+
+        The check has no effects, so running it in the model Step (and again on a retry) is harmless, and
+        the application's tool callbacks stay out of the model Step as for every other call.
+        """
+        result = cast(object, await tool.run_async(args=tool_args, tool_context=tool_context))
+        if tool_context.actions.set_model_response is None and tool_context.function_call_id:
+            # The answer failed the check: ADK would send the error to the model at once, in a second
+            # model call. Stopping here defers that call to the next model Step.
+            tool_context.actions.skip_summarization = True
+            self.invalid_structured_answers.add(tool_context.function_call_id)
+        # ADK wraps a result that is not a dict (a list schema's answer) as {"result": ...}.
+        return cast(dict[str, Any], result) if isinstance(result, dict) else {"result": result}
 
     async def after_tool_callback(
         self, *, tool: BaseTool, tool_args: dict[str, Any], tool_context: ToolContext, result: dict[str, Any]

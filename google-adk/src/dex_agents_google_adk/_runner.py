@@ -13,13 +13,19 @@ The next `run_model_step` of the turn resumes the paused invocation through ADK'
 message of `adk_request_confirmation` responses, each carrying the call's recorded result (a rejection
 with its message, a failure or unknown outcome with the session's text), which the gate hands to ADK as
 the tool's answer before ADK makes the next model call itself.
+
+A valid structured answer (ADK's `set_model_response`, see `_structured_answer`) ends the turn as ADK
+ends it. When it came alone, the model Step completes the turn. When it came next to other tool calls,
+those calls are deferred as usual, and the Step that resumes the turn completes it with their recorded
+results and the structured answer, without running ADK again: ADK makes no model call after a structured
+answer either.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from enum import Enum
 from typing import Any, cast
 
@@ -51,6 +57,7 @@ from google.adk.apps import App
 from google.adk.code_executors.built_in_code_executor import BuiltInCodeExecutor
 from google.adk.events import Event
 from google.adk.sessions import InMemorySessionService
+from google.adk.tools.set_model_response_tool import SetModelResponseTool
 from google.genai import types
 
 from dex_agents_google_adk._app import AdkServices, close_toolsets, iter_agents, resumable_app
@@ -67,6 +74,7 @@ from dex_agents_google_adk._messages import (
     user_content_of,
 )
 from dex_agents_google_adk._state import GoogleAdkRunState
+from dex_agents_google_adk._structured_answer import SET_MODEL_RESPONSE, find_structured_answer
 from dex_agents_google_adk._tool_execution import TRANSFER_TO_AGENT, run_tool_call
 
 __all__ = ["DEFAULT_USER_ID", "UNKNOWN_TOOL_POLICY", "GoogleAdkRunner"]
@@ -153,6 +161,8 @@ class GoogleAdkRunner:
                 state = GoogleAdkRunState.from_json(turn.framework_run_state)
             except ValueError as error:
                 return TurnCompleted(new_messages=(), turn_error=str(error))
+            if find_structured_answer(state.turn_events) is not None:
+                return _finish_with_structured_answer(state, turn)
         earlier = [message for message in turn.messages if message is not turn_message]
 
         gate = DexToolGate(turn.events, frozenset(turn.tool_calls))
@@ -169,11 +179,17 @@ class GoogleAdkRunner:
             new_message: types.Content | None = user_content_of(turn_message)
             invocation_id: str | None = None
         else:
-            for event in _with_recorded_unknown_tool_results(state, turn):
+            answered_in_model_step = set(state.unknown_tool_call_ids) | {
+                response.id
+                for event in state.turn_events
+                for response in event.get_function_responses()
+                if response.name == SET_MODEL_RESPONSE and response.id
+            }
+            for event in _with_recorded_results(state.turn_events, turn, answered_in_model_step):
                 await service.append_event(session, event)
             new_message = _recorded_confirmations(state, turn)
             invocation_id = state.invocation_id
-        last_response: Event | None = None
+        invocation_events: list[Event] = []
         model_error: Event | None = None
         try:
             async for event in runner.run_async(
@@ -188,12 +204,15 @@ class GoogleAdkRunner:
                     # model call, whose refusal would hide this error.
                     model_error = event
                     break
-                if _is_model_response(event):
-                    last_response = event
+                if not event.partial:
+                    invocation_events.append(event)
         except Exception as error:
-            if gate.model_requests > 1:
+            if gate.model_requests > 1 or gate.refused_confirmation is not None:
                 return TurnCompleted(new_messages=(), turn_error=str(error))
             raise
+        if gate.refused_confirmation is not None:
+            # ADK reports the gate's refusal as an error event; a retry would meet the same confirmation.
+            return TurnCompleted(new_messages=(), turn_error=str(gate.refused_confirmation))
         if model_error is not None:
             # A failed model call was still a model call, unless a callback answered with the error.
             usage = AgentUsage() if gate.final_response is None else _model_call_usage(model_error)
@@ -209,6 +228,15 @@ class GoogleAdkRunner:
         if stored is None:
             raise RuntimeError(f"Google ADK lost session {turn.flow_id!r} during the model call")
         turn_events = list(stored.events[turn_start:])
+        structured_answer = find_structured_answer(invocation_events)
+        last_response = next(
+            (
+                event
+                for event in reversed(invocation_events)
+                if _is_model_response(event) and event is not structured_answer
+            ),
+            None,
+        )
         if last_response is None:
             raise RuntimeError("Google ADK finished the model Step without a model response")
         gate.take_response(last_response)
@@ -217,8 +245,11 @@ class GoogleAdkRunner:
         if not gate.streamed_text:
             # A model that does not stream (or a non-streaming run_config) still shows its text live.
             turn.events.write_text_delta(text_of(last_response.content))
-        if gate.tool_calls:
-            return self._tool_calls_requested(turn, gate, turn_events, state, usage)
+        deferred = self._deferred_calls(turn, gate)
+        if deferred:
+            return self._tool_calls_requested(gate, deferred, turn_events, state, usage)
+        if structured_answer is not None:
+            turn.events.write_text_delta(text_of(structured_answer.content))
         # The first event of the invocation is the turn's user message, which the session stored already.
         return TurnCompleted(new_messages=project_turn_events(turn_events[1:]), usage=usage)
 
@@ -252,19 +283,16 @@ class GoogleAdkRunner:
         )
         return ToolExecutionResult(output)
 
-    def _tool_calls_requested(
-        self,
-        turn: AgentTurnContext,
-        gate: DexToolGate,
-        turn_events: Sequence[Event],
-        earlier_state: GoogleAdkRunState | None,
-        usage: AgentUsage,
-    ) -> ToolCallsRequested:
+    def _deferred_calls(self, turn: AgentTurnContext, gate: DexToolGate) -> list[DeferredToolCall]:
+        """Return a `DeferredToolCall` for every call of the response that needs a tool Step."""
         deferred: list[DeferredToolCall] = []
-        unknown: list[str] = list(earlier_state.unknown_tool_call_ids) if earlier_state else []
         for call in gate.tool_calls:
             if call.tool is None:
-                unknown.append(call.tool_call_id)
+                policy = UNKNOWN_TOOL_POLICY
+            elif isinstance(call.tool, SetModelResponseTool):
+                if call.tool_call_id not in gate.invalid_structured_answers:
+                    continue  # A valid structured answer: ADK has made it the turn's final answer.
+                # Its tool Step only checks the answer again and records the error the model reads.
                 policy = UNKNOWN_TOOL_POLICY
             elif call.tool_name == TRANSFER_TO_AGENT:
                 # Its tool Step only records that transfers are not supported; nothing runs.
@@ -287,6 +315,20 @@ class GoogleAdkRunner:
                     tool_source_reference=json.dumps({"agent": call.agent_name}),
                 )
             )
+        return deferred
+
+    def _tool_calls_requested(
+        self,
+        gate: DexToolGate,
+        deferred: Sequence[DeferredToolCall],
+        turn_events: Sequence[Event],
+        earlier_state: GoogleAdkRunState | None,
+        usage: AgentUsage,
+    ) -> ToolCallsRequested:
+        unknown = [
+            *(earlier_state.unknown_tool_call_ids if earlier_state else ()),
+            *(call.tool_call_id for call in gate.tool_calls if call.tool is None),
+        ]
         state = GoogleAdkRunState(
             invocation_id=turn_events[0].invocation_id,
             turn_events=turn_events,
@@ -328,17 +370,23 @@ def _recorded_response(record: AgentToolCall) -> dict[str, Any]:
     return {"error": describe_tool_call_outcome(record)}
 
 
-def _with_recorded_unknown_tool_results(state: GoogleAdkRunState, turn: AgentTurnContext) -> list[Event]:
-    """Return the paused invocation's events with each unknown tool's answer replaced by its record."""
-    unknown = set(state.unknown_tool_call_ids)
+def _with_recorded_results(
+    turn_events: Sequence[Event], turn: AgentTurnContext, call_ids: Set[str]
+) -> list[Event]:
+    """Return the paused invocation's events with the answer of each recorded call in ``call_ids`` replaced.
+
+    ADK answered these calls itself in the model Step (a tool name the agent does not have, a structured
+    answer that failed its check) or with the gate's placeholder; the session's record is what the model
+    must see.
+    """
     events: list[Event] = []
-    for event in state.turn_events:
+    for event in turn_events:
         content = event.content
         if (
-            not unknown
+            not call_ids
             or content is None
             or not any(
-                part.function_response is not None and part.function_response.id in unknown
+                part.function_response is not None and part.function_response.id in call_ids
                 for part in content.parts or ()
             )
         ):
@@ -347,7 +395,12 @@ def _with_recorded_unknown_tool_results(state: GoogleAdkRunState, turn: AgentTur
         parts: list[types.Part] = []
         for part in content.parts or ():
             response = part.function_response
-            if response is not None and response.id in unknown and response.id in turn.tool_calls:
+            if (
+                response is not None
+                and response.id is not None
+                and response.id in call_ids
+                and response.id in turn.tool_calls
+            ):
                 recorded = types.FunctionResponse(
                     id=response.id,
                     name=response.name,
@@ -358,6 +411,19 @@ def _with_recorded_unknown_tool_results(state: GoogleAdkRunState, turn: AgentTur
                 parts.append(part)
         events.append(event.model_copy(update={"content": types.Content(role=content.role, parts=parts)}))
     return events
+
+
+def _finish_with_structured_answer(state: GoogleAdkRunState, turn: AgentTurnContext) -> TurnCompleted:
+    """Complete a turn whose paused invocation already holds a valid structured answer.
+
+    ADK ends an invocation after a structured answer, so resuming it would only hand over the recorded
+    results; they replace the placeholders here, and no model call is made.
+    """
+    events = _with_recorded_results(state.turn_events, turn, set(turn.tool_calls))
+    answer = find_structured_answer(events)
+    turn.events.write_text_delta(text_of(answer.content if answer is not None else None))
+    # The first event of the invocation is the turn's user message, which the session stored already.
+    return TurnCompleted(new_messages=project_turn_events(events[1:]), usage=AgentUsage())
 
 
 def _recorded_confirmations(state: GoogleAdkRunState, turn: AgentTurnContext) -> types.Content | None:

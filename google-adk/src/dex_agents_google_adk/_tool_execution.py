@@ -27,6 +27,7 @@ from google.genai import types
 
 from dex_agents_google_adk._app import AdkServices
 from dex_agents_google_adk._messages import function_response_to_text
+from dex_agents_google_adk._structured_answer import SET_MODEL_RESPONSE, structured_answer_tool
 
 __all__ = ["TRANSFER_TO_AGENT", "McpCallInterruptedError", "run_tool_call"]
 
@@ -119,6 +120,11 @@ async def run_tool_call(
     context = runner._new_invocation_context(session)  # pyright: ignore[reportPrivateUsage]
     context.agent = agent
     tools = {tool.name: tool for tool in await agent.canonical_tools(ReadonlyContext(context))}
+    structured_answer = structured_answer_tool(agent) if tool_name == SET_MODEL_RESPONSE else None
+    if structured_answer is not None:
+        # A structured answer that failed its check in the model Step; checking it here again gives the
+        # session its record, and the model reads the result at its next call.
+        tools.setdefault(structured_answer.name, structured_answer)
     if tool_name == TRANSFER_TO_AGENT or isinstance(tools.get(tool_name), TransferToAgentTool):
         # ADK adds the transfer tool to model requests only; a transfer would set an action on an
         # event this Step cannot hand back, and the model would wrongly read a success.

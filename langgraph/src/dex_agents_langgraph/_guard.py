@@ -1,27 +1,69 @@
-"""A callback guard that keeps a model Step to one model call and no tool run.
+"""A callback guard that keeps a model Step to one model call of the agent and no tool run.
 
 The tool gate already stops a well-formed graph after its model call. The guard is the backstop for a
 graph that is not: it rides along as a LangChain callback handler on the model Step's graph run and, with
-`raise_error`, aborts the run *before* a second model call reaches its provider or a tool body runs, so
-neither can ever happen silently inside `RunModel`.
+`raise_error`, aborts the run *before* a second model call of the agent reaches its provider or a tool
+body runs, so neither can ever happen silently inside `RunModel`.
+
+A model call that a middleware makes for itself and that LangChain marks as internal to the middleware
+(`LLMToolSelectorMiddleware` choosing the tools, for example) is part of the Step: it is allowed, counted
+and its usage added to the Step's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
+from dex_agents.values import AgentUsage
+from langchain.agents.middleware.internal_call_transformer import (
+    INTERNAL_CALL_METADATA_KEY,
+    internal_call_metadata,
+)
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, LLMResult
 
-__all__ = ["ModelStepGuard", "ModelStepViolation"]
+__all__ = ["ModelStepGuard", "ModelStepViolation", "is_middleware_model_call", "token_usage"]
 
 
 class ModelStepViolation(Exception):
     """The graph tried to make a second model call or run a tool inside the model Step."""
 
 
+def is_middleware_model_call(metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a model call's metadata marks it as a middleware's own call.
+
+    LangChain's marker carries a token private to the process, so a graph's own metadata cannot fake it.
+    """
+    marker = internal_call_metadata()[INTERNAL_CALL_METADATA_KEY]
+    return metadata is not None and metadata.get(INTERNAL_CALL_METADATA_KEY) == marker
+
+
+def token_usage(usage: UsageMetadata | None) -> AgentUsage:
+    """The tokens of one model call, from its response's `usage_metadata` (``model_calls`` is 0)."""
+    if usage is None:
+        return AgentUsage()
+    input_details = usage.get("input_token_details") or {}
+    output_details = usage.get("output_token_details") or {}
+    return AgentUsage(
+        input_tokens=usage.get("input_tokens", 0),
+        output_tokens=usage.get("output_tokens", 0),
+        cached_input_tokens=input_details.get("cache_read", 0) or 0,
+        reasoning_tokens=output_details.get("reasoning", 0) or 0,
+    )
+
+
 class ModelStepGuard(BaseCallbackHandler):
-    """Counts model calls of one graph run and refuses a second one and every tool run."""
+    """Counts the model calls of one graph run and refuses a second call of the agent and every tool run.
+
+    Attributes:
+        model_calls: Every model call the run started (a call that fails counts too), the middleware's
+            own included.
+        middleware_usage: The summed tokens of the middleware's own calls that returned.
+    """
 
     # Without `raise_error`, LangChain would log the guard's exception and carry on. The guard runs like any
     # other handler (not inline): an inline handler that raises leaves the other handlers' coroutines
@@ -31,22 +73,56 @@ class ModelStepGuard(BaseCallbackHandler):
 
     def __init__(self) -> None:
         self.model_calls = 0
+        self.middleware_usage = AgentUsage()
+        self._agent_calls = 0
+        self._middleware_runs: set[UUID] = set()
 
-    def _model_call_starts(self) -> None:
-        if self.model_calls >= 1:
+    def _model_call_starts(self, run_id: UUID, metadata: Mapping[str, Any] | None) -> None:
+        if is_middleware_model_call(metadata):
+            self._middleware_runs.add(run_id)
+        elif self._agent_calls >= 1:
             raise ModelStepViolation(
                 "the graph started a second model call in one model Step; every tool call must stop at "
                 "DexToolGate (create_agent) or dex_tool_node (your own graph) before the next model call"
             )
+        else:
+            self._agent_calls += 1
         self.model_calls += 1
 
-    def on_chat_model_start(self, serialized: dict[str, Any], messages: Any, **kwargs: Any) -> None:
-        """Count a chat model call; refuse a second one."""
-        self._model_call_starts()
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: Any,
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Count a chat model call; refuse a second one of the agent."""
+        self._model_call_starts(run_id, metadata)
 
-    def on_llm_start(self, serialized: dict[str, Any], prompts: list[str], **kwargs: Any) -> None:
-        """Count a completion model call; refuse a second one."""
-        self._model_call_starts()
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any],
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Count a completion model call; refuse a second one of the agent."""
+        self._model_call_starts(run_id, metadata)
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """Add the usage of a middleware's own call (the agent's call is read from its `AIMessage`)."""
+        if run_id not in self._middleware_runs:
+            return
+        usage: UsageMetadata | None = None
+        for generations in response.generations:
+            for generation in generations:
+                if isinstance(generation, ChatGeneration) and isinstance(generation.message, AIMessage):
+                    usage = generation.message.usage_metadata or usage
+        self.middleware_usage = self.middleware_usage.plus(token_usage(usage))
 
     def on_tool_start(
         self,

@@ -49,13 +49,19 @@ from pydantic import BaseModel
 
 from dex_agents_langgraph._effects import framework_effect
 from dex_agents_langgraph._gate import GateAnswer, executing_tool_call, gate_payload
-from dex_agents_langgraph._guard import ModelStepGuard, ModelStepViolation
+from dex_agents_langgraph._guard import (
+    ModelStepGuard,
+    ModelStepViolation,
+    is_middleware_model_call,
+    token_usage,
+)
 from dex_agents_langgraph._messages import (
     build_user_framework_message,
     history_from_stored_messages,
     message_text,
     project_messages,
 )
+from dex_agents_langgraph._refusals import refuse_conversation_rewriting_middleware
 from dex_agents_langgraph._state import DexCheckpointSaver, LangGraphRunState
 
 __all__ = ["UNKNOWN_TOOL_POLICY", "GraphFactory", "LangGraphRunner"]
@@ -305,7 +311,9 @@ class LangGraphRunner:
         ):
             if part["type"] != "messages":
                 continue
-            message = cast(tuple[BaseMessage, Any], part["data"])[0]
+            message, metadata = cast(tuple[BaseMessage, Mapping[str, Any]], part["data"])
+            if is_middleware_model_call(metadata):
+                continue  # a middleware's own call (a tool selection, say) is not the agent's answer
             if isinstance(message, AIMessageChunk):
                 if message.id:
                     streamed_ids.add(message.id)
@@ -397,6 +405,7 @@ def _checked_graph(graph: object, saver: DexCheckpointSaver) -> Pregel[Any, Any,
             "the graph factory must compile the graph with the checkpointer it receives "
             "(create_agent(..., checkpointer=checkpointer) or StateGraph.compile(checkpointer=checkpointer))"
         )
+    refuse_conversation_rewriting_middleware(compiled)
     if "messages" not in compiled.channels:
         raise TypeError("the graph's state must keep its conversation in a 'messages' key")
     if compiled.interrupt_before_nodes or compiled.interrupt_after_nodes:
@@ -503,21 +512,14 @@ def _render_json(value: object) -> str:
 
 
 def _no_usage(guard: ModelStepGuard) -> AgentUsage:
-    return AgentUsage(model_calls=guard.model_calls)
+    return AgentUsage(model_calls=guard.model_calls).plus(guard.middleware_usage)
 
 
 def _model_call_usage(guard: ModelStepGuard, produced: Sequence[BaseMessage]) -> AgentUsage:
-    """The usage of this Step's one model call, from the `usage_metadata` of the response it produced."""
+    """The usage of this Step's model calls, the calls middleware made for itself included.
+
+    The agent's tokens come from the `usage_metadata` of the response it produced.
+    """
     responses = [message for message in produced if isinstance(message, AIMessage)]
-    if not responses or responses[-1].usage_metadata is None:
-        return AgentUsage(model_calls=guard.model_calls)
-    usage = responses[-1].usage_metadata
-    input_details = usage.get("input_token_details") or {}
-    output_details = usage.get("output_token_details") or {}
-    return AgentUsage(
-        model_calls=guard.model_calls,
-        input_tokens=usage.get("input_tokens", 0),
-        output_tokens=usage.get("output_tokens", 0),
-        cached_input_tokens=input_details.get("cache_read", 0) or 0,
-        reasoning_tokens=output_details.get("reasoning", 0) or 0,
-    )
+    agent_tokens = token_usage(responses[-1].usage_metadata if responses else None)
+    return _no_usage(guard).plus(agent_tokens)

@@ -7,7 +7,7 @@ session's live text as it streams. The refund needs approval: while it waits, th
 Worker and starts a replacement, then asks you at the terminal (or approves by itself with `--yes` or
 without a terminal). At the end it prints the stored transcript, the Step history, and the refund
 ledger, which shows the refund ran exactly once. The demo around the agent is the same in every adapter:
-``dex_agents.testing``'s `order_desk_main`.
+``dex_agents.demos.order_desk_main``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dex_agents.testing import OrderDeskDemo, order_desk_main
+from dex_agents.demos import OrderDeskDemo, order_desk_main
 
 from examples.order_desk.agent import LEDGER_ENV, build_flow
 

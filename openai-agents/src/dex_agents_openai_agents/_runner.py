@@ -27,6 +27,7 @@ from agents import (
     Agent,
     FunctionTool,
     InputGuardrailTripwireTriggered,
+    ItemHelpers,
     MaxTurnsExceeded,
     ModelBehaviorError,
     ModelResponse,
@@ -68,7 +69,7 @@ from dex_agents_openai_agents._messages import (
     input_items_from_stored_messages,
     project_items,
 )
-from dex_agents_openai_agents._state import OpenAIAgentsRunState
+from dex_agents_openai_agents._state import OpenAIAgentsRunState, TurnInput
 from dex_agents_openai_agents._streaming import forward_stream_event
 from dex_agents_openai_agents._tool_execution import ToolCallRunner, tool_source_reference
 
@@ -86,8 +87,24 @@ class _UnexpectedModelCallError(Exception):
 class _ModelCall:
     agent_name: str
     usage: AgentUsage
-    input_items: list[TResponseInputItem]
     response: ModelResponse | None = None
+
+
+@dataclass(frozen=True)
+class _RunStart:
+    """How a Step's SDK run starts.
+
+    Attributes:
+        agent: The agent the run starts with (a `RunState` names its own).
+        sdk_input: What `Runner.run_streamed` gets: input items or the restored `RunState`.
+        turn_input: The run's input as the run state keeps it, with the turn's earlier items.
+        given: The run's input items.
+    """
+
+    agent: Agent[Any]
+    sdk_input: list[TResponseInputItem] | RunState[Any, Agent[Any]]
+    turn_input: TurnInput
+    given: list[TResponseInputItem]
 
 
 @dataclass
@@ -112,7 +129,7 @@ class _StepHooks(RunHooks[Any]):
                 "model repeats a tool call ID of an earlier call in the same turn, which the SDK skips"
             )
         self._handoff_pending = False
-        self.calls.append(_ModelCall(agent.name, AgentUsage(), list(input_items)))
+        self.calls.append(_ModelCall(agent.name, AgentUsage()))
 
     async def on_llm_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
@@ -158,6 +175,32 @@ def _raw_type(raw_item: object) -> object:
     if isinstance(raw_item, Mapping):
         return cast(Mapping[str, Any], raw_item).get("type")
     return getattr(raw_item, "type", None)
+
+
+def _run_input_items(result: RunResultStreaming) -> list[TResponseInputItem]:
+    """Return the run's input as it went on: a handoff input filter may have rewritten it."""
+    return ItemHelpers.input_to_new_input_list(result.input)
+
+
+def _run_items(result: RunResultStreaming) -> list[TResponseInputItem]:
+    """Return the items the run added after its input, as the SDK hands them to the next run."""
+    return result.to_input_list()[len(_run_input_items(result)) :]
+
+
+def _recorded_outputs(call_ids: Sequence[str], turn: AgentTurnContext) -> list[TResponseInputItem]:
+    """Return the output item of each call as its record gives it to the model."""
+    outputs: list[TResponseInputItem] = []
+    for call_id in call_ids:
+        record = turn.recorded_tool_call(call_id)
+        output = (
+            record.rejection_message or DEFAULT_REJECTION_TOOL_RESULT
+            if record.status is ToolCallStatus.REJECTED
+            else describe_tool_call_outcome(record)
+        )
+        outputs.append(
+            cast(TResponseInputItem, {"type": "function_call_output", "call_id": call_id, "output": output})
+        )
+    return outputs
 
 
 def _no_context(context: object) -> Mapping[str, Any]:
@@ -235,28 +278,17 @@ class OpenAIAgentsRunner(Generic[TContext]):
         history = input_items_from_stored_messages(turn.messages)
         hooks = _StepHooks()
         recorded: dict[str, str] = {}
-        start_agent: Agent[Any] = self._graph.root
-        run_input: list[TResponseInputItem] | RunState[Any, Agent[Any]]
-        if turn.framework_run_state is None:
-            run_input = history
-            if self._resume_last_agent:
-                start_agent = self._last_agent(history)
-        else:
-            try:
-                saved = OpenAIAgentsRunState.from_json(turn.framework_run_state)
-                if saved.kind == "run_state":
-                    run_input = await self._restore_run_state(saved, turn, recorded)
-                else:
-                    start_agent, run_input = self._restore_items(saved, turn)
-            except (ValueError, KeyError, UserError) as error:
-                return TurnCompleted(
-                    new_messages=(), turn_error=f"the turn's run state cannot be resumed: {error}"
-                )
+        try:
+            start = await self._start(turn, history, recorded)
+        except (ValueError, KeyError, UserError) as error:
+            return TurnCompleted(
+                new_messages=(), turn_error=f"the turn's run state cannot be resumed: {error}"
+            )
 
         with recorded_results_scope(recorded), mcp_listing_scope():
             result = Runner.run_streamed(
-                start_agent,
-                run_input,
+                start.agent,
+                start.sdk_input,
                 context=self._context,
                 max_turns=self._max_turns,
                 hooks=hooks,
@@ -266,7 +298,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 async for event in result.stream_events():
                     forward_stream_event(event, turn.events)
             except ModelBehaviorError as error:
-                unknown = await self._unknown_tool_outcome(error, turn, hooks)
+                unknown = await self._unknown_tool_outcome(error, turn, hooks, start, result)
                 if unknown is not None:
                     return unknown
                 return self._failed(turn, hooks, f"the model's response could not be used: {error}")
@@ -301,8 +333,10 @@ class OpenAIAgentsRunner(Generic[TContext]):
                         "set require_approval='never' on hosted MCP tools",
                     )
                 # Inside the listing scope: the effects of MCP tools come from what this Step listed.
-                return await self._tool_calls_requested(turn, result, usage, history)
-        new_items = result.to_input_list()[len(history) :]
+                return await self._tool_calls_requested(turn, result, usage, start)
+        # The run's own items follow its input, which a handoff input filter may have rewritten; the
+        # turn's items from before this run (after an unknown tool) come first.
+        new_items = [*start.turn_input.turn_items, *_run_items(result)]
         return TurnCompleted(new_messages=project_items(new_items), usage=usage)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
@@ -342,15 +376,35 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 current = gated
         return current
 
+    async def _start(
+        self, turn: AgentTurnContext, history: list[TResponseInputItem], recorded: dict[str, str]
+    ) -> _RunStart:
+        """Return how this Step's SDK run starts: afresh, from the `RunState`, or from the kept items."""
+        if turn.framework_run_state is None:
+            agent = self._last_agent(history) if self._resume_last_agent else self._graph.root
+            return _RunStart(agent, history, TurnInput(len(history)), history)
+        saved = OpenAIAgentsRunState.from_json(turn.framework_run_state)
+        if saved.kind == "run_state":
+            given = saved.turn_input.run_input(history)
+            state = await self._restore_run_state(saved, given, turn, recorded)
+            # The `RunState` names the agent the run goes on with.
+            return _RunStart(self._graph.root, state, saved.turn_input, given)
+        agent = self._graph.gated_agent(saved.agent_name or "")
+        if agent is None:
+            raise ValueError(f"the agent graph has no agent named {saved.agent_name!r}")
+        turn_input = saved.turn_input.with_turn_items(_recorded_outputs(saved.pending_call_ids, turn))
+        given = turn_input.run_input(history)
+        return _RunStart(agent, given, turn_input, given)
+
     async def _restore_run_state(
-        self, saved: OpenAIAgentsRunState, turn: AgentTurnContext, recorded: dict[str, str]
+        self,
+        saved: OpenAIAgentsRunState,
+        run_input: list[TResponseInputItem],
+        turn: AgentTurnContext,
+        recorded: dict[str, str],
     ) -> RunState[Any, Agent[Any]]:
         data = cast(dict[str, Any], json.loads(saved.run_state or "{}"))
-        if saved.history_message_count is not None:
-            stored = input_items_from_stored_messages(turn.messages[: saved.history_message_count])
-            if len(stored) != saved.history_message_count:
-                raise ValueError("the session has fewer stored messages than the run state started from")
-            data["original_input"] = stored
+        data["original_input"] = run_input
         # The SDK keeps the first run's turn limit and counts turns across resumes; give every Step
         # its own budget, or a long turn could not be resumed at all.
         data["max_turns"] = int(data.get("current_turn", 0)) + self._max_turns
@@ -369,33 +423,12 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 recorded[call_id] = describe_tool_call_outcome(record)
         return state
 
-    def _restore_items(
-        self, saved: OpenAIAgentsRunState, turn: AgentTurnContext
-    ) -> tuple[Agent[Any], list[TResponseInputItem]]:
-        agent = self._graph.gated_agent(saved.agent_name or "")
-        if agent is None:
-            raise ValueError(f"the agent graph has no agent named {saved.agent_name!r}")
-        items = list(saved.items)
-        for call_id in saved.pending_call_ids:
-            record = turn.recorded_tool_call(call_id)
-            output = (
-                record.rejection_message or DEFAULT_REJECTION_TOOL_RESULT
-                if record.status is ToolCallStatus.REJECTED
-                else describe_tool_call_outcome(record)
-            )
-            items.append(
-                cast(
-                    TResponseInputItem, {"type": "function_call_output", "call_id": call_id, "output": output}
-                )
-            )
-        return agent, items
-
     async def _tool_calls_requested(
         self,
         turn: AgentTurnContext,
         result: RunResultStreaming,
         usage: AgentUsage,
-        history: Sequence[TResponseInputItem],
+        start: _RunStart,
     ) -> ToolCallsRequested:
         deferred = [
             DeferredToolCall(
@@ -410,16 +443,14 @@ class OpenAIAgentsRunner(Generic[TContext]):
             for item in result.interruptions
         ]
         data = result.to_state().to_json(context_serializer=_no_context)
-        history_message_count: int | None = None
-        # The run's input is the stored conversation; keep it out of the run state unless the SDK
-        # rewrote it (a handoff input filter, for example), so the state does not repeat the session.
-        if data.get("original_input") == json.loads(json.dumps(list(history))):
-            data["original_input"] = []
-            history_message_count = len(history)
+        # The session puts the run's input back on resume; the run state keeps only what it cannot
+        # rebuild (the input itself only when a handoff input filter rewrote it).
+        used = cast(list[TResponseInputItem], data.get("original_input") or [])
+        data["original_input"] = []
         saved = OpenAIAgentsRunState(
             kind="run_state",
+            turn_input=start.turn_input.after_run(start.given, used),
             run_state=json.dumps(data, separators=(",", ":")),
-            history_message_count=history_message_count,
         )
         return ToolCallsRequested(framework_run_state=saved.to_json(), tool_calls=deferred, usage=usage)
 
@@ -473,7 +504,12 @@ class OpenAIAgentsRunner(Generic[TContext]):
         return listed_mcp_tools().get(tool_name)
 
     async def _unknown_tool_outcome(
-        self, error: ModelBehaviorError, turn: AgentTurnContext, hooks: _StepHooks
+        self,
+        error: ModelBehaviorError,
+        turn: AgentTurnContext,
+        hooks: _StepHooks,
+        start: _RunStart,
+        result: RunResultStreaming,
     ) -> AgentTurnOutcome | None:
         """Turn the SDK's abort on an unknown tool name into failed calls the model sees next time."""
         details = error.run_data
@@ -522,11 +558,13 @@ class OpenAIAgentsRunner(Generic[TContext]):
                     tool_source_reference=tool_source_reference(agent.name),
                 )
             )
-        # The model call's own input holds the conversation and the turn so far, whichever way the run
-        # started; the response's items follow it.
+        # The aborted run's items so far follow its input (the stored conversation, or what a handoff
+        # input filter made of it); the response's items follow them. The model call's own input is not
+        # kept: a `call_model_input_filter` may have trimmed it, and it would repeat the conversation.
+        turn_input = start.turn_input.after_run(start.given, _run_input_items(result))
         saved = OpenAIAgentsRunState(
             kind="items",
-            items=[*last_call.input_items, *output_items],
+            turn_input=turn_input.with_turn_items([*_run_items(result), *output_items]),
             agent_name=agent.name,
             pending_call_ids=[call.tool_call_id for call in calls],
         )

@@ -5,7 +5,8 @@ stops at the boundary Pydantic AI would cross next:
 
 - the response asks for tools: the run stops *before* `CallToolsNode`, so Pydantic AI runs no tool, and
   every call except the agent's own output tools becomes a `DeferredToolCall`. The Pydantic AI messages
-  of the turn so far go into the framework run state;
+  of the turn so far go into the framework run state. Should Pydantic AI reach a tool anyway, the run's
+  `ModelStepToolGate` stops it before the tool's body runs, and the turn ends with `turn_error`;
 - the response is the final output: `CallToolsNode` validates it (output tools, output validators) and
   the run ends; the turn's messages are stored;
 - the output needs a retry: Pydantic AI would send feedback in a second model request. The runner stops
@@ -66,6 +67,7 @@ from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_graph import End
 
 from dex_agents_pydantic_ai._effects import framework_effect
+from dex_agents_pydantic_ai._gate import ModelStepToolGate, ToolCallInModelStepError
 from dex_agents_pydantic_ai._messages import (
     build_user_framework_message,
     history_from_stored_messages,
@@ -194,6 +196,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                 deps=self._deps,
                 model=self._model,
                 model_settings=self._model_settings,
+                capabilities=[ModelStepToolGate()],
             ) as run:
                 try:
                     stop = await _run_to_boundary(run, turn.events)
@@ -204,8 +207,13 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                         f"Pydantic AI refused the run: {error}",
                         usage=_model_call_usage(run.new_messages()),
                     )
+                except ToolCallInModelStepError as error:
+                    # Every attempt would reach the same call. The response that asked for it stays out
+                    # of the stored history, which must not hold a call without its result.
+                    return _failed_turn(
+                        turn, earlier_turn_messages, str(error), usage=_model_call_usage(run.new_messages())
+                    )
                 new_messages = run.new_messages()
-                _check_no_tool_ran(run, new_messages, results)
         except UserError as error:
             return _failed_turn(turn, earlier_turn_messages, f"Pydantic AI refused the run: {error}")
         usage = _model_call_usage(new_messages)
@@ -262,37 +270,6 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             tool_name=record.tool_name, tool_call_id=record.tool_call_id, arguments=record.arguments
         )
         return ToolExecutionResult(output)
-
-
-def _check_no_tool_ran(
-    run: AgentRun[Any, Any], new_messages: Sequence[ModelMessage], results: DeferredToolResults | None
-) -> None:
-    """Fail loudly if Pydantic AI produced a tool result the session did not record.
-
-    The runner stops before Pydantic AI could run a tool, so every tool result in a model Step is either
-    a recorded result the runner passed in or an output tool's status. A result of any other call means
-    a tool ran inside the model Step, where a retry would run it again; that must never pass silently.
-
-    Raises:
-        RuntimeError: Naming the calls whose tools ran.
-    """
-    supplied = set(results.calls) | set(results.approvals) if results is not None else set[str]()
-    tool_manager = run.ctx.deps.tool_manager
-    ran = [
-        f"{part.tool_name} [{part.tool_call_id}]"
-        for message in new_messages
-        if isinstance(message, ModelRequest)
-        for part in message.parts
-        if isinstance(part, BaseToolReturnPart)
-        and part.tool_call_id not in supplied
-        and not _is_output_tool(tool_manager.get_tool_def(part.tool_name))
-    ]
-    if ran:
-        raise RuntimeError(f"Pydantic AI ran tool calls inside the model Step: {', '.join(ran)}")
-
-
-def _is_output_tool(tool_def: ToolDefinition | None) -> bool:
-    return tool_def is not None and tool_def.kind == "output"
 
 
 class TurnCannotContinueError(RuntimeError):

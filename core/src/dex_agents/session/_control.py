@@ -59,9 +59,9 @@ from dex_agents.session._state import (
 from dex_agents.session._turn_lifecycle import (
     begin_turn,
     end_turn,
+    storable_note,
     store_unfinished_turn_messages,
     stored_reply_count,
-    user_message,
 )
 from dex_agents.values import (
     AgentInterrupt,
@@ -260,7 +260,12 @@ async def end_turn_by_control(
     final = iter_final(records)
     if not kept_items and final:
         try:
-            note = user_message(runtime, build_turn_control_note(final, reason))
+            note = storable_note(
+                runtime,
+                lambda budget: build_turn_control_note(final, reason, max_bytes=budget),
+                advanced.next_message_sequence,
+                turn_id,
+            )
             advanced, _ = append_messages(context, advanced, turn_id, [note])
         except Exception as note_error:
             # Ending the turn must not depend on the runner being able to build the note.

@@ -5,11 +5,15 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "NO_WORKER_AVAILABLE_ERROR_TYPE",
     "RunnerCallError",
     "SessionStateError",
     "describe_exception",
     "plain_recovery_detail",
 ]
+
+#: The recovery error type of a Step attempt that no Worker accepted within the server's dispatch wait.
+NO_WORKER_AVAILABLE_ERROR_TYPE = "NO_WORKER_AVAILABLE"
 
 # AsyncWorker reports a TypeError or ValueError raised in a handler as
 # "Flow <flow> Step <step> execute returned an invalid result: <message>"; only the message is useful.

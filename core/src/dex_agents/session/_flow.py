@@ -122,7 +122,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         self._flow_type = flow_type
         self._options = resolved
         self._agent_events = agent_events_stream(resolved.agent_events_capacity_bytes)
-        runtime = SessionRuntime(runner, resolved, self._agent_events)
+        runtime = SessionRuntime(runner, resolved, self._agent_events, flow_type=flow_type)
         self._runtime = runtime
         self._start = StartAgentSession(runtime)
         self._steps: tuple[Step[Any], ...] = (

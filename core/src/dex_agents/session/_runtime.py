@@ -74,11 +74,14 @@ class SessionRuntime:
         runner: AgentFrameworkRunner,
         options: AgentSessionOptions,
         agent_events: Stream[AgentEvent],
+        *,
+        flow_type: str,
     ) -> None:
         """Create the runtime of one Flow type."""
         self.runner = runner
         self.options = options
         self.agent_events = agent_events
+        self.flow_type = flow_type
 
     def event_writer(self, context: AsyncContext, turn_id: str | None) -> AgentEventWriter:
         """Return a writer stamped with ``turn_id`` and the current Step execution and attempt."""

@@ -34,7 +34,12 @@ from dex_agents.session._control import (
     record_call_cancelled,
     remove_abandoned_interrupt,
 )
-from dex_agents.session._errors import RunnerCallError, describe_exception, plain_recovery_detail
+from dex_agents.session._errors import (
+    NO_WORKER_AVAILABLE_ERROR_TYPE,
+    RunnerCallError,
+    describe_exception,
+    plain_recovery_detail,
+)
 from dex_agents.session._interrupts import find_interrupt, remove_interrupt, write_interrupt_resolved
 from dex_agents.session._state import (
     finish_tool_call,
@@ -51,7 +56,6 @@ if TYPE_CHECKING:
     from dex_agents.session._runtime import SessionRuntime
 
 __all__ = [
-    "NO_WORKER_AVAILABLE_ERROR_TYPE",
     "AwaitToolApproval",
     "CallSingleAttemptTool",
     "CallTool",
@@ -60,9 +64,6 @@ __all__ = [
 ]
 
 _logger = logging.getLogger("dex_agents")
-
-#: The recovery error type of a Step attempt that no Worker accepted within the dispatch wait.
-NO_WORKER_AVAILABLE_ERROR_TYPE = "NO_WORKER_AVAILABLE"
 
 
 def idempotency_key(flow_id: str, record: AgentToolCall) -> str:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from dex import AsyncContext, StepDecision, go_to_many
 
 from dex_agents.events import AgentEventType, AgentEventWriter
-from dex_agents.limits import bounded_text
+from dex_agents.limits import MAX_TURN_FAILURE_NOTE_BYTES, bounded_text
 from dex_agents.persistence import (
     AGENT_MESSAGES,
     AGENT_STATE,
@@ -30,8 +30,11 @@ from dex_agents.session._errors import SessionStateError, describe_exception
 from dex_agents.session._state import (
     InvalidRunnerOutput,
     append_messages,
+    format_time,
+    now,
     read_messages,
     read_run_state,
+    to_agent_message,
 )
 from dex_agents.values import (
     AgentSessionStatus,
@@ -49,6 +52,7 @@ __all__ = [
     "begin_turn",
     "end_turn",
     "has_unfinished_turn_builder",
+    "storable_note",
     "store_unfinished_turn_messages",
     "stored_reply_count",
     "turn_context",
@@ -58,6 +62,9 @@ __all__ = [
 _logger = logging.getLogger("dex_agents")
 
 _UNFINISHED_TURN_BUILDER = "build_unfinished_turn_messages"
+
+#: The smallest note budget `storable_note` tries before it gives up on the note.
+_SMALLEST_NOTE_BUDGET_BYTES = 1024
 
 
 def user_message(runtime: SessionRuntime, text: str) -> FrameworkMessage:
@@ -76,6 +83,31 @@ def user_message(runtime: SessionRuntime, text: str) -> FrameworkMessage:
             f"build_user_message must return a message with role user, got {message.role!r}"
         )
     return message
+
+
+def storable_note(
+    runtime: SessionRuntime, render: Callable[[int], str], sequence: int, turn_id: str
+) -> FrameworkMessage:
+    """Return the runner's user message for a note, shortened until it can be stored.
+
+    ``render(max_bytes)`` writes the note's text, at most `MAX_TURN_FAILURE_NOTE_BYTES` at first. The stored
+    message also holds the text in the runner's ``framework_item``, escaped by the framework's JSON, so only
+    the stored size tells whether it fits; each try gives the note a quarter of the room of the one before.
+
+    Raises:
+        InvalidRunnerOutput: If even a note of `_SMALLEST_NOTE_BUDGET_BYTES` cannot be stored.
+    """
+    budget = MAX_TURN_FAILURE_NOTE_BYTES
+    while True:
+        note = user_message(runtime, render(budget))
+        try:
+            to_agent_message(note, sequence, turn_id, format_time(now()))
+        except InvalidRunnerOutput:
+            if budget <= _SMALLEST_NOTE_BUDGET_BYTES:
+                raise
+            budget //= 4
+            continue
+        return note
 
 
 def begin_turn(

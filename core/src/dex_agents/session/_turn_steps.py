@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING
 from dex import AsyncContext, Step, StepDecision, StepMovement, StepOptions, Wait, go_to_many
 
 from dex_agents.events import AgentEventType
-from dex_agents.limits import MAX_STORED_VALUE_BYTES, MAX_USER_MESSAGE_BYTES, bounded_text, utf8_size
+from dex_agents.limits import (
+    MAX_STORED_VALUE_BYTES,
+    MAX_USER_MESSAGE_BYTES,
+    bounded_text,
+    utf8_size,
+)
 from dex_agents.persistence import (
     AGENT_STATE,
     AGENT_TOOL_CALLS,
@@ -37,6 +42,7 @@ from dex_agents.session._control import (
     read_turn_control,
 )
 from dex_agents.session._errors import (
+    NO_WORKER_AVAILABLE_ERROR_TYPE,
     RunnerCallError,
     SessionStateError,
     describe_exception,
@@ -58,12 +64,12 @@ from dex_agents.session._state import (
 from dex_agents.session._turn_lifecycle import (
     begin_turn,
     has_unfinished_turn_builder,
+    storable_note,
     store_unfinished_turn_messages,
     stored_reply_count,
     turn_context,
 )
 from dex_agents.session._turn_lifecycle import end_turn as _end_turn
-from dex_agents.session._turn_lifecycle import user_message as _user_message
 from dex_agents.values import (
     AgentInterrupt,
     AgentSessionStartInput,
@@ -105,7 +111,12 @@ def _fail_turn(
     final = iter_final(records)
     if final and turn_id is not None:
         try:
-            note = _user_message(runtime, build_turn_failure_note(final))
+            note = storable_note(
+                runtime,
+                lambda budget: build_turn_failure_note(final, max_bytes=budget),
+                state.next_message_sequence,
+                turn_id,
+            )
             state, _ = append_messages(context, state, turn_id, [note])
         except Exception as note_error:
             # The failure route must end the turn even when the runner cannot build the note.
@@ -542,6 +553,29 @@ class RecordTurnFailure(Step[None]):
             if recovery is not None
             else "the model call failed without an error detail"
         )
+        if recovery is not None and NO_WORKER_AVAILABLE_ERROR_TYPE in recovery.error_type.upper():
+            error = _no_worker_turn_error(runtime.flow_type, error)
+            _logger.warning("turn %s of session %s failed: %s", state.active_turn_id, context.flow_id, error)
         records = read_turn_records(context, state.active_turn_id)
         state, _ = await store_unfinished_turn_messages(context, runtime, state, records)
         return _fail_turn(context, runtime, state, error, records)
+
+
+def _no_worker_turn_error(flow_type: str, detail: str) -> str:
+    """Return `last_turn_error` for a turn whose last `RunModel` attempt no Worker accepted.
+
+    The server's own detail may not say what an operator has to fix, so the error names the Flow type.
+
+    Args:
+        flow_type: The session's Flow type.
+        detail: The recovery error's detail.
+
+    Returns:
+        The error.
+    """
+    return (
+        f"no Worker served Flow type {flow_type!r}: the last of RunModel's attempts found no Worker that "
+        "accepted it within the server's dispatch wait, so the turn failed without an answer; start a "
+        "Worker that registers it (or free task slots on its Workers), then send the message again "
+        f"(server detail: {detail})"
+    )

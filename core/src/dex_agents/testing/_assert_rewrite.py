@@ -1,8 +1,8 @@
-"""Registers the matrix module with pytest's assertion rewriting, when pytest is running.
+"""Registers the matrix and runner contract modules with pytest's assertion rewriting, when pytest runs.
 
-The matrix's assertions live in an installed module, which pytest does not rewrite by default; this gives
+Their assertions live in an installed module, which pytest does not rewrite by default; this gives
 an adapter author pytest's detailed failure messages. The package imports this first, so the registration
-happens before ``dex_agents.testing.matrix`` is imported. Worker children, which run without pytest, skip it.
+happens before either module is imported. Worker children, which run without pytest, skip it.
 """
 
 import sys
@@ -11,4 +11,4 @@ __all__: list[str] = []
 
 _pytest = sys.modules.get("pytest")
 if _pytest is not None:
-    _pytest.register_assert_rewrite("dex_agents.testing.matrix")
+    _pytest.register_assert_rewrite("dex_agents.testing.matrix", "dex_agents.testing.runner_contract")

@@ -61,6 +61,10 @@ class MatrixSpec:
             ``launch_rocket``). Item 12, an addition beyond the design's 11, checks that such a call is
             recorded ``failed`` with it and that the model sees it at its next call, never in a hidden
             second model call. ``None`` (the default) skips item 12.
+        runs_reads_inline: The runner lets its framework run read tools inside ``RunModel`` (a whole-turn
+            harness, such as the Claude Code CLI's), so one ``RunModel`` attempt makes one model call per
+            response. Item 13 then requires each model call of an attempt to see more input than the one
+            before it, instead of exactly one model call per attempt.
         supports_turn_control: Run items 14 and 15, steering and cancellation: a turn steered while an
             approval waits, and a turn cancelled during a model call. Set it once the adapter keeps a
             result for every tool call of a steered or cancelled turn (``build_unfinished_turn_messages``,
@@ -76,6 +80,7 @@ class MatrixSpec:
     tool_names: MatrixToolNames = field(default_factory=MatrixToolNames)
     approval_deadline: timedelta = timedelta(seconds=4)
     unknown_tool_message: str | None = None
+    runs_reads_inline: bool = False
     supports_turn_control: bool = False
 
     def build_flows(self) -> MatrixFlows:

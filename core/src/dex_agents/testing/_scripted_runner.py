@@ -17,12 +17,15 @@ from dex_agents import (
     DeferredToolExecution,
     FrameworkMessage,
     MessageRole,
+    RunStateFormat,
+    RunStateFormatError,
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
     describe_tool_call_outcome,
+    parse_tool_arguments,
 )
 from dex_agents.testing._matrix_tools import MATRIX_TOOLS, ScriptedTool
 from dex_agents.testing._script import (
@@ -35,6 +38,8 @@ from dex_agents.testing._script import (
 )
 
 __all__ = ["ScriptedRunner", "render_message"]
+
+_RUN_STATE = RunStateFormat("dex-agents-testing/scripted-runner", 1, "ScriptedRunner")
 
 
 def render_message(message: FrameworkMessage | AgentMessage) -> str:
@@ -151,7 +156,11 @@ class ScriptedRunner:
         Returns:
             ``ToolCallsRequested`` for a response with tool calls, else ``TurnCompleted``.
         """
-        items = self._unstored_items(turn)
+        try:
+            items = self._unstored_items(turn)
+        except RunStateFormatError as error:
+            # The turn cannot continue without its own state, and a retry would read the same text.
+            return TurnCompleted(new_messages=[], turn_error=str(error))
         model_input = [render_message(message) for message in (*turn.messages, *items)]
         scope = ModelCallScope(
             session_id=turn.flow_id,
@@ -203,7 +212,7 @@ class ScriptedRunner:
             "padding": "x" * response.run_state_padding,
         }
         return ToolCallsRequested(
-            framework_run_state=json.dumps(run_state, separators=(",", ":")),
+            framework_run_state=_RUN_STATE.wrap(run_state),
             tool_calls=calls,
             usage=usage,
             new_messages=stored_now,
@@ -223,7 +232,7 @@ class ScriptedRunner:
     @staticmethod
     def _unstored_items(turn: AgentTurnContext) -> list[FrameworkMessage]:
         state: dict[str, Any] = (
-            cast(dict[str, Any], json.loads(turn.framework_run_state))
+            _RUN_STATE.unwrap(turn.framework_run_state)
             if turn.framework_run_state
             else {"items": [], "pending": []}
         )
@@ -256,11 +265,12 @@ class ScriptedRunner:
             The tool's output.
 
         Raises:
-            ToolExecutionError: For a tool this runner does not have (the model sees it).
+            ToolExecutionError: For a tool this runner does not have, or arguments that are not a JSON
+                object (the model sees it).
         """
         tool = self._tools.get(call.tool_call.tool_name)
         if tool is None:
             raise ToolExecutionError(f"unknown tool {call.tool_call.tool_name!r}")
-        arguments = cast(dict[str, Any], json.loads(call.tool_call.arguments))
+        arguments = parse_tool_arguments(call.tool_call.arguments, tool_name=call.tool_call.tool_name)
         with script_store_scope(self._store or ScriptStore.from_environment(self._default_turns)):
             return ToolExecutionResult(await tool(**arguments))

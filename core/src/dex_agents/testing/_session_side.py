@@ -66,6 +66,11 @@ class SessionSide:
         self.attempt = 1
 
     @property
+    def flow_id(self) -> str:
+        """The session ID that every turn context and tool execution carries."""
+        return _FLOW_ID
+
+    @property
     def turn_id(self) -> str:
         """The current turn's ID, ``turn-<number>``."""
         return f"turn-{self.turn_number}"

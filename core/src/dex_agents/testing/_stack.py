@@ -170,6 +170,11 @@ class AgentTestStack:
             worker.kill()
 
     @property
+    def killed_worker_pids(self) -> frozenset[int]:
+        """The process IDs of the Worker children that were SIGKILLed while they ran."""
+        return frozenset(worker.pid for worker in self._workers if worker.was_killed)
+
+    @property
     def workers(self) -> tuple[WorkerProcess, ...]:
         """The Worker children started so far that are still running."""
         return tuple(worker for worker in self._workers if worker.is_running)

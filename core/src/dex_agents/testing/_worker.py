@@ -51,6 +51,7 @@ class WorkerProcess:
     def __init__(self, process: subprocess.Popen[bytes], log_path: Path) -> None:
         self._process = process
         self._log_path = log_path
+        self._was_killed = False
 
     @property
     def pid(self) -> int:
@@ -67,12 +68,18 @@ class WorkerProcess:
         """Whether the child is alive."""
         return self._process.poll() is None
 
+    @property
+    def was_killed(self) -> bool:
+        """Whether :meth:`kill` SIGKILLed the child while it was still running."""
+        return self._was_killed
+
     def kill(self) -> None:
         """SIGKILL the child's whole process group and wait until the child is gone.
 
         The Worker gets no chance to finish, report or drain anything, as in a machine crash.
         """
         if self._process.poll() is None:
+            self._was_killed = True
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._process.pid, signal.SIGKILL)
         self._process.wait()

@@ -1,8 +1,13 @@
-"""The design's 11-item test matrix, plus items beyond the design, written once for every adapter.
+"""The design's 11-item test matrix, plus items 12 to 15 beyond the design, written once for every adapter.
 
 Item 12 is the rule every adapter follows for a tool name the agent does not have: the call is recorded
 ``failed`` with a clear message, which the model sees at its next call, never in a hidden second model
 call. It runs when the spec sets :attr:`MatrixSpec.unknown_tool_message` and is skipped otherwise.
+
+Item 13 checks every model call the class's sessions logged: each ``RunModel`` attempt makes one model
+call in one Worker, and makes it again under the same attempt number only in a replacement Worker after
+the first was SIGKILLed. A runner whose framework runs reads inline (:attr:`MatrixSpec.runs_reads_inline`)
+may make one model call per response instead, each seeing more input than the one before.
 
 Items 14 and 15 are steering and cancellation: a turn steered while an approval waits, and a turn cancelled
 during a model call. In both, the next model input holds a result for every tool call of the ended turn,
@@ -89,6 +94,7 @@ from dex_agents.testing._history import (
 )
 from dex_agents.testing._invocations import Invocation
 from dex_agents.testing._matrix_spec import MatrixFlows, MatrixSpec, wait_for_turn_end
+from dex_agents.testing._model_call_rule import model_call_problems
 from dex_agents.testing._script import ScriptedResponse, ScriptedToolCall
 from dex_agents.testing._session_events import read_agent_events
 from dex_agents.testing._stack import AgentTestStack
@@ -243,7 +249,7 @@ def _skip_without_turn_control(spec: MatrixSpec) -> None:
 
 
 class AgentMatrixTests:
-    """The design's 11-item matrix and the items beyond it; subclass as ``Test...`` and set :attr:`spec`.
+    """The design's 11-item matrix and items 12 to 15 as tests; subclass as ``Test...``, set :attr:`spec`.
 
     All tests of the class share one stack (one private devserver, or ``DEX_SERVER_ADDRESS``) and one
     Worker child, replaced whenever a test kills it; every test runs its own session.
@@ -607,6 +613,27 @@ class AgentMatrixTests:
         assert tool_message.tool_name == _UNKNOWN_TOOL_NAME, tool_message
         assert message in (tool_message.tool_output or ""), tool_message
         assert snapshot.messages[-1].text == "I cannot launch rockets.", snapshot.messages
+
+    async def test_13_each_run_model_attempt_makes_one_model_call(self, harness: MatrixHarness) -> None:
+        """Beyond the design's 11: no RunModel attempt of the class's sessions made a hidden model call.
+
+        It checks its own turn (a write between two model calls) and every model call the class's earlier
+        tests logged, item 6's killed model call included: within one Worker an attempt makes one model
+        call, and it runs again under the same attempt number only in another Worker after the first was
+        SIGKILLed (Dex hands an attempt whose Worker died before its first output to another Worker).
+        """
+        session = harness.stack.new_session_id("m13")
+        write = harness.call(harness.tools.idempotent_write, "receipt-1")
+        harness.script(session, [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Sent.")])
+        await harness.sessions.start_session(session, "Send the receipt of A-1")
+        await wait_for_turn_end(harness.sessions, session, 1)
+        own = harness.model_calls(session)
+        assert len({call.step_execution_id for call in own}) == 2, own
+        calls = harness.stack.invocations.read()
+        problems = model_call_problems(
+            calls, harness.stack.killed_worker_pids, runs_reads_inline=harness.spec.runs_reads_inline
+        )
+        assert problems == [], problems
 
     async def test_14_a_turn_steered_during_an_approval_wait_keeps_a_result_for_every_call(
         self, harness: MatrixHarness

@@ -11,10 +11,8 @@ import sys
 from collections.abc import Callable
 
 from dex_agents import AgentInterrupt, AgentSnapshot, MessageRole
-from dex_agents.testing._demo import ApprovalDecision
-from dex_agents.testing._history import EXECUTE_COMPLETED_EVENT
-from dex_agents.testing._stack import AgentTestStack
-from dex_agents.testing._worker import WorkerProcess
+from dex_agents.demos._approval import ApprovalDecision
+from dex_agents.testing import EXECUTE_COMPLETED_EVENT, AgentTestStack, WorkerProcess
 
 __all__ = ["RefundExampleHooks"]
 

@@ -17,14 +17,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dex_agents import AgentInterrupt, AgentSessionClient, AgentSessionFlow, AgentSessionStatus, AgentSnapshot
-from dex_agents.testing._matrix_spec import wait_for_turn_end
-from dex_agents.testing._stack import AgentTestStack
-from dex_agents.testing._waiting import DEFAULT_WAIT_SECONDS, wait_for_agent_snapshot
-from dex_agents.testing._worker import WorkerProcess
+from dex_agents.testing import AgentTestStack, WorkerProcess, wait_for_agent_snapshot, wait_for_turn_end
 
 __all__ = ["ApprovalDecision", "ApprovalDemo", "DemoHooks", "run_approval_demo"]
 
 _LIVE_EVENTS_DRAIN_SECONDS = 10.0
+_APPROVAL_WAIT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,7 @@ class ApprovalDemo:
     session_id: str
     request: str
     worker_env: Mapping[str, str] = field(default_factory=dict[str, str])
-    approval_timeout: float = DEFAULT_WAIT_SECONDS
+    approval_timeout: float = _APPROVAL_WAIT_SECONDS
     turn_timeout: float = 60.0
     live_events: Callable[[AgentSessionClient, str], Coroutine[Any, Any, None]] | None = None
 

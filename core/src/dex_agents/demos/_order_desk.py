@@ -28,10 +28,8 @@ from dex_agents import (
     AgentSnapshot,
     MessageRole,
 )
-from dex_agents.testing._demo import ApprovalDecision, ApprovalDemo, run_approval_demo
-from dex_agents.testing._history import EXECUTE_COMPLETED_EVENT, EXECUTE_FAILED_EVENT
-from dex_agents.testing._stack import AgentTestStack
-from dex_agents.testing._worker import WorkerProcess
+from dex_agents.demos._approval import ApprovalDecision, ApprovalDemo, run_approval_demo
+from dex_agents.testing import EXECUTE_COMPLETED_EVENT, EXECUTE_FAILED_EVENT, AgentTestStack, WorkerProcess
 
 __all__ = ["OrderDeskDemo", "order_desk_main", "print_live_events", "run_order_desk_demo"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from dex import LongPollTimeoutError
 
 from dex_agents import AgentEventType, AgentSessionClient, AgentSessionFlow
-from dex_agents.testing._stack import AgentTestStack
+from dex_agents.testing import AgentTestStack
 
 __all__ = ["DurableTurn", "InProcessTurn", "run_turn_overhead_bench"]
 
