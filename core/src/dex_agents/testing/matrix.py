@@ -651,14 +651,8 @@ class AgentMatrixTests:
         )
         await harness.sessions.start_session(session, "Where is A-1? Refund it.")
         await _pending_interrupt(harness.sessions, session, "refund-1")
-        await wait_for_agent_snapshot(
-            harness.sessions,
-            session,
-            lambda snapshot: any(
-                call.tool_call_id == "read-1" and call.is_final for call in snapshot.tool_calls
-            ),
-            description="the read to finish while the approval waits",
-        )
+        # Once the read runs it runs to its end, whatever the steer does (a harness may run it inline).
+        await wait_until("the read to run", lambda: harness.tool_runs(session, harness.tools.read))
         assert await harness.sessions.steer_user_message(session, "Do not refund. Where is A-2?")
         done = await wait_for_turn_end(harness.sessions, session, 2)
 
@@ -671,8 +665,9 @@ class AgentMatrixTests:
         for result in ("A-1 shipped on Monday", "superseded_by_steered_user_message", "Where is A-2?"):
             assert result in next_call.model_input_text, (result, next_call.model_input_text)
         assert stored_calls_without_result(done.messages) == [], done.messages
+        deferred = ["refund-1"] if harness.spec.runs_reads_inline else ["read-1", "refund-1"]
         _assert_the_ended_turn_kept_its_calls(
-            harness, done.messages, "turn-1", ["read-1", "refund-1"], TURN_STEERED_NOTE_HEADER
+            harness, done.messages, "turn-1", deferred, TURN_STEERED_NOTE_HEADER
         )
         events = await read_agent_events(harness.sessions, session)
         [steered] = _payloads(events, AgentEventType.TURN_STEERED)
