@@ -15,4 +15,5 @@ SPEC = MatrixSpec(
     # Long enough for a test to fire the deadline Timer early and see the approval still pending.
     approval_deadline=timedelta(seconds=4),
     unknown_tool_message="unknown tool 'launch_rocket'",
+    supports_turn_control=True,
 )

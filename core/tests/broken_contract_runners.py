@@ -6,14 +6,23 @@ in a nested pytest.
 
 from dataclasses import replace
 
-from dex_agents import AgentTurnContext, AgentTurnOutcome, RunStateFormatError, ToolCallsRequested
+from dex_agents import (
+    AgentTurnContext,
+    AgentTurnOutcome,
+    FrameworkMessage,
+    MessageRole,
+    RunStateFormatError,
+    ToolCallsRequested,
+    ToolCallStatus,
+)
 from dex_agents.testing import RunnerContractSpec, ScriptedRunner
 from dex_agents.testing._scripted_runner import _RUN_STATE  # pyright: ignore[reportPrivateUsage]
 from dex_agents.testing.runner_contract import RunnerContractTests
 
 
 class CarelessRunner(ScriptedRunner):
-    """Defers calls in reverse order, and starts the turn afresh from a run state it cannot read."""
+    """Defers calls in reverse order, starts the turn afresh from a run state it cannot read, and forgets the
+    results of calls that never ran when a turn ends early."""
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         if turn.framework_run_state is not None:
@@ -25,6 +34,15 @@ class CarelessRunner(ScriptedRunner):
         if isinstance(outcome, ToolCallsRequested):
             return replace(outcome, tool_calls=list(reversed(outcome.tool_calls)))
         return outcome
+
+    async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> list[FrameworkMessage]:
+        items = await super().build_unfinished_turn_messages(turn)
+        return [
+            item
+            for item in items
+            if item.role is not MessageRole.TOOL
+            or turn.recorded_tool_call(item.tool_call_id or "").status is not ToolCallStatus.REJECTED
+        ]
 
 
 class TestCarelessRunnerContract(RunnerContractTests):

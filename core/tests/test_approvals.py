@@ -3,24 +3,15 @@
 import asyncio
 import re
 from datetime import timedelta
-from typing import Any
 
-import grpc
 import pytest
 from dex import (
-    AsyncClient,
-    BlobCacheConfig,
-    ClientOptions,
-    ErrorSubStatus,
-    Registry,
     RpcLockConflictError,
     StepExecutionId,
     TimerId,
-    WorkerTarget,
-    open_blob_cache,
 )
 
-from dex_agents import APPROVAL_DEADLINE_PASSED, AgentSessionClient, ToolCallStatus, agent_codec_registry
+from dex_agents import APPROVAL_DEADLINE_PASSED, AgentSessionClient, ToolCallStatus
 from dex_agents.testing import (
     WAIT_FOR_COMPLETED_EVENT,
     ScriptedResponse,
@@ -30,41 +21,9 @@ from dex_agents.testing import (
     wait_until,
 )
 from dex_agents.testing.matrix import MatrixHarness
+from tests.conflicting_client import ConflictingClient
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-class ConflictingClient(AsyncClient):
-    """An AsyncClient whose first ``conflicts`` resolve_interrupt calls meet a held lock, as when a Step
-    holds PendingInterrupts at that moment."""
-
-    def __init__(self, harness: MatrixHarness, conflicts: int) -> None:
-        cache = open_blob_cache(
-            BlobCacheConfig(str(harness.stack.state_dir / f"conflict-cache-{conflicts}"), 16 * 1024 * 1024)
-        )
-        super().__init__(
-            Registry(
-                list(harness.flows.all), codec_registry=agent_codec_registry(), allow_async_handlers=True
-            ),
-            cache,
-            ClientOptions(server_address=harness.stack.server_address, worker_target=WorkerTarget(pull=True)),
-        )
-        self.conflicts_left = conflicts
-        self.resolve_calls = 0
-
-    async def invoke_rpc(self, *args: Any, **kwargs: Any) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
-        if getattr(args[0], "__name__", "") == "resolve_interrupt":
-            self.resolve_calls += 1
-            if self.conflicts_left > 0:
-                self.conflicts_left -= 1
-                raise RpcLockConflictError(
-                    grpc.StatusCode.ABORTED,
-                    ErrorSubStatus.WORKER_API_ERROR,
-                    "lock PendingInterrupts is held",
-                    "invoke_rpc",
-                    str(args[1]),
-                )
-        return await super().invoke_rpc(*args, **kwargs)
 
 
 async def _start_approval(harness: MatrixHarness, prefix: str, *call_ids: str) -> str:
@@ -85,12 +44,12 @@ async def _start_approval(harness: MatrixHarness, prefix: str, *call_ids: str) -
 
 async def test_resolve_interrupt_retries_lock_conflicts(harness: MatrixHarness) -> None:
     session = await _start_approval(harness, "lock-retry", "refund-1")
-    client = ConflictingClient(harness, conflicts=3)
+    client = ConflictingClient(harness.stack, harness.flows.all, conflicts=3)
     try:
         assert await AgentSessionClient(client, harness.flows.main).resolve_interrupt(
             session, "refund-1", approved=True
         )
-        assert client.resolve_calls == 4  # three conflicts, then the call that committed
+        assert client.calls == 4  # three conflicts, then the call that committed
     finally:
         await client.close()
     await wait_for_turn_end(harness.sessions, session, 1)
@@ -99,7 +58,7 @@ async def test_resolve_interrupt_retries_lock_conflicts(harness: MatrixHarness) 
 
 async def test_lock_conflict_past_the_retry_time_raises_and_changes_nothing(harness: MatrixHarness) -> None:
     session = await _start_approval(harness, "lock-timeout", "refund-1")
-    client = ConflictingClient(harness, conflicts=1_000_000)
+    client = ConflictingClient(harness.stack, harness.flows.all, conflicts=1_000_000)
     try:
         # Long enough that a stalled process still retries at least once before the time passes.
         impatient = AgentSessionClient(
@@ -107,7 +66,7 @@ async def test_lock_conflict_past_the_retry_time_raises_and_changes_nothing(harn
         )
         with pytest.raises(RpcLockConflictError):
             await impatient.resolve_interrupt(session, "refund-1", approved=True)
-        assert client.resolve_calls >= 2  # it retried before giving up
+        assert client.calls >= 2  # it retried before giving up
     finally:
         await client.close()
     snapshot = await harness.sessions.get_agent_snapshot(session)

@@ -1,12 +1,17 @@
 """The adapters' shared test helpers: the in-process session side and reading events back."""
 
 import json
+from pathlib import Path
+
+import pytest
 
 from dex_agents import (
+    STEERED_REJECTION_MESSAGE,
     AgentEvent,
     AgentEventType,
     AgentTurnContext,
     AgentTurnOutcome,
+    CancellationReason,
     DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
@@ -18,7 +23,19 @@ from dex_agents import (
     ToolPolicy,
     current_tool_execution,
 )
-from dex_agents.testing import SessionSide, recorded_usage, text_by_model_step, text_chunks
+from dex_agents.testing import (
+    ScriptedResponse,
+    ScriptedRunner,
+    ScriptedToolCall,
+    ScriptStore,
+    SessionSide,
+    matrix_session_options,
+    recorded_usage,
+    render_message,
+    stored_calls_without_result,
+    text_by_model_step,
+    text_chunks,
+)
 
 
 class TwoCallRunner:
@@ -90,6 +107,44 @@ async def test_session_side_uses_the_default_effect_and_starts_each_turn_afresh(
         (1, "turn-1"),
         (2, "turn-2"),
     ]
+
+
+@pytest.mark.parametrize("stores_incrementally", [False, True])
+async def test_session_side_ends_a_turn_early_with_a_result_for_every_call(
+    tmp_path: Path, stores_incrementally: bool
+) -> None:
+    calls = (
+        ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1"),
+        ScriptedToolCall("refund_order", {"order_id": "A-1"}, "refund-1"),
+    )
+    store = ScriptStore(tmp_path, [[ScriptedResponse(text="Checking.", tool_calls=calls)]])
+    runner = ScriptedRunner(store=store, stores_incrementally=stores_incrementally)
+    session = SessionSide(tool_policies=matrix_session_options().tool_policies)
+    session.start_turn(runner.build_user_message("Refund A-1 if it shipped"))
+    outcome = await runner.run_model_step(session.context())
+    assert isinstance(outcome, ToolCallsRequested)
+    session.defer(outcome)
+    requests = [
+        "assistant: Checking.",
+        'assistant calls lookup_order {"order_id":"A-1"} [read-1]',
+        'assistant calls refund_order {"order_id":"A-1"} [refund-1]',
+    ]
+    assert [render_message(message) for message in session.messages[1:]] == (
+        requests if stores_incrementally else []
+    )
+    session.finish("read-1", ToolCallStatus.SUCCEEDED, output="shipped")
+    session.abandon("refund-1", CancellationReason.STEERED)
+
+    items = await session.end_turn_early(runner)
+    results = [
+        "tool lookup_order [read-1]: shipped",
+        f"tool refund_order [refund-1]: {STEERED_REJECTION_MESSAGE}",
+    ]
+    assert [render_message(item) for item in items] == (
+        results if stores_incrementally else requests + results
+    )
+    assert [render_message(message) for message in session.messages[1:]] == requests + results
+    assert stored_calls_without_result(session.messages) == []
 
 
 def event(event_type: str, step: str, payload: dict[str, object], attempt: int = 1) -> AgentEvent:

@@ -64,6 +64,7 @@ TESTING_EXPORTS = {
     "script_store_scope",
     "scripted_model_response",
     "send_receipt",
+    "stored_calls_without_result",
     "text_by_model_step",
     "text_chunks",
     "wait_for_agent_snapshot",

@@ -23,7 +23,16 @@ async def test_failed_turn_note_lists_each_final_call_in_model_order(harness: Ma
     )
     await harness.sessions.start_session(session, "Send the receipt of A-1 and look up B-2")
     failed = await wait_for_turn_end(harness.sessions, session, 1)
-    assert [(message.role, message.text) for message in failed.messages] == [
+    # The runner's unstored items come first (build_unfinished_turn_messages): every call with its result.
+    assert [
+        (message.role, message.tool_call_id, message.tool_output) for message in failed.messages[1:5]
+    ] == [
+        (MessageRole.ASSISTANT, "receipt-1", None),
+        (MessageRole.ASSISTANT, "lookup-1", None),
+        (MessageRole.TOOL, "receipt-1", 'send_receipt done: {"order_id":"A-1"}'),
+        (MessageRole.TOOL, "lookup-1", "The tool call failed: order B-2 is archived"),
+    ]
+    assert [(message.role, message.text) for message in failed.messages[::5]] == [
         (MessageRole.USER, "Send the receipt of A-1 and look up B-2"),
         (
             MessageRole.USER,

@@ -94,6 +94,8 @@ def test_event_types_are_the_wire_names() -> None:
         "turn_started",
         "turn_completed",
         "turn_failed",
+        "turn_steered",
+        "turn_cancelled",
         "text_delta",
         "reasoning_delta",
         "tool_call_started",

@@ -68,6 +68,27 @@ EXPECTED_EXPORTS = {
     "RunStateFormatError",
     "effect_from_mcp_annotations",
     "parse_tool_arguments",
+    # steering and turn cancellation
+    "CancelTurnRequest",
+    "CancellationReason",
+    "DeleteQueuedMessageRequest",
+    "PendingUserMessage",
+    "STEERED_REJECTION_MESSAGE",
+    "STEERED_USER_MESSAGES",
+    "SteerUserMessageRequest",
+    "TOOL_CALL_CANCELLATIONS",
+    "TURN_CANCELLATION_REQUEST",
+    "TURN_CANCELLED_NOTE_HEADER",
+    "TURN_CANCELLED_REJECTION_MESSAGE",
+    "TURN_CONTROL_REQUESTS",
+    "TURN_STEERED_NOTE_HEADER",
+    "ToolCallCancellation",
+    "TurnCancellationRequest",
+    "TurnControlKind",
+    "TurnControlRequest",
+    "UnfinishedTurnMessageBuilder",
+    "build_turn_control_note",
+    "cancellation_rejection_message",
 }
 
 

@@ -6,13 +6,18 @@ from dex_agents import (
     APPROVAL_DEADLINE_PASSED,
     DEFAULT_REJECTION_TOOL_RESULT,
     OUTCOME_UNKNOWN_TOOL_RESULT,
+    STEERED_REJECTION_MESSAGE,
+    TURN_CANCELLED_REJECTION_MESSAGE,
     TURN_FAILURE_NOTE_FOOTER,
     TURN_FAILURE_NOTE_HEADER,
     AgentToolCall,
+    CancellationReason,
     ToolCallStatus,
     ToolEffect,
     ToolPolicy,
+    build_turn_control_note,
     build_turn_failure_note,
+    cancellation_rejection_message,
     describe_tool_call_outcome,
     resolve_tool_policy,
 )
@@ -176,3 +181,40 @@ def test_arguments_are_cut_only_when_cutting_results_cannot_make_room() -> None:
     assert TURN_FAILURE_NOTE_CUT_MARKER in write_line
     # The read's result had to give up all of its room first: only the marker is left of it.
     assert read_line == f'- tool_read {{"id":7}} -> succeeded: {TURN_FAILURE_NOTE_CUT_MARKER.lstrip()}'
+
+
+def test_cancelled_calls_carry_the_structured_rejection_messages() -> None:
+    assert STEERED_REJECTION_MESSAGE == '{"status":"cancelled","reason":"superseded_by_steered_user_message"}'
+    assert TURN_CANCELLED_REJECTION_MESSAGE == '{"status":"cancelled","reason":"turn_cancelled_by_user"}'
+    assert cancellation_rejection_message(CancellationReason.STEERED) == STEERED_REJECTION_MESSAGE
+    assert (
+        cancellation_rejection_message(CancellationReason("turn_cancelled"))
+        == TURN_CANCELLED_REJECTION_MESSAGE
+    )
+    abandoned = record("a", ToolCallStatus.REJECTED, rejection_message=STEERED_REJECTION_MESSAGE)
+    assert describe_tool_call_outcome(abandoned) == STEERED_REJECTION_MESSAGE
+
+
+@pytest.mark.parametrize(
+    ("reason", "header"),
+    [
+        (CancellationReason.STEERED, "[Dex] The user steered the conversation after these tool calls ran:"),
+        (
+            CancellationReason.TURN_CANCELLED,
+            "[Dex] The user stopped the previous turn after these tool calls ran:",
+        ),
+    ],
+)
+def test_steered_and_cancelled_notes_share_the_failure_note_lines(
+    reason: CancellationReason, header: str
+) -> None:
+    records = [
+        record(
+            "b", ToolCallStatus.REJECTED, order=1, rejection_message=cancellation_rejection_message(reason)
+        ),
+        record("a", ToolCallStatus.SUCCEEDED, order=0, output="refunded"),
+    ]
+    note = build_turn_control_note(records, reason)
+    assert note.split("\n") == [header, *build_turn_failure_note(records).split("\n")[1:]]
+    assert f'- tool_b {{"id":7}} -> rejected: {cancellation_rejection_message(reason)}' in note
+    assert note.endswith(TURN_FAILURE_NOTE_FOOTER)

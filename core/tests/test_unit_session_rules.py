@@ -7,11 +7,13 @@ from datetime import timedelta
 import pytest
 
 from dex_agents import (
+    AgentMessage,
     AgentSessionFlow,
     AgentSessionOptions,
     AgentToolCall,
     AgentTurnContext,
     AgentUsage,
+    CancellationReason,
     DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
@@ -22,17 +24,20 @@ from dex_agents import (
     ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
+    build_turn_failure_note,
 )
 from dex_agents.limits import MAX_STORED_VALUE_BYTES, MAX_TURN_FAILURE_NOTE_BYTES, bounded_text, utf8_size
+from dex_agents.session._control import TurnControlState, may_abandon_waiting_call
 from dex_agents.session._errors import describe_exception, plain_recovery_detail
 from dex_agents.session._runtime import SessionRuntime
 from dex_agents.session._state import format_time, parse_time, stored_size, to_agent_message
 from dex_agents.session._tool_steps import _never_ran  # pyright: ignore[reportPrivateUsage]
+from dex_agents.session._turn_lifecycle import storable_note
 from dex_agents.session._turn_steps import (
     _check_tool_calls,  # pyright: ignore[reportPrivateUsage]
-    _storable_turn_failure_note,  # pyright: ignore[reportPrivateUsage]
     _whole_seconds,  # pyright: ignore[reportPrivateUsage]
 )
+from dex_agents.testing import stored_calls_without_result
 
 READ = ToolPolicy(ToolEffect.READ)
 
@@ -90,6 +95,7 @@ def test_other_invalid_requests_are_named() -> None:
         new_messages=[FrameworkMessage(role=MessageRole.ASSISTANT, framework_item="{}")],
     )
     assert "build_unfinished_turn_messages" in (_check_tool_calls(incremental, []) or "")
+    assert _check_tool_calls(incremental, [], stores_incrementally=True) is None
     huge = ToolCallsRequested("x" * (2 * 1024 * 1024), [DeferredToolCall("a", "lookup", "{}", READ)])
     assert "framework run state is" in (_check_tool_calls(huge, []) or "")
 
@@ -154,10 +160,58 @@ def test_a_note_the_runner_stores_verbosely_is_shortened_until_it_can_be_stored(
     big = replace(record("read-1"), status=ToolCallStatus.SUCCEEDED, output="x" * 600_000)
     write = replace(record("write-1"), status=ToolCallStatus.SUCCEEDED, output="sent", deferral_order=1)
 
-    note = _storable_turn_failure_note(runtime, [big, write], 7, "turn-3")
+    note = storable_note(
+        runtime, lambda budget: build_turn_failure_note([big, write], max_bytes=budget), 7, "turn-3"
+    )
 
     # 64 KiB of note twenty-one times over is too large to store; a quarter of it is not.
     assert note.text is not None and utf8_size(note.text) <= MAX_TURN_FAILURE_NOTE_BYTES // 4
     assert note.text.split("\n")[2] == "- lookup {} -> succeeded: sent"
     stored = to_agent_message(note, 7, "turn-3", "2026-11-29T00:00:00.000Z")
     assert stored_size(stored) <= MAX_STORED_VALUE_BYTES
+
+
+@pytest.mark.parametrize(
+    ("status", "task_id", "abandonable"),
+    [
+        (ToolCallStatus.AWAITING_APPROVAL, None, True),
+        (ToolCallStatus.AWAITING_ANSWER, None, True),
+        (ToolCallStatus.WAITING_FOR_TIMER, None, True),
+        # Remote work started: steering and cancellation wait for its result.
+        (ToolCallStatus.AWAITING_ANSWER, "task-1", False),
+        (ToolCallStatus.WAITING_FOR_TASK, "task-1", False),
+        # An approved call belongs to its tool Step, which checks the flags before it starts the tool.
+        (ToolCallStatus.APPROVED, None, False),
+        (ToolCallStatus.SUCCEEDED, None, False),
+    ],
+)
+def test_steering_abandons_only_calls_that_took_no_effect(
+    status: ToolCallStatus, task_id: str | None, abandonable: bool
+) -> None:
+    waiting = replace(record("a"), status=status, task_id=task_id)
+    assert may_abandon_waiting_call(waiting) is abandonable
+
+
+def test_cancellation_wins_over_steering() -> None:
+    assert (
+        TurnControlState(is_cancelled=True, steered_message_count=2).reason
+        is CancellationReason.TURN_CANCELLED
+    )
+    assert TurnControlState(is_cancelled=False, steered_message_count=1).reason is CancellationReason.STEERED
+    assert TurnControlState(is_cancelled=False, steered_message_count=0).reason is None
+
+
+def test_a_transcript_with_a_call_but_no_result_is_found() -> None:
+    def message(
+        sequence: int, role: MessageRole, tool_call_id: str | None, turn_id: str = "turn-1"
+    ) -> AgentMessage:
+        return AgentMessage(sequence, turn_id, role, None, tool_call_id, None, None, None, "{}", "")
+
+    complete = [
+        message(1, MessageRole.USER, None),
+        message(2, MessageRole.ASSISTANT, "a"),
+        message(3, MessageRole.TOOL, "a"),
+        message(4, MessageRole.ASSISTANT, "a", "turn-2"),  # an ID reused by a later turn is another call
+    ]
+    assert stored_calls_without_result(complete[:3]) == []
+    assert stored_calls_without_result(complete) == ["a"]

@@ -7,7 +7,10 @@ from dex import RetryPolicy, StepDurability, StepOptions
 from dex_agents import (
     AGENT_MESSAGES,
     AGENT_TOOL_CALLS,
+    INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
+    STEERED_USER_MESSAGES,
+    TURN_CANCELLATION_REQUEST,
     AgentSessionFlow,
     AgentToolCall,
     DeferredToolExecution,
@@ -19,6 +22,7 @@ from dex_agents import (
     TurnCompleted,
 )
 from dex_agents.runner import AgentTurnContext
+from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
 from dex_agents.session._runtime import SessionRuntime
 from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._tool_steps import (
@@ -81,10 +85,14 @@ def test_run_model_movement_has_timeouts_retries_loads_and_failure_route() -> No
     assert options.heartbeat_timeout == timedelta(minutes=2)
     assert options.execute_retry == RetryPolicy(maximum_attempts=3, total_duration=timedelta(minutes=30))
     assert set(options.execute_load_attribute_maps) == {AGENT_MESSAGES, AGENT_TOOL_CALLS}
+    assert options.execute_load_channels == (STEERED_USER_MESSAGES,)
+    # A model call takes no lock, so cancel_turn never waits for one.
+    assert options.execute_lock_attributes == () and options.wait_for_lock_attributes == ()
     target, route = failure_route(options)
     assert target is RecordTurnFailure
     assert_sync(route)
-    assert route.execute_load_attribute_maps == (AGENT_TOOL_CALLS,)
+    assert set(route.execute_load_attribute_maps) == {AGENT_MESSAGES, AGENT_TOOL_CALLS}
+    assert route.execute_lock_attributes == ()
 
 
 def test_read_and_idempotent_tools_retry_three_times_and_load_only_their_record() -> None:
@@ -101,6 +109,8 @@ def test_read_and_idempotent_tools_retry_three_times_and_load_only_their_record(
         assert [load.physical_name for load in options.execute_load_attribute_map_instances] == [
             AGENT_TOOL_CALLS.load("call-7").physical_name
         ]
+        assert options.execute_load_channels == (STEERED_USER_MESSAGES,)
+        assert options.execute_lock_attributes == ()
         target, route = failure_route(options)
         assert target is RecordToolFailure
         assert_sync(route)
@@ -133,6 +143,36 @@ def test_approval_locks_interrupts_and_loads_only_its_record() -> None:
     assert [load.physical_name for load in options.execute_load_attribute_map_instances] == [
         AGENT_TOOL_CALLS.load("call-7").physical_name
     ]
+    assert options.execute_load_channels == (STEERED_USER_MESSAGES,)
+    assert [load.physical_name for load in options.execute_load_channel_map_instances] == [
+        INTERRUPT_RESOLUTIONS.load_messages("call-7").physical_name
+    ]
+
+
+def test_only_short_steps_take_the_cancellation_and_interrupt_locks() -> None:
+    session = runtime()
+    waiting = session.to_await_user_message().options
+    assert waiting is not None
+    assert [lock.attribute for lock in waiting.execute_lock_attributes] == [TURN_CANCELLATION_REQUEST]
+    apply = session.to_apply_turn_control()
+    assert apply.step is ApplyTurnControl
+    assert apply.options is not None
+    assert_sync(apply.options)
+    assert [lock.attribute for lock in apply.options.execute_lock_attributes] == [TURN_CANCELLATION_REQUEST]
+    assert set(apply.options.execute_load_attribute_maps) == {AGENT_MESSAGES, AGENT_TOOL_CALLS}
+    finish = session.to_finish_turn_cancellation("turn-3")
+    assert (finish.step, finish.input) == (FinishTurnCancellation, "turn-3")
+    assert finish.options is not None
+    assert_sync(finish.options)
+    assert {lock.attribute for lock in finish.options.execute_lock_attributes} == {
+        TURN_CANCELLATION_REQUEST,
+        PENDING_INTERRUPTS,
+    }
+    assert finish.options.execute_load_channel_maps == (INTERRUPT_RESOLUTIONS,)
+    resume = session.to_resume_turn(2)
+    assert resume.options is not None
+    assert [lock.attribute for lock in resume.options.execute_lock_attributes] == [PENDING_INTERRUPTS]
+    assert resume.options.execute_load_channels == (STEERED_USER_MESSAGES,)
 
 
 def test_every_step_declares_sync_durability_itself() -> None:

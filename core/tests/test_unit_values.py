@@ -207,6 +207,8 @@ def test_flow_registers_with_the_default_codecs() -> None:
         "RecordToolOutcomeUnknown",
         "ResumeTurn",
         "RecordTurnFailure",
+        "ApplyTurnControl",
+        "FinishTurnCancellation",
     ]
 
 

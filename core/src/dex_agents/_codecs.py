@@ -138,6 +138,10 @@ def wire_value_types() -> tuple[object, ...]:
         persistence.QUEUED_USER_MESSAGES,
         persistence.INTERRUPT_RESOLUTIONS,
         persistence.TOOL_CALL_RESULTS,
+        persistence.STEERED_USER_MESSAGES,
+        persistence.TURN_CONTROL_REQUESTS,
+        persistence.TURN_CANCELLATION_REQUEST,
+        persistence.TOOL_CALL_CANCELLATIONS,
         persistence.agent_events_stream(),
     )
     found.extend(definition.value_type for definition in definitions)

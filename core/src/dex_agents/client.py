@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import TypeVar
 
-from dex import AsyncClient, RpcLockConflictError, StartFlowOptions, StreamMessage, StreamMessagesPage
+from dex import (
+    AsyncClient,
+    ChannelMessageNotFoundError,
+    RpcLockConflictError,
+    StartFlowOptions,
+    StreamMessage,
+    StreamMessagesPage,
+)
 
 from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
 from dex_agents.session import AgentSessionFlow
@@ -16,11 +25,16 @@ from dex_agents.values import (
     AgentSessionStartInput,
     AgentSnapshot,
     AgentUserMessage,
+    CancelTurnRequest,
+    DeleteQueuedMessageRequest,
     ListAgentMessagesRequest,
     ResolveInterruptRequest,
+    SteerUserMessageRequest,
 )
 
 __all__ = ["AgentSessionClient"]
+
+_ResultT = TypeVar("_ResultT")
 
 _FIRST_RETRY_DELAY = 0.05
 _MAX_RETRY_DELAY = 0.5
@@ -50,8 +64,8 @@ class AgentSessionClient:
         Args:
             client: A Dex client whose Registry holds ``flow``, the same instance.
             flow: The session Flow type.
-            lock_conflict_retry_timeout: How long `resolve_interrupt` retries while a Step holds the
-                interrupt lock.
+            lock_conflict_retry_timeout: How long `resolve_interrupt` and `cancel_turn` retry while a Step
+                holds a lock they need.
         """
         self._client = client
         self._flow = flow
@@ -139,17 +153,106 @@ class AgentSessionClient:
         request = ResolveInterruptRequest(
             interrupt_id=interrupt_id, approved=approved, rejection_message=rejection_message
         )
+        return await self._retry_lock_conflicts(
+            lambda: self._client.invoke_rpc(self._flow.resolve_interrupt, session_id, request)
+        )
+
+    async def steer_user_message(
+        self, session_id: str, text: str | None = None, *, message_id: str | None = None
+    ) -> bool:
+        """Steer the running turn with a new message (``text``) or a queued one (``message_id``).
+
+        The message applies at the turn's next boundary: approvals still waiting are abandoned, tool calls
+        that have not started do not run, and a model call or tool that started runs to its end. The turn
+        then ends as steered and the steered messages start the next turn. While no turn runs, ``text`` is
+        queued like `send_user_message`, and a queued ``message_id`` stays queued.
+
+        Args:
+            session_id: The session.
+            text: A new message.
+            message_id: A queued message's `PendingUserMessage.message_id`, from `get_agent_snapshot`.
+
+        Returns:
+            `False` for blank text, a message ID that is not queued (or was taken by a turn meanwhile), or
+            a turn that a Worker without steering started; else `True`.
+
+        Raises:
+            ValueError: If both or neither of ``text`` and ``message_id`` are given, or ``text`` is larger
+                than `MAX_USER_MESSAGE_BYTES`; nothing is sent.
+        """
+        if (text is None) == (message_id is None):
+            raise ValueError("steer_user_message takes exactly one of text and message_id")
+        if text is not None:
+            if not text.strip():
+                return False
+            _check_message_size(text, "the steered message")
+        request = SteerUserMessageRequest(message_id=message_id, text=text)
+        return await self._false_when_message_is_gone(
+            self._client.invoke_rpc(self._flow.steer_user_message, session_id, request)
+        )
+
+    async def delete_queued_message(self, session_id: str, message_id: str) -> bool:
+        """Delete a queued user message before a turn takes it.
+
+        Args:
+            session_id: The session.
+            message_id: The message's `PendingUserMessage.message_id`, from `get_agent_snapshot`.
+
+        Returns:
+            `False` when the message is not queued, including when a turn took it meanwhile.
+        """
+        request = DeleteQueuedMessageRequest(message_id=message_id)
+        return await self._false_when_message_is_gone(
+            self._client.invoke_rpc(self._flow.delete_queued_message, session_id, request)
+        )
+
+    async def cancel_turn(self, session_id: str, turn_id: str | None = None) -> bool:
+        """Cancel the running turn.
+
+        The model call in progress is cancelled and its result dropped, approvals still waiting are
+        abandoned, and tool calls that have not started do not run; a tool that started runs to its end and
+        its result is kept. The turn then ends as cancelled (`turn_cancelled`). Retries lock conflicts like
+        `resolve_interrupt`.
+
+        Args:
+            session_id: The session.
+            turn_id: Cancel only this turn; `None` cancels whichever turn is running.
+
+        Returns:
+            `True` once the cancellation is recorded (also when it already was; a final answer that committed
+            first still completes the turn). `False` when no turn runs, ``turn_id`` names another turn, or
+            a Worker without steering started the turn.
+
+        Raises:
+            RpcLockConflictError: If a lock stayed taken for the whole retry time.
+        """
+        request = CancelTurnRequest(turn_id=turn_id)
+        return await self._retry_lock_conflicts(
+            lambda: self._client.invoke_rpc(self._flow.cancel_turn, session_id, request)
+        )
+
+    async def _retry_lock_conflicts(self, invoke: Callable[[], Awaitable[_ResultT]]) -> _ResultT:
+        """Call a locking RPC again while a Step holds one of its locks, until the retry time passes."""
         deadline = time.monotonic() + self._lock_conflict_retry_timeout.total_seconds()
         delay = _FIRST_RETRY_DELAY
         while True:
             try:
-                return await self._client.invoke_rpc(self._flow.resolve_interrupt, session_id, request)
+                return await invoke()
             except RpcLockConflictError:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise
                 await asyncio.sleep(min(delay, remaining))
                 delay = min(delay * 2, _MAX_RETRY_DELAY)
+
+    @staticmethod
+    async def _false_when_message_is_gone(invocation: Awaitable[bool]) -> bool:
+        try:
+            return await invocation
+        except ChannelMessageNotFoundError:
+            # The message was taken between the RPC's read and its commit, so nothing committed: the
+            # same answer as for a message that was not queued.
+            return False
 
     async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
         """Return the session's state, recent messages, interrupts, tool calls and usage.

@@ -24,6 +24,8 @@ class AgentEventType(StrEnum):
     TURN_STARTED = "turn_started"
     TURN_COMPLETED = "turn_completed"
     TURN_FAILED = "turn_failed"
+    TURN_STEERED = "turn_steered"
+    TURN_CANCELLED = "turn_cancelled"
     TEXT_DELTA = "text_delta"
     REASONING_DELTA = "reasoning_delta"
     TOOL_CALL_STARTED = "tool_call_started"

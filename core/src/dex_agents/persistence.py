@@ -18,7 +18,10 @@ from dex_agents.values import (
     AgentToolCall,
     AgentUsage,
     AgentUserMessage,
+    ToolCallCancellation,
     ToolCallCompleted,
+    TurnCancellationRequest,
+    TurnControlRequest,
 )
 
 __all__ = [
@@ -32,7 +35,11 @@ __all__ = [
     "INTERRUPT_RESOLUTIONS",
     "PENDING_INTERRUPTS",
     "QUEUED_USER_MESSAGES",
+    "STEERED_USER_MESSAGES",
+    "TOOL_CALL_CANCELLATIONS",
     "TOOL_CALL_RESULTS",
+    "TURN_CANCELLATION_REQUEST",
+    "TURN_CONTROL_REQUESTS",
     "agent_events_stream",
     "message_sequence_key",
 ]
@@ -63,6 +70,18 @@ INTERRUPT_RESOLUTIONS: ChannelMap[AgentInterruptResolution] = ChannelMap(
 )
 #: Internal: one message per tool call when its record becomes final; `ResumeTurn` waits for them.
 TOOL_CALL_RESULTS: Channel[ToolCallCompleted] = Channel("ToolCallResults", ToolCallCompleted)
+#: User messages that steer the active turn; `steer_user_message` publishes, `ApplyTurnControl` consumes.
+STEERED_USER_MESSAGES: Channel[AgentUserMessage] = Channel("SteeredUserMessages", AgentUserMessage)
+#: Internal: wakes `ResumeTurn` or `AwaitUserMessage` when a steer arrives.
+TURN_CONTROL_REQUESTS: Channel[TurnControlRequest] = Channel("TurnControlRequests", TurnControlRequest)
+#: The last cancelled turn; only `cancel_turn` writes it.
+TURN_CANCELLATION_REQUEST: Attribute[TurnCancellationRequest] = Attribute(
+    "TurnCancellationRequest", TurnCancellationRequest
+)
+#: Internal: wakes a tool call's waiting Step when steering abandons the call, keyed by tool call ID.
+TOOL_CALL_CANCELLATIONS: ChannelMap[ToolCallCancellation] = ChannelMap(
+    "ToolCallCancellations", ToolCallCancellation
+)
 
 
 def message_sequence_key(sequence: int) -> str:

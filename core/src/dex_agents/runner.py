@@ -23,6 +23,7 @@ from dex_agents.values import (
     AgentMessage,
     AgentToolCall,
     AgentUsage,
+    CancellationReason,
     FrameworkMessage,
     InteractionMode,
     ToolCallStatus,
@@ -33,9 +34,13 @@ __all__ = [
     "APPROVAL_DEADLINE_PASSED",
     "DEFAULT_REJECTION_TOOL_RESULT",
     "OUTCOME_UNKNOWN_TOOL_RESULT",
+    "STEERED_REJECTION_MESSAGE",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
+    "TURN_CANCELLED_NOTE_HEADER",
+    "TURN_CANCELLED_REJECTION_MESSAGE",
     "TURN_FAILURE_NOTE_FOOTER",
     "TURN_FAILURE_NOTE_HEADER",
+    "TURN_STEERED_NOTE_HEADER",
     "UNKNOWN_TOOL_POLICY",
     "AgentFrameworkRunner",
     "AgentTurnContext",
@@ -47,7 +52,10 @@ __all__ = [
     "ToolExecutionResult",
     "ToolPolicy",
     "TurnCompleted",
+    "UnfinishedTurnMessageBuilder",
+    "build_turn_control_note",
     "build_turn_failure_note",
+    "cancellation_rejection_message",
     "current_tool_execution",
     "describe_tool_call_outcome",
     "resolve_tool_policy",
@@ -68,6 +76,23 @@ TURN_FAILURE_NOTE_HEADER = "[Dex] The previous turn failed after these tool call
 TURN_FAILURE_NOTE_FOOTER = "Do not repeat these tool calls unless the user asks again."
 #: Start of the error of a call whose Step never reached a Worker; the recovery detail follows after ": ".
 TOOL_CALL_NOT_RUN_ERROR_PREFIX = "the tool did not run, so it is safe to call again"
+#: The rejection message of a call that a steered user message abandoned before it started.
+STEERED_REJECTION_MESSAGE = '{"status":"cancelled","reason":"superseded_by_steered_user_message"}'
+#: The rejection message of a call that `cancel_turn` abandoned before it started.
+TURN_CANCELLED_REJECTION_MESSAGE = '{"status":"cancelled","reason":"turn_cancelled_by_user"}'
+#: First line of the note a steered turn leaves when its runner stores no unfinished-turn messages.
+TURN_STEERED_NOTE_HEADER = "[Dex] The user steered the conversation after these tool calls ran:"
+#: First line of the note a cancelled turn leaves when its runner stores no unfinished-turn messages.
+TURN_CANCELLED_NOTE_HEADER = "[Dex] The user stopped the previous turn after these tool calls ran:"
+
+_CANCELLATION_REJECTION_MESSAGES = {
+    CancellationReason.STEERED: STEERED_REJECTION_MESSAGE,
+    CancellationReason.TURN_CANCELLED: TURN_CANCELLED_REJECTION_MESSAGE,
+}
+_TURN_CONTROL_NOTE_HEADERS = {
+    CancellationReason.STEERED: TURN_STEERED_NOTE_HEADER,
+    CancellationReason.TURN_CANCELLED: TURN_CANCELLED_NOTE_HEADER,
+}
 
 _APPROVAL_BY_DEFAULT = {
     ToolEffect.READ: False,
@@ -164,8 +189,9 @@ class TurnCompleted:
     """The model gave its final answer; the turn ends.
 
     Attributes:
-        new_messages: Every item the turn produced after its user message, in order, across all of its
-            model calls. The session stores them in one commit.
+        new_messages: The turn's items that the session has not stored yet, in order. For a runner that
+            never sets `ToolCallsRequested.new_messages`, that is every item the turn produced after its
+            user messages, across all of its model calls. The session stores them in one commit.
         usage: Usage of this model call only.
         turn_error: When set, the turn ends as failed with this error and is not retried. Use it for a
             failure a retry would only repeat, such as a tripped guardrail.
@@ -184,8 +210,9 @@ class ToolCallsRequested:
         framework_run_state: Non-empty framework state that continues the turn after the tools.
         tool_calls: One entry per call, in model order.
         usage: Usage of this model call only.
-        new_messages: Reserved for runners that store messages incrementally, which this release does
-            not support; a non-empty value fails the turn.
+        new_messages: Items to store now, in the commit that records the tool calls, for a runner that
+            stores its messages incrementally. Such a runner must implement
+            `UnfinishedTurnMessageBuilder`, or the turn fails without a retry.
     """
 
     framework_run_state: str
@@ -338,6 +365,78 @@ class AgentFrameworkRunner(Protocol):
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         """Run one tool call once and return its result, or raise `ToolExecutionError`."""
         ...
+
+
+@runtime_checkable
+class UnfinishedTurnMessageBuilder(Protocol):
+    """Optional runner capability: the items a turn has not stored when it ends without a final answer.
+
+    The session calls it when a turn fails (`RecordTurnFailure`, before the turn-failure note) and when
+    steering or `cancel_turn` ends a turn (instead of the steered or cancelled note), so the stored
+    transcript keeps the turn's own items. A runner that stores items incrementally
+    (`ToolCallsRequested.new_messages`) must implement it; a runner that keeps the turn's items in its run
+    state should, so a steered or cancelled turn keeps its exact transcript.
+    """
+
+    async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
+        """Return the turn's items that are not stored yet, in order.
+
+        ``turn`` is the committed state: the stored messages, the run state of the turn's last
+        `ToolCallsRequested` (`None` if there was none), and every tool call record, all final. The result
+        must hold a tool result for every tool call the stored and returned items contain, built from the
+        final records (`describe_tool_call_outcome`), so the next model request has no dangling call. Return
+        an empty sequence when nothing is unstored. If it raises, or returns anything but messages with a
+        `user`, `assistant` or `tool` role and a string ``framework_item``, the session logs a warning and
+        stores the note instead. It may run while the session holds the cancellation lock, so keep it to
+        local work, such as decoding the run state; it must not call a model.
+
+        Args:
+            turn: The turn's committed state.
+
+        Returns:
+            The unstored items.
+        """
+        ...
+
+
+def cancellation_rejection_message(reason: CancellationReason) -> str:
+    """Return the rejection message of a call that steering or `cancel_turn` abandoned.
+
+    Args:
+        reason: Why the call was abandoned.
+
+    Returns:
+        `STEERED_REJECTION_MESSAGE` or `TURN_CANCELLED_REJECTION_MESSAGE`.
+    """
+    return _CANCELLATION_REJECTION_MESSAGES[CancellationReason(reason)]
+
+
+def build_turn_control_note(
+    records: Iterable[AgentToolCall],
+    reason: CancellationReason,
+    *,
+    max_bytes: int = MAX_TURN_FAILURE_NOTE_BYTES,
+) -> str:
+    """Return the note a steered or cancelled turn leaves when its runner stores no unfinished messages.
+
+    Args:
+        records: The turn's tool call records; records that are not final are left out.
+        reason: `steered` or `turn_cancelled`.
+        max_bytes: The note's largest size in UTF-8 bytes, applied as `build_turn_failure_note` does.
+
+    Returns:
+        The turn-failure note's lines and footer, cut the same way, under `TURN_STEERED_NOTE_HEADER` or
+        `TURN_CANCELLED_NOTE_HEADER`.
+
+    Raises:
+        ValueError: If no record is final.
+    """
+    header = _TURN_CONTROL_NOTE_HEADERS[CancellationReason(reason)]
+    longer_by = utf8_size(header) - utf8_size(TURN_FAILURE_NOTE_HEADER)
+    failure_note = build_turn_failure_note(records, max_bytes=max_bytes - longer_by)
+    # The same lines and footer as the turn-failure note, so both notes always read alike.
+    assert failure_note.startswith(TURN_FAILURE_NOTE_HEADER)
+    return header + failure_note[len(TURN_FAILURE_NOTE_HEADER) :]
 
 
 def describe_tool_call_outcome(record: AgentToolCall) -> str:

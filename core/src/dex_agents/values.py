@@ -34,7 +34,10 @@ __all__ = [
     "AgentToolCall",
     "AgentUsage",
     "AgentUserMessage",
+    "CancelTurnRequest",
+    "CancellationReason",
     "ContextSummary",
+    "DeleteQueuedMessageRequest",
     "FrameworkMessage",
     "InteractionMode",
     "InterruptKind",
@@ -43,9 +46,14 @@ __all__ = [
     "PendingUserMessage",
     "QuestionAnswer",
     "ResolveInterruptRequest",
+    "SteerUserMessageRequest",
+    "ToolCallCancellation",
     "ToolCallCompleted",
     "ToolCallStatus",
     "ToolEffect",
+    "TurnCancellationRequest",
+    "TurnControlKind",
+    "TurnControlRequest",
 ]
 
 _ValueT = TypeVar("_ValueT")
@@ -115,6 +123,20 @@ class InterruptKind(StrEnum):
 
     TOOL_APPROVAL = "tool_approval"
     QUESTION = "question"
+
+
+class CancellationReason(StrEnum):
+    """Why steering or `cancel_turn` abandoned a tool call that had not started."""
+
+    STEERED = "steered"
+    TURN_CANCELLED = "turn_cancelled"
+
+
+class TurnControlKind(StrEnum):
+    """What a `TurnControlRequest` wakes a waiting Step for."""
+
+    STEER = "steer"
+    CANCEL_TURN = "cancel_turn"
 
 
 class InteractionMode(StrEnum):
@@ -211,7 +233,10 @@ class AgentState:
         next_message_sequence: The sequence the next stored message gets; sequences start at 1.
         last_turn_error: Why the last failed turn failed; cleared when a later turn completes.
         interaction_mode: The mode of the active or last turn.
-        accepts_turn_control: Reserved for steering; always `False` in this release.
+        accepts_turn_control: Whether the active turn was started by a Worker that steers and cancels
+            turns, so its waits listen for steering; every turn end clears it, and a Worker of an earlier
+            release drops it whenever it writes the state. `steer_user_message` and `cancel_turn` refuse
+            a turn without it.
     """
 
     status: AgentSessionStatus
@@ -313,7 +338,8 @@ class AgentToolCall:
         status: Where the call stands.
         output: The tool's result when it succeeded.
         error: The `ToolExecutionError` message, or the recovery detail of a failed Step.
-        rejection_message: Why the user rejected the call, if they said.
+        rejection_message: Why the user rejected the call, if they said, or the structured text of a call
+            that steering or `cancel_turn` abandoned.
         deferral_order: Zero-based position of the call within its turn, in model order.
         tool_source_reference: Opaque text a tool source keeps with the call.
         trace_context: Reserved for tracing.
@@ -323,7 +349,8 @@ class AgentToolCall:
         input_question: Reserved for tool questions.
         input_choices: Reserved for tool questions.
         input_allows_free_text: Reserved for tool questions.
-        cancellation_reason: Reserved for steering.
+        cancellation_reason: Set on a `rejected` record that steering (`steered`) or `cancel_turn`
+            (`turn_cancelled`) abandoned before it started.
         task_id: Reserved for tool tasks.
         task_poll_interval_seconds: Reserved for tool tasks.
         task_answer_pending: Reserved for tool tasks.
@@ -348,7 +375,7 @@ class AgentToolCall:
     input_question: str | None = None
     input_choices: tuple[str, ...] = ()
     input_allows_free_text: bool = True
-    cancellation_reason: str | None = None
+    cancellation_reason: CancellationReason | None = None
     task_id: str | None = None
     task_poll_interval_seconds: int | None = None
     task_answer_pending: bool = False
@@ -358,6 +385,8 @@ class AgentToolCall:
         _set(self, "status", ToolCallStatus(self.status))
         _set(self, "input_answers", _coerce_tuple(self.input_answers, QuestionAnswer))
         _set(self, "input_choices", _coerce_strings(self.input_choices))
+        if self.cancellation_reason is not None:
+            _set(self, "cancellation_reason", CancellationReason(self.cancellation_reason))
 
     @property
     def is_final(self) -> bool:
@@ -430,7 +459,8 @@ class AgentUserMessage:
 
     Attributes:
         text: The message text.
-        plan_mode: Reserved for plan mode; a message with it set is refused in this release.
+        plan_mode: Reserved for plan mode; `send_user_message` refuses a message with it set in this
+            release, and a message that another writer queued with it keeps it when it is steered.
     """
 
     text: str
@@ -439,10 +469,10 @@ class AgentUserMessage:
 
 @dataclass(frozen=True)
 class PendingUserMessage:
-    """A queued user message with its Channel message ID (reserved for a later release).
+    """A user message waiting in a Channel, with the message ID the Channel gave it.
 
     Attributes:
-        message_id: The Channel message ID.
+        message_id: The Channel message ID; pass it to `steer_user_message` or `delete_queued_message`.
         message: The message.
     """
 
@@ -540,6 +570,86 @@ class ResolveInterruptRequest:
 
 
 @dataclass(frozen=True)
+class SteerUserMessageRequest:
+    """Input of the `steer_user_message` RPC; exactly one field is set.
+
+    Attributes:
+        message_id: Steer this queued message (a `PendingUserMessage.message_id`) instead of queueing it.
+        text: Steer with a new message.
+    """
+
+    message_id: str | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class DeleteQueuedMessageRequest:
+    """Input of the `delete_queued_message` RPC.
+
+    Attributes:
+        message_id: The queued message to delete (a `PendingUserMessage.message_id`).
+    """
+
+    message_id: str
+
+
+@dataclass(frozen=True)
+class CancelTurnRequest:
+    """Input of the `cancel_turn` RPC.
+
+    Attributes:
+        turn_id: The turn to cancel; `None` cancels the active turn, whichever it is.
+    """
+
+    turn_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnControlRequest:
+    """Internal: published on `TurnControlRequests` to wake `ResumeTurn` or `AwaitUserMessage`.
+
+    Attributes:
+        kind: Always `steer`; `cancel_turn` no longer publishes one.
+    """
+
+    kind: TurnControlKind
+
+    def __post_init__(self) -> None:
+        _set(self, "kind", TurnControlKind(self.kind))
+
+
+@dataclass(frozen=True)
+class TurnCancellationRequest:
+    """The last turn `cancel_turn` cancelled, stored in the `TurnCancellationRequest` Attribute.
+
+    A turn is cancelled while this names the active turn; turn IDs never repeat.
+
+    Attributes:
+        turn_id: The cancelled turn.
+        requested_at: When `cancel_turn` recorded it, RFC 3339 in UTC.
+    """
+
+    turn_id: str
+    requested_at: str
+
+
+@dataclass(frozen=True)
+class ToolCallCancellation:
+    """Internal: published on `ToolCallCancellations[<tool call ID>]` to wake the call's waiting Step.
+
+    The wake decides nothing by itself: the woken Step reads the turn's steering and cancellation state.
+
+    Attributes:
+        reason: Why the call's wait was abandoned.
+    """
+
+    reason: CancellationReason
+
+    def __post_init__(self) -> None:
+        _set(self, "reason", CancellationReason(self.reason))
+
+
+@dataclass(frozen=True)
 class AgentSnapshot:
     """Everything needed to draw a session, returned by `get_agent_snapshot`.
 
@@ -551,8 +661,8 @@ class AgentSnapshot:
         usage: Token usage of the whole session.
         queued_message_count: User messages waiting for the current turn to end.
         plan: Reserved for plan mode.
-        queued_messages: Reserved for a later release.
-        steered_messages: Reserved for steering.
+        queued_messages: The queued user messages with their IDs, oldest first.
+        steered_messages: Steered user messages not applied yet, oldest first.
         context_summary: Reserved for compaction.
         session_settings: Reserved for session settings.
     """

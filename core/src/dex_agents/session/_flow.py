@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dex import Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream, rpc
+from dex import Channel, Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream, rpc
 
 from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
 from dex_agents.persistence import (
@@ -16,10 +16,16 @@ from dex_agents.persistence import (
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
     QUEUED_USER_MESSAGES,
+    STEERED_USER_MESSAGES,
+    TOOL_CALL_CANCELLATIONS,
     TOOL_CALL_RESULTS,
+    TURN_CANCELLATION_REQUEST,
+    TURN_CONTROL_REQUESTS,
     agent_events_stream,
 )
 from dex_agents.runner import AgentFrameworkRunner
+from dex_agents.session import _turn_control_rpcs
+from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
 from dex_agents.session._runtime import SessionRuntime
 from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._state import (
@@ -52,12 +58,26 @@ from dex_agents.values import (
     AgentSnapshot,
     AgentToolCall,
     AgentUserMessage,
+    CancelTurnRequest,
+    DeleteQueuedMessageRequest,
     InterruptKind,
     ListAgentMessagesRequest,
+    PendingUserMessage,
     ResolveInterruptRequest,
+    SteerUserMessageRequest,
 )
 
 __all__ = ["SNAPSHOT_MESSAGE_LIMIT", "AgentSessionFlow"]
+
+
+def _pending_user_messages(
+    context: Context, channel: Channel[AgentUserMessage]
+) -> tuple[PendingUserMessage, ...]:
+    return tuple(
+        PendingUserMessage(message_id=message.message_id, message=message.value)
+        for message in channel.pending_messages(context)
+    )
+
 
 #: Messages a snapshot returns: the newest ones.
 SNAPSHOT_MESSAGE_LIMIT = 200
@@ -103,6 +123,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         self._options = resolved
         self._agent_events = agent_events_stream(resolved.agent_events_capacity_bytes)
         runtime = SessionRuntime(runner, resolved, self._agent_events, flow_type=flow_type)
+        self._runtime = runtime
         self._start = StartAgentSession(runtime)
         self._steps: tuple[Step[Any], ...] = (
             AwaitUserMessage(runtime),
@@ -114,6 +135,8 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             RecordToolOutcomeUnknown(runtime),
             ResumeTurn(runtime),
             RecordTurnFailure(runtime),
+            ApplyTurnControl(runtime),
+            FinishTurnCancellation(runtime),
         )
 
     @property
@@ -156,6 +179,10 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             QUEUED_USER_MESSAGES,
             INTERRUPT_RESOLUTIONS,
             TOOL_CALL_RESULTS,
+            STEERED_USER_MESSAGES,
+            TURN_CONTROL_REQUESTS,
+            TURN_CANCELLATION_REQUEST,
+            TOOL_CALL_CANCELLATIONS,
             self._agent_events,
         )
 
@@ -169,6 +196,41 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             return RPCResult(False)
         QUEUED_USER_MESSAGES.publish(context, AgentUserMessage(text=text))
         return RPCResult(True)
+
+    @rpc(is_transactional=True, load_channels=(QUEUED_USER_MESSAGES,))
+    def steer_user_message(self, context: Context, request: SteerUserMessageRequest) -> RPCResult[bool]:
+        """Steer the active turn: the message applies at the turn's next boundary and starts the next turn.
+
+        With ``text``, a new message steers; with ``message_id``, that queued message moves from the queue.
+        Waiting approvals are abandoned, calls that did not start are not run, and a model call or tool that
+        started runs to its end. While no turn is active, ``text`` is queued like `send_user_message` and a
+        queued ``message_id`` stays queued. `False` when both or neither field is set, the text is blank or
+        too large, the message ID is not queued, or the active turn does not accept steering. A message
+        consumed between the read and the commit fails the RPC with CHANNEL_MESSAGE_NOT_FOUND, and nothing
+        commits. Locks nothing.
+        """
+        return _turn_control_rpcs.steer_user_message(context, request)
+
+    @rpc(is_transactional=True, load_channels=(QUEUED_USER_MESSAGES,))
+    def delete_queued_message(self, context: Context, request: DeleteQueuedMessageRequest) -> RPCResult[bool]:
+        """Delete a queued user message; `False` when it is not queued.
+
+        Like `steer_user_message`, a message consumed between the read and the commit fails the RPC with
+        CHANNEL_MESSAGE_NOT_FOUND.
+        """
+        return _turn_control_rpcs.delete_queued_message(context, request)
+
+    @rpc(lock_attributes=(TURN_CANCELLATION_REQUEST.lock(), PENDING_INTERRUPTS.lock()))
+    def cancel_turn(self, context: Context, request: CancelTurnRequest) -> RPCResult[bool]:
+        """Cancel the active turn (``turn_id`` `None`) or the named one, if it is the active turn.
+
+        Cancels the running model call, the failure route, and the approval waits at this RPC's commit, and
+        schedules `FinishTurnCancellation`; a tool that started runs to its end. `True` means the
+        cancellation is recorded (also when it already was); a final answer that committed first still
+        completes the turn. `False` when no turn is active, ``turn_id`` names another turn, or the turn
+        does not accept cancellation.
+        """
+        return _turn_control_rpcs.cancel_turn(context, request, self._runtime)
 
     @rpc(lock_attributes=(PENDING_INTERRUPTS.lock(),))
     def resolve_interrupt(self, context: Context, request: ResolveInterruptRequest) -> RPCResult[bool]:
@@ -192,9 +254,12 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         )
         return RPCResult(True)
 
-    @rpc(load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS))
+    @rpc(
+        load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
+        load_channels=(QUEUED_USER_MESSAGES, STEERED_USER_MESSAGES),
+    )
     def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
-        """Return the session's state, recent messages, interrupts, tool calls and usage."""
+        """Return the session's state, messages, interrupts, tool calls, usage, and waiting user messages."""
         state = read_state(context)
         records: list[AgentToolCall] = []
         if state is not None and state.active_turn_id is not None:
@@ -216,6 +281,8 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
                 tool_calls=tuple(records),
                 usage=read_usage(context),
                 queued_message_count=QUEUED_USER_MESSAGES.size(context),
+                queued_messages=_pending_user_messages(context, QUEUED_USER_MESSAGES),
+                steered_messages=_pending_user_messages(context, STEERED_USER_MESSAGES),
             )
         )
 

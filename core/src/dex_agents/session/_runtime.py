@@ -20,8 +20,16 @@ from dex import (
 )
 
 from dex_agents.events import AgentEventWriter
-from dex_agents.persistence import AGENT_MESSAGES, AGENT_TOOL_CALLS, PENDING_INTERRUPTS
+from dex_agents.persistence import (
+    AGENT_MESSAGES,
+    AGENT_TOOL_CALLS,
+    INTERRUPT_RESOLUTIONS,
+    PENDING_INTERRUPTS,
+    STEERED_USER_MESSAGES,
+    TURN_CANCELLATION_REQUEST,
+)
 from dex_agents.runner import AgentFrameworkRunner
+from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
 from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._tool_steps import (
     AwaitToolApproval,
@@ -91,6 +99,39 @@ class SessionRuntime:
         """Options of Steps that need nothing beyond SYNC durability."""
         return StepOptions(wait_for_durability=_SYNC, execute_durability=_SYNC)
 
+    @staticmethod
+    def await_user_message_options() -> StepOptions:
+        """Options of `AwaitUserMessage`, which starts no turn while `cancel_turn` decides."""
+        return StepOptions(
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(),),
+        )
+
+    @staticmethod
+    def apply_turn_control_options() -> StepOptions:
+        """Options of `ApplyTurnControl`: the cancellation lock, the messages and the turn's records.
+
+        Its retry is the server's default, like the other Steps that end a turn: it must not give up.
+        """
+        return StepOptions(
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(),),
+            execute_load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
+        )
+
+    @staticmethod
+    def finish_turn_cancellation_options() -> StepOptions:
+        """Options of `FinishTurnCancellation`: both locks `cancel_turn` holds, records and answers."""
+        return StepOptions(
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(), PENDING_INTERRUPTS.lock()),
+            execute_load_attribute_maps=(AGENT_TOOL_CALLS,),
+            execute_load_channel_maps=(INTERRUPT_RESOLUTIONS,),
+        )
+
     def run_model_options(self) -> StepOptions:
         """Options of `RunModel`: one model call with a timeout, three attempts, and a failure route."""
         return StepOptions(
@@ -102,35 +143,41 @@ class SessionRuntime:
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
             execute_load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
+            execute_load_channels=(STEERED_USER_MESSAGES,),
         ).on_execute_failure_proceed_to(RecordTurnFailure, self.record_turn_failure_options())
 
     @staticmethod
     def record_turn_failure_options() -> StepOptions:
-        """Options of `RecordTurnFailure`, which reads the turn's records to write the note."""
+        """Options of `RecordTurnFailure`, which keeps the turn's unstored items and writes the note."""
         return StepOptions(
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
-            execute_load_attribute_maps=(AGENT_TOOL_CALLS,),
+            execute_load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
         )
 
     @staticmethod
     def resume_turn_options() -> StepOptions:
-        """Options of `ResumeTurn`, which checks that every record of the turn is final."""
+        """Options of `ResumeTurn`: the interrupt lock, the turn's records and the steered messages."""
         return StepOptions(
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
+            execute_lock_attributes=(PENDING_INTERRUPTS.lock(),),
             execute_load_attribute_maps=(AGENT_TOOL_CALLS,),
+            execute_load_channels=(STEERED_USER_MESSAGES,),
         )
 
     @staticmethod
     def await_tool_approval_options(tool_call_id: str | None = None) -> StepOptions:
-        """Options of `AwaitToolApproval`: the interrupt lock and only the call's own record."""
+        """Options of `AwaitToolApproval`: the interrupt lock, the call's own record and its answers."""
         own = () if tool_call_id is None else (AGENT_TOOL_CALLS.load(tool_call_id),)
+        answers = () if tool_call_id is None else (INTERRUPT_RESOLUTIONS.load_messages(tool_call_id),)
         return StepOptions(
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
             execute_lock_attributes=(PENDING_INTERRUPTS.lock(),),
             execute_load_attribute_map_instances=own,
+            execute_load_channels=(STEERED_USER_MESSAGES,),
+            execute_load_channel_map_instances=answers,
         )
 
     @staticmethod
@@ -155,6 +202,7 @@ class SessionRuntime:
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
             execute_load_attribute_map_instances=own,
+            execute_load_channels=(STEERED_USER_MESSAGES,),
         )
         route: type[Step[str]] = RecordToolFailure if retries else RecordToolOutcomeUnknown
         return options.on_execute_failure_proceed_to(route, self.tool_failure_options(tool_call_id))
@@ -163,7 +211,15 @@ class SessionRuntime:
 
     def to_await_user_message(self) -> StepMovement[None]:
         """The movement to `AwaitUserMessage`."""
-        return StepMovement(AwaitUserMessage, None, self.plain_options())
+        return StepMovement(AwaitUserMessage, None, self.await_user_message_options())
+
+    def to_apply_turn_control(self) -> StepMovement[None]:
+        """The movement to `ApplyTurnControl`."""
+        return StepMovement(ApplyTurnControl, None, self.apply_turn_control_options())
+
+    def to_finish_turn_cancellation(self, turn_id: str) -> StepMovement[str]:
+        """The movement `cancel_turn` schedules for ``turn_id``."""
+        return StepMovement(FinishTurnCancellation, turn_id, self.finish_turn_cancellation_options())
 
     def to_run_model(self) -> StepMovement[None]:
         """The movement to `RunModel`."""
@@ -183,6 +239,15 @@ class SessionRuntime:
         return StepMovement(
             step, record.tool_call_id, self.tool_step_options(record.effect, record.tool_call_id)
         )
+
+    def to_waiting_step(self, record: AgentToolCall) -> StepMovement[str]:
+        """The movement back to the Step that waits for a call's answer, which then applies it."""
+        if record.status is not ToolCallStatus.AWAITING_APPROVAL:
+            # Questions and durable waits bring their own waiting Steps.
+            raise ValueError(
+                f"tool call {record.tool_call_id!r} is {record.status.value}; no Step waits for it"
+            )
+        return self.to_await_tool_approval(record.tool_call_id)
 
     def to_first_step_of(self, record: AgentToolCall) -> StepMovement[str]:
         """The movement that starts a newly requested call: its approval, or its tool Step."""

@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING
 from dex import AsyncContext, Step, StepDecision, StepOptions, Timer, Wait, dead_end, go_to_many
 
 from dex_agents._tool_context import running_tool_execution
-from dex_agents.events import AgentEventType
 from dex_agents.limits import MAX_STORED_VALUE_BYTES, bounded_text
-from dex_agents.persistence import AGENT_TOOL_CALLS, INTERRUPT_RESOLUTIONS, PENDING_INTERRUPTS
+from dex_agents.persistence import AGENT_TOOL_CALLS, INTERRUPT_RESOLUTIONS, TOOL_CALL_CANCELLATIONS
 from dex_agents.runner import (
     APPROVAL_DEADLINE_PASSED,
     TOOL_CALL_NOT_RUN_ERROR_PREFIX,
@@ -28,12 +27,20 @@ from dex_agents.runner import (
     ToolExecutionError,
     ToolExecutionResult,
 )
+from dex_agents.session._control import (
+    is_answer_pending,
+    may_abandon_waiting_call,
+    read_turn_control,
+    record_call_cancelled,
+    remove_abandoned_interrupt,
+)
 from dex_agents.session._errors import (
     NO_WORKER_AVAILABLE_ERROR_TYPE,
     RunnerCallError,
     describe_exception,
     plain_recovery_detail,
 )
+from dex_agents.session._interrupts import find_interrupt, remove_interrupt, write_interrupt_resolved
 from dex_agents.session._state import (
     finish_tool_call,
     heartbeating,
@@ -88,32 +95,29 @@ def _finish(
     return dead_end()
 
 
-def _find_interrupt(interrupts: list[AgentInterrupt], interrupt_id: str) -> AgentInterrupt | None:
-    return next((interrupt for interrupt in interrupts if interrupt.interrupt_id == interrupt_id), None)
-
-
 class AwaitToolApproval(Step[str]):
-    """Waits for the user to approve or reject one tool call, or for its deadline."""
+    """Waits for the user to approve or reject one tool call, for its deadline, or for steering."""
 
     def __init__(self, runtime: SessionRuntime) -> None:
         """Create the Step for one Flow type."""
         self._runtime = runtime
 
     def get_step_options(self) -> StepOptions:
-        """SYNC durability and the interrupt lock; movements add the call's own record."""
+        """SYNC durability and the interrupt lock; movements add the call's own record and answer."""
         return self._runtime.await_tool_approval_options()
 
     async def wait_for(self, context: AsyncContext, input: str) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
-        """Wait for the call's resolution, and for its deadline while the interrupt is pending."""
+        """Wait for a steering wake, the resolution, and the deadline while the interrupt is pending."""
+        cancellation = TOOL_CALL_CANCELLATIONS.for_one(input)
         resolution = INTERRUPT_RESOLUTIONS.for_one(input)
-        interrupt = _find_interrupt(read_interrupts(context), input)
+        interrupt = find_interrupt(read_interrupts(context), input)
         if interrupt is None or interrupt.deadline is None:
-            return Wait.until(resolution)
+            return Wait.any_of(cancellation, resolution)
         remaining = (parse_time(interrupt.deadline) - now()).total_seconds()
         # Dex Timers take whole seconds; rounding up never fires before the deadline by design, and an
         # early fire (the server floors its clock) only makes execute wait again.
         seconds = max(0, math.ceil(remaining))
-        return Wait.any_of(Timer.by_duration(timedelta(seconds=seconds)), resolution)
+        return Wait.any_of(Timer.by_duration(timedelta(seconds=seconds)), cancellation, resolution)
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Apply the resolution, or reject the call when its deadline passed, or wait again."""
@@ -122,25 +126,19 @@ class AwaitToolApproval(Step[str]):
         if record is None or record.is_final or record.status is not ToolCallStatus.AWAITING_APPROVAL:
             return dead_end()
         interrupts = read_interrupts(context)
-        interrupt = _find_interrupt(interrupts, input)
+        interrupt = find_interrupt(interrupts, input)
         writer = runtime.event_writer(context, record.turn_id)
+        if TOOL_CALL_CANCELLATIONS.results(context, input):
+            return self._abandon(context, record, interrupts, interrupt)
         resolutions = INTERRUPT_RESOLUTIONS.results(context, input)
         if resolutions:
             resolution = resolutions[0]
             if interrupt is not None:
                 # resolve_interrupt removes the interrupt itself; this only repairs a stray publish.
-                PENDING_INTERRUPTS.set(context, [item for item in interrupts if item is not interrupt])
+                remove_interrupt(context, interrupts, interrupt)
             rejection_message = None if resolution.approved else resolution.rejection_message
-            writer.write_event(
-                AgentEventType.INTERRUPT_RESOLVED,
-                {
-                    "interrupt_id": input,
-                    "approved": resolution.approved,
-                    "rejection_message": rejection_message,
-                    "kind": "tool_approval",
-                    "answered": False,
-                    "cancellation_reason": None,
-                },
+            write_interrupt_resolved(
+                writer, input, approved=resolution.approved, rejection_message=rejection_message
             )
             if resolution.approved:
                 approved = replace(record, status=ToolCallStatus.APPROVED)
@@ -153,21 +151,35 @@ class AwaitToolApproval(Step[str]):
             # The Timer fired before the deadline, or resolve_interrupt removed the interrupt and its
             # answer is on the way: wait again, and the answer is applied when it arrives.
             return go_to_many(runtime.to_await_tool_approval(input))
-        PENDING_INTERRUPTS.set(context, [item for item in interrupts if item is not interrupt])
-        writer.write_event(
-            AgentEventType.INTERRUPT_RESOLVED,
-            {
-                "interrupt_id": input,
-                "approved": False,
-                "rejection_message": APPROVAL_DEADLINE_PASSED,
-                "kind": "tool_approval",
-                "answered": False,
-                "cancellation_reason": None,
-            },
+        remove_interrupt(context, interrupts, interrupt)
+        write_interrupt_resolved(
+            writer, interrupt, approved=False, rejection_message=APPROVAL_DEADLINE_PASSED
         )
         return _finish(
             context, runtime, record, ToolCallStatus.REJECTED, rejection_message=APPROVAL_DEADLINE_PASSED
         )
+
+    def _abandon(
+        self,
+        context: AsyncContext,
+        record: AgentToolCall,
+        interrupts: list[AgentInterrupt],
+        interrupt: AgentInterrupt | None,
+    ) -> StepDecision:
+        """Apply a steering wake: record the call cancelled, unless the flags or an answer say otherwise."""
+        runtime = self._runtime
+        reason = read_turn_control(context).reason
+        if reason is None or not may_abandon_waiting_call(record):
+            # A wake left from an earlier turn whose call had the same ID: nothing to apply.
+            return go_to_many(runtime.to_await_tool_approval(record.tool_call_id))
+        if interrupt is None and is_answer_pending(context, record.tool_call_id):
+            # The answer committed before steering removed the interrupt, so the answer wins.
+            return go_to_many(runtime.to_await_tool_approval(record.tool_call_id))
+        if interrupt is not None:
+            writer = runtime.event_writer(context, record.turn_id)
+            remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
+        record_call_cancelled(context, runtime, record, reason)
+        return dead_end()
 
 
 async def _run_tool(context: AsyncContext, runtime: SessionRuntime, tool_call_id: str) -> StepDecision:
@@ -182,6 +194,11 @@ async def _run_tool(context: AsyncContext, runtime: SessionRuntime, tool_call_id
             ToolCallStatus.FAILED,
             error=f"the session scheduled the call while it was {record.status.value}, so it did not run",
         )
+    # Retries reuse the first attempt's snapshot: a tool that started runs to its end on every attempt.
+    reason = read_turn_control(context).reason
+    if reason is not None:
+        record_call_cancelled(context, runtime, record, reason)
+        return dead_end()
     runtime.event_writer(context, record.turn_id).write_tool_call_started(
         record.tool_call_id, record.tool_name
     )

@@ -14,7 +14,6 @@ from dex import AsyncContext, Step, StepDecision, StepMovement, StepOptions, Wai
 from dex_agents.events import AgentEventType
 from dex_agents.limits import (
     MAX_STORED_VALUE_BYTES,
-    MAX_TURN_FAILURE_NOTE_BYTES,
     MAX_USER_MESSAGE_BYTES,
     bounded_text,
     utf8_size,
@@ -27,14 +26,20 @@ from dex_agents.persistence import (
     PENDING_INTERRUPTS,
     QUEUED_USER_MESSAGES,
     TOOL_CALL_RESULTS,
+    TURN_CONTROL_REQUESTS,
 )
 from dex_agents.runner import (
-    AgentTurnContext,
     DeferredToolCall,
     ToolCallsRequested,
     ToolPolicy,
     TurnCompleted,
     build_turn_failure_note,
+)
+from dex_agents.session._control import (
+    MAX_CHANNEL_MESSAGES,
+    abandon_waiting_calls_for_steer,
+    end_turn_by_control,
+    read_turn_control,
 )
 from dex_agents.session._errors import (
     NO_WORKER_AVAILABLE_ERROR_TYPE,
@@ -51,14 +56,20 @@ from dex_agents.session._state import (
     iter_final,
     now,
     read_interrupts,
-    read_messages,
-    read_run_state,
     read_state,
     read_turn_records,
     read_usage,
-    to_agent_message,
     usage_payload,
 )
+from dex_agents.session._turn_lifecycle import (
+    begin_turn,
+    has_unfinished_turn_builder,
+    storable_note,
+    store_unfinished_turn_messages,
+    stored_reply_count,
+    turn_context,
+)
+from dex_agents.session._turn_lifecycle import end_turn as _end_turn
 from dex_agents.values import (
     AgentInterrupt,
     AgentSessionStartInput,
@@ -66,10 +77,7 @@ from dex_agents.values import (
     AgentState,
     AgentToolCall,
     AgentUsage,
-    FrameworkMessage,
-    InteractionMode,
     InterruptKind,
-    MessageRole,
     ToolCallStatus,
 )
 
@@ -86,96 +94,9 @@ __all__ = [
 
 _logger = logging.getLogger("dex_agents")
 
-#: The smallest note budget `_storable_turn_failure_note` tries before it gives up on the note.
-_SMALLEST_NOTE_BUDGET_BYTES = 1024
-
 NEW_MESSAGES_NEED_UNFINISHED_TURN_BUILDER = (
     "a runner that sets ToolCallsRequested.new_messages must implement build_unfinished_turn_messages"
 )
-
-
-def _user_message(runtime: SessionRuntime, text: str) -> FrameworkMessage:
-    message = runtime.runner.build_user_message(text)
-    if not isinstance(message, FrameworkMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise SessionStateError(
-            f"build_user_message must return a FrameworkMessage, got {type(message).__name__}"
-        )
-    if message.role != MessageRole.USER:
-        raise SessionStateError(
-            f"build_user_message must return a message with role user, got {message.role!r}"
-        )
-    return message
-
-
-def _begin_turn(context: AsyncContext, runtime: SessionRuntime, state: AgentState, text: str) -> StepDecision:
-    """Store ``text`` as the user message of a new turn and move to `RunModel`."""
-    turn_id = f"turn-{state.turn_count + 1}"
-    message = _user_message(runtime, text)
-    sequence = state.next_message_sequence
-    try:
-        started, _ = append_messages(context, state, turn_id, [message])
-    except InvalidRunnerOutput as error:
-        raise SessionStateError(
-            f"build_user_message returned a message that cannot be stored: {error}"
-        ) from error
-    AGENT_STATE.set(
-        context,
-        replace(
-            started,
-            status=AgentSessionStatus.RUNNING_MODEL,
-            active_turn_id=turn_id,
-            interaction_mode=InteractionMode.CHAT,
-        ),
-    )
-    runtime.event_writer(context, turn_id).write_event(AgentEventType.TURN_STARTED, {"sequence": sequence})
-    return go_to_many(runtime.to_run_model())
-
-
-def _end_turn(
-    context: AsyncContext,
-    state: AgentState,
-    records: Sequence[AgentToolCall],
-    last_turn_error: str | None,
-) -> AgentState:
-    """Clear the turn's records, run state and interrupts, and store the idle state."""
-    for record in records:
-        AGENT_TOOL_CALLS.delete(context, record.tool_call_id)
-    FRAMEWORK_RUN_STATE.delete(context)
-    PENDING_INTERRUPTS.set(context, [])
-    ended = replace(
-        state,
-        status=AgentSessionStatus.WAITING_FOR_USER_MESSAGE,
-        turn_count=state.turn_count + 1,
-        active_turn_id=None,
-        last_turn_error=None if last_turn_error is None else bounded_text(last_turn_error),
-    )
-    AGENT_STATE.set(context, ended)
-    return ended
-
-
-def _storable_turn_failure_note(
-    runtime: SessionRuntime, final: Sequence[AgentToolCall], sequence: int, turn_id: str
-) -> FrameworkMessage:
-    """Return the runner's message for the turn-failure note, shortened until it can be stored.
-
-    The note's text is at most `MAX_TURN_FAILURE_NOTE_BYTES`, but the stored message also holds it in the
-    runner's ``framework_item``, escaped by the framework's JSON, so only the stored size tells whether
-    it fits; each try gives the note a quarter of the room of the one before.
-
-    Raises:
-        InvalidRunnerOutput: If even a note of `_SMALLEST_NOTE_BUDGET_BYTES` cannot be stored.
-    """
-    budget = MAX_TURN_FAILURE_NOTE_BYTES
-    while True:
-        note = _user_message(runtime, build_turn_failure_note(final, max_bytes=budget))
-        try:
-            to_agent_message(note, sequence, turn_id, format_time(now()))
-        except InvalidRunnerOutput:
-            if budget <= _SMALLEST_NOTE_BUDGET_BYTES:
-                raise
-            budget //= 4
-            continue
-        return note
 
 
 def _fail_turn(
@@ -190,7 +111,12 @@ def _fail_turn(
     final = iter_final(records)
     if final and turn_id is not None:
         try:
-            note = _storable_turn_failure_note(runtime, final, state.next_message_sequence, turn_id)
+            note = storable_note(
+                runtime,
+                lambda budget: build_turn_failure_note(final, max_bytes=budget),
+                state.next_message_sequence,
+                turn_id,
+            )
             state, _ = append_messages(context, state, turn_id, [note])
         except Exception as note_error:
             # The failure route must end the turn even when the runner cannot build the note.
@@ -262,26 +188,32 @@ class StartAgentSession(Step[AgentSessionStartInput]):
                 ),
             )
             return go_to_many(self._runtime.to_await_user_message())
-        return _begin_turn(context, self._runtime, state, text)
+        return begin_turn(context, self._runtime, state, [text])
 
 
 class AwaitUserMessage(Step[None]):
-    """Waits for the next queued user message and starts its turn."""
+    """Waits for the next queued user message and starts its turn, or for a steer to apply."""
 
     def __init__(self, runtime: SessionRuntime) -> None:
         """Create the Step for one Flow type."""
         self._runtime = runtime
 
     def get_step_options(self) -> StepOptions:
-        """SYNC durability for both methods."""
-        return self._runtime.plain_options()
+        """SYNC durability and the cancellation lock, so no turn starts while `cancel_turn` decides."""
+        return self._runtime.await_user_message_options()
 
     async def wait_for(self, context: AsyncContext, input: None) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
-        """Wait for one queued user message."""
-        return Wait.until(QUEUED_USER_MESSAGES.for_one())
+        """Wait for a steer or one queued user message; Dex picks the first ready one in this order."""
+        return Wait.any_of(
+            TURN_CONTROL_REQUESTS.for_range(at_least=1, at_most=MAX_CHANNEL_MESSAGES),
+            QUEUED_USER_MESSAGES.for_one(),
+        )
 
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
-        """Store the message as a new turn's user message and move to `RunModel`."""
+        """Hand a steer to `ApplyTurnControl`, or store the message as a new turn's and move to `RunModel`."""
+        if TURN_CONTROL_REQUESTS.results(context):
+            # A steer that committed after its turn ended: its messages start the next turn.
+            return go_to_many(self._runtime.to_apply_turn_control())
         state = read_state(context)
         if state is None:
             raise SessionStateError("AwaitUserMessage ran before StartAgentSession stored the session state")
@@ -295,7 +227,7 @@ class AwaitUserMessage(Step[None]):
         if not text.strip():
             # send_user_message refuses blank text, so only a message from another writer lands here.
             return go_to_many(self._runtime.to_await_user_message())
-        return _begin_turn(context, self._runtime, state, text)
+        return begin_turn(context, self._runtime, state, [text])
 
 
 def _tool_call_id_problem(call: DeferredToolCall, position: int, seen: set[str]) -> str | None:
@@ -310,9 +242,15 @@ def _tool_call_id_problem(call: DeferredToolCall, position: int, seen: set[str])
     return None
 
 
-def _check_tool_calls(outcome: ToolCallsRequested, records: Sequence[AgentToolCall]) -> str | None:
-    """Return why a `ToolCallsRequested` cannot be stored, or `None` when it can."""
-    if outcome.new_messages:
+def _check_tool_calls(
+    outcome: ToolCallsRequested, records: Sequence[AgentToolCall], *, stores_incrementally: bool = False
+) -> str | None:
+    """Return why a `ToolCallsRequested` cannot be stored, or `None` when it can.
+
+    ``stores_incrementally`` says whether the runner implements `build_unfinished_turn_messages`, which a
+    runner that sets ``new_messages`` needs so a turn that ends early keeps a result for every stored call.
+    """
+    if outcome.new_messages and not stores_incrementally:
         return NEW_MESSAGES_NEED_UNFINISHED_TURN_BUILDER
     run_state = outcome.framework_run_state
     if not isinstance(run_state, str) or not run_state:  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -352,7 +290,11 @@ class RunModel(Step[None]):
         return self._runtime.run_model_options()
 
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
-        """Call `run_model_step` once and store a final answer, or the requested tool calls."""
+        """Call `run_model_step` once and store a final answer, or the requested tool calls.
+
+        A turn that is steered or cancelled before the model call ends here instead, with no model call. A
+        `cancel_turn` during the model call cancels this coroutine, and Dex drops its result.
+        """
         runtime = self._runtime
         state = read_state(context)
         if state is None or state.active_turn_id is None:
@@ -362,19 +304,15 @@ class RunModel(Step[None]):
         unfinished = [record.tool_call_id for record in records if not record.is_final]
         if unfinished:
             raise SessionStateError(f"RunModel ran while tool calls {unfinished} of {turn_id} are not final")
+        # Retries reuse the first attempt's snapshot, so this is decided once, before any model call.
+        control = read_turn_control(context)
+        if control.reason is not None:
+            await end_turn_by_control(
+                context, runtime, state, records, control.reason, control.steered_message_count
+            )
+            return go_to_many(runtime.to_apply_turn_control())
         writer = runtime.event_writer(context, turn_id)
-        turn = AgentTurnContext(
-            flow_id=context.flow_id,
-            turn_id=turn_id,
-            attempt=context.attempt,
-            messages=tuple(read_messages(context)),
-            framework_run_state=read_run_state(context),
-            tool_calls={record.tool_call_id: record for record in records},
-            events=writer,
-            tool_policies=runtime.options.tool_policies,
-            default_tool_effect=runtime.options.default_tool_effect,
-            heartbeat_function=context.heartbeat,
-        )
+        turn = turn_context(context, runtime, turn_id, records, writer)
         # Output before the model call: Dex hands an attempt that produced no output to another Worker under
         # the same attempt number, so without it a model call killed early would repeat as "attempt 1" and a
         # UI could not tell the two calls apart.
@@ -388,16 +326,22 @@ class RunModel(Step[None]):
                 raise RunnerCallError(describe_exception(error)) from error
             finally:
                 writer.close()
-        return self._store_outcome(context, state, records, outcome)
+        return await self._store_outcome(context, state, records, outcome)
 
-    def _store_outcome(
+    async def _fail(
+        self, context: AsyncContext, state: AgentState, error: str, records: Sequence[AgentToolCall]
+    ) -> StepDecision:
+        """Fail the turn in this commit, keeping the runner's unstored items first when it builds them."""
+        kept, _ = await store_unfinished_turn_messages(context, self._runtime, state, records)
+        return _fail_turn(context, self._runtime, kept, error, records)
+
+    async def _store_outcome(
         self,
         context: AsyncContext,
         state: AgentState,
         records: Sequence[AgentToolCall],
         outcome: object,
     ) -> StepDecision:
-        runtime = self._runtime
         if not isinstance(outcome, TurnCompleted | ToolCallsRequested):
             raise RunnerCallError(
                 "run_model_step must return TurnCompleted or ToolCallsRequested, "
@@ -405,17 +349,13 @@ class RunModel(Step[None]):
             )
         usage = outcome.usage
         if not isinstance(usage, AgentUsage):  # pyright: ignore[reportUnnecessaryIsInstance]
-            return _fail_turn(
-                context,
-                runtime,
-                state,
-                f"the outcome's usage must be AgentUsage, got {type(usage).__name__}",
-                records,
+            return await self._fail(
+                context, state, f"the outcome's usage must be AgentUsage, got {type(usage).__name__}", records
             )
         self._record_usage(context, state, usage)
         if isinstance(outcome, TurnCompleted):
-            return self._complete_turn(context, state, records, outcome)
-        return self._request_tool_calls(context, state, records, outcome)
+            return await self._complete_turn(context, state, records, outcome)
+        return await self._request_tool_calls(context, state, records, outcome)
 
     def _record_usage(self, context: AsyncContext, state: AgentState, usage: AgentUsage) -> None:
         total = read_usage(context).plus(usage)
@@ -424,7 +364,7 @@ class RunModel(Step[None]):
             AgentEventType.USAGE_RECORDED, usage_payload(usage, total)
         )
 
-    def _complete_turn(
+    async def _complete_turn(
         self,
         context: AsyncContext,
         state: AgentState,
@@ -434,15 +374,12 @@ class RunModel(Step[None]):
         runtime = self._runtime
         turn_id = state.active_turn_id
         assert turn_id is not None
+        replies_before = stored_reply_count(context, turn_id)
         try:
             advanced, stored = append_messages(context, state, turn_id, list(outcome.new_messages))
         except InvalidRunnerOutput as error:
-            return _fail_turn(
-                context,
-                runtime,
-                state,
-                f"run_model_step returned a message that cannot be stored: {error}",
-                records,
+            return await self._fail(
+                context, state, f"run_model_step returned a message that cannot be stored: {error}", records
             )
         if outcome.turn_error is not None:
             error = str(outcome.turn_error) or "the runner ended the turn with an empty turn_error"
@@ -455,11 +392,11 @@ class RunModel(Step[None]):
             return _fail_turn(context, runtime, advanced, error, records)
         _end_turn(context, advanced, records, None)
         runtime.event_writer(context, turn_id).write_event(
-            AgentEventType.TURN_COMPLETED, {"message_count": len(stored)}
+            AgentEventType.TURN_COMPLETED, {"message_count": replies_before + len(stored)}
         )
         return go_to_many(runtime.to_await_user_message())
 
-    def _request_tool_calls(
+    async def _request_tool_calls(
         self,
         context: AsyncContext,
         state: AgentState,
@@ -469,9 +406,17 @@ class RunModel(Step[None]):
         runtime = self._runtime
         turn_id = state.active_turn_id
         assert turn_id is not None
-        problem = _check_tool_calls(outcome, records)
+        problem = _check_tool_calls(
+            outcome, records, stores_incrementally=has_unfinished_turn_builder(runtime)
+        )
         if problem is not None:
-            return _fail_turn(context, runtime, state, problem, records)
+            return await self._fail(context, state, problem, records)
+        try:
+            state, _ = append_messages(context, state, turn_id, list(outcome.new_messages))
+        except InvalidRunnerOutput as error:
+            return await self._fail(
+                context, state, f"run_model_step returned a message that cannot be stored: {error}", records
+            )
         FRAMEWORK_RUN_STATE.set(context, outcome.framework_run_state)
         writer = runtime.event_writer(context, turn_id)
         created_at = now()
@@ -542,31 +487,44 @@ def _whole_seconds(duration: timedelta) -> timedelta:
 
 
 class ResumeTurn(Step[int]):
-    """Waits for the results of a turn's tool calls, then resumes the model."""
+    """Waits for the results of a turn's tool calls, then resumes the model; a steer abandons the waits."""
 
     def __init__(self, runtime: SessionRuntime) -> None:
         """Create the Step for one Flow type."""
         self._runtime = runtime
 
     def get_step_options(self) -> StepOptions:
-        """SYNC durability and the turn's records."""
+        """SYNC durability, the interrupt lock, the turn's records and the steered messages."""
         return self._runtime.resume_turn_options()
 
     async def wait_for(self, context: AsyncContext, input: int) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
-        """Wait for ``input`` tool call results."""
-        return Wait.until(TOOL_CALL_RESULTS.for_n(input))
+        """Wait for ``input`` tool call results, or for a steer."""
+        return Wait.any_of(
+            TOOL_CALL_RESULTS.for_n(input),
+            TURN_CONTROL_REQUESTS.for_range(at_least=1, at_most=MAX_CHANNEL_MESSAGES),
+        )
 
     async def execute(self, context: AsyncContext, input: int) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
-        """Move to `RunModel` once every record of the turn is final; otherwise wait for the rest."""
+        """Resume the model once every record is final, end a steered or cancelled turn, or wait again."""
         runtime = self._runtime
         state = read_state(context)
         if state is None or state.active_turn_id is None:
             raise SessionStateError("ResumeTurn ran without an active turn")
-        records = read_turn_records(context, state.active_turn_id)
+        turn_id = state.active_turn_id
+        records = read_turn_records(context, turn_id)
+        control = read_turn_control(context)
+        if TURN_CONTROL_REQUESTS.results(context):
+            # A steer woke this Step, so no result was consumed. In a cancelled turn FinishTurnCancellation
+            # owns the waiting calls instead.
+            if control.is_steered and not control.is_cancelled:
+                abandon_waiting_calls_for_steer(context, runtime, turn_id, records)
+            return go_to_many(runtime.to_resume_turn(input))
         unfinished = sum(1 for record in records if not record.is_final)
         if unfinished:
             # A consumed result belonged to an earlier turn whose call reused an ID; wait for the rest.
             return go_to_many(runtime.to_resume_turn(unfinished))
+        if control.reason is not None:
+            return go_to_many(runtime.to_apply_turn_control())
         AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_MODEL))
         return go_to_many(runtime.to_run_model())
 
@@ -599,6 +557,7 @@ class RecordTurnFailure(Step[None]):
             error = _no_worker_turn_error(runtime.flow_type, error)
             _logger.warning("turn %s of session %s failed: %s", state.active_turn_id, context.flow_id, error)
         records = read_turn_records(context, state.active_turn_id)
+        state, _ = await store_unfinished_turn_messages(context, runtime, state, records)
         return _fail_turn(context, runtime, state, error, records)
 
 

@@ -19,6 +19,9 @@ check what the order-desk driver printed, ``run_mcp_inventory_scenario`` runs th
 scenario against an adapter's MCP agent, and ``mcp_inventory_server_command`` starts the MCP server it
 expects (``python -m dex_agents.testing.mcp_inventory_server``). The demo drivers live in
 ``dex_agents.demos`` and the benchmark helpers in ``dex_agents.bench``.
+
+``stored_calls_without_result`` checks that a stored transcript has no tool call without its result, as
+a steered, cancelled or failed turn must leave it.
 """
 
 # First: registers the pytest modules with pytest's assertion rewriting before anything imports them.
@@ -69,6 +72,7 @@ from dex_agents.testing._session_events import read_agent_events, recorded_usage
 from dex_agents.testing._session_side import SessionSide
 from dex_agents.testing._stack import AgentTestStack
 from dex_agents.testing._text_chunks import text_chunks
+from dex_agents.testing._transcript import stored_calls_without_result
 from dex_agents.testing._waiting import wait_for_agent_snapshot, wait_until
 from dex_agents.testing._worker import WorkerProcess, run_agent_worker
 from dex_agents.testing.mcp_inventory_server import (
@@ -132,6 +136,7 @@ __all__ = [
     "script_store_scope",
     "scripted_model_response",
     "send_receipt",
+    "stored_calls_without_result",
     "text_by_model_step",
     "text_chunks",
     "wait_for_agent_snapshot",

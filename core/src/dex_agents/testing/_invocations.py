@@ -12,15 +12,17 @@ from typing import Any, Literal
 
 __all__ = ["Invocation", "InvocationLog"]
 
-InvocationKind = Literal["model", "tool"]
+InvocationKind = Literal["model", "tool", "model_cancelled"]
 
 
 @dataclass(frozen=True)
 class Invocation:
-    """One real call of a model or a tool, as a Worker process made it.
+    """One real call of a model or a tool, as a Worker process made it, or the cancellation of a model call.
 
     Attributes:
-        kind: ``"model"`` or ``"tool"``.
+        kind: ``"model"``, ``"tool"``, or ``"model_cancelled"`` when a scripted model call's coroutine was
+            cancelled while it waited (the entry repeats the call's session, turn, attempt and Step
+            execution).
         session_id: The session (Flow) ID.
         turn_id: ``"turn-<n>"``.
         attempt: The Step attempt that made the call.
@@ -113,6 +115,24 @@ class InvocationLog:
             call
             for call in self.read()
             if call.kind == "model" and call.session_id == session_id and turn_id in (None, call.turn_id)
+        ]
+
+    def cancelled_model_calls(self, session_id: str, turn_id: str | None = None) -> list[Invocation]:
+        """Return the model calls of one session (optionally one turn) whose coroutine was cancelled.
+
+        Args:
+            session_id: The session ID.
+            turn_id: Only this turn, when given.
+
+        Returns:
+            One entry per cancelled call, oldest first.
+        """
+        return [
+            call
+            for call in self.read()
+            if call.kind == "model_cancelled"
+            and call.session_id == session_id
+            and turn_id in (None, call.turn_id)
         ]
 
     def tool_calls(

@@ -65,6 +65,11 @@ class MatrixSpec:
             harness, such as the Claude Code CLI's), so one ``RunModel`` attempt makes one model call per
             response. Item 13 then requires each model call of an attempt to see more input than the one
             before it, instead of exactly one model call per attempt.
+        supports_turn_control: Run items 14 and 15, steering and cancellation: a turn steered while an
+            approval waits, and a turn cancelled during a model call. Set it once the adapter keeps a
+            result for every tool call of a steered or cancelled turn (``build_unfinished_turn_messages``,
+            or no stored calls at all) and its model call stops when its coroutine is cancelled. ``False``
+            (the default) skips both items.
     """
 
     build_runner: Callable[[], AgentFrameworkRunner]
@@ -76,6 +81,7 @@ class MatrixSpec:
     approval_deadline: timedelta = timedelta(seconds=4)
     unknown_tool_message: str | None = None
     runs_reads_inline: bool = False
+    supports_turn_control: bool = False
 
     def build_flows(self) -> MatrixFlows:
         """Build the matrix Flows (each with its own runner, wrapped for the scripted model)."""

@@ -13,12 +13,13 @@ number of the turn's scripted responses whose tool calls all have records alread
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -96,6 +97,9 @@ class ScriptedResponse:
             turn after ``RunModel``'s three attempts.
         failure_type: The built-in exception a failing attempt raises: ``"RuntimeError"``,
             ``"ValueError"``, ``"TypeError"`` or ``"ConnectionError"``.
+        block_until_cancelled: The call never answers: on every attempt it waits (after its gate, if any)
+            until its coroutine is cancelled, as ``cancel_turn`` does, or its Worker dies. A cancelled
+            call, here or at a gate, is logged as a ``"model_cancelled"`` invocation.
         thread_text: Text :class:`ScriptedRunner` streams from another thread before it answers.
         late_text: Text :class:`ScriptedRunner` tries to stream shortly after its call returned (the
             session must drop it).
@@ -122,6 +126,7 @@ class ScriptedResponse:
     failure_type: str = "RuntimeError"
     thread_text: str = ""
     late_text: str = ""
+    block_until_cancelled: bool = False
 
     def __post_init__(self) -> None:
         if self.failure_type not in _FAILURE_TYPES:
@@ -164,6 +169,7 @@ def _response_to_json(response: ScriptedResponse) -> dict[str, Any]:
         "failure_type": response.failure_type,
         "thread_text": response.thread_text,
         "late_text": response.late_text,
+        "block_until_cancelled": response.block_until_cancelled,
     }
 
 
@@ -196,6 +202,7 @@ def _response_from_json(data: Mapping[str, Any]) -> ScriptedResponse:
         failure_type=data.get("failure_type", "RuntimeError"),
         thread_text=data.get("thread_text", ""),
         late_text=data.get("late_text", ""),
+        block_until_cancelled=data.get("block_until_cancelled", False),
     )
 
 
@@ -448,8 +455,12 @@ async def scripted_model_response(
     """Answer one model call from the session's script; call it from a scripted model.
 
     It logs the call (session, turn, Step execution, attempt and ``model_input``) in the invocation log,
-    waits at the response's gate on the listed attempts, raises on the response's failing attempts, and
-    returns the response, which the scripted model turns into its framework's answer.
+    waits at the response's gate on the listed attempts, waits until cancelled for a response that
+    ``block_until_cancelled``, raises on the response's failing attempts, and returns the response, which
+    the scripted model turns into its framework's answer. A cancellation while it waits (``cancel_turn``
+    cancels the ``RunModel`` coroutine) is logged as a ``"model_cancelled"`` invocation and re-raised, so a
+    test proves the model call stopped; an adapter's scripted model gets this by awaiting this function in
+    the framework's own model call.
 
     Args:
         model_input: What the model sees, as texts (messages, tool results, rejection messages), so tests
@@ -472,20 +483,25 @@ async def scripted_model_response(
         )
     store = store or ScriptStore.from_environment()
     response = store.response_for(scope.session_id, scope.turn_id, scope.recorded_tool_call_ids)
-    store.invocations.record(
-        Invocation(
-            kind="model",
-            session_id=scope.session_id,
-            turn_id=scope.turn_id,
-            attempt=scope.attempt,
-            step_execution_id=scope.step_execution_id,
-            model_input=tuple(model_input),
-        )
+    call = Invocation(
+        kind="model",
+        session_id=scope.session_id,
+        turn_id=scope.turn_id,
+        attempt=scope.attempt,
+        step_execution_id=scope.step_execution_id,
+        model_input=tuple(model_input),
     )
+    store.invocations.record(call)
     if response.partial_text and on_partial_text is not None:
         on_partial_text(response.partial_text)
-    if response.gate is not None and scope.attempt in response.gate_attempts:
-        await _hold_first_arrival(store.gate(scope.session_id, response.gate))
+    try:
+        if response.gate is not None and scope.attempt in response.gate_attempts:
+            await _hold_first_arrival(store.gate(scope.session_id, response.gate))
+        if response.block_until_cancelled:
+            await asyncio.get_running_loop().create_future()
+    except asyncio.CancelledError:
+        store.invocations.record(replace(call, kind="model_cancelled", model_input=()))
+        raise
     if scope.attempt in response.fail_attempts:
         raise _FAILURE_TYPES[response.failure_type](
             f"{SCRIPTED_MODEL_FAILURE} on attempt {scope.attempt} of {scope.turn_id}"

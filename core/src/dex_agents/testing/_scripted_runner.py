@@ -105,10 +105,12 @@ class ScriptedRunner:
     """A runner whose "framework" is a script: the reference implementation of the runner contract.
 
     Each ``run_model_step`` makes one scripted model call (:func:`scripted_model_response`), whose input is
-    every stored message rebuilt from its ``framework_item`` plus this turn's tool requests and the
-    model-visible result of each final record (:func:`describe_tool_call_outcome`). Tool calls become
-    ``ToolCallsRequested`` with the run state holding the turn's items; a final answer returns every item
-    of the turn in ``TurnCompleted``. ``execute_deferred_tool_call`` runs the real tool function once.
+    every stored message rebuilt from its ``framework_item`` plus this turn's unstored items: its tool
+    requests and the model-visible result of each final record (:func:`describe_tool_call_outcome`). Tool
+    calls become ``ToolCallsRequested`` with the run state holding the unstored items; a final answer
+    returns them in ``TurnCompleted``. ``build_unfinished_turn_messages`` returns them too, so a failed,
+    steered or cancelled turn keeps its exact transcript with a result for every call.
+    ``execute_deferred_tool_call`` runs the real tool function once.
 
     Args:
         tools: Tool functions by name; each takes the call's arguments as keyword arguments and returns
@@ -116,6 +118,9 @@ class ScriptedRunner:
         store: The script store; by default the one named by ``DEX_AGENTS_TEST_STATE_DIR``, opened when a
             model call needs it (so the runner can be built before the variable is set).
         default_turns: The script of sessions that have none of their own (with the default store).
+        stores_incrementally: Store each model call's items at once through
+            ``ToolCallsRequested.new_messages``, keeping only the pending calls in the run state, as a
+            runner whose framework stores messages as it goes does.
     """
 
     def __init__(
@@ -124,10 +129,12 @@ class ScriptedRunner:
         store: ScriptStore | None = None,
         *,
         default_turns: Sequence[Sequence[ScriptedResponse]] | None = None,
+        stores_incrementally: bool = False,
     ) -> None:
         self._tools: Mapping[str, ScriptedTool] = {tool.__name__: tool for tool in tools}
         self._store = store
         self._default_turns = default_turns
+        self._stores_incrementally = stores_incrementally
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         """Return the user message for ``text``.
@@ -150,26 +157,10 @@ class ScriptedRunner:
             ``ToolCallsRequested`` for a response with tool calls, else ``TurnCompleted``.
         """
         try:
-            state: dict[str, Any] = (
-                _RUN_STATE.unwrap(turn.framework_run_state)
-                if turn.framework_run_state
-                else {"items": [], "pending": []}
-            )
+            items = self._unstored_items(turn)
         except RunStateFormatError as error:
             # The turn cannot continue without its own state, and a retry would read the same text.
             return TurnCompleted(new_messages=[], turn_error=str(error))
-        items = [_from_item(item) for item in cast(list[str], state["items"])]
-        for tool_call_id in cast(list[str], state["pending"]):
-            record = turn.recorded_tool_call(tool_call_id)
-            items.append(
-                _message(
-                    MessageRole.TOOL,
-                    tool_call_id=tool_call_id,
-                    tool_name=record.tool_name,
-                    tool_arguments=record.arguments,
-                    tool_output=describe_tool_call_outcome(record),
-                )
-            )
         model_input = [render_message(message) for message in (*turn.messages, *items)]
         scope = ModelCallScope(
             session_id=turn.flow_id,
@@ -214,14 +205,50 @@ class ScriptedRunner:
                     policy=self._policy(turn, call.tool_name),
                 )
             )
+        stored_now = items if self._stores_incrementally else []
         run_state = {
-            "items": [item.framework_item for item in items],
+            "items": [] if self._stores_incrementally else [item.framework_item for item in items],
             "pending": [call.tool_call_id for call in response.tool_calls],
             "padding": "x" * response.run_state_padding,
         }
         return ToolCallsRequested(
-            framework_run_state=_RUN_STATE.wrap(run_state), tool_calls=calls, usage=usage
+            framework_run_state=_RUN_STATE.wrap(run_state),
+            tool_calls=calls,
+            usage=usage,
+            new_messages=stored_now,
         )
+
+    async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> list[FrameworkMessage]:
+        """Return the turn's unstored items: those in the run state and a result for each pending call.
+
+        Args:
+            turn: The turn's committed state; every record is final.
+
+        Returns:
+            The items, in order; empty before the turn's first tool calls.
+        """
+        return self._unstored_items(turn)
+
+    @staticmethod
+    def _unstored_items(turn: AgentTurnContext) -> list[FrameworkMessage]:
+        state: dict[str, Any] = (
+            _RUN_STATE.unwrap(turn.framework_run_state)
+            if turn.framework_run_state
+            else {"items": [], "pending": []}
+        )
+        items = [_from_item(item) for item in cast(list[str], state["items"])]
+        for tool_call_id in cast(list[str], state["pending"]):
+            record = turn.recorded_tool_call(tool_call_id)
+            items.append(
+                _message(
+                    MessageRole.TOOL,
+                    tool_call_id=tool_call_id,
+                    tool_name=record.tool_name,
+                    tool_arguments=record.arguments,
+                    tool_output=describe_tool_call_outcome(record),
+                )
+            )
+        return items
 
     def _policy(self, turn: AgentTurnContext, tool_name: str) -> ToolPolicy:
         if tool_name not in self._tools:

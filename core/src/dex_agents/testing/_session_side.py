@@ -14,6 +14,7 @@ from dex_agents import (
     AgentMessage,
     AgentToolCall,
     AgentTurnContext,
+    CancellationReason,
     DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
@@ -21,6 +22,8 @@ from dex_agents import (
     ToolCallStatus,
     ToolEffect,
     ToolPolicy,
+    UnfinishedTurnMessageBuilder,
+    cancellation_rejection_message,
 )
 from dex_agents._tool_context import running_tool_execution
 
@@ -117,11 +120,12 @@ class SessionSide:
         )
 
     def defer(self, outcome: ToolCallsRequested) -> None:
-        """Store the run state and one record per call, as `RunModel` does.
+        """Store the incremental messages, the run state and one record per call, as `RunModel` does.
 
         Records are numbered on from the turn's earlier ones, as the session numbers them, so a turn that
         defers more than once keeps its calls in model order.
         """
+        self.store(outcome.new_messages)
         self.framework_run_state = outcome.framework_run_state
         order = len(self.records)
         for index, deferred in enumerate(outcome.tool_calls):
@@ -144,6 +148,27 @@ class SessionSide:
             error=error,
             rejection_message=rejection_message,
         )
+
+    def abandon(self, tool_call_id: str, reason: CancellationReason) -> None:
+        """Record a call that steering or `cancel_turn` abandoned before it started, as the session does."""
+        self.records[tool_call_id] = dataclasses.replace(
+            self.records[tool_call_id],
+            status=ToolCallStatus.REJECTED,
+            rejection_message=cancellation_rejection_message(reason),
+            cancellation_reason=reason,
+        )
+
+    async def end_turn_early(self, runner: UnfinishedTurnMessageBuilder) -> list[FrameworkMessage]:
+        """End the turn without a final answer, as a failed, steered or cancelled turn ends.
+
+        Stores what ``runner.build_unfinished_turn_messages`` returns for the turn's committed state (every
+        record must be final), clears the run state and records, and returns the stored items.
+        """
+        items = list(await runner.build_unfinished_turn_messages(self.context()))
+        self.store(items)
+        self.framework_run_state = None
+        self.records = {}
+        return items
 
     def text_deltas(self) -> list[str]:
         """The text of every text delta event, in order."""

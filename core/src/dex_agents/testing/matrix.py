@@ -1,4 +1,4 @@
-"""The design's 11-item test matrix, plus items 12 and 13 beyond the design, written once for every adapter.
+"""The design's 11-item test matrix, plus items 12 to 15 beyond the design, written once for every adapter.
 
 Item 12 is the rule every adapter follows for a tool name the agent does not have: the call is recorded
 ``failed`` with a clear message, which the model sees at its next call, never in a hidden second model
@@ -8,6 +8,12 @@ Item 13 checks every model call the class's sessions logged: each ``RunModel`` a
 call in one Worker, and makes it again under the same attempt number only in a replacement Worker after
 the first was SIGKILLed. A runner whose framework runs reads inline (:attr:`MatrixSpec.runs_reads_inline`)
 may make one model call per response instead, each seeing more input than the one before.
+
+Items 14 and 15 are steering and cancellation: a turn steered while an approval waits, and a turn cancelled
+during a model call. In both, the next model input holds a result for every tool call of the ended turn,
+and the stored transcript has no tool call without its result: the ended turn stores a result for each
+call when the runner implements ``build_unfinished_turn_messages``, and the steered or cancelled note when
+it does not. They run when the spec sets :attr:`MatrixSpec.supports_turn_control`.
 
 An adapter runs the matrix by supplying its runner (built around a scripted model) and a Worker module::
 
@@ -69,9 +75,13 @@ from dex_agents import (
     AGENT_TOOL_CALLS,
     APPROVAL_DEADLINE_PASSED,
     OUTCOME_UNKNOWN_TOOL_RESULT,
+    TURN_CANCELLED_NOTE_HEADER,
     TURN_FAILURE_NOTE_HEADER,
+    TURN_STEERED_NOTE_HEADER,
+    AgentEvent,
     AgentEventType,
     AgentInterrupt,
+    AgentMessage,
     AgentSessionClient,
     MessageRole,
     ToolCallStatus,
@@ -88,7 +98,8 @@ from dex_agents.testing._model_call_rule import model_call_problems
 from dex_agents.testing._script import ScriptedResponse, ScriptedToolCall
 from dex_agents.testing._session_events import read_agent_events
 from dex_agents.testing._stack import AgentTestStack
-from dex_agents.testing._waiting import wait_for_agent_snapshot
+from dex_agents.testing._transcript import stored_calls_without_result
+from dex_agents.testing._waiting import wait_for_agent_snapshot, wait_until
 
 __all__ = ["AgentMatrixTests", "MatrixFlows", "MatrixHarness", "MatrixSpec", "wait_for_turn_end"]
 
@@ -212,8 +223,33 @@ async def _pending_interrupt(
     )
 
 
+def _payloads(events: Sequence[AgentEvent], event_type: str) -> list[dict[str, Any]]:
+    return [json.loads(event.payload) for event in events if event.type == event_type]
+
+
+def _assert_the_ended_turn_kept_its_calls(
+    harness: MatrixHarness,
+    messages: Sequence[AgentMessage],
+    turn_id: str,
+    tool_call_ids: Sequence[str],
+    note_header: str,
+) -> None:
+    """A runner with ``build_unfinished_turn_messages`` keeps a result per call; one without, the note."""
+    ended = [message for message in messages if message.turn_id == turn_id]
+    if callable(getattr(harness.flows.main.runner, "build_unfinished_turn_messages", None)):
+        results = {message.tool_call_id for message in ended if message.role is MessageRole.TOOL}
+        assert set(tool_call_ids) <= results, ("a stored result for every call", tool_call_ids, ended)
+    else:
+        assert any(note_header in (message.text or "") for message in ended), (note_header, ended)
+
+
+def _skip_without_turn_control(spec: MatrixSpec) -> None:
+    if not spec.supports_turn_control:
+        pytest.skip("MatrixSpec.supports_turn_control is False: the adapter's steering support is not on yet")
+
+
 class AgentMatrixTests:
-    """The design's 11-item matrix and items 12 and 13 as tests; subclass as ``Test...`` and set :attr:`spec`.
+    """The design's 11-item matrix and items 12 to 15 as tests; subclass as ``Test...``, set :attr:`spec`.
 
     All tests of the class share one stack (one private devserver, or ``DEX_SERVER_ADDRESS``) and one
     Worker child, replaced whenever a test kills it; every test runs its own session.
@@ -598,3 +634,95 @@ class AgentMatrixTests:
             calls, harness.stack.killed_worker_pids, runs_reads_inline=harness.spec.runs_reads_inline
         )
         assert problems == [], problems
+
+    async def test_14_a_turn_steered_during_an_approval_wait_keeps_a_result_for_every_call(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Beyond the design's 11: a steer abandons a waiting approval and starts the next turn at once."""
+        _skip_without_turn_control(harness.spec)
+        session = harness.stack.new_session_id("m14")
+        read = harness.call(harness.tools.read, "read-1", output="A-1 shipped on Monday")
+        write = harness.call(harness.tools.approval_write, "refund-1")
+        # Turn 1 has no second response: a model call after the steer would fail the turn.
+        harness.script(
+            session,
+            [ScriptedResponse(tool_calls=(read, write))],
+            [ScriptedResponse(text="A-2 is on its way.")],
+        )
+        await harness.sessions.start_session(session, "Where is A-1? Refund it.")
+        await _pending_interrupt(harness.sessions, session, "refund-1")
+        # Once the read runs it runs to its end, whatever the steer does (a harness may run it inline).
+        await wait_until("the read to run", lambda: harness.tool_runs(session, harness.tools.read))
+        assert await harness.sessions.steer_user_message(session, "Do not refund. Where is A-2?")
+        done = await wait_for_turn_end(harness.sessions, session, 2)
+
+        assert done.state is not None and done.state.last_turn_error is None, done.state
+        assert done.pending_interrupts == () and done.steered_messages == ()
+        assert not harness.tool_runs(session, harness.tools.approval_write)
+        assert len(harness.tool_runs(session, harness.tools.read)) == 1
+        assert len(harness.model_calls(session, "turn-1")) == 1
+        [next_call] = harness.model_calls(session, "turn-2")
+        for result in ("A-1 shipped on Monday", "superseded_by_steered_user_message", "Where is A-2?"):
+            assert result in next_call.model_input_text, (result, next_call.model_input_text)
+        assert stored_calls_without_result(done.messages) == [], done.messages
+        deferred = ["refund-1"] if harness.spec.runs_reads_inline else ["read-1", "refund-1"]
+        _assert_the_ended_turn_kept_its_calls(
+            harness, done.messages, "turn-1", deferred, TURN_STEERED_NOTE_HEADER
+        )
+        events = await read_agent_events(harness.sessions, session)
+        [steered] = _payloads(events, AgentEventType.TURN_STEERED)
+        # The ended turn stored something: its own items with their results, or the steered note.
+        assert steered["steered_message_count"] == 1 and steered["message_count"] >= 1, steered
+        [resolved] = _payloads(events, AgentEventType.INTERRUPT_RESOLVED)
+        assert (resolved["interrupt_id"], resolved["approved"], resolved["cancellation_reason"]) == (
+            "refund-1",
+            False,
+            "steered",
+        ), resolved
+        steps = await harness.executed(session)
+        assert "ApplyTurnControl" in steps and "CallSingleAttemptTool" not in steps, steps
+        assert steps.count("RunModel") == 2, steps
+
+    async def test_15_a_turn_cancelled_during_a_model_call_stops_it_and_keeps_the_tool_results(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Beyond the design's 11: cancel_turn cancels the running model call; the next turn sees the read."""
+        _skip_without_turn_control(harness.spec)
+        session = harness.stack.new_session_id("m15")
+        read = harness.call(harness.tools.read, "read-1", output="A-1 shipped on Monday")
+        harness.script(
+            session,
+            [ScriptedResponse(tool_calls=(read,)), ScriptedResponse(block_until_cancelled=True)],
+            [ScriptedResponse(text="It shipped on Monday.")],
+        )
+        await harness.sessions.start_session(session, "Where is A-1?")
+        await wait_until(
+            "the second model call to start",
+            lambda: len(harness.model_calls(session, "turn-1")) == 2,
+        )
+        assert await harness.sessions.cancel_turn(session, "turn-1")
+        cancelled = await wait_for_turn_end(harness.sessions, session, 1)
+        await wait_until(
+            "the model call's coroutine to be cancelled",
+            lambda: harness.stack.invocations.cancelled_model_calls(session, "turn-1"),
+        )
+        assert cancelled.state is not None and cancelled.state.last_turn_error is None, cancelled.state
+        assert stored_calls_without_result(cancelled.messages) == [], cancelled.messages
+        _assert_the_ended_turn_kept_its_calls(
+            harness, cancelled.messages, "turn-1", ["read-1"], TURN_CANCELLED_NOTE_HEADER
+        )
+        assert not await harness.sessions.cancel_turn(session), "no turn is running any more"
+
+        assert await harness.sessions.send_user_message(session, "When did it ship?")
+        done = await wait_for_turn_end(harness.sessions, session, 2)
+        assert done.messages[-1].text == "It shipped on Monday.", done.messages
+        [next_call] = harness.model_calls(session, "turn-2")
+        assert "A-1 shipped on Monday" in next_call.model_input_text, next_call.model_input_text
+        assert len(harness.tool_runs(session, harness.tools.read)) == 1
+        events = await read_agent_events(harness.sessions, session)
+        assert len(_payloads(events, AgentEventType.TURN_CANCELLED)) == 1
+        assert not _payloads(events, AgentEventType.TURN_FAILED)
+        history = await harness.stack.read_step_history(session)
+        steps = executed_step_types(history)
+        assert "FinishTurnCancellation" in steps and "ApplyTurnControl" in steps, steps
+        assert "RecordTurnFailure" not in steps, steps

@@ -20,10 +20,11 @@ Each test asserts what a session relies on: a model call defers every tool call 
 none; resuming shows the model each recorded result and runs no tool; the stored messages project a
 tool-calling response the one way every adapter shares (`check_message_projection`); the next turn
 replays the stored conversation; a run state another runner wrote is refused with a clear error before
-any model call; and a call to a tool name the agent does not have is deferred with `UNKNOWN_TOOL_POLICY`
-and fails in its tool Step with a message the model sees at its next call. Like
-``dex_agents.testing.matrix``, this module needs pytest and pytest-asyncio; the kit registers it for
-pytest's assertion rewriting.
+any model call; a call to a tool name the agent does not have is deferred with `UNKNOWN_TOOL_POLICY` and
+fails in its tool Step with a message the model sees at its next call; and, for a runner that implements
+``build_unfinished_turn_messages``, a turn that steering or a cancellation ends keeps its items and a result
+for every call, which the next turn's model call sees. Like ``dex_agents.testing.matrix``, this module needs
+pytest and pytest-asyncio; the kit registers it for pytest's assertion rewriting.
 """
 
 from __future__ import annotations
@@ -39,12 +40,14 @@ from dex_agents import (
     UNKNOWN_TOOL_POLICY,
     AgentFrameworkRunner,
     AgentTurnOutcome,
+    CancellationReason,
     MessageRole,
     RunStateFormat,
     ToolCallsRequested,
     ToolCallStatus,
     ToolExecutionError,
     TurnCompleted,
+    UnfinishedTurnMessageBuilder,
     describe_tool_call_outcome,
 )
 from dex_agents.testing._invocations import Invocation
@@ -54,6 +57,7 @@ from dex_agents.testing._runner_contract_spec import RunnerContractSpec
 from dex_agents.testing._scoped_runner import with_model_call_scope
 from dex_agents.testing._script import STATE_DIR_ENV, ScriptedResponse, ScriptedToolCall, ScriptStore
 from dex_agents.testing._session_side import SessionSide
+from dex_agents.testing._transcript import stored_calls_without_result
 
 __all__ = ["RunnerContract", "RunnerContractSpec", "RunnerContractTests"]
 
@@ -300,3 +304,41 @@ class RunnerContractTests:
         assert len(contract.model_calls()) == 2
         assert expected in contract.model_calls()[-1].model_input_text
         assert contract.tool_runs() == []
+
+    async def test_a_turn_that_ends_early_keeps_its_items_and_a_result_for_every_call(
+        self, contract: RunnerContract
+    ) -> None:
+        """`build_unfinished_turn_messages` returns the turn's items with a result per call, and no more."""
+        runner = contract.runner
+        if not isinstance(runner, UnfinishedTurnMessageBuilder):
+            pytest.skip("the runner has no build_unfinished_turn_messages; an early turn end stores a note")
+        calls = contract.one_call_per_tool()
+        contract.script(
+            [ScriptedResponse(text="Let me see.", tool_calls=calls)],
+            [ScriptedResponse(text="Understood.")],
+        )
+        contract.start_turn("Do all four")
+        requested = await contract.run_model_step()
+        assert isinstance(requested, ToolCallsRequested), requested
+        session = contract.session
+        session.defer(requested)
+        session.finish("call-1", ToolCallStatus.SUCCEEDED, output="Order A-1 has shipped.")
+        session.abandon("call-2", CancellationReason.STEERED)
+        session.finish("call-3", ToolCallStatus.FAILED, error="the mail server is down")
+        session.abandon("call-4", CancellationReason.TURN_CANCELLED)
+        records = list(session.records.values())
+
+        await session.end_turn_early(runner)
+
+        assert len(contract.model_calls()) == 1, "building the unstored items made a model call"
+        assert contract.tool_runs() == []
+        assert stored_calls_without_result(session.messages) == [], session.messages
+        stored = session.messages
+        stored_results = {message.tool_call_id for message in stored if message.role is MessageRole.TOOL}
+        assert stored_results == {"call-1", "call-2", "call-3", "call-4"}, session.messages
+        contract.start_turn("Stop, do nothing more")
+        answer = await contract.run_model_step()
+        assert isinstance(answer, TurnCompleted), answer
+        seen = contract.model_calls()[-1].model_input_text
+        for record in records:
+            assert describe_tool_call_outcome(record) in seen, (record.tool_call_id, seen)

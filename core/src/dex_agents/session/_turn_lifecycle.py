@@ -1,0 +1,276 @@
+"""Starting and ending a turn, and what a turn that ends without a final answer keeps of its items.
+
+Every Step that starts a turn (`StartAgentSession`, `AwaitUserMessage`, `ApplyTurnControl`) and every Step
+that ends one (`RunModel`, `RecordTurnFailure`, `ApplyTurnControl`) goes through these functions, so a turn's
+start and end write the same state whichever Step does it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, cast
+
+from dex import AsyncContext, StepDecision, go_to_many
+
+from dex_agents.events import AgentEventType, AgentEventWriter
+from dex_agents.limits import MAX_TURN_FAILURE_NOTE_BYTES, bounded_text
+from dex_agents.persistence import (
+    AGENT_MESSAGES,
+    AGENT_STATE,
+    AGENT_TOOL_CALLS,
+    FRAMEWORK_RUN_STATE,
+    PENDING_INTERRUPTS,
+)
+from dex_agents.runner import AgentTurnContext
+from dex_agents.session._errors import SessionStateError, describe_exception
+from dex_agents.session._state import (
+    InvalidRunnerOutput,
+    append_messages,
+    format_time,
+    now,
+    read_messages,
+    read_run_state,
+    to_agent_message,
+)
+from dex_agents.values import (
+    AgentSessionStatus,
+    AgentState,
+    AgentToolCall,
+    FrameworkMessage,
+    InteractionMode,
+    MessageRole,
+)
+
+if TYPE_CHECKING:
+    from dex_agents.session._runtime import SessionRuntime
+
+__all__ = [
+    "begin_turn",
+    "end_turn",
+    "has_unfinished_turn_builder",
+    "storable_note",
+    "store_unfinished_turn_messages",
+    "stored_reply_count",
+    "turn_context",
+    "user_message",
+]
+
+_logger = logging.getLogger("dex_agents")
+
+_UNFINISHED_TURN_BUILDER = "build_unfinished_turn_messages"
+
+#: The smallest note budget `storable_note` tries before it gives up on the note.
+_SMALLEST_NOTE_BUDGET_BYTES = 1024
+
+
+def user_message(runtime: SessionRuntime, text: str) -> FrameworkMessage:
+    """Return the runner's user message for ``text``.
+
+    Raises:
+        SessionStateError: If the runner returns something other than a user `FrameworkMessage`.
+    """
+    message = runtime.runner.build_user_message(text)
+    if not isinstance(message, FrameworkMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise SessionStateError(
+            f"build_user_message must return a FrameworkMessage, got {type(message).__name__}"
+        )
+    if message.role != MessageRole.USER:
+        raise SessionStateError(
+            f"build_user_message must return a message with role user, got {message.role!r}"
+        )
+    return message
+
+
+def storable_note(
+    runtime: SessionRuntime, render: Callable[[int], str], sequence: int, turn_id: str
+) -> FrameworkMessage:
+    """Return the runner's user message for a note, shortened until it can be stored.
+
+    ``render(max_bytes)`` writes the note's text, at most `MAX_TURN_FAILURE_NOTE_BYTES` at first. The stored
+    message also holds the text in the runner's ``framework_item``, escaped by the framework's JSON, so only
+    the stored size tells whether it fits; each try gives the note a quarter of the room of the one before.
+
+    Raises:
+        InvalidRunnerOutput: If even a note of `_SMALLEST_NOTE_BUDGET_BYTES` cannot be stored.
+    """
+    budget = MAX_TURN_FAILURE_NOTE_BYTES
+    while True:
+        note = user_message(runtime, render(budget))
+        try:
+            to_agent_message(note, sequence, turn_id, format_time(now()))
+        except InvalidRunnerOutput:
+            if budget <= _SMALLEST_NOTE_BUDGET_BYTES:
+                raise
+            budget //= 4
+            continue
+        return note
+
+
+def begin_turn(
+    context: AsyncContext, runtime: SessionRuntime, state: AgentState, texts: Sequence[str]
+) -> StepDecision:
+    """Store ``texts`` as the user messages of a new turn and move to `RunModel`.
+
+    The turn accepts steering and cancellation: this Worker's Steps wait for them.
+    """
+    turn_id = f"turn-{state.turn_count + 1}"
+    messages = [user_message(runtime, text) for text in texts]
+    sequence = state.next_message_sequence
+    try:
+        started, _ = append_messages(context, state, turn_id, messages)
+    except InvalidRunnerOutput as error:
+        raise SessionStateError(
+            f"build_user_message returned a message that cannot be stored: {error}"
+        ) from error
+    AGENT_STATE.set(
+        context,
+        replace(
+            started,
+            status=AgentSessionStatus.RUNNING_MODEL,
+            active_turn_id=turn_id,
+            interaction_mode=InteractionMode.CHAT,
+            accepts_turn_control=True,
+        ),
+    )
+    runtime.event_writer(context, turn_id).write_event(AgentEventType.TURN_STARTED, {"sequence": sequence})
+    return go_to_many(runtime.to_run_model())
+
+
+def end_turn(
+    context: AsyncContext,
+    state: AgentState,
+    records: Sequence[AgentToolCall],
+    last_turn_error: str | None,
+) -> AgentState:
+    """Clear the turn's records, run state and interrupts, and store the idle state."""
+    for record in records:
+        AGENT_TOOL_CALLS.delete(context, record.tool_call_id)
+    FRAMEWORK_RUN_STATE.delete(context)
+    PENDING_INTERRUPTS.set(context, [])
+    ended = replace(
+        state,
+        status=AgentSessionStatus.WAITING_FOR_USER_MESSAGE,
+        turn_count=state.turn_count + 1,
+        active_turn_id=None,
+        last_turn_error=None if last_turn_error is None else bounded_text(last_turn_error),
+        accepts_turn_control=False,
+    )
+    AGENT_STATE.set(context, ended)
+    return ended
+
+
+def turn_context(
+    context: AsyncContext,
+    runtime: SessionRuntime,
+    turn_id: str,
+    records: Sequence[AgentToolCall],
+    writer: AgentEventWriter,
+) -> AgentTurnContext:
+    """Return the committed state of a turn for a runner call. Needs the whole `AgentMessages` map loaded."""
+    return AgentTurnContext(
+        flow_id=context.flow_id,
+        turn_id=turn_id,
+        attempt=context.attempt,
+        messages=tuple(read_messages(context)),
+        framework_run_state=read_run_state(context),
+        tool_calls={record.tool_call_id: record for record in records},
+        events=writer,
+        tool_policies=runtime.options.tool_policies,
+        default_tool_effect=runtime.options.default_tool_effect,
+        heartbeat_function=context.heartbeat,
+    )
+
+
+def has_unfinished_turn_builder(runtime: SessionRuntime) -> bool:
+    """Whether the runner implements `UnfinishedTurnMessageBuilder`."""
+    return callable(getattr(runtime.runner, _UNFINISHED_TURN_BUILDER, None))
+
+
+async def _build_unfinished_turn_messages(
+    context: AsyncContext, runtime: SessionRuntime, turn_id: str, records: Sequence[AgentToolCall]
+) -> list[object] | None:
+    builder = getattr(runtime.runner, _UNFINISHED_TURN_BUILDER, None)
+    if not callable(builder):
+        return None
+    writer = runtime.event_writer(context, turn_id)
+    try:
+        result = builder(turn_context(context, runtime, turn_id, records, writer))
+        if inspect.isawaitable(result):
+            result = await result
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:
+        # A runner defect must never block the Step that ends the turn.
+        _logger.warning(
+            "build_unfinished_turn_messages raised for turn %s, so none of its unstored items are kept: %s",
+            turn_id,
+            describe_exception(error),
+        )
+        return None
+    finally:
+        writer.close()
+    if not isinstance(result, Sequence) or isinstance(result, str | bytes):
+        _logger.warning(
+            "build_unfinished_turn_messages must return a sequence of FrameworkMessage, got %s; "
+            "none of turn %s's unstored items are kept",
+            type(cast(object, result)).__name__,
+            turn_id,
+        )
+        return None
+    return list(cast(Sequence[object], result))
+
+
+async def store_unfinished_turn_messages(
+    context: AsyncContext, runtime: SessionRuntime, state: AgentState, records: Sequence[AgentToolCall]
+) -> tuple[AgentState, bool]:
+    """Append what the runner's `build_unfinished_turn_messages` returns for the active turn.
+
+    Needs the whole `AgentMessages` map loaded.
+
+    Returns:
+        The advanced state, and whether the runner's items were stored: `False` when it does not implement
+        the builder, the builder raised, or it returned something that cannot be stored (logged; nothing is
+        appended then).
+    """
+    turn_id = state.active_turn_id
+    if turn_id is None:
+        return state, False
+    messages = await _build_unfinished_turn_messages(context, runtime, turn_id, records)
+    if messages is None:
+        return state, False
+    try:
+        advanced, _ = append_messages(context, state, turn_id, messages)
+    except InvalidRunnerOutput as error:
+        _logger.warning(
+            "build_unfinished_turn_messages returned an item of turn %s that cannot be stored, so none "
+            "are kept: %s",
+            turn_id,
+            error,
+        )
+        return state, False
+    return advanced, True
+
+
+def stored_reply_count(context: AsyncContext, turn_id: str) -> int:
+    """Return how many stored messages ``turn_id`` appended after its user messages.
+
+    Needs the whole `AgentMessages` map loaded. The turn's messages are the newest ones; its first messages
+    are the user messages that started it.
+    """
+    turn_messages: list[MessageRole] = []
+    for key in reversed(AGENT_MESSAGES.get_all_instance_keys(context)):
+        message = AGENT_MESSAGES.get(context, key)
+        if message.turn_id != turn_id:
+            break
+        turn_messages.append(message.role)
+    turn_messages.reverse()
+    user_messages = 0
+    for role in turn_messages:
+        if role is not MessageRole.USER:
+            break
+        user_messages += 1
+    return len(turn_messages) - user_messages
