@@ -64,6 +64,7 @@ EXPECTED_EXPORTS = {
     "current_tool_execution",
     "agent_codec_registry",
     "UNKNOWN_TOOL_POLICY",
+    "TurnContinued",
 }
 
 

@@ -28,6 +28,7 @@ from dex_agents.runner import (
     ToolCallsRequested,
     ToolPolicy,
     TurnCompleted,
+    TurnContinued,
     build_turn_failure_note,
 )
 from dex_agents.session._errors import (
@@ -80,6 +81,9 @@ _logger = logging.getLogger("dex_agents")
 
 NEW_MESSAGES_NEED_UNFINISHED_TURN_BUILDER = (
     "a runner that sets ToolCallsRequested.new_messages must implement build_unfinished_turn_messages"
+)
+CONTINUED_MESSAGES_NEED_UNFINISHED_TURN_BUILDER = (
+    "a runner that sets TurnContinued.new_messages must implement build_unfinished_turn_messages"
 )
 
 
@@ -274,19 +278,28 @@ def _tool_call_id_problem(call: DeferredToolCall, position: int, seen: set[str])
     return None
 
 
+def _run_state_problem(outcome: ToolCallsRequested | TurnContinued) -> str | None:
+    """Return why an outcome's run state cannot be stored, or `None` when it can."""
+    run_state = outcome.framework_run_state
+    if not isinstance(run_state, str) or not run_state:  # pyright: ignore[reportUnnecessaryIsInstance]
+        return f"{type(outcome).__name__}.framework_run_state must be non-empty text that continues the turn"
+    size = utf8_size(run_state)
+    if size > MAX_STORED_VALUE_BYTES:
+        waits_for = "its tool calls" if isinstance(outcome, ToolCallsRequested) else "its next model call"
+        return (
+            f"the framework run state is {size} bytes, more than the {MAX_STORED_VALUE_BYTES}-byte limit of "
+            f"one stored value, so the turn cannot wait for {waits_for}"
+        )
+    return None
+
+
 def _check_tool_calls(outcome: ToolCallsRequested, records: Sequence[AgentToolCall]) -> str | None:
     """Return why a `ToolCallsRequested` cannot be stored, or `None` when it can."""
     if outcome.new_messages:
         return NEW_MESSAGES_NEED_UNFINISHED_TURN_BUILDER
-    run_state = outcome.framework_run_state
-    if not isinstance(run_state, str) or not run_state:  # pyright: ignore[reportUnnecessaryIsInstance]
-        return "ToolCallsRequested.framework_run_state must be non-empty text that continues the turn"
-    size = utf8_size(run_state)
-    if size > MAX_STORED_VALUE_BYTES:
-        return (
-            f"the framework run state is {size} bytes, more than the {MAX_STORED_VALUE_BYTES}-byte limit of "
-            "one stored value, so the turn cannot wait for its tool calls"
-        )
+    problem = _run_state_problem(outcome)
+    if problem is not None:
+        return problem
     if not outcome.tool_calls:
         return "ToolCallsRequested must name at least one tool call; return TurnCompleted for a final answer"
     seen = {record.tool_call_id for record in records}
@@ -316,7 +329,7 @@ class RunModel(Step[None]):
         return self._runtime.run_model_options()
 
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
-        """Call `run_model_step` once and store a final answer, or the requested tool calls."""
+        """Call `run_model_step` once and store its final answer, tool calls, or continuation."""
         runtime = self._runtime
         state = read_state(context)
         if state is None or state.active_turn_id is None:
@@ -362,9 +375,9 @@ class RunModel(Step[None]):
         outcome: object,
     ) -> StepDecision:
         runtime = self._runtime
-        if not isinstance(outcome, TurnCompleted | ToolCallsRequested):
+        if not isinstance(outcome, TurnCompleted | ToolCallsRequested | TurnContinued):
             raise RunnerCallError(
-                "run_model_step must return TurnCompleted or ToolCallsRequested, "
+                "run_model_step must return TurnCompleted, ToolCallsRequested or TurnContinued, "
                 f"got {type(outcome).__name__}"
             )
         usage = outcome.usage
@@ -379,6 +392,8 @@ class RunModel(Step[None]):
         self._record_usage(context, state, usage)
         if isinstance(outcome, TurnCompleted):
             return self._complete_turn(context, state, records, outcome)
+        if isinstance(outcome, TurnContinued):
+            return self._continue_turn(context, state, records, outcome)
         return self._request_tool_calls(context, state, records, outcome)
 
     def _record_usage(self, context: AsyncContext, state: AgentState, usage: AgentUsage) -> None:
@@ -422,6 +437,39 @@ class RunModel(Step[None]):
             AgentEventType.TURN_COMPLETED, {"message_count": len(stored)}
         )
         return go_to_many(runtime.to_await_user_message())
+
+    def _continue_turn(
+        self,
+        context: AsyncContext,
+        state: AgentState,
+        records: Sequence[AgentToolCall],
+        outcome: TurnContinued,
+    ) -> StepDecision:
+        """Store a `TurnContinued` and make the turn's next model call, with no tool call in between."""
+        runtime = self._runtime
+        turn_id = state.active_turn_id
+        assert turn_id is not None
+        # Stored items of an unfinished turn need the runner's unfinished-turn messages when the turn fails.
+        if outcome.new_messages and not hasattr(runtime.runner, "build_unfinished_turn_messages"):
+            return _fail_turn(
+                context, runtime, state, CONTINUED_MESSAGES_NEED_UNFINISHED_TURN_BUILDER, records
+            )
+        problem = _run_state_problem(outcome)
+        if problem is not None:
+            return _fail_turn(context, runtime, state, problem, records)
+        try:
+            advanced, _ = append_messages(context, state, turn_id, list(outcome.new_messages))
+        except InvalidRunnerOutput as error:
+            return _fail_turn(
+                context,
+                runtime,
+                state,
+                f"run_model_step returned a message that cannot be stored: {error}",
+                records,
+            )
+        FRAMEWORK_RUN_STATE.set(context, outcome.framework_run_state)
+        AGENT_STATE.set(context, replace(advanced, status=AgentSessionStatus.RUNNING_MODEL))
+        return go_to_many(runtime.to_run_model())
 
     def _request_tool_calls(
         self,
