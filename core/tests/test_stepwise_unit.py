@@ -21,6 +21,7 @@ from dex_agents.stepwise import (
     AgentDefinition,
     FunctionTool,
     FunctionToolSource,
+    InstructionContext,
     LiteLLMModelClient,
     ModelSettings,
     StepwiseRunner,
@@ -381,3 +382,27 @@ def test_stepwise_without_litellm_fails_with_the_line_that_installs_it() -> None
     assert result.returncode == 1
     expected = 'dex_agents.stepwise needs LiteLLM, which is not installed: pip install "dex-agents[stepwise]"'
     assert f"ImportError: {expected}" in result.stderr
+
+
+async def test_the_readme_example_defines_the_agent_it_describes() -> None:
+    readme = (CORE_DIR / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- stepwise-example -->\n```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+
+    definition = namespace["definition"]
+    assert isinstance(definition, AgentDefinition)
+    [functions] = definition.tool_sources
+    lookup, refund = await functions.list_tools()
+    assert lookup.policy == ToolPolicy(ToolEffect.READ)
+    assert lookup.parameters["properties"] == {
+        "order_id": {"type": "string", "description": 'The order\'s ID, such as "A-1".'}
+    }
+    assert refund.policy is not None and refund.policy.is_approval_required
+    assert definition.model_client_for({"tier": "premium"}).model_name == "anthropic/claude-sonnet-4-5"
+    assert definition.model_client_for({}).model_name == "openai/gpt-4.1-mini"
+    context = InstructionContext(session_settings={"language": "French"}, flow_id="s", turn_id="turn-1")
+    assert (
+        await definition.instructions_for(context)
+        == "You run the order desk of a small shop. Answer in French."
+    )
