@@ -39,6 +39,7 @@ from dex_agents.stepwise import (
     StepwiseRunner,
     TurnContinuation,
     TurnContinuationContext,
+    TurnContinuationDecider,
     TurnContinuationDecision,
     function_tool,
 )
@@ -494,6 +495,19 @@ async def test_tool_call_ids_the_session_would_refuse_are_replaced_in_the_call_a
     assert state["pending_tool_call_ids"] == ids
 
 
+def lookup_driver(model: LiteLLMModelClient, decide: TurnContinuationDecider) -> Driver:
+    """A driver whose agent has the read tool `lookup_order` and the hook ``decide``, asked about A-1."""
+    definition = AgentDefinition(
+        name="orders",
+        model=model,
+        tools=[function_tool(lookup_order, effect="read")],
+        decide_turn_continuation=decide,
+    )
+    driver = Driver(StepwiseRunner(definition))
+    driver.start("Where is A-1?")
+    return driver
+
+
 def always_continue(context: TurnContinuationContext) -> TurnContinuationDecision:
     return TurnContinuation("Keep going.")
 
@@ -565,14 +579,7 @@ async def test_a_continuation_after_tool_calls_follows_their_results_in_the_next
     model = scripted(
         store, [ScriptedResponse(tool_calls=(read_call("read-1"),)), ScriptedResponse(text="A-1 shipped.")]
     )
-    definition = AgentDefinition(
-        name="summarizer",
-        model=model,
-        tools=[function_tool(lookup_order, effect="read")],
-        decide_turn_continuation=summarize_after_tools,
-    )
-    driver = Driver(StepwiseRunner(definition))
-    driver.start("Where is A-1?")
+    driver = lookup_driver(model, summarize_after_tools)
 
     requested = await driver.step()
     await driver.run_tools()
@@ -605,14 +612,7 @@ async def test_end_after_tool_calls_ends_the_turn_with_their_results_and_no_mode
             ScriptedResponse(text="unused"),
         ],
     )
-    definition = AgentDefinition(
-        name="terse",
-        model=model,
-        tools=[function_tool(lookup_order, effect="read")],
-        decide_turn_continuation=end_after_tools,
-    )
-    driver = Driver(StepwiseRunner(definition))
-    driver.start("Where is A-1?")
+    driver = lookup_driver(model, end_after_tools)
 
     await driver.step()
     await driver.run_tools()
