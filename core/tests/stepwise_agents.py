@@ -7,7 +7,14 @@ Every agent is a real `StepwiseRunner` whose model is the scripted LiteLLM provi
 from datetime import timedelta
 from pathlib import Path
 
-from dex_agents import AgentSessionFlow
+from dex_agents import (
+    AgentSessionFlow,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolExecution,
+    FrameworkMessage,
+    ToolExecutionResult,
+)
 from dex_agents.stepwise import AgentDefinition, StepwiseRunner, TurnContinuation, TurnContinuationContext
 from dex_agents.stepwise.testing import scripted_model
 from dex_agents.testing import MATRIX_TOOLS, MatrixSpec, with_model_call_scope
@@ -44,7 +51,7 @@ def continue_after_drafts(context: TurnContinuationContext) -> TurnContinuation 
     return TurnContinuation(KEEP_GOING) if "draft" in context.answer.lower() else None
 
 
-def build_continuation_flow() -> AgentSessionFlow:
+def restless_writer() -> StepwiseRunner:
     """An agent whose continuation hook never tires of drafts, to hit the limit of continuations."""
     definition = AgentDefinition(
         name="restless-writer",
@@ -52,4 +59,31 @@ def build_continuation_flow() -> AgentSessionFlow:
         instructions="Write, then improve what you wrote.",
         decide_turn_continuation=continue_after_drafts,
     )
-    return AgentSessionFlow(with_model_call_scope(StepwiseRunner(definition)), flow_type="StepwiseRestless")
+    return StepwiseRunner(definition)
+
+
+def build_continuation_flow() -> AgentSessionFlow:
+    """The restless writer as a session."""
+    return AgentSessionFlow(with_model_call_scope(restless_writer()), flow_type="StepwiseRestless")
+
+
+class ContractOnlyRunner:
+    """Offers only the three required runner methods of the runner it wraps, none of the optional ones."""
+
+    def __init__(self, runner: StepwiseRunner) -> None:
+        self._runner = runner
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return self._runner.build_user_message(text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        return await self._runner.run_model_step(turn)
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        return await self._runner.execute_deferred_tool_call(call)
+
+
+def build_builderless_flow() -> AgentSessionFlow:
+    """The restless writer behind a runner without ``build_unfinished_turn_messages``."""
+    runner = with_model_call_scope(ContractOnlyRunner(restless_writer()))
+    return AgentSessionFlow(runner, flow_type="StepwiseBuilderless")

@@ -488,7 +488,7 @@ async def test_tool_call_ids_the_session_would_refuse_are_replaced_in_the_call_a
 
     assert isinstance(outcome, ToolCallsRequested)
     ids = [call.tool_call_id for call in outcome.tool_calls]
-    assert ids == ["call_1", "call-2-1", "call-3-1"]
+    assert ids == ["call_1", "call-1", "call-2"]
     state = json.loads(outcome.framework_run_state)
     assistant = json.loads(state["items"][0]["framework_item"])
     assert [call["id"] for call in assistant["tool_calls"]] == ids
@@ -682,3 +682,16 @@ async def test_a_history_another_runner_stored_fails_with_a_clear_error(store: S
 
     with pytest.raises(StepwiseHistoryError, match="stored message 1 is not an OpenAI chat message"):
         await driver.step()
+
+
+async def test_an_empty_answer_is_stored_with_empty_text_so_the_next_request_stays_valid() -> None:
+    driver = Driver(
+        StepwiseRunner(AgentDefinition(name="quiet", model=chunk_model("quiet", usage_chunk(5, 0))))
+    )
+    driver.start("Say nothing")
+
+    outcome = await driver.step()
+
+    assert isinstance(outcome, TurnCompleted)
+    [answer] = outcome.new_messages
+    assert json.loads(answer.framework_item) == {"role": "assistant", "content": ""}

@@ -228,7 +228,9 @@ class _StreamedAnswer:
             ModelToolCall(parts.tool_call_id, parts.tool_name, "".join(parts.arguments))
             for _, parts in sorted(self.tool_calls.items())
         )
-        message: dict[str, object] = {"role": "assistant", "content": text or None}
+        # Providers refuse an assistant message with neither content nor tool calls, so an empty answer
+        # keeps its empty text.
+        message: dict[str, object] = {"role": "assistant", "content": text or (None if calls else "")}
         if calls:
             message["tool_calls"] = [
                 {

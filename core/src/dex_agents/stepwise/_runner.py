@@ -71,11 +71,13 @@ def _parse_arguments(text: str) -> dict[str, object]:
 def _with_usable_tool_call_ids(response: ModelResponse, turn: AgentTurnContext) -> ModelResponse:
     """Give every call an ID the session accepts: non-empty, without '/', unique within the turn."""
     taken = set(turn.tool_calls)
+    counter = len(taken)
     calls: list[ModelToolCall] = []
-    for position, call in enumerate(response.tool_calls, start=1):
+    for call in response.tool_calls:
         tool_call_id = call.tool_call_id.replace("/", "_")
-        if not tool_call_id or tool_call_id in taken:
-            tool_call_id = f"call-{len(turn.tool_calls) + position}-{turn.attempt}"
+        while not tool_call_id or tool_call_id in taken:
+            counter += 1
+            tool_call_id = f"call-{counter}"
         taken.add(tool_call_id)
         calls.append(ModelToolCall(tool_call_id, call.tool_name, call.arguments))
     if [call.tool_call_id for call in calls] == [call.tool_call_id for call in response.tool_calls]:
