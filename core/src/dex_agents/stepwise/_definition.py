@@ -97,7 +97,7 @@ TurnContinuationDecision = TurnContinuation | Literal["end"] | None
 Instructions = str | Callable[[InstructionContext], str | Awaitable[str]]
 """Fixed text, or a function (sync or async) that writes the instructions of each model call."""
 
-ModelResolver = Callable[[Mapping[str, object]], "ModelClient | str"]
+ModelResolver = Callable[[Mapping[str, object]], ModelClient | str]
 """Maps the turn's session settings to the model of a call: a `ModelClient` or a LiteLLM model string."""
 
 TurnContinuationDecider = Callable[

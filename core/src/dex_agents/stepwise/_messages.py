@@ -8,7 +8,7 @@ sends. A model answer is one ``assistant`` message, its tool calls included; eac
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, cast
 
 from dex_agents.stepwise._model import ModelResponse
@@ -156,8 +156,3 @@ def framework_message_from_json(data: Mapping[str, object]) -> FrameworkMessage:
         tool_arguments=text("tool_arguments"),
         tool_output=text("tool_output"),
     )
-
-
-def chat_messages_of(messages: Sequence[AgentMessage | FrameworkMessage]) -> list[ChatMessage]:
-    """Return the chat messages of several stored messages, in order."""
-    return [chat_message_of(message) for message in messages]

@@ -167,29 +167,26 @@ class StepwiseRunner:
         response = _with_usable_tool_call_ids(await client.complete(request), turn)
         items.append(assistant_message(response))
         decision, turn_error = await self._decide(turn, response, state.consecutive_continuations)
-        continues = isinstance(decision, TurnContinuation) and turn_error is None
-        consecutive = state.consecutive_continuations + 1 if isinstance(decision, TurnContinuation) else 0
+        continuation = decision if isinstance(decision, TurnContinuation) and turn_error is None else None
+        consecutive = state.consecutive_continuations + 1 if continuation is not None else 0
         if response.tool_calls:
             next_state = StepwiseRunState(
                 items=tuple(items),
                 pending_tool_call_ids=tuple(call.tool_call_id for call in response.tool_calls),
-                continuation=decision.message
-                if continues and isinstance(decision, TurnContinuation)
-                else None,
+                continuation=None if continuation is None else continuation.message,
                 end_turn=decision == END_TURN or turn_error is not None,
                 turn_error=turn_error,
-                consecutive_continuations=consecutive if continues else 0,
+                consecutive_continuations=consecutive,
             )
             return ToolCallsRequested(
                 framework_run_state=next_state.to_json(),
                 tool_calls=self._defer(turn, response.tool_calls, tools),
                 usage=response.usage,
             )
-        if continues and isinstance(decision, TurnContinuation):
-            next_state = StepwiseRunState(consecutive_continuations=consecutive)
+        if continuation is not None:
             return TurnContinued(
-                framework_run_state=next_state.to_json(),
-                new_messages=[*items, user_message(decision.message)],
+                framework_run_state=StepwiseRunState(consecutive_continuations=consecutive).to_json(),
+                new_messages=[*items, user_message(continuation.message)],
                 usage=response.usage,
             )
         return TurnCompleted(new_messages=items, usage=response.usage, turn_error=turn_error)
