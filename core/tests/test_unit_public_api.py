@@ -89,6 +89,7 @@ EXPECTED_EXPORTS = {
     "UnfinishedTurnMessageBuilder",
     "build_turn_control_note",
     "cancellation_rejection_message",
+    "TurnContinued",
 }
 
 

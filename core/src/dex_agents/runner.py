@@ -52,6 +52,7 @@ __all__ = [
     "ToolExecutionResult",
     "ToolPolicy",
     "TurnCompleted",
+    "TurnContinued",
     "UnfinishedTurnMessageBuilder",
     "build_turn_control_note",
     "build_turn_failure_note",
@@ -221,8 +222,28 @@ class ToolCallsRequested:
     new_messages: Sequence[FrameworkMessage] = ()
 
 
+@dataclass(frozen=True)
+class TurnContinued:
+    """The turn goes on with another model call, with no tool call in between.
+
+    A runner returns it when its own loop decides to continue after an answer, such as a built-in loop
+    whose continuation hook adds a user message. The session appends ``new_messages``, stores the run
+    state, records the usage, and runs `RunModel` again in the same turn.
+
+    Attributes:
+        framework_run_state: Non-empty framework state that the next `run_model_step` receives.
+        new_messages: Items to store now, in order; they may end with a user message. A runner that sets
+            them must implement ``build_unfinished_turn_messages``, or the turn fails without a retry.
+        usage: Usage of this model call only.
+    """
+
+    framework_run_state: str
+    new_messages: Sequence[FrameworkMessage] = ()
+    usage: AgentUsage = field(default_factory=AgentUsage)
+
+
 #: What one `run_model_step` returns.
-AgentTurnOutcome = TurnCompleted | ToolCallsRequested
+AgentTurnOutcome = TurnCompleted | ToolCallsRequested | TurnContinued
 
 
 @dataclass(frozen=True)
@@ -263,7 +284,7 @@ class AgentTurnContext:
         attempt: The one-based `RunModel` attempt.
         messages: Every stored message in sequence order; the last user message belongs to this turn.
         framework_run_state: `None` for the turn's first model call, else the run state of this turn's last
-            `ToolCallsRequested`.
+            `ToolCallsRequested` or `TurnContinued`.
         tool_calls: Every tool call record of this turn by tool call ID; all are final.
         events: Writes events stamped with this turn, Step execution and attempt.
         tool_policies: The session's explicit tool policies.
@@ -288,7 +309,7 @@ class AgentTurnContext:
 
     @property
     def is_resuming(self) -> bool:
-        """Whether this model call continues the turn after tool calls."""
+        """Whether this model call continues the turn, after tool calls or a `TurnContinued`."""
         return self.framework_run_state is not None
 
     def recorded_tool_call(self, tool_call_id: str) -> AgentToolCall:

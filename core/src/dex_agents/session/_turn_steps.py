@@ -33,6 +33,7 @@ from dex_agents.runner import (
     ToolCallsRequested,
     ToolPolicy,
     TurnCompleted,
+    TurnContinued,
     build_turn_failure_note,
 )
 from dex_agents.session._control import (
@@ -96,6 +97,9 @@ _logger = logging.getLogger("dex_agents")
 
 NEW_MESSAGES_NEED_UNFINISHED_TURN_BUILDER = (
     "a runner that sets ToolCallsRequested.new_messages must implement build_unfinished_turn_messages"
+)
+CONTINUED_MESSAGES_NEED_UNFINISHED_TURN_BUILDER = (
+    "a runner that sets TurnContinued.new_messages must implement build_unfinished_turn_messages"
 )
 
 
@@ -242,6 +246,21 @@ def _tool_call_id_problem(call: DeferredToolCall, position: int, seen: set[str])
     return None
 
 
+def _run_state_problem(outcome: ToolCallsRequested | TurnContinued) -> str | None:
+    """Return why an outcome's run state cannot be stored, or `None` when it can."""
+    run_state = outcome.framework_run_state
+    if not isinstance(run_state, str) or not run_state:  # pyright: ignore[reportUnnecessaryIsInstance]
+        return f"{type(outcome).__name__}.framework_run_state must be non-empty text that continues the turn"
+    size = utf8_size(run_state)
+    if size > MAX_STORED_VALUE_BYTES:
+        waits_for = "its tool calls" if isinstance(outcome, ToolCallsRequested) else "its next model call"
+        return (
+            f"the framework run state is {size} bytes, more than the {MAX_STORED_VALUE_BYTES}-byte limit of "
+            f"one stored value, so the turn cannot wait for {waits_for}"
+        )
+    return None
+
+
 def _check_tool_calls(
     outcome: ToolCallsRequested, records: Sequence[AgentToolCall], *, stores_incrementally: bool = False
 ) -> str | None:
@@ -252,15 +271,9 @@ def _check_tool_calls(
     """
     if outcome.new_messages and not stores_incrementally:
         return NEW_MESSAGES_NEED_UNFINISHED_TURN_BUILDER
-    run_state = outcome.framework_run_state
-    if not isinstance(run_state, str) or not run_state:  # pyright: ignore[reportUnnecessaryIsInstance]
-        return "ToolCallsRequested.framework_run_state must be non-empty text that continues the turn"
-    size = utf8_size(run_state)
-    if size > MAX_STORED_VALUE_BYTES:
-        return (
-            f"the framework run state is {size} bytes, more than the {MAX_STORED_VALUE_BYTES}-byte limit of "
-            "one stored value, so the turn cannot wait for its tool calls"
-        )
+    problem = _run_state_problem(outcome)
+    if problem is not None:
+        return problem
     if not outcome.tool_calls:
         return "ToolCallsRequested must name at least one tool call; return TurnCompleted for a final answer"
     seen = {record.tool_call_id for record in records}
@@ -290,7 +303,7 @@ class RunModel(Step[None]):
         return self._runtime.run_model_options()
 
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
-        """Call `run_model_step` once and store a final answer, or the requested tool calls.
+        """Call `run_model_step` once and store its final answer, tool calls, or continuation.
 
         A turn that is steered or cancelled before the model call ends here instead, with no model call. A
         `cancel_turn` during the model call cancels this coroutine, and Dex drops its result.
@@ -342,9 +355,9 @@ class RunModel(Step[None]):
         records: Sequence[AgentToolCall],
         outcome: object,
     ) -> StepDecision:
-        if not isinstance(outcome, TurnCompleted | ToolCallsRequested):
+        if not isinstance(outcome, TurnCompleted | ToolCallsRequested | TurnContinued):
             raise RunnerCallError(
-                "run_model_step must return TurnCompleted or ToolCallsRequested, "
+                "run_model_step must return TurnCompleted, ToolCallsRequested or TurnContinued, "
                 f"got {type(outcome).__name__}"
             )
         usage = outcome.usage
@@ -355,6 +368,8 @@ class RunModel(Step[None]):
         self._record_usage(context, state, usage)
         if isinstance(outcome, TurnCompleted):
             return await self._complete_turn(context, state, records, outcome)
+        if isinstance(outcome, TurnContinued):
+            return await self._continue_turn(context, state, records, outcome)
         return await self._request_tool_calls(context, state, records, outcome)
 
     def _record_usage(self, context: AsyncContext, state: AgentState, usage: AgentUsage) -> None:
@@ -395,6 +410,33 @@ class RunModel(Step[None]):
             AgentEventType.TURN_COMPLETED, {"message_count": replies_before + len(stored)}
         )
         return go_to_many(runtime.to_await_user_message())
+
+    async def _continue_turn(
+        self,
+        context: AsyncContext,
+        state: AgentState,
+        records: Sequence[AgentToolCall],
+        outcome: TurnContinued,
+    ) -> StepDecision:
+        """Store a `TurnContinued` and make the turn's next model call, with no tool call in between."""
+        runtime = self._runtime
+        turn_id = state.active_turn_id
+        assert turn_id is not None
+        # Stored items of an unfinished turn need the runner's unfinished-turn messages when the turn fails.
+        if outcome.new_messages and not has_unfinished_turn_builder(runtime):
+            return await self._fail(context, state, CONTINUED_MESSAGES_NEED_UNFINISHED_TURN_BUILDER, records)
+        problem = _run_state_problem(outcome)
+        if problem is not None:
+            return await self._fail(context, state, problem, records)
+        try:
+            advanced, _ = append_messages(context, state, turn_id, list(outcome.new_messages))
+        except InvalidRunnerOutput as error:
+            return await self._fail(
+                context, state, f"run_model_step returned a message that cannot be stored: {error}", records
+            )
+        FRAMEWORK_RUN_STATE.set(context, outcome.framework_run_state)
+        AGENT_STATE.set(context, replace(advanced, status=AgentSessionStatus.RUNNING_MODEL))
+        return go_to_many(runtime.to_run_model())
 
     async def _request_tool_calls(
         self,

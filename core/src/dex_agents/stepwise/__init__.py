@@ -1,0 +1,73 @@
+"""Stepwise: the core's own agent loop on LiteLLM, for agents written without a framework.
+
+Define the agent with `AgentDefinition` (model, instructions, tools with effects, hooks) and register
+``AgentSessionFlow(StepwiseRunner(definition), flow_type=...)`` like any adapter's runner. Each `RunModel`
+makes one streaming ``litellm.acompletion`` call, and each tool call runs in its own Step.
+
+Needs the ``stepwise`` extra (``pip install "dex-agents[stepwise]"``); ``import dex_agents`` never loads
+LiteLLM. `dex_agents.stepwise.testing` has a scripted model that plugs into LiteLLM as a custom provider.
+"""
+
+from dex_agents.stepwise._definition import (
+    END_TURN,
+    MAX_CONSECUTIVE_CONTINUATIONS,
+    AgentDefinition,
+    InstructionContext,
+    Instructions,
+    ModelResolver,
+    TurnContinuation,
+    TurnContinuationContext,
+    TurnContinuationDecider,
+    TurnContinuationDecision,
+)
+from dex_agents.stepwise._litellm import INSTALL_HINT
+from dex_agents.stepwise._messages import StepwiseHistoryError
+from dex_agents.stepwise._model import (
+    LiteLLMModelClient,
+    ModelClient,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ModelToolCall,
+    ToolChoice,
+)
+from dex_agents.stepwise._run_state import StepwiseRunStateError
+from dex_agents.stepwise._runner import StepwiseRunner
+from dex_agents.stepwise._tools import (
+    FunctionTool,
+    FunctionToolSource,
+    ToolDefinition,
+    ToolDefinitionError,
+    ToolSource,
+    function_tool,
+)
+
+__all__ = [
+    "END_TURN",
+    "INSTALL_HINT",
+    "MAX_CONSECUTIVE_CONTINUATIONS",
+    "AgentDefinition",
+    "FunctionTool",
+    "FunctionToolSource",
+    "InstructionContext",
+    "Instructions",
+    "LiteLLMModelClient",
+    "ModelClient",
+    "ModelRequest",
+    "ModelResolver",
+    "ModelResponse",
+    "ModelSettings",
+    "ModelToolCall",
+    "StepwiseHistoryError",
+    "StepwiseRunStateError",
+    "StepwiseRunner",
+    "ToolChoice",
+    "ToolDefinition",
+    "ToolDefinitionError",
+    "ToolSource",
+    "TurnContinuation",
+    "TurnContinuationContext",
+    "TurnContinuationDecider",
+    "TurnContinuationDecision",
+    "function_tool",
+]

@@ -1,0 +1,334 @@
+"""Tools of a Stepwise agent: what the model is offered, and what runs when the session runs a call.
+
+A `ToolSource` lists tool definitions and runs one call. Plain Python functions become a
+`FunctionToolSource`; another kind of source, such as an MCP server, implements the same two methods. The
+runner never runs a tool itself in `RunModel`: it offers the definitions, defers every call as its own
+Step, and asks the source to run the call inside that Step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast, overload, runtime_checkable
+
+import pydantic
+import pydantic_core
+
+from dex_agents.runner import ToolExecutionError, ToolPolicy
+from dex_agents.stepwise._schema import (
+    ArgumentsModel,
+    ToolDefinitionError,
+    build_arguments_model,
+    parse_docstring,
+)
+from dex_agents.values import ToolEffect
+
+__all__ = [
+    "FunctionTool",
+    "FunctionToolSource",
+    "ToolDefinition",
+    "ToolDefinitionError",
+    "ToolSource",
+    "function_tool",
+    "render_tool_output",
+]
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """A tool as the model is offered it.
+
+    Attributes:
+        name: The tool's name: 1 to 64 letters, digits, ``_`` or ``-``, as model APIs require.
+        description: What the tool does, for the model.
+        parameters: The JSON schema of the arguments, an object schema.
+        policy: How the session runs the tool, unless the session's own ``tool_policies`` name it; `None`
+            leaves it to the session's ``default_tool_effect``.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, object]
+    policy: ToolPolicy | None = None
+
+    def to_chat_tool(self) -> dict[str, object]:
+        """Return the tool in the OpenAI chat format that LiteLLM takes."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """Where a Stepwise agent's tools come from, and how one call runs.
+
+    Both methods may run in any Worker and run again after a crash; ``call_tool`` runs inside the call's
+    tool Step, where `dex_agents.current_tool_execution()` names the call and its idempotency key.
+    """
+
+    async def list_tools(self) -> Sequence[ToolDefinition]:
+        """Return the tools this source offers."""
+        ...
+
+    async def call_tool(self, name: str, arguments: Mapping[str, object]) -> str:
+        """Run one call of tool ``name`` and return the text the model sees.
+
+        Raises:
+            ToolExecutionError: For a failure the model should see, such as invalid arguments.
+        """
+        ...
+
+
+def render_tool_output(value: object) -> str:
+    """Return a tool's return value as the text the model sees: a string as it is, anything else as JSON.
+
+    Args:
+        value: What the tool returned.
+
+    Returns:
+        The text.
+
+    Raises:
+        TypeError: If the value has no JSON form.
+    """
+    if isinstance(value, str):
+        return value
+    try:
+        return pydantic_core.to_json(value).decode()
+    except pydantic_core.PydanticSerializationError as error:
+        raise TypeError(f"a {type(value).__name__} has no JSON form: {error}") from error
+
+
+def _describe_validation_error(error: pydantic.ValidationError) -> str:
+    problems = [
+        f"{'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"
+        for problem in error.errors(include_url=False)
+    ]
+    return "; ".join(problems)
+
+
+class FunctionTool:
+    """A Python function, sync or async, offered to the model as a tool.
+
+    The function's type hints become the JSON schema of its arguments, its docstring's text before the
+    first section the tool's description, and the ``Args:`` entries the arguments' descriptions. A call's
+    arguments are validated against the same schema before the function runs; invalid arguments reach the
+    model as a failed call. A sync function runs in a worker thread, so a slow one does not stop the
+    Step's heartbeat.
+
+    Args:
+        function: The tool's code. It returns text, or a value with a JSON form.
+        name: The tool's name; defaults to the function's name.
+        description: What the tool does; defaults to the docstring.
+        effect: What running the tool may change, which decides its Step, retries and default approval.
+            `None` leaves it to the session's ``default_tool_effect`` (``unclassified``: one attempt and
+            an approval).
+        requires_approval: Whether a call waits for approval; `None` uses the effect's default.
+
+    Raises:
+        ToolDefinitionError: If the function cannot be offered to a model.
+    """
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        effect: ToolEffect | str | None = None,
+        requires_approval: bool | None = None,
+    ) -> None:
+        if not callable(function):
+            raise ToolDefinitionError(f"a tool must be a function, got {type(function).__name__}")
+        tool_name = name if name is not None else getattr(function, "__name__", "")
+        if not isinstance(tool_name, str) or not _TOOL_NAME.match(tool_name):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ToolDefinitionError(
+                f"tool name {tool_name!r} is not 1 to 64 letters, digits, '_' or '-'; pass name=... to "
+                "function_tool"
+            )
+        if effect is None and requires_approval is not None:
+            raise ToolDefinitionError(
+                f"tool {tool_name!r}: requires_approval needs an effect too, such as effect='read'"
+            )
+        try:
+            policy = None if effect is None else ToolPolicy(ToolEffect(effect), requires_approval)
+        except ValueError as error:
+            choices = ", ".join(member.value for member in ToolEffect)
+            raise ToolDefinitionError(
+                f"tool {tool_name!r}: effect {effect!r} is not one of {choices}"
+            ) from error
+        docstring_description, argument_descriptions = parse_docstring(inspect.getdoc(function))
+        self._function = function
+        self._arguments: ArgumentsModel = build_arguments_model(function, tool_name, argument_descriptions)
+        # A callable object with an async __call__ is as async as an async function.
+        self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+            type(function).__call__
+        )
+        self.definition = ToolDefinition(
+            name=tool_name,
+            description=description if description is not None else docstring_description,
+            parameters=self._arguments.json_schema,
+            policy=policy,
+        )
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.definition.name
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        """The tool's code."""
+        return self._function
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function directly, as if it were not a tool."""
+        return self._function(*args, **kwargs)
+
+    async def call(self, arguments: Mapping[str, object]) -> str:
+        """Validate the arguments, run the function once, and return its output as text.
+
+        Args:
+            arguments: The arguments the model sent.
+
+        Returns:
+            The text the model sees.
+
+        Raises:
+            ToolExecutionError: If the arguments do not match the parameters (the function does not run),
+                or as the function raises it.
+            TypeError: If the function returned a value with no JSON form.
+        """
+        try:
+            keyword_arguments = self._arguments.validate(arguments)
+        except pydantic.ValidationError as error:
+            raise ToolExecutionError(
+                f"invalid arguments for tool {self.name!r}: {_describe_validation_error(error)}"
+            ) from error
+        if self._is_async:
+            result = await cast(Callable[..., Awaitable[object]], self._function)(**keyword_arguments)
+        else:
+            result = await asyncio.to_thread(functools.partial(self._function, **keyword_arguments))
+            if inspect.isawaitable(result):
+                result = await result
+        try:
+            return render_tool_output(result)
+        except TypeError as error:
+            raise TypeError(f"tool {self.name!r} returned a value the model cannot read: {error}") from error
+
+
+@overload
+def function_tool(
+    function: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: ToolEffect | str | None = None,
+    requires_approval: bool | None = None,
+) -> FunctionTool: ...
+
+
+@overload
+def function_tool(
+    function: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: ToolEffect | str | None = None,
+    requires_approval: bool | None = None,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def function_tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: ToolEffect | str | None = None,
+    requires_approval: bool | None = None,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Make a function a tool with an effect, as a call (``function_tool(f, effect="read")``) or decorator.
+
+    Args:
+        function: The tool's code; omit it to use ``function_tool(...)`` as a decorator.
+        name: The tool's name; defaults to the function's name.
+        description: What the tool does; defaults to the docstring.
+        effect: What running the tool may change (see `ToolEffect`).
+        requires_approval: Whether a call waits for approval; `None` uses the effect's default.
+
+    Returns:
+        The tool, or a decorator that makes one.
+
+    Raises:
+        ToolDefinitionError: If the function cannot be offered to a model.
+    """
+
+    def make(target: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(
+            target, name=name, description=description, effect=effect, requires_approval=requires_approval
+        )
+
+    return make if function is None else make(function)
+
+
+@dataclass
+class FunctionToolSource:
+    """A `ToolSource` over Python functions; the form every plain function of an agent takes.
+
+    Args:
+        tools: Functions or `FunctionTool` objects.
+
+    Raises:
+        ToolDefinitionError: If a function cannot be a tool, or two tools share a name.
+    """
+
+    tools: Iterable[FunctionTool | Callable[..., Any]]
+    _by_name: dict[str, FunctionTool] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_name = {}
+        for item in self.tools:
+            tool = item if isinstance(item, FunctionTool) else FunctionTool(item)
+            if tool.name in self._by_name:
+                raise ToolDefinitionError(f"two tools are named {tool.name!r}; tool names must be unique")
+            self._by_name[tool.name] = tool
+        self.tools = tuple(self._by_name.values())
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The tools' names, in the order given."""
+        return tuple(self._by_name)
+
+    async def list_tools(self) -> Sequence[ToolDefinition]:
+        """Return every function's definition."""
+        return [tool.definition for tool in self._by_name.values()]
+
+    async def call_tool(self, name: str, arguments: Mapping[str, object]) -> str:
+        """Run one call of the function named ``name``.
+
+        Args:
+            name: The tool's name.
+            arguments: The arguments the model sent.
+
+        Returns:
+            The text the model sees.
+
+        Raises:
+            ToolExecutionError: For an unknown name, invalid arguments, or as the function raises it.
+        """
+        tool = self._by_name.get(name)
+        if tool is None:
+            raise ToolExecutionError(f"unknown tool {name!r}")
+        return await tool.call(arguments)

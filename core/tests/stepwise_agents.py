@@ -1,0 +1,89 @@
+"""The Stepwise agents of the core's tests, as the test process and the Worker children build them.
+
+Every agent is a real `StepwiseRunner` whose model is the scripted LiteLLM provider of
+`dex_agents.stepwise.testing`, so each model call goes through ``litellm.acompletion(stream=True)``.
+"""
+
+from datetime import timedelta
+from pathlib import Path
+
+from dex_agents import (
+    AgentSessionFlow,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolExecution,
+    FrameworkMessage,
+    ToolExecutionResult,
+)
+from dex_agents.stepwise import AgentDefinition, StepwiseRunner, TurnContinuation, TurnContinuationContext
+from dex_agents.stepwise.testing import scripted_model
+from dex_agents.testing import MATRIX_TOOLS, MatrixSpec, with_model_call_scope
+
+CORE_DIR = Path(__file__).resolve().parents[1]
+
+KEEP_GOING = "Keep going."
+"""The continuation the restless agent asks for after every draft."""
+
+
+def build_matrix_runner() -> StepwiseRunner:
+    """The matrix's tools as plain functions; the matrix's session options give them their policies."""
+    definition = AgentDefinition(
+        name="order-desk",
+        model=scripted_model(),
+        instructions="You handle orders: look them up, send receipts, refund and cancel them.",
+        tools=list(MATRIX_TOOLS),
+    )
+    return StepwiseRunner(definition)
+
+
+SPEC = MatrixSpec(
+    build_runner=build_matrix_runner,
+    worker_module="tests.stepwise_worker",
+    flow_type_prefix="Stepwise",
+    worker_cwd=CORE_DIR,
+    approval_deadline=timedelta(seconds=4),
+    unknown_tool_message="unknown tool 'launch_rocket'",
+)
+
+
+def continue_after_drafts(context: TurnContinuationContext) -> TurnContinuation | None:
+    """Ask for more after every answer that calls itself a draft, however often that happens."""
+    return TurnContinuation(KEEP_GOING) if "draft" in context.answer.lower() else None
+
+
+def restless_writer() -> StepwiseRunner:
+    """An agent whose continuation hook never tires of drafts, to hit the limit of continuations."""
+    definition = AgentDefinition(
+        name="restless-writer",
+        model=scripted_model(),
+        instructions="Write, then improve what you wrote.",
+        decide_turn_continuation=continue_after_drafts,
+    )
+    return StepwiseRunner(definition)
+
+
+def build_continuation_flow() -> AgentSessionFlow:
+    """The restless writer as a session."""
+    return AgentSessionFlow(with_model_call_scope(restless_writer()), flow_type="StepwiseRestless")
+
+
+class ContractOnlyRunner:
+    """Offers only the three required runner methods of the runner it wraps, none of the optional ones."""
+
+    def __init__(self, runner: StepwiseRunner) -> None:
+        self._runner = runner
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return self._runner.build_user_message(text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        return await self._runner.run_model_step(turn)
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        return await self._runner.execute_deferred_tool_call(call)
+
+
+def build_builderless_flow() -> AgentSessionFlow:
+    """The restless writer behind a runner without ``build_unfinished_turn_messages``."""
+    runner = with_model_call_scope(ContractOnlyRunner(restless_writer()))
+    return AgentSessionFlow(runner, flow_type="StepwiseBuilderless")
