@@ -43,6 +43,8 @@ async def test_the_server_offers_annotated_tools_and_logs_every_request(tmp_path
             "restock_and_crash": None,
             "reserve_stock": ToolEffect.IDEMPOTENT_WRITE,
             "place_order": None,
+            "count_in_warehouse": ToolEffect.READ,
+            "confirm_order": None,
             "answer_badly": ToolEffect.READ,
         }
         assert _text(await session.call_tool("count_items", {"sku": "A-1"})) == (False, "A-1: 7 in stock")

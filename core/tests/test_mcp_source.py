@@ -77,7 +77,7 @@ async def warehouse(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[W
 async def defer(
     source: McpToolSource, calls: Sequence[tuple[str, str, str]], side: SessionSide | None = None
 ) -> SessionSide:
-    """List the tools, then defer ``(tool_call_id, tool_name, arguments)`` calls as one model response does."""
+    """List the tools, then defer ``(tool_call_id, tool_name, arguments)`` calls as a model response does."""
     side = side or SessionSide()
     await source.list_tools()
     side.start_turn(_USER_MESSAGE)
@@ -108,8 +108,12 @@ async def test_listing_offers_each_servers_tools_under_its_name_and_lists_each_s
     again = await source.list_tools()
 
     names = [tool.name for tool in tools]
-    assert names[:3] == ["inventory__count_items", "inventory__set_stock", "inventory__order_more"]
-    assert len(names) == 16 and names[8] == "warehouse__count_items", names
+    inventory = [name.removeprefix("inventory__") for name in names if name.startswith("inventory__")]
+    assert inventory[:3] == ["count_items", "set_stock", "order_more"]
+    # The stdio server's tools first, then the same tools of the HTTP server, in listing order.
+    assert names == [f"inventory__{name}" for name in inventory] + [
+        f"warehouse__{name}" for name in inventory
+    ]
     assert again == tools
     count = source.tool("warehouse__count_items")
     assert count is not None
@@ -153,7 +157,8 @@ async def test_a_tool_whose_name_is_taken_or_refused_by_models_is_left_out_with_
     assert warnings.count(collision) == 1, warnings
     refused = [warning for warning in warnings if "'api.v1.count_items' of server 'v1'" in warning]
     assert len(refused) == 1 and "is not 1 to 64 letters, digits, '_' or '-'" in refused[0], warnings
-    assert len(warnings) == 8 + 8, warnings  # every colliding tool of shop__stock and every v1 tool, once
+    # Every tool of shop__stock collides and every v1 tool is refused, each warned about once.
+    assert len(warnings) == 2 * len(tools), warnings
 
     # The kept name calls the earlier server's tool.
     side = await defer(source, [("count-1", "shop__stock__count_items", '{"sku": "A-1"}')])
@@ -337,6 +342,32 @@ async def test_an_error_answer_from_the_server_fails_the_call_for_the_model(ware
         await run_call(source, side, "audit-1")
 
 
+async def test_a_tool_that_asks_for_input_fails_for_the_model_with_the_question(warehouse: Warehouse) -> None:
+    source = McpToolSource([McpHttpServer("warehouse", warehouse.server.url)])
+    side = await defer(source, [("confirm-1", "warehouse__confirm_order", '{"sku": "A-1"}')])
+    with pytest.raises(ToolExecutionError) as raised:
+        await run_call(source, side, "confirm-1")
+    assert raised.value.message == (
+        "MCP tool 'confirm_order' of server 'warehouse' asked for input that a tool call cannot give yet: "
+        "confirm (elicitation/create: 'Order more A-1?')"
+    )
+
+
+async def test_a_call_the_server_refuses_for_missing_argument_headers_is_listed_and_sent_again(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "requests.log"
+    async with await start_mcp_inventory_http_server(log) as server:
+        source = McpToolSource([McpHttpServer("inventory", server.url)])
+        side = await defer(
+            source, [("count-1", "inventory__count_in_warehouse", '{"sku": "A-1", "warehouse": "north"}')]
+        )
+        assert await run_call(source, side, "count-1") == "A-1: 3 in north"
+    # The source's listing, then the call's connection lists the tool to send its header and sends again;
+    # the refused first request never reached the tool.
+    assert log_lines(log) == ["tools/list", "tools/list", "tools/call count_in_warehouse north"]
+
+
 async def test_a_connection_dropped_mid_call_interrupts_the_call(tmp_path: Path) -> None:
     stdio_log, http_log = tmp_path / "stdio.log", tmp_path / "http.log"
     async with await start_mcp_inventory_http_server(http_log) as doomed:
@@ -388,8 +419,8 @@ async def test_a_call_that_was_never_sent_fails_for_the_model_and_says_the_tool_
         handshake_timeout=timedelta(seconds=1),
     )
     assert (await call_with(silent)).message == (
-        "MCP server 'inventory' could not be reached, so 'count_items' did not run: the server did not finish "
-        "its handshake within 1 seconds"
+        "MCP server 'inventory' could not be reached, so 'count_items' did not run: the server did not "
+        "finish its handshake within 1 seconds"
     )
     elsewhere = McpToolSource([McpHttpServer("warehouse", warehouse.server.url)])
     assert (await call_with(elsewhere)).message == (

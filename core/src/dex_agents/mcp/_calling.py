@@ -34,6 +34,7 @@ from mcp.types import (
     CallToolRequest,
     CallToolRequestParams,
     CallToolResult,
+    ElicitRequest,
     InputRequiredResult,
     PaginatedRequestParams,
 )
@@ -129,8 +130,12 @@ async def _send_tools_call(
 
 
 def _describe_input_requests(result: InputRequiredResult) -> str:
-    requests = result.input_requests or {}
-    described = [f"{key} ({request.method})" for key, request in requests.items()]
+    described: list[str] = []
+    for key, request in (result.input_requests or {}).items():
+        question = request.params.message if isinstance(request, ElicitRequest) else None
+        described.append(
+            f"{key} ({request.method}: {question!r})" if question else f"{key} ({request.method})"
+        )
     return ", ".join(described) or "no request named"
 
 

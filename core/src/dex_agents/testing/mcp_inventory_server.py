@@ -21,6 +21,11 @@ It serves stdio by default, and Streamable HTTP on loopback with ``--http`` (see
 - ``place_order(sku)``: no hints; logs ``tools/call place_order <sku>``, then holds the request at the
   `FileGate` ``place_order-<sku>`` in the log's directory until a test releases it, and answers
   ``"placed an order for <sku>"``.
+- ``count_in_warehouse(sku, warehouse)``: ``readOnlyHint``; logs ``tools/call count_in_warehouse
+  <warehouse>`` and answers ``"<sku>: 3 in <warehouse>"``. Its ``warehouse`` argument is marked
+  ``x-mcp-header``, so a 2026-07-28 HTTP server refuses a call whose client did not list the tool first.
+- ``confirm_order(sku)`` (mcp 2.x only): no hints; logs ``tools/call confirm_order <sku>`` and answers
+  ``input_required`` with one form elicitation, ``confirm`` (``"Order more <sku>?"``).
 - ``answer_badly(fault)``: ``readOnlyHint``; logs ``tools/call answer_badly <fault>``. Over Streamable
   HTTP, the server runs the call and then answers as a broken server or gateway would (`BAD_ANSWERS`):
   a body that is not JSON, a result that is not a tool result, HTTP 502, a JSON-RPC error -32603, or a
@@ -44,7 +49,7 @@ import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from dex_agents.testing._gates import FileGate
 
@@ -192,7 +197,9 @@ def _sdk_error(code: int, message: str) -> Exception:
 
 def _build_server() -> MCPServer:
     """Return the inventory server, built with the installed mcp release's high-level server class."""
-    from mcp.types import ToolAnnotations  # noqa: PLC0415 - mcp loads only when the server runs
+    import mcp.types as mcp_types  # noqa: PLC0415 - mcp loads only when the server runs
+    from mcp.types import ToolAnnotations  # noqa: PLC0415
+    from pydantic import Field  # noqa: PLC0415
 
     base, context_class, tool_error = _sdk_classes()
     prefix = os.environ.get(MCP_TEST_TOOL_PREFIX_ENV, "")
@@ -266,6 +273,32 @@ def _build_server() -> MCPServer:
         _log(f"tools/call {prefix}place_order {sku}")
         await FileGate(_log_path().parent, f"place_order-{sku}").pass_through()
         return f"placed an order for {sku}"
+
+    def count_in_warehouse(sku: str, warehouse: str) -> str:
+        """Count the items of a SKU in one warehouse."""
+        _log(f"tools/call {prefix}count_in_warehouse {warehouse}")
+        return f"{sku}: 3 in {warehouse}"
+
+    # A 2026-07-28 client sends an argument marked x-mcp-header as an HTTP header too; the server refuses a
+    # call without it, which a client can only add for a tool it listed on the same connection.
+    warehouse_field = Field(json_schema_extra={"x-mcp-header": "Warehouse"})
+    count_in_warehouse.__annotations__["warehouse"] = Annotated[str, warehouse_field]
+    tool(hints(readOnlyHint=True))(count_in_warehouse)
+
+    input_required = getattr(mcp_types, "InputRequiredResult", None)
+    if input_required is not None:  # mcp 2.x
+
+        def confirm_order(sku: str) -> object:
+            """Ask the user to confirm an order of a SKU before placing it."""
+            _log(f"tools/call {prefix}confirm_order {sku}")
+            question = mcp_types.ElicitRequestFormParams(
+                message=f"Order more {sku}?",
+                requested_schema={"type": "object", "properties": {"confirmed": {"type": "boolean"}}},
+            )
+            return input_required(input_requests={"confirm": mcp_types.ElicitRequest(params=question)})
+
+        confirm_order.__annotations__["return"] = input_required
+        tool(hints())(confirm_order)
 
     @tool(hints(readOnlyHint=True))
     def answer_badly(fault: str) -> str:  # pyright: ignore[reportUnusedFunction]
