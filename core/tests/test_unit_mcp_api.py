@@ -71,11 +71,10 @@ def test_importing_the_core_and_its_test_kit_never_loads_the_mcp_sdk() -> None:
     assert result.stdout.strip() == "[]"
 
 
-def test_without_the_extra_the_import_names_the_install_command() -> None:
-    result = _run(
+def _import_error_after(setup: str) -> str:
+    """Run ``setup`` in a new interpreter, then import dex_agents.mcp; return the ImportError's message."""
+    code = textwrap.dedent(setup) + textwrap.dedent(
         """
-        import sys
-        sys.modules["mcp"] = None  # as if the package were not installed
         try:
             import dex_agents.mcp
         except ImportError as error:
@@ -84,28 +83,36 @@ def test_without_the_extra_the_import_names_the_install_command() -> None:
             print("imported")
         """
     )
+    result = _run(code)
     assert result.returncode == 0, result.stderr
-    assert 'pip install "dex-agents[mcp]"' in result.stdout
-    assert "mcp is not installed" in result.stdout
+    return result.stdout.strip()
+
+
+def test_without_the_extra_the_import_names_the_install_command() -> None:
+    message = _import_error_after(
+        """
+        import sys
+        sys.modules["mcp"] = None  # as if the package were not installed
+        """
+    )
+    assert message == (
+        "dex_agents.mcp needs the MCP SDK, mcp 2.3 or a later 2.x, and mcp is not installed: "
+        'pip install "dex-agents[mcp]"'
+    )
 
 
 def test_an_mcp_1_release_is_refused_with_its_version() -> None:
-    result = _run(
+    message = _import_error_after(
         """
         import importlib.metadata
         real = importlib.metadata.version
         importlib.metadata.version = lambda name: "1.30.0" if name == "mcp" else real(name)
-        try:
-            import dex_agents.mcp
-        except ImportError as error:
-            print(error)
-        else:
-            print("imported")
         """
     )
-    assert result.returncode == 0, result.stderr
-    assert "mcp 1.30.0 is installed" in result.stdout
-    assert "mcp 2.3 or a later 2.x" in result.stdout and 'pip install "dex-agents[mcp]"' in result.stdout
+    assert message == (
+        "dex_agents.mcp needs the MCP SDK, mcp 2.3 or a later 2.x, and mcp 1.30.0 is installed: "
+        'pip install "dex-agents[mcp]"'
+    )
 
 
 def test_server_configurations_refuse_what_cannot_work() -> None:
