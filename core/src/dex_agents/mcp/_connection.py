@@ -10,6 +10,7 @@ nothing was sent (`McpConnectError`); after it, a transport failure means a requ
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -29,7 +30,7 @@ __all__ = ["McpConnectError", "McpConnectionLostError", "describe_error", "run_o
 
 _T = TypeVar("_T")
 _logger = logging.getLogger("dex_agents.mcp")
-_CLIENT_INFO = Implementation(name="dex-agents", version="0.1.0")
+_CLIENT_INFO = Implementation(name="dex-agents", version=importlib.metadata.version("dex-agents"))
 # The MCP SDK's own defaults: a server may hold a response stream open for long.
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 

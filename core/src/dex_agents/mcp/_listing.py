@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -78,7 +79,8 @@ def _definition(server: McpServer, tool: Tool) -> McpToolDefinition:
     return McpToolDefinition(
         name=agent_tool_name(server.name, tool.name),
         description=tool.description or tool.title or "",
-        input_schema=dict(tool.input_schema),
+        # A framework may change the schema it is given; the cached listing must stay as the server sent it.
+        input_schema=copy.deepcopy(tool.input_schema),
         server_name=server.name,
         mcp_name=tool.name,
         effect=effect,
