@@ -41,6 +41,11 @@ async def test_the_server_offers_annotated_tools_and_logs_every_request(tmp_path
             "order_more": None,
             "audit_stock": ToolEffect.READ,
             "restock_and_crash": None,
+            "reserve_stock": ToolEffect.IDEMPOTENT_WRITE,
+            "place_order": None,
+            "count_in_warehouse": ToolEffect.READ,
+            "confirm_order": None,
+            "answer_badly": ToolEffect.READ,
         }
         assert _text(await session.call_tool("count_items", {"sku": "A-1"})) == (False, "A-1: 7 in stock")
         assert _text(await session.call_tool("set_stock", {"sku": "A-1", "count": 9})) == (
@@ -48,8 +53,8 @@ async def test_the_server_offers_annotated_tools_and_logs_every_request(tmp_path
             "A-1 set to 9",
         )
         assert _text(await session.call_tool("order_more", {"sku": "A-1"})) == (False, "ordered A-1")
-        failed, _ = _text(await session.call_tool("audit_stock", {"sku": "A-1"}))
-        assert failed
+        failed, text = _text(await session.call_tool("audit_stock", {"sku": "A-1"}))
+        assert failed and "no auditor available for A-1" in text
         # The server process dies inside the call: the client sees its connection close, not an answer.
         with pytest.raises(Exception, match="Connection closed"):
             await session.call_tool("restock_and_crash", {"sku": "A-1"})

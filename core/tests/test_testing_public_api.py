@@ -28,6 +28,7 @@ TESTING_EXPORTS = {
     "MatrixFlows",
     "MatrixSpec",
     "MatrixToolNames",
+    "McpInventoryHttpServer",
     "McpInventoryRun",
     "McpStdioCommand",
     "ModelCallScope",
@@ -64,6 +65,7 @@ TESTING_EXPORTS = {
     "script_store_scope",
     "scripted_model_response",
     "send_receipt",
+    "start_mcp_inventory_http_server",
     "stored_calls_without_result",
     "text_by_model_step",
     "text_chunks",
@@ -102,8 +104,12 @@ def test_runner_contract_exports_are_pinned() -> None:
 
 def test_mcp_inventory_server_exports_are_pinned() -> None:
     assert dex_agents.testing.mcp_inventory_server.__all__ == [
+        "BAD_ANSWERS",
+        "IDEMPOTENCY_KEY_META_KEY",
         "MCP_INVENTORY_SERVER_MODULE",
+        "MCP_TEST_FAIL_LISTING_ENV",
         "MCP_TEST_LOG_ENV",
+        "MCP_TEST_TOOL_PREFIX_ENV",
         "McpStdioCommand",
         "main",
         "mcp_inventory_server_command",

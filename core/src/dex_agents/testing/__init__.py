@@ -16,9 +16,10 @@ What the adapters share besides: ``SessionSide`` plays the session's side of the
 process for framework tests, ``read_agent_events`` / ``text_by_model_step`` / ``recorded_usage`` read a
 session's events back, ``run_example`` / ``check_order_desk_output`` run an example as a user does and
 check what the order-desk driver printed, ``run_mcp_inventory_scenario`` runs the MCP inventory session
-scenario against an adapter's MCP agent, and ``mcp_inventory_server_command`` starts the MCP server it
-expects (``python -m dex_agents.testing.mcp_inventory_server``). The demo drivers live in
-``dex_agents.demos`` and the benchmark helpers in ``dex_agents.bench``.
+scenario against an adapter's MCP agent, ``mcp_inventory_server_command`` starts the MCP server it
+expects (``python -m dex_agents.testing.mcp_inventory_server``) on stdio, and
+``start_mcp_inventory_http_server`` runs the same server on Streamable HTTP on loopback. The demo drivers
+live in ``dex_agents.demos`` and the benchmark helpers in ``dex_agents.bench``.
 
 ``stored_calls_without_result`` checks that a stored transcript has no tool call without its result, as
 a steered, cancelled or failed turn must leave it.
@@ -49,6 +50,7 @@ from dex_agents.testing._matrix_tools import (
     refund_order,
     send_receipt,
 )
+from dex_agents.testing._mcp_http_server import McpInventoryHttpServer, start_mcp_inventory_http_server
 from dex_agents.testing._mcp_inventory import McpInventoryRun, run_mcp_inventory_scenario
 from dex_agents.testing._projection import ProjectedCall, check_message_projection
 from dex_agents.testing._runner_contract_spec import RunnerContractSpec
@@ -100,6 +102,7 @@ __all__ = [
     "MatrixFlows",
     "MatrixSpec",
     "MatrixToolNames",
+    "McpInventoryHttpServer",
     "McpInventoryRun",
     "McpStdioCommand",
     "ModelCallScope",
@@ -136,6 +139,7 @@ __all__ = [
     "script_store_scope",
     "scripted_model_response",
     "send_receipt",
+    "start_mcp_inventory_http_server",
     "stored_calls_without_result",
     "text_by_model_step",
     "text_chunks",
