@@ -9,7 +9,14 @@ from typing import Any, cast
 from dex.dexpb import dex_pb2 as pb
 from google.protobuf import json_format
 
-__all__ = ["EVENT_TYPES", "blob_values", "event_json", "new_event", "retry_policy_with_defaults"]
+__all__ = [
+    "EVENT_TYPES",
+    "blob_values",
+    "event_json",
+    "event_type",
+    "new_event",
+    "retry_policy_with_defaults",
+]
 
 EVENT_TYPES = {
     "flow_started_or_continued": "FlowStartedOrContinued",
@@ -42,6 +49,11 @@ def retry_policy_with_defaults(policy: pb.RetryPolicy) -> pb.RetryPolicy:
     )
 
 
+def event_type(event: pb.FlowHistoryEvent) -> str:
+    """Returns an event's type as `dexcli flow history` prints it (``Unspecified`` for unknown kinds)."""
+    return EVENT_TYPES.get(event.WhichOneof("payload") or "", "Unspecified")
+
+
 def event_json(event: pb.FlowHistoryEvent) -> dict[str, Any]:
     """Renders an event as ``{eventId, eventTime, type, payload}``."""
     kind = event.WhichOneof("payload") or ""
@@ -51,7 +63,7 @@ def event_json(event: pb.FlowHistoryEvent) -> dict[str, Any]:
     return {
         "eventId": str(event.event_id),
         "eventTime": event.event_time.ToJsonString(),
-        "type": EVENT_TYPES.get(kind, "Unspecified"),
+        "type": event_type(event),
         "payload": payload,
     }
 
