@@ -1,9 +1,10 @@
-"""The Flow interpreter's core: every run, its transitions, and the scheduling of its Step executions.
+"""The Flow interpreter's core: the live runs, their transitions, and the scheduling of their Step executions.
 
 All state changes run on one event loop without awaiting in between, so each transition of a Flow is atomic;
 a transition that must be durable is committed to the store before the caller is answered or the next
-Worker task is sent. The operations live in their own modules (`_flows`, `_steps`, `_rpc`, `_writes`,
-`_queries`, `_restore`); this one holds what they share.
+Worker task is sent. Only running Flows live in memory; a run leaves once its close is committed, and a
+closed run is read from the store when asked for. The operations live in their own modules (`_flows`,
+`_steps`, `_rpc`, `_writes`, `_queries`, `_restore`); this one holds what they share.
 """
 
 from __future__ import annotations

@@ -9,12 +9,12 @@ which the SDK hydrates through `LoadBlobs`, and is refused with a clear error wh
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, cast
 
 from dex.dexpb import dex_pb2 as pb
 from google.protobuf.message import Message
 
 from ._blobs import value_size
+from ._history import values_in
 
 __all__ = ["RESPONSE_BUDGET", "RESPONSE_LIMIT", "ResponseTooLargeError", "fit", "inline_values"]
 
@@ -45,23 +45,7 @@ class ResponseTooLargeError(Exception):
 
 def inline_values(message: Message) -> Iterator[pb.Value]:
     """Yields every string or object `Value` in a message that is worth offloading."""
-    if isinstance(message, pb.Value):
-        if value_size(message) > _WORTH_OFFLOADING:
-            yield message
-        return
-    # The protobuf runtime has no type stubs; ListFields yields (descriptor, value) pairs.
-    for descriptor, value in cast("list[tuple[Any, Any]]", message.ListFields()):
-        if descriptor.message_type is None:
-            continue
-        if descriptor.message_type.GetOptions().map_entry:
-            for item in cast("dict[Any, Any]", value).values():
-                if isinstance(item, Message):
-                    yield from inline_values(item)
-        elif descriptor.is_repeated:
-            for item in cast("list[Message]", value):
-                yield from inline_values(item)
-        else:
-            yield from inline_values(cast(Message, value))
+    return (value for value in values_in(message) if value_size(value) > _WORTH_OFFLOADING)
 
 
 def fit(

@@ -16,6 +16,7 @@ __all__ = [
     "event_type",
     "new_event",
     "retry_policy_with_defaults",
+    "values_in",
 ]
 
 EVENT_TYPES = {
@@ -68,14 +69,10 @@ def event_json(event: pb.FlowHistoryEvent) -> dict[str, Any]:
     }
 
 
-def blob_values(message: Any) -> Iterator[pb.Value]:
-    """Yields every `Value` inside a message that is a blob reference, so a caller can hydrate them."""
+def values_in(message: Any) -> Iterator[pb.Value]:
+    """Yields every `Value` inside a message (the message itself when it is one), depth first."""
     if isinstance(message, pb.Value):
-        if message.WhichOneof("kind") in (
-            "internal_blob_id_for_string_value",
-            "internal_blob_id_for_obj_value",
-        ):
-            yield message
+        yield message
         return
     # The protobuf runtime has no type stubs; ListFields yields (descriptor, value) pairs.
     for descriptor, value in cast("list[tuple[Any, Any]]", message.ListFields()):
@@ -84,9 +81,18 @@ def blob_values(message: Any) -> Iterator[pb.Value]:
         if descriptor.message_type.GetOptions().map_entry:
             for item in cast("dict[Any, Any]", value).values():
                 if hasattr(item, "ListFields"):
-                    yield from blob_values(item)
+                    yield from values_in(item)
         elif descriptor.is_repeated:
             for item in cast("list[Any]", value):
-                yield from blob_values(item)
+                yield from values_in(item)
         else:
-            yield from blob_values(value)
+            yield from values_in(value)
+
+
+def blob_values(message: Any) -> Iterator[pb.Value]:
+    """Yields every `Value` inside a message that is a blob reference, so a caller can hydrate them."""
+    return (
+        value
+        for value in values_in(message)
+        if value.WhichOneof("kind") in ("internal_blob_id_for_string_value", "internal_blob_id_for_obj_value")
+    )

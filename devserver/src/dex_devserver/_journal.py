@@ -95,10 +95,10 @@ class Journal:
         """Stages every dirty run's changes and commits, then releases whoever awaits `durable`."""
         done, self._commit_done = self._commit_done, None
         dirty, self._dirty = self._dirty, {}
-        for key, run in dirty.items():
-            stage_changes(self.store, run, run.changes.take())
-            self._staged[key] = run
         try:
+            for key, run in dirty.items():
+                stage_changes(self.store, run, run.changes.take())
+                self._staged[key] = run
             self.store.commit()
         except Exception as error:
             self.failures += 1

@@ -47,6 +47,12 @@ def _placeholders(columns: str) -> str:
     return ", ".join("?" for _ in columns.split(","))
 
 
+_UPSERT_RUN = f"INSERT OR REPLACE INTO runs ({_RUN_COLUMNS}) VALUES ({_placeholders(_RUN_COLUMNS)})"
+_UPSERT_EXECUTION = (
+    f"INSERT OR REPLACE INTO executions ({_EXECUTION_COLUMNS}) VALUES ({_placeholders(_EXECUTION_COLUMNS)})"
+)
+
+
 def _blob(message: Message | None) -> bytes | None:
     return None if message is None else message.SerializeToString()
 
@@ -171,10 +177,7 @@ def _execution_from_row(row: Sequence[Any]) -> Execution:
 def stage_changes(store: Store, run: FlowRun, changes: RunChanges) -> None:
     """Stages a run's row and the rows its `changes` touched."""
     key = (run.flow_id, run.run_id)
-    store.stage(
-        f"INSERT OR REPLACE INTO runs ({_RUN_COLUMNS}) VALUES ({_placeholders(_RUN_COLUMNS)})",
-        [_run_row(run)],
-    )
+    store.stage(_UPSERT_RUN, [_run_row(run)])
     upserts: list[tuple[Any, ...]] = []
     deletes: list[tuple[Any, ...]] = []
     for exe_id in changes.executions:
@@ -183,11 +186,7 @@ def stage_changes(store: Store, run: FlowRun, changes: RunChanges) -> None:
             deletes.append((*key, exe_id))
         else:
             upserts.append(_execution_row(run, exe))
-    store.stage(
-        f"INSERT OR REPLACE INTO executions ({_EXECUTION_COLUMNS})"
-        f" VALUES ({_placeholders(_EXECUTION_COLUMNS)})",
-        upserts,
-    )
+    store.stage(_UPSERT_EXECUTION, upserts)
     store.stage("DELETE FROM executions WHERE flow_id = ? AND run_id = ? AND exe_id = ?", deletes)
     attribute_upserts: list[tuple[Any, ...]] = []
     attribute_deletes: list[tuple[Any, ...]] = []

@@ -10,7 +10,20 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._model import Execution
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "wait_for_wake"]
+
+
+async def wait_for_wake(waiters: list[asyncio.Future[None]], seconds: float) -> None:
+    """Adds a waiter to `waiters` and waits for it at most `seconds`; a waiter that times out is removed."""
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    waiters.append(waiter)
+    try:
+        await asyncio.wait({waiter}, timeout=seconds)
+    finally:
+        if not waiter.done():
+            waiter.cancel()
+            with contextlib.suppress(ValueError):
+                waiters.remove(waiter)
 
 
 @dataclass(eq=False)
@@ -66,16 +79,7 @@ class Runtime:
 
         A waiter that times out is removed at once, so long-polls on a quiet run leave nothing behind.
         """
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        waiters = self.close_watchers if until_closed else self.watchers
-        waiters.append(waiter)
-        try:
-            await asyncio.wait({waiter}, timeout=seconds)
-        finally:
-            if not waiter.done():
-                waiter.cancel()
-                with contextlib.suppress(ValueError):
-                    waiters.remove(waiter)
+        await wait_for_wake(self.close_watchers if until_closed else self.watchers, seconds)
 
     def wake_watchers(self, *, closed: bool) -> None:
         """Wakes the long-polls waiting for a transition (and for the close, when the run closed)."""

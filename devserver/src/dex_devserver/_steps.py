@@ -57,7 +57,7 @@ def _record_failure(
     engine.journal.record(run, failed)
 
 
-def _is_current(engine: Engine, run: FlowRun, exe: Execution) -> bool:
+def _is_current(run: FlowRun, exe: Execution) -> bool:
     """Tells whether an execution is still active, so its result may be applied (also while stopping)."""
     return run.is_running and run.executions.get(exe.exe_id) is exe
 
@@ -89,18 +89,18 @@ async def run_execution(engine: Engine, run: FlowRun, exe: Execution) -> None:
     try:
         if exe.phase == Phase.WAIT_FOR:
             outcome, attributes = await attempts.invoke_method(engine, run, exe, "wait_for")
-            if not _is_current(engine, run, exe):
+            if not _is_current(run, exe):
                 return
             _after_wait_for(engine, run, exe, outcome, attributes)
         if exe.phase == Phase.WAITING:
             event = rt.wake.get(exe.exe_id)
             if event is not None:
                 await event.wait()
-            if not _is_current(engine, run, exe):
+            if not _is_current(run, exe):
                 return
         if exe.phase == Phase.EXECUTE:
             outcome, attributes = await attempts.invoke_method(engine, run, exe, "execute")
-            if not _is_current(engine, run, exe):
+            if not _is_current(run, exe):
                 return
             _after_execute(engine, run, exe, outcome, attributes)
     except asyncio.CancelledError:

@@ -8,7 +8,6 @@ are in use) and read back from the store when it is used again. Readers see a me
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 from dex.dexpb import dex_pb2 as pb
 
 from ._fit import RESPONSE_BUDGET
+from ._runtime import wait_for_wake
 from ._store import Store
 
 __all__ = ["StreamKey", "StreamMessage", "Streams"]
@@ -156,18 +156,12 @@ class Streams:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return None
-            waiter: asyncio.Future[None] = loop.create_future()
             waiters = self._waiters.setdefault(key, [])
-            waiters.append(waiter)
             try:
-                await asyncio.wait({waiter}, timeout=remaining)
+                await wait_for_wake(waiters, remaining)
             finally:
-                if not waiter.done():
-                    waiter.cancel()
-                    with contextlib.suppress(ValueError):
-                        waiters.remove(waiter)
-                    if not waiters and self._waiters.get(key) is waiters:
-                        del self._waiters[key]
+                if not waiters and self._waiters.get(key) is waiters:
+                    del self._waiters[key]
 
     def page(self, key: StreamKey, page_size: int, before: int | None) -> tuple[list[StreamMessage], str]:
         """Returns a page of committed messages, newest first, and the next (older) page's token or ``""``.
