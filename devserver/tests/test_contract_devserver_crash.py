@@ -142,6 +142,7 @@ def test_an_async_wait_for_step_completion_answer_survives_a_sigkill_right_after
     client.wait_for_step_completion(
         flow_id, StepExecutionId("Effect", 1), WaitForStepCompletionOptions(request_timeout=WAIT)
     )
+    told = history_events(cluster.server.address, flow_id, run_id)
     cluster.crash_and_restart()
     sandbox.open_gate(flow_id, "release")
     result = client.wait_for_flow(flow_id, timeout=WAIT)
@@ -149,6 +150,8 @@ def test_an_async_wait_for_step_completion_answer_survives_a_sigkill_right_after
     # What the client was told stayed true: Effect completed once and was not invoked again.
     assert len(sandbox.events(flow_id, "effect")) == 1
     events = history_events(cluster.server.address, flow_id, run_id)
+    # Every event reported before the crash is still there under its ID; no ID was given to another event.
+    assert events[: len(told)] == told
     assert [e.event_id for e in events] == list(range(1, len(events) + 1))
     completed = [e for e in events if kind(e) == "step_execute_completed"]
     assert [context.step_execution_id for e in completed if (context := step_context(e))].count(

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from dex.dexpb import dex_pb2 as pb
 
+from dex_devserver import main
 from dex_devserver._model import Execution, FlowRun, Phase
 from dex_devserver._rows import load_run, load_running_runs, stage_changes
 from dex_devserver._store import SCHEMA_VERSION, Store, StoreError
@@ -110,11 +111,14 @@ def test_a_database_of_another_schema_version_is_refused_by_name(tmp_path: Path)
         Store(str(newer))
 
 
-def test_one_devserver_per_database_file(tmp_path: Path) -> None:
+def test_one_devserver_per_database_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = str(tmp_path / "s.sqlite3")
     first = Store(path)
     with pytest.raises(StoreError, match="in use by another dex-devserver"):
         Store(path)
+    # The command line says so and exits instead of serving.
+    assert main(["serve", "--port", "0", "--db", path]) == 1
+    assert f"dex-devserver: {path} is in use by another dex-devserver" in capsys.readouterr().err
     first.close()
     Store(path).close()
 
