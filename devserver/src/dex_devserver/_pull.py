@@ -225,8 +225,11 @@ class PullPool:
         Returns:
             How the task ended, and the problem a progress frame reported (the task is then cancelled).
         """
-        task = _PullTask(uuid.uuid4().hex, kind)
         stream.reserved = False
+        if stream.closed:
+            # It ended while reserved for this task, which never reached it.
+            return "reassign", None
+        task = _PullTask(uuid.uuid4().hex, kind)
         stream.task = task
         deadline = timestamp_pb2.Timestamp()
         deadline.FromNanoseconds(int((time.time() + limit) * 1e9))
