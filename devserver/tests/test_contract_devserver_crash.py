@@ -17,11 +17,18 @@ from pathlib import Path
 import pytest
 from conftest import make_client
 from contract import flows_durability as durability
+from contract import flows_failures as failures
 from contract import flows_lifecycle as lifecycle
-from contract.history import has_execute_completed, history_events, kind, pending_timer_deadline
+from contract.history import (
+    has_execute_completed,
+    history_events,
+    kind,
+    pending_timer_deadline,
+    step_context,
+)
 from contract.processes import DevServer, Mode, WorkerProcess, free_port
 from contract.sandbox import Sandbox
-from dex import Client, FlowStatus, WorkerTarget
+from dex import Client, FlowStatus, StepExecutionId, WaitForStepCompletionOptions, WorkerTarget
 
 WAIT = timedelta(seconds=40)
 
@@ -29,10 +36,12 @@ WAIT = timedelta(seconds=40)
 class Cluster:
     """A devserver on its own file, a Worker, and a Client, for one test."""
 
-    def __init__(self, mode: Mode, root: Path, sandbox: Sandbox, *, in_memory: bool = False) -> None:
+    def __init__(
+        self, mode: Mode, root: Path, sandbox: Sandbox, *, in_memory: bool = False, dispatch_wait: int = 2
+    ) -> None:
         # The devserver is told the Worker's address before the Worker starts, so the port is reserved here.
         push_port = free_port()
-        extra = ["--dispatch-wait", "2"]
+        extra = ["--dispatch-wait", str(dispatch_wait), "--stop-grace", "60"]
         if mode == "push":
             extra += ["--default-worker-target", f"127.0.0.1:{push_port}"]
         self.server = DevServer(root, db=None if in_memory else root / "crash.sqlite3", extra_args=extra)
@@ -41,9 +50,10 @@ class Cluster:
         self.mode = mode
         self.client: Client | None = None
 
-    def start(self) -> Client:
+    def start(self, *, with_worker: bool = True) -> Client:
         self.server.start()
-        self.worker.start()
+        if with_worker:
+            self.worker.start()
         target = WorkerTarget(pull=True) if self.mode == "pull" else None
         self.client = make_client(self.server, self.sandbox, target)
         return self.client
@@ -121,6 +131,71 @@ def test_sync_and_async_durability_across_devserver_sigkill(
     assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
     assert result.single_output(str) == level
     assert len(sandbox.events(flow_id, "effect")) == (1 if level == "SYNC" else 2)
+
+
+def test_an_async_wait_for_step_completion_answer_survives_a_sigkill_right_after(
+    mode: Mode, cluster: Cluster, sandbox: Sandbox, flow_id: str
+) -> None:
+    client = cluster.start()
+    run_id = client.start_flow(durability.DURABILITY, flow_id, "ASYNC")
+    # Effect's result is ASYNC: before it is committed, the answer would be taken back by a crash.
+    client.wait_for_step_completion(
+        flow_id, StepExecutionId("Effect", 1), WaitForStepCompletionOptions(request_timeout=WAIT)
+    )
+    told = history_events(cluster.server.address, flow_id, run_id)
+    cluster.crash_and_restart()
+    sandbox.open_gate(flow_id, "release")
+    result = client.wait_for_flow(flow_id, timeout=WAIT)
+    assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
+    # What the client was told stayed true: Effect completed once and was not invoked again.
+    assert len(sandbox.events(flow_id, "effect")) == 1
+    events = history_events(cluster.server.address, flow_id, run_id)
+    # Every event reported before the crash is still there under its ID; no ID was given to another event.
+    assert events[: len(told)] == told
+    assert [e.event_id for e in events] == list(range(1, len(events) + 1))
+    completed = [e for e in events if kind(e) == "step_execute_completed"]
+    assert [context.step_execution_id for e in completed if (context := step_context(e))].count(
+        "Effect-1"
+    ) == 1
+
+
+def test_a_clean_stop_gives_back_an_attempt_that_no_worker_received(
+    mode: Mode, tmp_path: Path, sandbox: Sandbox, flow_id: str
+) -> None:
+    cluster = Cluster(mode, tmp_path, sandbox, dispatch_wait=60)
+    try:
+        client = cluster.start(with_worker=False)
+        # Orphan allows one attempt; it waits for a Worker when the devserver is stopped with SIGTERM.
+        client.start_flow(failures.NO_WORKER, flow_id, "patient")
+        cluster.server.terminate()
+        assert cluster.server.wait_stopped() == 0
+        cluster.server.start()
+        cluster.worker.start()
+        result = client.wait_for_flow(flow_id, timeout=WAIT)
+        assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
+        assert result.single_output(str) == "orphan ran"
+        (ran,) = sandbox.events(flow_id, "orphan_ran")
+        assert ran.attempt == 1
+    finally:
+        cluster.close()
+
+
+def test_a_clean_stop_lets_a_running_attempt_finish_instead_of_using_it_up(
+    mode: Mode, cluster: Cluster, sandbox: Sandbox, flow_id: str
+) -> None:
+    client = cluster.start()
+    client.start_flow(durability.DURABILITY, flow_id, "SYNC")
+    sandbox.wait_for_event(flow_id, "parked")
+    cluster.server.terminate()
+    # The devserver waits (up to its stop grace) for the attempt that reached the Worker.
+    sandbox.open_gate(flow_id, "release")
+    assert cluster.server.wait_stopped() == 0
+    cluster.server.start()
+    result = client.wait_for_flow(flow_id, timeout=WAIT)
+    assert result.status is FlowStatus.COMPLETED, (result.error_type, result.error_message)
+    assert result.single_output(str) == "SYNC"
+    # Parked ran once, as attempt 1: its result was applied before the devserver exited.
+    assert [event.attempt for event in sandbox.events(flow_id, "parked")] == [1]
 
 
 def test_memory_mode_serves_flows(mode: Mode, tmp_path: Path, sandbox: Sandbox, flow_id: str) -> None:

@@ -12,7 +12,15 @@ from typing import Any, cast
 
 import grpc
 import pytest
-from contract.fake_worker import INVALID_DECISION, INVALID_WAIT, RECOVER, FakeWorker, start_request
+from contract.fake_worker import (
+    FORGED_BLOB,
+    INVALID_DECISION,
+    INVALID_WAIT,
+    RECOVER,
+    SUBFLOW_WAIT,
+    FakeWorker,
+    start_request,
+)
 from contract.processes import DevServer, Mode
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
@@ -67,3 +75,26 @@ def test_invalid_waiting_condition_fails_the_wait_for_attempt(
     assert execute.condition_results.wait_for_failed
     (output,) = result.results
     assert output.completed_step_output.string_value.endswith("wait_for_failed=True")
+
+
+def test_a_blob_reference_from_a_worker_fails_the_attempt(
+    mode: Mode, devserver: DevServer, fake_worker: FakeWorker, flow_id: str
+) -> None:
+    result = run_to_close(devserver, start_request(flow_id, FORGED_BLOB, fake_worker.address))
+    assert result.flow_status == pb.FLOW_STATUS_COMPLETED, result
+    (recover,) = fake_worker.received(RECOVER)
+    detail = recover.context.recovery_error.detail
+    assert "the Flow output is a blob reference" in detail, detail
+
+
+def test_a_subflow_condition_fails_its_wait_for_at_once_with_a_clear_error(
+    mode: Mode, devserver: DevServer, fake_worker: FakeWorker, flow_id: str
+) -> None:
+    request = start_request(flow_id, SUBFLOW_WAIT, fake_worker.address)
+    # The default policy would retry for hours; the devserver fails the WaitFor on its first attempt.
+    request.step_options.ClearField("wait_for_retry_policy")
+    request.step_options.wait_for_failure_policy = pb.WAIT_FOR_METHOD_FAILURE_POLICY_FAIL_FLOW_ON_FAILURE
+    result = run_to_close(devserver, request)
+    assert result.flow_status == pb.FLOW_STATUS_FAILED, result
+    assert "SubFlow conditions (SubFlow.run) are not implemented by dex-devserver" in result.error_message
+    assert len(fake_worker.received(SUBFLOW_WAIT)) == 1

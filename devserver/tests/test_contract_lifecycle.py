@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 from contract import flows_lifecycle as lifecycle
-from contract.history import has_execute_completed, wait_for_history
+from contract.history import has_execute_completed, history_events, kind, wait_for_history
 from contract.processes import DevServer, Mode
 from contract.sandbox import Sandbox
 from dex import (
@@ -91,6 +91,17 @@ def test_step_execution_ids_and_go_to_many(
         ("Leaf-1", "a", "Hop-3"),
         ("Leaf-2", "b", "Hop-3"),
     ]
+
+
+def test_a_thousand_wide_go_to_many(mode: Mode, client: Client, devserver: DevServer, flow_id: str) -> None:
+    run_id = client.start_flow(lifecycle.WIDE, flow_id, 1000)
+    result = client.wait_for_flow(flow_id, timeout=timedelta(seconds=120))
+    assert result.status is FlowStatus.COMPLETED, (result.status, result.error_type, result.error_message)
+    # Every one of the thousand parallel Steps ran once, under its own execution ID.
+    assert sorted(c.decode(int) for c in result.completions) == list(range(1000))
+    assert {c.step_execution_id for c in result.completions} == {f"Twig-{n}" for n in range(1, 1001)}
+    events = history_events(devserver.address, flow_id, run_id)
+    assert sum(kind(event) == "step_execute_completed" for event in events) == 1001
 
 
 def test_wait_for_then_execute(mode: Mode, client: Client, sandbox: Sandbox, flow_id: str) -> None:

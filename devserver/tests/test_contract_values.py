@@ -113,3 +113,18 @@ def test_step_attribute_over_limit_fails_the_attempt(
     assert "big" in detail, detail
     assert client.invoke_rpc(values.BLOBS.get_big, flow_id) == BIG
     client.stop_flow(flow_id)
+
+
+def test_a_stream_write_over_limit_from_a_step_fails_the_attempt(
+    mode: Mode, client: Client, sandbox: Sandbox, flow_id: str
+) -> None:
+    client.start_flow(values.BLOBS, flow_id, "hold")
+    client.invoke_rpc(values.BLOBS.flood, flow_id, LIMIT + 1024)
+    (rescued,) = sandbox.wait_for_event(flow_id, "rescued")
+    assert rescued.data["origin"] == "Flooder-1"
+    detail = str(rescued.data["detail"])
+    assert "a write to Stream 'bulletin'" in detail and "above the devserver limit" in detail, detail
+    assert len(sandbox.events(flow_id, "flood_attempt")) == 1
+    # Neither the oversized write nor what the attempt wrote after it was kept.
+    assert list(client.list_stream_messages(flow_id, values.bulletin, 10).messages) == []
+    client.stop_flow(flow_id)

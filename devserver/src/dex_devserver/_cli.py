@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -14,11 +15,25 @@ import grpc
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc as pbg
 
-from ._blobs import DEFAULT_MAX_VALUE_BYTES
+from ._blobs import DEFAULT_BLOB_CACHE_BYTES, DEFAULT_MAX_VALUE_BYTES
 from ._history import blob_values, event_json
 from ._server import DevServer, ServerOptions, serve_forever
+from ._store import StoreError
 
 __all__ = ["main"]
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(text: str) -> float:
+    """Parses ``90``, ``45s``, ``30m``, ``12h`` or ``7d`` as seconds."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None or float(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a positive duration such as 90, 45s, 30m, 12h or 7d"
+        )
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,6 +52,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--dispatch-wait", type=float, default=10.0, metavar="SECONDS")
     serve.add_argument("--max-value-bytes", type=int, default=DEFAULT_MAX_VALUE_BYTES, metavar="N")
+    serve.add_argument(
+        "--retain-closed",
+        type=_duration,
+        metavar="DURATION",
+        help="delete a closed run's data this long after it closed (90, 45s, 30m, 12h, 7d; default: keep)",
+    )
+    serve.add_argument(
+        "--blob-cache-bytes",
+        type=int,
+        default=DEFAULT_BLOB_CACHE_BYTES,
+        metavar="N",
+        help="bytes of blob content cached in memory",
+    )
+    serve.add_argument(
+        "--stop-grace",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="on SIGTERM/SIGINT, how long attempts that reached a Worker may take to finish",
+    )
     serve.add_argument("--log-level", default="WARNING")
     history = commands.add_parser("history", help="print a Flow's history as JSON")
     history.add_argument("flow_id", metavar="FLOW_ID")
@@ -58,8 +93,15 @@ def _serve(args: argparse.Namespace) -> int:
     if args.dispatch_wait <= 0:
         print("dex-devserver: --dispatch-wait must be positive", file=sys.stderr)
         return 2
-    if args.max_value_bytes <= 0:
-        print("dex-devserver: --max-value-bytes must be positive", file=sys.stderr)
+    for flag, value in (
+        ("--max-value-bytes", args.max_value_bytes),
+        ("--blob-cache-bytes", args.blob_cache_bytes),
+    ):
+        if value <= 0:
+            print(f"dex-devserver: {flag} must be positive", file=sys.stderr)
+            return 2
+    if args.stop_grace < 0:
+        print("dex-devserver: --stop-grace must not be negative", file=sys.stderr)
         return 2
     options = ServerOptions(
         host=args.host,
@@ -68,6 +110,9 @@ def _serve(args: argparse.Namespace) -> int:
         default_worker_target=args.default_worker_target,
         dispatch_wait=args.dispatch_wait,
         max_value_bytes=args.max_value_bytes,
+        blob_cache_bytes=args.blob_cache_bytes,
+        retain_closed=args.retain_closed,
+        stop_grace=args.stop_grace,
     )
 
     def ready(address: str) -> None:
@@ -78,7 +123,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     try:
         asyncio.run(run())
-    except OSError as error:
+    except (OSError, StoreError) as error:
         print(f"dex-devserver: {error}", file=sys.stderr)
         return 1
     return 0

@@ -6,12 +6,16 @@ from collections.abc import Mapping, Sequence
 
 from dex.dexpb import dex_pb2 as pb
 
-__all__ = ["Plan", "bounds", "build_results", "plan", "validate"]
+__all__ = ["SUB_FLOWS_UNSUPPORTED", "Plan", "bounds", "build_results", "plan", "validate"]
 
 # One chosen candidate: channel-condition index -> number of messages it consumes.
 Plan = dict[int, int]
 
 _UNBOUNDED = -1
+SUB_FLOWS_UNSUPPORTED = (
+    "SubFlow conditions (SubFlow.run) are not implemented by dex-devserver; the WaitFor fails at once"
+    " rather than being retried"
+)
 
 
 def bounds(condition: pb.ChannelCondition) -> tuple[int, int]:
@@ -35,7 +39,7 @@ def validate(condition: pb.WaitingCondition) -> str | None:
     """
     kind = condition.waiting_condition_type
     if condition.sub_flow_conditions:
-        return "SubFlow conditions are not implemented by dex-devserver"
+        return SUB_FLOWS_UNSUPPORTED
     known = {
         pb.WAITING_CONDITION_TYPE_ALL_COMPLETED,
         pb.WAITING_CONDITION_TYPE_ANY_COMPLETED,

@@ -1,9 +1,10 @@
-"""The Flow interpreter's core: every run, its transitions, and the scheduling of its Step executions.
+"""The Flow interpreter's core: the live runs, their transitions, and the scheduling of their Step executions.
 
 All state changes run on one event loop without awaiting in between, so each transition of a Flow is atomic;
 a transition that must be durable is committed to the store before the caller is answered or the next
-Worker task is sent. The operations live in their own modules (`_flows`, `_steps`, `_rpc`, `_writes`,
-`_queries`, `_restore`); this one holds what they share.
+Worker task is sent. Only running Flows live in memory; a run leaves once its close is committed, and a
+closed run is read from the store when asked for. The operations live in their own modules (`_flows`,
+`_steps`, `_rpc`, `_writes`, `_queries`, `_restore`); this one holds what they share.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from dex.dexpb import dex_pb2 as pb
 from . import _conditions as conditions
 from . import _errors as errors
 from . import _requests as requests
+from . import _rows as rows
 from . import _steps as steps
 from ._blobs import Blobs
 from ._dispatch import Dispatcher
 from ._journal import Journal
 from ._model import Execution, FlowRun, Phase
-from ._runtime import Runtimes
 from ._store import Store
 from ._streams import Streams
 
@@ -38,13 +39,15 @@ class EngineOptions:
 
     Attributes:
         default_worker_target: Push address for Flows started without a worker target; None means pull mode.
+        stop_grace: Seconds a stopping devserver waits for attempts that reached a Worker to finish.
     """
 
     default_worker_target: str | None = None
+    stop_grace: float = 5.0
 
 
 class Engine:
-    """Owns every Flow run and drives its Steps.
+    """Owns the live Flow runs and drives their Steps; closed runs are read from the store.
 
     Args:
         store: Persistence.
@@ -62,45 +65,74 @@ class Engine:
         self.dispatcher = dispatcher
         self.streams = streams
         self.options = options
-        self.runs: dict[str, list[FlowRun]] = {}
-        self.runtimes = Runtimes()
-        self.journal = Journal(store, self.runtimes)
+        # The running run of each Flow, and a closed one until its close is committed.
+        self.live: dict[str, FlowRun] = {}
+        self.journal = Journal(store)
+        self.journal.listeners.append(self._on_committed)
         self.next_run_seq = 1
         self.closing = False
+        self._closed: asyncio.Future[None] | None = None
+
+    def _on_committed(self, committed: list[FlowRun]) -> None:
+        """Lets closed runs leave memory once their close is committed; queries then read the store."""
+        self.streams.on_committed()
+        for run in committed:
+            if not run.is_running and self.live.get(run.flow_id) is run:
+                del self.live[run.flow_id]
+                self.streams.forget_flow(run.flow_type, run.flow_id)
+
+    async def parked(self) -> None:
+        """Waits until the engine closes (then it is cancelled): a stopping devserver sends no attempt."""
+        if self._closed is None:
+            self._closed = asyncio.get_running_loop().create_future()
+        await self._closed
 
     async def close(self) -> None:
-        """Stops every execution task and commits pending state."""
+        """Lets attempts that reached a Worker finish (up to the stop grace), then stops and commits.
+
+        An attempt that is still running at the end of the grace counts as used, as after a crash; an
+        attempt that had not reached a Worker is given back.
+        """
         self.closing = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.options.stop_grace
+        while (remaining := deadline - loop.time()) > 0:
+            busy = [
+                task
+                for run in self.live.values()
+                for exe_id, task in run.rt.tasks.items()
+                if (exe := run.executions.get(exe_id)) is not None and exe.in_flight and exe.dispatched
+            ]
+            if not busy:
+                break
+            await asyncio.wait(busy, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            with contextlib.suppress(Exception):
+                await self.journal.durable()
         self.journal.stop()
         tasks: list[asyncio.Task[None]] = []
-        for key, rt in self.runtimes.items():
-            for handle in rt.handles:
+        for run in list(self.live.values()):
+            for handle in run.rt.handles:
                 handle.cancel()
-            if rt.flush_handle is not None:
-                # A deferred ASYNC commit is made now rather than lost.
-                rt.flush_handle.cancel()
-                rt.flush_handle = None
-                run = self.find_run(*key)
-                if run is not None:
-                    self.journal.mark_dirty(run)
-            tasks.extend(rt.tasks.values())
+            # Deferred ASYNC commits are made now rather than lost.
+            self.journal.mark_dirty(run)
+            tasks.extend(run.rt.tasks.values())
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        for run in list(self.live.values()):
+            self.journal.mark_dirty(run)
         self.journal.commit()
 
     # ------------------------------------------------------------------ lookup
 
     def find_run(self, flow_id: str, run_id: str = "") -> FlowRun | None:
-        """Returns a run (the current one when `run_id` is empty), or None."""
-        runs = self.runs.get(flow_id)
-        if not runs:
-            return None
-        if not run_id:
-            return runs[-1]
-        return next((run for run in runs if run.run_id == run_id), None)
+        """Returns a run (the current one when `run_id` is empty) or None; closed runs come from the store."""
+        run = self.live.get(flow_id)
+        if run is not None and (not run_id or run.run_id == run_id):
+            return run
+        return rows.load_run(self.store, flow_id, run_id)
 
     def run_of(self, flow_id: str, run_id: str = "") -> FlowRun:
         """Returns a run (the current one when `run_id` is empty).
@@ -131,22 +163,7 @@ class Engine:
         if run.is_running:
             self._evaluate(run)
         self.journal.persist(run, durable=durable or not run.is_running)
-        rt = self.runtimes.of(run)
-        watchers, rt.watchers = rt.watchers, []
-        if not run.is_running:
-            watchers += rt.close_watchers
-            rt.close_watchers = []
-        for watcher in watchers:
-            if not watcher.done():
-                watcher.set_result(None)
-
-    async def wait_change(self, run: FlowRun, seconds: float, *, until_closed: bool = False) -> None:
-        """Waits for the next transition of a run (or only for it to close), at most `seconds`."""
-        rt = self.runtimes.of(run)
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        (rt.close_watchers if until_closed else rt.watchers).append(waiter)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(waiter, seconds)
+        run.rt.wake_watchers(closed=not run.is_running)
 
     def on_timer(self, run: FlowRun) -> None:
         """Re-evaluates a run when one of its Timers is due."""
@@ -155,38 +172,37 @@ class Engine:
 
     def _evaluate(self, run: FlowRun) -> None:
         """Fires due Timers, wakes executions whose condition is met, and completes a graceful close."""
+        rt = run.rt
+        # Only waiting executions are looked at, so a wide fan-out costs nothing here.
+        waiting = sorted(rt.waiting.values(), key=lambda e: e.seq) if rt.waiting else []
         now = math.floor(time.time())
-        rt = self.runtimes.of(run)
-        for exe in sorted(run.executions.values(), key=lambda e: e.seq):
-            if exe.phase != Phase.WAITING or exe.condition is None:
+        for exe in waiting:
+            if exe.condition is None:
                 continue
             for index, fire_at in enumerate(exe.timer_fire_at):
                 if exe.timer_status[index] == pb.INTERNAL_TIMER_STATUS_PENDING and now >= fire_at:
-                    exe.timer_status[index] = pb.INTERNAL_TIMER_STATUS_FIRED
+                    exe.set_timer_status(index, pb.INTERNAL_TIMER_STATUS_FIRED)
             timer_done = [status != pb.INTERNAL_TIMER_STATUS_PENDING for status in exe.timer_status]
             sizes = {name: len(queue) for name, queue in run.channels.items()}
             chosen = conditions.plan(exe.condition, timer_done, sizes)
             if chosen is None:
                 continue
-            consumed: dict[int, list[pb.ChannelMessage]] = {}
-            for index in sorted(chosen):
-                name = exe.condition.channel_conditions[index].channel_name
-                queue = run.channels.get(name, [])
-                count = chosen[index]
-                consumed[index], rest = queue[:count], queue[count:]
-                if rest:
-                    run.channels[name] = rest
-                else:
-                    run.channels.pop(name, None)
+            consumed = {
+                index: run.take_messages(exe.condition.channel_conditions[index].channel_name, chosen[index])
+                for index in sorted(chosen)
+            }
             exe.condition_results = conditions.build_results(exe.condition, timer_done, consumed)
-            exe.phase = Phase.EXECUTE
+            run.set_phase(exe, Phase.EXECUTE)
             exe.reset_method()
             event = rt.wake.get(exe.exe_id)
             if event is not None:
                 event.set()
         # The timeout handler is not a user Step: it never holds back a graceful completion.
-        user_steps = any(exe.step_type != requests.TIMEOUT_HANDLER for exe in run.executions.values())
-        if run.graceful and not user_steps and run.delayed_start is None:
+        if (
+            run.graceful
+            and run.delayed_start is None
+            and all(exe.step_type == requests.TIMEOUT_HANDLER for exe in run.executions.values())
+        ):
             self.close_run(run, pb.FLOW_STATUS_COMPLETED)
 
     # ------------------------------------------------------------------ scheduling
@@ -211,13 +227,13 @@ class Engine:
             phase=Phase.EXECUTE if movement.step_options.skip_wait_for else Phase.WAIT_FOR,
         )
         run.next_exe_seq += 1
-        run.executions[exe.exe_id] = exe
+        run.add_execution(exe)
         self.spawn(run, exe)
         return exe
 
     def spawn(self, run: FlowRun, exe: Execution) -> None:
         """Starts the task that drives an execution."""
-        rt = self.runtimes.of(run)
+        rt = run.rt
         rt.wake[exe.exe_id] = asyncio.Event()
         if self.closing:
             return  # persisted with its run; it starts when the devserver starts again
@@ -228,10 +244,10 @@ class Engine:
 
     def cancel_executions(self, run: FlowRun, selected: list[Execution]) -> None:
         """Removes executions and cancels their tasks (except the caller's own)."""
-        rt = self.runtimes.of(run)
+        rt = run.rt
         current = asyncio.current_task()
         for exe in selected:
-            run.executions.pop(exe.exe_id, None)
+            run.remove_execution(exe.exe_id)
             rt.wake.pop(exe.exe_id, None)
             task = rt.tasks.pop(exe.exe_id, None)
             if task is not None and task is not current:
@@ -243,6 +259,8 @@ class Engine:
         """Cancels executions of `types` anywhere, and of `siblings` that share `current`'s predecessor."""
         global_types = set(types)
         sibling_types = set(siblings) - global_types
+        if not global_types and not sibling_types:
+            return
         selected = [
             exe
             for exe in run.executions.values()
@@ -270,7 +288,7 @@ class Engine:
         run.close_time = time.time()
         run.delayed_start = None
         self.cancel_executions(run, list(run.executions.values()))
-        rt = self.runtimes.of(run)
+        rt = run.rt
         for handle in rt.handles:
             handle.cancel()
         rt.handles.clear()

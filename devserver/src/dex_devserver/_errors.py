@@ -16,6 +16,8 @@ __all__ = [
     "invalid_argument",
     "lock_conflict",
     "long_poll_timeout",
+    "response_too_large",
+    "unavailable",
     "unimplemented",
     "worker_api_error",
 ]
@@ -122,6 +124,16 @@ def channel_message_not_found(channel: str, message_id: str) -> ServiceError:
         pb.ERROR_SUB_STATUS_CHANNEL_MESSAGE_NOT_FOUND,
         f"channel message {message_id!r} not found in channel {channel!r}; no write of this RPC was applied",
     )
+
+
+def response_too_large(detail: str) -> ServiceError:
+    """Returns the error for a response the SDK could not receive."""
+    return ServiceError(grpc.StatusCode.RESOURCE_EXHAUSTED, pb.ERROR_SUB_STATUS_UNCATEGORIZED, detail)
+
+
+def unavailable(detail: str) -> ServiceError:
+    """Returns the error for a change the devserver could not commit (the caller may retry)."""
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, pb.ERROR_SUB_STATUS_UNCATEGORIZED, detail)
 
 
 def unimplemented(feature: str) -> ServiceError:

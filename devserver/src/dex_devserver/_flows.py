@@ -13,7 +13,7 @@ from dex.dexpb import dex_pb2 as pb
 from . import _effects as effects
 from . import _errors as errors
 from . import _requests as requests
-from ._blobs import ValueTooLargeError
+from ._blobs import ValueRefusedError
 from ._model import START_FROM, FlowRun, Phase, is_reserved_name
 from ._runtime import Runtime
 
@@ -118,23 +118,25 @@ def start_flow(engine: Engine, request: pb.StartFlowRequest) -> str:
         target.is_pull_mode = True
     config.worker_target.CopyFrom(target)
 
+    run_id = str(uuid.uuid4())
+    owner = (request.flow_id, run_id)
     try:
         step_input = pb.Value()
         step_input.CopyFrom(request.step_input)
-        effects.ingest(engine.blobs, step_input, "the start input")
+        effects.ingest(engine.blobs, step_input, "the start input", owner)
         initial: list[pb.AttributeWrite] = []
         for write in options.attributes:
             copy = pb.AttributeWrite()
             copy.CopyFrom(write)
-            effects.ingest(engine.blobs, copy.value, f"initial attribute {write.key!r}")
+            effects.ingest(engine.blobs, copy.value, f"initial attribute {write.key!r}", owner)
             initial.append(copy)
-    except ValueTooLargeError as error:
+    except ValueRefusedError as error:
         raise errors.invalid_argument(str(error)) from None
 
     now = time.time()
     run = FlowRun(
         flow_id=request.flow_id,
-        run_id=str(uuid.uuid4()),
+        run_id=run_id,
         seq=engine.next_run_seq,
         flow_type=request.flow_type,
         request_id=request.request_id,
@@ -148,9 +150,9 @@ def start_flow(engine: Engine, request: pb.StartFlowRequest) -> str:
         else None,
     )
     engine.next_run_seq += 1
-    engine.runs.setdefault(run.flow_id, []).append(run)
-    rt = engine.runtimes.of(run)
-    effects.apply_writes(run, initial, engine.runtimes.of(run).changed_attributes)
+    engine.live[run.flow_id] = run
+    rt = run.rt
+    effects.apply_writes(run, initial)
 
     def started(event: pb.FlowHistoryEvent) -> None:
         payload = event.flow_started_or_continued
@@ -258,7 +260,7 @@ def skip_timer(engine: Engine, request: pb.SkipTimerRequest) -> None:
         raise missing
     if exe.timer_status[index] != pb.INTERNAL_TIMER_STATUS_PENDING:
         raise missing
-    exe.timer_status[index] = pb.INTERNAL_TIMER_STATUS_SKIPPED
+    exe.set_timer_status(index, pb.INTERNAL_TIMER_STATUS_SKIPPED)
     engine.transition(run, durable=True)
 
 

@@ -9,7 +9,15 @@ from typing import Any, cast
 from dex.dexpb import dex_pb2 as pb
 from google.protobuf import json_format
 
-__all__ = ["EVENT_TYPES", "blob_values", "event_json", "new_event", "retry_policy_with_defaults"]
+__all__ = [
+    "EVENT_TYPES",
+    "blob_values",
+    "event_json",
+    "event_type",
+    "new_event",
+    "retry_policy_with_defaults",
+    "values_in",
+]
 
 EVENT_TYPES = {
     "flow_started_or_continued": "FlowStartedOrContinued",
@@ -42,6 +50,11 @@ def retry_policy_with_defaults(policy: pb.RetryPolicy) -> pb.RetryPolicy:
     )
 
 
+def event_type(event: pb.FlowHistoryEvent) -> str:
+    """Returns an event's type as `dexcli flow history` prints it (``Unspecified`` for unknown kinds)."""
+    return EVENT_TYPES.get(event.WhichOneof("payload") or "", "Unspecified")
+
+
 def event_json(event: pb.FlowHistoryEvent) -> dict[str, Any]:
     """Renders an event as ``{eventId, eventTime, type, payload}``."""
     kind = event.WhichOneof("payload") or ""
@@ -51,19 +64,15 @@ def event_json(event: pb.FlowHistoryEvent) -> dict[str, Any]:
     return {
         "eventId": str(event.event_id),
         "eventTime": event.event_time.ToJsonString(),
-        "type": EVENT_TYPES.get(kind, "Unspecified"),
+        "type": event_type(event),
         "payload": payload,
     }
 
 
-def blob_values(message: Any) -> Iterator[pb.Value]:
-    """Yields every `Value` inside a message that is a blob reference, so a caller can hydrate them."""
+def values_in(message: Any) -> Iterator[pb.Value]:
+    """Yields every `Value` inside a message (the message itself when it is one), depth first."""
     if isinstance(message, pb.Value):
-        if message.WhichOneof("kind") in (
-            "internal_blob_id_for_string_value",
-            "internal_blob_id_for_obj_value",
-        ):
-            yield message
+        yield message
         return
     # The protobuf runtime has no type stubs; ListFields yields (descriptor, value) pairs.
     for descriptor, value in cast("list[tuple[Any, Any]]", message.ListFields()):
@@ -72,9 +81,18 @@ def blob_values(message: Any) -> Iterator[pb.Value]:
         if descriptor.message_type.GetOptions().map_entry:
             for item in cast("dict[Any, Any]", value).values():
                 if hasattr(item, "ListFields"):
-                    yield from blob_values(item)
+                    yield from values_in(item)
         elif descriptor.is_repeated:
             for item in cast("list[Any]", value):
-                yield from blob_values(item)
+                yield from values_in(item)
         else:
-            yield from blob_values(value)
+            yield from values_in(value)
+
+
+def blob_values(message: Any) -> Iterator[pb.Value]:
+    """Yields every `Value` inside a message that is a blob reference, so a caller can hydrate them."""
+    return (
+        value
+        for value in values_in(message)
+        if value.WhichOneof("kind") in ("internal_blob_id_for_string_value", "internal_blob_id_for_obj_value")
+    )

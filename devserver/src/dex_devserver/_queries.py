@@ -1,4 +1,10 @@
-"""Reading runs: history, state, summary, blobs, results, and the long-polls that wait for a change."""
+"""Reading runs: history, state, summary, blobs, results, and the long-polls that wait for a change.
+
+Every answer reports committed state only: a query builds its answer, then settles the run (commits what it
+has pending, ASYNC results included) before replying, so a devserver killed right after cannot take back
+what a client was told. Answers that could exceed the SDK's 4 MiB receive limit are paged by bytes or have
+their largest values offloaded to blobs.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,13 @@ import time
 from typing import TYPE_CHECKING
 
 from dex.dexpb import dex_pb2 as pb
+from google.protobuf.message import Message
 
 from . import _errors as errors
 from . import _requests as requests
+from . import _rows as rows
+from ._blobs import BLOB_REFERENCE_KINDS
+from ._fit import RESPONSE_BUDGET, ResponseTooLargeError, fit
 from ._model import FlowRun, Phase
 
 if TYPE_CHECKING:
@@ -16,8 +26,11 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "attributes",
+    "channel_messages",
     "flow_state",
     "history",
+    "history_page",
     "load_blobs",
     "summary",
     "wait_for_attribute",
@@ -26,13 +39,19 @@ __all__ = [
     "wait_for_step_completion",
 ]
 
+_DEFAULT_HISTORY_PAGE = 100
+_MAX_HISTORY_PAGE = 1000
+# What an event costs in a page beyond its own bytes (the repeated field's tag and length).
+_EVENT_OVERHEAD = 8
 
-def _flow_result(run: FlowRun, needs_results: bool) -> pb.FlowResult:
-    """Returns the result of a closed run."""
-    result = pb.FlowResult(flow_status=run.status, error_type=run.error_type, error_message=run.error_message)
-    if needs_results and run.status == pb.FLOW_STATUS_COMPLETED:
-        result.results.extend(run.results)
-    return result
+
+async def _reply(engine: Engine, run: FlowRun, response: Message, what: str) -> None:
+    """Fits a response built from a run's state and commits that state (and any offloaded value)."""
+    try:
+        fit(response, lambda value: engine.blobs.offload(value, (run.flow_id, run.run_id)), what)
+    except ResponseTooLargeError as error:
+        raise errors.response_too_large(str(error)) from None
+    await engine.journal.settle(run)
 
 
 async def wait_for_flow(engine: Engine, request: pb.WaitForFlowRequest) -> pb.FlowResult:
@@ -45,12 +64,17 @@ async def wait_for_flow(engine: Engine, request: pb.WaitForFlowRequest) -> pb.Fl
     while True:
         run = engine.run_of(request.flow_id, request.run_id)
         if not run.is_running:
-            await engine.journal.durable()
-            return _flow_result(run, request.needs_results)
+            result = pb.FlowResult(
+                flow_status=run.status, error_type=run.error_type, error_message=run.error_message
+            )
+            if request.needs_results and run.status == pb.FLOW_STATUS_COMPLETED:
+                result.results.extend(run.results)
+            await _reply(engine, run, result, f"the result of Flow {run.flow_id!r}")
+            return result
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise errors.long_poll_timeout(f"Flow {request.flow_id!r} is still running")
-        await engine.wait_change(run, remaining, until_closed=True)
+        await run.rt.wait_change(remaining, until_closed=True)
 
 
 async def wait_for_history_event(
@@ -66,16 +90,17 @@ async def wait_for_history_event(
         run = engine.run_of(request.flow_id, request.run_id)
         available = run.next_event_id - 1
         if available >= request.next_internal_event_id or not run.is_running:
-            await engine.journal.durable()
-            return pb.WaitForHistoryEventResponse(
+            response = pb.WaitForHistoryEventResponse(
                 event_available=available >= request.next_internal_event_id,
                 available_internal_event_id=available,
                 flow_status=run.status,
             )
+            await engine.journal.settle(run)
+            return response
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise errors.long_poll_timeout(f"no history event {request.next_internal_event_id} yet")
-        await engine.wait_change(run, remaining)
+        await run.rt.wait_change(remaining)
 
 
 async def wait_for_step_completion(engine: Engine, request: pb.WaitForStepCompletionRequest) -> None:
@@ -97,7 +122,7 @@ async def wait_for_step_completion(engine: Engine, request: pb.WaitForStepComple
         run = engine.run_of(request.flow_id)
         started = run.counters.get(request.step_type, 0) >= number
         if started and exe_id not in run.executions:
-            await engine.journal.durable()
+            await engine.journal.settle(run)
             return
         if not run.is_running:
             raise errors.ServiceError(
@@ -108,7 +133,7 @@ async def wait_for_step_completion(engine: Engine, request: pb.WaitForStepComple
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise errors.long_poll_timeout(f"Step execution {exe_id!r} is still active or not started")
-        await engine.wait_change(run, remaining)
+        await run.rt.wait_change(remaining)
 
 
 async def wait_for_attribute(engine: Engine, request: pb.WaitForAttributeRequest) -> pb.Value:
@@ -124,42 +149,71 @@ async def wait_for_attribute(engine: Engine, request: pb.WaitForAttributeRequest
         )
     if not match.key:
         raise errors.invalid_argument("the attribute key is required")
-    expected = engine.blobs.hydrate(match.operand)
+    if match.operand.WhichOneof("kind") in BLOB_REFERENCE_KINDS:
+        raise errors.invalid_argument("the operand is a blob reference; send the value itself")
+    expected = match.operand
     timeout = request.request_timeout_seconds
     deadline = time.monotonic() + (requests.long_poll(timeout) if timeout > 0 else 0)
     while True:
         run = engine.run_of(request.flow_id)
         stored = run.attributes.get(match.key)
-        current = engine.blobs.hydrate(stored) if stored is not None else pb.Value()
+        current = engine.blobs.hydrate(run.flow_id, stored) if stored is not None else pb.Value()
         if (requests.is_null(expected) and requests.is_null(current)) or (
             stored is not None and current == expected
         ):
-            await engine.journal.durable()
+            await engine.journal.settle(run)
             return stored if stored is not None else pb.Value(null_value="NULL_VALUE")
         if not run.is_running:
             raise errors.flow_not_found(request.flow_id)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise errors.long_poll_timeout(f"attribute {match.key!r} does not match yet")
-        await engine.wait_change(run, remaining)
+        await run.rt.wait_change(remaining)
 
 
-def history(
-    engine: Engine, flow_id: str, run_id: str, first_id: int = 1, limit: int = -1
-) -> list[pb.FlowHistoryEvent]:
-    """Returns up to `limit` (-1: all) of a run's history events from `first_id` on, in order."""
+def history(engine: Engine, flow_id: str, run_id: str = "") -> list[pb.FlowHistoryEvent]:
+    """Returns every committed history event of a run, in order (for tools; clients page)."""
     run = engine.run_of(flow_id, run_id)
-    events = dict(engine.store.load_history(run.flow_id, run.run_id, first_id, limit))
-    for event_id, data in engine.runtimes.of(run).pending_events:
-        if event_id >= first_id:
-            events[event_id] = data
-    ids = sorted(events)
-    if limit >= 0:
-        ids = ids[:limit]
-    return [pb.FlowHistoryEvent.FromString(events[event_id]) for event_id in ids]
+    return [
+        pb.FlowHistoryEvent.FromString(data)
+        for data in rows.load_history(engine.store, run.flow_id, run.run_id, 1, -1)
+    ]
 
 
-def flow_state(engine: Engine, flow_id: str, run_id: str) -> pb.GetFlowStateResponse:
+async def history_page(engine: Engine, request: pb.GetHistoryEventsRequest) -> pb.GetHistoryEventsResponse:
+    """Returns a page of committed history events: at most 1,000, and under the SDK's receive limit.
+
+    Raises:
+        ServiceError: For an unknown run or a token the devserver did not issue.
+    """
+    start = max(request.start_internal_event_id, 1)
+    if request.next_page_token:
+        start = requests.parse_token(request.next_page_token.decode(errors="replace"), "next_page_token")
+    size = min(request.estimate_page_size, _MAX_HISTORY_PAGE) if request.estimate_page_size > 0 else 0
+    size = size or _DEFAULT_HISTORY_PAGE
+    run = engine.run_of(request.flow_id, request.run_id)
+    await engine.journal.settle(run)
+    stored = rows.load_history(engine.store, run.flow_id, run.run_id, start, size + 1)
+    page: list[bytes] = []
+    total = 0
+    for data in stored[:size]:
+        cost = len(data) + _EVENT_OVERHEAD
+        if page and total + cost > RESPONSE_BUDGET:
+            break
+        page.append(data)
+        total += cost
+    response = pb.GetHistoryEventsResponse(events=[pb.FlowHistoryEvent.FromString(data) for data in page])
+    if len(page) == 1 and total > RESPONSE_BUDGET:
+        (event,) = response.events
+        await _reply(engine, run, response, f"history event {event.event_id} of Flow {run.flow_id!r}")
+    next_id = response.events[-1].event_id + 1 if page else start
+    response.next_internal_event_id = next_id
+    if len(stored) > len(page):
+        response.next_page_token = str(next_id).encode()
+    return response
+
+
+async def flow_state(engine: Engine, flow_id: str, run_id: str) -> pb.GetFlowStateResponse:
     """Returns a run's current state."""
     run = engine.run_of(flow_id, run_id)
     response = pb.GetFlowStateResponse(flow_config=run.config)
@@ -170,7 +224,7 @@ def flow_state(engine: Engine, flow_id: str, run_id: str) -> pb.GetFlowStateResp
     response.completed_steps.extend(run.results)
     if run.delayed_start is not None:
         response.queued_steps.append(run.delayed_start)
-    for exe in sorted(run.executions.values(), key=lambda e: e.seq):
+    for exe in run.executions.values():
         state = response.active_step_executions.add(
             step_execution_id=exe.exe_id,
             from_step_execution_id=exe.from_id,
@@ -192,11 +246,40 @@ def flow_state(engine: Engine, flow_id: str, run_id: str) -> pb.GetFlowStateResp
                 )
         if exe.last_failure is not None:
             state.last_failure_info.CopyFrom(exe.last_failure)
+    await _reply(engine, run, response, f"the state of Flow {run.flow_id!r}")
     return response
 
 
-def load_blobs(engine: Engine, request: pb.LoadBlobsRequest) -> pb.LoadBlobsResponse:
-    """Resolves blob references; unknown ones are omitted."""
+async def attributes(engine: Engine, request: pb.GetAttributesRequest) -> pb.GetAttributesResponse:
+    """Returns a run's Attributes (all of them, or the keys asked for)."""
+    run = engine.run_of(request.flow_id, request.run_id)
+    keys = sorted(run.attributes) if request.all_keys else list(request.keys)
+    response = pb.GetAttributesResponse()
+    for key in keys:
+        if key in run.attributes:
+            response.attributes.add(key=key, value=run.attributes[key])
+    await _reply(engine, run, response, f"the Attributes of Flow {run.flow_id!r}")
+    return response
+
+
+async def channel_messages(
+    engine: Engine, request: pb.GetChannelMessagesRequest
+) -> pb.GetChannelMessagesResponse:
+    """Returns the messages queued in one of a run's Channels, oldest first."""
+    run = engine.run_of(request.flow_id, request.run_id)
+    response = pb.GetChannelMessagesResponse(messages=run.channels.get(request.channel_name, ()))
+    await _reply(engine, run, response, f"Channel {request.channel_name!r} of Flow {run.flow_id!r}")
+    return response
+
+
+async def load_blobs(engine: Engine, request: pb.LoadBlobsRequest) -> pb.LoadBlobsResponse:
+    """Resolves blob references of the Flows named in the request; blobs of other Flows are omitted.
+
+    Raises:
+        ServiceError: For an entry that is not a blob reference, or a response the SDK could not receive.
+    """
+    # A reference may have been issued moments ago; its blob is committed before it is served.
+    await engine.journal.durable()
     response = pb.LoadBlobsResponse()
     for entry in request.entries:
         value = entry.blob_value
@@ -207,13 +290,19 @@ def load_blobs(engine: Engine, request: pb.LoadBlobsRequest) -> pb.LoadBlobsResp
             blob_id = value.internal_blob_id_for_obj_value
         else:
             raise errors.invalid_argument("LoadBlobs accepts only blob references")
-        resolved = engine.blobs.resolve(blob_id)
+        resolved = engine.blobs.resolve(entry.flow_id, blob_id)
         if resolved is not None:
             response.values[blob_id].CopyFrom(resolved)
+    size = response.ByteSize()
+    if size > RESPONSE_BUDGET:
+        raise errors.response_too_large(
+            f"the {len(response.values)} blobs asked for in one LoadBlobs call are {size} bytes together,"
+            " above the 4 MiB the SDK can receive; keep fewer large values in the Flow's Attributes"
+        )
     return response
 
 
-def summary(engine: Engine, flow_id: str, run_id: str) -> pb.GetFlowSummaryResponse:
+async def summary(engine: Engine, flow_id: str, run_id: str) -> pb.GetFlowSummaryResponse:
     """Returns a run's summary."""
     run = engine.run_of(flow_id, run_id)
     response = pb.GetFlowSummaryResponse(
@@ -227,4 +316,5 @@ def summary(engine: Engine, flow_id: str, run_id: str) -> pb.GetFlowSummaryRespo
     response.start_time.FromNanoseconds(int(run.start_time * 1e9))
     if run.close_time:
         response.close_time.FromNanoseconds(int(run.close_time * 1e9))
+    await engine.journal.settle(run)
     return response

@@ -7,6 +7,7 @@ method-option resolution with the SDK defaults, retry backoff, and step-decision
 from __future__ import annotations
 
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterable
@@ -15,6 +16,7 @@ from typing import Literal
 
 from dex.dexpb import dex_pb2 as pb
 
+from . import _errors as errors
 from ._history import retry_policy_with_defaults
 from ._model import Execution, FlowRun, is_reserved_name
 
@@ -31,6 +33,7 @@ __all__ = [
     "method_options",
     "method_request",
     "new_message_id",
+    "parse_token",
     "state_inputs",
     "timeout_handler_movement",
 ]
@@ -41,6 +44,8 @@ _DEFAULT_METHOD_TIMEOUT = 2 * 3600
 _DEFAULT_HEARTBEAT_TIMEOUT = 60
 _DEFAULT_TOTAL_DURATION = 4 * 3600
 _MAX_LONG_POLL = 60.0
+# Tokens are decimal sequence numbers; 18 digits keep them inside SQLite's 64-bit integers.
+_TOKEN = re.compile(r"[0-9]{1,18}")
 
 
 @dataclass(frozen=True)
@@ -101,14 +106,14 @@ def state_inputs(
     infos = {name: pb.ChannelInfo(size=len(queue)) for name, queue in run.channels.items() if queue}
     loaded: dict[str, pb.ChannelValues] = {}
     for name in channel_names:
-        loaded[name] = pb.ChannelValues(messages=run.channels.get(name, []))
+        loaded[name] = pb.ChannelValues(messages=run.channels.get(name, ()))
     for load in channel_maps:
         if load.endswith("/"):
             for name, queue in run.channels.items():
                 if name.startswith(load):
                     loaded[name] = pb.ChannelValues(messages=queue)
         else:
-            loaded[load] = pb.ChannelValues(messages=run.channels.get(load, []))
+            loaded[load] = pb.ChannelValues(messages=run.channels.get(load, ()))
     return attributes, infos, loaded
 
 
@@ -295,3 +300,14 @@ def new_message_id() -> str:
     value |= 0b10 << 62
     value |= rand & ((1 << 62) - 1)
     return str(uuid.UUID(int=value))
+
+
+def parse_token(token: str, what: str) -> int:
+    """Reads a page or resume token the devserver issued (a decimal sequence number).
+
+    Raises:
+        ServiceError: ``INVALID_ARGUMENT`` naming the token when it is not one.
+    """
+    if not _TOKEN.fullmatch(token):
+        raise errors.invalid_argument(f"{what} {token!r} is not a devserver token")
+    return int(token)

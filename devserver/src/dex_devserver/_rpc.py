@@ -9,8 +9,9 @@ from dex.dexpb import dex_pb2 as pb
 from . import _effects as effects
 from . import _errors as errors
 from . import _requests as requests
-from ._blobs import ValueTooLargeError
+from ._blobs import ValueRefusedError
 from ._dispatch import WorkerFailure
+from ._fit import ResponseTooLargeError, fit
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -43,15 +44,16 @@ async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.Value:
     transactional = request.is_transactional or bool(keys)
     if not run.is_running and transactional:
         raise errors.flow_not_found(request.flow_id, request.run_id)
-    rt = engine.runtimes.of(run)
+    rt = run.rt
+    owner = (run.flow_id, run.run_id)
     held = [key for key in keys if key in rt.locks]
     if held:
         raise errors.lock_conflict(held)
     rpc_input = pb.Value()
     rpc_input.CopyFrom(request.input)
     try:
-        effects.ingest(engine.blobs, rpc_input, f"the input of RPC {request.rpc_name!r}")
-    except ValueTooLargeError as error:
+        effects.ingest(engine.blobs, rpc_input, f"the input of RPC {request.rpc_name!r}", owner)
+    except ValueRefusedError as error:
         raise errors.invalid_argument(str(error)) from None
     attributes, infos, loaded = requests.state_inputs(
         run,
@@ -71,6 +73,14 @@ async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.Value:
         loaded_channel_names=request.load_channel_names,
         loaded_channel_map_instances=request.load_channel_map_instances,
     )
+    try:
+        fit(
+            worker_request,
+            lambda value: engine.blobs.offload(value, owner),
+            f"the Worker request of RPC {request.rpc_name!r}",
+        )
+    except ResponseTooLargeError as error:
+        raise errors.response_too_large(str(error)) from None
     timeout = min(float(request.timeout_seconds) or _RPC_TIMEOUT_CAP, _RPC_TIMEOUT_CAP)
     rt.locks.update(keys)
     try:
@@ -81,10 +91,11 @@ async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.Value:
             worker_request,
             attempt_timeout=timeout,
             heartbeat_timeout=None,
+            on_sent=lambda: None,
             on_progress=lambda _frame: None,
         )
     finally:
-        engine.runtimes.of(run).unlock(keys)
+        rt.unlock(keys)
     if isinstance(outcome, WorkerFailure):
         raise errors.worker_api_error(
             f"RPC {request.rpc_name!r} failed: {outcome.detail}",
@@ -103,18 +114,21 @@ async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.Value:
     output = pb.Value()
     output.CopyFrom(outcome.output)
     try:
-        effects.ingest(engine.blobs, output, f"the output of RPC {request.rpc_name!r}")
+        effects.ingest(engine.blobs, output, f"the output of RPC {request.rpc_name!r}", owner)
         effects.ingest_effects(
             engine.blobs,
+            owner,
             outcome.upsert_attributes,
             outcome.publish_to_channel,
             outcome.record_events,
             (),
             decision,
         )
-    except ValueTooLargeError as error:
+    except ValueRefusedError as error:
         raise errors.invalid_argument(f"RPC {request.rpc_name!r}: {error}") from None
     if not has_effects and not transactional:
+        # A query's output reflects the state it read, which must be committed before it is reported.
+        await engine.journal.settle(run)
         return output
     run = engine.run_of(request.flow_id, request.run_id or run.run_id)
     if not run.is_running:
@@ -134,7 +148,7 @@ async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.Value:
         missing = effects.missing_deletion(run, outcome.delete_from_channel)
         if missing is not None:
             raise errors.channel_message_not_found(missing.channel_name, missing.message_id)
-    effects.apply_effects(run, outcome, engine.runtimes.of(run).changed_attributes)
+    effects.apply_effects(run, outcome)
     from_id = f"__rpc/{request.rpc_name}"
     if decision is not None:
         for movement in decision.next_steps:

@@ -19,13 +19,16 @@ from google.protobuf import empty_pb2
 from . import _errors as errors
 from . import _flows as flows
 from . import _queries as queries
+from . import _requests as requests
 from . import _rpc as rpc
 from . import _writes as writes
-from ._blobs import DEFAULT_BLOB_THRESHOLD, DEFAULT_MAX_VALUE_BYTES, Blobs
+from ._blobs import DEFAULT_BLOB_CACHE_BYTES, DEFAULT_BLOB_THRESHOLD, DEFAULT_MAX_VALUE_BYTES, Blobs
 from ._dispatch import GRPC_OPTIONS, Dispatcher, PullStream
 from ._engine import Engine, EngineOptions
 from ._history import event_json
+from ._journal import CommitFailedError
 from ._restore import restore
+from ._retention import keep_expiring
 from ._store import Store
 from ._streams import Streams
 
@@ -33,9 +36,8 @@ __all__ = ["DevServer", "ServerOptions", "serve_forever"]
 
 _LOG = logging.getLogger("dex_devserver")
 SERVER_VERSION = "dex-devserver 0.1.0"
-_HISTORY_PAGE = 100
-_EOF_SETTLE_SECONDS = 0.05
-_EOF_TASK_SETTLE_SECONDS = 0.5
+# How long the clean-close probe of a pull stream may take before the stream counts as broken.
+_PROBE_SECONDS = 5.0
 
 ResponseT = TypeVar("ResponseT")
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -43,7 +45,10 @@ Context = grpc.aio.ServicerContext[Any, Any]
 
 async def _answer(context: Context, call: Callable[[], Awaitable[ResponseT]]) -> ResponseT:
     try:
-        return await call()
+        try:
+            return await call()
+        except CommitFailedError as failed:
+            raise errors.unavailable(str(failed)) from failed
     except errors.ServiceError as error:
         status = error.to_status()
         await context.abort(
@@ -70,6 +75,9 @@ class ServerOptions:
         dispatch_wait: Seconds a task waits for a Worker before its attempt fails with NO_WORKER_AVAILABLE.
         max_value_bytes: The largest value accepted.
         blob_threshold: Values above this many bytes are offloaded to blobs.
+        blob_cache_bytes: How many bytes of blob content to keep in memory.
+        retain_closed: Seconds a closed run's data is kept before it is deleted; None keeps it forever.
+        stop_grace: Seconds a stopping devserver waits for attempts that reached a Worker to finish.
     """
 
     host: str = "127.0.0.1"
@@ -79,6 +87,9 @@ class ServerOptions:
     dispatch_wait: float = 10.0
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES
     blob_threshold: int = DEFAULT_BLOB_THRESHOLD
+    blob_cache_bytes: int = DEFAULT_BLOB_CACHE_BYTES
+    retain_closed: float | None = None
+    stop_grace: float = 5.0
 
 
 class _FlowService(pbg.FlowServiceServicer):
@@ -126,9 +137,7 @@ class _FlowService(pbg.FlowServiceServicer):
     async def GetFlowSummary(
         self, request: pb.GetFlowSummaryRequest, context: Context
     ) -> pb.GetFlowSummaryResponse:
-        return await _answer(
-            context, lambda: _now(queries.summary(self.engine, request.flow_id, request.run_id))
-        )
+        return await _answer(context, lambda: queries.summary(self.engine, request.flow_id, request.run_id))
 
     async def PublishToChannel(
         self, request: pb.PublishToChannelRequest, context: Context
@@ -141,21 +150,19 @@ class _FlowService(pbg.FlowServiceServicer):
         return await _answer(context, call)
 
     async def WriteStream(self, request: pb.WriteStreamRequest, context: Context) -> empty_pb2.Empty:
-        def call() -> empty_pb2.Empty:
+        async def call() -> empty_pb2.Empty:
             writes.write_stream(self.engine, request)
+            await self.engine.journal.durable()
             return empty_pb2.Empty()
 
-        return await _answer(context, lambda: _now(call()))
+        return await _answer(context, call)
 
     async def ReadStream(self, request: pb.ReadStreamRequest, context: Context) -> pb.ReadStreamResponse:
         async def call() -> pb.ReadStreamResponse:
-            if request.resume_token and not request.resume_token.isdigit():
-                raise errors.invalid_argument(
-                    f"resume_token {request.resume_token!r} is not a devserver token"
-                )
+            after = requests.parse_token(request.resume_token, "resume_token") if request.resume_token else 0
             wait = 60.0 if request.wait_time_seconds <= 0 else min(float(request.wait_time_seconds), 60.0)
             key = (request.flow_type, request.flow_id, request.stream_name)
-            message = await self.engine.streams.wait_for_message(key, request.resume_token, wait)
+            message = await self.engine.streams.wait_for_message(key, after, wait)
             if message is None:
                 raise errors.long_poll_timeout(
                     f"no message after the resume token in Stream {request.stream_name!r}"
@@ -168,12 +175,13 @@ class _FlowService(pbg.FlowServiceServicer):
         self, request: pb.ListStreamMessagesRequest, context: Context
     ) -> pb.ListStreamMessagesResponse:
         def call() -> pb.ListStreamMessagesResponse:
-            if request.before_page_token and not request.before_page_token.isdigit():
-                raise errors.invalid_argument(
-                    f"before_page_token {request.before_page_token!r} is not a devserver token"
-                )
+            before = (
+                requests.parse_token(request.before_page_token, "before_page_token")
+                if request.before_page_token
+                else None
+            )
             key = (request.flow_type, request.flow_id, request.stream_name)
-            page, token = self.engine.streams.page(key, request.page_size, request.before_page_token)
+            page, token = self.engine.streams.page(key, request.page_size, before)
             return pb.ListStreamMessagesResponse(messages=[m.to_proto() for m in page], next_page_token=token)
 
         return await _answer(context, lambda: _now(call()))
@@ -187,35 +195,18 @@ class _FlowService(pbg.FlowServiceServicer):
         return await _answer(context, call)
 
     async def LoadBlobs(self, request: pb.LoadBlobsRequest, context: Context) -> pb.LoadBlobsResponse:
-        return await _answer(context, lambda: _now(queries.load_blobs(self.engine, request)))
+        return await _answer(context, lambda: queries.load_blobs(self.engine, request))
 
     async def GetHistoryEvents(
         self, request: pb.GetHistoryEventsRequest, context: Context
     ) -> pb.GetHistoryEventsResponse:
-        def call() -> pb.GetHistoryEventsResponse:
-            start = request.start_internal_event_id
-            if request.next_page_token:
-                token = request.next_page_token.decode(errors="replace")
-                if not token.isdigit():
-                    raise errors.invalid_argument(f"next_page_token {token!r} is not a devserver token")
-                start = int(token)
-            size = request.estimate_page_size if request.estimate_page_size > 0 else _HISTORY_PAGE
-            selected = queries.history(self.engine, request.flow_id, request.run_id, max(start, 1), size + 1)
-            page = selected[:size]
-            response = pb.GetHistoryEventsResponse(events=page)
-            next_id = (page[-1].event_id + 1) if page else max(start, 1)
-            response.next_internal_event_id = next_id
-            if len(selected) > size:
-                response.next_page_token = str(next_id).encode()
-            return response
-
-        return await _answer(context, lambda: _now(call()))
+        return await _answer(context, lambda: queries.history_page(self.engine, request))
 
     async def GetFlowState(
         self, request: pb.GetFlowStateRequest, context: Context
     ) -> pb.GetFlowStateResponse:
         return await _answer(
-            context, lambda: _now(queries.flow_state(self.engine, request.flow_id, request.run_id))
+            context, lambda: queries.flow_state(self.engine, request.flow_id, request.run_id)
         )
 
     async def WaitForStepCompletion(
@@ -240,16 +231,7 @@ class _FlowService(pbg.FlowServiceServicer):
     async def GetAttributes(
         self, request: pb.GetAttributesRequest, context: Context
     ) -> pb.GetAttributesResponse:
-        def call() -> pb.GetAttributesResponse:
-            run = self.engine.run_of(request.flow_id, request.run_id)
-            keys = sorted(run.attributes) if request.all_keys else list(request.keys)
-            response = pb.GetAttributesResponse()
-            for key in keys:
-                if key in run.attributes:
-                    response.attributes.add(key=key, value=run.attributes[key])
-            return response
-
-        return await _answer(context, lambda: _now(call()))
+        return await _answer(context, lambda: queries.attributes(self.engine, request))
 
     async def _unimplemented(self, feature: str, context: Context) -> Any:
         async def call() -> Any:
@@ -289,11 +271,7 @@ class _FlowService(pbg.FlowServiceServicer):
     async def GetChannelMessages(
         self, request: pb.GetChannelMessagesRequest, context: Context
     ) -> pb.GetChannelMessagesResponse:
-        def call() -> pb.GetChannelMessagesResponse:
-            run = self.engine.run_of(request.flow_id, request.run_id)
-            return pb.GetChannelMessagesResponse(messages=run.channels.get(request.channel_name, []))
-
-        return await _answer(context, lambda: _now(call()))
+        return await _answer(context, lambda: queries.channel_messages(self.engine, request))
 
     async def DeleteChannelMessage(
         self, request: pb.DeleteChannelMessageRequest, context: Context
@@ -334,25 +312,38 @@ class _WorkerTaskService(pbg.WorkerTaskServiceServicer):
                 registered=pb.PollWorkerTaskRegistered(supports_unknown_name_rejection=True)
             )
         )
-        self.dispatcher.add_stream(stream)
+        pool = self.dispatcher.pull
+        pool.add_stream(stream)
         half_closed = False
         try:
             while True:
                 frame = await context.read()
                 if frame is grpc.aio.EOF:
-                    # A Worker that dies also reads as EOF here, but its streams are cancelled right after;
-                    # a retiring or draining stream is not. A task that got no output yet is reassigned
-                    # without using an attempt only after a clean end, so it waits longer to be sure: taking
-                    # a killed Worker's write for a clean end would run the write twice.
                     stream.closed = True
-                    task = stream.task
-                    unanswered = task is not None and not task.has_output
-                    await asyncio.sleep(_EOF_TASK_SETTLE_SECONDS if unanswered else _EOF_SETTLE_SECONDS)
-                    half_closed = not context.cancelled()
+                    if stream.has_unanswered_task:
+                        half_closed = await _closed_cleanly(stream)
                     return
-                self.dispatcher.on_frame(stream, cast(pb.PollWorkerTaskRequest, frame))
+                pool.on_frame(stream, cast(pb.PollWorkerTaskRequest, frame))
         finally:
-            self.dispatcher.remove_stream(stream, half_closed=half_closed)
+            pool.remove_stream(stream, half_closed=half_closed)
+
+
+async def _closed_cleanly(stream: PullStream) -> bool:
+    """Tells a Worker's clean half-close of a stream from its death, both of which read as EOF.
+
+    A retiring or draining SDK stream half-closes and keeps reading until the server ends the call, so a
+    frame written to it still goes through. When the Worker process died, the read failed because the
+    connection broke: the write fails, or the call is cancelled under it. Only a clean close lets a task
+    the Worker never answered be sent elsewhere without using its attempt; taking a killed Worker's task
+    for a clean close would run it twice.
+    """
+    try:
+        await asyncio.wait_for(
+            stream.send(pb.PollWorkerTaskResponse(ping=pb.PollWorkerTaskPing())), _PROBE_SECONDS
+        )
+    except Exception:
+        return False
+    return True
 
 
 class DevServer:
@@ -360,6 +351,9 @@ class DevServer:
 
     Args:
         options: How to run it.
+
+    Raises:
+        StoreError: When another devserver uses the database file or its schema version is unknown.
 
     Example:
         ```python
@@ -373,7 +367,12 @@ class DevServer:
     def __init__(self, options: ServerOptions | None = None) -> None:
         self.options = options or ServerOptions()
         self.store = Store(self.options.db_path)
-        self.blobs = Blobs(self.store, self.options.blob_threshold, self.options.max_value_bytes)
+        self.blobs = Blobs(
+            self.store,
+            self.options.blob_threshold,
+            self.options.max_value_bytes,
+            self.options.blob_cache_bytes,
+        )
         self.dispatcher = Dispatcher(self.options.dispatch_wait)
         self.streams = Streams(self.store)
         self.engine = Engine(
@@ -381,10 +380,14 @@ class DevServer:
             self.blobs,
             self.dispatcher,
             self.streams,
-            EngineOptions(default_worker_target=self.options.default_worker_target),
+            EngineOptions(
+                default_worker_target=self.options.default_worker_target, stop_grace=self.options.stop_grace
+            ),
         )
         self._server: grpc.aio.Server | None = None
+        self._retention: asyncio.Task[None] | None = None
         self.port = 0
+        self.restored = 0
 
     @property
     def address(self) -> str:
@@ -392,7 +395,7 @@ class DevServer:
         return f"{self.options.host}:{self.port}"
 
     async def start(self) -> None:
-        """Restores stored Flows, binds the port and starts serving."""
+        """Restores the running Flows, binds the port and starts serving."""
         # Without SO_REUSEPORT a second devserver on a busy port fails instead of sharing it silently.
         server = grpc.aio.server(options=[*GRPC_OPTIONS, ("grpc.so_reuseport", 0)])
         pbg.add_FlowServiceServicer_to_server(_FlowService(self.engine), server)  # pyright: ignore[reportUnknownMemberType]
@@ -405,12 +408,21 @@ class DevServer:
             self.port = 0
         if self.port == 0:
             raise OSError(f"cannot bind {self.options.host}:{self.options.port} (is the port in use?)")
-        restore(self.engine)
+        self.restored = restore(self.engine)
         await server.start()
         self._server = server
+        if self.options.retain_closed is not None:
+            self._retention = asyncio.get_running_loop().create_task(
+                keep_expiring(self.engine, self.options.retain_closed), name="dex-devserver retention"
+            )
 
     async def stop(self) -> None:
-        """Stops serving and commits pending state."""
+        """Lets in-flight attempts finish (up to the stop grace), commits pending state and stops serving."""
+        if self._retention is not None:
+            self._retention.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._retention
+            self._retention = None
         # The engine stops first: ending the Worker streams first would fail the attempts in flight.
         await self.engine.close()
         if self._server is not None:
@@ -425,7 +437,7 @@ class DevServer:
             await self._server.wait_for_termination()
 
     def history_json(self, flow_id: str, run_id: str = "") -> dict[str, Any]:
-        """Returns a run's history in the ``dexcli flow history`` JSON shape."""
+        """Returns a run's committed history in the ``dexcli flow history`` JSON shape."""
         run = self.engine.run_of(flow_id, run_id)
         return {
             "flowId": run.flow_id,

@@ -57,9 +57,9 @@ def _record_failure(
     engine.journal.record(run, failed)
 
 
-def _is_current(engine: Engine, run: FlowRun, exe: Execution) -> bool:
-    """Tells whether an execution is still active, so its result may be applied."""
-    return not engine.closing and run.is_running and run.executions.get(exe.exe_id) is exe
+def _is_current(run: FlowRun, exe: Execution) -> bool:
+    """Tells whether an execution is still active, so its result may be applied (also while stopping)."""
+    return run.is_running and run.executions.get(exe.exe_id) is exe
 
 
 def _method_event_context(
@@ -85,22 +85,22 @@ def _method_event_context(
 
 async def run_execution(engine: Engine, run: FlowRun, exe: Execution) -> None:
     """Drives one Step execution from its phase to the end (a restored one resumes where it stopped)."""
-    rt = engine.runtimes.of(run)
+    rt = run.rt
     try:
         if exe.phase == Phase.WAIT_FOR:
             outcome, attributes = await attempts.invoke_method(engine, run, exe, "wait_for")
-            if not _is_current(engine, run, exe):
+            if not _is_current(run, exe):
                 return
             _after_wait_for(engine, run, exe, outcome, attributes)
         if exe.phase == Phase.WAITING:
             event = rt.wake.get(exe.exe_id)
             if event is not None:
                 await event.wait()
-            if not _is_current(engine, run, exe):
+            if not _is_current(run, exe):
                 return
         if exe.phase == Phase.EXECUTE:
             outcome, attributes = await attempts.invoke_method(engine, run, exe, "execute")
-            if not _is_current(engine, run, exe):
+            if not _is_current(run, exe):
                 return
             _after_execute(engine, run, exe, outcome, attributes)
     except asyncio.CancelledError:
@@ -137,7 +137,7 @@ def _after_wait_for(
             exe.execute_recovery = exe.last_error
             exe.condition_results = pb.ConditionResults(wait_for_failed=True)
             exe.locals = []
-            exe.phase = Phase.EXECUTE
+            run.set_phase(exe, Phase.EXECUTE)
             exe.reset_method()
             engine.transition(run, durable=True)
             return
@@ -145,7 +145,7 @@ def _after_wait_for(
         engine.transition(run, durable=True)
         return
     assert isinstance(outcome, pb.InvokeWaitForMethodResponse)
-    effects.apply_effects(run, outcome, engine.runtimes.of(run).changed_attributes)
+    effects.apply_effects(run, outcome)
     exe.locals = list(outcome.upsert_step_exe_locals)
     context = _method_event_context(engine, run, exe, "wait_for")
     durable = context.durability == pb.STEP_DURABILITY_SYNC
@@ -163,17 +163,17 @@ def _after_wait_for(
     condition = outcome.waiting_condition if outcome.HasField("waiting_condition") else None
     if condition is None or not (condition.timer_conditions or condition.channel_conditions):
         exe.condition_results = pb.ConditionResults()
-        exe.phase = Phase.EXECUTE
+        run.set_phase(exe, Phase.EXECUTE)
         exe.reset_method()
     else:
         now = math.floor(time.time())
         exe.condition = condition
         exe.timer_fire_at = [now + int(timer.duration_seconds) for timer in condition.timer_conditions]
         exe.timer_status = [pb.INTERNAL_TIMER_STATUS_PENDING for _ in condition.timer_conditions]
-        exe.phase = Phase.WAITING
+        run.set_phase(exe, Phase.WAITING)
         exe.reset_method()
         loop = asyncio.get_running_loop()
-        rt = engine.runtimes.of(run)
+        rt = run.rt
         # Fired timers' handles are dropped here so a long-lived Flow does not accumulate them.
         rt.handles = [h for h in rt.handles if not h.cancelled() and h.when() > loop.time()]
         for fire_at in exe.timer_fire_at:
@@ -198,7 +198,7 @@ def _after_execute(
     context = _method_event_context(engine, run, exe, "execute")
     if isinstance(outcome, WorkerFailure):
         _record_failure(engine, run, exe, outcome, inputs, context)
-        run.executions.pop(exe.exe_id, None)
+        run.remove_execution(exe.exe_id)
         proceed = options.execute_failure_proceed_step_type
         if (
             options.execute_failure_policy == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP
@@ -219,8 +219,8 @@ def _after_execute(
     for movement in decision.next_steps:
         movement.from_step_execution_id_internal_only = exe.exe_id
         movement.ClearField("recovery_error_internal_only")
-    effects.apply_effects(run, outcome, engine.runtimes.of(run).changed_attributes)
-    run.executions.pop(exe.exe_id, None)
+    effects.apply_effects(run, outcome)
+    run.remove_execution(exe.exe_id)
     engine.cancel_by_type(run, decision.cancel_step_types, decision.cancel_sibling_step_types, exe)
 
     def completed(event: pb.FlowHistoryEvent) -> None:
@@ -237,7 +237,7 @@ def _after_execute(
 
     def collect() -> None:
         if close is not None and close.HasField("close_input") and not requests.is_null(close.close_input):
-            run.results.append(
+            run.add_result(
                 pb.StepCompletionOutput(
                     completed_step_type=exe.step_type,
                     completed_step_execution_id=exe.exe_id,
@@ -255,7 +255,7 @@ def _after_execute(
         collect()
         engine.close_run(run, pb.FLOW_STATUS_COMPLETED)
     elif close_type == pb.CLOSE_DECISION_TYPE_FORCE_FAIL:
-        reason = engine.blobs.hydrate(close.close_input).string_value
+        reason = engine.blobs.hydrate(run.flow_id, close.close_input).string_value
         engine.close_run(run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_STEP_DECISION_FAILING_FLOW, reason)
     elif close_type == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE_ON_CHANNELS_EMPTY:
         if all(not run.channels.get(name) for name in close.conditional_channel_names):

@@ -1,229 +1,268 @@
-"""Persistence: SQLite (WAL, ``synchronous=NORMAL``) or memory, behind one small interface.
+"""Persistence: one SQLite database (a file in WAL mode, or in memory) whose writes are staged until commit.
 
-Every Flow run is stored as one snapshot row rewritten per committed transition; history events, blobs and
-Stream messages have their own append-only tables. Writes are buffered in the open SQLite transaction and
-become durable at the next `commit`, so a caller decides which transitions must be durable before they are
-acknowledged.
+Writes are staged as SQL statements and run in one transaction by `commit`, so a read never sees a write
+that is not committed, and a commit that fails is rolled back with its statements kept for the next try.
+The schema is plain tables a person can read with ``sqlite3`` (see `SCHEMA`); it carries its version in
+``PRAGMA user_version``. One devserver at a time owns a database file: it holds an exclusive lock on
+``<file>.lock`` while it runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import sqlite3
-from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-__all__ = ["RunRow", "Store", "StreamRow"]
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "Store", "StoreError"]
 
+SCHEMA_VERSION = 2
+# Version 1 (dex-devserver before this schema) kept each run as a pickled snapshot in `runs.state`.
+_PICKLE_SCHEMA_VERSION = 1
 
-@dataclass(frozen=True)
-class RunRow:
-    """A stored Flow run snapshot."""
-
-    flow_id: str
-    run_id: str
-    seq: int
-    state: bytes
-
-
-@dataclass(frozen=True)
-class StreamRow:
-    """A stored Stream message."""
-
-    flow_type: str
-    flow_id: str
-    stream_name: str
-    seq: int
-    created: float
-    source: str
-    value: bytes
-
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    flow_id TEXT NOT NULL, run_id TEXT NOT NULL, seq INTEGER NOT NULL, state BLOB NOT NULL,
+# Comments name the protobuf message (from dex.dexpb.dex_pb2) of each BLOB column; SQLite keeps them, so
+# ``.schema`` in the sqlite3 shell shows them too. Enums are stored by name, times as Unix seconds.
+SCHEMA = """
+CREATE TABLE runs (
+    flow_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL UNIQUE,                -- start order over all runs
+    flow_type TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    status TEXT NOT NULL,                       -- dex.FlowStatus name
+    start_time REAL NOT NULL,
+    close_time REAL NOT NULL,                   -- 0 while running
+    error_type TEXT NOT NULL,                   -- dex.FlowErrorType name
+    error_message TEXT NOT NULL,
+    graceful INTEGER NOT NULL,                  -- 1 once graceful completion was requested
+    next_event_id INTEGER NOT NULL,
+    next_exe_seq INTEGER NOT NULL,
+    next_message_seq INTEGER NOT NULL,
+    step_counts TEXT NOT NULL,                  -- JSON {step type: executions created}
+    timeout_seconds INTEGER NOT NULL,
+    timeout_policy TEXT NOT NULL,               -- dex.FlowTimeoutPolicy name
+    timeout_at REAL NOT NULL,
+    start_at REAL NOT NULL,                     -- when a delayed start runs its first Step
+    worker_target BLOB NOT NULL,                -- dex.WorkerTarget
+    config BLOB NOT NULL,                       -- dex.FlowConfig
+    timeout_handler BLOB,                       -- dex.FlowTimeoutHandlerOptions
+    delayed_start BLOB,                         -- dex.StepMovement
     PRIMARY KEY (flow_id, run_id));
-CREATE TABLE IF NOT EXISTS history (
-    flow_id TEXT NOT NULL, run_id TEXT NOT NULL, event_id INTEGER NOT NULL, event BLOB NOT NULL,
-    PRIMARY KEY (flow_id, run_id, event_id));
-CREATE TABLE IF NOT EXISTS attributes (
-    flow_id TEXT NOT NULL, run_id TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL,
+CREATE INDEX runs_by_flow ON runs (flow_id, seq);
+CREATE INDEX runs_running ON runs (seq) WHERE status = 'FLOW_STATUS_RUNNING';
+CREATE INDEX runs_by_close_time ON runs (close_time) WHERE close_time > 0;
+CREATE TABLE executions (
+    flow_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    exe_id TEXT NOT NULL,                       -- <Step type>-<n>
+    seq INTEGER NOT NULL,                       -- creation order within the run
+    step_type TEXT NOT NULL,
+    phase TEXT NOT NULL,                        -- wait_for, waiting or execute
+    attempt INTEGER NOT NULL,
+    first_attempt_time INTEGER NOT NULL,
+    method_started REAL NOT NULL,
+    in_flight INTEGER NOT NULL,                 -- 1 while an attempt may be running on a Worker
+    retry_at REAL NOT NULL,
+    timers TEXT NOT NULL,                       -- JSON [[firing Unix second, dex.InternalTimerStatus name]]
+    movement BLOB NOT NULL,                     -- dex.StepMovement
+    heartbeat BLOB,                             -- dex.Value
+    last_failure BLOB,                          -- dex.StepMethodFailure
+    last_error BLOB,                            -- dex.RecoveryErrorInfo
+    condition BLOB,                             -- dex.WaitingCondition
+    locals BLOB,                                -- dex.StepMethodEventInput (step_execution_locals only)
+    condition_results BLOB,                     -- dex.ConditionResults
+    execute_recovery BLOB,                      -- dex.RecoveryErrorInfo
+    PRIMARY KEY (flow_id, run_id, exe_id));
+CREATE TABLE attributes (
+    flow_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value BLOB NOT NULL,                        -- dex.Value
     PRIMARY KEY (flow_id, run_id, key));
-CREATE TABLE IF NOT EXISTS blobs (blob_id TEXT PRIMARY KEY, data BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS streams (
-    flow_type TEXT NOT NULL, flow_id TEXT NOT NULL, stream_name TEXT NOT NULL, seq INTEGER NOT NULL,
-    created REAL NOT NULL, source TEXT NOT NULL, value BLOB NOT NULL,
+CREATE TABLE channel_messages (
+    flow_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,                       -- queue order within the run
+    channel_name TEXT NOT NULL,
+    value BLOB NOT NULL,                        -- dex.Value
+    PRIMARY KEY (flow_id, run_id, message_id));
+CREATE TABLE results (
+    flow_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    output BLOB NOT NULL,                       -- dex.StepCompletionOutput
+    PRIMARY KEY (flow_id, run_id, position));
+CREATE TABLE history (
+    flow_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    event_id INTEGER NOT NULL,
+    event_type TEXT NOT NULL,                   -- as `dex-devserver history` prints it
+    event_time REAL NOT NULL,
+    event BLOB NOT NULL,                        -- dex.FlowHistoryEvent
+    PRIMARY KEY (flow_id, run_id, event_id));
+CREATE TABLE blobs (
+    flow_id TEXT NOT NULL,                      -- LoadBlobs serves a blob only to its own Flow
+    blob_id TEXT NOT NULL,                      -- s-<sha256> (UTF-8 string) or o-<sha256> (dex.EncodedObject)
+    run_id TEXT NOT NULL,
+    data BLOB NOT NULL,
+    PRIMARY KEY (flow_id, blob_id, run_id));
+CREATE TABLE streams (
+    flow_type TEXT NOT NULL,
+    flow_id TEXT NOT NULL,
+    stream_name TEXT NOT NULL,
+    seq INTEGER NOT NULL,                       -- the message's resume token
+    created REAL NOT NULL,
+    source TEXT NOT NULL,
+    size INTEGER NOT NULL,                      -- bytes of `value`, counted against the capacity
+    value BLOB NOT NULL,                        -- dex.Value
     PRIMARY KEY (flow_type, flow_id, stream_name, seq));
 """
 
 
+class StoreError(Exception):
+    """The database cannot be used: another devserver holds it, or its schema version is unknown."""
+
+
+Statement = tuple[str, list[Sequence[Any]]]
+
+
+def _lock(path: str) -> int:
+    """Takes the exclusive lock on ``<path>.lock``; the kernel releases it when the process dies."""
+    lock_path = f"{path}.lock"
+    descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        raise StoreError(
+            f"{path} is in use by another dex-devserver (it holds {lock_path});"
+            " one devserver per database file: stop the other one or pass another --db"
+        ) from None
+    return descriptor
+
+
+def _check_version(db: sqlite3.Connection, path: str) -> None:
+    """Creates the schema in an empty database, or refuses one whose schema this version cannot read."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version == SCHEMA_VERSION:
+        return
+    tables = {str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if version == 0 and not tables:
+        db.executescript(f"BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+        return
+    if version == 0 and "runs" in tables:
+        version = _PICKLE_SCHEMA_VERSION
+    raise StoreError(
+        f"{path} has schema version {version}; this dex-devserver reads version {SCHEMA_VERSION} only"
+        + (
+            " (version 1 stored each run as a pickle and cannot be converted):"
+            " delete the file or pass another --db"
+            if version == _PICKLE_SCHEMA_VERSION
+            else " (was it written by a newer dex-devserver?)"
+        )
+    )
+
+
 class Store:
-    """Run snapshots, history, blobs and Stream messages, in SQLite or in memory.
+    """The devserver's database: staged writes, one-transaction commits, and reads of committed data.
 
     Args:
-        path: The SQLite file, or None to keep everything in memory.
+        path: The SQLite file, or None for a database in memory (nothing survives a restart).
+
+    Raises:
+        StoreError: When another devserver uses the file or its schema version is unknown.
     """
 
     def __init__(self, path: str | None) -> None:
         self.path = path
-        self._db: sqlite3.Connection | None = None
-        self._mem_runs: dict[tuple[str, str], RunRow] = {}
-        self._mem_history: dict[tuple[str, str], list[bytes]] = defaultdict(list)
-        self._mem_attributes: dict[tuple[str, str], dict[str, bytes]] = defaultdict(dict)
-        self._mem_blobs: dict[str, bytes] = {}
-        self._mem_streams: list[StreamRow] = []
+        self._lock_descriptor: int | None = None
+        self._staged: list[Statement] = []
         if path is not None:
-            db = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode never corrupts the database and survives a process kill; only a power loss
-            # can drop the last transactions, which is the trade-off the benchmark reports.
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
-            db.commit()
-            self._db = db
+            self._lock_descriptor = _lock(path)
+        try:
+            # Autocommit mode: `commit` opens and ends its own transaction.
+            db = sqlite3.connect(path or ":memory:", isolation_level=None, check_same_thread=False)
+            if path is not None:
+                db.execute("PRAGMA journal_mode=WAL")
+                # NORMAL in WAL mode never corrupts the database and survives a process kill; only a power
+                # loss can drop the last transactions, which is the trade-off the benchmark reports.
+                db.execute("PRAGMA synchronous=NORMAL")
+            _check_version(db, path or ":memory:")
+        except BaseException:
+            self._unlock()
+            raise
+        self._db: sqlite3.Connection | None = db
 
     @property
     def is_persistent(self) -> bool:
-        """Tells whether state survives a restart (SQLite) or not (memory)."""
-        return self._db is not None
+        """Tells whether state survives a restart (a file) or not (memory)."""
+        return self.path is not None
 
     @property
     def settings(self) -> str:
         """A one-line description of the storage settings, for logs and the benchmark."""
-        if self._db is None:
-            return "memory (no persistence)"
+        if self.path is None:
+            return f"SQLite {sqlite3.sqlite_version} in memory (no persistence)"
         return f"SQLite {sqlite3.sqlite_version} WAL synchronous=NORMAL at {self.path}"
 
-    def save_run(
-        self, row: RunRow, events: list[tuple[int, bytes]], attributes: list[tuple[str, bytes | None]]
-    ) -> None:
-        """Buffers a run snapshot, its new history events and its changed Attributes.
+    @property
+    def has_staged(self) -> bool:
+        """Tells whether writes wait for a commit."""
+        return bool(self._staged)
 
-        Attributes are stored apart from the snapshot so that a transition writes only the keys it
-        changed (None deletes a key), however many a long-lived Flow holds. Durable at the next `commit`.
-        """
+    def _connection(self) -> sqlite3.Connection:
         if self._db is None:
-            self._mem_runs[(row.flow_id, row.run_id)] = row
-            self._mem_history[(row.flow_id, row.run_id)].extend(event for _, event in events)
-            stored = self._mem_attributes[(row.flow_id, row.run_id)]
-            for key, value in attributes:
-                if value is None:
-                    stored.pop(key, None)
-                else:
-                    stored[key] = value
-            return
-        upserts = [(row.flow_id, row.run_id, key, value) for key, value in attributes if value is not None]
-        deletes = [(row.flow_id, row.run_id, key) for key, value in attributes if value is None]
-        if upserts:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO attributes (flow_id, run_id, key, value) VALUES (?, ?, ?, ?)", upserts
-            )
-        if deletes:
-            self._db.executemany(
-                "DELETE FROM attributes WHERE flow_id = ? AND run_id = ? AND key = ?", deletes
-            )
-        self._db.execute(
-            "INSERT OR REPLACE INTO runs (flow_id, run_id, seq, state) VALUES (?, ?, ?, ?)",
-            (row.flow_id, row.run_id, row.seq, row.state),
-        )
-        if events:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO history (flow_id, run_id, event_id, event) VALUES (?, ?, ?, ?)",
-                [(row.flow_id, row.run_id, event_id, event) for event_id, event in events],
-            )
+            raise StoreError("the store is closed")
+        return self._db
+
+    def stage(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Stages one statement for each row; it runs at the next `commit`."""
+        batch = list(rows)
+        if batch:
+            self._staged.append((sql, batch))
 
     def commit(self) -> None:
-        """Makes every buffered write durable."""
-        if self._db is not None and self._db.in_transaction:
-            self._db.commit()
+        """Runs every staged statement in one transaction.
 
-    def load_runs(self) -> list[RunRow]:
-        """Returns every stored run, oldest first."""
-        if self._db is None:
-            return sorted(self._mem_runs.values(), key=lambda row: row.seq)
-        rows = self._db.execute("SELECT flow_id, run_id, seq, state FROM runs ORDER BY seq").fetchall()
-        return [RunRow(str(f), str(r), int(s), bytes(b)) for f, r, s, b in rows]
-
-    def load_attributes(self, flow_id: str, run_id: str) -> dict[str, bytes]:
-        """Returns a run's stored Attributes."""
-        if self._db is None:
-            return dict(self._mem_attributes.get((flow_id, run_id), {}))
-        rows = self._db.execute(
-            "SELECT key, value FROM attributes WHERE flow_id = ? AND run_id = ?", (flow_id, run_id)
-        ).fetchall()
-        return {str(key): bytes(value) for key, value in rows}
-
-    def load_history(
-        self, flow_id: str, run_id: str, first_id: int = 1, limit: int = -1
-    ) -> list[tuple[int, bytes]]:
-        """Returns up to `limit` (-1: all) saved history events of a run from `first_id` on, in order."""
-        if self._db is None:
-            events = self._mem_history.get((flow_id, run_id), [])
-            # Memory history is a list in event order whose IDs start at 1.
-            selected = list(enumerate(events, start=1))[max(first_id, 1) - 1 :]
-            return selected if limit < 0 else selected[:limit]
-        rows = self._db.execute(
-            "SELECT event_id, event FROM history WHERE flow_id = ? AND run_id = ? AND event_id >= ?"
-            " ORDER BY event_id LIMIT ?",
-            (flow_id, run_id, first_id, limit),
-        ).fetchall()
-        return [(int(event_id), bytes(event)) for event_id, event in rows]
-
-    def put_blob(self, blob_id: str, data: bytes) -> None:
-        """Buffers a content-addressed blob; writing the same blob twice is a no-op."""
-        if self._db is None:
-            self._mem_blobs[blob_id] = data
+        Raises:
+            sqlite3.Error: When the transaction fails; it is rolled back and its statements stay staged, in
+                order, ahead of any staged later, so the next commit tries them again.
+        """
+        if not self._staged:
             return
-        self._db.execute("INSERT OR IGNORE INTO blobs (blob_id, data) VALUES (?, ?)", (blob_id, data))
+        db = self._connection()
+        staged, self._staged = self._staged, []
+        try:
+            db.execute("BEGIN")
+            for sql, rows in staged:
+                db.executemany(sql, rows)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            self._staged = staged + self._staged
+            raise
 
-    def get_blob(self, blob_id: str) -> bytes | None:
-        """Returns a blob's bytes, or None when it is unknown."""
-        if self._db is None:
-            return self._mem_blobs.get(blob_id)
-        row = self._db.execute("SELECT data FROM blobs WHERE blob_id = ?", (blob_id,)).fetchone()
-        return None if row is None else bytes(row[0])
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Returns the rows of a read of committed data."""
+        return self._connection().execute(sql, params).fetchall()
 
-    def append_stream(self, row: StreamRow) -> None:
-        """Buffers a Stream message."""
-        if self._db is None:
-            self._mem_streams.append(row)
-            return
-        self._db.execute(
-            "INSERT OR REPLACE INTO streams (flow_type, flow_id, stream_name, seq, created, source, value)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (row.flow_type, row.flow_id, row.stream_name, row.seq, row.created, row.source, row.value),
-        )
-
-    def trim_stream(self, flow_type: str, flow_id: str, stream_name: str, below_seq: int) -> None:
-        """Buffers the deletion of a Stream's messages older than `below_seq`."""
-        if self._db is None:
-            self._mem_streams = [
-                row
-                for row in self._mem_streams
-                if (row.flow_type, row.flow_id, row.stream_name) != (flow_type, flow_id, stream_name)
-                or row.seq >= below_seq
-            ]
-            return
-        self._db.execute(
-            "DELETE FROM streams WHERE flow_type = ? AND flow_id = ? AND stream_name = ? AND seq < ?",
-            (flow_type, flow_id, stream_name, below_seq),
-        )
-
-    def load_streams(self) -> list[StreamRow]:
-        """Returns every stored Stream message, in write order per Stream."""
-        if self._db is None:
-            return list(self._mem_streams)
-        rows = self._db.execute(
-            "SELECT flow_type, flow_id, stream_name, seq, created, source, value FROM streams"
-            " ORDER BY flow_type, flow_id, stream_name, seq"
-        ).fetchall()
-        return [
-            StreamRow(str(t), str(f), str(n), int(s), float(c), str(src), bytes(v))
-            for t, f, n, s, c, src, v in rows
-        ]
+    def execute_script(self, sql: str) -> None:
+        """Runs statements outside the staged writes (tests use it to inject database failures)."""
+        self._connection().executescript(sql)
 
     def close(self) -> None:
-        """Commits and closes the database."""
+        """Closes the database and releases the file (staged writes not committed are dropped)."""
         if self._db is not None:
-            self._db.commit()
             self._db.close()
             self._db = None
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock_descriptor is not None:
+            os.close(self._lock_descriptor)
+            self._lock_descriptor = None

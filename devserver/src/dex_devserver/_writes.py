@@ -8,7 +8,7 @@ from dex.dexpb import dex_pb2 as pb
 
 from . import _effects as effects
 from . import _errors as errors
-from ._blobs import ValueTooLargeError
+from ._blobs import ValueRefusedError
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -29,10 +29,10 @@ def set_attributes(engine: Engine, request: pb.SetAttributesRequest) -> None:
     if any(not key for key in keys) or len(keys) != len(set(keys)):
         raise errors.invalid_argument("attribute keys must be non-empty and unique")
     try:
-        effects.ingest_effects(engine.blobs, writes, (), ())
-    except ValueTooLargeError as error:
+        effects.ingest_effects(engine.blobs, (run.flow_id, run.run_id), writes, (), ())
+    except ValueRefusedError as error:
         raise errors.invalid_argument(str(error)) from None
-    effects.apply_writes(run, writes, engine.runtimes.of(run).changed_attributes)
+    effects.apply_writes(run, writes)
 
     def written(event: pb.FlowHistoryEvent) -> None:
         event.rpc_execution_completed.is_set_attribute_api = True
@@ -74,8 +74,8 @@ def publish(engine: Engine, request: pb.PublishToChannelRequest) -> None:
     if any(not message.channel_name for message in messages):
         raise errors.invalid_argument("every message needs a channel_name")
     try:
-        effects.ingest_effects(engine.blobs, (), messages, ())
-    except ValueTooLargeError as error:
+        effects.ingest_effects(engine.blobs, (run.flow_id, run.run_id), (), messages, ())
+    except ValueRefusedError as error:
         raise errors.invalid_argument(str(error)) from None
     effects.apply_publishes(run, messages)
 
@@ -87,7 +87,7 @@ def publish(engine: Engine, request: pb.PublishToChannelRequest) -> None:
 
 
 def write_stream(engine: Engine, request: pb.WriteStreamRequest) -> None:
-    """Appends a client message to a Stream.
+    """Appends a client message to a Stream (acknowledge it once `Journal.durable` returns).
 
     Raises:
         ServiceError: For missing fields or an oversized value.
@@ -99,8 +99,8 @@ def write_stream(engine: Engine, request: pb.WriteStreamRequest) -> None:
     if request.stream_capacity_bytes <= 0:
         raise errors.invalid_argument("stream_capacity_bytes must be positive")
     try:
-        engine.blobs.check_size(request.value, f"a write to Stream {request.stream_name!r}")
-    except ValueTooLargeError as error:
+        engine.blobs.check(request.value, f"a write to Stream {request.stream_name!r}")
+    except ValueRefusedError as error:
         raise errors.invalid_argument(str(error)) from None
     engine.streams.append(
         (request.flow_type, request.flow_id, request.stream_name),
@@ -108,4 +108,4 @@ def write_stream(engine: Engine, request: pb.WriteStreamRequest) -> None:
         request.value,
         request.source,
     )
-    engine.store.commit()
+    engine.journal.request_commit()

@@ -18,6 +18,8 @@ from dex.dexpb import dex_pb2 as pb
 INVALID_DECISION = "InvalidDecision"  # execute returns a StepDecision with neither movements nor close
 INVALID_WAIT = "InvalidWait"  # wait_for returns a Channel condition with at_most < at_least
 RECOVER = "Recover"  # force-completes with what it was told about the failure
+SUBFLOW_WAIT = "SubFlowWait"  # wait_for returns a SubFlow condition, which the devserver does not implement
+FORGED_BLOB = "ForgedBlob"  # execute completes the Flow with a blob reference the server never issued
 
 
 class FakeWorker:
@@ -65,10 +67,16 @@ class FakeWorker:
     ) -> Iterator[pb.InvokeWaitForMethodOutput]:
         with self._lock:
             self.requests.append(request)
-        waiting = pb.WaitingCondition(
-            waiting_condition_type=pb.WAITING_CONDITION_TYPE_ALL_COMPLETED,
-            channel_conditions=[pb.ChannelCondition(channel_name="inbox", at_least=3, at_most=1)],
-        )
+        if request.step_type == SUBFLOW_WAIT:
+            waiting = pb.WaitingCondition(
+                waiting_condition_type=pb.WAITING_CONDITION_TYPE_ALL_COMPLETED,
+                sub_flow_conditions=[pb.SubFlowCondition(sub_flow_type="Child", start_step_type="Start")],
+            )
+        else:
+            waiting = pb.WaitingCondition(
+                waiting_condition_type=pb.WAITING_CONDITION_TYPE_ALL_COMPLETED,
+                channel_conditions=[pb.ChannelCondition(channel_name="inbox", at_least=3, at_most=1)],
+            )
         yield pb.InvokeWaitForMethodOutput(result=pb.InvokeWaitForMethodResponse(waiting_condition=waiting))
 
     def _execute(
@@ -78,6 +86,13 @@ class FakeWorker:
             self.requests.append(request)
         if request.step_type == INVALID_DECISION:
             decision = pb.StepDecision()
+        elif request.step_type == FORGED_BLOB:
+            forged = pb.Value(internal_blob_id_for_string_value="s-" + "0" * 64)
+            decision = pb.StepDecision(
+                close_decision=pb.CloseDecision(
+                    close_decision_type=pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE, close_input=forged
+                )
+            )
         else:
             summary = (
                 f"{request.step_type}|{request.context.recovery_error.detail}"
@@ -96,7 +111,7 @@ def start_request(flow_id: str, start_step_type: str, worker_address: str) -> pb
     """A StartFlow for a Flow type only the fake Worker knows: one attempt, failures go to Recover."""
     single = pb.RetryPolicy(initial_interval_seconds=1, maximum_attempts=1)
     options = pb.StepOptions(
-        skip_wait_for=start_step_type != INVALID_WAIT,
+        skip_wait_for=start_step_type not in (INVALID_WAIT, SUBFLOW_WAIT),
         execute_retry_policy=single,
         wait_for_retry_policy=single,
         wait_for_failure_policy=pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE,

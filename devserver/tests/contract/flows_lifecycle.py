@@ -94,6 +94,23 @@ class ChainFlow(Flow[int]):
         return start_with(Hop()).other_steps(Leaf())
 
 
+class Spread(Step[int]):
+    """Fans out to ``input`` parallel Twigs in one decision."""
+
+    def execute(self, context: Context, input: int) -> StepDecision:
+        return go_to_many(*(move(Twig, index) for index in range(input)))
+
+
+class Twig(Step[int]):
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:
+        return graceful_complete(input)
+
+
+class WideFlow(Flow[int]):
+    def get_steps(self) -> StepList[int]:
+        return start_with(Spread()).other_steps(Twig())
+
+
 stage = Attribute("stage", str)
 
 
@@ -303,6 +320,7 @@ class ChannelsEmptyFlow(Flow[str]):
 
 PARKED = ParkedFlow()
 CHAIN = ChainFlow()
+WIDE = WideFlow()
 WAIT_THEN_EXECUTE = WaitThenExecuteFlow()
 GRACEFUL = GracefulFlow()
 FORCE = ForceFlow()
@@ -315,6 +333,7 @@ HANDLED_TIMEOUT = HandledTimeoutFlow()
 FLOWS: tuple[Flow[Any], ...] = (
     PARKED,
     CHAIN,
+    WIDE,
     WAIT_THEN_EXECUTE,
     GRACEFUL,
     FORCE,

@@ -19,6 +19,7 @@ from dex import (
     StepDecision,
     StepList,
     StepOptions,
+    Stream,
     Wait,
     dead_end,
     force_complete,
@@ -30,6 +31,7 @@ from .common import RESCUE_OPTIONS, Rescue, fast_retry, move, note, start_with
 big = Attribute("big", str)
 small = Attribute("small", str)
 shutdown = Channel("shutdown", str)
+bulletin = Stream("bulletin", str, 16 * 1024 * 1024)
 
 
 def digest(value: str) -> str:
@@ -65,6 +67,19 @@ class Grower(Step[str]):
         return StepOptions(execute_retry=fast_retry(1)).on_execute_failure_proceed_to(Rescue, RESCUE_OPTIONS)
 
 
+class Flooder(Step[str]):
+    """Writes a Stream message of ``input`` bytes, then one small one."""
+
+    def execute(self, context: Context, input: str) -> StepDecision:
+        note(context, "flood_attempt")
+        bulletin.write(context, "f" * int(input))
+        bulletin.write(context, "after")
+        return dead_end()
+
+    def get_step_options(self) -> StepOptions | None:
+        return StepOptions(execute_retry=fast_retry(1)).on_execute_failure_proceed_to(Rescue, RESCUE_OPTIONS)
+
+
 class BigEcho(Step[str]):
     def execute(self, context: Context, input: str) -> StepDecision:
         note(context, "echo_input", length=len(input), digest=digest(input))
@@ -73,10 +88,10 @@ class BigEcho(Step[str]):
 
 class BlobFlow(Flow[str]):
     def get_steps(self) -> StepList[str]:
-        return start_with(Hold()).other_steps(BigReader(), Grower(), Rescue(), BigEcho())
+        return start_with(Hold()).other_steps(BigReader(), Grower(), Flooder(), Rescue(), BigEcho())
 
     def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of(big, small, shutdown)
+        return PersistenceSchema.of(big, small, shutdown, bulletin)
 
     @rpc
     def set_values(self, context: Context, input: dict[str, str]) -> RPCResult[bool]:
@@ -99,6 +114,10 @@ class BlobFlow(Flow[str]):
     @rpc
     def grow(self, context: Context, input: int) -> RPCResult[bool]:
         return RPCResult(True, next_steps=(move(Grower, str(input)),))
+
+    @rpc
+    def flood(self, context: Context, input: int) -> RPCResult[bool]:
+        return RPCResult(True, next_steps=(move(Flooder, str(input)),))
 
 
 BLOBS = BlobFlow()

@@ -113,6 +113,18 @@ class DevServer:
                 )
             time.sleep(0.02)
 
+    def terminate(self) -> None:
+        """SIGTERM the devserver: a clean stop, which it may take its stop grace to finish."""
+        if self.process is not None:
+            _kill_group(self.process, signal.SIGTERM)
+
+    def wait_stopped(self, timeout: float = 60.0) -> int:
+        """Waits for the devserver to exit after `terminate` and returns its exit status."""
+        assert self.process is not None
+        status = self.process.wait(timeout=timeout)
+        self.process = None
+        return status
+
     def kill(self) -> None:
         """SIGKILL the whole process group: no shutdown hook runs, exactly like a crash."""
         if self.process is not None:
