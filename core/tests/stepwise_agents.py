@@ -43,6 +43,7 @@ SPEC = MatrixSpec(
     worker_cwd=CORE_DIR,
     approval_deadline=timedelta(seconds=4),
     unknown_tool_message="unknown tool 'launch_rocket'",
+    supports_turn_control=True,
 )
 
 
