@@ -31,7 +31,6 @@ from typing import Any, Generic, cast
 
 from agents import (
     Agent,
-    FunctionTool,
     InputGuardrailTripwireTriggered,
     ItemHelpers,
     MaxTurnsExceeded,
@@ -46,7 +45,6 @@ from agents import (
     UserError,
 )
 from agents.run_context import TContext
-from dex_agents import parse_tool_arguments
 from dex_agents.runner import (
     DEFAULT_REJECTION_TOOL_RESULT,
     UNKNOWN_TOOL_POLICY,
@@ -56,13 +54,12 @@ from dex_agents.runner import (
     DeferredToolExecution,
     ToolCallsRequested,
     ToolExecutionResult,
-    ToolPolicy,
     TurnCompleted,
     describe_tool_call_outcome,
 )
 from dex_agents.values import AgentUsage, FrameworkMessage, ToolCallStatus
 
-from dex_agents_openai_agents._effects import framework_effect
+from dex_agents_openai_agents._effects import CallPolicies
 from dex_agents_openai_agents._gating import (
     GatedAgentGraph,
     listed_mcp_tools,
@@ -196,6 +193,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
         self._max_turns = max_turns
         self._resume_last_agent = resume_last_agent
         self._tool_calls = ToolCallRunner(self._graph, context, self._run_config)
+        self._policies = CallPolicies(self._graph, context)
 
     @property
     def agent(self) -> Agent[TContext]:
@@ -396,7 +394,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 tool_call_id=item.call_id or "",
                 tool_name=item.name or item.tool_name or "",
                 arguments=item.arguments or "{}",
-                policy=await self._policy(
+                policy=await self._policies.policy(
                     turn, item.agent.name, item.name or item.tool_name or "", item.arguments, item.call_id
                 ),
                 tool_source_reference=tool_source_reference(item.agent.name),
@@ -415,52 +413,6 @@ class OpenAIAgentsRunner(Generic[TContext]):
             run_items=_run_items(result),
         )
         return ToolCallsRequested(framework_run_state=saved.to_json(), tool_calls=deferred, usage=usage)
-
-    async def _policy(
-        self,
-        turn: AgentTurnContext,
-        agent_name: str,
-        tool_name: str,
-        arguments: str | None,
-        call_id: str | None,
-    ) -> ToolPolicy:
-        """Return a call's policy: the session's, else the effect the tool's metadata declares.
-
-        A tool the SDK itself would ask approval for (`needs_approval`, or an MCP server's
-        `require_approval`) waits for approval too, unless the session has an explicit policy for it.
-        """
-        tool = self._offered_tool(agent_name, tool_name)
-        policy = turn.resolve_tool_policy(tool_name, framework_effect(tool))
-        if tool is None or tool_name in turn.tool_policies or policy.is_approval_required:
-            return policy
-        if await self._sdk_requires_approval(tool, arguments, call_id):
-            return ToolPolicy(policy.effect, requires_approval=True)
-        return policy
-
-    async def _sdk_requires_approval(
-        self, tool: FunctionTool, arguments: str | None, call_id: str | None
-    ) -> bool:
-        needs_approval = tool.needs_approval
-        if isinstance(needs_approval, bool):
-            return needs_approval
-        try:
-            parameters = parse_tool_arguments(arguments or "", tool_name=tool.name)
-            return bool(
-                await needs_approval(RunContextWrapper(context=self._context), parameters, call_id or "")
-            )
-        except Exception:
-            # A policy callback that fails, or arguments it cannot judge, cannot vouch for the call;
-            # asking a person is the safe side.
-            return True
-
-    def _offered_tool(self, agent_name: str, tool_name: str) -> FunctionTool | None:
-        """Return the user's original tool the model called (an MCP tool as this Step listed it)."""
-        agent = self._graph.original_agent(agent_name)
-        if agent is not None:
-            for tool in agent.tools:
-                if isinstance(tool, FunctionTool) and tool.name == tool_name:
-                    return tool
-        return listed_mcp_tools().get(tool_name)
 
     async def _unknown_tool_outcome(
         self,
@@ -498,7 +450,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
             call_id = str(item.get("call_id", ""))
             arguments = str(item.get("arguments", "{}"))
             policy = (
-                await self._policy(turn, agent.name, name, arguments, call_id)
+                await self._policies.policy(turn, agent.name, name, arguments, call_id)
                 if name in offered
                 else UNKNOWN_TOOL_POLICY
             )
