@@ -7,7 +7,7 @@ make; each handoff becomes an `openai_agents.handoff` event.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agents import (
@@ -66,16 +66,6 @@ def _usage(response: ModelResponse) -> AgentUsage:
     )
 
 
-def _usage_payload(usage: AgentUsage) -> dict[str, int]:
-    return {
-        "model_calls": usage.model_calls,
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cached_input_tokens": usage.cached_input_tokens,
-        "reasoning_tokens": usage.reasoning_tokens,
-    }
-
-
 @dataclass
 class StepHooks(RunHooks[Any]):
     """Counts model calls and handoffs, and stops any model call a Step must not make."""
@@ -126,7 +116,7 @@ class StepHooks(RunHooks[Any]):
 
     def write_handoff_events(self, events: AgentEventWriter) -> None:
         """Write one `HANDOFF_EVENT_TYPE` event per handoff, with every model call's usage."""
-        calls = [{"agent": call.agent_name, **_usage_payload(call.usage)} for call in self.calls]
+        calls = [{"agent": call.agent_name, **asdict(call.usage)} for call in self.calls]
         for source, target in self.handoffs:
             events.write_event(
                 HANDOFF_EVENT_TYPE, {"source_agent": source, "target_agent": target, "model_calls": calls}
