@@ -83,8 +83,7 @@ class ScriptedChatModel(BaseChatModel):
     With ``responses``, model call ``n`` of a conversation answers ``responses[n - 1]``, where ``n - 1`` is
     the number of model answers (`AIMessage`) in the call's input; a text stands for ``AIMessage(text)``.
     An answer without ``usage_metadata`` reports an estimate: one token per word of the input and of the
-    answer.
-    Without ``responses``, each call answers from the session script of `dex_agents.testing`, which
+    answer. Without ``responses``, each call answers from the session script of `dex_agents.testing`, which
     works only inside a ``RunModel`` call of a runner wrapped with ``with_model_call_scope``.
 
     Use it as any chat model::
