@@ -17,7 +17,7 @@ from google.adk.tools.function_tool import FunctionTool
 from pydantic import BaseModel
 
 from dex_agents_google_adk import GoogleAdkRunner
-from tests.scripted_model import ScriptedLlm
+from dex_agents_google_adk.testing import ScriptedLlm
 
 
 class OneAfterAnother(BaseAgent):
