@@ -8,10 +8,14 @@ each framework behaviour is checked on its own.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import cast
 
+from dex_agents.testing import mcp_inventory_server_command
 from google.adk.models.llm_request import LlmRequest
+from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
 from google.genai import types
+from mcp import StdioServerParameters
 from pydantic import Field
 
 from dex_agents_google_adk.testing import ScriptedAnswer, ScriptedLlm
@@ -66,3 +70,10 @@ def respond(*parts: types.Part | str) -> types.Content:
     return types.Content(
         role="model", parts=[types.Part(text=part) if isinstance(part, str) else part for part in parts]
     )
+
+
+def inventory_toolset(log: Path) -> McpToolset:
+    """An ADK toolset on the test kit's MCP inventory server, which logs every request to ``log``."""
+    server = mcp_inventory_server_command(log)
+    parameters = StdioServerParameters(command=server.command, args=list(server.args), env=dict(server.env))
+    return McpToolset(connection_params=StdioConnectionParams(server_params=parameters, timeout=30))

@@ -9,22 +9,13 @@ from types import SimpleNamespace
 
 import pytest
 from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
-from dex_agents.testing import SessionSide, mcp_inventory_server_command
+from dex_agents.testing import SessionSide
 from dex_agents.values import ToolCallStatus, ToolEffect
 from google.adk.agents import LlmAgent
-from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
 from google.adk.tools.mcp_tool.mcp_tool import McpTool
-from mcp import StdioServerParameters
 
 from dex_agents_google_adk import GoogleAdkRunner, McpCallInterruptedError, framework_effect
-from tests.support import CannedLlm, call, respond
-
-
-def inventory_toolset(log: Path) -> McpToolset:
-    """An ADK toolset on the test kit's MCP inventory server, which logs every request to ``log``."""
-    server = mcp_inventory_server_command(log)
-    parameters = StdioServerParameters(command=server.command, args=list(server.args), env=dict(server.env))
-    return McpToolset(connection_params=StdioConnectionParams(server_params=parameters, timeout=30))
+from tests.support import CannedLlm, call, inventory_toolset, respond
 
 
 def test_annotations_map_to_effects() -> None:
