@@ -92,7 +92,11 @@ async def test_adks_echo_of_a_structured_answer_is_not_counted_as_a_response() -
         arguments = {"city": "Rome", "summary": summary}
         return ScriptedResponse(tool_calls=(ScriptedToolCall("set_model_response", arguments, call_id),))
 
-    model = ScriptedLlm(responses=[answer("sunny", "answer-1"), answer("still sunny", "answer-2")])
+    # The first answer fails the schema, so ADK asks the model again in the same turn: a real response.
+    invalid = ScriptedResponse(
+        tool_calls=(ScriptedToolCall("set_model_response", {"city": "Rome"}, "answer-0"),)
+    )
+    model = ScriptedLlm(responses=[invalid, answer("sunny", "answer-1"), answer("still sunny", "answer-2")])
     agent = LlmAgent(name="forecaster", model=model, tools=[get_weather], output_schema=Forecast)
     runner = InMemoryRunner(agent=agent)
 
@@ -112,3 +116,8 @@ async def test_a_call_past_the_last_response_fails_with_an_error_naming_the_scri
     with pytest.raises(RuntimeError, match="has 1 scripted responses") as error:
         await run_turn(runner, "Hi again")
     assert "no answer for call 2" in str(error.value)
+
+
+def test_a_list_refuses_fields_only_the_sessions_script_honours() -> None:
+    with pytest.raises(ValueError, match=r"responses\[1\] sets gate, fail_attempts, which only"):
+        ScriptedLlm(responses=[ScriptedResponse(text="Hi."), ScriptedResponse(gate="g", fail_attempts=(1,))])

@@ -12,13 +12,15 @@ It has two modes:
 - **A list of responses** (``ScriptedLlm(responses=[...])``), for trying an agent offline or testing it
   without Dex's test kit. A model call answers with ``responses[n]``, where ``n`` is the number of model
   responses its input already holds, so the answer depends only on the conversation: a retried or
-  resumed call, in any process, gets the same one. ADK's own model event that repeats a structured
-  answer (`set_model_response`) is not counted.
+  resumed call, in any process, gets the same one. ADK's own model event that repeats a valid
+  structured answer (`set_model_response`) is not counted.
 - **The session's script** (``ScriptedLlm()``), for tests on Dex's test kit: each call asks
   `dex_agents.testing.scripted_model_response` for its answer, which logs the call with its session,
   turn and attempt, honours the script's gates and failures, and logs a call that is cancelled while it
   waits (``ScriptedResponse(block_until_cancelled=True)``). It needs the `RunModel` scope that
-  `dex_agents.testing.with_model_call_scope` (and the matrix harness) gives the runner.
+  `dex_agents.testing.with_model_call_scope` (and the matrix harness) gives the runner. It does not
+  stream ``partial_text`` (nor ``thread_text`` or ``late_text``, which only `ScriptedRunner` uses); a list
+  of responses refuses every such script-only field.
 
 What the model reads is rendered as one text per part (`render_model_input`): ``user: <text>``,
 ``assistant: <text>``, ``assistant calls <tool> <arguments> [<id>]`` and ``tool <tool> [<id>]: <key>:
@@ -36,10 +38,24 @@ from google.adk.models import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
+from pydantic import model_validator
 
 from dex_agents_google_adk._structured_answer import SET_MODEL_RESPONSE
 
 __all__ = ["ScriptedAnswer", "ScriptedLlm", "ScriptedResponse", "ScriptedToolCall", "render_model_input"]
+
+_PLAIN = ScriptedResponse()
+_SCRIPT_STORE_FIELDS = (
+    "gate",
+    "gate_attempts",
+    "fail_attempts",
+    "failure_type",
+    "block_until_cancelled",
+    "partial_text",
+    "thread_text",
+    "late_text",
+    "run_state_padding",
+)
 
 ScriptedAnswer = ScriptedResponse | types.Content | LlmResponse
 """One answer: a `ScriptedResponse`; ADK's own `types.Content` (any parts, such as thoughts), streamed
@@ -78,16 +94,23 @@ def render_model_input(contents: Sequence[types.Content]) -> list[str]:
     return texts
 
 
+def _is_valid_structured_answer(response: types.FunctionResponse | None) -> bool:
+    if response is None or response.name != SET_MODEL_RESPONSE:
+        return False
+    # ADK answers a structured answer that fails its schema with {"error": "Validation Error found: ..."}.
+    error = (response.response or {}).get("error")
+    return not (isinstance(error, str) and error.startswith("Validation Error found"))
+
+
 def _model_responses_in(contents: Sequence[types.Content]) -> int:
-    """Count the model responses in a call's input, leaving out ADK's echo of a structured answer."""
+    """Count the model responses in a call's input, leaving out ADK's echo of a valid structured answer."""
     count = 0
     after_structured_answer = False
     for content in contents:
         if content.role == "model" and not after_structured_answer:
             count += 1
         after_structured_answer = any(
-            part.function_response is not None and part.function_response.name == SET_MODEL_RESPONSE
-            for part in content.parts or ()
+            _is_valid_structured_answer(part.function_response) for part in content.parts or ()
         )
     return count
 
@@ -195,6 +218,21 @@ class ScriptedLlm(BaseLlm):
 
     model: str = "dex-scripted"
     responses: list[ScriptedAnswer] | None = None
+
+    @model_validator(mode="after")
+    def _refuse_script_store_fields(self) -> ScriptedLlm:
+        """Refuse fields only the session's script honours, instead of ignoring them."""
+        for position, answer in enumerate(self.responses or ()):
+            if not isinstance(answer, ScriptedResponse):
+                continue
+            unused = [name for name in _SCRIPT_STORE_FIELDS if getattr(answer, name) != getattr(_PLAIN, name)]
+            if unused:
+                raise ValueError(
+                    f"responses[{position}] sets {', '.join(unused)}, which only the session's script "
+                    "honours (ScriptedLlm() without responses, on Dex's test kit); a list of responses uses "
+                    "text, tool_calls, turn_error, input_tokens and output_tokens"
+                )
+        return self
 
     async def choose_response(self, llm_request: LlmRequest) -> ScriptedAnswer:
         """Return the answer to one model call; override it for a model that decides from its input.
