@@ -6,6 +6,7 @@ of the session would notice: which calls become Steps, what the model sees, what
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, cast
 
@@ -231,6 +232,24 @@ async def test_executing_a_call_runs_the_real_tool_once_through_adks_tool_pipeli
     with pytest.raises(ToolExecutionError, match="the vault is closed"):
         await session.execute(runner, "refuse")
     assert model.calls == 1, "running a tool never calls the model"
+
+
+async def test_arguments_that_are_not_a_json_object_fail_the_call_with_a_message_the_model_reads() -> None:
+    model = CannedLlm(responses=[respond(call("get_weather", {"city": "Rome"}, "w"))])
+    runs: list[str] = []
+    runner = GoogleAdkRunner(build_app(model, runs))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+    outcome = await runner.run_model_step(session.context())
+    assert isinstance(outcome, ToolCallsRequested)
+    session.defer(outcome)
+    session.records["w"] = dataclasses.replace(session.records["w"], arguments='["Rome"]')
+
+    with pytest.raises(
+        ToolExecutionError, match="arguments must be a JSON object; the arguments of 'get_weather'"
+    ):
+        await session.execute(runner, "w")
+    assert runs == []
 
 
 async def test_text_arrives_as_live_deltas_that_add_up_to_the_stored_text() -> None:
