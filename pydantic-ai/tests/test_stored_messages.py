@@ -8,7 +8,7 @@ own messages with a result for every call.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 from dex_agents import (
@@ -59,6 +59,17 @@ def responses_seen(messages: Sequence[ModelMessage]) -> list[str]:
     return [encode_message(message) for message in messages if isinstance(message, ModelResponse)]
 
 
+async def run_the_tools(
+    runner: PydanticAiRunner[None], session: SessionSide, outputs: Mapping[str, str]
+) -> None:
+    """Make the turn's model call, which asks for tools, and record these calls succeeded with an output."""
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested), requested
+    session.defer(requested)
+    for tool_call_id, output in outputs.items():
+        session.finish(tool_call_id, ToolCallStatus.SUCCEEDED, output=output)
+
+
 async def test_a_tool_calling_response_is_stored_split_and_replayed_as_the_same_response() -> None:
     asks = respond(
         TextPart("Checking Oslo first."),
@@ -70,11 +81,7 @@ async def test_a_tool_calling_response_is_stored_split_and_replayed_as_the_same_
     runner = PydanticAiRunner(Agent(model, tools=[get_weather, send_postcard]))
     session = SessionSide()
     session.start_turn(runner.build_user_message("Weather in Oslo, and send a postcard"))
-    requested = await runner.run_model_step(session.context())
-    assert isinstance(requested, ToolCallsRequested)
-    session.defer(requested)
-    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny in Oslo")
-    session.finish("call-2", ToolCallStatus.SUCCEEDED, output="postcard sent from Oslo")
+    await run_the_tools(runner, session, {"call-1": "sunny in Oslo", "call-2": "postcard sent from Oslo"})
     completed = await runner.run_model_step(session.context())
     assert isinstance(completed, TurnCompleted)
     session.store(completed.new_messages)
@@ -142,10 +149,7 @@ async def test_a_split_response_missing_a_piece_ends_the_turn_before_any_model_c
     runner = PydanticAiRunner(Agent(model, tools=[get_weather]))
     session = SessionSide()
     session.start_turn(runner.build_user_message("Weather in Oslo?"))
-    requested = await runner.run_model_step(session.context())
-    assert isinstance(requested, ToolCallsRequested)
-    session.defer(requested)
-    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny")
+    await run_the_tools(runner, session, {"call-1": "sunny"})
     completed = await runner.run_model_step(session.context())
     assert isinstance(completed, TurnCompleted)
     # Someone removed the stored call message (a piece) of the response.
@@ -177,11 +181,8 @@ async def test_a_steered_turn_keeps_its_response_and_closes_an_unprocessed_outpu
     runner = PydanticAiRunner(agent)
     session = SessionSide()
     session.start_turn(runner.build_user_message("Forecast for Lima, and send a postcard"))
-    requested = await runner.run_model_step(session.context())
-    assert isinstance(requested, ToolCallsRequested)
-    assert [call.tool_call_id for call in requested.tool_calls] == ["call-1", "call-2"]
-    session.defer(requested)
-    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="21C in Lima")
+    await run_the_tools(runner, session, {"call-1": "21C in Lima"})
+    assert list(session.records) == ["call-1", "call-2"], "the output call is not a tool Step"
     session.abandon("call-2", CancellationReason.STEERED)
 
     kept = await session.end_turn_early(runner)
@@ -211,10 +212,7 @@ async def test_a_turn_that_fails_after_its_tools_ran_keeps_every_result_and_is_n
     runner = PydanticAiRunner(Agent(model, tools=[get_weather]))
     session = SessionSide()
     session.start_turn(runner.build_user_message("Weather in Oslo?"))
-    requested = await runner.run_model_step(session.context())
-    assert isinstance(requested, ToolCallsRequested)
-    session.defer(requested)
-    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny in Oslo")
+    await run_the_tools(runner, session, {"call-1": "sunny in Oslo"})
 
     async def refuse(run: AgentRun[None, str], events: AgentEventWriter) -> object:
         del run, events
