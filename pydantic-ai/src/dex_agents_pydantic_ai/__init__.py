@@ -2,6 +2,7 @@
 
 Wrap an ordinary `pydantic_ai.Agent` in `PydanticAiRunner` and register it with
 `dex_agents.AgentSessionFlow`; see the package README for the effect table and the limits.
+`dex_agents_pydantic_ai.testing` holds `ScriptedModel`, a Pydantic AI model for offline development.
 """
 
 from dex_agents_pydantic_ai._effects import framework_effect

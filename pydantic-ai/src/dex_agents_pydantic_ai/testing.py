@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -60,6 +61,7 @@ ScriptedAnswer: TypeAlias = str | ModelResponse
 Answerer: TypeAlias = Callable[[list[ModelMessage]], ScriptedAnswer | Awaitable[ScriptedAnswer]]
 """A function that answers a model call from the messages it is shown, plain or `async`."""
 _StreamItem: TypeAlias = str | DeltaToolCalls | DeltaThinkingCalls | BuiltinToolCallsReturns
+_KEPT_CALLS = 200
 _STREAMABLE_PARTS = (TextPart, ThinkingPart, ToolCallPart, NativeToolCallPart, NativeToolReturnPart)
 
 
@@ -116,7 +118,7 @@ class ScriptedModel(FunctionModel):
         else:
             script = [_as_response(answer) for answer in answers]
             self._answerer = lambda messages: _answer_in_conversation_order(script, messages)
-        self._calls: list[ScriptedModelCall] = []
+        self._calls: deque[ScriptedModelCall] = deque(maxlen=_KEPT_CALLS)
         super().__init__(self._answer, stream_function=self._stream, model_name=model_name)
 
     @classmethod
@@ -139,7 +141,11 @@ class ScriptedModel(FunctionModel):
 
     @property
     def calls(self) -> list[ScriptedModelCall]:
-        """The calls this model answered in this process, oldest first (a Worker's calls stay there)."""
+        """The last 200 calls this model answered in this process, oldest first.
+
+        A Worker process's calls stay in that process; across processes, `ScriptStore.invocations` logs
+        the calls of a model `from_script_store`.
+        """
         return list(self._calls)
 
     async def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
