@@ -25,22 +25,19 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, cast
 
 from dex_agents import (
-    DEFAULT_REJECTION_TOOL_RESULT,
     UNKNOWN_TOOL_POLICY,
     AgentEventWriter,
-    AgentToolCall,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
     DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
+    RunStateFormatError,
     ToolCallsRequested,
-    ToolCallStatus,
     ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
-    describe_tool_call_outcome,
 )
 from pydantic import ValidationError
 from pydantic_ai import (
@@ -50,8 +47,6 @@ from pydantic_ai import (
     DeferredToolRequests,
     DeferredToolResults,
     ModelRequestNode,
-    ToolDenied,
-    ToolFailed,
     UserError,
 )
 from pydantic_ai.messages import (
@@ -69,17 +64,19 @@ from pydantic_graph import End
 from dex_agents_pydantic_ai._effects import framework_effect
 from dex_agents_pydantic_ai._gate import ModelStepToolGate, ToolCallInModelStepError
 from dex_agents_pydantic_ai._messages import (
+    StoredHistoryError,
     build_user_framework_message,
     history_from_stored_messages,
     project_messages,
     render_output,
 )
+from dex_agents_pydantic_ai._recorded_results import close_open_tool_calls, deferred_tool_results
 from dex_agents_pydantic_ai._state import PydanticAiRunState
 from dex_agents_pydantic_ai._streaming import forward_stream_event
 from dex_agents_pydantic_ai._system_prompts import system_prompt_request
 from dex_agents_pydantic_ai._tool_execution import ToolCallRunner
 
-__all__ = ["UNKNOWN_TOOL_POLICY", "PydanticAiRunner", "TurnCannotContinueError"]
+__all__ = ["UNKNOWN_TOOL_POLICY", "PydanticAiRunner"]
 
 
 class _Boundary(enum.Enum):
@@ -163,25 +160,34 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         Returns:
             `ToolCallsRequested` when the model asked for tools, else `TurnCompleted` with every message
             of the turn, or with `turn_error` when the output needs a retry.
+
+        Raises:
+            asyncio.CancelledError: When `cancel_turn` cancels the call. It reaches the model request
+                Pydantic AI is awaiting, and leaving `Agent.iter()` closes the model's stream.
         """
         try:
             history = history_from_stored_messages(turn.messages)
         except ValidationError as error:
             # Messages another runner stored cannot become Pydantic AI input on any attempt.
             return _failed_turn(turn, [], f"a stored message is not a Pydantic AI message: {error}")
+        except StoredHistoryError as error:
+            return _failed_turn(turn, [], f"the stored messages cannot be replayed to Pydantic AI: {error}")
+        earlier_turn_messages: list[ModelMessage] = []
+        results: DeferredToolResults | None = None
         if turn.framework_run_state is None:
-            earlier_turn_messages: list[ModelMessage] = []
-            results = None
             if not history or not isinstance(history[-1], ModelRequest):
                 return TurnCompleted(new_messages=(), turn_error="the turn has no user message to answer")
         else:
             try:
                 state = PydanticAiRunState.from_json(turn.framework_run_state)
-            except ValueError as error:
+            except RunStateFormatError as error:
+                # Before any model call; the session leaves its note about the calls that ran.
                 return _failed_turn(turn, [], str(error))
             earlier_turn_messages = list(state.turn_messages)
             history.extend(earlier_turn_messages)
-            results = _recorded_results(state, turn)
+            results = deferred_tool_results(
+                state.pending_response.tool_calls, state.output_tool_call_ids, turn.tool_calls
+            )
 
         # A `UserError` is a configuration or history problem (no API key, an unknown model, a history
         # Pydantic AI refuses): every attempt would repeat it, so it ends the turn instead of failing
@@ -209,7 +215,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                     )
                 except ToolCallInModelStepError as error:
                     # Every attempt would reach the same call. The response that asked for it stays out
-                    # of the stored history, which must not hold a call without its result.
+                    # of the stored history: none of its calls ran.
                     return _failed_turn(
                         turn, earlier_turn_messages, str(error), usage=_model_call_usage(run.new_messages())
                     )
@@ -223,24 +229,20 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             return _tool_calls_requested(turn, stop, turn_messages, usage)
         if stop.boundary is _Boundary.OUTPUT_RETRY:
             assert stop.feedback is not None
-            return TurnCompleted(
-                # The feedback closes any output tool call of the response, so the stored history stays
-                # valid for the next turn.
-                new_messages=project_messages([*turn_messages, stop.feedback]),
+            # The feedback answers the response's output tool calls, so the next turn's model sees it.
+            return _failed_turn(
+                turn,
+                [*turn_messages, stop.feedback],
+                "The model's answer could not be used as the agent's output, and retrying it would take "
+                f"another model call: {_feedback_text(stop.feedback)}",
                 usage=usage,
-                turn_error=(
-                    "The model's answer could not be used as the agent's output, and retrying it would take "
-                    f"another model call: {_feedback_text(stop.feedback)}"
-                ),
             )
         if isinstance(stop.output, DeferredToolRequests):
-            return TurnCompleted(
-                new_messages=project_messages(turn_messages),
+            return _failed_turn(
+                turn,
+                turn_messages,
+                "Pydantic AI deferred tool calls while it resumed the turn; the runner defers every call",
                 usage=usage,
-                turn_error=(
-                    "Pydantic AI deferred tool calls while it resumed the turn; "
-                    "the runner defers every call itself"
-                ),
             )
         # Output that came through an output tool call is not in any text part, so it becomes part of the
         # final response's display text.
@@ -271,13 +273,29 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         )
         return ToolExecutionResult(output)
 
+    async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> list[FrameworkMessage]:
+        """Return the messages of a turn that ends without an answer, with a result for every tool call.
 
-class TurnCannotContinueError(RuntimeError):
-    """A turn that ran tools failed in a way that would drop their results from the stored history.
+        The session calls it when steering or `cancel_turn` ends the turn, or when it fails, so the stored
+        transcript keeps the turn's own Pydantic AI messages from the run state: the responses that asked
+        for tools, and one request answering their calls from the final records, as Pydantic AI would
+        have on resume. An output tool call the turn never processed gets Pydantic AI's return for an
+        interrupted call. No model is called and no toolset is entered.
 
-    Raised instead of ending the turn with `turn_error`, so the session's failure route stores its
-    turn-failure note, which tells the next model call which tools ran.
-    """
+        Args:
+            turn: The turn's committed state; every record is final.
+
+        Returns:
+            The messages in stored form; none before the turn's first tool calls.
+
+        Raises:
+            dex_agents.RunStateFormatError: If the run state is not this runner's; the session then stores
+                its note instead.
+        """
+        if turn.framework_run_state is None:
+            return []
+        state = PydanticAiRunState.from_json(turn.framework_run_state)
+        return project_messages(close_open_tool_calls(state.turn_messages, turn.tool_calls))
 
 
 def _failed_turn(
@@ -287,22 +305,14 @@ def _failed_turn(
     *,
     usage: AgentUsage | None = None,
 ) -> TurnCompleted:
-    """End the turn with ``error`` and what it produced, unless that would hide a tool call that ran.
+    """End the turn with ``error``, storing what it produced with a result for every tool call in it.
 
-    Raises:
-        TurnCannotContinueError: When a recorded tool call of the turn has no result in ``turn_messages``.
+    Without messages, the session stores its turn-failure note when tool calls of the turn ran.
     """
-    answered = {
-        part.tool_call_id
-        for message in turn_messages
-        if isinstance(message, ModelRequest)
-        for part in message.parts
-        if isinstance(part, BaseToolReturnPart)
-    }
-    if any(tool_call_id not in answered for tool_call_id in turn.tool_calls):
-        raise TurnCannotContinueError(error)
     return TurnCompleted(
-        new_messages=project_messages(turn_messages), usage=usage or AgentUsage(), turn_error=error
+        new_messages=project_messages(close_open_tool_calls(turn_messages, turn.tool_calls)),
+        usage=usage or AgentUsage(),
+        turn_error=error,
     )
 
 
@@ -361,35 +371,6 @@ async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter) ->
                 # Stop before `CallToolsNode`: running it would run the tools inside this model Step.
                 return _Stop(_Boundary.TOOL_CALLS, response=response, tool_defs=tool_defs)
         node = await run.next(node)
-
-
-def _recorded_results(state: PydanticAiRunState, turn: AgentTurnContext) -> DeferredToolResults:
-    """Return every recorded result of the waiting response, in the form Pydantic AI resumes with."""
-    results = DeferredToolResults()
-    output_tool_call_ids = set(state.output_tool_call_ids)
-    for call in state.pending_response.tool_calls:
-        if call.tool_call_id in output_tool_call_ids:
-            # Any value makes Pydantic AI process an output tool call when it resumes; it validates the
-            # call's own arguments and ignores the value.
-            results.calls[call.tool_call_id] = "output tool call, processed by Pydantic AI"
-            continue
-        record = turn.recorded_tool_call(call.tool_call_id)
-        _add_recorded_result(results, record)
-    return results
-
-
-def _add_recorded_result(results: DeferredToolResults, record: AgentToolCall) -> None:
-    if record.status is ToolCallStatus.SUCCEEDED:
-        results.calls[record.tool_call_id] = record.output or ""
-    elif record.status is ToolCallStatus.REJECTED:
-        # A rejection goes in `approvals` as `ToolDenied`: only there does the model see it as a denial
-        # (a `ToolDenied` in `calls` would read as a successful result).
-        results.approvals[record.tool_call_id] = ToolDenied(
-            record.rejection_message or DEFAULT_REJECTION_TOOL_RESULT
-        )
-    else:
-        # `failed` and `outcome_unknown` reach the model as a failed call with the session's own text.
-        results.calls[record.tool_call_id] = ToolFailed(describe_tool_call_outcome(record))
 
 
 def _model_call_usage(new_messages: Sequence[ModelMessage]) -> AgentUsage:
