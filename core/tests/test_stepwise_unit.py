@@ -359,6 +359,7 @@ def test_the_public_api_is_pinned() -> None:
         "SCRIPTED_PROVIDER",
         "ScriptedLiteLLM",
         "render_model_input",
+        "scripted_chunks",
         "scripted_model",
     }
 
