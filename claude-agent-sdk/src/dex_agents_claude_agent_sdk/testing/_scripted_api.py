@@ -124,6 +124,7 @@ class ScriptedClaudeApi:
         self._replies: tuple[ApiReply, ...] = () if callable(replies) else tuple(replies)
         self._on_unexpected = on_unexpected
         self._servers: dict[asyncio.AbstractEventLoop, AnthropicApiServer] = {}
+        self._stopped: list[AnthropicApiServer] = []
         self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
         self._store: ScriptStore | None = None
         self._uses_store = False
@@ -161,7 +162,8 @@ class ScriptedClaudeApi:
     @property
     def requests(self) -> list[ApiRequest]:
         """Every model call request this process's servers received, server by server."""
-        return [request for server in self._servers.values() for request in server.requests]
+        servers = [*self._stopped, *self._servers.values()]
+        return [request for server in servers for request in server.requests]
 
     def options(
         self, base: ClaudeAgentOptions | OptionsFactory | None = None
@@ -194,12 +196,13 @@ class ScriptedClaudeApi:
         """Stop this event loop's server."""
         server = self._servers.pop(asyncio.get_running_loop(), None)
         if server is not None:
+            self._stopped.append(server)
             await server.close()
 
     async def _server(self) -> AnthropicApiServer:
         loop = asyncio.get_running_loop()
         for closed in [other for other in self._servers if other.is_closed()]:
-            del self._servers[closed]
+            self._stopped.append(self._servers.pop(closed))
             self._locks.pop(closed, None)
         async with self._locks.setdefault(loop, asyncio.Lock()):
             if loop not in self._servers:
