@@ -53,8 +53,6 @@ REFUSED_TOOL_CALL_MESSAGE = (
 )
 """What the model reads for a refused call ({tool}: the tool's name); see the module docstring."""
 
-# How long the hook waits for the rest of a response before it decides about a call; the CLI's own hook
-
 # How long the hook waits for the rest of a response before it decides about a call; the runner raises the
 # CLI's own hook timeout (60 s by default) above it, so a long response never fails the hook.
 RESPONSE_WAIT_SECONDS = 600.0

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import itertools
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions
@@ -99,10 +99,11 @@ def _render(request: ApiRequest) -> tuple[list[str], set[str]]:
 
 
 class ScriptedClaudeApi:
-    """A scripted Messages API for the Claude harness; see the module docstring.
+    """A scripted Messages API for the Claude harness; see the package docstring.
 
     Each event loop (a Worker process, a test) gets its own server, started by the first run that needs
-    it and kept until `aclose`.
+    it and kept until `aclose`. The standalone modes need nothing but this package; the script-store mode
+    reads the scripts that `dex_agents.testing`'s stack writes.
 
     Args:
         replies: The replies of the model calls in order, or a responder that returns the reply to each
@@ -165,9 +166,7 @@ class ScriptedClaudeApi:
         servers = [*self._stopped, *self._servers.values()]
         return [request for server in servers for request in server.requests]
 
-    def options(
-        self, base: ClaudeAgentOptions | OptionsFactory | None = None
-    ) -> Callable[[AgentTurnContext], Awaitable[ClaudeAgentOptions]]:
+    def options(self, base: ClaudeAgentOptions | OptionsFactory | None = None) -> OptionsFactory:
         """Return the runner's options factory: ``base`` with the CLI pointed at this API.
 
         Args:
