@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+from collections.abc import AsyncIterator
 from types import SimpleNamespace
 
 import pytest
+import pytest_asyncio
 from dex_agents.testing import wait_until
 
 from dex_agents_claude_agent_sdk._cli_process import (
@@ -21,14 +23,20 @@ from tests.processes import is_running
 STUBBORN_TREE = "trap '' TERM; sleep 600 & sleep 600 & wait"
 
 
-async def stubborn_tree() -> tuple[subprocess.Popen[bytes], set[int]]:
+@pytest_asyncio.fixture(loop_scope="function")
+async def stubborn() -> AsyncIterator[tuple[subprocess.Popen[bytes], set[int]]]:
+    """A running stubborn tree: the parent and its two children; killed at the end whatever happened."""
     process = subprocess.Popen(["bash", "-c", STUBBORN_TREE], stdin=subprocess.PIPE)  # noqa: ASYNC220
+    try:
 
-    def both_children() -> set[int] | None:
-        found = descendant_process_ids(process.pid)
-        return found if len(found) == 2 else None
+        def both_children() -> set[int] | None:
+            found = descendant_process_ids(process.pid)
+            return found if len(found) == 2 else None
 
-    return process, await wait_until("both children to start", both_children)
+        yield process, await wait_until("both children to start", both_children)
+    finally:
+        kill_process_tree(process.pid)
+        process.wait(timeout=30)
 
 
 def client_of(process: subprocess.Popen[bytes]) -> object:
@@ -36,8 +44,10 @@ def client_of(process: subprocess.Popen[bytes]) -> object:
     return SimpleNamespace(_transport=SimpleNamespace(_process=process))
 
 
-async def test_kill_process_tree_kills_the_root_and_every_descendant() -> None:
-    process, children = await stubborn_tree()
+async def test_kill_process_tree_kills_the_root_and_every_descendant(
+    stubborn: tuple[subprocess.Popen[bytes], set[int]],
+) -> None:
+    process, children = stubborn
 
     killed = kill_process_tree(process.pid)
 
@@ -46,8 +56,10 @@ async def test_kill_process_tree_kills_the_root_and_every_descendant() -> None:
     await wait_until("the children to die", lambda: not [pid for pid in children if is_running(pid)])
 
 
-async def test_a_cancelled_body_kills_the_cli_tree_before_the_cancellation_goes_on() -> None:
-    process, children = await stubborn_tree()
+async def test_a_cancelled_body_kills_the_cli_tree_before_the_cancellation_goes_on(
+    stubborn: tuple[subprocess.Popen[bytes], set[int]],
+) -> None:
+    process, children = stubborn
     client = client_of(process)
     assert cli_process_id(client) == process.pid
     entered = asyncio.Event()
@@ -68,16 +80,14 @@ async def test_a_cancelled_body_kills_the_cli_tree_before_the_cancellation_goes_
     await wait_until("the children to die", lambda: not [pid for pid in children if is_running(pid)])
 
 
-async def test_another_failure_leaves_the_cli_to_the_sdks_own_close() -> None:
-    process, children = await stubborn_tree()
-    try:
-        with pytest.raises(RuntimeError, match="model exploded"):
-            async with ended_when_cancelled(client_of(process)):
-                raise RuntimeError("model exploded")
-        assert process.poll() is None and all(is_running(pid) for pid in children)
-    finally:
-        kill_process_tree(process.pid)
-        process.wait(timeout=30)
+async def test_another_failure_leaves_the_cli_to_the_sdks_own_close(
+    stubborn: tuple[subprocess.Popen[bytes], set[int]],
+) -> None:
+    process, children = stubborn
+    with pytest.raises(RuntimeError, match="model exploded"):
+        async with ended_when_cancelled(client_of(process)):
+            raise RuntimeError("model exploded")
+    assert process.poll() is None and all(is_running(pid) for pid in children)
 
 
 def test_a_client_without_a_subprocess_has_no_cli_process() -> None:
