@@ -12,7 +12,10 @@ The mapping:
 * A pending approval is ``tool-approval-request`` whose ``approvalId`` is the interrupt ID.
 * The stream finishes with ``tool-calls`` when the turn waits only for approvals still pending, so
   ``useChat`` can send the answers; it carries the Dex resume token in the message metadata
-  (``{"dex": {"resume_token", "turn_id"}}``) so the request with the answers continues where it stopped.
+  (``{"dex": {"resume_token", "turn_id", "turn_end"}}``) so the request with the answers continues where
+  it stopped. A turn that ended finishes with ``stop`` (completed), ``error`` (failed) or ``other``
+  (steered or cancelled), and ``turn_end`` names its end event (``null`` while approvals wait, or when the
+  Stream lost the end event).
 * A turn end is sent once it committed; committed state ends a stream whose events the Stream lost.
 """
 
@@ -48,7 +51,13 @@ __all__ = [
 UI_MESSAGE_STREAM_HEADERS = {"x-vercel-ai-ui-message-stream": "v1", "x-accel-buffering": "no"}
 
 _MODEL_STEP_PREFIX = "RunModel-"
-_FINISH_REASONS = {"turn_completed": "stop", "turn_failed": "error"}
+# A steered or cancelled turn did not finish its work, and it did not fail either: the AI SDK's "other".
+_FINISH_REASONS = {
+    "turn_completed": "stop",
+    "turn_failed": "error",
+    "turn_steered": "other",
+    "turn_cancelled": "other",
+}
 
 Chunk = dict[str, Any]
 
@@ -341,11 +350,11 @@ def _start(turn_id: str) -> Chunk:
     return {"type": "start", "messageId": f"dex-{turn_id}"}
 
 
-def _finish(reason: str, turn_id: str, token: str) -> Chunk:
+def _finish(reason: str, turn_id: str, token: str, turn_end: str | None = None) -> Chunk:
     return {
         "type": "finish",
         "finishReason": reason,
-        "messageMetadata": {"dex": {"turn_id": turn_id, "resume_token": token}},
+        "messageMetadata": {"dex": {"turn_id": turn_id, "resume_token": token, "turn_end": turn_end}},
     }
 
 
@@ -463,9 +472,7 @@ def _ended(
         error = state.last_turn_error if state is not None else None
         chunks.append({"type": "error", "errorText": error or "the turn failed"})
     reason = _FINISH_REASONS.get(end_type or "", "error" if failed else "stop")
-    if end_type in ("turn_steered", "turn_cancelled"):
-        reason = "other"
-    chunks.append(_finish(reason, turn_id, token))
+    chunks.append(_finish(reason, turn_id, token, end_type))
     return chunks
 
 
