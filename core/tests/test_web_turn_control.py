@@ -6,6 +6,7 @@ can rewrite a turn's state as a Worker without steering does. Every test ends wi
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -26,7 +27,17 @@ from dex_agents.testing import (
 from dex_agents.web import EventStreamTimings, create_agent_web_app
 from tests.agents import CORE_DIR
 from tests.control_agents import ControlFlows, build_control_flows
-from tests.web_support import JSON_HEADERS, api, chat_response, chunk_types, serve, user_message
+from tests.web_support import (
+    JSON_HEADERS,
+    SseEvent,
+    api,
+    chat,
+    chat_response,
+    chunk_types,
+    serve,
+    sse_events,
+    user_message,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -290,4 +301,55 @@ async def test_a_steer_and_a_cancel_of_one_turn_end_it_cancelled_and_start_the_n
         ("turn_started", "turn-2"),
         ("turn_completed", "turn-2"),
     ], ends
+    await web.finish_with_a_normal_turn(session, 3)
+
+
+async def _events_until_turn_starts(web: Web, session: str, token: str, turn_id: str) -> list[SseEvent]:
+    events: list[SseEvent] = []
+    async with web.http.stream("GET", f"{api(session)}/events", params={"after": token}) as response:
+        assert response.status_code == 200
+        async for event in sse_events(response):
+            events.append(event)
+            if event.event == "turn_started" and event.json()["turn_id"] == turn_id:
+                return events
+    raise AssertionError(f"the event stream ended before {turn_id} started: {events}")
+
+
+async def test_both_streams_deliver_a_steered_turns_end_though_the_next_turn_starts_at_once(web: Web) -> None:
+    """The Step that ends a steered turn writes the next turn's start before it commits the end."""
+    session = web.stack.new_session_id("web-steered-streams")
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1", gate="lookup")
+    web.script(
+        session,
+        [ScriptedResponse(text="Looking.", tool_calls=(read,))],
+        [ScriptedResponse(text="A-2 is on its way.")],
+        [ScriptedResponse(text="Yes.")],
+    )
+    await web.sessions.start_session(session)
+    token = (await web.http.get(f"{api(session)}/snapshot")).json()["resume_token"]
+    plain = asyncio.create_task(_events_until_turn_starts(web, session, token, "turn-2"))
+    ui = asyncio.create_task(chat(web.http, session, user_message("Where is A-1?")))
+    gate = web.stack.gate(session, "lookup")
+    await gate.wait_until_reached()
+    # The read has started, so it runs to its end; the turn ends steered once its result is in.
+    steered = await web.post(session, "/steer", {"text": "Where is A-2?"})
+    assert steered.status_code == 202, steered.text
+    gate.release()
+
+    chunks = await ui
+    assert chunk_types(chunks)[-3:] == ["tool-output-available", "finish-step", "finish"], chunks
+    assert (chunks[-1]["finishReason"], chunks[-1]["messageMetadata"]["dex"]["turn_end"]) == (
+        "other",
+        "turn_steered",
+    )
+    events = await plain
+    ends = [
+        (event.event, event.json()["turn_id"])
+        for event in events
+        if event.event in ("turn_started", "turn_steered")
+    ]
+    assert ends == [("turn_started", "turn-1"), ("turn_steered", "turn-1"), ("turn_started", "turn-2")], ends
+    done = await wait_for_turn_end(web.sessions, session, 2)
+    assert done.messages[-1].text == "A-2 is on its way."
+    assert len(web.stack.invocations.tool_calls(session, "lookup_order")) == 1
     await web.finish_with_a_normal_turn(session, 3)

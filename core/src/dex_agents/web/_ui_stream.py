@@ -33,6 +33,7 @@ from dex_agents.web._json import parse_json_text
 from dex_agents.web._stream_reads import (
     TURN_END_EVENT_TYPES,
     RejectedResumeTokenError,
+    committed_turn_end,
     newest_token,
     read_next_event,
     snapshot_or_none,
@@ -427,9 +428,11 @@ async def ui_message_chunks(
             started = True
             yield _start(turn_id)
         if event.type in TURN_END_EVENT_TYPES:
-            snapshot = await _committed_end(sessions, session_id, turn_id, message.resume_token, timings)
+            snapshot = await committed_turn_end(
+                sessions, session_id, turn_id, message.resume_token, timings.settle_seconds
+            )
             if snapshot is None:
-                # A later event arrived first: this end's attempt never committed. Read on from it.
+                # A later event of the turn arrived first: this end's attempt never committed. Read on.
                 token = message.resume_token
                 continue
             for chunk in _ended(translator, snapshot, turn_id, event.type, message.resume_token):
@@ -445,18 +448,6 @@ async def ui_message_chunks(
         for chunk in translator.on_event(event):
             yield chunk
         token = message.resume_token
-
-
-async def _committed_end(
-    sessions: AgentSessionClient, session_id: str, turn_id: str, end_token: str, timings: EventStreamTimings
-) -> AgentSnapshot | None:
-    """The snapshot once the turn's end committed, or ``None`` when a later event shows it never will."""
-    while True:
-        snapshot = await snapshot_or_none(sessions, session_id)
-        if snapshot is not None and turn_has_ended(snapshot, turn_id):
-            return snapshot
-        if await read_next_event(sessions, session_id, end_token, timings.settle_seconds) is not None:
-            return None
 
 
 def _ended(
