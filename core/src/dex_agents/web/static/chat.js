@@ -462,39 +462,28 @@
   // Plan mode plugs in here: render snapshot.plan into #plan, with an approve button that posts its revision.
   function renderPlan() {}
 
-  $("send-form").addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const text = $("message").value;
-    if (!text.trim()) return;
-    $("send").disabled = true;
-    try {
-      await post("/messages", { text });
-      // Clear only what was sent: the user may have typed the next message meanwhile.
-      if ($("message").value === text) $("message").value = "";
-      notice("");
-      refreshUntil(null, () => true);
-    } catch (error) {
-      notice(error.message);
-    } finally {
-      $("send").disabled = false;
-    }
-  });
-  $("steer-form").addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const text = $("steer-text").value;
-    if (!text.trim()) return;
-    $("steer").disabled = true;
-    try {
-      await post("/steer", { text });
-      if ($("steer-text").value === text) $("steer-text").value = "";
-      notice("");
-    } catch (error) {
-      notice(error.message);
-    } finally {
-      $("steer").disabled = false;
-      refreshUntil(null, () => true);
-    }
-  });
+  // A form that posts its text box: sending queues a message, steering hands it to the running turn.
+  function textForm(formId, inputId, buttonId, path) {
+    $(formId).addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const text = $(inputId).value;
+      if (!text.trim()) return;
+      $(buttonId).disabled = true;
+      try {
+        await post(path, { text });
+        // Clear only what was sent: the user may have typed the next message meanwhile.
+        if ($(inputId).value === text) $(inputId).value = "";
+        notice("");
+      } catch (error) {
+        notice(error.message);
+      } finally {
+        $(buttonId).disabled = false;
+        refreshUntil(null, () => true);
+      }
+    });
+  }
+  textForm("send-form", "message", "send", "/messages");
+  textForm("steer-form", "steer-text", "steer", "/steer");
   $("stop").addEventListener("click", async () => {
     const snap = page.snapshot;
     const turnId = snap && snap.state ? snap.state.active_turn_id : null;
