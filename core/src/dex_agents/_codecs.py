@@ -9,6 +9,7 @@ the field when a field without a default is missing. They encode exactly as the 
 """
 
 import dataclasses
+import json
 import types
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -16,11 +17,16 @@ from enum import Enum
 from functools import cache
 from typing import Any, NamedTuple, Union, cast, get_args, get_origin, get_type_hints
 
-from dex import Codec, CodecRegistry, JsonCodec
+from dex import Codec, CodecRegistry, JsonCodec, Value, WireKind
 
 from dex_agents import persistence, values
+from dex_agents._chunk_cache import DEFAULT_DECODED_CHUNK_CACHE_BYTES, DecodedChunkCache
 
-__all__ = ["agent_codec_registry", "wire_value_types"]
+__all__ = ["ChunkCodec", "agent_codec_registry", "wire_value_types"]
+
+#: The input type of `RunModel`, `CompactContext` and `RecordTurnFailure`: a failure route must share its
+#: Step's input type, and the SDK has no automatic codec for a union.
+STEP_INPUT_UNIONS: tuple[object, ...] = (values.CompactContextInput | None,)
 
 
 class _Field(NamedTuple):
@@ -131,6 +137,12 @@ def wire_value_types() -> tuple[object, ...]:
     definitions = (
         persistence.AGENT_STATE,
         persistence.AGENT_MESSAGES,
+        persistence.AGENT_MESSAGE_CHUNKS,
+        persistence.AGENT_MESSAGE_INDEX,
+        persistence.TURN_REPLY_SEQUENCE,
+        persistence.CONTEXT_SUMMARY,
+        persistence.SESSION_SETTINGS,
+        persistence.TURN_SESSION_SETTINGS,
         persistence.FRAMEWORK_RUN_STATE,
         persistence.AGENT_TOOL_CALLS,
         persistence.PENDING_INTERRUPTS,
@@ -152,14 +164,60 @@ def wire_value_types() -> tuple[object, ...]:
     return tuple(unique)
 
 
-def _json_codec(type_hint: object) -> Codec[Any]:
+def _json_codec(type_hint: object, *, checks_type: bool = True) -> Codec[Any]:
     def decoder(data: Any) -> object:
         return _decode(data, type_hint)
 
-    return JsonCodec(_type_name(type_hint), decoder, _encode, type_hint)
+    return JsonCodec(_type_name(type_hint), decoder, _encode, type_hint if checks_type else None)
 
 
-def agent_codec_registry() -> CodecRegistry:
+def _encode_json_text(value: object) -> str:
+    # Exactly the SDK's JsonCodec encoding, so a chunk's stored bytes do not depend on which codec wrote it.
+    return json.dumps(_encode(value), allow_nan=False, separators=(",", ":"), sort_keys=True)
+
+
+class ChunkCodec:
+    """The `AgentMessageChunk` codec: tolerant decoding, as every session value, plus a decoded-chunk cache.
+
+    A chunk never changes once stored, so its decoded value is kept under the digest of its stored JSON
+    (see `DecodedChunkCache`) and the Worker decodes each chunk once; writing a chunk keeps it too, because
+    the Worker that moves messages into a chunk is the one most likely to read it next.
+
+    Args:
+        cache: The cache of decoded chunks.
+    """
+
+    type_name = "AgentMessageChunk"
+    wire_kind = WireKind.JSON
+
+    def __init__(self, cache: DecodedChunkCache) -> None:
+        self.cache = cache
+
+    def encode(self, value: values.AgentMessageChunk) -> Value:
+        """Encode a chunk as the SDK's JSON codec would, and keep it in the cache."""
+        if not isinstance(value, values.AgentMessageChunk):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"AgentMessageChunk requires AgentMessageChunk, got {type(value).__name__}")
+        payload = _encode_json_text(value)
+        self.cache.put(payload, value)
+        return Value(WireKind.JSON, payload)
+
+    def decode(self, value: Value) -> values.AgentMessageChunk:
+        """Return the cached chunk for this stored JSON, or decode it and keep it."""
+        payload = value.data
+        if value.kind is not WireKind.JSON or not isinstance(payload, str):
+            raise TypeError("AgentMessageChunk requires a JSON value")
+        cached = self.cache.get(payload)
+        if cached is not None:
+            return cached
+        chunk = _decode(json.loads(payload), values.AgentMessageChunk)
+        assert isinstance(chunk, values.AgentMessageChunk)
+        self.cache.put(payload, chunk)
+        return chunk
+
+
+def agent_codec_registry(
+    *, decoded_chunk_cache_bytes: int = DEFAULT_DECODED_CHUNK_CACHE_BYTES
+) -> CodecRegistry:
     """Return a codec registry that decodes session values tolerantly; pass it to every `Registry`.
 
     The SDK's automatic dataclass codec requires every field in the JSON, so JSON from a client in
@@ -168,7 +226,16 @@ def agent_codec_registry() -> CodecRegistry:
     codecs a missing field takes its default, a missing field without a default raises
     ``TypeError("AgentUserMessage requires field 'text'")``, and keys that name no field are ignored.
     Encoding is byte-identical to the SDK's automatic codec. Types not covered here still resolve through
-    the SDK's built-in codecs.
+    the SDK's built-in codecs. It also gives the Steps' ``CompactContextInput | None`` input a codec, which
+    the SDK cannot derive, so every session Flow needs this registry.
+
+    Message chunks, which never change once stored, are decoded once per registry: the registry keeps
+    decoded chunks by the digest of their stored JSON, up to ``decoded_chunk_cache_bytes`` of stored JSON,
+    least recently used first out.
+
+    Args:
+        decoded_chunk_cache_bytes: The bound of the decoded-chunk cache, in bytes of stored JSON; 0 keeps
+            none.
 
     Returns:
         A new ``dex.CodecRegistry`` with a JSON codec for every dataclass and enum value type of the
@@ -177,4 +244,14 @@ def agent_codec_registry() -> CodecRegistry:
     Examples:
         >>> registry = Registry([flow], codec_registry=agent_codec_registry(), allow_async_handlers=True)
     """
-    return CodecRegistry({type_hint: _json_codec(type_hint) for type_hint in wire_value_types()})
+    codecs: dict[object, Codec[Any]] = {
+        # The SDK's type check refuses every value of a container of `object` (a JSON object such as the
+        # session settings), so such a container is checked when it is stored, not here.
+        type_hint: _json_codec(type_hint, checks_type=object not in get_args(type_hint))
+        for type_hint in wire_value_types()
+    }
+    for union in STEP_INPUT_UNIONS:
+        # None travels as a null value and never reaches the codec, which sees only the dataclass member.
+        codecs[union] = _json_codec(union, checks_type=False)
+    codecs[values.AgentMessageChunk] = ChunkCodec(DecodedChunkCache(decoded_chunk_cache_bytes))
+    return CodecRegistry(codecs)

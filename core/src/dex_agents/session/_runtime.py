@@ -11,6 +11,8 @@ from datetime import timedelta
 
 from dex import (
     AsyncContext,
+    AttributeMapLoad,
+    Context,
     RetryPolicy,
     Step,
     StepDurability,
@@ -19,6 +21,7 @@ from dex import (
     Stream,
 )
 
+from dex_agents.compaction import is_compaction_runner
 from dex_agents.events import AgentEventWriter
 from dex_agents.persistence import (
     AGENT_MESSAGES,
@@ -29,8 +32,11 @@ from dex_agents.persistence import (
     TURN_CANCELLATION_REQUEST,
 )
 from dex_agents.runner import AgentFrameworkRunner
+from dex_agents.session._compaction import CompactContext
 from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
 from dex_agents.session._session_options import AgentSessionOptions
+from dex_agents.session._state import read_context_summary
+from dex_agents.session._storage import chunk_loads
 from dex_agents.session._tool_steps import (
     AwaitToolApproval,
     CallSingleAttemptTool,
@@ -39,7 +45,7 @@ from dex_agents.session._tool_steps import (
     RecordToolOutcomeUnknown,
 )
 from dex_agents.session._turn_steps import AwaitUserMessage, RecordTurnFailure, ResumeTurn, RunModel
-from dex_agents.values import AgentEvent, AgentToolCall, ToolCallStatus, ToolEffect
+from dex_agents.values import AgentEvent, AgentToolCall, CompactContextInput, ToolCallStatus, ToolEffect
 
 __all__ = [
     "RUN_MODEL_ATTEMPTS",
@@ -82,6 +88,21 @@ class SessionRuntime:
         self.options = options
         self.agent_events = agent_events
         self.flow_type = flow_type
+        #: Whether the runner compacts: it then sees only the messages after the summary.
+        self.compacts = is_compaction_runner(runner)
+
+    def summarized_through(self, context: Context) -> int:
+        """The last message the runner no longer receives: the summary's, for a runner that compacts."""
+        if not self.compacts:
+            return 0
+        summary = read_context_summary(context)
+        return 0 if summary is None else summary.last_sequence
+
+    def model_input_loads(self, context: Context | None) -> tuple[AttributeMapLoad, ...]:
+        """The message chunks a model call reads: those after the summary (all of them without one)."""
+        if context is None:
+            return ()
+        return chunk_loads(context, self.summarized_through(context))
 
     def event_writer(self, context: AsyncContext, turn_id: str | None) -> AgentEventWriter:
         """Return a writer stamped with ``turn_id`` and the current Step execution and attempt."""
@@ -100,16 +121,28 @@ class SessionRuntime:
         return StepOptions(wait_for_durability=_SYNC, execute_durability=_SYNC)
 
     @staticmethod
+    def start_options() -> StepOptions:
+        """Options of `StartAgentSession`, which stores the first message: SYNC and the window."""
+        return StepOptions(
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_load_attribute_maps=(AGENT_MESSAGES,),
+        )
+
+    @staticmethod
     def await_user_message_options() -> StepOptions:
-        """Options of `AwaitUserMessage`, which starts no turn while `cancel_turn` decides."""
+        """Options of `AwaitUserMessage`: the window it stores the message in, and the cancellation lock.
+
+        It starts no turn while `cancel_turn` decides.
+        """
         return StepOptions(
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
             execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(),),
+            execute_load_attribute_maps=(AGENT_MESSAGES,),
         )
 
-    @staticmethod
-    def apply_turn_control_options() -> StepOptions:
+    def apply_turn_control_options(self, context: Context | None = None) -> StepOptions:
         """Options of `ApplyTurnControl`: the cancellation lock, the messages and the turn's records.
 
         Its retry is the server's default, like the other Steps that end a turn: it must not give up.
@@ -119,6 +152,7 @@ class SessionRuntime:
             execute_durability=_SYNC,
             execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(),),
             execute_load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
+            execute_load_attribute_map_instances=self.model_input_loads(context),
         )
 
     @staticmethod
@@ -132,8 +166,12 @@ class SessionRuntime:
             execute_load_channel_maps=(INTERRUPT_RESOLUTIONS,),
         )
 
-    def run_model_options(self) -> StepOptions:
-        """Options of `RunModel`: one model call with a timeout, three attempts, and a failure route."""
+    def run_model_options(self, context: Context | None = None) -> StepOptions:
+        """Options of `RunModel`: one model call with a timeout, three attempts, and a failure route.
+
+        It loads the window, the chunks after the summary, the turn's records and the steered messages.
+        """
+        loads = self.model_input_loads(context)
         return StepOptions(
             execute_method_timeout=RUN_MODEL_TIMEOUT,
             heartbeat_timeout=RUN_MODEL_HEARTBEAT_TIMEOUT,
@@ -143,16 +181,44 @@ class SessionRuntime:
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
             execute_load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
+            execute_load_attribute_map_instances=loads,
             execute_load_channels=(STEERED_USER_MESSAGES,),
-        ).on_execute_failure_proceed_to(RecordTurnFailure, self.record_turn_failure_options())
+        ).on_execute_failure_proceed_to(RecordTurnFailure, self.record_turn_failure_options(loads))
+
+    def compact_context_options(
+        self, context: Context | None = None, through_sequence: int = 0
+    ) -> StepOptions:
+        """Options of `CompactContext`: `RunModel`'s, loading only the messages it summarizes.
+
+        Its failure route is `RunModel`'s, with the loads of the turn's model input.
+        """
+        summarizes = (
+            ()
+            if context is None
+            else chunk_loads(context, self.summarized_through(context), through_sequence)
+        )
+        return StepOptions(
+            execute_method_timeout=RUN_MODEL_TIMEOUT,
+            heartbeat_timeout=RUN_MODEL_HEARTBEAT_TIMEOUT,
+            execute_retry=RetryPolicy(
+                maximum_attempts=RUN_MODEL_ATTEMPTS, total_duration=RUN_MODEL_RETRY_WINDOW
+            ),
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_load_attribute_maps=(AGENT_MESSAGES,),
+            execute_load_attribute_map_instances=summarizes,
+        ).on_execute_failure_proceed_to(
+            RecordTurnFailure, self.record_turn_failure_options(self.model_input_loads(context))
+        )
 
     @staticmethod
-    def record_turn_failure_options() -> StepOptions:
+    def record_turn_failure_options(chunks: tuple[AttributeMapLoad, ...] = ()) -> StepOptions:
         """Options of `RecordTurnFailure`, which keeps the turn's unstored items and writes the note."""
         return StepOptions(
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
             execute_load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
+            execute_load_attribute_map_instances=chunks,
         )
 
     @staticmethod
@@ -213,17 +279,27 @@ class SessionRuntime:
         """The movement to `AwaitUserMessage`."""
         return StepMovement(AwaitUserMessage, None, self.await_user_message_options())
 
-    def to_apply_turn_control(self) -> StepMovement[None]:
-        """The movement to `ApplyTurnControl`."""
-        return StepMovement(ApplyTurnControl, None, self.apply_turn_control_options())
+    def to_apply_turn_control(self, context: Context) -> StepMovement[None]:
+        """The movement to `ApplyTurnControl`, loading the model input as of ``context``."""
+        return StepMovement(ApplyTurnControl, None, self.apply_turn_control_options(context))
 
     def to_finish_turn_cancellation(self, turn_id: str) -> StepMovement[str]:
         """The movement `cancel_turn` schedules for ``turn_id``."""
         return StepMovement(FinishTurnCancellation, turn_id, self.finish_turn_cancellation_options())
 
-    def to_run_model(self) -> StepMovement[None]:
-        """The movement to `RunModel`."""
-        return StepMovement(RunModel, None, self.run_model_options())
+    def to_run_model(self, context: Context) -> StepMovement[CompactContextInput | None]:
+        """The movement to `RunModel`, loading the model input as of ``context`` (its own writes included)."""
+        return StepMovement(RunModel, None, self.run_model_options(context))
+
+    def to_compact_context(
+        self, context: Context, through_sequence: int
+    ) -> StepMovement[CompactContextInput | None]:
+        """The movement to `CompactContext`, summarizing through ``through_sequence``."""
+        return StepMovement(
+            CompactContext,
+            CompactContextInput(through_sequence),
+            self.compact_context_options(context, through_sequence),
+        )
 
     def to_resume_turn(self, expected_result_count: int) -> StepMovement[int]:
         """The movement to `ResumeTurn`, waiting for ``expected_result_count`` results."""

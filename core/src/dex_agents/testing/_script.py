@@ -39,6 +39,7 @@ __all__ = [
     "run_scripted_tool",
     "script_store_scope",
     "scripted_model_response",
+    "scripted_summary_response",
     "scripted_tool_output",
 ]
 
@@ -264,6 +265,44 @@ class ScriptStore:
 
     def _path(self, session_id: str) -> Path:
         return self._state_dir / "scripts" / f"{session_id}.json"
+
+    def _summaries_path(self, session_id: str) -> Path:
+        return self._state_dir / "scripts" / f"{session_id}.summaries.json"
+
+    def set_summaries(self, session_id: str, by_turn: Mapping[str, ScriptedResponse]) -> None:
+        """Script a session's context summary calls, by the turn whose model call triggers the compaction.
+
+        A summary call of a turn without an entry answers with a default text (see
+        :meth:`summary_response`). A response's ``text`` is the summary; its gates, failures,
+        ``block_until_cancelled`` and usage work as for model calls.
+
+        Args:
+            session_id: The session ID.
+            by_turn: Responses by turn ID (``"turn-<n>"``).
+        """
+        path = self._summaries_path(session_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = json.dumps({turn_id: _response_to_json(response) for turn_id, response in by_turn.items()})
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(payload, encoding="utf-8")
+        temporary.replace(path)
+
+    def summary_response(self, session_id: str, turn_id: str) -> ScriptedResponse:
+        """Return the scripted summary call of a turn, or a default one whose ``text`` is empty.
+
+        Args:
+            session_id: The session ID.
+            turn_id: The turn whose model call triggered the compaction.
+
+        Returns:
+            The response; an empty ``text`` asks the runner for its default summary text.
+        """
+        path = self._summaries_path(session_id)
+        if not path.exists():
+            return ScriptedResponse()
+        data = cast(dict[str, dict[str, Any]], json.loads(path.read_text(encoding="utf-8")))
+        entry = data.get(turn_id)
+        return ScriptedResponse() if entry is None else _response_from_json(entry)
 
     def set_turns(self, session_id: str, turns: Sequence[Sequence[ScriptedResponse]]) -> None:
         """Replace a session's whole script.
@@ -491,20 +530,67 @@ async def scripted_model_response(
         step_execution_id=scope.step_execution_id,
         model_input=tuple(model_input),
     )
+    return await _answer(store, call, response, on_partial_text)
+
+
+async def scripted_summary_response(
+    model_input: Sequence[str],
+    scope: ModelCallScope,
+    store: ScriptStore | None = None,
+    *,
+    on_partial_text: Callable[[str], object] | None = None,
+) -> ScriptedResponse:
+    """Answer one context summary call from the session's summary script (:meth:`ScriptStore.set_summaries`).
+
+    It logs a ``"summary"`` invocation and otherwise behaves as :func:`scripted_model_response`: gates,
+    failing attempts, ``block_until_cancelled``, and a ``"model_cancelled"`` entry when it is cancelled.
+
+    Args:
+        model_input: What the summary model sees, as texts.
+        scope: The ``CompactContext`` call: session, triggering turn, attempt and Step execution.
+        store: The script store; by default the one named by ``DEX_AGENTS_TEST_STATE_DIR``.
+        on_partial_text: Receives the response's ``partial_text`` before a gate or failure.
+
+    Returns:
+        The scripted response; an empty ``text`` asks for the runner's default summary.
+
+    Raises:
+        RuntimeError: On a scripted failing attempt.
+    """
+    store = store or ScriptStore.from_environment()
+    response = store.summary_response(scope.session_id, scope.turn_id)
+    call = Invocation(
+        kind="summary",
+        session_id=scope.session_id,
+        turn_id=scope.turn_id,
+        attempt=scope.attempt,
+        step_execution_id=scope.step_execution_id,
+        model_input=tuple(model_input),
+    )
+    return await _answer(store, call, response, on_partial_text)
+
+
+async def _answer(
+    store: ScriptStore,
+    call: Invocation,
+    response: ScriptedResponse,
+    on_partial_text: Callable[[str], object] | None,
+) -> ScriptedResponse:
+    """Log a scripted call, then wait, fail or answer as its response says."""
     store.invocations.record(call)
     if response.partial_text and on_partial_text is not None:
         on_partial_text(response.partial_text)
     try:
-        if response.gate is not None and scope.attempt in response.gate_attempts:
-            await _hold_first_arrival(store.gate(scope.session_id, response.gate))
+        if response.gate is not None and call.attempt in response.gate_attempts:
+            await _hold_first_arrival(store.gate(call.session_id, response.gate))
         if response.block_until_cancelled:
             await asyncio.get_running_loop().create_future()
     except asyncio.CancelledError:
         store.invocations.record(replace(call, kind="model_cancelled", model_input=()))
         raise
-    if scope.attempt in response.fail_attempts:
+    if call.attempt in response.fail_attempts:
         raise _FAILURE_TYPES[response.failure_type](
-            f"{SCRIPTED_MODEL_FAILURE} on attempt {scope.attempt} of {scope.turn_id}"
+            f"{SCRIPTED_MODEL_FAILURE} on attempt {call.attempt} of {call.turn_id}"
         )
     return response
 
