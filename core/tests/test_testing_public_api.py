@@ -63,6 +63,8 @@ TESTING_EXPORTS = {
     "run_scripted_tool",
     "script_store_scope",
     "scripted_model_response",
+    "scripted_summary_response",
+    "scripted_token_count",
     "send_receipt",
     "stored_calls_without_result",
     "text_by_model_step",

@@ -20,9 +20,12 @@ from typing import Any, NamedTuple, Union, cast, get_args, get_origin, get_type_
 from dex import Codec, CodecRegistry, JsonCodec, Value, WireKind
 
 from dex_agents import persistence, values
-from dex_agents._chunk_cache import DEFAULT_DECODED_CHUNK_CACHE_BYTES, DecodedChunkCache
+from dex_agents._chunk_cache import DEFAULT_DECODED_CHUNK_CACHE_BYTES, DecodedValueCache
 
-__all__ = ["ChunkCodec", "agent_codec_registry", "wire_value_types"]
+__all__ = ["CachedJsonCodec", "agent_codec_registry", "wire_value_types"]
+
+#: The values decoded once per registry: immutable message chunks, and the index that changes only with them.
+CACHED_VALUE_TYPES: tuple[type[Any], ...] = (values.AgentMessageChunk, values.AgentMessageIndex)
 
 #: The input type of `RunModel`, `CompactContext` and `RecordTurnFailure`: a failure route must share its
 #: Step's input type, and the SDK has no automatic codec for a union.
@@ -176,43 +179,44 @@ def _encode_json_text(value: object) -> str:
     return json.dumps(_encode(value), allow_nan=False, separators=(",", ":"), sort_keys=True)
 
 
-class ChunkCodec:
-    """The `AgentMessageChunk` codec: tolerant decoding, as every session value, plus a decoded-chunk cache.
+class CachedJsonCodec:
+    """The codec of an immutable value that many Steps load unchanged: message chunks and the index.
 
-    A chunk never changes once stored, so its decoded value is kept under the digest of its stored JSON
-    (see `DecodedChunkCache`) and the Worker decodes each chunk once; writing a chunk keeps it too, because
-    the Worker that moves messages into a chunk is the one most likely to read it next.
+    It decodes tolerantly, as every session value, and keeps each decoded value under its stored JSON (see
+    `DecodedValueCache`), so a Worker decodes each chunk once. Writing a value keeps it too, because the
+    Worker that moves messages into a chunk is the one most likely to read it next.
 
     Args:
-        cache: The cache of decoded chunks.
+        value_type: The dataclass it encodes and decodes.
+        cache: The cache of decoded values, which the codecs of one registry share.
     """
 
-    type_name = "AgentMessageChunk"
     wire_kind = WireKind.JSON
 
-    def __init__(self, cache: DecodedChunkCache) -> None:
+    def __init__(self, value_type: type[Any], cache: DecodedValueCache) -> None:
+        self.value_type = value_type
+        self.type_name = _type_name(value_type)
         self.cache = cache
 
-    def encode(self, value: values.AgentMessageChunk) -> Value:
-        """Encode a chunk as the SDK's JSON codec would, and keep it in the cache."""
-        if not isinstance(value, values.AgentMessageChunk):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"AgentMessageChunk requires AgentMessageChunk, got {type(value).__name__}")
+    def encode(self, value: Any) -> Value:
+        """Encode a value as the SDK's JSON codec would, and keep it in the cache."""
+        if type(value) is not self.value_type:
+            raise TypeError(f"{self.type_name} requires {self.type_name}, got {type(value).__name__}")
         payload = _encode_json_text(value)
         self.cache.put(payload, value)
         return Value(WireKind.JSON, payload)
 
-    def decode(self, value: Value) -> values.AgentMessageChunk:
-        """Return the cached chunk for this stored JSON, or decode it and keep it."""
+    def decode(self, value: Value) -> Any:
+        """Return the cached value for this stored JSON, or decode it and keep it."""
         payload = value.data
         if value.kind is not WireKind.JSON or not isinstance(payload, str):
-            raise TypeError("AgentMessageChunk requires a JSON value")
+            raise TypeError(f"{self.type_name} requires a JSON value")
         cached = self.cache.get(payload)
         if cached is not None:
             return cached
-        chunk = _decode(json.loads(payload), values.AgentMessageChunk)
-        assert isinstance(chunk, values.AgentMessageChunk)
-        self.cache.put(payload, chunk)
-        return chunk
+        decoded = _decode(json.loads(payload), self.value_type)
+        self.cache.put(payload, decoded)
+        return decoded
 
 
 def agent_codec_registry(
@@ -229,13 +233,13 @@ def agent_codec_registry(
     the SDK's built-in codecs. It also gives the Steps' ``CompactContextInput | None`` input a codec, which
     the SDK cannot derive, so every session Flow needs this registry.
 
-    Message chunks, which never change once stored, are decoded once per registry: the registry keeps
-    decoded chunks by the digest of their stored JSON, up to ``decoded_chunk_cache_bytes`` of stored JSON,
-    least recently used first out.
+    Message chunks, which never change once stored, and the message index are decoded once per registry:
+    the registry keeps decoded values by their stored JSON, up to ``decoded_chunk_cache_bytes`` of stored
+    JSON (about four times that in memory), least recently used first out.
 
     Args:
-        decoded_chunk_cache_bytes: The bound of the decoded-chunk cache, in bytes of stored JSON; 0 keeps
-            none.
+        decoded_chunk_cache_bytes: The bound of the decoded-value cache, in bytes of stored JSON; 0 keeps
+            nothing.
 
     Returns:
         A new ``dex.CodecRegistry`` with a JSON codec for every dataclass and enum value type of the
@@ -253,5 +257,7 @@ def agent_codec_registry(
     for union in STEP_INPUT_UNIONS:
         # None travels as a null value and never reaches the codec, which sees only the dataclass member.
         codecs[union] = _json_codec(union, checks_type=False)
-    codecs[values.AgentMessageChunk] = ChunkCodec(DecodedChunkCache(decoded_chunk_cache_bytes))
+    cache = DecodedValueCache(decoded_chunk_cache_bytes)
+    for value_type in CACHED_VALUE_TYPES:
+        codecs[value_type] = CachedJsonCodec(value_type, cache)
     return CodecRegistry(codecs)

@@ -569,7 +569,14 @@ class AgentMessageChunk:
     messages: tuple[AgentMessage, ...]
 
     def __post_init__(self) -> None:
-        _set(self, "messages", _coerce_tuple(self.messages, AgentMessage))
+        messages = _coerce_tuple(self.messages, AgentMessage)
+        if not messages:
+            raise ValueError("a message chunk holds at least one message")
+        first = messages[0].sequence
+        if any(message.sequence != first + offset for offset, message in enumerate(messages)):
+            sequences = [message.sequence for message in messages]
+            raise ValueError(f"a message chunk holds consecutive messages, got {sequences}")
+        _set(self, "messages", messages)
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,11 @@ Building them in one place keeps each Step's options identical however it is rea
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from dex import (
     AsyncContext,
-    AttributeMapLoad,
+    AttributeMap,
     Context,
     RetryPolicy,
     Step,
@@ -24,6 +25,7 @@ from dex import (
 from dex_agents.compaction import is_compaction_runner
 from dex_agents.events import AgentEventWriter
 from dex_agents.persistence import (
+    AGENT_MESSAGE_CHUNKS,
     AGENT_MESSAGES,
     AGENT_TOOL_CALLS,
     INTERRUPT_RESOLUTIONS,
@@ -36,7 +38,7 @@ from dex_agents.session._compaction import CompactContext
 from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
 from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._state import read_context_summary
-from dex_agents.session._storage import chunk_loads
+from dex_agents.session._storage import ChunkLoads, chunk_loads
 from dex_agents.session._tool_steps import (
     AwaitToolApproval,
     CallSingleAttemptTool,
@@ -98,11 +100,18 @@ class SessionRuntime:
         summary = read_context_summary(context)
         return 0 if summary is None else summary.last_sequence
 
-    def model_input_loads(self, context: Context | None) -> tuple[AttributeMapLoad, ...]:
+    def model_input_loads(self, context: Context | None) -> ChunkLoads:
         """The message chunks a model call reads: those after the summary (all of them without one)."""
         if context is None:
-            return ()
+            return ChunkLoads()
         return chunk_loads(context, self.summarized_through(context))
+
+    @staticmethod
+    def _message_maps(chunks: ChunkLoads, *others: AttributeMap[Any]) -> tuple[AttributeMap[Any], ...]:
+        """The whole maps a Step loads: the window, every chunk when it reads them all, and ``others``."""
+        if chunks.whole_map:
+            return (AGENT_MESSAGES, AGENT_MESSAGE_CHUNKS, *others)
+        return (AGENT_MESSAGES, *others)
 
     def event_writer(self, context: AsyncContext, turn_id: str | None) -> AgentEventWriter:
         """Return a writer stamped with ``turn_id`` and the current Step execution and attempt."""
@@ -147,12 +156,13 @@ class SessionRuntime:
 
         Its retry is the server's default, like the other Steps that end a turn: it must not give up.
         """
+        chunks = self.model_input_loads(context)
         return StepOptions(
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
             execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(),),
-            execute_load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
-            execute_load_attribute_map_instances=self.model_input_loads(context),
+            execute_load_attribute_maps=self._message_maps(chunks, AGENT_TOOL_CALLS),
+            execute_load_attribute_map_instances=chunks.instances,
         )
 
     @staticmethod
@@ -171,7 +181,7 @@ class SessionRuntime:
 
         It loads the window, the chunks after the summary, the turn's records and the steered messages.
         """
-        loads = self.model_input_loads(context)
+        chunks = self.model_input_loads(context)
         return StepOptions(
             execute_method_timeout=RUN_MODEL_TIMEOUT,
             heartbeat_timeout=RUN_MODEL_HEARTBEAT_TIMEOUT,
@@ -180,10 +190,10 @@ class SessionRuntime:
             ),
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
-            execute_load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
-            execute_load_attribute_map_instances=loads,
+            execute_load_attribute_maps=self._message_maps(chunks, AGENT_TOOL_CALLS),
+            execute_load_attribute_map_instances=chunks.instances,
             execute_load_channels=(STEERED_USER_MESSAGES,),
-        ).on_execute_failure_proceed_to(RecordTurnFailure, self.record_turn_failure_options(loads))
+        ).on_execute_failure_proceed_to(RecordTurnFailure, self.record_turn_failure_options(chunks))
 
     def compact_context_options(
         self, context: Context | None = None, through_sequence: int = 0
@@ -193,7 +203,7 @@ class SessionRuntime:
         Its failure route is `RunModel`'s, with the loads of the turn's model input.
         """
         summarizes = (
-            ()
+            ChunkLoads()
             if context is None
             else chunk_loads(context, self.summarized_through(context), through_sequence)
         )
@@ -205,20 +215,20 @@ class SessionRuntime:
             ),
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
-            execute_load_attribute_maps=(AGENT_MESSAGES,),
-            execute_load_attribute_map_instances=summarizes,
+            execute_load_attribute_maps=self._message_maps(summarizes),
+            execute_load_attribute_map_instances=summarizes.instances,
         ).on_execute_failure_proceed_to(
             RecordTurnFailure, self.record_turn_failure_options(self.model_input_loads(context))
         )
 
-    @staticmethod
-    def record_turn_failure_options(chunks: tuple[AttributeMapLoad, ...] = ()) -> StepOptions:
+    def record_turn_failure_options(self, chunks: ChunkLoads | None = None) -> StepOptions:
         """Options of `RecordTurnFailure`, which keeps the turn's unstored items and writes the note."""
+        loads = chunks or ChunkLoads()
         return StepOptions(
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
-            execute_load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
-            execute_load_attribute_map_instances=chunks,
+            execute_load_attribute_maps=self._message_maps(loads, AGENT_TOOL_CALLS),
+            execute_load_attribute_map_instances=loads.instances,
         )
 
     @staticmethod

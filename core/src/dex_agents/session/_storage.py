@@ -51,6 +51,7 @@ from dex_agents.values import (
 
 __all__ = [
     "CHUNK_ENCODING_OVERHEAD_BYTES",
+    "ChunkLoads",
     "MessagesNotLoadedError",
     "RolloverPlan",
     "append_messages",
@@ -91,19 +92,37 @@ def _window_first_sequence(index: AgentMessageIndex | None) -> int:
     return 1 if index is None else index.window_first_sequence
 
 
-def chunk_loads(context: Context, after: int, through: int | None = None) -> tuple[AttributeMapLoad, ...]:
+@dataclass(frozen=True)
+class ChunkLoads:
+    """The chunks a movement loads: every one (a whole-map load), or the listed instances.
+
+    Attributes:
+        whole_map: Load every chunk; listing hundreds of instances would only cost bytes on every request.
+        instances: The chunks to load, when not all of them.
+    """
+
+    whole_map: bool = False
+    instances: tuple[AttributeMapLoad, ...] = ()
+
+
+def chunk_loads(context: Context, after: int, through: int | None = None) -> ChunkLoads:
     """Return the loads of the chunks holding messages after ``after`` (through ``through``, if given).
 
-    A movement lists them in its load options: chunks are loaded by instance, and only the ones a Step
-    reads. The index the Step itself is about to write counts, so a rollover in the same commit is seen.
+    A movement lists them in its load options, so a Step loads only the chunks it reads; when it reads
+    every chunk, one whole-map load replaces the list. The index the Step itself is about to write counts,
+    so a rollover in the same commit is seen.
     """
     index = read_index(context)
-    if index is None:
-        return ()
-    return tuple(
-        AGENT_MESSAGE_CHUNKS.load(message_sequence_key(span.first_sequence))
-        for span in index.chunks
-        if span.last_sequence > after and (through is None or span.first_sequence <= through)
+    if index is None or not index.chunks:
+        return ChunkLoads()
+    if through is None and index.chunks[0].last_sequence > after:
+        return ChunkLoads(whole_map=True)
+    return ChunkLoads(
+        instances=tuple(
+            AGENT_MESSAGE_CHUNKS.load(message_sequence_key(span.first_sequence))
+            for span in index.chunks
+            if span.last_sequence > after and (through is None or span.first_sequence <= through)
+        )
     )
 
 
@@ -129,14 +148,14 @@ def _read_chunk(context: Context, span: AgentMessageChunkRange) -> tuple[AgentMe
         raise SessionStateError(
             f"message chunk {key} ({span.first_sequence}-{span.last_sequence}) is in the index but not stored"
         )
+    # A chunk holds consecutive messages (AgentMessageChunk checks it once, when it is decoded), so its
+    # first and last sequence tell its whole range.
     messages = chunk.messages
-    expected = range(span.first_sequence, span.last_sequence + 1)
-    if len(messages) != len(expected) or any(
-        message.sequence != sequence for message, sequence in zip(messages, expected, strict=True)
-    ):
+    first, last = messages[0].sequence, messages[-1].sequence
+    if (first, last) != (span.first_sequence, span.last_sequence):
         raise SessionStateError(
             f"message chunk {key} must hold messages {span.first_sequence}-{span.last_sequence}, "
-            f"it holds {[message.sequence for message in messages]}"
+            f"it holds {first}-{last}"
         )
     return messages
 
@@ -178,28 +197,22 @@ def read_messages(context: Context, after: int, through: int) -> list[AgentMessa
         SessionStateError: If a message of the range is missing or a chunk does not hold its range.
     """
     layout = _Layout.of(context)
-    start = max(after + 1, layout.first_sequence)
-    if through < start:
-        return []
     found: list[AgentMessage] = []
-    for span in layout.chunks:
-        if span.last_sequence >= start and span.first_sequence <= through:
-            found.extend(
-                message for message in _read_chunk(context, span) if start <= message.sequence <= through
-            )
-    for sequence, key in layout.window.items():
-        if start <= sequence <= through:
-            found.append(AGENT_MESSAGES.get(context, key))
-    found.sort(key=lambda message: message.sequence)
-    for offset, message in enumerate(found):
-        if message.sequence != start + offset:
-            raise SessionStateError(
-                f"stored message {start + offset} is neither in a chunk nor in the window"
-            )
-    if len(found) != through - start + 1:
-        raise SessionStateError(
-            f"stored message {start + len(found)} is neither in a chunk nor in the window"
-        )
+    firsts = [span.first_sequence for span in layout.chunks]
+    sequence = max(after + 1, layout.first_sequence)
+    while sequence <= through:
+        position = bisect.bisect_right(firsts, sequence) - 1
+        span = layout.chunks[position] if position >= 0 else None
+        if span is not None and span.last_sequence >= sequence:
+            messages = _read_chunk(context, span)
+            found.extend(messages[sequence - span.first_sequence : through - span.first_sequence + 1])
+            sequence = span.last_sequence + 1
+            continue
+        key = layout.window.get(sequence)
+        if key is None:
+            raise SessionStateError(f"stored message {sequence} is neither in a chunk nor in the window")
+        found.append(AGENT_MESSAGES.get(context, key))
+        sequence += 1
     return found
 
 
