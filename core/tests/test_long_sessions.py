@@ -402,6 +402,28 @@ async def test_cancel_turn_during_compaction_stops_the_summary_call(long: Long) 
     assert done.messages[-1].text == answer(6)
 
 
+async def test_a_summary_call_that_keeps_failing_fails_the_turn_and_the_next_turn_compacts(
+    long: Long,
+) -> None:
+    flow, session = long.flows.compacting, long.stack.new_session_id("compact-fail")
+    script_answers(long, session, 6)
+    long.stack.scripts.set_summaries(session, {"turn-5": ScriptedResponse(fail_attempts=(1, 2, 3))})
+    await compacting_turns(long, session, range(1, 5))
+    assert await long.sessions(flow).send_user_message(session, question(5))
+    failed = await wait_for_turn_end(long.sessions(flow), session, 5)
+    assert failed.state is not None and "scripted model failure on attempt 3" in str(
+        failed.state.last_turn_error
+    )
+    assert failed.context_summary is None
+    assert [call.attempt for call in long.stack.invocations.summary_calls(session, "turn-5")] == [1, 2, 3]
+    assert long.stack.invocations.model_calls(session, "turn-5") == []
+    history = await long.stack.read_step_history(session)
+    route = next(entry for entry in history if entry.step_type == "RecordTurnFailure")
+    assert route.step_input == {"through_sequence": 6}  # the failure route receives CompactContext's input
+    done = await compacting_turns(long, session, (6,))
+    assert done.context_summary is not None and done.messages[-1].text == answer(6)
+
+
 # Session settings.
 
 
