@@ -124,11 +124,21 @@ class BulkRunner:
         return ContextSummaryResult(_SUMMARY, AgentUsage(model_calls=1, input_tokens=100, output_tokens=500))
 
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow]:
-    """Return the benchmark's Flows: without compaction, and with it. Storage options are the defaults."""
-    plain = AgentSessionOptions(tool_policies={TOOL_NAME: ToolPolicy(ToolEffect.READ)})
+def build_flows(message_chunk_size: int = 32) -> tuple[AgentSessionFlow, AgentSessionFlow]:
+    """Return the benchmark's Flows: without compaction, and with it.
+
+    Args:
+        message_chunk_size: Messages per chunk; every other storage option is the default.
+
+    Returns:
+        The Flow without compaction, and the one with it.
+    """
+    plain = AgentSessionOptions(
+        tool_policies={TOOL_NAME: ToolPolicy(ToolEffect.READ)}, message_chunk_size=message_chunk_size
+    )
     compacting = AgentSessionOptions(
         tool_policies={TOOL_NAME: ToolPolicy(ToolEffect.READ)},
+        message_chunk_size=message_chunk_size,
         compaction=CompactionPolicy(context_window_tokens=CONTEXT_WINDOW_TOKENS),
     )
     return (

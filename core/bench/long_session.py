@@ -1,6 +1,6 @@
 """How a turn's cost grows with a session's history, with and without compaction.
 
-    uv run python -m bench.long_session [--sizes 64,1000,10000] [--turns 10] [--grow 120]
+    uv run python -m bench.long_session [--sizes 64,1000,10000] [--turns 10] [--grow 120] [--chunk-size 32]
 
 One session per Flow (``bench.long_agent``: default storage options; one Flow also compacts) grows fast
 (``grow <n>`` turns store ``n`` messages at once) to each size, then runs ``--turns`` measured turns of a
@@ -27,7 +27,7 @@ from pathlib import Path
 from dex import LongPollTimeoutError
 
 from bench.long_agent import GROW_PREFIX, build_flows
-from bench.long_worker import LOAD_LOG_ENV
+from bench.long_worker import CHUNK_SIZE_ENV, LOAD_LOG_ENV
 from bench.processes import child_processes, cpu_seconds
 from dex_agents import (
     AgentEventType,
@@ -167,9 +167,9 @@ def print_table(label: str, rows: list[Figures]) -> None:
         )
 
 
-async def run(sizes: list[int], turns: int, grow: int) -> None:
+async def run(sizes: list[int], turns: int, grow: int, chunk_size: int) -> None:
     """Grow one session per Flow through ``sizes`` and print the figures."""
-    flows = build_flows()
+    flows = build_flows(chunk_size)
     with tempfile.TemporaryDirectory(prefix="dex-agents-long-bench-") as directory:
         load_log = Path(directory) / "loads.jsonl"
         async with AgentTestStack(
@@ -177,10 +177,14 @@ async def run(sizes: list[int], turns: int, grow: int) -> None:
             list(flows),
             "bench.long_worker",
             worker_cwd=CORE_DIR,
-            worker_env={LOAD_LOG_ENV: str(load_log)},
+            worker_env={LOAD_LOG_ENV: str(load_log), CHUNK_SIZE_ENV: str(chunk_size)},
         ) as stack:
             await stack.start_worker()
-            for flow, label in zip(flows, ("without compaction", "with compaction"), strict=True):
+            labels = (
+                f"without compaction, {chunk_size} per chunk",
+                f"with compaction, {chunk_size} per chunk",
+            )
+            for flow, label in zip(flows, labels, strict=True):
                 rows = await _grow_and_measure(stack, flow, load_log, sizes, turns, grow)
                 print_table(label, rows)
 
@@ -206,9 +210,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="64,1000,10000", help="comma-separated message counts")
     parser.add_argument("--turns", type=int, default=10, help="measured turns per size")
     parser.add_argument("--grow", type=int, default=120, help="messages per growth turn")
+    parser.add_argument("--chunk-size", type=int, default=32, help="message_chunk_size of both Flows")
     arguments = parser.parse_args()
     sizes = [int(size) for size in arguments.sizes.split(",")]
-    asyncio.run(run(sizes, arguments.turns, arguments.grow))
+    asyncio.run(run(sizes, arguments.turns, arguments.grow, arguments.chunk_size))
 
 
 if __name__ == "__main__":

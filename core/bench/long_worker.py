@@ -21,6 +21,7 @@ from bench.long_agent import build_flows
 from dex_agents.testing import run_agent_worker
 
 LOAD_LOG_ENV = "DEX_AGENTS_BENCH_LOAD_LOG"
+CHUNK_SIZE_ENV = "DEX_AGENTS_BENCH_CHUNK_SIZE"
 
 _fetched: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("fetched", default=None)
 
@@ -66,4 +67,4 @@ def _instrument() -> None:
 
 if __name__ == "__main__":
     _instrument()
-    run_agent_worker(build_flows())
+    run_agent_worker(build_flows(int(os.environ.get(CHUNK_SIZE_ENV, "32"))))
