@@ -12,8 +12,7 @@ It compacts: a token is 4 bytes of ``framework_item``, any cut after an assistan
 
 from __future__ import annotations
 
-import json
-
+from bench.agent import TOOL_NAME, BareRunner, item_of_size
 from dex_agents import (
     AgentMessage,
     AgentSessionFlow,
@@ -24,18 +23,13 @@ from dex_agents import (
     CompactionPolicy,
     ContextSummaryRequest,
     ContextSummaryResult,
-    DeferredToolCall,
-    DeferredToolExecution,
     FrameworkMessage,
     MessageRole,
-    ToolCallsRequested,
     ToolEffect,
-    ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
 )
 
-TOOL_NAME = "lookup_order"
 GROW_PREFIX = "grow "
 #: The context window of the compacting Flow, in the runner's tokens: compaction starts near 100 messages.
 CONTEXT_WINDOW_TOKENS = 20_000
@@ -43,65 +37,29 @@ _BYTES_PER_TOKEN = 4
 _SUMMARY = "Earlier: the user asked about orders A-1 to A-9999; all shipped. " * 32
 
 
-def _item(kind: str, size: int, **fields: str) -> str:
-    body = {"kind": kind, **fields}
-    text = json.dumps(body)
-    return json.dumps({**body, "padding": "x" * max(0, size - len(text) - 15)})
-
-
-def _assistant(text: str, size: int) -> FrameworkMessage:
-    return FrameworkMessage(role=MessageRole.ASSISTANT, framework_item=_item("assistant", size), text=text)
-
-
 def _tokens(message: AgentMessage) -> int:
     return len(message.framework_item) // _BYTES_PER_TOKEN
 
 
-class BulkRunner:
-    """Answers ``grow <n>`` with ``n`` messages, and anything else with a read tool and an answer."""
-
-    def build_user_message(self, text: str) -> FrameworkMessage:
-        """Return the user message."""
-        return FrameworkMessage(
-            role=MessageRole.USER, framework_item=_item("user", 239, text=text), text=text
-        )
+class BulkRunner(BareRunner):
+    """``bench.agent``'s runner, which also answers ``grow <n>`` with ``n`` messages and compacts."""
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         """Grow the session, or make the measured turn's model calls."""
-        usage = AgentUsage(model_calls=1, input_tokens=10, output_tokens=5)
         question = turn.messages[-1].text or ""
         if question.startswith(GROW_PREFIX) and turn.framework_run_state is None:
             count = int(question.removeprefix(GROW_PREFIX))
             sizes = (1065, 480, 881, 640)
-            grown = [_assistant(f"part {n}", sizes[n % len(sizes)]) for n in range(count)]
-            return TurnCompleted(grown, usage)
-        if turn.framework_run_state is None:
-            call = DeferredToolCall(
-                "lookup-1", TOOL_NAME, json.dumps({"order_id": "A-1"}), turn.resolve_tool_policy(TOOL_NAME)
-            )
-            return ToolCallsRequested(_item("run_state", 1167), (call,), usage)
-        record = turn.tool_calls["lookup-1"]
-        calls = FrameworkMessage(
-            role=MessageRole.ASSISTANT,
-            framework_item=_item("assistant", 1065),
-            text="Let me look that up.",
-            tool_call_id=record.tool_call_id,
-            tool_name=record.tool_name,
-            tool_arguments=record.arguments,
-        )
-        result = FrameworkMessage(
-            role=MessageRole.TOOL,
-            framework_item=_item("tool", 480),
-            tool_call_id=record.tool_call_id,
-            tool_name=record.tool_name,
-            tool_output=record.output,
-        )
-        return TurnCompleted((calls, result, _assistant("Order A-1 has shipped.", 881)), usage)
-
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        """Return the order's status."""
-        arguments = json.loads(call.tool_call.arguments)
-        return ToolExecutionResult(json.dumps({"order_id": arguments["order_id"], "status": "shipped"}))
+            grown = [
+                FrameworkMessage(
+                    role=MessageRole.ASSISTANT,
+                    framework_item=item_of_size("assistant", sizes[number % len(sizes)]),
+                    text=f"part {number}",
+                )
+                for number in range(count)
+            ]
+            return TurnCompleted(grown, AgentUsage(model_calls=1, input_tokens=10, output_tokens=5))
+        return await super().run_model_step(turn)
 
     def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
         """Count a token per 4 bytes of every stored item the next call would send, and the summary."""

@@ -24,28 +24,14 @@ from dex_agents import (
     AgentSessionOptions,
     AgentSessionStatus,
     AgentState,
-    DeferredToolExecution,
     FrameworkMessage,
     MessageRole,
-    ToolExecutionResult,
-    TurnCompleted,
     agent_codec_registry,
 )
-from dex_agents.runner import AgentTurnContext
+from tests.test_unit_values import _Runner  # pyright: ignore[reportPrivateUsage]
 
 WINDOW = f"{AGENT_MESSAGES.name}/"
 ALL_CHUNKS = f"{AGENT_MESSAGE_CHUNKS.name}/"
-
-
-class _Runner:
-    def build_user_message(self, text: str) -> FrameworkMessage:
-        return FrameworkMessage(role=MessageRole.USER, framework_item=text, text=text)
-
-    async def run_model_step(self, turn: AgentTurnContext) -> TurnCompleted:
-        return TurnCompleted(new_messages=[])
-
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        return ToolExecutionResult("")
 
 
 def message(text: str, role: MessageRole = MessageRole.ASSISTANT) -> FrameworkMessage:

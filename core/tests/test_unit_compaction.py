@@ -20,7 +20,7 @@ from dex_agents import (
 )
 from dex_agents.runner import AgentTurnContext
 from dex_agents.testing import ScriptedRunner, render_message, scripted_token_count
-from tests.storage_sim import _Runner  # pyright: ignore[reportPrivateUsage]
+from tests.test_unit_values import _Runner  # pyright: ignore[reportPrivateUsage]
 
 
 def test_the_policy_has_the_design_defaults_and_refuses_ratios_that_would_loop() -> None:

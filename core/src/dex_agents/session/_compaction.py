@@ -10,7 +10,6 @@ between the two, and `RunModel` compacts only when the cut moves past the summar
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
@@ -22,7 +21,7 @@ from dex_agents.events import AgentEventType
 from dex_agents.limits import MAX_STORED_VALUE_BYTES, utf8_size
 from dex_agents.persistence import AGENT_STATE, CONTEXT_SUMMARY
 from dex_agents.runner import AgentTurnContext
-from dex_agents.session._errors import RunnerCallError, SessionStateError, describe_exception
+from dex_agents.session._errors import RunnerCallError, SessionStateError, runner_errors
 from dex_agents.session._settings import read_turn_session_settings
 from dex_agents.session._state import format_time, heartbeating, now, read_context_summary, read_state
 from dex_agents.session._storage import read_messages, settle_storage
@@ -62,17 +61,11 @@ async def compaction_cutoff(runtime: SessionRuntime, state: AgentState, turn: Ag
     if policy is None:
         return None
     runner = cast(ContextCompactionRunner, runtime.runner)
-    try:
+    with runner_errors():
         estimate = _whole_number(await _call(runner.estimate_input_tokens(turn)), "estimate_input_tokens")
         if estimate < policy.trigger_tokens:
             return None
         cutoff = await _call(runner.select_compaction_cutoff(turn, policy.retained_token_budget))
-    except asyncio.CancelledError:
-        raise
-    except RunnerCallError:
-        raise
-    except Exception as error:
-        raise RunnerCallError(describe_exception(error)) from error
     if cutoff is None:
         return None
     through = _whole_number(cutoff, "select_compaction_cutoff")
@@ -168,13 +161,8 @@ class CompactContext(Step[CompactContextInput | None]):
         await context.heartbeat()
         async with heartbeating(context):
             try:
-                result = _check_summary(await runner.summarize_context(request))
-            except asyncio.CancelledError:
-                raise
-            except RunnerCallError:
-                raise
-            except Exception as error:
-                raise RunnerCallError(describe_exception(error)) from error
+                with runner_errors():
+                    result = _check_summary(await runner.summarize_context(request))
             finally:
                 writer.close()
         record_usage(context, runtime, turn_id, result.usage)

@@ -13,6 +13,7 @@ from typing import Any
 from dex import (
     AsyncContext,
     AttributeMap,
+    Channel,
     Context,
     RetryPolicy,
     Step,
@@ -182,18 +183,9 @@ class SessionRuntime:
         It loads the window, the chunks after the summary, the turn's records and the steered messages.
         """
         chunks = self.model_input_loads(context)
-        return StepOptions(
-            execute_method_timeout=RUN_MODEL_TIMEOUT,
-            heartbeat_timeout=RUN_MODEL_HEARTBEAT_TIMEOUT,
-            execute_retry=RetryPolicy(
-                maximum_attempts=RUN_MODEL_ATTEMPTS, total_duration=RUN_MODEL_RETRY_WINDOW
-            ),
-            wait_for_durability=_SYNC,
-            execute_durability=_SYNC,
-            execute_load_attribute_maps=self._message_maps(chunks, AGENT_TOOL_CALLS),
-            execute_load_attribute_map_instances=chunks.instances,
-            execute_load_channels=(STEERED_USER_MESSAGES,),
-        ).on_execute_failure_proceed_to(RecordTurnFailure, self.record_turn_failure_options(chunks))
+        return self._model_call_options(
+            chunks, (AGENT_TOOL_CALLS,), (STEERED_USER_MESSAGES,), failure_route_chunks=chunks
+        )
 
     def compact_context_options(
         self, context: Context | None = None, through_sequence: int = 0
@@ -207,6 +199,19 @@ class SessionRuntime:
             if context is None
             else chunk_loads(context, self.summarized_through(context), through_sequence)
         )
+        return self._model_call_options(
+            summarizes, (), (), failure_route_chunks=self.model_input_loads(context)
+        )
+
+    def _model_call_options(
+        self,
+        chunks: ChunkLoads,
+        maps: tuple[AttributeMap[Any], ...],
+        channels: tuple[Channel[Any], ...],
+        *,
+        failure_route_chunks: ChunkLoads,
+    ) -> StepOptions:
+        """Options of a Step that calls the model: its timeouts, retries, loads and failure route."""
         return StepOptions(
             execute_method_timeout=RUN_MODEL_TIMEOUT,
             heartbeat_timeout=RUN_MODEL_HEARTBEAT_TIMEOUT,
@@ -215,10 +220,11 @@ class SessionRuntime:
             ),
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
-            execute_load_attribute_maps=self._message_maps(summarizes),
-            execute_load_attribute_map_instances=summarizes.instances,
+            execute_load_attribute_maps=self._message_maps(chunks, *maps),
+            execute_load_attribute_map_instances=chunks.instances,
+            execute_load_channels=channels,
         ).on_execute_failure_proceed_to(
-            RecordTurnFailure, self.record_turn_failure_options(self.model_input_loads(context))
+            RecordTurnFailure, self.record_turn_failure_options(failure_route_chunks)
         )
 
     def record_turn_failure_options(self, chunks: ChunkLoads | None = None) -> StepOptions:

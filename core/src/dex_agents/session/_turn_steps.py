@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
@@ -49,6 +48,7 @@ from dex_agents.session._errors import (
     SessionStateError,
     describe_exception,
     plain_recovery_detail,
+    runner_errors,
 )
 from dex_agents.session._settings import (
     INVALID_START_SETTINGS_REASON,
@@ -346,11 +346,8 @@ class RunModel(Step[CompactContextInput | None]):
         await context.heartbeat()
         async with heartbeating(context):
             try:
-                outcome = await runtime.runner.run_model_step(turn)
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                raise RunnerCallError(describe_exception(error)) from error
+                with runner_errors():
+                    outcome = await runtime.runner.run_model_step(turn)
             finally:
                 writer.close()
         return await self._store_outcome(context, state, records, outcome)

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Invocation", "InvocationLog"]
+__all__ = ["Invocation", "InvocationKind", "InvocationLog"]
 
 InvocationKind = Literal["model", "tool", "model_cancelled", "summary"]
 
@@ -111,11 +111,7 @@ class InvocationLog:
         Returns:
             The calls, oldest first.
         """
-        return [
-            call
-            for call in self.read()
-            if call.kind == "model" and call.session_id == session_id and turn_id in (None, call.turn_id)
-        ]
+        return self._calls("model", session_id, turn_id)
 
     def summary_calls(self, session_id: str, turn_id: str | None = None) -> list[Invocation]:
         """Return the context summary calls of one session (optionally one turn), every attempt included.
@@ -127,11 +123,7 @@ class InvocationLog:
         Returns:
             The calls, oldest first.
         """
-        return [
-            call
-            for call in self.read()
-            if call.kind == "summary" and call.session_id == session_id and turn_id in (None, call.turn_id)
-        ]
+        return self._calls("summary", session_id, turn_id)
 
     def cancelled_model_calls(self, session_id: str, turn_id: str | None = None) -> list[Invocation]:
         """Return the model calls of one session (optionally one turn) whose coroutine was cancelled.
@@ -143,12 +135,13 @@ class InvocationLog:
         Returns:
             One entry per cancelled call, oldest first.
         """
+        return self._calls("model_cancelled", session_id, turn_id)
+
+    def _calls(self, kind: InvocationKind, session_id: str, turn_id: str | None) -> list[Invocation]:
         return [
             call
             for call in self.read()
-            if call.kind == "model_cancelled"
-            and call.session_id == session_id
-            and turn_id in (None, call.turn_id)
+            if call.kind == kind and call.session_id == session_id and turn_id in (None, call.turn_id)
         ]
 
     def tool_calls(

@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from dex_agents import ToolExecutionError, current_tool_execution
 from dex_agents.testing._gates import FileGate
-from dex_agents.testing._invocations import Invocation, InvocationLog
+from dex_agents.testing._invocations import Invocation, InvocationKind, InvocationLog
 
 __all__ = [
     "STATE_DIR_ENV",
@@ -522,15 +522,7 @@ async def scripted_model_response(
         )
     store = store or ScriptStore.from_environment()
     response = store.response_for(scope.session_id, scope.turn_id, scope.recorded_tool_call_ids)
-    call = Invocation(
-        kind="model",
-        session_id=scope.session_id,
-        turn_id=scope.turn_id,
-        attempt=scope.attempt,
-        step_execution_id=scope.step_execution_id,
-        model_input=tuple(model_input),
-    )
-    return await _answer(store, call, response, on_partial_text)
+    return await _answer(store, _invocation("model", scope, model_input), response, on_partial_text)
 
 
 async def scripted_summary_response(
@@ -559,15 +551,18 @@ async def scripted_summary_response(
     """
     store = store or ScriptStore.from_environment()
     response = store.summary_response(scope.session_id, scope.turn_id)
-    call = Invocation(
-        kind="summary",
+    return await _answer(store, _invocation("summary", scope, model_input), response, on_partial_text)
+
+
+def _invocation(kind: InvocationKind, scope: ModelCallScope, model_input: Sequence[str]) -> Invocation:
+    return Invocation(
+        kind=kind,
         session_id=scope.session_id,
         turn_id=scope.turn_id,
         attempt=scope.attempt,
         step_execution_id=scope.step_execution_id,
         model_input=tuple(model_input),
     )
-    return await _answer(store, call, response, on_partial_text)
 
 
 async def _answer(
