@@ -427,6 +427,8 @@ class ModelCallScope:
         attempt: The ``RunModel`` attempt.
         step_execution_id: The ``RunModel`` execution.
         recorded_tool_call_ids: Tool call IDs with records in this turn.
+        is_summary: The call is ``CompactContext``'s summary call (``turn_id`` is the turn that triggered
+            it): :func:`scripted_model_response` answers it from the summary script.
     """
 
     session_id: str
@@ -434,6 +436,7 @@ class ModelCallScope:
     attempt: int
     step_execution_id: str
     recorded_tool_call_ids: frozenset[str] = field(default_factory=frozenset[str])
+    is_summary: bool = False
 
 
 _current_model_call: contextvars.ContextVar[ModelCallScope | None] = contextvars.ContextVar(
@@ -493,7 +496,10 @@ async def scripted_model_response(
 ) -> ScriptedResponse:
     """Answer one model call from the session's script; call it from a scripted model.
 
-    It logs the call (session, turn, Step execution, attempt and ``model_input``) in the invocation log,
+    Inside a summary call's scope (``ModelCallScope.is_summary``, which
+    :func:`with_model_call_scope` sets around ``summarize_context``) it answers from the summary script
+    instead, as :func:`scripted_summary_response` does. It logs the call (session, turn, Step execution,
+    attempt and ``model_input``) in the invocation log,
     waits at the response's gate on the listed attempts, waits until cancelled for a response that
     ``block_until_cancelled``, raises on the response's failing attempts, and returns the response, which
     the scripted model turns into its framework's answer. A cancellation while it waits (``cancel_turn``
@@ -520,6 +526,8 @@ async def scripted_model_response(
             "the scripted model ran outside RunModel; wrap the runner with with_model_call_scope() "
             "or use ScriptedRunner"
         )
+    if scope.is_summary:
+        return await scripted_summary_response(model_input, scope, store, on_partial_text=on_partial_text)
     store = store or ScriptStore.from_environment()
     response = store.response_for(scope.session_id, scope.turn_id, scope.recorded_tool_call_ids)
     return await _answer(store, _invocation("model", scope, model_input), response, on_partial_text)

@@ -326,6 +326,7 @@ class ScriptedRunner:
             turn_id=request.turn_id,
             attempt=request.attempt,
             step_execution_id=request.events.step_execution_id,
+            is_summary=True,
         )
         response = await scripted_summary_response(
             model_input,
