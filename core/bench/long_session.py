@@ -33,6 +33,7 @@ from dex_agents import (
     AgentEventType,
     AgentSessionClient,
     AgentSessionFlow,
+    AgentSessionStatus,
     AgentSnapshot,
     agent_codec_registry,
 )
@@ -65,10 +66,12 @@ class Session:
         self.load_log = load_log
         self.token = ""
         self.started = False
+        self.turns = 0
 
     async def turn(self, text: str) -> float:
         """Send ``text`` (starting the session the first time) and return the seconds to turn_completed."""
         started = time.perf_counter()
+        self.turns += 1
         if self.started:
             await self.sessions.send_user_message(self.session_id, text)
         else:
@@ -87,12 +90,29 @@ class Session:
             if message.value.type == AgentEventType.TURN_FAILED:
                 raise RuntimeError(f"turn failed: {message.value.payload}")
 
+    async def settled(self) -> AgentSnapshot:
+        """The snapshot once every turn sent so far has committed.
+
+        ``turn_completed`` is written while ``RunModel`` runs, a moment before its commit, so a snapshot
+        read right after the event can miss the turn.
+        """
+        while True:
+            snapshot = await self.sessions.get_agent_snapshot(self.session_id)
+            state = snapshot.state
+            if (
+                state is not None
+                and state.turn_count >= self.turns
+                and state.status == AgentSessionStatus.WAITING_FOR_USER_MESSAGE
+            ):
+                return snapshot
+            await asyncio.sleep(0.01)
+
     async def last_sequence(self) -> int:
-        """The session's newest message, 0 before it starts."""
+        """The session's newest message once its turns committed, 0 before it starts."""
         if not self.started:
             return 0
-        snapshot = await self.sessions.get_agent_snapshot(self.session_id)
-        return 0 if snapshot.state is None else snapshot.state.next_message_sequence - 1
+        state = (await self.settled()).state
+        return 0 if state is None else state.next_message_sequence - 1
 
     def log_position(self) -> int:
         """Where the Worker's load log ends now."""
@@ -120,6 +140,7 @@ async def measure(session: Session, turns: int) -> Figures:
     walls = [await session.turn("Where is order A-1?") for _ in range(turns)]
     cpu = {children[pid]: cpu_seconds(pid) - seconds for pid, seconds in before.items()}
     run_model = session.loads_since(position, "RunModel")
+    await session.settled()
     position = session.log_position()
     snapshots = [await session.sessions.get_agent_snapshot(session.session_id) for _ in range(3)]
     snapshot_loads = session.loads_since(position, "rpc:get_agent_snapshot")
