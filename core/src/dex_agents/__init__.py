@@ -5,28 +5,48 @@ Register an `AgentSessionFlow` with a framework adapter's `AgentFrameworkRunner`
 ``codec_registry=agent_codec_registry()``.
 """
 
+from dex_agents._chunk_cache import DEFAULT_DECODED_CHUNK_CACHE_BYTES
 from dex_agents._codecs import agent_codec_registry
 from dex_agents._mcp_hints import effect_from_mcp_annotations
 from dex_agents._run_state import RunStateFormat, RunStateFormatError
 from dex_agents._tool_arguments import parse_tool_arguments
 from dex_agents.client import AgentSessionClient
+from dex_agents.compaction import (
+    CompactionPolicy,
+    ContextCompactionRunner,
+    ContextSummaryRequest,
+    ContextSummaryResult,
+)
 from dex_agents.events import AgentEventType, AgentEventWriter
-from dex_agents.limits import MAX_USER_MESSAGE_BYTES
+from dex_agents.limits import (
+    MAX_MESSAGE_CHUNK_BYTES,
+    MAX_SESSION_SETTINGS_BYTES,
+    MAX_USER_MESSAGE_BYTES,
+    MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT,
+    MESSAGE_ROLLOVER_MAX_CHUNKS_PER_COMMIT,
+    SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
+)
 from dex_agents.persistence import (
+    AGENT_MESSAGE_CHUNKS,
+    AGENT_MESSAGE_INDEX,
     AGENT_MESSAGES,
     AGENT_STATE,
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
+    CONTEXT_SUMMARY,
     DEFAULT_AGENT_EVENTS_CAPACITY_BYTES,
     FRAMEWORK_RUN_STATE,
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
     QUEUED_USER_MESSAGES,
+    SESSION_SETTINGS,
     STEERED_USER_MESSAGES,
     TOOL_CALL_CANCELLATIONS,
     TOOL_CALL_RESULTS,
     TURN_CANCELLATION_REQUEST,
     TURN_CONTROL_REQUESTS,
+    TURN_REPLY_SEQUENCE,
+    TURN_SESSION_SETTINGS,
     message_sequence_key,
 )
 from dex_agents.runner import (
@@ -66,6 +86,9 @@ from dex_agents.values import (
     AgentInterrupt,
     AgentInterruptResolution,
     AgentMessage,
+    AgentMessageChunk,
+    AgentMessageChunkRange,
+    AgentMessageIndex,
     AgentMessagesPage,
     AgentSessionStartInput,
     AgentSessionStatus,
@@ -76,6 +99,8 @@ from dex_agents.values import (
     AgentUserMessage,
     CancellationReason,
     CancelTurnRequest,
+    CompactContextInput,
+    ContextSummary,
     DeleteQueuedMessageRequest,
     FrameworkMessage,
     InterruptKind,
@@ -91,22 +116,35 @@ from dex_agents.values import (
     TurnCancellationRequest,
     TurnControlKind,
     TurnControlRequest,
+    TurnReplySequence,
+    TurnSessionSettings,
+    UpdateSessionSettingsRequest,
 )
 
 __all__ = [
     "AGENT_MESSAGES",
+    "AGENT_MESSAGE_CHUNKS",
+    "AGENT_MESSAGE_INDEX",
     "AGENT_STATE",
     "AGENT_TOOL_CALLS",
     "AGENT_USAGE",
     "APPROVAL_DEADLINE_PASSED",
+    "CONTEXT_SUMMARY",
     "DEFAULT_AGENT_EVENTS_CAPACITY_BYTES",
+    "DEFAULT_DECODED_CHUNK_CACHE_BYTES",
     "DEFAULT_REJECTION_TOOL_RESULT",
     "FRAMEWORK_RUN_STATE",
     "INTERRUPT_RESOLUTIONS",
+    "MAX_MESSAGE_CHUNK_BYTES",
+    "MAX_SESSION_SETTINGS_BYTES",
     "MAX_USER_MESSAGE_BYTES",
+    "MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT",
+    "MESSAGE_ROLLOVER_MAX_CHUNKS_PER_COMMIT",
     "OUTCOME_UNKNOWN_TOOL_RESULT",
     "PENDING_INTERRUPTS",
     "QUEUED_USER_MESSAGES",
+    "SESSION_SETTINGS",
+    "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
     "STEERED_REJECTION_MESSAGE",
     "STEERED_USER_MESSAGES",
     "TOOL_CALL_CANCELLATIONS",
@@ -118,6 +156,8 @@ __all__ = [
     "TURN_CONTROL_REQUESTS",
     "TURN_FAILURE_NOTE_FOOTER",
     "TURN_FAILURE_NOTE_HEADER",
+    "TURN_REPLY_SEQUENCE",
+    "TURN_SESSION_SETTINGS",
     "TURN_STEERED_NOTE_HEADER",
     "UNKNOWN_TOOL_POLICY",
     "AgentEvent",
@@ -127,6 +167,9 @@ __all__ = [
     "AgentInterrupt",
     "AgentInterruptResolution",
     "AgentMessage",
+    "AgentMessageChunk",
+    "AgentMessageChunkRange",
+    "AgentMessageIndex",
     "AgentMessagesPage",
     "AgentSessionClient",
     "AgentSessionFlow",
@@ -142,6 +185,12 @@ __all__ = [
     "AgentUserMessage",
     "CancelTurnRequest",
     "CancellationReason",
+    "CompactContextInput",
+    "CompactionPolicy",
+    "ContextCompactionRunner",
+    "ContextSummary",
+    "ContextSummaryRequest",
+    "ContextSummaryResult",
     "DeferredToolCall",
     "DeferredToolExecution",
     "DeleteQueuedMessageRequest",
@@ -167,7 +216,10 @@ __all__ = [
     "TurnContinued",
     "TurnControlKind",
     "TurnControlRequest",
+    "TurnReplySequence",
+    "TurnSessionSettings",
     "UnfinishedTurnMessageBuilder",
+    "UpdateSessionSettingsRequest",
     "agent_codec_registry",
     "build_turn_control_note",
     "build_turn_failure_note",
