@@ -351,7 +351,9 @@ class AgentToolCall:
             that steering or `cancel_turn` abandoned.
         deferral_order: Zero-based position of the call within its turn, in model order.
         tool_source_reference: Opaque text a tool source keeps with the call.
-        trace_context: Reserved for tracing.
+        trace_context: The W3C traceparent of the activation root whose trace the call's ``execute_tool``
+            spans join: `RunModel` copies the session's root onto the record and an approval replaces it
+            with its own. `None` while tracing is off.
         wait_until: Reserved for durable waits.
         input_continuation: Reserved for tool questions.
         input_answers: Reserved for tool questions.
