@@ -119,6 +119,29 @@ def test_import_dex_agents_and_build_a_session_flow_without_loading_opentelemetr
     assert result.stdout.strip() == "[]"
 
 
+def test_otel_exports_are_pinned() -> None:
+    import dex_agents.otel
+
+    assert dex_agents.otel.__all__ == ["CAPTURE_MESSAGE_CONTENT_ENV", "AgentTracing", "GenAIConventions"]
+    assert [item.value for item in GenAIConventions] == ["1.42.0-dev", "1.36.0"]
+
+
+def test_without_the_extra_the_import_names_the_install_command() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['opentelemetry'] = None  # as if opentelemetry-api were not installed\n"
+        "try:\n"
+        "    import dex_agents.otel\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == (
+        "dex_agents.otel needs the OpenTelemetry API (opentelemetry-api), which is not installed: "
+        'pip install "dex-agents[otel]"'
+    )
+
+
 def test_agent_tracing_is_what_session_options_take_and_other_values_are_refused() -> None:
     tracing = AgentTracing(agent_name="order-desk")
     assert isinstance(tracing, TraceEmitter)

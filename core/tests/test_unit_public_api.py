@@ -115,6 +115,9 @@ EXPECTED_EXPORTS = {
     "TurnReplySequence",
     "TurnSessionSettings",
     "UpdateSessionSettingsRequest",
+    # OpenTelemetry GenAI tracing (issue 17)
+    "AGENT_TRACE_CONTEXT",
+    "ModelCallMetadata",
 }
 
 
