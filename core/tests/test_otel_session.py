@@ -307,6 +307,54 @@ async def test_message_content_is_recorded_when_opted_in_and_1_36_0_names_the_pr
     assert all(span.schema_url in (None, "") for span in spans)
 
 
+async def test_a_compaction_attempt_is_a_chat_span_named_from_the_summary_metadata(harness: Traced) -> None:
+    flow = harness.flows.compacting
+    sessions = harness.sessions(flow)
+    session = harness.stack.new_session_id("compacting")
+    # About 100 tokens a message: turn 5's model input passes 85% of the 1,000-token window.
+    questions = [f"Question {number}: ".ljust(394, "?") for number in range(1, 6)]
+    harness.stack.scripts.set_turns(
+        session, [[ScriptedResponse(text=f"Answer {number}: ".ljust(389, "."))] for number in range(1, 6)]
+    )
+    await sessions.start_session(session, questions[0])
+    for number, text in enumerate(questions[1:], start=2):
+        await wait_for_turn_end(sessions, session, number - 1)
+        assert await sessions.send_user_message(session, text)
+    await wait_for_turn_end(sessions, session, 5)
+    assert [call.turn_id for call in harness.stack.invocations.summary_calls(session)] == ["turn-5"]
+
+    spans = harness.spans(session)
+    (root,) = (
+        span
+        for span in spans
+        if span.parent_span_id is None and span.attribute("dex.agent.turn.id") == "turn-5"
+    )
+    assert root.attribute("dex.step.type") == "AwaitUserMessage"
+    fifth = sorted(
+        (span for span in spans if span.parent_span_id == root.span_id), key=lambda span: span.start_ns
+    )
+    # The RunModel attempt that chose to compact made no model call, so it has no span.
+    assert [(span.name, span.attribute("dex.step.type")) for span in fifth] == [
+        ("chat scripted-model", "CompactContext"),
+        ("chat scripted-model", "RunModel"),
+    ]
+    summary = fifth[0]
+    assert summary.kind == "CLIENT" and summary.attribute("gen_ai.usage.input_tokens") == 10
+    assert summary.attribute("gen_ai.response.id") == f"{summary.attribute('dex.step.execution_id')}.1"
+    assert (
+        summary.attribute("dex.agent.input_messages.first_key"),
+        summary.attribute("dex.agent.input_messages.last_key"),
+        summary.attribute("dex.agent.output_messages.count"),
+    ) == ("000000000001", "000000000006", 0)
+    assert json.loads(str(summary.attribute("gen_ai.output.messages"))) == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "summary 1 through message 6"}],
+            "finish_reason": "stop",
+        }
+    ]
+
+
 async def test_a_sampler_that_drops_the_root_drops_its_children(harness: Traced) -> None:
     flow = harness.flows.main
     sessions = harness.sessions(flow)
