@@ -343,3 +343,16 @@ def test_a_stored_context_that_is_not_a_traceparent_raises_for_the_session_to_lo
     with pytest.raises(ValueError, match="not a valid W3C traceparent"):
         tracing.emit_model_call(_model_call(parent="garbage"))
     assert not exporter.get_finished_spans()
+
+
+def test_spans_the_framework_starts_while_the_runner_works_join_the_activation_root() -> None:
+    tracing, exporter = _tracing()
+    assert tracing.tracer_provider is not None
+    framework = tracing.tracer_provider.get_tracer("some.framework")
+    with tracing.parent_scope(ROOT):
+        framework.start_span("framework model call").end()
+    framework.start_span("after the runner returned").end()
+    inside, after = exporter.get_finished_spans()
+    assert inside.parent is not None
+    assert (f"{inside.parent.trace_id:032x}", f"{inside.parent.span_id:016x}") == tuple(ROOT.split("-")[1:3])
+    assert after.parent is None

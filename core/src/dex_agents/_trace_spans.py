@@ -12,6 +12,7 @@ across a durable wait, and a Worker that dies mid-attempt leaves no span behind.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -178,6 +179,10 @@ class TraceEmitter(Protocol):
     @property
     def records_message_content(self) -> bool:
         """Whether the session should hand over message and tool content, not only references."""
+        ...
+
+    def parent_scope(self, parent: str) -> AbstractContextManager[object]:
+        """Make ``parent`` the current span while the runner works, so spans it starts join that trace."""
         ...
 
     def emit_activation(self, span: ActivationSpan) -> str | None:

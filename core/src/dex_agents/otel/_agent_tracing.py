@@ -5,9 +5,12 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, NonRecordingSpan, SpanKind, Status, StatusCode, Tracer, TracerProvider
@@ -117,6 +120,23 @@ class AgentTracing:
         )
 
     # The TraceEmitter methods the session calls.
+
+    @contextmanager
+    def parent_scope(self, parent: str) -> Iterator[object]:
+        """Make the stored root the current span while the runner works.
+
+        Spans the framework, its model client or a tool start meanwhile join the activation's trace as
+        children of its root, instead of starting traces of their own.
+        """
+        span_context = parse_traceparent(parent)
+        if span_context is None:
+            yield None
+            return
+        token = otel_context.attach(trace.set_span_in_context(NonRecordingSpan(span_context), Context()))
+        try:
+            yield None
+        finally:
+            otel_context.detach(token)
 
     def emit_activation(self, span: ActivationSpan) -> str | None:
         """Emit ``invoke_agent {agent}`` as a new trace's root, linked to the previous root.

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import TypeVar, cast
 
 from dex import AsyncContext
@@ -131,7 +132,7 @@ class SessionTracing:
         first_output = self._next_sequence(context)
         outcome: object = _UNSET
         try:
-            result = await call()
+            result = await self._under(parent, call)
             outcome = result
             decision = await store(result)
         except BaseException as error:
@@ -158,7 +159,7 @@ class SessionTracing:
             return await run()
         start_ns = time.time_ns()
         try:
-            decision = await run()
+            decision = await self._under(parent, run)
         except BaseException as error:
             self._emit_tool_call(context, record, parent, start_ns, None, error)
             raise
@@ -169,6 +170,30 @@ class SessionTracing:
             _logger.warning("tracing could not read tool call %s: %s", record.tool_call_id, error)
         self._emit_tool_call(context, record, parent, start_ns, final, None)
         return decision
+
+    async def _under(self, parent: str, work: Callable[[], Awaitable[OutcomeT]]) -> OutcomeT:
+        """Run ``work`` with the activation root as the current span, unless tracing cannot set it."""
+        emitter = self._emitter
+        assert emitter is not None
+        scope: AbstractContextManager[object] | None = None
+        try:
+            scope = emitter.parent_scope(parent)
+            scope.__enter__()
+        except Exception as error:
+            _logger.warning(
+                "tracing could not make %s the current span: %s", parent, describe_exception(error)
+            )
+            scope = None
+        try:
+            return await work()
+        finally:
+            if scope is not None:
+                try:
+                    scope.__exit__(None, None, None)
+                except Exception as error:
+                    _logger.warning(
+                        "tracing could not restore the current span: %s", describe_exception(error)
+                    )
 
     def _step(self, context: AsyncContext, turn_id: str | None) -> StepSpanContext:
         execution_id = context.step_execution_id
