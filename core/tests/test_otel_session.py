@@ -116,6 +116,29 @@ def _record_status(snapshot: AgentSnapshot, tool_call_id: str) -> ToolCallStatus
     return next((call.status for call in snapshot.tool_calls if call.tool_call_id == tool_call_id), None)
 
 
+async def _start_refund(harness: Traced, flow: TraceProbeFlow, session: str) -> None:
+    """Start a turn that reads and asks to refund; the read runs while the refund waits for approval."""
+    harness.stack.scripts.set_turns(
+        session,
+        [
+            [
+                ScriptedResponse(tool_calls=(_read("read-1"), _refund("refund-1"))),
+                ScriptedResponse(text="Refunded A-1."),
+            ]
+        ],
+    )
+    await harness.sessions(flow).start_session(session, "Refund order A-1")
+
+
+async def _pending_approval(harness: Traced, flow: TraceProbeFlow, session: str) -> AgentSnapshot:
+    return await wait_for_agent_snapshot(
+        harness.sessions(flow),
+        session,
+        lambda snapshot: snapshot if snapshot.pending_interrupts else None,
+        description="a pending approval",
+    )
+
+
 def _is_sampled(traceparent: str) -> bool:
     return bool(int(traceparent[-2:], 16) & 1)
 
@@ -359,22 +382,8 @@ async def test_a_sampler_that_drops_the_root_drops_its_children(harness: Traced)
     flow = harness.flows.main
     sessions = harness.sessions(flow)
     session = harness.stack.new_session_id(UNSAMPLED_PREFIX.rstrip("-"))
-    harness.stack.scripts.set_turns(
-        session,
-        [
-            [
-                ScriptedResponse(tool_calls=(_read("read-1"), _refund("refund-1"))),
-                ScriptedResponse(text="Done."),
-            ]
-        ],
-    )
-    await sessions.start_session(session, "Refund order A-1")
-    waiting = await wait_for_agent_snapshot(
-        sessions,
-        session,
-        lambda snapshot: snapshot if snapshot.pending_interrupts else None,
-        description="a pending approval",
-    )
+    await _start_refund(harness, flow, session)
+    waiting = await _pending_approval(harness, flow, session)
     # The root was not sampled, yet it is stored so the activation's other spans follow its decision.
     first_root = await harness.trace_context(flow, session)
     assert first_root and not _is_sampled(first_root)
@@ -396,23 +405,9 @@ async def test_an_exporter_that_raises_changes_no_step_outcome(harness: Traced) 
         "all": harness.stack.new_session_id(RAISING_PREFIX.rstrip("-")),
     }
     for session in names.values():
-        harness.stack.scripts.set_turns(
-            session,
-            [
-                [
-                    ScriptedResponse(tool_calls=(_read("read-1"), _refund("refund-1"))),
-                    ScriptedResponse(text="Refunded A-1."),
-                ]
-            ],
-        )
-        await sessions.start_session(session, "Refund order A-1")
+        await _start_refund(harness, flow, session)
     for session in names.values():
-        await wait_for_agent_snapshot(
-            sessions,
-            session,
-            lambda snapshot: bool(snapshot.pending_interrupts),
-            description="a pending approval",
-        )
+        await _pending_approval(harness, flow, session)
         assert await sessions.resolve_interrupt(session, "refund-1", approved=True)
     ended = {key: await wait_for_turn_end(sessions, session, 1) for key, session in names.items()}
     steps = {
@@ -452,22 +447,8 @@ async def test_a_session_without_tracing_never_loads_opentelemetry_and_stores_no
         flow = harness.flows.untraced
         sessions = harness.sessions(flow)
         session = harness.stack.new_session_id("untraced")
-        harness.stack.scripts.set_turns(
-            session,
-            [
-                [
-                    ScriptedResponse(tool_calls=(_read("read-1"), _refund("refund-1"))),
-                    ScriptedResponse(text="Done."),
-                ]
-            ],
-        )
-        await sessions.start_session(session, "Refund order A-1")
-        waiting = await wait_for_agent_snapshot(
-            sessions,
-            session,
-            lambda snapshot: snapshot if snapshot.pending_interrupts else None,
-            description="a pending approval",
-        )
+        await _start_refund(harness, flow, session)
+        waiting = await _pending_approval(harness, flow, session)
         assert [call.trace_context for call in waiting.tool_calls] == [None, None]
         assert await sessions.resolve_interrupt(session, "refund-1", approved=True)
         await wait_for_turn_end(sessions, session, 1)

@@ -11,24 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from dex_agents._tool_arguments import parse_json_text
 from dex_agents.values import AgentMessage, MessageRole
 
-__all__ = ["input_messages_json", "output_messages_json", "tool_value"]
+__all__ = ["input_messages_json", "output_messages_json"]
 
 _Part = dict[str, object]
-
-
-def tool_value(text: str | None) -> object:
-    """Return JSON text as the value it encodes, as the conventions expect of tool arguments and results.
-
-    Text that is not JSON stays text.
-    """
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def _parts(message: AgentMessage) -> list[_Part]:
@@ -43,7 +31,7 @@ def _parts(message: AgentMessage) -> list[_Part]:
                 "type": "tool_call",
                 "id": message.tool_call_id,
                 "name": message.tool_name,
-                "arguments": tool_value(message.tool_arguments),
+                "arguments": parse_json_text(message.tool_arguments),
             }
         )
     return parts
