@@ -103,5 +103,9 @@ def test_event_types_are_the_wire_names() -> None:
         "tool_call_deferred",
         "interrupt_raised",
         "interrupt_resolved",
+        "timer_started",
+        "plan_updated",
+        "plan_execution_started",
+        "tool_task_started",
         "usage_recorded",
     }

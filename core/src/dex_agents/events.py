@@ -33,6 +33,10 @@ class AgentEventType(StrEnum):
     TOOL_CALL_DEFERRED = "tool_call_deferred"
     INTERRUPT_RAISED = "interrupt_raised"
     INTERRUPT_RESOLVED = "interrupt_resolved"
+    TIMER_STARTED = "timer_started"
+    PLAN_UPDATED = "plan_updated"
+    PLAN_EXECUTION_STARTED = "plan_execution_started"
+    TOOL_TASK_STARTED = "tool_task_started"
     USAGE_RECORDED = "usage_recorded"
 
 

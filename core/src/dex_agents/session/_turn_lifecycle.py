@@ -20,6 +20,7 @@ from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.limits import MAX_TURN_FAILURE_NOTE_BYTES, bounded_text
 from dex_agents.persistence import (
     AGENT_MESSAGES,
+    AGENT_PLAN,
     AGENT_STATE,
     AGENT_TOOL_CALLS,
     FRAMEWORK_RUN_STATE,
@@ -37,6 +38,7 @@ from dex_agents.session._state import (
     to_agent_message,
 )
 from dex_agents.values import (
+    AgentPlan,
     AgentSessionStatus,
     AgentState,
     AgentToolCall,
@@ -111,9 +113,14 @@ def storable_note(
 
 
 def begin_turn(
-    context: AsyncContext, runtime: SessionRuntime, state: AgentState, texts: Sequence[str]
+    context: AsyncContext,
+    runtime: SessionRuntime,
+    state: AgentState,
+    texts: Sequence[str],
+    *,
+    interaction_mode: InteractionMode = InteractionMode.CHAT,
 ) -> StepDecision:
-    """Store ``texts`` as the user messages of a new turn and move to `RunModel`.
+    """Store ``texts`` as the user messages of a new turn in ``interaction_mode`` and move to `RunModel`.
 
     The turn accepts steering and cancellation: this Worker's Steps wait for them.
     """
@@ -132,7 +139,7 @@ def begin_turn(
             started,
             status=AgentSessionStatus.RUNNING_MODEL,
             active_turn_id=turn_id,
-            interaction_mode=InteractionMode.CHAT,
+            interaction_mode=interaction_mode,
             accepts_turn_control=True,
         ),
     )
@@ -182,7 +189,15 @@ def turn_context(
         tool_policies=runtime.options.tool_policies,
         default_tool_effect=runtime.options.default_tool_effect,
         heartbeat_function=context.heartbeat,
+        interaction_mode=_interaction_mode(context),
+        enabled_built_in_tools=tuple(runtime.options.built_in_tools),
+        plan=cast(AgentPlan | None, AGENT_PLAN.get(context)),
     )
+
+
+def _interaction_mode(context: AsyncContext) -> InteractionMode:
+    state = cast(AgentState | None, AGENT_STATE.get(context))
+    return InteractionMode.CHAT if state is None else state.interaction_mode
 
 
 def has_unfinished_turn_builder(runtime: SessionRuntime) -> bool:

@@ -9,8 +9,8 @@ from dex_agents import (
     AgentTurnContext,
     AgentTurnOutcome,
     DeferredToolExecution,
+    DeferredToolOutcome,
     FrameworkMessage,
-    ToolExecutionResult,
 )
 from dex_agents.testing._script import ModelCallScope, model_call_scope
 
@@ -66,7 +66,7 @@ class ModelCallScopedRunner:
         with model_call_scope(scope):
             return await self._runner.run_model_step(turn)
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         """Delegate to the wrapped runner.
 
         Args:
