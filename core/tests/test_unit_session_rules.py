@@ -29,11 +29,11 @@ from dex_agents import (
 from dex_agents.limits import MAX_STORED_VALUE_BYTES, MAX_TURN_FAILURE_NOTE_BYTES, bounded_text, utf8_size
 from dex_agents.session._control import TurnControlState, may_abandon_waiting_call
 from dex_agents.session._errors import describe_exception, plain_recovery_detail
+from dex_agents.session._interrupts import whole_seconds
 from dex_agents.session._runtime import SessionRuntime
 from dex_agents.session._state import format_time, parse_time, stored_size, to_agent_message
 from dex_agents.session._tool_steps import _never_ran  # pyright: ignore[reportPrivateUsage]
 from dex_agents.session._turn_lifecycle import storable_note
-from dex_agents.session._interrupts import whole_seconds
 from dex_agents.session._turn_steps import _check_tool_calls  # pyright: ignore[reportPrivateUsage]
 from dex_agents.testing import stored_calls_without_result
 

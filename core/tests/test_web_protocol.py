@@ -165,7 +165,7 @@ async def test_every_bad_input_is_a_clear_4xx_and_the_session_stays_usable(
             400,
             "string or null",
         ),
-        (await web.post(f"{api}/interrupts/nope/answer", json={"answer": "yes"}), 501, "decline"),
+        (await web.post(f"{api}/interrupts/nope/answer", json={"answer": "yes"}), 409, "not pending"),
         (await web.post(f"{api}/chat", json={"messages": []}), 400, "non-empty 'messages'"),
         (
             await web.post(f"{api}/chat", json={"messages": [{"role": "user", "parts": NO_PARTS}]}),

@@ -41,9 +41,15 @@ def _remaining_seconds(record: AgentToolCall) -> int:
 
 
 def durable_wait_result(record: AgentToolCall) -> str:
-    """Return the model-visible result of a ``durable_wait`` call whose Timer fired (or was skipped)."""
+    """Return the model-visible result of a ``durable_wait`` call whose Timer fired (or was skipped).
+
+    ``waited_seconds`` is the wait asked for less the whole seconds that were left of it. Dex counts Timers
+    in whole seconds from a floored start, so a Timer may fire up to a second early; that still reports the
+    whole wait, and a skipped wait reports how long it really waited, rounded up.
+    """
     arguments = parse_durable_wait_arguments(record.arguments, _NO_LIMIT)
-    waited = max(0, arguments.seconds - _remaining_seconds(record))
+    left = 0.0 if record.wait_until is None else (parse_time(record.wait_until) - now()).total_seconds()
+    waited = max(0, arguments.seconds - math.floor(max(0.0, left)))
     return json.dumps(
         {"status": "completed", "waited_seconds": waited, "reason": arguments.reason},
         ensure_ascii=False,

@@ -119,8 +119,8 @@ def create_agent_web_app(
         Route(api + "/chat", handlers.chat, methods=["POST"]),
         # Steering plugs in here once AgentSessionClient has it (issue 12): POST api + "/steer" with
         # {"text"} or {"message_id"} -> steer_user_message, POST api + "/queued/{message_id}/delete" ->
-        # delete_queued_message, POST api + "/cancel" with {"turn_id"} -> cancel_turn; plan approval (issue
-        # 14) as POST api + "/plan/execute" with {"revision"} -> execute_plan. Each follows send_message.
+        # delete_queued_message, POST api + "/cancel" with {"turn_id"} -> cancel_turn; plan approval as POST
+        # api + "/plan/execute" with {"revision"} -> execute_plan. Each follows send_message.
     ]
     if serve_page:
         page = resources.files("dex_agents.web").joinpath("static", "index.html").read_text(encoding="utf-8")
@@ -266,14 +266,7 @@ class _Handlers:
         interrupt_id = self._interrupt_id(request)
         body = await read_json_object(request, self._max_request_bytes)
         answer = text_field(body, "answer")
-        # answer_question arrives with tool questions (issue 14); until then a question can only be declined.
-        answer_question = cast(
-            Callable[[str, str, str], Awaitable[bool]] | None,
-            getattr(self._sessions, "answer_question", None),
-        )
-        if answer_question is None:
-            fail(501, "this dex-agents cannot answer questions yet; decline the question with /reject")
-        if not await self._call(session_id, answer_question(session_id, interrupt_id, answer)):
+        if not await self._call(session_id, self._sessions.answer_question(session_id, interrupt_id, answer)):
             fail(409, f"the question {interrupt_id!r} is not pending, or does not take that answer")
         return JSONResponse({"resolved": True})
 
