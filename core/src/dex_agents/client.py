@@ -217,7 +217,8 @@ class AgentSessionClient:
     ) -> bool:
         """Steer the running turn with a new message (``text``) or a queued one (``message_id``).
 
-        The message applies at the turn's next boundary: approvals still waiting are abandoned, tool calls
+        The message applies at the turn's next boundary: approvals, questions and durable waits still
+        waiting are abandoned (a started task and its questions go on), tool calls
         that have not started do not run, and a model call or tool that started runs to its end. The turn
         then ends as steered and the steered messages start the next turn. While no turn runs, ``text`` is
         queued like `send_user_message`, and a queued ``message_id`` stays queued.
@@ -264,10 +265,11 @@ class AgentSessionClient:
     async def cancel_turn(self, session_id: str, turn_id: str | None = None) -> bool:
         """Cancel the running turn.
 
-        The model call in progress is cancelled and its result dropped, approvals still waiting are
-        abandoned, and tool calls that have not started do not run; a tool that started runs to its end and
-        its result is kept. The turn then ends as cancelled (`turn_cancelled`). Retries lock conflicts like
-        `resolve_interrupt`.
+        The model call in progress is cancelled and its result dropped, approvals, questions and durable
+        waits still waiting are abandoned, and tool calls that have not started do not run; a tool that
+        started runs to its end and its result is kept, and a started remote task is cancelled best-effort
+        and recorded `outcome_unknown`. The turn then ends as cancelled (`turn_cancelled`). Retries lock
+        conflicts like `resolve_interrupt`.
 
         Args:
             session_id: The session.

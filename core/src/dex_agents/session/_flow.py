@@ -271,11 +271,12 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     def cancel_turn(self, context: Context, request: CancelTurnRequest) -> RPCResult[bool]:
         """Cancel the active turn (``turn_id`` `None`) or the named one, if it is the active turn.
 
-        Cancels the running model call, the failure route, and the approval waits at this RPC's commit, and
-        schedules `FinishTurnCancellation`; a tool that started runs to its end. `True` means the
-        cancellation is recorded (also when it already was); a final answer that committed first still
-        completes the turn. `False` when no turn is active, ``turn_id`` names another turn, or the turn
-        does not accept cancellation.
+        Cancels the running model call, the failure route, the waits of approvals, questions and durable
+        waits, and the polls of started tasks at this RPC's commit, and schedules `FinishTurnCancellation`,
+        which hands each started task to `CancelToolTask` (recorded `outcome_unknown`); a tool that started
+        runs to its end. `True` means the cancellation is recorded (also when it already was); a final
+        answer that committed first still completes the turn. `False` when no turn is active, ``turn_id``
+        names another turn, or the turn does not accept cancellation.
         """
         return _turn_control_rpcs.cancel_turn(context, request, self._runtime)
 
