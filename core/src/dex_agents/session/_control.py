@@ -86,6 +86,7 @@ __all__ = [
     "FinishTurnCancellation",
     "TurnControlState",
     "abandon_waiting_calls_for_steer",
+    "apply_cancellation_wake",
     "end_turn_by_control",
     "is_answer_pending",
     "is_turn_cancelled",
@@ -214,6 +215,47 @@ def remove_abandoned_interrupt(
         cancellation_reason=reason,
     )
     return remaining
+
+
+def apply_cancellation_wake(
+    context: AsyncContext,
+    runtime: SessionRuntime,
+    record: AgentToolCall,
+    interrupt_id: str | None,
+    interrupts: Sequence[AgentInterrupt],
+) -> StepDecision:
+    """Apply a `ToolCallCancellations` wake to a waiting call; the woken Step holds the interrupt lock.
+
+    The wake decides nothing by itself: a call that the flags do not abandon (a wake left from an earlier
+    turn whose call had the same ID, or a started task's question) waits again, and so does one whose
+    interrupt is gone while its answer is pending, because the answer committed first. Otherwise the
+    pending interrupt is removed and the call recorded cancelled.
+
+    Args:
+        context: The woken Step's context.
+        runtime: The Flow type's runtime.
+        record: The call.
+        interrupt_id: The interrupt the call waits on, or `None` for a durable wait.
+        interrupts: The pending interrupts.
+
+    Returns:
+        The woken Step's decision.
+    """
+    reason = read_turn_control(context).reason
+    interrupt = (
+        None
+        if interrupt_id is None
+        else next((item for item in interrupts if item.interrupt_id == interrupt_id), None)
+    )
+    if reason is None or not may_abandon_waiting_call(record):
+        return go_to_many(runtime.to_waiting_step(record))
+    if interrupt_id is not None and interrupt is None and is_answer_pending(context, interrupt_id):
+        return go_to_many(runtime.to_waiting_step(record))
+    if interrupt is not None:
+        writer = runtime.event_writer(context, record.turn_id)
+        remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
+    record_call_cancelled(context, runtime, record, reason)
+    return dead_end()
 
 
 def _interrupt_of(interrupts: Sequence[AgentInterrupt], record: AgentToolCall) -> AgentInterrupt | None:

@@ -13,11 +13,11 @@ import math
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from dex import AsyncContext, Step, StepDecision, StepOptions, Timer, Wait, dead_end, go_to_many
+from dex import AsyncContext, Step, StepDecision, StepOptions, Timer, Wait, dead_end
 
 from dex_agents._builtin_tools import parse_durable_wait_arguments
 from dex_agents.persistence import TOOL_CALL_CANCELLATIONS
-from dex_agents.session._control import may_abandon_waiting_call, read_turn_control, record_call_cancelled
+from dex_agents.session._control import apply_cancellation_wake
 from dex_agents.session._records import finish_call
 from dex_agents.session._state import now, parse_time, read_tool_call
 from dex_agents.values import AgentToolCall, ToolCallStatus
@@ -84,12 +84,7 @@ class AwaitTimer(Step[str]):
         if record is None or record.status is not ToolCallStatus.WAITING_FOR_TIMER:
             return dead_end()
         if TOOL_CALL_CANCELLATIONS.results(context, input):
-            reason = read_turn_control(context).reason
-            if reason is None or not may_abandon_waiting_call(record):
-                # A wake left from an earlier turn whose call had the same ID.
-                return go_to_many(runtime.to_await_timer(record.tool_call_id))
-            record_call_cancelled(context, runtime, record, reason)
-            return dead_end()
+            return apply_cancellation_wake(context, runtime, record, None, ())
         return finish_call(
             context, runtime, record, ToolCallStatus.SUCCEEDED, output=durable_wait_result(record)
         )

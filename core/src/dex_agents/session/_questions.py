@@ -42,11 +42,10 @@ from dex_agents.persistence import (
 )
 from dex_agents.runner import QUESTION_DEADLINE_PASSED, QUESTION_DECLINED_TOOL_RESULT
 from dex_agents.session._control import (
+    apply_cancellation_wake,
     is_answer_pending,
-    may_abandon_waiting_call,
     read_turn_control,
     record_call_cancelled,
-    remove_abandoned_interrupt,
 )
 from dex_agents.session._interrupts import (
     deadline_timer,
@@ -155,7 +154,7 @@ class AwaitQuestionAnswer(Step[str]):
                 return finish_by_effect(context, runtime, record, error)
             return finish_call(context, runtime, record, ToolCallStatus.FAILED, error=error)
         if TOOL_CALL_CANCELLATIONS.results(context, input):
-            return self._abandon(context, record, interrupt_id, interrupts, interrupt)
+            return apply_cancellation_wake(context, runtime, record, interrupt_id, interrupts)
         resolutions = INTERRUPT_RESOLUTIONS.results(context, interrupt_id)
         writer = runtime.event_writer(context, record.turn_id)
         if resolutions:
@@ -270,29 +269,6 @@ class AwaitQuestionAnswer(Step[str]):
             answer=answer,
             resolution=resolution,
         )
-
-    def _abandon(
-        self,
-        context: AsyncContext,
-        record: AgentToolCall,
-        interrupt_id: str,
-        interrupts: list[AgentInterrupt],
-        interrupt: AgentInterrupt | None,
-    ) -> StepDecision:
-        """Apply a steering wake: record the call cancelled, unless the flags or an answer say otherwise."""
-        runtime = self._runtime
-        reason = read_turn_control(context).reason
-        if reason is None or not may_abandon_waiting_call(record):
-            # A wake left from an earlier turn, or a task's question, which steering leaves waiting.
-            return go_to_many(runtime.to_await_question_answer(record))
-        if interrupt is None and is_answer_pending(context, interrupt_id):
-            # The answer committed before steering removed the interrupt, so the answer wins.
-            return go_to_many(runtime.to_await_question_answer(record))
-        if interrupt is not None:
-            writer = runtime.event_writer(context, record.turn_id)
-            remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
-        record_call_cancelled(context, runtime, record, reason)
-        return dead_end()
 
 
 def answer_question(context: Context, request: AnswerQuestionRequest) -> RPCResult[bool]:

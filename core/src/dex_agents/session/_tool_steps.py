@@ -28,11 +28,9 @@ from dex_agents.runner import (
     ToolTaskStarted,
 )
 from dex_agents.session._control import (
-    is_answer_pending,
-    may_abandon_waiting_call,
+    apply_cancellation_wake,
     read_turn_control,
     record_call_cancelled,
-    remove_abandoned_interrupt,
 )
 from dex_agents.session._errors import (
     NO_WORKER_AVAILABLE_ERROR_TYPE,
@@ -50,7 +48,7 @@ from dex_agents.session._interrupts import (
 from dex_agents.session._records import finish_call, idempotency_key, store_input_request
 from dex_agents.session._state import heartbeating, read_interrupts, read_tool_call
 from dex_agents.session._tasks import record_result, runner_polls_tasks, store_task_started
-from dex_agents.values import AgentInterrupt, AgentToolCall, CancellationReason, ToolCallStatus, ToolEffect
+from dex_agents.values import AgentToolCall, CancellationReason, ToolCallStatus, ToolEffect
 
 if TYPE_CHECKING:
     from dex_agents.session._runtime import SessionRuntime
@@ -96,7 +94,7 @@ class AwaitToolApproval(Step[str]):
         interrupt = find_interrupt(interrupts, input)
         writer = runtime.event_writer(context, record.turn_id)
         if TOOL_CALL_CANCELLATIONS.results(context, input):
-            return self._abandon(context, record, interrupts, interrupt)
+            return apply_cancellation_wake(context, runtime, record, input, interrupts)
         resolutions = INTERRUPT_RESOLUTIONS.results(context, input)
         if resolutions:
             resolution = resolutions[0]
@@ -125,28 +123,6 @@ class AwaitToolApproval(Step[str]):
         return finish_call(
             context, runtime, record, ToolCallStatus.REJECTED, rejection_message=APPROVAL_DEADLINE_PASSED
         )
-
-    def _abandon(
-        self,
-        context: AsyncContext,
-        record: AgentToolCall,
-        interrupts: list[AgentInterrupt],
-        interrupt: AgentInterrupt | None,
-    ) -> StepDecision:
-        """Apply a steering wake: record the call cancelled, unless the flags or an answer say otherwise."""
-        runtime = self._runtime
-        reason = read_turn_control(context).reason
-        if reason is None or not may_abandon_waiting_call(record):
-            # A wake left from an earlier turn whose call had the same ID: nothing to apply.
-            return go_to_many(runtime.to_await_tool_approval(record.tool_call_id))
-        if interrupt is None and is_answer_pending(context, record.tool_call_id):
-            # The answer committed before steering removed the interrupt, so the answer wins.
-            return go_to_many(runtime.to_await_tool_approval(record.tool_call_id))
-        if interrupt is not None:
-            writer = runtime.event_writer(context, record.turn_id)
-            remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
-        record_call_cancelled(context, runtime, record, reason)
-        return dead_end()
 
 
 class _AttemptCheckpoint:

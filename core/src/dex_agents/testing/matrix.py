@@ -219,7 +219,10 @@ def _assert_tool_step_options(history: Sequence[StepHistoryEntry], step_type: st
 
 
 async def _pending_interrupt(
-    sessions: AgentSessionClient, session_id: str, tool_call_id: str
+    sessions: AgentSessionClient,
+    session_id: str,
+    tool_call_id: str,
+    kind: InterruptKind = InterruptKind.TOOL_APPROVAL,
 ) -> AgentInterrupt:
     return await wait_for_agent_snapshot(
         sessions,
@@ -228,11 +231,11 @@ async def _pending_interrupt(
             (
                 interrupt
                 for interrupt in snapshot.pending_interrupts
-                if interrupt.tool_call_id == tool_call_id
+                if interrupt.tool_call_id == tool_call_id and interrupt.kind is kind
             ),
             None,
         ),
-        description=f"a pending approval of {tool_call_id}",
+        description=f"a pending {kind.value} of {tool_call_id}",
     )
 
 
@@ -254,24 +257,6 @@ def _assert_the_ended_turn_kept_its_calls(
         assert set(tool_call_ids) <= results, ("a stored result for every call", tool_call_ids, ended)
     else:
         assert any(note_header in (message.text or "") for message in ended), (note_header, ended)
-
-
-async def _pending_question(
-    sessions: AgentSessionClient, session_id: str, interrupt_id: str
-) -> AgentInterrupt:
-    return await wait_for_agent_snapshot(
-        sessions,
-        session_id,
-        lambda snapshot: next(
-            (
-                interrupt
-                for interrupt in snapshot.pending_interrupts
-                if interrupt.interrupt_id == interrupt_id and interrupt.kind is InterruptKind.QUESTION
-            ),
-            None,
-        ),
-        description=f"the pending question {interrupt_id}",
-    )
 
 
 def _skip_without_turn_control(spec: MatrixSpec) -> None:
@@ -776,7 +761,7 @@ class AgentMatrixTests:
         )
         harness.script(session, [ScriptedResponse(tool_calls=(ask,)), ScriptedResponse(text="Lyon it is.")])
         await sessions.start_session(session, "Return order A-1")
-        interrupt = await _pending_question(sessions, session, "ask-1")
+        interrupt = await _pending_interrupt(sessions, session, "ask-1", InterruptKind.QUESTION)
         assert (interrupt.question, interrupt.choices, interrupt.allows_free_text) == (
             question,
             ("Berlin", "Lyon"),
