@@ -15,6 +15,7 @@ from dex_agents.testing import (
     read_agent_events,
     wait_for_agent_snapshot,
     wait_for_turn_end,
+    wait_until,
 )
 from tests.builtin_agents import BuiltInFlows
 
@@ -105,3 +106,13 @@ async def a_normal_turn_works(
     assert done.state is not None and done.state.last_turn_error is None, done.state
     assert done.messages[-1].text == "Still here.", done.messages
     return done
+
+
+async def wait_for_event(sessions: AgentSessionClient, session: str, event_type: str) -> None:
+    """Wait until the session's event Stream holds an event of ``event_type``."""
+
+    async def written() -> bool:
+        page = await sessions.list_agent_events(session, page_size=200)
+        return any(message.value.type == event_type for message in page.messages)
+
+    await wait_until(f"a {event_type} event", written)

@@ -229,3 +229,36 @@ async def test_write_todos_settles_in_the_model_step_and_survives_a_worker_kill(
         {"revision": 1, "status": "active", "task_count": 2}
     ]
     assert len(built_ins.runs(session, READ)) == 1
+
+
+async def test_steering_and_cancel_turn_abandon_a_question_and_a_durable_wait(built_ins: BuiltIns) -> None:
+    sessions = built_ins.sessions
+    steered, cancelled = (
+        built_ins.stack.new_session_id("steered"),
+        built_ins.stack.new_session_id("cancelled"),
+    )
+    waits = ScriptedResponse(tool_calls=(ask("ask-1"), wait("wait-1", 3600)))
+    built_ins.script(steered, [waits], [ScriptedResponse(text="Starting over.")])
+    built_ins.script(cancelled, [waits])
+    for session in (steered, cancelled):
+        await sessions.start_session(session, "Return A-1 in an hour")
+        await pending_interrupt(sessions, session, "ask-1")
+        await tool_call_record(sessions, session, "wait-1", ToolCallStatus.WAITING_FOR_TIMER)
+    assert await sessions.steer_user_message(steered, "Forget the return")
+    assert await sessions.cancel_turn(cancelled)
+    await wait_for_turn_end(sessions, steered, 2)
+    done = await wait_for_turn_end(sessions, cancelled, 1)
+    assert not await sessions.answer_question(cancelled, "ask-1", "Berlin"), "the question is gone"
+
+    for session, reason in ((steered, "steered"), (cancelled, "turn_cancelled")):
+        events = await built_ins.events(sessions, session)
+        finished = {
+            item["tool_call_id"]: item["status"]
+            for item in payloads(events, AgentEventType.TOOL_CALL_FINISHED)
+        }
+        assert finished == {"ask-1": "rejected", "wait-1": "rejected"}, (session, finished)
+        [resolved] = payloads(events, AgentEventType.INTERRUPT_RESOLVED)
+        assert (resolved["interrupt_id"], resolved["cancellation_reason"]) == ("ask-1", reason), resolved
+    assert "Forget the return" in built_ins.model_calls(steered, "turn-2")[0].model_input_text
+    assert done.pending_interrupts == () and done.tool_calls == ()
+    await a_normal_turn_works(built_ins, sessions, cancelled, 2)

@@ -9,7 +9,14 @@ from dex_agents import (
     InterruptKind,
     ToolCallStatus,
 )
-from dex_agents.testing import ScriptedQuestion, ScriptedResponse, ScriptedTask, wait_for_turn_end, wait_until
+from dex_agents.testing import (
+    TASK_HANDLE_SAVED_EVENT,
+    ScriptedQuestion,
+    ScriptedResponse,
+    ScriptedTask,
+    wait_for_turn_end,
+    wait_until,
+)
 from tests.builtin_support import (
     READ,
     RECEIPT,
@@ -19,6 +26,7 @@ from tests.builtin_support import (
     payloads,
     pending_interrupt,
     tool_call_record,
+    wait_for_event,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -38,8 +46,9 @@ async def test_a_task_is_polled_across_worker_kills_and_started_only_once(built_
         ],
     )
     await sessions.start_session(session, "Send the receipt of A-1")
-    # Killed after the task started and its handle was saved, before the tool Step committed.
+    # Killed after the task started and its handle reached the server, before the tool Step committed.
     await built_ins.stack.gate(session, "started").wait_until_reached()
+    await wait_for_event(sessions, session, TASK_HANDLE_SAVED_EVENT)
     await built_ins.replace_worker()
     record = await tool_call_record(sessions, session, "receipt-1", ToolCallStatus.WAITING_FOR_TASK)
     assert record.task_id == "task-receipt-1-1" and record.task_poll_interval_seconds == 1, record

@@ -74,7 +74,7 @@ from dex_agents.testing._script import (
     scripted_model_response,
 )
 from dex_agents.testing._scripted_runner import ScriptedRunner, render_message
-from dex_agents.testing._scripted_tasks import ScriptedQuestion, ScriptedTask
+from dex_agents.testing._scripted_tasks import TASK_HANDLE_SAVED_EVENT, ScriptedQuestion, ScriptedTask
 from dex_agents.testing._server import DevServerProcess
 from dex_agents.testing._session_events import read_agent_events, recorded_usage, text_by_model_step
 from dex_agents.testing._session_side import SessionSide
@@ -97,6 +97,7 @@ __all__ = [
     "MCP_INVENTORY_SERVER_MODULE",
     "MCP_TEST_LOG_ENV",
     "STATE_DIR_ENV",
+    "TASK_HANDLE_SAVED_EVENT",
     "WAIT_FOR_COMPLETED_EVENT",
     "WAIT_FOR_FAILED_EVENT",
     "AgentTestStack",

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from dex_agents.testing._script import ScriptedToolCall, ScriptStore
 
 __all__ = [
+    "TASK_HANDLE_SAVED_EVENT",
     "ScriptedQuestion",
     "ScriptedTask",
     "answers_suffix",
@@ -48,6 +49,10 @@ __all__ = [
     "start_scripted_task",
     "task_from_json",
 ]
+
+
+TASK_HANDLE_SAVED_EVENT = "dex_agents_testing.task_handle_saved"
+"""The event a scripted task's tool writes after it saved the task's handle, before its gate."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,10 @@ class ScriptedTask:
             and its result says how (``answered: <answer>``, ``declined: <message>``, ...).
         output: The task's result; by default ``"task <task_id> done"``.
         gate: A gate name: the tool waits there after it started the task and saved its handle as the
-            attempt's heartbeat checkpoint, before it hands the task over (the first arrival only).
+            attempt's heartbeat checkpoint, before it hands the task over (the first arrival only). Just
+            before, it writes a `TASK_HANDLE_SAVED_EVENT` event; the checkpoint travels to the server ahead
+            of it, so a test that kills the Worker once the event is readable kills it after the
+            checkpoint arrived (a heartbeat only waits for the Worker's output queue).
         poll_gate: A gate name: the first poll that reaches it waits there (the first arrival only).
     """
 
@@ -180,6 +188,7 @@ async def start_scripted_task(call: ScriptedToolCall, task: ScriptedTask, store:
         await start_tool_task(task_id, poll_interval_seconds=task.poll_interval_seconds)
     except ToolTaskRunning:
         if task.gate is not None:
+            execution.events.write_event(TASK_HANDLE_SAVED_EVENT, {"task_id": task_id})
             await hold_first_arrival(store.gate(execution.flow_id, task.gate))
         raise
 
