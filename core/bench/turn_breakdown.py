@@ -40,28 +40,12 @@ from dex import LongPollTimeoutError
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
+from bench.processes import child_processes as _children
+from bench.processes import cpu_seconds as _cpu_seconds
 from dex_agents import AgentEventType, AgentSessionClient, AgentSessionFlow
 from dex_agents.testing import AgentTestStack
 
 CORE_DIR = Path(__file__).resolve().parents[1]
-
-
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _children() -> dict[int, str]:
-    found: dict[int, str] = {}
-    for thread in os.listdir(f"/proc/{os.getpid()}/task"):
-        with open(f"/proc/{os.getpid()}/task/{thread}/children", encoding="ascii") as children:
-            for pid in children.read().split():
-                with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                    words = cmdline.read().split(b"\0")
-                name = "devserver" if any(b"dex_devserver" in word for word in words) else "worker"
-                found[int(pid)] = name
-    return found
 
 
 async def _history(address: str, flow_id: str) -> list[Any]:

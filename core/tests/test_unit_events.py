@@ -108,4 +108,6 @@ def test_event_types_are_the_wire_names() -> None:
         "plan_execution_started",
         "tool_task_started",
         "usage_recorded",
+        "compaction_started",
+        "compaction_finished",
     }

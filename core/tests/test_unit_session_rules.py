@@ -98,7 +98,7 @@ def test_other_invalid_requests_are_named() -> None:
     assert "framework run state is" in (_check_tool_calls(huge, []) or "")
 
 
-def test_deadlines_round_up_towhole_seconds() -> None:
+def test_deadlines_round_up_to_whole_seconds() -> None:
     assert whole_seconds(timedelta(seconds=2)) == timedelta(seconds=2)
     assert whole_seconds(timedelta(seconds=2, milliseconds=1)) == timedelta(seconds=3)
     assert whole_seconds(timedelta(milliseconds=300)) == timedelta(seconds=1)

@@ -38,6 +38,8 @@ class AgentEventType(StrEnum):
     PLAN_EXECUTION_STARTED = "plan_execution_started"
     TOOL_TASK_STARTED = "tool_task_started"
     USAGE_RECORDED = "usage_recorded"
+    COMPACTION_STARTED = "compaction_started"
+    COMPACTION_FINISHED = "compaction_finished"
 
 
 def encode_event_payload(payload: Mapping[str, object]) -> str:

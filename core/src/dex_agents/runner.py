@@ -39,6 +39,7 @@ from dex_agents.values import (
     AgentToolCall,
     AgentUsage,
     CancellationReason,
+    ContextSummary,
     FrameworkMessage,
     InteractionMode,
     QuestionAnswer,
@@ -297,7 +298,10 @@ class AgentTurnContext:
         flow_id: The session ID.
         turn_id: `"turn-<n>"`.
         attempt: The one-based `RunModel` attempt.
-        messages: Every stored message in sequence order; the last user message belongs to this turn.
+        messages: The stored messages in sequence order; the last user message belongs to this turn. A
+            runner with the compaction capability (`ContextCompactionRunner`) receives only the messages
+            after `context_summary`; any other runner receives every stored message, which is all of them
+            unless retention deleted the oldest.
         framework_run_state: `None` for the turn's first model call, else the run state of this turn's last
             `ToolCallsRequested` or `TurnContinued`.
         tool_calls: Every tool call record of this turn by tool call ID; all are final.
@@ -307,7 +311,11 @@ class AgentTurnContext:
         heartbeat_function: Records liveness; call `heartbeat()` instead.
         interaction_mode: The turn's mode. A runner with `supports_plan_mode` offers only ``write_todos``
             in a `planning` turn; every other runner sees only `chat` and `executing`.
-        session_settings: Always empty in this release.
+        session_settings: The settings this turn started with (a JSON object), empty when there are none;
+            an update during the turn applies to the next turn, so every model call and retry of this turn
+            sees the same settings.
+        context_summary: The summary of the messages before `messages`, for a runner with the compaction
+            capability once the session compacted; else `None`.
         enabled_built_in_tools: The built-in tools the session enables (``ask_user``, ``durable_wait``,
             ``write_todos``); offer their `BUILT_IN_TOOL_DEFINITIONS` to the model like any other tool.
         plan: The session's committed plan, or `None` before ``write_todos`` first wrote one; a runner
@@ -326,6 +334,7 @@ class AgentTurnContext:
     heartbeat_function: Callable[[], Awaitable[None]]
     interaction_mode: InteractionMode = InteractionMode.CHAT
     session_settings: Mapping[str, object] = field(default_factory=dict[str, object])
+    context_summary: ContextSummary | None = None
     enabled_built_in_tools: tuple[str, ...] = ()
     plan: AgentPlan | None = None
 

@@ -8,6 +8,8 @@ from datetime import timedelta
 from types import MappingProxyType
 
 from dex_agents._builtin_tools import BUILT_IN_TOOL_NAMES, WRITE_TODOS
+from dex_agents.compaction import CompactionPolicy
+from dex_agents.limits import MAX_MESSAGE_CHUNK_BYTES
 from dex_agents.persistence import DEFAULT_AGENT_EVENTS_CAPACITY_BYTES
 from dex_agents.runner import ToolPolicy
 from dex_agents.values import ToolEffect
@@ -18,9 +20,14 @@ __all__ = ["DEFAULT_MAX_DURABLE_WAIT", "AgentSessionOptions"]
 DEFAULT_MAX_DURABLE_WAIT = timedelta(days=7)
 
 
+def _require_positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
 @dataclass(frozen=True)
 class AgentSessionOptions:
-    """How a session Flow type treats its tools and events.
+    """How a session Flow type treats its tools, events, stored messages and context.
 
     Attributes:
         tool_policies: Policies by tool name; they win over framework metadata and the default effect.
@@ -36,12 +43,27 @@ class AgentSessionOptions:
             ``failed`` with a message the model reads.
         plan_mode_enabled: Allow planning turns (`AgentUserMessage.plan_mode`) and ``execute_plan``. It
             needs ``write_todos`` and a runner whose ``supports_plan_mode`` is `True`.
+        message_window_size: The most messages kept one per `AgentMessages` instance; a Step that leaves
+            more moves the oldest into immutable chunks.
+        message_chunk_size: The most messages in one chunk.
+        message_chunk_max_bytes: The largest chunk, in bytes of its stored JSON, at most
+            `MAX_MESSAGE_CHUNK_BYTES`; a message too large for a chunk of its own skips the window. Keep
+            it below the server's largest value.
+        retained_message_limit: With compaction, chunks entirely before the summary are deleted while at
+            least this many messages are stored after them; `None` keeps every message.
+        compaction: When to summarize the earlier conversation; needs a runner that implements
+            `ContextCompactionRunner`. `None` never compacts (and never deletes a message).
     """
 
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=dict[str, ToolPolicy])
     default_tool_effect: ToolEffect = ToolEffect.UNCLASSIFIED
     agent_events_capacity_bytes: int = DEFAULT_AGENT_EVENTS_CAPACITY_BYTES
     interrupt_deadline: timedelta | None = None
+    message_window_size: int = 64
+    message_chunk_size: int = 32
+    message_chunk_max_bytes: int = 1024 * 1024
+    retained_message_limit: int | None = 1000
+    compaction: CompactionPolicy | None = None
     built_in_tools: Collection[str] = ()
     max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT
     plan_mode_enabled: bool = False
@@ -76,6 +98,18 @@ class AgentSessionOptions:
             "built_in_tools",
             tuple(name for name in BUILT_IN_TOOL_NAMES if name in set(self.built_in_tools)),
         )
+        _require_positive_int("message_window_size", self.message_window_size)
+        _require_positive_int("message_chunk_size", self.message_chunk_size)
+        _require_positive_int("message_chunk_max_bytes", self.message_chunk_max_bytes)
+        if self.message_chunk_max_bytes > MAX_MESSAGE_CHUNK_BYTES:
+            raise ValueError(
+                f"message_chunk_max_bytes must be at most {MAX_MESSAGE_CHUNK_BYTES} (8 MiB), "
+                f"got {self.message_chunk_max_bytes}"
+            )
+        if self.retained_message_limit is not None:
+            _require_positive_int("retained_message_limit", self.retained_message_limit)
+        if self.compaction is not None and not isinstance(self.compaction, CompactionPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"compaction must be a CompactionPolicy, got {type(self.compaction).__name__}")
         # A caller's dict could change after the Flow is built; the session must see one set of policies.
         object.__setattr__(self, "tool_policies", MappingProxyType(dict(self.tool_policies)))
         object.__setattr__(self, "default_tool_effect", ToolEffect(self.default_tool_effect))

@@ -18,6 +18,7 @@ from dex_agents.persistence import (
     TURN_CANCELLATION_REQUEST,
     TURN_CONTROL_REQUESTS,
 )
+from dex_agents.session._compaction import CompactContext
 from dex_agents.session._control import is_turn_cancelled
 from dex_agents.session._durable_wait import AwaitTimer
 from dex_agents.session._questions import AwaitQuestionAnswer
@@ -42,16 +43,17 @@ __all__ = ["TURN_CANCELLATION_CANCELS", "cancel_turn", "delete_queued_message", 
 
 TURN_CANCELLATION_CANCELS: tuple[type[Step[Any]], ...] = (
     RunModel,
+    CompactContext,
     RecordTurnFailure,
     AwaitToolApproval,
     AwaitQuestionAnswer,
     AwaitTimer,
     PollToolTask,
 )
-"""The Step types `cancel_turn` cancels, running attempts included: the model call, the failure route that
-would end the turn as failed, the waits of calls (approvals, questions, durable waits), and the polls of
-started tasks. `FinishTurnCancellation` then records what they left, and hands each started task to
-`CancelToolTask`. `CompactContext` joins this list with compaction."""
+"""The Step types `cancel_turn` cancels, running attempts included: the model call, the summary call, the
+failure route that would end the turn as failed, the waits of calls (approvals, questions, durable waits),
+and the polls of started tasks. `FinishTurnCancellation` then records what they left, and hands each
+started task to `CancelToolTask`."""
 
 
 def _is_usable_text(text: object) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, NoReturn, cast
 
 from starlette.requests import Request
@@ -11,8 +12,10 @@ from starlette.responses import JSONResponse
 __all__ = [
     "DEFAULT_MAX_REQUEST_BYTES",
     "BadRequestError",
+    "checked_id",
     "error_response",
     "fail",
+    "int_field",
     "optional_text_field",
     "read_json_object",
     "text_field",
@@ -20,6 +23,9 @@ __all__ = [
 
 #: The largest request body the app reads: a largest user message (256 KiB) as JSON, with room to spare.
 DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
+
+_MAX_ID_CHARS = 512
+_PRINTABLE = re.compile(r"[\x21-\x7e]+")
 
 
 class BadRequestError(Exception):
@@ -71,6 +77,17 @@ async def read_json_object(request: Request, max_bytes: int) -> dict[str, Any]:
     return cast(dict[str, Any], value)
 
 
+def checked_id(value: str, what: str) -> str:
+    """Return an ID from a path or a body when it is 1-512 printable ASCII characters without spaces.
+
+    Raises:
+        BadRequestError: 400 naming ``what`` otherwise.
+    """
+    if not value or len(value) > _MAX_ID_CHARS or not _PRINTABLE.fullmatch(value):
+        fail(400, f"{what} must be 1-{_MAX_ID_CHARS} printable characters without spaces")
+    return value
+
+
 def text_field(body: dict[str, Any], name: str) -> str:
     """Return the string field ``name``.
 
@@ -82,6 +99,18 @@ def text_field(body: dict[str, Any], name: str) -> str:
         fail(400, f"the field {name!r} must be a string")
     if not value.strip():
         fail(422, f"the field {name!r} must not be blank")
+    return value
+
+
+def int_field(body: dict[str, Any], name: str) -> int:
+    """Return the integer field ``name``.
+
+    Raises:
+        BadRequestError: 400 when it is missing or not an integer.
+    """
+    value = body.get(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        fail(400, f"the field {name!r} must be an integer")
     return value
 
 
