@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import NotRequired, cast
 
 import pydantic_core
@@ -41,6 +42,7 @@ from pydantic_ai.messages import (
 from typing_extensions import TypedDict  # pydantic reads `typing.TypedDict` only from Python 3.12 on
 
 __all__ = [
+    "HistoryUnit",
     "StoredHistoryError",
     "build_user_framework_message",
     "decode_message",
@@ -48,6 +50,7 @@ __all__ = [
     "encode_message",
     "encode_messages",
     "history_from_stored_messages",
+    "history_units",
     "project_messages",
     "render_output",
 ]
@@ -146,6 +149,65 @@ class _ResponseAssembly:
         )
 
 
+@dataclass(frozen=True)
+class HistoryUnit:
+    """One Pydantic AI message of the rebuilt history, and the stored messages it was rebuilt from.
+
+    Attributes:
+        message: The Pydantic AI message.
+        first_sequence: The first stored message it came from.
+        last_sequence: The last stored message it came from (a split response spans several).
+    """
+
+    message: ModelMessage
+    first_sequence: int
+    last_sequence: int
+
+
+def history_units(messages: Iterable[AgentMessage]) -> list[HistoryUnit]:
+    """Rebuild the Pydantic AI message history from stored messages, in sequence order, with their ranges.
+
+    Consecutive pieces of one split response become that response again.
+
+    Raises:
+        StoredHistoryError: If a split response's pieces are incomplete or out of order.
+        pydantic.ValidationError: If a stored item is not a Pydantic AI message, for example because
+            another adapter's runner stored it.
+    """
+    units: list[HistoryUnit] = []
+    assembly: _ResponseAssembly | None = None
+    first_sequence = 0
+    for message in messages:
+        item = message.framework_item
+        if not item.startswith(_PIECE_PREFIX):
+            if assembly is not None:
+                raise StoredHistoryError(
+                    f"stored message {message.sequence} interrupts the pieces of a model response"
+                )
+            units.append(HistoryUnit(decode_message(item), message.sequence, message.sequence))
+            continue
+        piece = _PIECE_ADAPTER.validate_json(item)
+        position = piece["dex_response_piece"]
+        head = piece.get("response")
+        if head is not None:
+            if assembly is not None:
+                raise StoredHistoryError(f"stored message {message.sequence} starts a model response early")
+            assembly = _ResponseAssembly(head, position)
+            first_sequence = message.sequence
+        elif assembly is None:
+            raise StoredHistoryError(
+                f"stored message {message.sequence} is a piece of a model response without its first piece"
+            )
+        else:
+            assembly.add(position, piece.get("parts", []))
+        if assembly.is_complete:
+            units.append(HistoryUnit(assembly.join(), first_sequence, message.sequence))
+            assembly = None
+    if assembly is not None:
+        raise StoredHistoryError("the last stored model response is missing pieces")
+    return units
+
+
 def history_from_stored_messages(messages: Iterable[AgentMessage]) -> list[ModelMessage]:
     """Rebuild the Pydantic AI message history from stored messages, in sequence order.
 
@@ -156,36 +218,7 @@ def history_from_stored_messages(messages: Iterable[AgentMessage]) -> list[Model
         pydantic.ValidationError: If a stored item is not a Pydantic AI message, for example because
             another adapter's runner stored it.
     """
-    history: list[ModelMessage] = []
-    assembly: _ResponseAssembly | None = None
-    for message in messages:
-        item = message.framework_item
-        if not item.startswith(_PIECE_PREFIX):
-            if assembly is not None:
-                raise StoredHistoryError(
-                    f"stored message {message.sequence} interrupts the pieces of a model response"
-                )
-            history.append(decode_message(item))
-            continue
-        piece = _PIECE_ADAPTER.validate_json(item)
-        position = piece["dex_response_piece"]
-        head = piece.get("response")
-        if head is not None:
-            if assembly is not None:
-                raise StoredHistoryError(f"stored message {message.sequence} starts a model response early")
-            assembly = _ResponseAssembly(head, position)
-        elif assembly is None:
-            raise StoredHistoryError(
-                f"stored message {message.sequence} is a piece of a model response without its first piece"
-            )
-        else:
-            assembly.add(position, piece.get("parts", []))
-        if assembly.is_complete:
-            history.append(assembly.join())
-            assembly = None
-    if assembly is not None:
-        raise StoredHistoryError("the last stored model response is missing pieces")
-    return history
+    return [unit.message for unit in history_units(messages)]
 
 
 def project_messages(
