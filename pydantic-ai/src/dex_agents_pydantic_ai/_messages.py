@@ -49,7 +49,6 @@ __all__ = [
     "decode_messages",
     "encode_message",
     "encode_messages",
-    "history_from_stored_messages",
     "history_units",
     "project_messages",
     "render_output",
@@ -167,7 +166,8 @@ class HistoryUnit:
 def history_units(messages: Iterable[AgentMessage]) -> list[HistoryUnit]:
     """Rebuild the Pydantic AI message history from stored messages, in sequence order, with their ranges.
 
-    Consecutive pieces of one split response become that response again.
+    Consecutive pieces of one split response become that response again, one unit spanning their
+    sequences; every other stored message is one unit.
 
     Raises:
         StoredHistoryError: If a split response's pieces are incomplete or out of order.
@@ -206,19 +206,6 @@ def history_units(messages: Iterable[AgentMessage]) -> list[HistoryUnit]:
     if assembly is not None:
         raise StoredHistoryError("the last stored model response is missing pieces")
     return units
-
-
-def history_from_stored_messages(messages: Iterable[AgentMessage]) -> list[ModelMessage]:
-    """Rebuild the Pydantic AI message history from stored messages, in sequence order.
-
-    Consecutive pieces of one split response become that response again.
-
-    Raises:
-        StoredHistoryError: If a split response's pieces are incomplete or out of order.
-        pydantic.ValidationError: If a stored item is not a Pydantic AI message, for example because
-            another adapter's runner stored it.
-    """
-    return [unit.message for unit in history_units(messages)]
 
 
 def project_messages(
