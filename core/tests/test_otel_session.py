@@ -17,7 +17,9 @@ import pytest_asyncio
 from dex_agents import AgentSessionClient, AgentSnapshot, ToolCallStatus
 from dex_agents.testing import (
     AgentTestStack,
+    ScriptedQuestion,
     ScriptedResponse,
+    ScriptedTask,
     ScriptedToolCall,
     WorkerProcess,
     executed_step_types,
@@ -284,6 +286,50 @@ async def test_span_tree_of_a_turn_with_a_read_and_an_approval_across_a_worker_k
     for text in ("Refund order A-1", "Refunded A-1.", "refund-1 accepted", "Thanks", "You are welcome."):
         assert text not in everything
     assert "gen_ai.input.messages" not in everything and "gen_ai.tool.call.arguments" not in everything
+
+
+async def test_a_task_is_polled_under_its_root_and_an_answer_moves_it_to_a_new_activation(
+    harness: Traced,
+) -> None:
+    flow = harness.flows.main
+    sessions = harness.sessions(flow)
+    session = harness.stack.new_session_id("task")
+    task = ScriptedTask(question=ScriptedQuestion("Which carrier?"), output="found")
+    harness.stack.scripts.set_turns(
+        session,
+        [[ScriptedResponse(tool_calls=(_read("read-1", task=task),)), ScriptedResponse(text="Found.")]],
+    )
+    await sessions.start_session(session, "Track order A-1")
+    await wait_for_agent_snapshot(
+        sessions,
+        session,
+        lambda snapshot: any(item.interrupt_id == "read-1-input-1" for item in snapshot.pending_interrupts),
+        description="the task's question",
+    )
+    assert await sessions.answer_question(session, "read-1-input-1", "DHL")
+    await wait_for_turn_end(sessions, session, 1)
+
+    spans = await harness.wait_for_spans(session, 7)
+    start = _one(spans, f"invoke_agent {AGENT_NAME}", "StartAgentSession")
+    answer = _one(spans, f"invoke_agent {AGENT_NAME}", "AwaitQuestionAnswer")
+    assert answer.links == ((start.trace_id, start.span_id),)
+    tool_spans = sorted(
+        (span for span in spans if span.name == f"execute_tool {READ}"), key=lambda span: span.start_ns
+    )
+    # The tool starts the task, the first poll asks, and the poll after the answer returns the result.
+    assert [
+        (span.attribute("dex.step.type"), span.attribute("dex.tool.status"), span.parent_span_id)
+        for span in tool_spans
+    ] == [
+        ("CallTool", "waiting_for_task", start.span_id),
+        ("PollToolTask", "awaiting_answer", start.span_id),
+        ("PollToolTask", "succeeded", answer.span_id),
+    ]
+    chats = sorted(
+        (span for span in spans if span.name == "chat scripted-model"), key=lambda span: span.start_ns
+    )
+    assert [chat.parent_span_id for chat in chats] == [start.span_id, answer.span_id]
+    assert len(spans) == 7
 
 
 async def test_message_content_is_recorded_when_opted_in_and_1_36_0_names_the_provider_gen_ai_system(

@@ -6,16 +6,24 @@ import dex_agents_pydantic_ai.testing
 
 def test_public_api_is_pinned() -> None:
     assert dex_agents_pydantic_ai.__all__ == [
+        "CHARACTERS_PER_TOKEN",
+        "CONTEXT_SUMMARY_HEADER",
+        "DEFAULT_SUMMARY_INSTRUCTIONS",
         "UNKNOWN_TOOL_POLICY",
+        "InstructionsForSettings",
+        "ModelForSettings",
         "PydanticAiRunState",
         "PydanticAiRunner",
+        "TokenEstimator",
         "ToolCallInModelStepError",
+        "estimate_tokens",
         "framework_effect",
     ]
 
 
 def test_the_testing_module_is_pinned() -> None:
     assert dex_agents_pydantic_ai.testing.__all__ == [
+        "DEFAULT_SCRIPTED_SUMMARY",
         "Answerer",
         "ScriptedAnswer",
         "ScriptedModel",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import NotRequired, cast
 
 import pydantic_core
@@ -41,13 +42,14 @@ from pydantic_ai.messages import (
 from typing_extensions import TypedDict  # pydantic reads `typing.TypedDict` only from Python 3.12 on
 
 __all__ = [
+    "HistoryUnit",
     "StoredHistoryError",
     "build_user_framework_message",
     "decode_message",
     "decode_messages",
     "encode_message",
     "encode_messages",
-    "history_from_stored_messages",
+    "history_units",
     "project_messages",
     "render_output",
 ]
@@ -146,18 +148,35 @@ class _ResponseAssembly:
         )
 
 
-def history_from_stored_messages(messages: Iterable[AgentMessage]) -> list[ModelMessage]:
-    """Rebuild the Pydantic AI message history from stored messages, in sequence order.
+@dataclass(frozen=True)
+class HistoryUnit:
+    """One Pydantic AI message of the rebuilt history, and the stored messages it was rebuilt from.
 
-    Consecutive pieces of one split response become that response again.
+    Attributes:
+        message: The Pydantic AI message.
+        first_sequence: The first stored message it came from.
+        last_sequence: The last stored message it came from (a split response spans several).
+    """
+
+    message: ModelMessage
+    first_sequence: int
+    last_sequence: int
+
+
+def history_units(messages: Iterable[AgentMessage]) -> list[HistoryUnit]:
+    """Rebuild the Pydantic AI message history from stored messages, in sequence order, with their ranges.
+
+    Consecutive pieces of one split response become that response again, one unit spanning their
+    sequences; every other stored message is one unit.
 
     Raises:
         StoredHistoryError: If a split response's pieces are incomplete or out of order.
         pydantic.ValidationError: If a stored item is not a Pydantic AI message, for example because
             another adapter's runner stored it.
     """
-    history: list[ModelMessage] = []
+    units: list[HistoryUnit] = []
     assembly: _ResponseAssembly | None = None
+    first_sequence = 0
     for message in messages:
         item = message.framework_item
         if not item.startswith(_PIECE_PREFIX):
@@ -165,7 +184,7 @@ def history_from_stored_messages(messages: Iterable[AgentMessage]) -> list[Model
                 raise StoredHistoryError(
                     f"stored message {message.sequence} interrupts the pieces of a model response"
                 )
-            history.append(decode_message(item))
+            units.append(HistoryUnit(decode_message(item), message.sequence, message.sequence))
             continue
         piece = _PIECE_ADAPTER.validate_json(item)
         position = piece["dex_response_piece"]
@@ -174,6 +193,7 @@ def history_from_stored_messages(messages: Iterable[AgentMessage]) -> list[Model
             if assembly is not None:
                 raise StoredHistoryError(f"stored message {message.sequence} starts a model response early")
             assembly = _ResponseAssembly(head, position)
+            first_sequence = message.sequence
         elif assembly is None:
             raise StoredHistoryError(
                 f"stored message {message.sequence} is a piece of a model response without its first piece"
@@ -181,11 +201,11 @@ def history_from_stored_messages(messages: Iterable[AgentMessage]) -> list[Model
         else:
             assembly.add(position, piece.get("parts", []))
         if assembly.is_complete:
-            history.append(assembly.join())
+            units.append(HistoryUnit(assembly.join(), first_sequence, message.sequence))
             assembly = None
     if assembly is not None:
         raise StoredHistoryError("the last stored model response is missing pieces")
-    return history
+    return units
 
 
 def project_messages(

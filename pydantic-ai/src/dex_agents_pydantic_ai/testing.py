@@ -28,7 +28,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from dex_agents.testing import ScriptedResponse, ScriptStore, scripted_model_response, text_chunks
+from dex_agents.testing import (
+    ScriptedResponse,
+    ScriptStore,
+    current_model_call,
+    scripted_model_response,
+    text_chunks,
+)
 from pydantic_ai.messages import (
     BaseToolReturnPart,
     ModelMessage,
@@ -37,7 +43,6 @@ from pydantic_ai.messages import (
     ModelResponsePart,
     NativeToolCallPart,
     NativeToolReturnPart,
-    RetryFeedbackPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -53,7 +58,12 @@ from pydantic_ai.models.function import (
     FunctionModel,
 )
 
-__all__ = ["Answerer", "ScriptedAnswer", "ScriptedModel", "ScriptedModelCall"]
+from dex_agents_pydantic_ai._transcript import render_transcript
+
+__all__ = ["DEFAULT_SCRIPTED_SUMMARY", "Answerer", "ScriptedAnswer", "ScriptedModel", "ScriptedModelCall"]
+
+DEFAULT_SCRIPTED_SUMMARY = "The scripted summary of the earlier conversation."
+"""What a `ScriptedModel.from_script_store()` summary call answers when its script gives no text."""
 
 ScriptedAnswer: TypeAlias = str | ModelResponse
 """One answer of a `ScriptedModel`: a text, or a whole `ModelResponse` (text, tool calls, thinking)."""
@@ -125,17 +135,26 @@ class ScriptedModel(FunctionModel):
     def from_script_store(cls, store: ScriptStore | None = None) -> ScriptedModel:
         """Return a model that answers from `dex_agents.testing`'s script store.
 
-        Each call renders what it is shown as one text per message part and awaits
+        Each call renders what it is shown as one line per message part (user prompts, tool results,
+        response text and tool calls; instructions and system prompts are left out) and awaits
         `dex_agents.testing.scripted_model_response`, which logs the call with its session, turn, Step
         execution and attempt, holds it at the script's gates, and, for a response that
-        `block_until_cancelled`, waits until the call's coroutine is cancelled (and logs that).
+        `block_until_cancelled`, waits until the call's coroutine is cancelled (and logs that). A context
+        summary call (the runner's `summarize_context` inside `with_model_call_scope`) answers from the
+        session's summary script (`ScriptStore.set_summaries`), with `DEFAULT_SCRIPTED_SUMMARY` when the
+        script gives no text.
 
         Args:
             store: The script store; by default the one named by ``DEX_AGENTS_TEST_STATE_DIR``.
         """
 
         async def answer(messages: list[ModelMessage]) -> ScriptedAnswer:
-            return _scripted_response(await scripted_model_response(_render_model_input(messages), store))
+            response = await scripted_model_response(render_transcript(messages), store)
+            scope = current_model_call()
+            if scope is not None and scope.is_summary and not response.text:
+                # The summary script leaves the text to the runner; a real summary must not be blank.
+                return DEFAULT_SCRIPTED_SUMMARY
+            return _scripted_response(response)
 
         return cls(answer, model_name="dex-scripted")
 
@@ -209,29 +228,3 @@ def _scripted_response(response: ScriptedResponse) -> ModelResponse:
         for call in response.tool_calls
     )
     return ModelResponse(parts=parts)
-
-
-def _render_model_input(messages: Sequence[ModelMessage]) -> list[str]:
-    """Render the messages a call is shown as one text per part, for the script store's log."""
-    texts: list[str] = []
-    for message in messages:
-        if isinstance(message, ModelRequest):
-            for part in message.parts:
-                if isinstance(part, UserPromptPart):
-                    texts.append(f"user: {part.content}")
-                elif isinstance(part, BaseToolReturnPart):
-                    texts.append(
-                        f"tool {part.tool_name} [{part.tool_call_id}] {part.outcome}: "
-                        f"{part.model_response_str(wrap_if_error=False)}"
-                    )
-                elif isinstance(part, RetryFeedbackPart):
-                    texts.append(f"retry: {part.model_response()}")
-        else:
-            for part in message.parts:
-                if isinstance(part, TextPart):
-                    texts.append(f"assistant: {part.content}")
-                elif isinstance(part, ToolCallPart):
-                    texts.append(
-                        f"assistant calls {part.tool_name} {part.args_as_json_str()} [{part.tool_call_id}]"
-                    )
-    return texts
