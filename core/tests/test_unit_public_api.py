@@ -161,6 +161,9 @@ EXPECTED_EXPORTS = {
     "TurnReplySequence",
     "TurnSessionSettings",
     "UpdateSessionSettingsRequest",
+    # OpenTelemetry GenAI tracing (issue 17)
+    "AGENT_TRACE_CONTEXT",
+    "ModelCallMetadata",
 }
 
 
