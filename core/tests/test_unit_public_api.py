@@ -115,6 +115,12 @@ EXPECTED_EXPORTS = {
     "TurnReplySequence",
     "TurnSessionSettings",
     "UpdateSessionSettingsRequest",
+    # the texts every compacting runner shows its model
+    "CONTEXT_SUMMARY_HEADER",
+    "DEFAULT_SUMMARY_INSTRUCTIONS",
+    "build_summary_prompt",
+    "context_summary_text",
+    "left_out_messages_note",
 }
 
 

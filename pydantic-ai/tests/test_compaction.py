@@ -42,7 +42,6 @@ from dex_agents_pydantic_ai import (
     PydanticAiRunner,
     PydanticAiRunState,
     TokenEstimator,
-    _summary,
     estimate_tokens,
 )
 from dex_agents_pydantic_ai.testing import ScriptedModel
@@ -399,7 +398,6 @@ async def test_a_summary_call_too_large_for_the_window_leaves_out_the_oldest_mes
     assert (
         estimate_tokens([ModelRequest(parts=[UserPromptPart(left_out)], instructions="Summarize.")]) <= budget
     )
-    assert _summary.left_out_note(1) == "[Dex] 1 earlier message did not fit in this request and is left out."
 
 
 async def test_a_runner_without_a_model_says_so_in_the_summary_call() -> None:

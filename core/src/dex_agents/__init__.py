@@ -12,10 +12,15 @@ from dex_agents._run_state import RunStateFormat, RunStateFormatError
 from dex_agents._tool_arguments import parse_tool_arguments
 from dex_agents.client import AgentSessionClient
 from dex_agents.compaction import (
+    CONTEXT_SUMMARY_HEADER,
+    DEFAULT_SUMMARY_INSTRUCTIONS,
     CompactionPolicy,
     ContextCompactionRunner,
     ContextSummaryRequest,
     ContextSummaryResult,
+    build_summary_prompt,
+    context_summary_text,
+    left_out_messages_note,
 )
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.limits import (
@@ -130,9 +135,11 @@ __all__ = [
     "AGENT_USAGE",
     "APPROVAL_DEADLINE_PASSED",
     "CONTEXT_SUMMARY",
+    "CONTEXT_SUMMARY_HEADER",
     "DEFAULT_AGENT_EVENTS_CAPACITY_BYTES",
     "DEFAULT_DECODED_CHUNK_CACHE_BYTES",
     "DEFAULT_REJECTION_TOOL_RESULT",
+    "DEFAULT_SUMMARY_INSTRUCTIONS",
     "FRAMEWORK_RUN_STATE",
     "INTERRUPT_RESOLUTIONS",
     "MAX_MESSAGE_CHUNK_BYTES",
@@ -221,12 +228,15 @@ __all__ = [
     "UnfinishedTurnMessageBuilder",
     "UpdateSessionSettingsRequest",
     "agent_codec_registry",
+    "build_summary_prompt",
     "build_turn_control_note",
     "build_turn_failure_note",
     "cancellation_rejection_message",
+    "context_summary_text",
     "current_tool_execution",
     "describe_tool_call_outcome",
     "effect_from_mcp_annotations",
+    "left_out_messages_note",
     "message_sequence_key",
     "parse_tool_arguments",
     "resolve_tool_policy",
