@@ -407,8 +407,13 @@ async def test_arguments_the_tool_cannot_take_reach_the_model_as_a_failed_call_a
     assert missing.value.message == (
         "invalid arguments for tool 'lookup': order_id: Field required; order: Extra inputs are not permitted"
     )
-    assert not_json.value.message.startswith("arguments must be a JSON object: NaN is not JSON")
-    assert not_object.value.message == "arguments must be a JSON object, got list"
+    assert not_json.value.message == (
+        "arguments must be a JSON object; the arguments of 'lookup' are not strict JSON (NaN is not a JSON number)"
+    )
+    assert (
+        not_object.value.message
+        == "arguments must be a JSON object; the arguments of 'lookup' are a JSON array"
+    )
     assert runs == []
 
 
