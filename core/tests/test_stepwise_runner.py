@@ -408,7 +408,8 @@ async def test_arguments_the_tool_cannot_take_reach_the_model_as_a_failed_call_a
         "invalid arguments for tool 'lookup': order_id: Field required; order: Extra inputs are not permitted"
     )
     assert not_json.value.message == (
-        "arguments must be a JSON object; the arguments of 'lookup' are not strict JSON (NaN is not a JSON number)"
+        "arguments must be a JSON object; the arguments of 'lookup' are not strict JSON "
+        "(NaN is not a JSON number)"
     )
     assert (
         not_object.value.message
