@@ -33,6 +33,7 @@ from dex_agents import (
 )
 from dex_agents.stepwise import (
     AgentDefinition,
+    InstructionContext,
     LiteLLMModelClient,
     ModelSettings,
     StepwiseRunner,
@@ -176,32 +177,37 @@ async def test_a_turn_waiting_for_its_tool_results_keeps_them_and_its_open_calls
     assert runner.select_compaction_cutoff(turn, 0) == 2
 
 
-async def test_the_estimate_counts_exactly_what_the_model_call_sends(tmp_path: Path) -> None:
+async def test_the_estimate_counts_exactly_what_the_model_call_sends() -> None:
+    async def instructions(context: InstructionContext) -> str:
+        return f"{INSTRUCTIONS} Answer in {context.session_settings['language']}."
+
     model = chunk_model("estimate", chunk(content="Sure."), usage_chunk(10, 2))
-    definition = AgentDefinition(name="orders", model=model, instructions=INSTRUCTIONS, tools=[LOOKUP])
+    definition = AgentDefinition(name="orders", model=model, instructions=instructions, tools=[LOOKUP])
     driver = Driver(StepwiseRunner(definition))
     driver.start("Where is A-1?")
     summary = ContextSummary(1, 1, 0, "The user is Ana.", "t")
-    turn = dataclasses.replace(driver.side.context(), context_summary=summary)
-    estimate = driver.runner.estimate_input_tokens(turn)
+    turn = dataclasses.replace(
+        driver.side.context(), context_summary=summary, session_settings={"language": "French"}
+    )
+    estimate = await driver.runner.estimate_input_tokens(turn)
 
     await driver.runner.run_model_step(turn)
 
     [sent] = CHUNK_MODEL.requests["estimate"]
     assert sent == [
-        {"role": "system", "content": INSTRUCTIONS},
+        {"role": "system", "content": f"{INSTRUCTIONS} Answer in French."},
         {"role": "user", "content": f"{CONTEXT_SUMMARY_HEADER}\n\nThe user is Ana."},
         {"role": "user", "content": "Where is A-1?"},
     ]
     assert estimate == tokens(sent, [chat_tool(LOOKUP.definition)])
     # A model LiteLLM knows is counted with LiteLLM's own token counter.
     known = dataclasses.replace(definition, model="openai/gpt-4.1-mini")
-    assert StepwiseRunner(known).estimate_input_tokens(turn) == litellm.token_counter(  # pyright: ignore[reportUnknownMemberType]
+    assert await StepwiseRunner(known).estimate_input_tokens(turn) == litellm.token_counter(  # pyright: ignore[reportUnknownMemberType]
         model="openai/gpt-4.1-mini", messages=sent, tools=[cast(Any, chat_tool(LOOKUP.definition))]
     )
     # A turn that ends with its tool results makes no model call, so it never compacts.
     ending = dataclasses.replace(turn, framework_run_state=StepwiseRunState(end_turn=True).to_json())
-    assert driver.runner.estimate_input_tokens(ending) == 0
+    assert await driver.runner.estimate_input_tokens(ending) == 0
 
 
 async def test_after_compaction_the_model_input_starts_with_the_summary_then_the_newer_messages(

@@ -152,20 +152,23 @@ class ContextCompactionRunner(Protocol):
     and make no model call; `summarize_context` makes exactly one.
     """
 
-    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int | Awaitable[int]:
         """Return the size, in tokens, of the model input `run_model_step` would send for ``turn``.
 
         Count what the framework would send: the summary, the messages, the turn's unstored items and
-        whatever else it adds, such as instructions and tool definitions.
+        whatever else it adds, such as instructions and tool definitions. It may be a coroutine function.
         """
         ...
 
-    def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+    def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None | Awaitable[int | None]:
         """Return the sequence of the last message to summarize, or `None` to make the model call as is.
 
         Keep about ``retained_token_budget`` tokens of the newest messages. The cut must never separate a
         tool call from its result: every tool call at or before the returned sequence has its result at
         or before it. A sequence at or before the current summary's ``last_sequence`` means no compaction.
+        It may be a coroutine function.
         """
         ...
 

@@ -17,9 +17,7 @@ starts, after the instructions, with the summary under `dex_agents.CONTEXT_SUMMA
 from __future__ import annotations
 
 import dataclasses
-import inspect
-from collections.abc import Coroutine, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
 
 from dex_agents._run_state import RunStateFormatError
 from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
@@ -61,11 +59,9 @@ from dex_agents.stepwise._messages import (
 from dex_agents.stepwise._model import ModelRequest, ModelResponse, ModelToolCall
 from dex_agents.stepwise._run_state import StepwiseRunState
 from dex_agents.stepwise._tools import (
-    FunctionToolSource,
     ListedTool,
     ToolDefinitionError,
     ToolSource,
-    is_async_callable,
 )
 from dex_agents.values import AgentUsage, FrameworkMessage
 
@@ -108,10 +104,6 @@ class StepwiseRunner:
         if not isinstance(definition, AgentDefinition):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"StepwiseRunner takes an AgentDefinition, got {type(definition).__name__}")
         self._definition = definition
-        # What this process last listed from each source (by position) and the instructions it last wrote:
-        # the token estimate, which cannot await, counts what it cannot compute now as these.
-        self._listings: dict[int, tuple[ListedTool, ...]] = {}
-        self._last_instructions: str | None = None
 
     @property
     def definition(self) -> AgentDefinition:
@@ -229,16 +221,15 @@ class StepwiseRunner:
             f"unknown tool {call.tool_call.tool_name!r}; the tools of this agent are: {names}"
         )
 
-    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+    async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
         """Count the tokens of the model input `run_model_step` would send for ``turn``.
 
-        It counts the instructions, the summary, the stored messages after it, the turn's unstored tool
-        results and continuation, and the tool definitions, with LiteLLM's ``token_counter`` for a model in
-        LiteLLM's model map and a token per 4 characters for any other. It cannot await, so an async
-        instructions function counts as the text it wrote for this Worker's last model call, and a tool
-        source other than functions as this Worker's last listing of it (neither counts before the first).
-        A turn that ends with no model call (``END_TURN``, or a run state another release wrote) counts 0,
-        so it never compacts.
+        It builds the input as the model call does: the instructions, the summary, the stored messages after
+        it, the turn's unstored tool results and continuation, and the offered tools (listed as the model
+        call lists them; an MCP source answers from its cache). It counts them with LiteLLM's
+        ``token_counter`` for a model in LiteLLM's model map and a token per 4 characters for any other. A
+        turn that ends with no model call (``END_TURN``, or a run state another release wrote) counts 0, so
+        it never compacts.
 
         Args:
             turn: The turn's committed state.
@@ -249,9 +240,10 @@ class StepwiseRunner:
         items = self._unstored_items(turn)
         if items is None:
             return 0
-        messages = self._request_messages(turn, items, self._instructions_now(turn))
+        messages = await self._model_input(turn, items)
+        tools = [tool for tool, _ in (await self._offered_tools()).values()]
         model_name = self._definition.model_client_for(turn.session_settings).model_name
-        return count_tokens(model_name, messages, self._tools_now())
+        return count_tokens(model_name, messages, tools)
 
     def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
         """Return the last stored sequence to summarize, keeping about ``retained_token_budget`` tokens.
@@ -337,10 +329,13 @@ class StepwiseRunner:
             items.append(user_message(state.continuation))
         return items
 
-    @staticmethod
-    def _request_messages(
-        turn: AgentTurnContext, items: Sequence[FrameworkMessage], instructions: str | None
+    async def _model_input(
+        self, turn: AgentTurnContext, items: Sequence[FrameworkMessage]
     ) -> list[ChatMessage]:
+        context = InstructionContext(
+            session_settings=turn.session_settings, flow_id=turn.flow_id, turn_id=turn.turn_id
+        )
+        instructions = await self._definition.instructions_for(context)
         messages: list[ChatMessage] = (
             [] if instructions is None else [{"role": "system", "content": instructions}]
         )
@@ -349,49 +344,11 @@ class StepwiseRunner:
         messages.extend(replay_chat_messages([*turn.messages, *items]))
         return messages
 
-    async def _model_input(
-        self, turn: AgentTurnContext, items: Sequence[FrameworkMessage]
-    ) -> list[ChatMessage]:
-        instructions = await self._definition.instructions_for(self._instruction_context(turn))
-        self._last_instructions = instructions
-        return self._request_messages(turn, items, instructions)
-
-    @staticmethod
-    def _instruction_context(turn: AgentTurnContext) -> InstructionContext:
-        return InstructionContext(
-            session_settings=turn.session_settings, flow_id=turn.flow_id, turn_id=turn.turn_id
-        )
-
-    def _instructions_now(self, turn: AgentTurnContext) -> str | None:
-        """The instructions of the next model call, as far as they can be known without awaiting."""
-        instructions = self._definition.instructions
-        if instructions is None or isinstance(instructions, str):
-            return instructions or None
-        if is_async_callable(instructions):
-            return self._last_instructions
-        written = instructions(self._instruction_context(turn))
-        if inspect.iscoroutine(written):
-            cast(Coroutine[Any, Any, object], written).close()
-            return self._last_instructions
-        return written if isinstance(written, str) and written else None
-
-    def _tools_now(self) -> list[ListedTool]:
-        """The tools the next model call offers, as far as they are known without listing."""
-        tools: list[ListedTool] = []
-        for position, source in enumerate(self._definition.tool_sources):
-            if isinstance(source, FunctionToolSource):
-                tools.extend(source.definitions)
-            else:
-                tools.extend(self._listings.get(position, ()))
-        return tools
-
     async def _offered_tools(self) -> dict[str, tuple[ListedTool, ToolSource]]:
         """Every tool of every source by name, in the sources' order."""
         offered: dict[str, tuple[ListedTool, ToolSource]] = {}
-        for position, source in enumerate(self._definition.tool_sources):
-            listing = tuple(await source.list_tools())
-            self._listings[position] = listing
-            for tool in listing:
+        for source in self._definition.tool_sources:
+            for tool in await source.list_tools():
                 if tool.name in offered:
                     raise ToolDefinitionError(
                         f"agent {self._definition.name!r} offers two tools named {tool.name!r}; tool names "
