@@ -21,12 +21,10 @@ import pytest
 from dex_agents import (
     CONTEXT_SUMMARY_HEADER,
     DEFAULT_SUMMARY_INSTRUCTIONS,
-    AgentEventWriter,
     AgentMessage,
     AgentUsage,
     ContextCompactionRunner,
     ContextSummary,
-    ContextSummaryRequest,
     ToolCallsRequested,
     TurnCompleted,
     left_out_messages_note,
@@ -232,33 +230,6 @@ async def test_after_compaction_the_model_input_starts_with_the_summary_then_the
     ]
 
 
-def summary_request(
-    messages: Sequence[AgentMessage],
-    through: int,
-    *,
-    previous: ContextSummary | None = None,
-    budget: int = 100_000,
-    settings: Mapping[str, object] | None = None,
-) -> ContextSummaryRequest:
-    after = 0 if previous is None else previous.last_sequence
-
-    async def heartbeat() -> None:
-        return None
-
-    return ContextSummaryRequest(
-        flow_id=SESSION,
-        turn_id="turn-3",
-        attempt=1,
-        previous_summary=previous,
-        messages=tuple(m for m in messages if after < m.sequence <= through),
-        through_sequence=through,
-        events=AgentEventWriter(lambda event: None, "turn-3", 1),
-        heartbeat_function=heartbeat,
-        input_token_budget=budget,
-        session_settings=dict(settings or {}),
-    )
-
-
 def summary_runner(**definition: Any) -> StepwiseRunner:
     """An agent whose model for {"model": "large"} is the chunk model ``summary-large``."""
     small = chunk_model("summary-small", chunk(content="Wrong model."), usage_chunk(1, 1))
@@ -283,7 +254,7 @@ async def test_the_summary_call_is_one_call_with_the_turns_model_and_the_convers
     previous = ContextSummary(1, 1, 0, "The user is Ana.", "t")
 
     result = await runner.summarize_context(
-        summary_request(conversation.side.messages, 9, previous=previous, settings={"model": "large"})
+        conversation.side.summary_request(9, previous_summary=previous, session_settings={"model": "large"})
     )
 
     assert result.text == "Ana's orders shipped."
@@ -315,7 +286,7 @@ async def test_the_summary_call_is_one_call_with_the_turns_model_and_the_convers
 async def test_a_summary_request_too_large_for_the_budget_leaves_out_the_oldest_responses_and_says_so(
     conversation: Driver,
 ) -> None:
-    messages = conversation.side.messages
+    side = conversation.side
     runner = summary_runner(
         model_settings=ModelSettings(max_output_tokens=100), summary_instructions="Summarize."
     )
@@ -324,7 +295,9 @@ async def test_a_summary_request_too_large_for_the_budget_leaves_out_the_oldest_
     async def summary_prompt(budget: int, previous: ContextSummary | None = None) -> str:
         """The prompt the summary call sends with this budget; the answer's 100 tokens come out of it."""
         await runner.summarize_context(
-            summary_request(messages, 9, previous=previous, budget=budget, settings=large)
+            side.summary_request(
+                9, previous_summary=previous, input_token_budget=budget, session_settings=large
+            )
         )
         system, prompt = CHUNK_MODEL.requests["summary-large"][-1]
         assert system == {"role": "system", "content": "Summarize."}
