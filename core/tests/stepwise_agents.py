@@ -9,15 +9,21 @@ from pathlib import Path
 
 from dex_agents import (
     AgentSessionFlow,
+    AgentSessionOptions,
     AgentTurnContext,
     AgentTurnOutcome,
+    CompactionPolicy,
     DeferredToolExecution,
     FrameworkMessage,
+    ToolEffect,
     ToolExecutionResult,
+    ToolPolicy,
 )
+from dex_agents.mcp import McpStdioServer, McpToolSource
 from dex_agents.stepwise import AgentDefinition, StepwiseRunner, TurnContinuation, TurnContinuationContext
 from dex_agents.stepwise.testing import scripted_model
-from dex_agents.testing import MATRIX_TOOLS, MatrixSpec, with_model_call_scope
+from dex_agents.testing import MATRIX_TOOLS, MatrixSpec, mcp_inventory_server_command, with_model_call_scope
+from tests.long_session_agents import TINY_STORAGE
 
 CORE_DIR = Path(__file__).resolve().parents[1]
 
@@ -88,3 +94,56 @@ def build_builderless_flow() -> AgentSessionFlow:
     """The restless writer behind a runner without ``build_unfinished_turn_messages``."""
     runner = with_model_call_scope(ContractOnlyRunner(restless_writer()))
     return AgentSessionFlow(runner, flow_type="StepwiseBuilderless")
+
+
+#: The compacting agent's instructions and summary instructions, short so the token figures stay readable.
+ANSWER_INSTRUCTIONS = "Answer each question."
+SUMMARY_INSTRUCTIONS = "Summarize the conversation."
+
+
+def build_compacting_flow() -> AgentSessionFlow:
+    """An agent in a session with a 1,000-token window (a token per 4 characters for the scripted model),
+    tiny message storage so the summarized messages sit in chunks, and retention that keeps four messages.
+    """
+    definition = AgentDefinition(
+        name="long-talker",
+        model=scripted_model(),
+        instructions=ANSWER_INSTRUCTIONS,
+        summary_instructions=SUMMARY_INSTRUCTIONS,
+    )
+    options = AgentSessionOptions(
+        **TINY_STORAGE,  # pyright: ignore[reportArgumentType]
+        retained_message_limit=4,
+        compaction=CompactionPolicy(context_window_tokens=1000),
+    )
+    return AgentSessionFlow(
+        with_model_call_scope(StepwiseRunner(definition)), flow_type="StepwiseCompacting", options=options
+    )
+
+
+def stepwise_mcp_log(state_dir: Path) -> Path:
+    """The request log of the inventory MCP server the Stepwise MCP agent starts."""
+    return state_dir / "stepwise-mcp-requests.log"
+
+
+def build_mcp_flow(state_dir: Path) -> AgentSessionFlow:
+    """An agent whose tools are the kit's inventory MCP server's, through an `McpToolSource` (stdio).
+
+    The server's annotations give ``count_items`` ``read`` and ``reserve_stock`` ``idempotent_write``; this
+    Worker wants each reservation approved. Building it contacts no server.
+    """
+    command = mcp_inventory_server_command(stepwise_mcp_log(state_dir))
+    inventory = McpStdioServer(
+        "inventory",
+        command.command,
+        command.args,
+        env=command.env,
+        tool_policies={"reserve_stock": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True)},
+    )
+    definition = AgentDefinition(
+        name="stock-keeper",
+        model=scripted_model(),
+        instructions="You keep the stock.",
+        tools=[McpToolSource([inventory])],
+    )
+    return AgentSessionFlow(with_model_call_scope(StepwiseRunner(definition)), flow_type="StepwiseMcp")

@@ -17,13 +17,18 @@ import pytest
 
 from dex_agents import (
     UNKNOWN_TOOL_POLICY,
+    AgentToolCall,
+    AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
+    DeferredToolCall,
+    DeferredToolExecution,
     MessageRole,
     ToolCallsRequested,
     ToolCallStatus,
     ToolEffect,
     ToolExecutionError,
+    ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
     TurnContinued,
@@ -37,6 +42,7 @@ from dex_agents.stepwise import (
     LiteLLMModelClient,
     StepwiseHistoryError,
     StepwiseRunner,
+    ToolDefinition,
     TurnContinuation,
     TurnContinuationContext,
     TurnContinuationDecider,
@@ -341,6 +347,57 @@ async def test_tool_calls_are_deferred_with_the_definitions_policies_and_run_onc
     )
 
 
+class StockSource:
+    """A tool source of another kind: it marks its calls, and counts how often it is listed."""
+
+    def __init__(self) -> None:
+        self.listings = 0
+
+    async def list_tools(self) -> list[ToolDefinition]:
+        self.listings += 1
+        return [ToolDefinition("count_stock", "Count a SKU's stock.", {"type": "object", "properties": {}})]
+
+    def deferred_tool_call(
+        self, turn: AgentTurnContext, *, tool_call_id: str, tool_name: str, arguments: str
+    ) -> DeferredToolCall:
+        policy = turn.resolve_tool_policy(tool_name, framework_effect=ToolEffect.READ)
+        return DeferredToolCall(tool_call_id, tool_name, arguments, policy, tool_source_reference="stock")
+
+    def owns_tool_call(self, record: AgentToolCall) -> bool:
+        return record.tool_source_reference == "stock"
+
+    async def call_tool(self, execution: DeferredToolExecution) -> ToolExecutionResult:
+        return ToolExecutionResult(f"42 in stock (key {execution.idempotency_key})")
+
+
+async def test_a_tool_source_defers_its_calls_and_runs_them_in_another_worker_without_a_listing(
+    store: ScriptStore,
+) -> None:
+    calls = (ScriptedToolCall("count_stock", {}, "stock-1"), read_call("read-1"))
+    model = scripted(store, [ScriptedResponse(tool_calls=calls)])
+
+    def runner(source: StockSource) -> StepwiseRunner:
+        tools = [function_tool(lookup_order, effect="read"), source]
+        return StepwiseRunner(AgentDefinition(name="orders", model=model, tools=tools))
+
+    driver = Driver(runner(StockSource()))
+    driver.start("How many A-1 are left, and where is A-1?")
+
+    outcome = await driver.step()
+
+    assert isinstance(outcome, ToolCallsRequested)
+    assert [(call.tool_name, call.policy, call.tool_source_reference) for call in outcome.tool_calls] == [
+        ("count_stock", ToolPolicy(ToolEffect.READ), "stock"),
+        ("lookup_order", ToolPolicy(ToolEffect.READ), None),
+    ]
+    # The tool Steps run on a Worker that never listed the source: each call finds its source by its record.
+    elsewhere = StockSource()
+    driver.runner = runner(elsewhere)
+    assert await driver.side.execute(driver.runner, "stock-1") == "42 in stock (key session-1/turn-1/stock-1)"
+    assert await driver.side.execute(driver.runner, "read-1") == "A-1 has shipped"
+    assert elsewhere.listings == 0
+
+
 async def test_a_sync_tool_runs_off_the_event_loop_and_reads_its_tool_call(store: ScriptStore) -> None:
     seen: list[tuple[str, bool]] = []
 
@@ -407,8 +464,14 @@ async def test_arguments_the_tool_cannot_take_reach_the_model_as_a_failed_call_a
     assert missing.value.message == (
         "invalid arguments for tool 'lookup': order_id: Field required; order: Extra inputs are not permitted"
     )
-    assert not_json.value.message.startswith("arguments must be a JSON object: NaN is not JSON")
-    assert not_object.value.message == "arguments must be a JSON object, got list"
+    assert not_json.value.message == (
+        "arguments must be a JSON object; the arguments of 'lookup' are not strict JSON "
+        "(NaN is not a JSON number)"
+    )
+    assert (
+        not_object.value.message
+        == "arguments must be a JSON object; the arguments of 'lookup' are a JSON array"
+    )
     assert runs == []
 
 

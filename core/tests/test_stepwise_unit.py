@@ -6,7 +6,6 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Literal
@@ -16,7 +15,16 @@ from pydantic import BaseModel, Field
 
 import dex_agents.stepwise
 import dex_agents.stepwise.testing
-from dex_agents import RunStateFormatError, ToolEffect, ToolPolicy
+from dex_agents import (
+    AgentToolCall,
+    AgentTurnContext,
+    DeferredToolCall,
+    DeferredToolExecution,
+    RunStateFormatError,
+    ToolEffect,
+    ToolExecutionResult,
+    ToolPolicy,
+)
 from dex_agents.stepwise import (
     AgentDefinition,
     FunctionTool,
@@ -32,6 +40,7 @@ from dex_agents.stepwise import (
     function_tool,
 )
 from dex_agents.stepwise._run_state import StepwiseRunState
+from dex_agents.stepwise._tools import chat_tool
 from dex_agents.stepwise.testing import render_model_input
 from tests.stepwise_agents import CORE_DIR
 
@@ -77,7 +86,7 @@ def test_type_hints_and_docstring_become_the_tools_json_schema() -> None:
     assert definition.name == "create_ticket"
     assert definition.description == "Open a support ticket.\n\nThe ticket goes to the team on duty."
     assert definition.policy == ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE)
-    assert definition.parameters == {
+    assert definition.input_schema == {
         "type": "object",
         "additionalProperties": False,
         "properties": {
@@ -106,12 +115,12 @@ def test_type_hints_and_docstring_become_the_tools_json_schema() -> None:
             },
         },
     }
-    assert definition.to_chat_tool() == {
+    assert chat_tool(definition) == {
         "type": "function",
         "function": {
             "name": "create_ticket",
             "description": definition.description,
-            "parameters": definition.parameters,
+            "parameters": definition.input_schema,
         },
     }
 
@@ -234,15 +243,23 @@ def test_an_agent_definition_checks_its_fields_when_it_is_built() -> None:
 
 @dataclass
 class InventorySource:
-    """A tool source of another kind, as an MCP server will be."""
+    """A tool source of another kind, as an MCP server is."""
 
     async def list_tools(self) -> list[ToolDefinition]:
         return [
             ToolDefinition("count_stock", "Count a product's stock.", {"type": "object", "properties": {}})
         ]
 
-    async def call_tool(self, name: str, arguments: Mapping[str, object]) -> str:
-        return "42"
+    def deferred_tool_call(
+        self, turn: AgentTurnContext, *, tool_call_id: str, tool_name: str, arguments: str
+    ) -> DeferredToolCall:
+        return DeferredToolCall(tool_call_id, tool_name, arguments, ToolPolicy(ToolEffect.READ), "inventory")
+
+    def owns_tool_call(self, record: AgentToolCall) -> bool:
+        return record.tool_source_reference == "inventory"
+
+    async def call_tool(self, execution: DeferredToolExecution) -> ToolExecutionResult:
+        return ToolExecutionResult("42")
 
 
 async def test_functions_and_tool_sources_are_offered_together_and_a_duplicate_name_fails_clearly() -> None:
@@ -331,6 +348,7 @@ STEPWISE_EXPORTS = {
     "FunctionToolSource",
     "InstructionContext",
     "Instructions",
+    "ListedTool",
     "LiteLLMModelClient",
     "ModelClient",
     "ModelRequest",
@@ -402,9 +420,10 @@ async def test_the_readme_example_defines_the_agent_it_describes() -> None:
     definition = namespace["definition"]
     assert isinstance(definition, AgentDefinition)
     [functions] = definition.tool_sources
-    lookup, refund = await functions.list_tools()
+    assert isinstance(functions, FunctionToolSource)
+    lookup, refund = functions.definitions
     assert lookup.policy == ToolPolicy(ToolEffect.READ)
-    assert lookup.parameters["properties"] == {
+    assert lookup.input_schema["properties"] == {
         "order_id": {"type": "string", "description": 'The order\'s ID, such as "A-1".'}
     }
     assert refund.policy is not None and refund.policy.is_approval_required

@@ -11,6 +11,7 @@ import dex_agents.testing.mcp_inventory_server
 import dex_agents.testing.runner_contract
 
 TESTING_EXPORTS = {
+    "DEFAULT_SCRIPTED_SUMMARY",
     "EXECUTE_COMPLETED_EVENT",
     "EXECUTE_FAILED_EVENT",
     "MATRIX_TOOLS",

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from dex_agents import (
+    CONTEXT_SUMMARY_HEADER,
     MAX_MESSAGE_CHUNK_BYTES,
     AgentEventWriter,
     AgentMessage,
@@ -17,6 +18,9 @@ from dex_agents import (
     ContextSummaryResult,
     MessageRole,
     ToolEffect,
+    build_summary_prompt,
+    context_summary_text,
+    left_out_messages_note,
 )
 from dex_agents.runner import AgentTurnContext
 from dex_agents.testing import ScriptedRunner, render_message, scripted_token_count
@@ -123,3 +127,28 @@ def test_the_scripted_runner_never_cuts_between_a_tool_call_and_its_result() -> 
 
 def test_a_summary_result_defaults_to_no_usage() -> None:
     assert ContextSummaryResult("text").usage == AgentUsage()
+
+
+def test_the_texts_every_compacting_runner_shows_its_model_are_pinned() -> None:
+    assert CONTEXT_SUMMARY_HEADER == "[Dex] Summary of the earlier conversation:"
+    summary = ContextSummary(2, 1, 9, "The user is Ana; A-1 was refunded.", "t")
+    assert context_summary_text(summary) == (
+        "[Dex] Summary of the earlier conversation:\n\nThe user is Ana; A-1 was refunded."
+    )
+    assert left_out_messages_note(1) == "[Dex] 1 earlier message did not fit in this request and is left out."
+    assert left_out_messages_note(12) == (
+        "[Dex] 12 earlier messages did not fit in this request and are left out."
+    )
+    with pytest.raises(ValueError, match="at least one left-out message, got 0"):
+        left_out_messages_note(0)
+
+
+def test_the_summary_prompt_folds_the_previous_summary_and_says_what_was_left_out() -> None:
+    lines = ["user: Refund A-1", "assistant: Done."]
+    assert build_summary_prompt(None, lines) == "The conversation:\nuser: Refund A-1\nassistant: Done."
+    previous = ContextSummary(1, 1, 4, "The user is Ana.", "t")
+    assert build_summary_prompt(previous, lines, left_out=3) == (
+        "[Dex] Summary of the earlier conversation:\n\nThe user is Ana.\n\n"
+        "[Dex] 3 earlier messages did not fit in this request and are left out.\n\n"
+        "The conversation since that summary:\nuser: Refund A-1\nassistant: Done."
+    )

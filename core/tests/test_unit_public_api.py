@@ -164,6 +164,12 @@ EXPECTED_EXPORTS = {
     # OpenTelemetry GenAI tracing (issue 17)
     "AGENT_TRACE_CONTEXT",
     "ModelCallMetadata",
+    # the texts every compacting runner shows its model
+    "CONTEXT_SUMMARY_HEADER",
+    "DEFAULT_SUMMARY_INSTRUCTIONS",
+    "build_summary_prompt",
+    "context_summary_text",
+    "left_out_messages_note",
 }
 
 

@@ -15,7 +15,6 @@ import pytest
 from dex_agents import (
     AgentTurnContext,
     ContextSummary,
-    ContextSummaryRequest,
     MessageRole,
     ToolCallsRequested,
     ToolCallStatus,
@@ -42,7 +41,6 @@ from dex_agents_pydantic_ai import (
     PydanticAiRunner,
     PydanticAiRunState,
     TokenEstimator,
-    _summary,
     estimate_tokens,
 )
 from dex_agents_pydantic_ai.testing import ScriptedModel
@@ -136,33 +134,6 @@ def after_summary(
         messages=tuple(m for m in session.messages if m.sequence > context_summary.last_sequence),
         context_summary=context_summary,
         **changes,  # pyright: ignore[reportArgumentType]
-    )
-
-
-def summary_call(
-    session: SessionSide,
-    through: int,
-    *,
-    previous: ContextSummary | None = None,
-    budget: int = 100_000,
-    settings: Mapping[str, object] | None = None,
-) -> ContextSummaryRequest:
-    after = 0 if previous is None else previous.last_sequence
-
-    async def heartbeat() -> None:
-        return None
-
-    return ContextSummaryRequest(
-        flow_id=session.flow_id,
-        turn_id=session.turn_id,
-        attempt=1,
-        previous_summary=previous,
-        messages=tuple(m for m in session.messages if after < m.sequence <= through),
-        through_sequence=through,
-        events=session.context().events,
-        heartbeat_function=heartbeat,
-        input_token_budget=budget,
-        session_settings=dict(settings or {}),
     )
 
 
@@ -342,7 +313,7 @@ async def test_the_summary_call_folds_the_previous_summary_and_a_transcript_with
     previous = summary("The user is Ana.", 1)
 
     result = await runner.summarize_context(
-        summary_call(session, 9, previous=previous, settings={"model": "large"})
+        session.summary_request(9, previous_summary=previous, session_settings={"model": "large"})
     )
 
     assert result.text == summary_text
@@ -382,13 +353,13 @@ async def test_a_summary_call_too_large_for_the_window_leaves_out_the_oldest_mes
         return "Short."
 
     runner = build_runner(ScriptedModel(summarize), summary_instructions="Summarize.")
-    whole = await runner.summarize_context(summary_call(session, 9))
+    whole = await runner.summarize_context(session.summary_request(9))
     assert whole.text == "Short."
     budget = (
         estimate_tokens([ModelRequest(parts=[UserPromptPart(prompts[0])], instructions="Summarize.")]) - 1
     )
 
-    await runner.summarize_context(summary_call(session, 9, budget=budget))
+    await runner.summarize_context(session.summary_request(9, input_token_budget=budget))
 
     # The note takes room too, so the question alone is not enough: the whole response goes, and its
     # pieces count as the messages they were stored as.
@@ -399,14 +370,13 @@ async def test_a_summary_call_too_large_for_the_window_leaves_out_the_oldest_mes
     assert (
         estimate_tokens([ModelRequest(parts=[UserPromptPart(left_out)], instructions="Summarize.")]) <= budget
     )
-    assert _summary.left_out_note(1) == "[Dex] 1 earlier message did not fit in this request and is left out."
 
 
 async def test_a_runner_without_a_model_says_so_in_the_summary_call() -> None:
     _, session, _ = await three_turns()
     runner = PydanticAiRunner(Agent(tools=[lookup_order]))
     with pytest.raises(Exception, match="no model for the context summary call"):
-        await runner.summarize_context(summary_call(session, 9))
+        await runner.summarize_context(session.summary_request(9))
 
 
 # Session settings.

@@ -1,5 +1,8 @@
 """The public surface is exactly what `__all__` promises; an accidental export or removal fails here."""
 
+import dex_agents
+import dex_agents.testing
+
 import dex_agents_pydantic_ai
 import dex_agents_pydantic_ai.testing
 
@@ -35,3 +38,11 @@ def test_every_exported_name_exists() -> None:
     for module in (dex_agents_pydantic_ai, dex_agents_pydantic_ai.testing):
         for name in module.__all__:
             assert getattr(module, name) is not None
+
+
+def test_the_compaction_texts_are_the_cores_own() -> None:
+    # Re-exported, not copied: every runner shows its model the same summary header and instructions.
+    assert dex_agents_pydantic_ai.CONTEXT_SUMMARY_HEADER is dex_agents.CONTEXT_SUMMARY_HEADER
+    assert dex_agents_pydantic_ai.DEFAULT_SUMMARY_INSTRUCTIONS is dex_agents.DEFAULT_SUMMARY_INSTRUCTIONS
+    scripted_summary = dex_agents_pydantic_ai.testing.DEFAULT_SCRIPTED_SUMMARY
+    assert scripted_summary is dex_agents.testing.DEFAULT_SCRIPTED_SUMMARY

@@ -30,10 +30,15 @@ from dex_agents._tool_requests import (
 from dex_agents._tool_tasks import ToolTaskHandler, ToolTaskHandlers
 from dex_agents.client import AgentSessionClient
 from dex_agents.compaction import (
+    CONTEXT_SUMMARY_HEADER,
+    DEFAULT_SUMMARY_INSTRUCTIONS,
     CompactionPolicy,
     ContextCompactionRunner,
     ContextSummaryRequest,
     ContextSummaryResult,
+    build_summary_prompt,
+    context_summary_text,
+    left_out_messages_note,
 )
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.limits import (
@@ -182,10 +187,12 @@ __all__ = [
     "BUILT_IN_TOOL_DEFINITIONS",
     "BUILT_IN_TOOL_NAMES",
     "CONTEXT_SUMMARY",
+    "CONTEXT_SUMMARY_HEADER",
     "DEFAULT_AGENT_EVENTS_CAPACITY_BYTES",
     "DEFAULT_DECODED_CHUNK_CACHE_BYTES",
     "DEFAULT_MAX_DURABLE_WAIT",
     "DEFAULT_REJECTION_TOOL_RESULT",
+    "DEFAULT_SUMMARY_INSTRUCTIONS",
     "DURABLE_WAIT",
     "FRAMEWORK_RUN_STATE",
     "INTERRUPT_RESOLUTIONS",
@@ -312,12 +319,15 @@ __all__ = [
     "agent_codec_registry",
     "ask_user_input",
     "build_plan_note",
+    "build_summary_prompt",
     "build_turn_control_note",
     "build_turn_failure_note",
     "cancellation_rejection_message",
+    "context_summary_text",
     "current_tool_execution",
     "describe_tool_call_outcome",
     "effect_from_mcp_annotations",
+    "left_out_messages_note",
     "message_sequence_key",
     "parse_tool_arguments",
     "plan_revision_key",

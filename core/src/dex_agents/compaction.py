@@ -5,6 +5,12 @@ next model input is. Once it reaches ``trigger_ratio`` of the context window, th
 message to summarize, and the `CompactContext` Step makes one summary call, stores the summary, and goes
 back to `RunModel`. From then on the runner receives the summary in `AgentTurnContext.context_summary` and
 only the messages after it in `AgentTurnContext.messages`.
+
+The texts a runner shows its model are shared by every runner, so a transcript reads the same whichever
+framework wrote it: `CONTEXT_SUMMARY_HEADER` before the summary where the model input starts
+(`context_summary_text`), and `left_out_messages_note` in a summary call that could not take every message.
+`build_summary_prompt` writes a summary call's one prompt from them, and `DEFAULT_SUMMARY_INSTRUCTIONS` says
+what a summary must keep.
 """
 
 from __future__ import annotations
@@ -18,12 +24,32 @@ from dex_agents.runner import AgentTurnContext, ModelCallMetadata
 from dex_agents.values import AgentMessage, AgentUsage, ContextSummary
 
 __all__ = [
+    "CONTEXT_SUMMARY_HEADER",
+    "DEFAULT_SUMMARY_INSTRUCTIONS",
     "CompactionPolicy",
     "ContextCompactionRunner",
     "ContextSummaryRequest",
     "ContextSummaryResult",
+    "build_summary_prompt",
+    "context_summary_text",
     "is_compaction_runner",
+    "left_out_messages_note",
 ]
+
+CONTEXT_SUMMARY_HEADER = "[Dex] Summary of the earlier conversation:"
+"""The line before the summary text where a model input starts once the session has compacted."""
+
+DEFAULT_SUMMARY_INSTRUCTIONS = (
+    "You keep the running summary of a conversation between a user and an AI assistant that uses tools. "
+    "The assistant will continue from your summary and the newest messages only, so your summary replaces "
+    "everything it covers. Fold the earlier summary, when there is one, and the conversation after it into "
+    "one summary. Keep what the assistant needs to go on: the user's goals, preferences and open requests; "
+    "decisions and promises; facts, names, IDs, amounts and dates; which tool calls ran and what they "
+    "returned, above all writes such as payments, refunds or messages sent, so that none is repeated; and "
+    "tool calls that failed or whose outcome is unknown. Leave out greetings and small talk. Write short "
+    "notes in the language of the conversation, with no preamble."
+)
+"""The instructions of a summary call, unless a runner is given its own."""
 
 _CAPABILITY_METHODS = ("estimate_input_tokens", "select_compaction_cutoff", "summarize_context")
 
@@ -129,20 +155,23 @@ class ContextCompactionRunner(Protocol):
     and make no model call; `summarize_context` makes exactly one.
     """
 
-    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int | Awaitable[int]:
         """Return the size, in tokens, of the model input `run_model_step` would send for ``turn``.
 
         Count what the framework would send: the summary, the messages, the turn's unstored items and
-        whatever else it adds, such as instructions and tool definitions.
+        whatever else it adds, such as instructions and tool definitions. It may be a coroutine function.
         """
         ...
 
-    def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+    def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None | Awaitable[int | None]:
         """Return the sequence of the last message to summarize, or `None` to make the model call as is.
 
         Keep about ``retained_token_budget`` tokens of the newest messages. The cut must never separate a
         tool call from its result: every tool call at or before the returned sequence has its result at
         or before it. A sequence at or before the current summary's ``last_sequence`` means no compaction.
+        It may be a coroutine function.
         """
         ...
 
@@ -154,3 +183,61 @@ class ContextCompactionRunner(Protocol):
 def is_compaction_runner(runner: object) -> bool:
     """Whether ``runner`` implements every method of `ContextCompactionRunner`."""
     return all(callable(getattr(runner, name, None)) for name in _CAPABILITY_METHODS)
+
+
+def context_summary_text(summary: ContextSummary) -> str:
+    """Return the text a model input starts with once the session has compacted.
+
+    Args:
+        summary: The session's current summary.
+
+    Returns:
+        `CONTEXT_SUMMARY_HEADER`, a blank line, and the summary's text.
+    """
+    return f"{CONTEXT_SUMMARY_HEADER}\n\n{summary.text}"
+
+
+def left_out_messages_note(count: int) -> str:
+    """Return the line that tells a summary model how many of the oldest messages did not fit its request.
+
+    Args:
+        count: How many stored messages were left out; at least 1.
+
+    Returns:
+        ``[Dex] <count> earlier messages did not fit in this request and are left out.``, in the singular
+        for one message.
+
+    Raises:
+        ValueError: If ``count`` is below 1: with nothing left out, a request carries no note.
+    """
+    if isinstance(count, bool) or count < 1:
+        raise ValueError(f"a left-out note needs at least one left-out message, got {count!r}")
+    if count == 1:
+        return "[Dex] 1 earlier message did not fit in this request and is left out."
+    return f"[Dex] {count} earlier messages did not fit in this request and are left out."
+
+
+def build_summary_prompt(
+    previous_summary: ContextSummary | None, transcript_lines: Sequence[str], *, left_out: int = 0
+) -> str:
+    """Return the one user prompt of a summary call: what to fold in, then the conversation as a transcript.
+
+    The previous summary comes first under `CONTEXT_SUMMARY_HEADER`, then `left_out_messages_note` when
+    messages were left out, then the transcript under a heading that says whether it follows a summary.
+
+    Args:
+        previous_summary: The summary to fold in, or `None` the first time.
+        transcript_lines: The messages to summarize, one line per message (or per tool call), in order.
+        left_out: How many of the oldest messages to summarize did not fit the request.
+
+    Returns:
+        The prompt, its sections separated by blank lines.
+    """
+    sections: list[str] = []
+    if previous_summary is not None:
+        sections.append(context_summary_text(previous_summary))
+    if left_out:
+        sections.append(left_out_messages_note(left_out))
+    heading = "The conversation since that summary:" if previous_summary is not None else "The conversation:"
+    sections.append("\n".join([heading, *transcript_lines]))
+    return "\n\n".join(sections)

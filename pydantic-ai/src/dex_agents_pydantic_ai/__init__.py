@@ -6,12 +6,10 @@ and session settings) and the limits.
 `dex_agents_pydantic_ai.testing` holds `ScriptedModel`, a Pydantic AI model for offline development.
 """
 
-from dex_agents_pydantic_ai._compaction import (
-    CHARACTERS_PER_TOKEN,
-    CONTEXT_SUMMARY_HEADER,
-    TokenEstimator,
-    estimate_tokens,
-)
+# The core's wire texts of compaction, re-exported: this package named them before the core did.
+from dex_agents import CONTEXT_SUMMARY_HEADER, DEFAULT_SUMMARY_INSTRUCTIONS
+
+from dex_agents_pydantic_ai._compaction import CHARACTERS_PER_TOKEN, TokenEstimator, estimate_tokens
 from dex_agents_pydantic_ai._effects import framework_effect
 from dex_agents_pydantic_ai._gate import ToolCallInModelStepError
 from dex_agents_pydantic_ai._runner import (
@@ -21,7 +19,6 @@ from dex_agents_pydantic_ai._runner import (
     PydanticAiRunner,
 )
 from dex_agents_pydantic_ai._state import PydanticAiRunState
-from dex_agents_pydantic_ai._summary import DEFAULT_SUMMARY_INSTRUCTIONS
 
 __all__ = [
     "CHARACTERS_PER_TOKEN",

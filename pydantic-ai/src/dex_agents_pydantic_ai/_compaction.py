@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeAlias
 
-from dex_agents import ContextSummary
+from dex_agents import ContextSummary, context_summary_text
 from pydantic_ai.messages import (
     BaseToolReturnPart,
     ModelMessage,
@@ -33,15 +33,11 @@ from dex_agents_pydantic_ai._messages import HistoryUnit
 
 __all__ = [
     "CHARACTERS_PER_TOKEN",
-    "CONTEXT_SUMMARY_HEADER",
     "TokenEstimator",
     "estimate_tokens",
     "select_cutoff",
     "summary_request",
 ]
-
-CONTEXT_SUMMARY_HEADER = "[Dex] Summary of the earlier conversation:"
-"""The line before the summary text where the model input starts, once the session has compacted."""
 
 CHARACTERS_PER_TOKEN = 4
 """The default estimate's ratio: about right for English prose on current tokenizers, low for code."""
@@ -107,11 +103,11 @@ def _prompt_texts(part: UserPromptPart) -> Iterator[str]:
 def summary_request(summary: ContextSummary) -> ModelRequest:
     """Return the request the model input starts with once the session has compacted.
 
-    The summary goes in as a user prompt under `CONTEXT_SUMMARY_HEADER`, which every provider accepts at
-    the start of a conversation; Pydantic AI merges it with the system prompts before it and with a user
-    prompt right after it.
+    The summary goes in as a user prompt under the core's `dex_agents.CONTEXT_SUMMARY_HEADER`, which every
+    provider accepts at the start of a conversation; Pydantic AI merges it with the system prompts before it
+    and with a user prompt right after it.
     """
-    return ModelRequest(parts=[UserPromptPart(f"{CONTEXT_SUMMARY_HEADER}\n\n{summary.text}")])
+    return ModelRequest(parts=[UserPromptPart(context_summary_text(summary))])
 
 
 def select_cutoff(

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeAlias, cast
 
 from dex_agents import (
+    DEFAULT_SUMMARY_INSTRUCTIONS,
     UNKNOWN_TOOL_POLICY,
     AgentEventWriter,
     AgentTurnContext,
@@ -81,11 +82,7 @@ from dex_agents_pydantic_ai._messages import (
 from dex_agents_pydantic_ai._recorded_results import close_open_tool_calls, deferred_tool_results
 from dex_agents_pydantic_ai._state import PydanticAiRunState
 from dex_agents_pydantic_ai._streaming import forward_stream_event
-from dex_agents_pydantic_ai._summary import (
-    DEFAULT_SUMMARY_INSTRUCTIONS,
-    make_summary_call,
-    summary_call_messages,
-)
+from dex_agents_pydantic_ai._summary import make_summary_call, summary_call_messages
 from dex_agents_pydantic_ai._system_prompts import system_prompt_request
 from dex_agents_pydantic_ai._tool_execution import ToolCallRunner
 

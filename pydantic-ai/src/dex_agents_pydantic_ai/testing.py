@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from dex_agents.testing import (
+    DEFAULT_SCRIPTED_SUMMARY,  # re-exported: the kit's default, shared by every adapter's scripted model
     ScriptedResponse,
     ScriptStore,
     current_model_call,
@@ -61,9 +62,6 @@ from pydantic_ai.models.function import (
 from dex_agents_pydantic_ai._transcript import render_transcript
 
 __all__ = ["DEFAULT_SCRIPTED_SUMMARY", "Answerer", "ScriptedAnswer", "ScriptedModel", "ScriptedModelCall"]
-
-DEFAULT_SCRIPTED_SUMMARY = "The scripted summary of the earlier conversation."
-"""What a `ScriptedModel.from_script_store()` summary call answers when its script gives no text."""
 
 ScriptedAnswer: TypeAlias = str | ModelResponse
 """One answer of a `ScriptedModel`: a text, or a whole `ModelResponse` (text, tool calls, thinking)."""

@@ -6,6 +6,8 @@ makes one streaming ``litellm.acompletion`` call, and each tool call runs in its
 
 Needs the ``stepwise`` extra (``pip install "dex-agents[stepwise]"``); ``import dex_agents`` never loads
 LiteLLM. `dex_agents.stepwise.testing` has a scripted model that plugs into LiteLLM as a custom provider.
+The runner compacts (`dex_agents.ContextCompactionRunner`), and `dex_agents.mcp.McpToolSource` is a tool
+source as it is: ``AgentDefinition(tools=[lookup_order, McpToolSource([...])])``.
 """
 
 from dex_agents.stepwise._definition import (
@@ -35,6 +37,7 @@ from dex_agents.stepwise._runner import StepwiseRunner
 from dex_agents.stepwise._tools import (
     FunctionTool,
     FunctionToolSource,
+    ListedTool,
     ToolDefinition,
     ToolDefinitionError,
     ToolSource,
@@ -51,6 +54,7 @@ __all__ = [
     "FunctionToolSource",
     "InstructionContext",
     "Instructions",
+    "ListedTool",
     "LiteLLMModelClient",
     "ModelClient",
     "ModelRequest",

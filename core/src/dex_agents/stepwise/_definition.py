@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
+from dex_agents.compaction import DEFAULT_SUMMARY_INSTRUCTIONS
 from dex_agents.stepwise._model import LiteLLMModelClient, ModelClient, ModelSettings, ModelToolCall
 from dex_agents.stepwise._tools import FunctionTool, FunctionToolSource, ToolDefinitionError, ToolSource
 
@@ -129,6 +130,8 @@ class AgentDefinition:
         model_settings: Sampling and limits of every call.
         resolve_model: Chooses each call's model from the turn's session settings; when it is set,
             ``model`` is only its documentation default and is not used.
+        summary_instructions: The instructions of the context summary call, when the session compacts
+            (`AgentSessionOptions.compaction`); blank for none.
         decide_turn_continuation: Called after every model answer. `None` keeps the usual loop (tools
             run, then the model goes on; an answer without tools ends the turn). A `TurnContinuation`
             makes another model call that ends with its message as user text: after an answer, in a new
@@ -149,6 +152,7 @@ class AgentDefinition:
     model_settings: ModelSettings = field(default_factory=ModelSettings)
     resolve_model: ModelResolver | None = None
     decide_turn_continuation: TurnContinuationDecider | None = None
+    summary_instructions: str = DEFAULT_SUMMARY_INSTRUCTIONS
     tool_sources: tuple[ToolSource, ...] = field(init=False, repr=False)
     _default_client: ModelClient | None = field(init=False, repr=False, compare=False)
 
@@ -171,6 +175,10 @@ class AgentDefinition:
             raise TypeError(
                 f"{where}: instructions must be text or a function of InstructionContext, "
                 f"got {type(self.instructions).__name__}"
+            )
+        if not isinstance(self.summary_instructions, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"{where}: summary_instructions must be text, got {type(self.summary_instructions).__name__}"
             )
         if not isinstance(self.model_settings, ModelSettings):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(

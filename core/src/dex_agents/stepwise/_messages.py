@@ -21,6 +21,7 @@ __all__ = [
     "ChatMessage",
     "StepwiseHistoryError",
     "chat_message_of",
+    "render_chat_transcript",
     "replay_chat_messages",
     "response_messages",
     "tool_result_message",
@@ -175,6 +176,52 @@ def replay_chat_messages(messages: Iterable[AgentMessage | FrameworkMessage]) ->
             continue
         replayed.append(dict(chat))
     return _with_every_result(replayed)
+
+
+def render_chat_transcript(messages: Iterable[Mapping[str, object]]) -> list[str]:
+    """Render chat messages as one line per message, or per tool call, as a transcript shows them.
+
+    A summary call reads the conversation it summarizes in this form, and the scripted model logs what each
+    call reads the same way, so a test reads a call's input in the words the model got.
+
+    Args:
+        messages: Chat messages in the OpenAI format, in order.
+
+    Returns:
+        Lines such as ``user: ...``, ``assistant: ...``, ``assistant calls <tool> <arguments> [<id>]`` and
+        ``tool <tool> [<id>]: <result>`` (``system: ...`` for instructions).
+    """
+    names: dict[str, str] = {}
+    lines: list[str] = []
+    for message in messages:
+        role = str(message.get("role"))
+        content = _content_text(message.get("content"))
+        if role == "tool":
+            tool_call_id = str(message.get("tool_call_id"))
+            lines.append(f"tool {names.get(tool_call_id, '?')} [{tool_call_id}]: {content}")
+            continue
+        if content or role != "assistant":
+            lines.append(f"{role}: {content}")
+        for call in cast(list[Mapping[str, Any]], message.get("tool_calls") or []):
+            function = cast(Mapping[str, Any], call.get("function") or {})
+            names[str(call.get("id"))] = str(function.get("name"))
+            lines.append(
+                f"assistant calls {function.get('name')} {function.get('arguments')} [{call.get('id')}]"
+            )
+    return lines
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = cast(list[object], content)
+        return "".join(
+            str(cast(Mapping[str, object], part).get("text", ""))
+            for part in parts
+            if isinstance(part, Mapping)
+        )
+    return ""
 
 
 def _tool_calls_of(message: ChatMessage) -> list[Mapping[str, Any]]:

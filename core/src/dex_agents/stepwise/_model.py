@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from dex_agents.events import AgentEventWriter
 from dex_agents.stepwise._litellm import litellm
-from dex_agents.stepwise._tools import ToolDefinition
+from dex_agents.stepwise._tools import ListedTool, chat_tool
 from dex_agents.values import AgentUsage
 
 __all__ = [
@@ -100,7 +100,7 @@ class ModelRequest:
     """
 
     messages: Sequence[Mapping[str, object]]
-    tools: Sequence[ToolDefinition] = ()
+    tools: Sequence[ListedTool] = ()
     settings: ModelSettings = field(default_factory=ModelSettings)
     events: AgentEventWriter | None = None
     tool_choice: ToolChoice | None = None
@@ -338,7 +338,7 @@ class LiteLLMModelClient:
             stream_options={"include_usage": True},
         )
         if request.tools:
-            arguments["tools"] = [tool.to_chat_tool() for tool in request.tools]
+            arguments["tools"] = [chat_tool(tool) for tool in request.tools]
             if settings.parallel_tool_calls is not None:
                 arguments["parallel_tool_calls"] = settings.parallel_tool_calls
         if request.tool_choice is not None:

@@ -9,16 +9,18 @@ Each answer's messages are stored as soon as the answer is: with its tool calls 
 a continuation (`TurnContinued`), or when the turn ends. Between model calls the run state
 (`StepwiseRunState`) holds only which calls' results come next and what the loop decided, so a turn that ends
 without an answer needs only those results from `build_unfinished_turn_messages`.
+
+It compacts (`ContextCompactionRunner`, see `_compaction`): once the session has a summary, every model input
+starts, after the instructions, with the summary under `dex_agents.CONTEXT_SUMMARY_HEADER`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
-from typing import cast
 
 from dex_agents._run_state import RunStateFormatError
+from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
     AgentTurnContext,
@@ -28,10 +30,15 @@ from dex_agents.runner import (
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
-    ToolPolicy,
     TurnCompleted,
     TurnContinued,
     describe_tool_call_outcome,
+)
+from dex_agents.stepwise._compaction import (
+    count_tokens,
+    select_cutoff,
+    summary_chat_message,
+    summary_request_messages,
 )
 from dex_agents.stepwise._definition import (
     END_TURN,
@@ -51,24 +58,14 @@ from dex_agents.stepwise._messages import (
 )
 from dex_agents.stepwise._model import ModelRequest, ModelResponse, ModelToolCall
 from dex_agents.stepwise._run_state import StepwiseRunState
-from dex_agents.stepwise._tools import ToolDefinition, ToolDefinitionError, ToolSource
+from dex_agents.stepwise._tools import (
+    ListedTool,
+    ToolDefinitionError,
+    ToolSource,
+)
 from dex_agents.values import AgentUsage, FrameworkMessage
 
 __all__ = ["StepwiseRunner"]
-
-
-def _strict_json_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _parse_arguments(text: str) -> dict[str, object]:
-    try:
-        arguments = json.loads(text or "{}", parse_constant=_strict_json_constant)
-    except ValueError as error:
-        raise ToolExecutionError(f"arguments must be a JSON object: {error}") from error
-    if not isinstance(arguments, dict):
-        raise ToolExecutionError(f"arguments must be a JSON object, got {type(arguments).__name__}")
-    return cast(dict[str, object], arguments)
 
 
 def _with_usable_tool_call_ids(response: ModelResponse, turn: AgentTurnContext) -> ModelResponse:
@@ -148,7 +145,8 @@ class StepwiseRunner:
             items.append(user_message(state.continuation))
         definition = self._definition
         client = definition.model_client_for(turn.session_settings)
-        tools = [tool for tool, _ in (await self._offered_tools()).values()]
+        offered = await self._offered_tools()
+        tools = [tool for tool, _ in offered.values()]
         request = ModelRequest(
             messages=await self._model_input(turn, items),
             tools=tools,
@@ -170,7 +168,7 @@ class StepwiseRunner:
             )
             return ToolCallsRequested(
                 framework_run_state=next_state.to_json(),
-                tool_calls=self._defer(turn, response.tool_calls, tools),
+                tool_calls=self._defer(turn, response.tool_calls, offered),
                 usage=response.usage,
                 new_messages=items,
             )
@@ -201,26 +199,114 @@ class StepwiseRunner:
         return self._tool_results(turn, state.pending_tool_call_ids)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        """Run one tool call once, through the tool source that offers it.
+        """Run one tool call once, through the tool source that deferred it.
+
+        The source is found by the call's record (`ToolSource.owns_tool_call`), so an MCP call reaches its
+        server with no listing; only a call no source owns lists them, for its error.
 
         Args:
             call: The approved call.
 
         Returns:
-            The text the model sees.
+            What the model sees.
 
         Raises:
-            ToolExecutionError: For an unknown tool, arguments that are not a JSON object or do not match
-                the tool's parameters, or as the tool raises it.
+            ToolExecutionError: For an unknown tool, arguments the tool cannot take, or as the tool raises it.
         """
-        name = call.tool_call.tool_name
-        arguments = _parse_arguments(call.tool_call.arguments)
-        offered = await self._offered_tools()
-        if name not in offered:
-            names = ", ".join(sorted(offered)) or "none"
-            raise ToolExecutionError(f"unknown tool {name!r}; the tools of this agent are: {names}")
-        _, source = offered[name]
-        return ToolExecutionResult(await source.call_tool(name, arguments))
+        for source in self._definition.tool_sources:
+            if source.owns_tool_call(call.tool_call):
+                return await source.call_tool(call)
+        names = ", ".join(sorted(await self._offered_tools())) or "none"
+        raise ToolExecutionError(
+            f"unknown tool {call.tool_call.tool_name!r}; the tools of this agent are: {names}"
+        )
+
+    async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Count the tokens of the model input `run_model_step` would send for ``turn``.
+
+        It builds the input as the model call does: the instructions, the summary, the stored messages after
+        it, the turn's unstored tool results and continuation, and the offered tools (listed as the model
+        call lists them; an MCP source answers from its cache). It counts them with LiteLLM's
+        ``token_counter`` for a model in LiteLLM's model map and a token per 4 characters for any other. A
+        turn that ends with no model call (``END_TURN``, or a run state another release wrote) counts 0, so
+        it never compacts.
+
+        Args:
+            turn: The turn's committed state.
+
+        Returns:
+            The token count.
+        """
+        items = self._unstored_items(turn)
+        if items is None:
+            return 0
+        messages = await self._model_input(turn, items)
+        tools = [tool for tool, _ in (await self._offered_tools()).values()]
+        model_name = self._definition.model_client_for(turn.session_settings).model_name
+        return count_tokens(model_name, messages, tools)
+
+    def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+        """Return the last stored sequence to summarize, keeping about ``retained_token_budget`` tokens.
+
+        A cut falls only right after a model response whose tool calls all have stored results: after an
+        answer without calls, or after the last stored result of a response's calls; never between the
+        pieces of one stored response (its text, then one message per call), and never before a result. Of
+        those cuts it takes the earliest whose newer messages, with the turn's unstored ones, fit the budget;
+        when none fits, the latest.
+
+        Args:
+            turn: The turn's committed state.
+            retained_token_budget: The tokens to keep after the cut.
+
+        Returns:
+            The sequence, or `None` when no cut is allowed.
+        """
+        model_name = self._definition.model_client_for(turn.session_settings).model_name
+
+        def count(messages: Sequence[Mapping[str, object]]) -> int:
+            return count_tokens(model_name, messages)
+
+        items = self._unstored_items(turn) or []
+        unstored = count(replay_chat_messages(items)) if items else 0
+        return select_cutoff(
+            turn.messages, unstored_tokens=unstored, retained_token_budget=retained_token_budget, count=count
+        )
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Make the one summary call: one LiteLLM call with the turn's model and the definition's settings.
+
+        The call has the definition's ``summary_instructions`` and one user prompt: the previous summary,
+        then the messages through the cut as a transcript (`dex_agents.build_summary_prompt`). When that
+        prompt and the answer's ``max_output_tokens`` would not fit ``request.input_token_budget``, the
+        oldest messages are left out up to a cut and the prompt says how many. Nothing streams to the
+        session's events: a summary is not an answer to the user.
+
+        Args:
+            request: The messages to summarize and the summary so far.
+
+        Returns:
+            The answer's text and the call's usage.
+
+        Raises:
+            StepwiseHistoryError: If a message to summarize is not one Stepwise stores.
+            Exception: As the model client raises it; `CompactContext` retries the call.
+        """
+        definition = self._definition
+        client = definition.model_client_for(request.session_settings)
+
+        def count(messages: Sequence[Mapping[str, object]]) -> int:
+            return count_tokens(client.model_name, messages)
+
+        messages = summary_request_messages(
+            request.previous_summary,
+            request.messages,
+            instructions=definition.summary_instructions,
+            input_token_budget=request.input_token_budget
+            - (definition.model_settings.max_output_tokens or 0),
+            count=count,
+        )
+        response = await client.complete(ModelRequest(messages=messages, settings=definition.model_settings))
+        return ContextSummaryResult(text=response.text, usage=response.usage)
 
     @staticmethod
     def _tool_results(turn: AgentTurnContext, tool_call_ids: Sequence[str]) -> list[FrameworkMessage]:
@@ -230,23 +316,37 @@ class StepwiseRunner:
             results.append(tool_result_message(record, describe_tool_call_outcome(record)))
         return results
 
+    def _unstored_items(self, turn: AgentTurnContext) -> list[FrameworkMessage] | None:
+        """The items the next model call adds to the stored messages; `None` when it makes no model call."""
+        try:
+            state = StepwiseRunState.from_json(turn.framework_run_state)
+        except RunStateFormatError:
+            return None
+        if state.end_turn:
+            return None
+        items = self._tool_results(turn, state.pending_tool_call_ids)
+        if state.continuation is not None:
+            items.append(user_message(state.continuation))
+        return items
+
     async def _model_input(
         self, turn: AgentTurnContext, items: Sequence[FrameworkMessage]
     ) -> list[ChatMessage]:
-        instructions = await self._definition.instructions_for(
-            InstructionContext(
-                session_settings=turn.session_settings, flow_id=turn.flow_id, turn_id=turn.turn_id
-            )
+        context = InstructionContext(
+            session_settings=turn.session_settings, flow_id=turn.flow_id, turn_id=turn.turn_id
         )
+        instructions = await self._definition.instructions_for(context)
         messages: list[ChatMessage] = (
             [] if instructions is None else [{"role": "system", "content": instructions}]
         )
+        if turn.context_summary is not None:
+            messages.append(summary_chat_message(turn.context_summary))
         messages.extend(replay_chat_messages([*turn.messages, *items]))
         return messages
 
-    async def _offered_tools(self) -> dict[str, tuple[ToolDefinition, ToolSource]]:
+    async def _offered_tools(self) -> dict[str, tuple[ListedTool, ToolSource]]:
         """Every tool of every source by name, in the sources' order."""
-        offered: dict[str, tuple[ToolDefinition, ToolSource]] = {}
+        offered: dict[str, tuple[ListedTool, ToolSource]] = {}
         for source in self._definition.tool_sources:
             for tool in await source.list_tools():
                 if tool.name in offered:
@@ -259,26 +359,23 @@ class StepwiseRunner:
 
     @staticmethod
     def _defer(
-        turn: AgentTurnContext, calls: Sequence[ModelToolCall], tools: Sequence[ToolDefinition]
+        turn: AgentTurnContext,
+        calls: Sequence[ModelToolCall],
+        offered: Mapping[str, tuple[ListedTool, ToolSource]],
     ) -> list[DeferredToolCall]:
-        offered: Mapping[str, ToolDefinition] = {tool.name: tool for tool in tools}
         deferred: list[DeferredToolCall] = []
         for call in calls:
-            tool = offered.get(call.tool_name)
-            policy: ToolPolicy
-            if tool is None:
+            arguments = call.arguments or "{}"
+            if call.tool_name not in offered:
                 # Nothing runs for a name the agent lacks; its Step only records the failure for the model.
-                policy = UNKNOWN_TOOL_POLICY
-            elif call.tool_name in turn.tool_policies or tool.policy is None:
-                policy = turn.resolve_tool_policy(call.tool_name)
-            else:
-                policy = tool.policy
+                deferred.append(
+                    DeferredToolCall(call.tool_call_id, call.tool_name, arguments, UNKNOWN_TOOL_POLICY)
+                )
+                continue
+            _, source = offered[call.tool_name]
             deferred.append(
-                DeferredToolCall(
-                    tool_call_id=call.tool_call_id,
-                    tool_name=call.tool_name,
-                    arguments=call.arguments or "{}",
-                    policy=policy,
+                source.deferred_tool_call(
+                    turn, tool_call_id=call.tool_call_id, tool_name=call.tool_name, arguments=arguments
                 )
             )
         return deferred

@@ -1,9 +1,11 @@
 """Tools of a Stepwise agent: what the model is offered, and what runs when the session runs a call.
 
-A `ToolSource` lists tool definitions and runs one call. Plain Python functions become a
-`FunctionToolSource`; another kind of source, such as an MCP server, implements the same two methods. The
-runner never runs a tool itself in `RunModel`: it offers the definitions, defers every call as its own
-Step, and asks the source to run the call inside that Step.
+A `ToolSource` lists its tools, turns a model's call of one of them into the session's `DeferredToolCall`
+(its policy, and whatever the source needs to find the tool again), recognizes that call's record in the
+tool Step, and runs it there. Plain Python functions become a `FunctionToolSource`;
+`dex_agents.mcp.McpToolSource` is a source as it is. The runner never runs a tool itself in `RunModel`: it
+offers the tools, defers every call as its own Step through the source that offers it, and hands the
+source the call inside that Step.
 """
 
 from __future__ import annotations
@@ -19,76 +21,142 @@ from typing import Any, Protocol, cast, overload, runtime_checkable
 import pydantic
 import pydantic_core
 
-from dex_agents.runner import ToolExecutionError, ToolPolicy
+from dex_agents._tool_arguments import parse_tool_arguments
+from dex_agents.runner import (
+    UNKNOWN_TOOL_POLICY,
+    AgentTurnContext,
+    DeferredToolCall,
+    DeferredToolExecution,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolPolicy,
+)
 from dex_agents.stepwise._schema import (
     ArgumentsModel,
     ToolDefinitionError,
     build_arguments_model,
     parse_docstring,
 )
-from dex_agents.values import ToolEffect
+from dex_agents.values import AgentToolCall, ToolEffect
 
 __all__ = [
     "FunctionTool",
     "FunctionToolSource",
+    "ListedTool",
     "ToolDefinition",
     "ToolDefinitionError",
     "ToolSource",
+    "chat_tool",
     "function_tool",
+    "is_async_callable",
     "render_tool_output",
 ]
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
+@runtime_checkable
+class ListedTool(Protocol):
+    """A tool as a source lists it for the model: `ToolDefinition`, or `dex_agents.mcp.McpToolDefinition`."""
+
+    @property
+    def name(self) -> str:
+        """The name the model calls it by: 1 to 64 letters, digits, ``_`` or ``-``."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """What the tool does, for the model."""
+        ...
+
+    @property
+    def input_schema(self) -> Mapping[str, object]:
+        """The JSON schema of the arguments, an object schema."""
+        ...
+
+
+def chat_tool(tool: ListedTool) -> dict[str, object]:
+    """Return a listed tool in the OpenAI chat format that LiteLLM takes.
+
+    Args:
+        tool: The tool.
+
+    Returns:
+        ``{"type": "function", "function": {"name", "description", "parameters"}}``.
+    """
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": dict(tool.input_schema),
+        },
+    }
+
+
 @dataclass(frozen=True)
 class ToolDefinition:
-    """A tool as the model is offered it.
+    """A function tool as the model is offered it.
 
     Attributes:
         name: The tool's name: 1 to 64 letters, digits, ``_`` or ``-``, as model APIs require.
         description: What the tool does, for the model.
-        parameters: The JSON schema of the arguments, an object schema.
+        input_schema: The JSON schema of the arguments, an object schema.
         policy: How the session runs the tool, unless the session's own ``tool_policies`` name it; `None`
             leaves it to the session's ``default_tool_effect``.
     """
 
     name: str
     description: str
-    parameters: Mapping[str, object]
+    input_schema: Mapping[str, object]
     policy: ToolPolicy | None = None
-
-    def to_chat_tool(self) -> dict[str, object]:
-        """Return the tool in the OpenAI chat format that LiteLLM takes."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": dict(self.parameters),
-            },
-        }
 
 
 @runtime_checkable
 class ToolSource(Protocol):
-    """Where a Stepwise agent's tools come from, and how one call runs.
+    """Where a Stepwise agent's tools come from, and how one call of them runs.
 
-    Both methods may run in any Worker and run again after a crash; ``call_tool`` runs inside the call's
-    tool Step, where `dex_agents.current_tool_execution()` names the call and its idempotency key.
+    Every method may run in any Worker and run again after a crash. ``list_tools`` and
+    ``deferred_tool_call`` run in `RunModel`; ``owns_tool_call`` and ``call_tool`` run in the call's tool
+    Step, which may be another Worker that never listed the source, so a source keeps whatever it needs to
+    find the tool again in the call (``DeferredToolCall.tool_source_reference``) rather than in memory.
+    `dex_agents.mcp.McpToolSource` implements this protocol as it is.
     """
 
-    async def list_tools(self) -> Sequence[ToolDefinition]:
-        """Return the tools this source offers."""
+    async def list_tools(self) -> Sequence[ListedTool]:
+        """Return the tools this source offers the model now."""
         ...
 
-    async def call_tool(self, name: str, arguments: Mapping[str, object]) -> str:
-        """Run one call of tool ``name`` and return the text the model sees.
+    def deferred_tool_call(
+        self, turn: AgentTurnContext, *, tool_call_id: str, tool_name: str, arguments: str
+    ) -> DeferredToolCall:
+        """Return the session's deferred call for the model's call of one of this source's tools.
+
+        It carries the call's policy (the session's ``tool_policies`` for the name win; use
+        ``turn.resolve_tool_policy``) and, when the source needs it, a ``tool_source_reference``.
+        """
+        ...
+
+    def owns_tool_call(self, record: AgentToolCall) -> bool:
+        """Whether ``record`` is a call this source deferred, so `call_tool` runs it."""
+        ...
+
+    async def call_tool(self, execution: DeferredToolExecution) -> ToolExecutionResult:
+        """Run one approved call in its tool Step and return what the model sees.
+
+        ``execution.idempotency_key`` is the same on every attempt of the call: hand it to what the tool
+        changes.
 
         Raises:
             ToolExecutionError: For a failure the model should see, such as invalid arguments.
         """
         ...
+
+
+def is_async_callable(function: object) -> bool:
+    """Whether calling ``function`` returns a coroutine: an async function, or an async ``__call__``."""
+    # A callable object with an async __call__ is as async as an async function.
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(type(function).__call__)
 
 
 def render_tool_output(value: object) -> str:
@@ -172,14 +240,11 @@ class FunctionTool:
         docstring_description, argument_descriptions = parse_docstring(inspect.getdoc(function))
         self._function = function
         self._arguments: ArgumentsModel = build_arguments_model(function, tool_name, argument_descriptions)
-        # A callable object with an async __call__ is as async as an async function.
-        self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-            type(function).__call__
-        )
+        self._is_async = is_async_callable(function)
         self.definition = ToolDefinition(
             name=tool_name,
             description=description if description is not None else docstring_description,
-            parameters=self._arguments.json_schema,
+            input_schema=self._arguments.json_schema,
             policy=policy,
         )
 
@@ -313,22 +378,60 @@ class FunctionToolSource:
 
     async def list_tools(self) -> Sequence[ToolDefinition]:
         """Return every function's definition."""
-        return [tool.definition for tool in self._by_name.values()]
+        return self.definitions
 
-    async def call_tool(self, name: str, arguments: Mapping[str, object]) -> str:
-        """Run one call of the function named ``name``.
+    @property
+    def definitions(self) -> tuple[ToolDefinition, ...]:
+        """Every function's definition, in the order given; known without a call."""
+        return tuple(tool.definition for tool in self._by_name.values())
+
+    def deferred_tool_call(
+        self, turn: AgentTurnContext, *, tool_call_id: str, tool_name: str, arguments: str
+    ) -> DeferredToolCall:
+        """Return the deferred call of one of these functions, with its policy.
+
+        The session's ``tool_policies`` for the name win, then the function's own (`function_tool`'s
+        ``effect`` and ``requires_approval``), then the session's ``default_tool_effect``. A name these
+        functions lack gets `UNKNOWN_TOOL_POLICY`, so its Step only records the failure.
 
         Args:
-            name: The tool's name.
-            arguments: The arguments the model sent.
+            turn: The turn the model call belongs to.
+            tool_call_id: The call's ID.
+            tool_name: The tool the model called.
+            arguments: The call's arguments as JSON text.
 
         Returns:
-            The text the model sees.
+            The deferred call.
+        """
+        tool = self._by_name.get(tool_name)
+        if tool is None:
+            policy = UNKNOWN_TOOL_POLICY
+        elif tool_name in turn.tool_policies or tool.definition.policy is None:
+            policy = turn.resolve_tool_policy(tool_name)
+        else:
+            policy = tool.definition.policy
+        return DeferredToolCall(tool_call_id, tool_name, arguments, policy)
+
+    def owns_tool_call(self, record: AgentToolCall) -> bool:
+        """Whether ``record`` calls one of these functions (and no other source's tool of that name)."""
+        return record.tool_source_reference is None and record.tool_name in self._by_name
+
+    async def call_tool(self, execution: DeferredToolExecution) -> ToolExecutionResult:
+        """Run one call of a function: validate its arguments, then run it once.
+
+        Args:
+            execution: The approved call.
+
+        Returns:
+            The function's output as the text the model sees.
 
         Raises:
-            ToolExecutionError: For an unknown name, invalid arguments, or as the function raises it.
+            ToolExecutionError: For an unknown name, arguments that are not a JSON object or do not match
+                the function's parameters, or as the function raises it.
         """
-        tool = self._by_name.get(name)
+        record = execution.tool_call
+        tool = self._by_name.get(record.tool_name)
         if tool is None:
-            raise ToolExecutionError(f"unknown tool {name!r}")
-        return await tool.call(arguments)
+            raise ToolExecutionError(f"unknown tool {record.tool_name!r}")
+        arguments = parse_tool_arguments(record.arguments, tool_name=record.tool_name)
+        return ToolExecutionResult(await tool.call(arguments))

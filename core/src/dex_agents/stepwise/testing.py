@@ -11,7 +11,9 @@ hands them to `dex_agents.testing.scripted_model_response`, which logs the call 
 gates and failures, and streams the scripted answer: its ``partial_text`` at once, its text in word
 chunks, each tool call in two argument chunks, and a last chunk with the scripted usage. Like every
 scripted model, it needs the `RunModel` scope that `dex_agents.testing.with_model_call_scope` (and the
-matrix harness) provides::
+matrix harness) provides. There a context summary call (``summarize_context``) answers from the
+session's summary script (`dex_agents.testing.ScriptStore.set_summaries`), with
+`dex_agents.testing.DEFAULT_SCRIPTED_SUMMARY` when the script gives no text::
 
     definition = AgentDefinition(name="orders", model=scripted_model(), tools=[...])
     flow = AgentSessionFlow(with_model_call_scope(StepwiseRunner(definition)), flow_type="Orders")
@@ -20,6 +22,7 @@ matrix harness) provides::
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, cast
@@ -34,8 +37,16 @@ from litellm.types.utils import (
 )
 
 from dex_agents.stepwise._litellm import litellm
+from dex_agents.stepwise._messages import render_chat_transcript
 from dex_agents.stepwise._model import LiteLLMModelClient
-from dex_agents.testing import ScriptedResponse, ScriptedToolCall, ScriptStore, scripted_model_response
+from dex_agents.testing import (
+    DEFAULT_SCRIPTED_SUMMARY,
+    ScriptedResponse,
+    ScriptedToolCall,
+    ScriptStore,
+    current_model_call,
+    scripted_model_response,
+)
 
 __all__ = ["SCRIPTED_PROVIDER", "ScriptedLiteLLM", "render_model_input", "scripted_chunks", "scripted_model"]
 
@@ -46,19 +57,6 @@ SCRIPTED_PROVIDER = "dex-scripted"
 _WORDS = re.compile(r"\S+\s*|\s+")
 
 
-def _content_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = cast(list[object], content)
-        return "".join(
-            str(cast(Mapping[str, object], part).get("text", ""))
-            for part in parts
-            if isinstance(part, Mapping)
-        )
-    return ""
-
-
 def render_model_input(messages: Sequence[Mapping[str, object]]) -> list[str]:
     """Render the chat messages of one call as one text per message, or per tool call.
 
@@ -66,26 +64,9 @@ def render_model_input(messages: Sequence[Mapping[str, object]]) -> list[str]:
         messages: The call's messages in the OpenAI chat format.
 
     Returns:
-        The texts a test reads in the invocation log.
+        The texts a test reads in the invocation log (see `dex_agents.stepwise` transcripts).
     """
-    names: dict[str, str] = {}
-    texts: list[str] = []
-    for message in messages:
-        role = str(message.get("role"))
-        content = _content_text(message.get("content"))
-        if role == "tool":
-            tool_call_id = str(message.get("tool_call_id"))
-            texts.append(f"tool {names.get(tool_call_id, '?')} [{tool_call_id}]: {content}")
-            continue
-        if content or role != "assistant":
-            texts.append(f"{role}: {content}")
-        for call in cast(list[Mapping[str, Any]], message.get("tool_calls") or []):
-            function = cast(Mapping[str, Any], call.get("function") or {})
-            names[str(call.get("id"))] = str(function.get("name"))
-            texts.append(
-                f"assistant calls {function.get('name')} {function.get('arguments')} [{call.get('id')}]"
-            )
-    return texts
+    return render_chat_transcript(messages)
 
 
 def _chunk(delta: Delta) -> ModelResponseStream:
@@ -201,6 +182,10 @@ class ScriptedLiteLLM(CustomLLM):
             while not partial.empty():
                 yield _chunk(Delta(content=partial.get_nowait()))
             response = answering.result()
+            scope = current_model_call()
+            if scope is not None and scope.is_summary and not response.text:
+                # The summary script leaves the text to the model; a summary is never blank.
+                response = dataclasses.replace(response, text=DEFAULT_SCRIPTED_SUMMARY)
         finally:
             answering.cancel()
             if waiting is not None:

@@ -61,6 +61,7 @@ from dex_agents.testing._projection import ProjectedCall, check_message_projecti
 from dex_agents.testing._runner_contract_spec import RunnerContractSpec
 from dex_agents.testing._scoped_runner import ModelCallScopedRunner, with_model_call_scope
 from dex_agents.testing._script import (
+    DEFAULT_SCRIPTED_SUMMARY,
     STATE_DIR_ENV,
     ModelCallScope,
     ScriptedResponse,
@@ -92,6 +93,7 @@ from dex_agents.testing.mcp_inventory_server import (
 )
 
 __all__ = [
+    "DEFAULT_SCRIPTED_SUMMARY",
     "EXECUTE_COMPLETED_EVENT",
     "EXECUTE_FAILED_EVENT",
     "MATRIX_TOOLS",

@@ -38,6 +38,7 @@ from dex_agents.testing._scripted_tasks import (
 )
 
 __all__ = [
+    "DEFAULT_SCRIPTED_SUMMARY",
     "STATE_DIR_ENV",
     "ModelCallScope",
     "ScriptStore",
@@ -53,6 +54,9 @@ __all__ = [
     "scripted_tool_output",
 ]
 
+DEFAULT_SCRIPTED_SUMMARY = "The scripted summary of the earlier conversation."
+"""What an adapter's scripted model answers a summary call whose script gives no text (a summary is never
+blank)."""
 STATE_DIR_ENV = "DEX_AGENTS_TEST_STATE_DIR"
 """The directory holding scripts, gates and the invocation log; the stack sets it for Workers."""
 SCRIPTED_MODEL_FAILURE = "scripted model failure"

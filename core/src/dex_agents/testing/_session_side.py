@@ -15,6 +15,8 @@ from dex_agents import (
     AgentToolCall,
     AgentTurnContext,
     CancellationReason,
+    ContextSummary,
+    ContextSummaryRequest,
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
@@ -119,6 +121,40 @@ class SessionSide:
             tool_policies=self.tool_policies,
             default_tool_effect=self.default_tool_effect,
             heartbeat_function=heartbeat,
+        )
+
+    def summary_request(
+        self,
+        through_sequence: int,
+        *,
+        previous_summary: ContextSummary | None = None,
+        input_token_budget: int = 100_000,
+        session_settings: Mapping[str, object] | None = None,
+    ) -> ContextSummaryRequest:
+        """The request `CompactContext` hands ``summarize_context`` to summarize through ``through_sequence``.
+
+        Args:
+            through_sequence: The last stored message the summary covers.
+            previous_summary: The summary to fold in; its messages are not in the request.
+            input_token_budget: The policy's context window.
+            session_settings: The turn's settings.
+        """
+
+        async def heartbeat() -> None:
+            return None
+
+        after = 0 if previous_summary is None else previous_summary.last_sequence
+        return ContextSummaryRequest(
+            flow_id=_FLOW_ID,
+            turn_id=self.turn_id,
+            attempt=self.attempt,
+            previous_summary=previous_summary,
+            messages=tuple(m for m in self.messages if after < m.sequence <= through_sequence),
+            through_sequence=through_sequence,
+            events=AgentEventWriter(self.events.append, self.turn_id, self.attempt, "CompactContext-1"),
+            heartbeat_function=heartbeat,
+            input_token_budget=input_token_budget,
+            session_settings=dict(session_settings or {}),
         )
 
     def defer(self, outcome: ToolCallsRequested) -> None:
