@@ -56,7 +56,6 @@ from dex_agents.mcp._task_state import TaskCheckpoint
 from dex_agents.mcp._task_wire import (
     McpTaskState,
     McpToolTaskError,
-    get_task,
     parse_task,
     send_for_raw_result,
 )
@@ -197,10 +196,13 @@ class _ToolStep:
         if self.execution.supports_tool_tasks:
             return ToolTaskStarted(saved.task_id, saved.poll_interval_seconds)
         ref = self.ref(saved.task_id)
+        # It was working when the earlier attempt saw it; the first poll comes after the saved interval.
+        handed_over = McpTaskState(
+            saved.task_id, "working", poll_interval_ms=saved.poll_interval_seconds * 1000
+        )
 
         async def work(session: ClientSession) -> ToolExecutionResult:
-            state = await get_task(session, ref.server_name, ref.mcp_name, ref.task_id)
-            return await self._follow(session, state)
+            return await self._follow(session, handed_over)
 
         try:
             return await run_on_new_connection(self.server, self.limits.handshake_seconds, work)

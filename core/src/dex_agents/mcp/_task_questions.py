@@ -93,9 +93,10 @@ def _field(schema: Mapping[str, Any]) -> tuple[str, FieldKind, tuple[str, ...]] 
     if not isinstance(field, dict):
         return None
     field = cast(dict[str, Any], field)
-    enum = _enum_values(field)
-    if enum is not None:
-        return name, "enum", enum
+    if any(key in field for key in ("enum", "oneOf", "anyOf")):
+        # Choices the session cannot offer one by one must not turn into free text.
+        enum = _enum_values(field)
+        return None if enum is None else (name, "enum", enum)
     if field.get("type") == "boolean":
         return name, "boolean", _BOOLEAN_CHOICES
     if field.get("type") == "string" and "format" not in field:
