@@ -18,6 +18,7 @@ from pathlib import Path
 from dex_agents import (
     AgentSessionFlow,
     AgentSessionOptions,
+    AgentSnapshot,
     AgentTurnContext,
     AgentTurnOutcome,
     DeferredToolExecution,
@@ -42,6 +43,15 @@ from dex_agents.testing import (
 HELD_AFTER_CHECKPOINT = "-held"
 #: The event a held call writes between saving its task handle and reaching its gate.
 TASK_HANDLE_SAVED_EVENT = "core_tests.mcp_task_handle_saved"
+
+
+def tool_outputs(snapshot: AgentSnapshot) -> dict[str, str]:
+    """The output the model saw for each tool call of the snapshot's stored messages."""
+    return {
+        message.tool_call_id: message.tool_output
+        for message in snapshot.messages
+        if message.tool_call_id and message.tool_output
+    }
 
 
 def mcp_log_path(state_dir: Path) -> Path:

@@ -16,7 +16,6 @@ import pytest_asyncio
 from dex_agents import (
     AgentEventType,
     AgentSessionClient,
-    AgentSnapshot,
     InterruptKind,
     ToolCallStatus,
 )
@@ -41,6 +40,7 @@ from tests.mcp_agent import (
     build_mcp_flow,
     checkpoint_gate,
     mcp_log_path,
+    tool_outputs,
     write_http_server_url,
 )
 
@@ -91,14 +91,6 @@ async def mcp(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[McpTask
                 tasks.shipping.stop()  # a test may have replaced it with a restarted server
 
 
-def _outputs(snapshot: AgentSnapshot) -> dict[str, str]:
-    return {
-        message.tool_call_id: message.tool_output
-        for message in snapshot.messages
-        if message.tool_call_id and message.tool_output
-    }
-
-
 async def test_a_worker_killed_after_tools_call_started_a_task_follows_that_task_and_starts_no_other(
     mcp: McpTasks,
 ) -> None:
@@ -113,7 +105,7 @@ async def test_a_worker_killed_after_tools_call_started_a_task_follows_that_task
     done = await wait_for_turn_end(mcp.sessions, session, 1)
 
     assert done.state is not None and done.state.last_turn_error is None, done.state
-    assert _outputs(done) == {"ship-held": "shipped K-1"}
+    assert tool_outputs(done) == {"ship-held": "shipped K-1"}
     assert mcp.requests("tools/call ship_order") == ["tools/call ship_order K-1"]
     assert mcp.requests("tasks/create ship_order K-1") == ["tasks/create ship_order K-1"], "a second task"
     assert mcp.requests("tasks/get ship_order K-1") == [
@@ -161,7 +153,7 @@ async def test_a_tasks_question_reaches_the_user_and_the_answer_or_decline_reach
     done = await wait_for_turn_end(mcp.sessions, session, 1)
 
     assert done.state is not None and done.state.last_turn_error is None, done.state
-    assert _outputs(done) == {
+    assert tool_outputs(done) == {
         "carrier-1": "shipped C-1 with DHL",
         "carrier-2": "D-1 was not shipped: no carrier was chosen",
     }
@@ -201,7 +193,7 @@ async def test_a_stdio_servers_task_is_polled_inside_its_tool_step(mcp: McpTasks
     done = await wait_for_turn_end(mcp.sessions, session, 1)
 
     assert done.state is not None and done.state.last_turn_error is None, done.state
-    assert _outputs(done) == {"ship-1": "shipped S-1"}
+    assert tool_outputs(done) == {"ship-1": "shipped S-1"}
     assert mcp.requests("tasks/", stdio=True) == [
         "tasks/create ship_order S-1",
         "tasks/get ship_order S-1 working",

@@ -1,11 +1,18 @@
 """The MCP task source's pure rules: poll intervals, what it keeps between polls, what it asks the user."""
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from dex_agents import QuestionAnswer, QuestionResolution
-from dex_agents.mcp import TASKS_EXTENSION
+from dex_agents import QuestionAnswer, QuestionResolution, ToolTaskCanceller, ToolTaskPoller
+from dex_agents.mcp import (
+    DEFAULT_TASK_WAIT_TIMEOUT,
+    TASK_STATUS_EVENT,
+    TASKS_EXTENSION,
+    McpHttpServer,
+    McpToolSource,
+)
 from dex_agents.mcp._task_polling import first_poll_interval, next_poll_interval
 from dex_agents.mcp._task_questions import input_response, read_task_question
 from dex_agents.mcp._task_state import AskedRequest, TaskCheckpoint, TaskContinuation
@@ -190,3 +197,12 @@ def test_a_task_answer_must_carry_what_its_status_promises() -> None:
     ):
         with pytest.raises(ValueError):
             parse_task(broken)
+
+
+def test_the_source_is_the_task_poller_and_canceller_a_runner_passes_its_calls_to() -> None:
+    source = McpToolSource([McpHttpServer("shipping", "http://127.0.0.1:1/mcp")])
+    assert isinstance(source, ToolTaskPoller) and isinstance(source, ToolTaskCanceller)
+    assert source.task_wait_timeout == DEFAULT_TASK_WAIT_TIMEOUT == timedelta(minutes=10)
+    assert TASK_STATUS_EVENT == "mcp.task_status"
+    with pytest.raises(ValueError, match="task_wait_timeout must be positive"):
+        McpToolSource([McpHttpServer("shipping", "http://127.0.0.1:1/mcp")], task_wait_timeout=timedelta(0))

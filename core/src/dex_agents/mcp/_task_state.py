@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, cast
 
+from dex_agents.mcp._definitions import decode_json_object
+
 __all__ = ["AskedRequest", "TaskCheckpoint", "TaskContinuation"]
 
 _CHECKPOINT_SOURCE = "dex-agents.mcp/task-handle"
@@ -22,16 +24,8 @@ def _json_text(value: dict[str, Any]) -> str:
 
 
 def _marked_object(text: str | None, marker: str) -> dict[str, Any] | None:
-    if not text:
-        return None
-    try:
-        value: object = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(value, dict):
-        return None
-    fields = cast(dict[str, Any], value)
-    return fields if fields.get("source") == marker else None
+    fields = decode_json_object(text)
+    return fields if fields is not None and fields.get("source") == marker else None
 
 
 def _text(value: object) -> str | None:
