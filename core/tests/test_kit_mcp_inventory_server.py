@@ -45,6 +45,8 @@ async def test_the_server_offers_annotated_tools_and_logs_every_request(tmp_path
             "place_order": None,
             "count_in_warehouse": ToolEffect.READ,
             "confirm_order": None,
+            "ship_order": ToolEffect.IDEMPOTENT_WRITE,
+            "ship_with_carrier": ToolEffect.IDEMPOTENT_WRITE,
             "answer_badly": ToolEffect.READ,
         }
         assert _text(await session.call_tool("count_items", {"sku": "A-1"})) == (False, "A-1: 7 in stock")

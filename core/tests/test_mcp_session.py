@@ -24,7 +24,7 @@ from dex_agents.testing import (
     wait_for_turn_end,
 )
 from tests.agents import CORE_DIR
-from tests.mcp_agent import build_mcp_flow, mcp_log_path
+from tests.mcp_agent import build_mcp_flow, mcp_log_path, tool_outputs
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -50,14 +50,6 @@ async def mcp(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[McpSess
     async with AgentTestStack(state_dir, [flow], "tests.mcp_agent", worker_cwd=CORE_DIR) as stack:
         await stack.start_worker()
         yield McpSessions(stack, stack.sessions(flow))
-
-
-def _tool_outputs(snapshot: AgentSnapshot) -> dict[str, str]:
-    return {
-        message.tool_call_id: message.tool_output
-        for message in snapshot.messages
-        if message.tool_call_id and message.tool_output
-    }
 
 
 async def test_each_mcp_call_runs_in_its_own_step_with_its_effect_and_the_sessions_idempotency_key(
@@ -97,7 +89,7 @@ async def test_each_mcp_call_runs_in_its_own_step_with_its_effect_and_the_sessio
     snapshot = await wait_for_turn_end(mcp.sessions, session, 1)
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
-    assert _tool_outputs(snapshot) == {
+    assert tool_outputs(snapshot) == {
         "count-1": "A-1: 7 in stock",
         "set-1": "A-1 set to 9",
         "reserve-1": "reserved 2 of A-1",
@@ -144,7 +136,7 @@ async def test_a_worker_killed_during_a_single_attempt_mcp_write_records_outcome
     snapshot = await wait_for_turn_end(mcp.sessions, session, 1)
     gate.release()
 
-    assert _tool_outputs(snapshot) == {"place-1": OUTCOME_UNKNOWN_TOOL_RESULT}
+    assert tool_outputs(snapshot) == {"place-1": OUTCOME_UNKNOWN_TOOL_RESULT}
     assert snapshot.messages[-1].text == "The order may have gone out."
     assert mcp.calls("place_order") == ["tools/call place_order B-7"]
     history = await mcp.stack.read_step_history(session)

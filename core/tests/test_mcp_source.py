@@ -20,6 +20,7 @@ from dex_agents import (
     ToolCallsRequested,
     ToolEffect,
     ToolExecutionError,
+    ToolExecutionResult,
     ToolPolicy,
 )
 from dex_agents.mcp import McpHttpServer, McpStdioServer, McpToolCallInterruptedError, McpToolSource
@@ -92,7 +93,9 @@ async def defer(
 
 async def run_call(source: McpToolSource, side: SessionSide, tool_call_id: str, attempt: int = 1) -> str:
     execution = dataclasses.replace(side.execution(tool_call_id), attempt=attempt)
-    return (await source.call_tool(execution)).output
+    outcome = await source.call_tool(execution)
+    assert isinstance(outcome, ToolExecutionResult), outcome
+    return outcome.output
 
 
 async def test_listing_offers_each_servers_tools_under_its_name_and_lists_each_server_once(

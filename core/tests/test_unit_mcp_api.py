@@ -31,13 +31,17 @@ from dex_agents.testing import mcp_inventory_server
 
 EXPECTED_EXPORTS = {
     "DEFAULT_HANDSHAKE_TIMEOUT",
+    "DEFAULT_TASK_WAIT_TIMEOUT",
     "IDEMPOTENCY_KEY_META_KEY",
+    "TASKS_EXTENSION",
+    "TASK_STATUS_EVENT",
     "McpHttpServer",
     "McpServer",
     "McpStdioServer",
     "McpToolCallInterruptedError",
     "McpToolDefinition",
     "McpToolSource",
+    "McpToolTaskError",
     "render_tool_result",
 }
 

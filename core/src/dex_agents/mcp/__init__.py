@@ -4,7 +4,10 @@
 configurations, built in code on the Worker; a session never configures a server. It lists each server's
 tools as agent tool definitions named ``<server>__<tool>``, turns a model's call into a `DeferredToolCall`
 whose policy comes from the tool's MCP annotations unless a `ToolPolicy` names it, and runs the call in the
-tool Step on a new connection with the session's idempotency key in ``_meta``. It needs the ``mcp`` extra:
+tool Step on a new connection with the session's idempotency key in ``_meta``. A tool that answers with an
+MCP task (the ``io.modelcontextprotocol/tasks`` extension) is polled in the session's own Steps, where its
+questions reach the user, or inside the tool Step when only its own connection can reach it; the source is
+the `ToolTaskPoller` and `ToolTaskCanceller` a runner passes those calls to. It needs the ``mcp`` extra:
 ``pip install "dex-agents[mcp]"`` (the official MCP SDK, ``mcp`` 2.3 or a later 2.x).
 """
 
@@ -14,16 +17,22 @@ from dex_agents.mcp._calling import IDEMPOTENCY_KEY_META_KEY, McpToolCallInterru
 from dex_agents.mcp._definitions import McpToolDefinition
 from dex_agents.mcp._render import render_tool_result
 from dex_agents.mcp._servers import McpHttpServer, McpServer, McpStdioServer
-from dex_agents.mcp._source import DEFAULT_HANDSHAKE_TIMEOUT, McpToolSource
+from dex_agents.mcp._source import DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_TASK_WAIT_TIMEOUT, McpToolSource
+from dex_agents.mcp._task_polling import TASK_STATUS_EVENT
+from dex_agents.mcp._task_wire import TASKS_EXTENSION, McpToolTaskError
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
+    "DEFAULT_TASK_WAIT_TIMEOUT",
     "IDEMPOTENCY_KEY_META_KEY",
+    "TASKS_EXTENSION",
+    "TASK_STATUS_EVENT",
     "McpHttpServer",
     "McpServer",
     "McpStdioServer",
     "McpToolCallInterruptedError",
     "McpToolDefinition",
     "McpToolSource",
+    "McpToolTaskError",
     "render_tool_result",
 ]

@@ -13,15 +13,17 @@ drop a repeated request. How a failure is reported decides what the session does
   Step attempt, so the tool's effect decides: ``CallTool`` sends a new request (with the same key) for a
   read or an idempotent write, and ``CallSingleAttemptTool`` records ``outcome_unknown``.
 
-MCP tasks (a later change) plug in here: `call_mcp_tool` first reads a task handle an earlier attempt saved
-as its heartbeat checkpoint and skips ``tools/call`` when there is one; a ``tools/call`` answered with a
-task handle saves it with ``save_heartbeat_checkpoint`` before anything else, then returns
-``ToolTaskStarted`` or polls the task inside the Step (see `_RESULT`, the one place that parses answers).
+A server may answer ``tools/call`` with a task instead (the MCP tasks extension). The task's handle is
+saved as the attempt's heartbeat checkpoint before anything else, so a retried attempt finds it and
+follows the same task instead of calling the tool again; a task is then handed to the session
+(``ToolTaskStarted``) or followed inside the Step (see `dex_agents.mcp._task_polling`).
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from mcp import MCPError
 from mcp.client.session import ClientSession
@@ -38,7 +40,7 @@ from mcp.types import (
     InputRequiredResult,
     PaginatedRequestParams,
 )
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from dex_agents._tool_arguments import parse_tool_arguments
 from dex_agents.mcp._connection import (
@@ -48,10 +50,18 @@ from dex_agents.mcp._connection import (
     run_on_new_connection,
 )
 from dex_agents.mcp._render import render_tool_result
-from dex_agents.mcp._servers import McpServer
-from dex_agents.runner import ToolExecutionError, ToolExecutionResult
+from dex_agents.mcp._servers import McpHttpServer, McpServer
+from dex_agents.mcp._task_polling import McpTaskRef, first_poll_interval, wait_in_step
+from dex_agents.mcp._task_state import TaskCheckpoint
+from dex_agents.mcp._task_wire import (
+    McpTaskState,
+    McpToolTaskError,
+    parse_task,
+    send_for_raw_result,
+)
+from dex_agents.runner import DeferredToolExecution, ToolExecutionError, ToolExecutionResult, ToolTaskStarted
 
-__all__ = ["IDEMPOTENCY_KEY_META_KEY", "McpToolCallInterruptedError", "call_mcp_tool"]
+__all__ = ["IDEMPOTENCY_KEY_META_KEY", "McpCallLimits", "McpToolCallInterruptedError", "call_mcp_tool"]
 
 IDEMPOTENCY_KEY_META_KEY = "io.superdurable.dex/idempotencyKey"
 """Where ``tools/call`` carries the session's idempotency key in ``_meta``."""
@@ -60,14 +70,22 @@ IDEMPOTENCY_KEY_META_KEY = "io.superdurable.dex/idempotencyKey"
 # reports for an HTTP error status (-32603) and an unreadable body (-32700). Any of them can follow a call
 # the server ran, so none proves that the tool did not run.
 _NO_RESULT_CODES = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT, INTERNAL_ERROR, PARSE_ERROR})
-_ToolsCallAnswer = CallToolResult | InputRequiredResult
-# pyright reads a union expression as a UnionType value, not as the type form pydantic takes.
-_RESULT = cast(
-    TypeAdapter[_ToolsCallAnswer],
-    TypeAdapter(_ToolsCallAnswer),  # pyright: ignore[reportArgumentType, reportUnknownArgumentType]
-)
+_ToolsCallAnswer = CallToolResult | InputRequiredResult | McpTaskState
 # A listing that never ends must not hang the call it was meant to repair.
 _MAX_LISTING_PAGES = 100
+
+
+@dataclass(frozen=True)
+class McpCallLimits:
+    """How long one tool Step attempt may spend on its connection.
+
+    Attributes:
+        handshake_seconds: Starting or reaching the server and negotiating the protocol.
+        task_wait_seconds: Polling a task inside the Step before the attempt gives up.
+    """
+
+    handshake_seconds: float
+    task_wait_seconds: float
 
 
 class McpToolCallInterruptedError(Exception):
@@ -99,6 +117,16 @@ class McpToolCallInterruptedError(Exception):
         self.reason = reason
 
 
+def _read_answer(raw: Mapping[str, Any]) -> _ToolsCallAnswer:
+    """Read a ``tools/call`` answer by its ``resultType``; an absent one means a complete result."""
+    kind = raw.get("resultType")
+    if kind == "task":
+        return parse_task(raw, needs_outcome=False)
+    if kind == "input_required":
+        return InputRequiredResult.model_validate(raw, by_name=False)
+    return CallToolResult.model_validate(raw, by_name=False)
+
+
 async def _list_until(session: ClientSession, mcp_name: str) -> None:
     cursor: str | None = None
     for _ in range(_MAX_LISTING_PAGES):
@@ -110,23 +138,23 @@ async def _list_until(session: ClientSession, mcp_name: str) -> None:
 
 async def _send_tools_call(
     session: ClientSession, mcp_name: str, arguments: dict[str, Any], idempotency_key: str
-) -> CallToolResult | InputRequiredResult:
+) -> _ToolsCallAnswer:
     request = CallToolRequest(
         params=CallToolRequestParams(
             name=mcp_name, arguments=arguments, _meta={IDEMPOTENCY_KEY_META_KEY: idempotency_key}
         )
     )
     # Sent as a plain request rather than through the session's call_tool, which lists every tool after
-    # the call to check the result against an output schema; the call needs no listing.
+    # the call to check the result against an output schema, and knows no task; the call needs neither.
     try:
-        return await session.send_request(request, _RESULT)
+        return _read_answer(await send_for_raw_result(session, request))
     except MCPError as error:
         if error.code != HEADER_MISMATCH:
             raise
     # A 2026-07-28 HTTP server refused the call before running it: the tool mirrors arguments into
     # headers, which the SDK writes only for a tool it listed on this connection. List it and send again.
     await _list_until(session, mcp_name)
-    return await session.send_request(request, _RESULT)
+    return _read_answer(await send_for_raw_result(session, request))
 
 
 def _describe_input_requests(result: InputRequiredResult) -> str:
@@ -139,33 +167,112 @@ def _describe_input_requests(result: InputRequiredResult) -> str:
     return ", ".join(described) or "no request named"
 
 
+def _tool_result(mcp_name: str, result: CallToolResult) -> ToolExecutionResult:
+    output = render_tool_result(result)
+    if result.is_error:
+        raise ToolExecutionError(output or f"MCP tool {mcp_name!r} reported an error without a message")
+    return ToolExecutionResult(output)
+
+
+class _ToolStep:
+    """One tool Step attempt's call: ``tools/call``, then the task it may start."""
+
+    def __init__(
+        self, server: McpServer, mcp_name: str, execution: DeferredToolExecution, limits: McpCallLimits
+    ) -> None:
+        self.server = server
+        self.mcp_name = mcp_name
+        self.execution = execution
+        self.limits = limits
+        # Only a Streamable HTTP server's task outlives the connection that created it, so only its handle
+        # is worth saving and only it can be handed to the session's own poll Steps.
+        self.pollable_anywhere = isinstance(server, McpHttpServer)
+
+    def ref(self, task_id: str) -> McpTaskRef:
+        return McpTaskRef(self.server.name, self.mcp_name, task_id)
+
+    async def resume(self, saved: TaskCheckpoint) -> ToolExecutionResult | ToolTaskStarted:
+        """Follow the task an earlier attempt started, without calling the tool again."""
+        if self.execution.supports_tool_tasks:
+            return ToolTaskStarted(saved.task_id, saved.poll_interval_seconds)
+        ref = self.ref(saved.task_id)
+        # It was working when the earlier attempt saw it; the first poll comes after the saved interval.
+        handed_over = McpTaskState(
+            saved.task_id, "working", poll_interval_ms=saved.poll_interval_seconds * 1000
+        )
+
+        async def work(session: ClientSession) -> ToolExecutionResult:
+            return await self._follow(session, handed_over)
+
+        try:
+            return await run_on_new_connection(self.server, self.limits.handshake_seconds, work)
+        except (ToolExecutionError, McpToolTaskError):
+            raise
+        except Exception as error:
+            raise ref.error(f"could not be polled: {describe_error(error)}") from error
+
+    async def call(self, arguments: dict[str, Any]) -> ToolExecutionResult | ToolTaskStarted:
+        """Send ``tools/call`` and return its result, or hand over or follow the task it started."""
+
+        async def work(session: ClientSession) -> ToolExecutionResult | ToolTaskStarted:
+            answer = await _send_tools_call(session, self.mcp_name, arguments, self.execution.idempotency_key)
+            if isinstance(answer, CallToolResult):
+                return _tool_result(self.mcp_name, answer)
+            if isinstance(answer, InputRequiredResult):
+                # Nothing ran yet: the server waits for the input before it goes on.
+                raise ToolExecutionError(
+                    f"MCP tool {self.mcp_name!r} of server {self.server.name!r} asked for input that a tool "
+                    f"call cannot give yet: {_describe_input_requests(answer)}"
+                )
+            interval = first_poll_interval(answer.poll_interval_ms)
+            if self.pollable_anywhere:
+                saved = TaskCheckpoint(self.server.name, self.mcp_name, answer.task_id, interval)
+                await self.execution.save_heartbeat_checkpoint(saved.encode())
+                if self.execution.supports_tool_tasks:
+                    return ToolTaskStarted(answer.task_id, interval)
+            return await self._follow(session, answer)
+
+        return await run_on_new_connection(self.server, self.limits.handshake_seconds, work)
+
+    async def _follow(self, session: ClientSession, state: McpTaskState) -> ToolExecutionResult:
+        ref = self.ref(state.task_id)
+        return await wait_in_step(session, ref, state, self.execution, self.limits.task_wait_seconds)
+
+
 async def call_mcp_tool(
-    server: McpServer, mcp_name: str, arguments: str, idempotency_key: str, handshake_timeout: float
-) -> ToolExecutionResult:
-    """Call one tool on a new connection to ``server`` and return what the model sees.
+    server: McpServer, mcp_name: str, execution: DeferredToolExecution, limits: McpCallLimits
+) -> ToolExecutionResult | ToolTaskStarted:
+    """Call one tool on a new connection to ``server`` and return what the model sees, or its task.
+
+    A task handle an earlier attempt of the same tool Step saved (its heartbeat checkpoint) is followed
+    instead of calling the tool again.
 
     Args:
         server: The server, from the Worker's configuration.
         mcp_name: The tool's name on that server.
-        arguments: The call's arguments as JSON object text.
-        idempotency_key: The session's key for the call, the same on every attempt.
-        handshake_timeout: Seconds for starting or reaching the server and negotiating the protocol.
+        execution: The tool Step's call: its arguments, idempotency key, checkpoint and heartbeat.
+        limits: How long the handshake, and polling a task inside the Step, may take.
 
     Returns:
-        The tool's output: its content blocks as text, else its structured content as JSON.
+        The tool's output (its content blocks as text, else its structured content as JSON), or
+        `ToolTaskStarted` for a Streamable HTTP server's task when the runner polls tasks.
 
     Raises:
         ToolExecutionError: The tool reported an error, the server answered with a JSON-RPC error, the
-            tool asked for input, the arguments are not a JSON object, or the request was never sent.
+            tool asked for input, the arguments are not a JSON object, the request was never sent, or the
+            task the tool started ended with an error or asked for input.
         McpToolCallInterruptedError: The request was sent and no result came back.
+        McpToolTaskError: The tool started a task that could not be followed to its end.
     """
-    parsed = parse_tool_arguments(arguments, tool_name=f"{server.name}__{mcp_name}")
-
-    async def work(session: ClientSession) -> CallToolResult | InputRequiredResult:
-        return await _send_tools_call(session, mcp_name, parsed, idempotency_key)
-
+    parsed = parse_tool_arguments(execution.tool_call.arguments, tool_name=f"{server.name}__{mcp_name}")
+    step = _ToolStep(server, mcp_name, execution, limits)
+    saved = TaskCheckpoint.decode(execution.heartbeat_checkpoint, server.name, mcp_name)
+    if saved is not None:
+        return await step.resume(saved)
     try:
-        result = await run_on_new_connection(server, handshake_timeout, work)
+        return await step.call(parsed)
+    except (ToolExecutionError, McpToolTaskError):
+        raise
     except McpConnectError as error:
         raise ToolExecutionError(
             f"MCP server {server.name!r} could not be reached, so {mcp_name!r} did not run: {error}"
@@ -190,13 +297,3 @@ async def call_mcp_tool(
     except Exception as error:
         # Anything else went wrong after the request went out, so the tool may have run.
         raise McpToolCallInterruptedError(server.name, mcp_name, describe_error(error)) from error
-    if isinstance(result, InputRequiredResult):
-        # Nothing ran yet: the server waits for the input before it goes on.
-        raise ToolExecutionError(
-            f"MCP tool {mcp_name!r} of server {server.name!r} asked for input that a tool call cannot give "
-            f"yet: {_describe_input_requests(result)}"
-        )
-    output = render_tool_result(result)
-    if result.is_error:
-        raise ToolExecutionError(output or f"MCP tool {mcp_name!r} reported an error without a message")
-    return ToolExecutionResult(output)

@@ -2,7 +2,8 @@
 
 A connection lives for one listing or one tool call. It negotiates the protocol the way the MCP SDK's
 ``Client`` does by default (``server/discover`` for 2026-07-28 servers, else the ``initialize``
-handshake), within the handshake timeout, then runs one piece of work and closes. What went wrong is
+handshake), within the handshake timeout, then runs one piece of work and closes. Every request declares
+the MCP tasks extension, so a server may answer ``tools/call`` with a task. What went wrong is
 reported by phase, because that decides whether a tool may have run: before the handshake finished
 nothing was sent (`McpConnectError`); after it, a transport failure means a request may be in flight
 (`McpConnectionLostError`).
@@ -25,6 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
 from dex_agents.mcp._servers import McpHttpServer, McpServer
+from dex_agents.mcp._task_wire import tasks_extension
 
 __all__ = ["McpConnectError", "McpConnectionLostError", "describe_error", "run_on_new_connection"]
 
@@ -68,7 +70,10 @@ async def _enter_client(stack: AsyncExitStack, server: McpServer) -> Client:
             httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT)
         )
         client = Client(
-            streamable_http_client(server.url, http_client=http), cache=None, client_info=_CLIENT_INFO
+            streamable_http_client(server.url, http_client=http),
+            cache=None,
+            client_info=_CLIENT_INFO,
+            extensions=[tasks_extension()],
         )
     else:
         parameters = StdioServerParameters(
@@ -77,7 +82,7 @@ async def _enter_client(stack: AsyncExitStack, server: McpServer) -> Client:
             env=None if server.env is None else dict(server.env),
             cwd=server.cwd,
         )
-        client = Client(parameters, cache=None, client_info=_CLIENT_INFO)
+        client = Client(parameters, cache=None, client_info=_CLIENT_INFO, extensions=[tasks_extension()])
     return await stack.enter_async_context(client)
 
 

@@ -10,7 +10,13 @@ from typing import Any, cast
 
 from dex_agents.values import ToolEffect
 
-__all__ = ["McpToolDefinition", "McpToolReference", "agent_tool_name", "is_model_tool_name"]
+__all__ = [
+    "McpToolDefinition",
+    "McpToolReference",
+    "agent_tool_name",
+    "decode_json_object",
+    "is_model_tool_name",
+]
 
 _MODEL_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _REFERENCE_SOURCE = "mcp"
@@ -19,6 +25,17 @@ _REFERENCE_SOURCE = "mcp"
 def agent_tool_name(server_name: str, mcp_name: str) -> str:
     """Return the name the model sees for tool ``mcp_name`` of server ``server_name``."""
     return f"{server_name}__{mcp_name}"
+
+
+def decode_json_object(text: str | None) -> dict[str, Any] | None:
+    """Return ``text`` as a JSON object, or `None` when it is empty, not JSON, or not an object."""
+    if not text:
+        return None
+    try:
+        value: object = json.loads(text)
+    except ValueError:
+        return None
+    return cast(dict[str, Any], value) if isinstance(value, dict) else None
 
 
 def is_model_tool_name(name: str) -> bool:
@@ -70,15 +87,9 @@ class McpToolReference:
     @classmethod
     def decode(cls, text: str | None) -> McpToolReference | None:
         """Read a reference this module wrote; any other text, or none, reads as `None`."""
-        if not text:
+        fields = decode_json_object(text)
+        if fields is None:
             return None
-        try:
-            value: object = json.loads(text)
-        except ValueError:
-            return None
-        if not isinstance(value, dict):
-            return None
-        fields = cast(dict[str, Any], value)
         server, tool = fields.get("server"), fields.get("tool")
         if (
             fields.get("source") != _REFERENCE_SOURCE

@@ -7,8 +7,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 
-from dex_agents.mcp._calling import call_mcp_tool
-from dex_agents.mcp._connection import describe_error
+from dex_agents.mcp._calling import McpCallLimits, call_mcp_tool
+from dex_agents.mcp._connection import describe_error, run_on_new_connection
 from dex_agents.mcp._definitions import McpToolDefinition, McpToolReference, agent_tool_name
 from dex_agents.mcp._listing import (
     ServerListing,
@@ -17,22 +17,29 @@ from dex_agents.mcp._listing import (
     list_server_tools,
     warn_about_omissions,
 )
-from dex_agents.mcp._servers import McpServer, validate_servers
+from dex_agents.mcp._servers import McpHttpServer, McpServer, validate_servers
+from dex_agents.mcp._task_polling import McpTaskRef, poll_task_once
+from dex_agents.mcp._task_wire import McpToolTaskError, cancel_task
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
     AgentTurnContext,
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     ToolExecutionError,
-    ToolExecutionResult,
     ToolPolicy,
+    ToolTaskCancellation,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
 )
 from dex_agents.values import AgentToolCall
 
-__all__ = ["DEFAULT_HANDSHAKE_TIMEOUT", "McpToolSource"]
+__all__ = ["DEFAULT_HANDSHAKE_TIMEOUT", "DEFAULT_TASK_WAIT_TIMEOUT", "McpToolSource"]
 
 DEFAULT_HANDSHAKE_TIMEOUT = timedelta(seconds=30)
 """How long starting or reaching a server and negotiating the protocol may take, per connection."""
+DEFAULT_TASK_WAIT_TIMEOUT = timedelta(minutes=10)
+"""How long one tool Step attempt polls a task that the session cannot poll in its own Steps."""
 
 _logger = logging.getLogger("dex_agents.mcp")
 
@@ -48,28 +55,46 @@ class McpToolSource:
     A runner offers the tools (`list_tools`) and turns each call the model makes into a
     `DeferredToolCall` with `deferred_tool_call`, which resolves its policy and records which server and
     tool to call. The session runs each call in its own tool Step, where the runner's
-    ``execute_deferred_tool_call`` passes it to `call_tool`. Every listing and every call opens its own
+    ``execute_deferred_tool_call`` passes it to `call_tool`. Every listing, call and poll opens its own
     connection, so a server that restarted in between costs nothing.
+
+    A tool may answer with an MCP task (the ``io.modelcontextprotocol/tasks`` extension). The source is
+    itself a `ToolTaskPoller` and `ToolTaskCanceller`: a runner's ``poll_tool_task`` and
+    ``cancel_tool_task`` pass the calls this source owns (`owns_tool_call`) to `poll_tool_task` and
+    `cancel_tool_task`, so a Streamable HTTP server's task is polled in the session's own Steps, and the
+    questions it asks reach the user.
 
     Args:
         servers: The servers, each with a name unique within the source.
         handshake_timeout: How long starting or reaching a server and negotiating the protocol may take
             per connection (and listing its tools, again). A call's own duration is bounded by its Step.
+        task_wait_timeout: How long one tool Step attempt polls a task that the session cannot poll in its
+            own Steps: a stdio server's task, which ends with its connection, or any task when the runner
+            polls none (`DeferredToolExecution.supports_tool_tasks`).
 
     Raises:
-        ValueError: If there is no server, two servers share a name, or the timeout is not positive.
+        ValueError: If there is no server, two servers share a name, or a timeout is not positive.
         TypeError: If a server is not an `McpStdioServer` or `McpHttpServer`.
     """
 
     def __init__(
-        self, servers: Iterable[McpServer], *, handshake_timeout: timedelta = DEFAULT_HANDSHAKE_TIMEOUT
+        self,
+        servers: Iterable[McpServer],
+        *,
+        handshake_timeout: timedelta = DEFAULT_HANDSHAKE_TIMEOUT,
+        task_wait_timeout: timedelta = DEFAULT_TASK_WAIT_TIMEOUT,
     ) -> None:
         self._servers = validate_servers(tuple(servers))
         if not self._servers:
             raise ValueError("an McpToolSource needs at least one MCP server")
-        if handshake_timeout <= timedelta(0):
-            raise ValueError(f"handshake_timeout must be positive, got {handshake_timeout}")
+        for name, timeout in (
+            ("handshake_timeout", handshake_timeout),
+            ("task_wait_timeout", task_wait_timeout),
+        ):
+            if timeout <= timedelta(0):
+                raise ValueError(f"{name} must be positive, got {timeout}")
         self._handshake_timeout = handshake_timeout
+        self._task_wait_timeout = task_wait_timeout
         self._listings: dict[str, ServerListing] = {}
         self._listing_locks: dict[str, asyncio.Lock] = {}
         self._definitions: dict[str, McpToolDefinition] = {}
@@ -84,6 +109,11 @@ class McpToolSource:
     def handshake_timeout(self) -> timedelta:
         """How long starting or reaching a server and negotiating the protocol may take per connection."""
         return self._handshake_timeout
+
+    @property
+    def task_wait_timeout(self) -> timedelta:
+        """How long one tool Step attempt polls a task the session cannot poll in its own Steps."""
+        return self._task_wait_timeout
 
     async def list_tools(self, *, refresh: bool = False) -> tuple[McpToolDefinition, ...]:
         """Return every server's tools as agent tool definitions named ``<server>__<tool>``.
@@ -200,27 +230,51 @@ class McpToolSource:
         reference = McpToolReference.decode(record.tool_source_reference)
         return reference is not None and reference.server_name in self._servers
 
-    async def call_tool(self, execution: DeferredToolExecution) -> ToolExecutionResult:
+    def _task_target(self, record: AgentToolCall, action: str) -> tuple[McpServer, McpTaskRef]:
+        """The server of a record's task and the task, or `LookupError` naming why there is none."""
+        reference = McpToolReference.decode(record.tool_source_reference)
+        server = None if reference is None else self._servers.get(reference.server_name)
+        if reference is None or server is None or not record.task_id:
+            if reference is None:
+                problem = f"{record.tool_name!r} is not a tool of this agent's MCP servers"
+            elif server is None:
+                problem = f"MCP server {reference.server_name!r} is not configured on this Worker"
+            else:
+                problem = "the call started no task"
+            raise LookupError(
+                f"{problem}, so task {record.task_id!r} of {record.tool_name!r} cannot be {action}"
+            )
+        return server, McpTaskRef(server.name, reference.mcp_name, record.task_id)
+
+    async def call_tool(self, execution: DeferredToolExecution) -> DeferredToolOutcome:
         """Run one call in its tool Step: one ``tools/call`` on a new connection to the call's server.
 
         Use it only from ``execute_deferred_tool_call`` (or a framework tool that runs inside it). The
         request carries ``execution.idempotency_key`` in ``_meta`` under
         ``io.superdurable.dex/idempotencyKey``, the same on every attempt.
 
+        When the server answers with a task, its handle is first saved as the attempt's heartbeat
+        checkpoint (`DeferredToolExecution.save_heartbeat_checkpoint`), so a retried attempt follows the same
+        task instead of calling the tool again. A Streamable HTTP server's task is then handed to the
+        session as `ToolTaskStarted` when the runner polls tasks (`supports_tool_tasks`); any other task is
+        polled here, with a heartbeat per poll, for up to ``task_wait_timeout``.
+
         Args:
             execution: The approved call, as the tool Step passes it.
 
         Returns:
-            The tool's output: its content as text, else its structured content as JSON.
+            The tool's output (its content as text, else its structured content as JSON), or
+            `ToolTaskStarted`.
 
         Raises:
             ToolExecutionError: The tool reported an error, the server answered with a JSON-RPC error, the
-                call has no reference to a server of this source, or the request was never sent (the
-                server could not be started or reached, or its handshake failed): the call records
-                ``failed`` and nothing is retried.
+                call has no reference to a server of this source, the request was never sent (the server
+                could not be started or reached, or its handshake failed), or the tool's task ended with an
+                error or asked for input the session cannot ask: the call records ``failed``.
             McpToolCallInterruptedError: The request was sent and no result came back: the Step attempt
                 fails, so a read or idempotent write is sent again and another call records
                 ``outcome_unknown``.
+            McpToolTaskError: The tool's task could not be followed to its end: the Step attempt fails.
         """
         record = execution.tool_call
         reference = McpToolReference.decode(record.tool_source_reference)
@@ -234,10 +288,70 @@ class McpToolSource:
                 f"MCP server {reference.server_name!r} is not configured on this Worker, so "
                 f"{reference.mcp_name!r} did not run"
             )
-        return await call_mcp_tool(
-            server,
-            reference.mcp_name,
-            record.arguments,
-            execution.idempotency_key,
-            self._handshake_timeout.total_seconds(),
+        limits = McpCallLimits(
+            self._handshake_timeout.total_seconds(), self._task_wait_timeout.total_seconds()
         )
+        return await call_mcp_tool(server, reference.mcp_name, execution, limits)
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Poll a task this source's `call_tool` handed to the session: one ``tasks/get`` on a new connection.
+
+        Call it from the runner's ``poll_tool_task`` for a call this source owns. It writes an
+        ``mcp.task_status`` event when the status changed since the last poll. A task that asks one form
+        elicitation with a single string, enum or boolean field becomes a question for the user
+        (`ToolInputRequested`); the next poll sends the answer, the decline or the passed deadline with
+        ``tasks/update``, on its first attempt only and only while the task still lists that request.
+
+        Args:
+            poll: The session's poll of the call's task.
+
+        Returns:
+            The task's result, a question, or `ToolTaskPending` with the next interval: the server's,
+            rounded up to whole seconds, or double the last one up to a minute when that is longer.
+
+        Raises:
+            ToolExecutionError: The task ended with a tool error or a JSON-RPC error, or asked for input the
+                session cannot ask (it is cancelled): the call records ``failed``.
+            McpToolTaskError: The server no longer knows the task, could not be reached, could not be given
+                the answer, or cancelled the task: the poll fails, and after three attempts the call is
+                recorded by its effect.
+        """
+        server, ref = self._task_target(poll.tool_call, "polled")
+        try:
+            return await run_on_new_connection(
+                server,
+                self._handshake_timeout.total_seconds(),
+                lambda session: poll_task_once(session, ref, poll),
+            )
+        except (ToolExecutionError, McpToolTaskError):
+            raise
+        except Exception as error:
+            raise ref.error(f"could not be polled: {describe_error(error)}") from error
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Ask the server to stop a task that ``cancel_turn`` abandoned: one ``tasks/cancel``.
+
+        Any answer counts, an error included (the task may be unknown or finished), so it is idempotent by
+        task ID. A call this source does not own, or a task only its own connection could reach, is left
+        alone.
+
+        Args:
+            cancellation: The abandoned task.
+
+        Raises:
+            McpToolTaskError: The server could not be reached; the session tries again.
+        """
+        try:
+            server, ref = self._task_target(cancellation.tool_call, "cancelled")
+        except LookupError as error:
+            _logger.warning("%s", error)
+            return
+        if not isinstance(server, McpHttpServer):
+            return  # a stdio server's task ended with the connection that started it
+        task_id = ref.task_id
+        try:
+            await run_on_new_connection(
+                server, self._handshake_timeout.total_seconds(), lambda session: cancel_task(session, task_id)
+            )
+        except Exception as error:
+            raise ref.error(f"could not be cancelled: {describe_error(error)}") from error

@@ -31,6 +31,25 @@ It serves stdio by default, and Streamable HTTP on loopback with ``--http`` (see
   a body that is not JSON, a result that is not a tool result, HTTP 502, a JSON-RPC error -32603, or a
   JSON-RPC error -32050 (``inventory is locked``). Over stdio it answers an ``isError`` result saying so.
 
+With mcp 2.x the server also serves MCP tasks (the ``io.modelcontextprotocol/tasks`` extension, see
+`dex_agents.testing._mcp_task_tools`), and two tools that use them. A task moves on only when a client polls
+it with ``tasks/get``, and lives in the server process's memory: over Streamable HTTP any connection can
+poll it until the process ends; over stdio it ends with its connection.
+
+- ``ship_order(sku, polls=1, poll_interval_ms=1000)``: ``idempotentHint``. For a client that declares the
+  tasks extension it logs ``tools/call ship_order <sku>`` and ``tasks/create ship_order <sku>`` and answers
+  with a task (``pollIntervalMs`` is ``poll_interval_ms``) that completes with ``"shipped <sku>"`` at its
+  ``polls``-th ``tasks/get``; for any other client it answers ``"shipped <sku>"`` at once.
+- ``ship_with_carrier(sku)``: ``idempotentHint``; only a task (any other client gets JSON-RPC error
+  -32021). Its first ``tasks/get`` finds it ``input_required`` with one form elicitation, ``carrier-<n>``:
+  ``"Which carrier ships <sku>?"`` with a single string field ``carrier``. An accepted answer completes it
+  with ``"shipped <sku> with <carrier>"``, a decline with ``"<sku> was not shipped: no carrier was
+  chosen"``, and a cancelled form cancels it.
+
+Task requests log ``tasks/get <tool> <sku> <status>`` (``tasks/get <id> unknown`` for a task the server
+does not know, which answers JSON-RPC error -32602), ``tasks/update <tool> <sku> <key> <action>
+<carrier or ->`` and ``tasks/cancel <tool> <sku>``, so a test counts task creations and polls.
+
 ``MCP_TEST_TOOL_PREFIX`` puts a prefix before every tool name (the log names tools as served), and
 ``MCP_TEST_FAIL_LISTING=1`` makes ``tools/list`` answer an error after logging it.
 
@@ -183,6 +202,15 @@ def _sdk_classes() -> tuple[type[MCPServer], type[Any], type[Exception]]:
     return MCPServer, Context, ToolError
 
 
+def _tasks_module() -> Any:
+    """Return the module that serves MCP tasks, or `None` under mcp 1.x, which has no server extensions."""
+    try:
+        from dex_agents.testing import _mcp_task_tools  # noqa: PLC0415 - it imports mcp 2.x
+    except ImportError:
+        return None
+    return _mcp_task_tools
+
+
 def _sdk_error(code: int, message: str) -> Exception:
     """Return the installed mcp release's JSON-RPC error, which the server answers as it is."""
     try:
@@ -205,6 +233,11 @@ def _build_server() -> MCPServer:
     prefix = os.environ.get(MCP_TEST_TOOL_PREFIX_ENV, "")
     fail_listing = os.environ.get(MCP_TEST_FAIL_LISTING_ENV) == "1"
 
+    extensions: list[Any] = []
+    tasks_module = _tasks_module()
+    if tasks_module is not None:
+        extensions.append(tasks_module.InventoryTasks(_log, prefix))
+
     class LoggingServer(base):
         async def list_tools(self) -> list[Tool]:
             _log("tools/list")
@@ -212,7 +245,7 @@ def _build_server() -> MCPServer:
                 raise _sdk_error(-32603, f"{MCP_TEST_FAIL_LISTING_ENV} is set, so this server lists no tools")
             return await super().list_tools()
 
-    server = LoggingServer("inventory")
+    server = LoggingServer("inventory", extensions=extensions) if extensions else LoggingServer("inventory")
 
     # Validating by the wire's camelCase names works in mcp 1.x and 2.x alike.
     def hints(**values: bool) -> ToolAnnotations:
@@ -299,6 +332,20 @@ def _build_server() -> MCPServer:
 
         confirm_order.__annotations__["return"] = input_required
         tool(hints())(confirm_order)
+
+    if tasks_module is not None:  # mcp 2.x
+
+        @tool(hints(idempotentHint=True))
+        def ship_order(sku: str, polls: int = 1, poll_interval_ms: int = 1000) -> str:  # pyright: ignore[reportUnusedFunction]
+            """Ship an order of a SKU; as an MCP task, it ends at its polls-th tasks/get."""
+            del polls, poll_interval_ms  # they pace the task, which a client without tasks never gets
+            _log(f"tools/call {prefix}ship_order {sku}")
+            return f"shipped {sku}"
+
+        @tool(hints(idempotentHint=True))
+        def ship_with_carrier(sku: str) -> str:  # pyright: ignore[reportUnusedFunction]
+            """Ship an order of a SKU with the carrier the user names; runs only as an MCP task."""
+            raise tool_error(f"ship_with_carrier of {sku} runs only as an MCP task")
 
     @tool(hints(readOnlyHint=True))
     def answer_badly(fault: str) -> str:  # pyright: ignore[reportUnusedFunction]
