@@ -14,9 +14,9 @@ from dex_agents import (
     AgentTurnOutcome,
     CompactionPolicy,
     DeferredToolExecution,
+    DeferredToolOutcome,
     FrameworkMessage,
     ToolEffect,
-    ToolExecutionResult,
     ToolPolicy,
 )
 from dex_agents.mcp import McpStdioServer, McpToolSource
@@ -86,7 +86,7 @@ class ContractOnlyRunner:
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         return await self._runner.run_model_step(turn)
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         return await self._runner.execute_deferred_tool_call(call)
 
 

@@ -27,9 +27,9 @@ from dex_agents.runner import (
     AgentTurnOutcome,
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     ToolCallsRequested,
     ToolExecutionError,
-    ToolExecutionResult,
     TurnCompleted,
     TurnContinued,
     describe_tool_call_outcome,
@@ -198,7 +198,7 @@ class StepwiseRunner:
         state = StepwiseRunState.from_json(turn.framework_run_state)
         return self._tool_results(turn, state.pending_tool_call_ids)
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         """Run one tool call once, through the tool source that deferred it.
 
         The source is found by the call's record (`ToolSource.owns_tool_call`), so an MCP call reaches its

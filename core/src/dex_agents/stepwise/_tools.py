@@ -27,6 +27,7 @@ from dex_agents.runner import (
     AgentTurnContext,
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     ToolExecutionError,
     ToolExecutionResult,
     ToolPolicy,
@@ -141,7 +142,7 @@ class ToolSource(Protocol):
         """Whether ``record`` is a call this source deferred, so `call_tool` runs it."""
         ...
 
-    async def call_tool(self, execution: DeferredToolExecution) -> ToolExecutionResult:
+    async def call_tool(self, execution: DeferredToolExecution) -> DeferredToolOutcome:
         """Run one approved call in its tool Step and return what the model sees.
 
         ``execution.idempotency_key`` is the same on every attempt of the call: hand it to what the tool
