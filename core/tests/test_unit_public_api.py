@@ -90,6 +90,14 @@ EXPECTED_EXPORTS = {
     "build_turn_control_note",
     "cancellation_rejection_message",
     "TurnContinued",
+    # the Worker entry point and the client's waits (issues 19 and 22)
+    "AgentWorker",
+    "ClientOnlyFlowError",
+    "SessionWaitTimeoutError",
+    "TurnEnd",
+    "TurnOutcome",
+    "agent_worker_task_slots",
+    "serve_agent_worker",
 }
 
 

@@ -1,14 +1,17 @@
 """Durable agent sessions on Dex: every model call and every tool call is its own Step.
 
-Register an `AgentSessionFlow` with a framework adapter's `AgentFrameworkRunner`, serve it with an
-`AsyncWorker`, and drive sessions with `AgentSessionClient`. Give every `Registry`
-``codec_registry=agent_codec_registry()``.
+Register an `AgentSessionFlow` with a framework adapter's `AgentFrameworkRunner`, serve it with
+`AgentWorker` (or `serve_agent_worker` as a Worker process's main), and drive sessions with
+`AgentSessionClient` (`AgentSessionClient.connect` on `AgentSessionFlow.for_client` in a process that
+imports no agent).
 """
 
 from dex_agents._codecs import agent_codec_registry
 from dex_agents._mcp_hints import effect_from_mcp_annotations
 from dex_agents._run_state import RunStateFormat, RunStateFormatError
+from dex_agents._session_waits import SessionWaitTimeoutError, TurnEnd, TurnOutcome
 from dex_agents._tool_arguments import parse_tool_arguments
+from dex_agents._worker import AgentWorker, agent_worker_task_slots, serve_agent_worker
 from dex_agents.client import AgentSessionClient
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.limits import MAX_USER_MESSAGE_BYTES
@@ -61,6 +64,7 @@ from dex_agents.runner import (
     resolve_tool_policy,
 )
 from dex_agents.session import AgentSessionFlow, AgentSessionOptions
+from dex_agents.session._client_only import ClientOnlyFlowError
 from dex_agents.values import (
     AgentEvent,
     AgentInterrupt,
@@ -140,8 +144,10 @@ __all__ = [
     "AgentTurnOutcome",
     "AgentUsage",
     "AgentUserMessage",
+    "AgentWorker",
     "CancelTurnRequest",
     "CancellationReason",
+    "ClientOnlyFlowError",
     "DeferredToolCall",
     "DeferredToolExecution",
     "DeleteQueuedMessageRequest",
@@ -153,6 +159,7 @@ __all__ = [
     "ResolveInterruptRequest",
     "RunStateFormat",
     "RunStateFormatError",
+    "SessionWaitTimeoutError",
     "SteerUserMessageRequest",
     "ToolCallCancellation",
     "ToolCallCompleted",
@@ -167,8 +174,11 @@ __all__ = [
     "TurnContinued",
     "TurnControlKind",
     "TurnControlRequest",
+    "TurnEnd",
+    "TurnOutcome",
     "UnfinishedTurnMessageBuilder",
     "agent_codec_registry",
+    "agent_worker_task_slots",
     "build_turn_control_note",
     "build_turn_failure_note",
     "cancellation_rejection_message",
@@ -178,4 +188,5 @@ __all__ = [
     "message_sequence_key",
     "parse_tool_arguments",
     "resolve_tool_policy",
+    "serve_agent_worker",
 ]

@@ -3,24 +3,38 @@
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
+from pathlib import Path
+from types import TracebackType
 from typing import TypeVar
 
 from dex import (
     AsyncClient,
+    BlobCache,
+    BlobCacheConfig,
     ChannelMessageNotFoundError,
+    ClientOptions,
+    Credential,
+    Registry,
     RpcLockConflictError,
     StartFlowOptions,
     StreamMessage,
     StreamMessagesPage,
+    WorkerTarget,
+    open_blob_cache,
 )
 
+from dex_agents import _session_waits
+from dex_agents._codecs import agent_codec_registry
+from dex_agents._session_waits import TurnEnd
 from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
 from dex_agents.session import AgentSessionFlow
 from dex_agents.values import (
     AgentEvent,
+    AgentInterrupt,
     AgentMessagesPage,
     AgentSessionStartInput,
     AgentSnapshot,
@@ -38,6 +52,8 @@ _ResultT = TypeVar("_ResultT")
 
 _FIRST_RETRY_DELAY = 0.05
 _MAX_RETRY_DELAY = 0.5
+_DEFAULT_WAIT = timedelta(minutes=10)
+_CLIENT_BLOB_CACHE_BYTES = 64 * 1024 * 1024
 
 
 def _check_message_size(text: str, what: str) -> None:
@@ -50,7 +66,12 @@ def _check_message_size(text: str, what: str) -> None:
 
 
 class AgentSessionClient:
-    """Starts sessions of one Flow type and calls their RPCs."""
+    """Starts sessions of one Flow type, calls their RPCs, reads their events and waits on them.
+
+    Built on an application's own `AsyncClient`, it owns nothing and needs no closing (close the
+    `AsyncClient`). Built by `connect`, it owns its connection and blob cache: use it as
+    ``async with AgentSessionClient.connect(...) as sessions:`` or call `close` at shutdown.
+    """
 
     def __init__(
         self,
@@ -70,6 +91,7 @@ class AgentSessionClient:
         self._client = client
         self._flow = flow
         self._lock_conflict_retry_timeout = lock_conflict_retry_timeout
+        self._owned: _OwnedConnection | None = None
 
     @property
     def flow(self) -> AgentSessionFlow:
@@ -310,3 +332,209 @@ class AgentSessionClient:
         return await self._client.list_stream_messages(
             session_id, self._flow.agent_events, page_size, before_page_token
         )
+
+    # Waiting for sessions, following their events, and the client's own connection.
+
+    async def wait_for_interrupt(
+        self,
+        session_id: str,
+        *,
+        timeout: timedelta = _DEFAULT_WAIT,  # noqa: ASYNC109 - a wait deadline, not an I/O timeout
+    ) -> AgentInterrupt | None:
+        """Wait until the session has a pending interrupt (an approval), and return the oldest.
+
+        Call it right after `start_session` or `send_user_message`: it waits while the turn runs, and
+        returns `None` once the session is idle (no turn runs, no message waits) with nothing pending, such
+        as when the turn ended without asking. So ``while (interrupt := await
+        sessions.wait_for_interrupt(id)) is not None:`` answers every approval of a turn.
+
+        Args:
+            session_id: The session.
+            timeout: How long to wait.
+
+        Returns:
+            The oldest pending interrupt, or `None` when the session went idle without one.
+
+        Raises:
+            SessionWaitTimeoutError: A `TimeoutError` naming what the session was doing, when ``timeout``
+                passes first.
+        """
+        return await _session_waits.wait_for_interrupt(self, session_id, timeout)
+
+    async def wait_for_turn_end(
+        self,
+        session_id: str,
+        *,
+        turn_id: str | None = None,
+        timeout: timedelta = _DEFAULT_WAIT,  # noqa: ASYNC109 - a wait deadline, not an I/O timeout
+    ) -> TurnEnd:
+        """Wait until a turn ended (completed, failed, steered or cancelled), and say how.
+
+        Without ``turn_id`` it waits for the current turn: the active one, else the one a queued message
+        will start, else the last one, which has already ended. So call it after `start_session`,
+        `send_user_message` or `resolve_interrupt` without worrying that the turn may have ended first. A
+        turn waiting for an approval does not end until the approval is answered, or its deadline passes.
+
+        Args:
+            session_id: The session.
+            turn_id: A turn, ``"turn-<n>"``; `None` for the current one.
+            timeout: How long to wait.
+
+        Returns:
+            The `TurnEnd`: the turn's ID, its `TurnOutcome`, the error of a failed turn, and the snapshot.
+
+        Raises:
+            SessionWaitTimeoutError: A `TimeoutError` naming what the session was doing, when ``timeout``
+                passes first.
+            ValueError: If ``turn_id`` is not ``"turn-<n>"``, or the session is idle and never ran a turn.
+        """
+        return await _session_waits.wait_for_turn_end(self, session_id, turn_id, timeout)
+
+    async def wait_for_snapshot(
+        self,
+        session_id: str,
+        probe: Callable[[AgentSnapshot], _ResultT | None],
+        *,
+        description: str = "the snapshot to match",
+        timeout: timedelta = _DEFAULT_WAIT,  # noqa: ASYNC109 - a wait deadline, not an I/O timeout
+    ) -> _ResultT:
+        """Wait until ``probe(snapshot)`` returns something other than `None`, and return it.
+
+        The snapshot is read again soon after each event of the session and at least once a second, so a
+        probe may test anything the snapshot holds.
+
+        Args:
+            session_id: The session.
+            probe: Receives each snapshot; returns `None` for "not yet".
+            description: What is awaited, for the timeout error.
+            timeout: How long to wait.
+
+        Returns:
+            The first result of ``probe`` that is not `None`.
+
+        Raises:
+            SessionWaitTimeoutError: When ``timeout`` passes first.
+        """
+        return await _session_waits.wait_for_snapshot(
+            self, session_id, probe, description=description, timeout=timeout
+        )
+
+    def follow_agent_events(
+        self, session_id: str, resume_token: str = ""
+    ) -> AsyncIterator[StreamMessage[AgentEvent]]:
+        """Iterate over the session's events as they arrive, for ever (``break`` when done).
+
+        Each item is a `StreamMessage`: ``item.value`` is the `AgentEvent` (``type``, ``turn_id``,
+        ``attempt``, ``step_execution_id``, and ``payload`` as JSON text), and ``item.resume_token`` is the
+        position just after it. Store the token of the last event handled and pass it as ``resume_token``
+        to continue exactly after it, in this process or another; ``""`` starts at the oldest retained
+        event. A token the server no longer holds (trimmed by the Stream's capacity) fails the read with
+        the SDK's error: rebuild from `get_agent_snapshot`. Events are best effort; the snapshot is the
+        committed state.
+
+        Args:
+            session_id: The session.
+            resume_token: Where to start: a token from an earlier item, or ``""``.
+
+        Returns:
+            The async iterator.
+        """
+        return _session_waits.follow_events(self, session_id, resume_token)
+
+    @classmethod
+    def connect(
+        cls,
+        server_address: str,
+        flow: AgentSessionFlow,
+        *,
+        blob_cache_directory: str | Path | None = None,
+        credential: Credential | None = None,
+        lock_conflict_retry_timeout: timedelta = timedelta(seconds=5),
+    ) -> AgentSessionClient:
+        """Connect to a Dex server for sessions of ``flow``, owning the connection.
+
+        It builds the `AsyncClient` every application needs: a Registry of ``flow`` with
+        `agent_codec_registry()`, a blob cache, and pull-mode dispatch for the sessions it starts. In a
+        client process, ``flow`` is `AgentSessionFlow.for_client(flow_type=...)`, so the process imports no
+        agent or framework. Close the result with `close`, or use it in ``async with``.
+
+        Args:
+            server_address: The Dex server, ``host:port``.
+            flow: The session Flow type.
+            blob_cache_directory: Where large values are cached; `None` for a temporary directory removed
+                on close.
+            credential: The bearer credential for a server that requires one.
+            lock_conflict_retry_timeout: As for the constructor.
+
+        Returns:
+            The session client.
+        """
+        owned = _OwnedConnection.open(server_address, flow, blob_cache_directory, credential)
+        sessions = cls(owned.client, flow, lock_conflict_retry_timeout=lock_conflict_retry_timeout)
+        sessions._owned = owned
+        return sessions
+
+    @property
+    def client(self) -> AsyncClient:
+        """The Dex client underneath."""
+        return self._client
+
+    async def close(self) -> None:
+        """Close the connection and blob cache that `connect` opened; nothing otherwise. Safe to repeat."""
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            await owned.close()
+
+    async def __aenter__(self) -> AgentSessionClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exception_type: type[BaseException] | None,
+        exception: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+class _OwnedConnection:
+    """The `AsyncClient` and blob cache of a client built by `AgentSessionClient.connect`."""
+
+    def __init__(
+        self, client: AsyncClient, cache: BlobCache, temporary: tempfile.TemporaryDirectory[str] | None
+    ) -> None:
+        self.client = client
+        self._cache = cache
+        self._temporary = temporary
+
+    @classmethod
+    def open(
+        cls,
+        server_address: str,
+        flow: AgentSessionFlow,
+        blob_cache_directory: str | Path | None,
+        credential: Credential | None,
+    ) -> _OwnedConnection:
+        temporary = None
+        if blob_cache_directory is None:
+            temporary = tempfile.TemporaryDirectory(prefix="dex-agents-client-cache-")
+            blob_cache_directory = temporary.name
+        cache = open_blob_cache(BlobCacheConfig(str(blob_cache_directory), _CLIENT_BLOB_CACHE_BYTES))
+        registry = Registry([flow], codec_registry=agent_codec_registry(), allow_async_handlers=True)
+        client = AsyncClient(
+            registry,
+            cache,
+            # Sessions this client starts are dispatched to pull Workers, as AgentWorker serves them.
+            ClientOptions(
+                server_address=server_address, worker_target=WorkerTarget(pull=True), credential=credential
+            ),
+        )
+        return cls(client, cache, temporary)
+
+    async def close(self) -> None:
+        try:
+            await self.client.close()
+        finally:
+            self._cache.close()
+            if self._temporary is not None:
+                self._temporary.cleanup()
