@@ -1,5 +1,8 @@
 """Pins the public API: an accidental export or removal fails here."""
 
+import subprocess
+import sys
+
 import dex_agents
 
 EXPECTED_EXPORTS = {
@@ -146,3 +149,16 @@ def test_turn_failure_note_limits_live_in_limits() -> None:
     ]
     assert limits.MAX_TURN_FAILURE_NOTE_BYTES == 64 * 1024
     assert limits.TURN_FAILURE_NOTE_CUT_MARKER == " [... cut by dex-agents]"
+
+
+def test_a_client_process_imports_no_runner_framework_or_test_kit() -> None:
+    code = (
+        "import sys\n"
+        "from dex_agents import AgentSessionClient, AgentSessionFlow\n"
+        "flow = AgentSessionFlow.for_client(flow_type='OrderDesk')\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] in "
+        "('litellm', 'mcp', 'starlette', 'dex_devserver', 'pydantic_ai', 'agents', 'langgraph')"
+        " or name.startswith('dex_agents.testing')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

@@ -6,15 +6,22 @@ long-poll wakes the wait when any event arrives, and the snapshot is then read a
 commit follows the event within milliseconds) and less often while nothing happens. Without events (a
 Stream trimmed by capacity, a change made by an RPC) the snapshot is still read at least every
 ``_MAX_POLL_SECONDS``, so no wait depends on an event arriving.
+
+One moment is invisible in the snapshot: a queued message that `AwaitUserMessage` has taken but whose
+turn has not committed yet is neither queued nor running. So the client marks each session it sends a
+message to with the newest event's token before the send (`SendMarkers`); until a ``turn_started`` event
+follows that mark, a wait knows a turn is about to start instead of taking the session for idle.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
@@ -23,12 +30,13 @@ from typing import TYPE_CHECKING, TypeVar
 from dex import LongPollTimeoutError, StreamMessage
 
 from dex_agents.events import AgentEventType
-from dex_agents.values import AgentEvent, AgentInterrupt, AgentSessionStatus, AgentSnapshot
+from dex_agents.values import AgentEvent, AgentInterrupt, AgentSnapshot
 
 if TYPE_CHECKING:
     from dex_agents.client import AgentSessionClient
 
 __all__ = [
+    "SendMarkers",
     "SessionWaitTimeoutError",
     "TurnEnd",
     "TurnOutcome",
@@ -48,6 +56,7 @@ _READ_RETRY_SECONDS = 1.0
 _END_EVENT_PAGES = 3
 _END_EVENT_PAGE_SIZE = 100
 _TURN_ID = re.compile(r"turn-([1-9][0-9]*)")
+_MAX_SEND_MARKERS = 10_000
 
 _logger = logging.getLogger(__name__)
 
@@ -152,7 +161,7 @@ async def _wake_on_events(
 async def wait_for_snapshot(
     sessions: AgentSessionClient,
     session_id: str,
-    probe: Callable[[AgentSnapshot], T | None],
+    probe: Callable[[AgentSnapshot], T | None] | Callable[[AgentSnapshot], Awaitable[T | None]],
     *,
     description: str,
     timeout: timedelta,  # noqa: ASYNC109 - a wait deadline, not an I/O timeout
@@ -175,8 +184,10 @@ async def wait_for_snapshot(
         while True:
             last = await sessions.get_agent_snapshot(session_id)
             result = probe(last)
+            if inspect.isawaitable(result):
+                result = await result
             if result is not None:
-                return result
+                return result  # pyright: ignore[reportReturnType]
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise SessionWaitTimeoutError(
@@ -198,21 +209,79 @@ async def wait_for_snapshot(
             await reader
 
 
-def _is_idle(snapshot: AgentSnapshot) -> bool:
-    """Whether no turn runs and no message waits to start one."""
-    state = snapshot.state
-    return (
-        state is not None
-        and state.active_turn_id is None
-        and state.status is AgentSessionStatus.WAITING_FOR_USER_MESSAGE
-        and snapshot.queued_message_count == 0
-        and not snapshot.steered_messages
-    )
-
-
 @dataclass(frozen=True)
 class _Idle:
     pass
+
+
+class SendMarkers:
+    """Per session, the newest event's token before this client's last unanswered message, if any."""
+
+    def __init__(self) -> None:
+        self._markers: OrderedDict[str, str] = OrderedDict()
+
+    def mark(self, session_id: str, token: str) -> None:
+        """Remember that a message was sent to ``session_id`` when ``token`` was the newest event."""
+        self._markers[session_id] = token
+        self._markers.move_to_end(session_id)
+        while len(self._markers) > _MAX_SEND_MARKERS:
+            self._markers.popitem(last=False)
+
+    def get(self, session_id: str) -> str | None:
+        """The mark of ``session_id``, or `None`."""
+        return self._markers.get(session_id)
+
+    def clear(self, session_id: str, token: str) -> None:
+        """Forget the mark of ``session_id`` if it is still ``token``."""
+        if self._markers.get(session_id) == token:
+            del self._markers[session_id]
+
+
+async def _turn_started_after(sessions: AgentSessionClient, session_id: str, marker: str) -> int | None:
+    """The number of the first turn whose ``turn_started`` follows ``marker`` (``""``: any), or `None`."""
+    earliest: int | None = None
+    page_token = ""
+    for _ in range(_END_EVENT_PAGES):
+        page = await sessions.list_agent_events(
+            session_id, page_size=_END_EVENT_PAGE_SIZE, before_page_token=page_token
+        )
+        for message in page.messages:  # newest first
+            if marker and message.resume_token == marker:
+                return earliest
+            event = message.value
+            if event.type == AgentEventType.TURN_STARTED and event.turn_id is not None:
+                with contextlib.suppress(ValueError):
+                    earliest = turn_number(event.turn_id)
+        page_token = page.next_page_token
+        if not page_token:
+            break
+    return earliest
+
+
+async def _awaited_turn(
+    sessions: AgentSessionClient, session_id: str, snapshot: AgentSnapshot
+) -> tuple[int | None, str | None]:
+    """The turn a wait for "the current turn" follows, and the send mark that this resolves.
+
+    The active turn; else the turn a waiting message starts; else the turn this client's last message
+    started; else the last turn that ended (0 when none did). `None` while this client's last message is
+    taken but its turn has not started yet. The mark is returned once its turn has started and is no later
+    than the turn followed, so the caller can forget it.
+    """
+    state = snapshot.state
+    assert state is not None
+    marker = sessions.send_markers.get(session_id)
+    started = None if marker is None else await _turn_started_after(sessions, session_id, marker)
+    if state.active_turn_id is not None:
+        awaited: int | None = turn_number(state.active_turn_id)
+    elif snapshot.queued_message_count or snapshot.steered_messages:
+        awaited = state.turn_count + 1
+    elif marker is None:
+        awaited = state.turn_count
+    else:
+        awaited = started
+    resolved = marker if started is not None and awaited is not None and started <= awaited else None
+    return awaited, resolved
 
 
 async def wait_for_interrupt(
@@ -222,10 +291,23 @@ async def wait_for_interrupt(
 ) -> AgentInterrupt | None:
     """The oldest pending interrupt once there is one; `None` once the session is idle without one."""
 
-    def probe(snapshot: AgentSnapshot) -> AgentInterrupt | _Idle | None:
+    async def probe(snapshot: AgentSnapshot) -> AgentInterrupt | _Idle | None:
         if snapshot.pending_interrupts:
             return snapshot.pending_interrupts[0]
-        return _Idle() if _is_idle(snapshot) else None
+        state = snapshot.state
+        if (
+            state is None
+            or state.active_turn_id is not None
+            or snapshot.queued_message_count
+            or snapshot.steered_messages
+        ):
+            return None
+        awaited, marker = await _awaited_turn(sessions, session_id, snapshot)
+        if awaited is None or state.turn_count < awaited:
+            return None
+        if marker is not None:
+            sessions.send_markers.clear(session_id, marker)
+        return _Idle()
 
     found = await wait_for_snapshot(
         sessions, session_id, probe, description="a pending interrupt or the end of the turn", timeout=timeout
@@ -254,30 +336,30 @@ async def wait_for_turn_end(
     """Wait until ``turn_id`` (or the current turn) ended; see `AgentSessionClient.wait_for_turn_end`."""
     target = None if turn_id is None else turn_number(turn_id)
 
-    def probe(snapshot: AgentSnapshot) -> tuple[int, AgentSnapshot] | None:
+    async def probe(snapshot: AgentSnapshot) -> tuple[int, AgentSnapshot] | None:
         nonlocal target
         state = snapshot.state
         if state is None:
             return None
         if target is None:
-            if state.active_turn_id is not None:
-                target = turn_number(state.active_turn_id)
-            elif snapshot.queued_message_count or snapshot.steered_messages:
-                target = state.turn_count + 1
-            elif state.turn_count == 0:
+            awaited, marker = await _awaited_turn(sessions, session_id, snapshot)
+            if awaited is None:
+                return None
+            if awaited == 0:
                 raise ValueError(
                     f"session {session_id!r} is idle and has run no turn, so no turn can end; "
                     "send a user message first"
                 )
-            else:
-                target = state.turn_count
+            target = awaited
+            if marker is not None:
+                sessions.send_markers.clear(session_id, marker)
         return (target, snapshot) if state.turn_count >= target else None
 
     number, snapshot = await wait_for_snapshot(
         sessions,
         session_id,
         probe,
-        description=f"turn {'turn-' + str(target) if target else 'the current turn'} to end",
+        description=f"{turn_id or 'the current turn'} to end",
         timeout=timeout,
     )
     ended_turn = f"turn-{number}"

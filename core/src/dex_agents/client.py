@@ -29,7 +29,7 @@ from dex import (
 
 from dex_agents import _session_waits
 from dex_agents._codecs import agent_codec_registry
-from dex_agents._session_waits import TurnEnd
+from dex_agents._session_waits import SendMarkers, TurnEnd
 from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
 from dex_agents.session import AgentSessionFlow
 from dex_agents.values import (
@@ -92,6 +92,7 @@ class AgentSessionClient:
         self._flow = flow
         self._lock_conflict_retry_timeout = lock_conflict_retry_timeout
         self._owned: _OwnedConnection | None = None
+        self._send_markers = SendMarkers()
 
     @property
     def flow(self) -> AgentSessionFlow:
@@ -120,6 +121,9 @@ class AgentSessionClient:
         """
         if initial_message is not None:
             _check_message_size(initial_message, "the initial message")
+        if initial_message is not None and initial_message.strip():
+            # A new session has no events yet, so its first turn is the first that starts.
+            self._send_markers.mark(session_id, "")
         return await self._client.start_flow(
             self._flow,
             session_id,
@@ -143,6 +147,7 @@ class AgentSessionClient:
         if not text.strip():
             return False
         _check_message_size(text, "the user message")
+        await self._mark_send(session_id)
         return await self._client.invoke_rpc(
             self._flow.send_user_message, session_id, AgentUserMessage(text=text)
         )
@@ -209,6 +214,7 @@ class AgentSessionClient:
                 return False
             _check_message_size(text, "the steered message")
         request = SteerUserMessageRequest(message_id=message_id, text=text)
+        await self._mark_send(session_id)
         return await self._false_when_message_is_gone(
             self._client.invoke_rpc(self._flow.steer_user_message, session_id, request)
         )
@@ -334,6 +340,15 @@ class AgentSessionClient:
         )
 
     # Waiting for sessions, following their events, and the client's own connection.
+
+    @property
+    def send_markers(self) -> SendMarkers:
+        """Where this client's waits find the turn its last message to a session starts."""
+        return self._send_markers
+
+    async def _mark_send(self, session_id: str) -> None:
+        # Costs one read of the newest event (the server alone answers it, no Worker).
+        self._send_markers.mark(session_id, await _session_waits.newest_event_token(self, session_id))
 
     async def wait_for_interrupt(
         self,
