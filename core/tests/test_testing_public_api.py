@@ -53,6 +53,7 @@ TESTING_EXPORTS = {
     "model_call_scope",
     "read_agent_events",
     "read_step_history",
+    "readme_snippets",
     "recorded_usage",
     "refund_order",
     "render_message",
