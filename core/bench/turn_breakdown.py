@@ -116,13 +116,28 @@ async def in_process_turn_seconds(flow: AgentSessionFlow, question: str, turns: 
 
 
 async def run(
-    flow: AgentSessionFlow, worker_module: str, worker_cwd: Path, turns: int, concurrency: int
+    flow: AgentSessionFlow,
+    worker_module: str,
+    worker_cwd: Path,
+    turns: int,
+    concurrency: int,
+    task_slots: int | None = None,
 ) -> None:
-    """Run ``turns`` timed turns one at a time (after one warm-up turn), then many at once; print both."""
+    """Run ``turns`` timed turns one at a time (after one warm-up turn), then many at once; print both.
+
+    The Worker gets ``task_slots``, by default what `agent_worker_task_slots` gives for ``concurrency``
+    turns of one tool call each.
+    """
+    if task_slots is None:
+        from dex_agents import agent_worker_task_slots  # noqa: PLC0415 - absent from older releases
+
+        task_slots = agent_worker_task_slots(max_concurrent_turns=concurrency, max_parallel_tool_calls=1)
     question = "Where is order A-1?"
     local = await in_process_turn_seconds(flow, question, turns)
     with tempfile.TemporaryDirectory(prefix="dex-agents-bench-") as directory:
-        async with AgentTestStack(Path(directory), [flow], worker_module, worker_cwd=worker_cwd) as stack:
+        async with AgentTestStack(
+            Path(directory), [flow], worker_module, worker_cwd=worker_cwd, max_concurrent_tasks=task_slots
+        ) as stack:
             sessions = stack.sessions(flow)
             await stack.start_worker()
             timings: list[tuple[str, float, float]] = []
@@ -158,7 +173,9 @@ async def run(
             for session_id, started, completed in timings:
                 for label, gap in _gaps(await _history(stack.server_address, session_id), started, completed):
                     gaps.setdefault(label, []).append(gap * 1000)
-    print(f"load average {os.getloadavg()[0]:.2f}, {turns} turns one at a time")
+    print(
+        f"load average {os.getloadavg()[0]:.2f}, {turns} turns one at a time, {task_slots} Worker task slots"
+    )
     print("median gap before each history event, one session at a time (ms):")
     for label, values in gaps.items():
         print(f"  {label:42s} {statistics.median(values):6.1f}  (min {min(values):5.1f})")
@@ -220,6 +237,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Per-Step breakdown of one durable turn")
     parser.add_argument("--turns", type=int, default=50, help="turns one at a time")
     parser.add_argument("--concurrency", type=int, default=20, help="sessions at once in the throughput run")
+    parser.add_argument("--task-slots", type=int, default=None, help="the Worker's task slots")
     parser.add_argument("--flow", default="bench.agent:build_flow", help="module:function returning the Flow")
     parser.add_argument("--worker-module", default="bench.worker")
     parser.add_argument("--worker-cwd", type=Path, default=CORE_DIR)
@@ -233,7 +251,16 @@ def main() -> None:
     if arguments.one_session:
         asyncio.run(run_long_session(flow, arguments.worker_module, worker_cwd, arguments.turns))
     else:
-        asyncio.run(run(flow, arguments.worker_module, worker_cwd, arguments.turns, arguments.concurrency))
+        asyncio.run(
+            run(
+                flow,
+                arguments.worker_module,
+                worker_cwd,
+                arguments.turns,
+                arguments.concurrency,
+                arguments.task_slots,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
@@ -13,22 +12,16 @@ from typing import TypeVar
 
 from dex import (
     AsyncClient,
-    BlobCache,
-    BlobCacheConfig,
     ChannelMessageNotFoundError,
-    ClientOptions,
     Credential,
-    Registry,
     RpcLockConflictError,
     StartFlowOptions,
     StreamMessage,
     StreamMessagesPage,
-    WorkerTarget,
-    open_blob_cache,
 )
 
 from dex_agents import _session_waits
-from dex_agents._codecs import agent_codec_registry
+from dex_agents._connection import ClientConnection
 from dex_agents._session_waits import SendMarkers, TurnEnd
 from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
 from dex_agents.session import AgentSessionFlow
@@ -91,7 +84,7 @@ class AgentSessionClient:
         self._client = client
         self._flow = flow
         self._lock_conflict_retry_timeout = lock_conflict_retry_timeout
-        self._owned: _OwnedConnection | None = None
+        self._owned: ClientConnection | None = None
         self._send_markers = SendMarkers()
 
     @property
@@ -484,7 +477,7 @@ class AgentSessionClient:
         Returns:
             The session client.
         """
-        owned = _OwnedConnection.open(server_address, flow, blob_cache_directory, credential)
+        owned = ClientConnection.open(server_address, [flow], blob_cache_directory, credential)
         sessions = cls(owned.client, flow, lock_conflict_retry_timeout=lock_conflict_retry_timeout)
         sessions._owned = owned
         return sessions
@@ -510,46 +503,3 @@ class AgentSessionClient:
         traceback: TracebackType | None,
     ) -> None:
         await self.close()
-
-
-class _OwnedConnection:
-    """The `AsyncClient` and blob cache of a client built by `AgentSessionClient.connect`."""
-
-    def __init__(
-        self, client: AsyncClient, cache: BlobCache, temporary: tempfile.TemporaryDirectory[str] | None
-    ) -> None:
-        self.client = client
-        self._cache = cache
-        self._temporary = temporary
-
-    @classmethod
-    def open(
-        cls,
-        server_address: str,
-        flow: AgentSessionFlow,
-        blob_cache_directory: str | Path | None,
-        credential: Credential | None,
-    ) -> _OwnedConnection:
-        temporary = None
-        if blob_cache_directory is None:
-            temporary = tempfile.TemporaryDirectory(prefix="dex-agents-client-cache-")
-            blob_cache_directory = temporary.name
-        cache = open_blob_cache(BlobCacheConfig(str(blob_cache_directory), _CLIENT_BLOB_CACHE_BYTES))
-        registry = Registry([flow], codec_registry=agent_codec_registry(), allow_async_handlers=True)
-        client = AsyncClient(
-            registry,
-            cache,
-            # Sessions this client starts are dispatched to pull Workers, as AgentWorker serves them.
-            ClientOptions(
-                server_address=server_address, worker_target=WorkerTarget(pull=True), credential=credential
-            ),
-        )
-        return cls(client, cache, temporary)
-
-    async def close(self) -> None:
-        try:
-            await self.client.close()
-        finally:
-            self._cache.close()
-            if self._temporary is not None:
-                self._temporary.cleanup()

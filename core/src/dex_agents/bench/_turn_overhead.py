@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dex_agents import AgentSessionFlow
+from dex_agents import AgentSessionFlow, agent_worker_task_slots
 from dex_agents.bench._measure import TurnSeries, describe_cpu, describe_series, run_durable_turns
 from dex_agents.testing import AgentTestStack
 
@@ -118,7 +118,14 @@ async def _durable_series(
 ) -> tuple[TurnSeries, TurnSeries, list[int]]:
     with tempfile.TemporaryDirectory(prefix="turn-overhead-") as directory:
         async with AgentTestStack(
-            Path(directory), [turn.flow], turn.worker_module, worker_cwd=turn.worker_cwd
+            Path(directory),
+            [turn.flow],
+            turn.worker_module,
+            worker_cwd=turn.worker_cwd,
+            # Sized as AgentWorker sizes a Worker for this many turns at once, of one tool call each.
+            max_concurrent_tasks=agent_worker_task_slots(
+                max_concurrent_turns=concurrency, max_parallel_tool_calls=1
+            ),
         ) as stack:
             sessions = stack.sessions(turn.flow)
             await stack.start_worker()
