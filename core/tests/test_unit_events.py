@@ -117,21 +117,27 @@ def _texts(events: list[AgentEvent]) -> list[tuple[str, str]]:
 _HOLD = DeltaCoalescing(max_delay=timedelta(hours=1), max_bytes=1024)
 
 
-async def test_consecutive_deltas_of_one_kind_become_one_event_in_order() -> None:
+async def test_the_first_delta_goes_out_at_once_and_the_next_ones_are_joined_in_order() -> None:
     written: list[AgentEvent] = []
     writer = AgentEventWriter(written.append, "turn-1", 2, "RunModel-3", coalescing=_HOLD)
     for chunk in ("Let ", "me ", "check."):
         writer.write_text_delta(chunk)
-    writer.write_reasoning_delta("The user ")
+    assert _texts(written) == [("text_delta", "Let ")]  # live text starts without delay
+    writer.write_reasoning_delta("The user ")  # another kind writes what waits first
     writer.write_reasoning_delta("wants A-1.")
     writer.write_text_delta("Found ")
     writer.write_text_delta("it.")
-    assert _texts(written) == [("text_delta", "Let me check."), ("reasoning_delta", "The user wants A-1.")]
+    assert _texts(written) == [
+        ("text_delta", "Let "),
+        ("text_delta", "me check."),
+        ("reasoning_delta", "The user wants A-1."),
+    ]
     writer.write_tool_call_started("call-1", "lookup_order")  # any other event writes what waits first
     writer.write_text_delta("Done.")
     writer.close()  # the end of the runner call writes the rest
     assert _texts(written) == [
-        ("text_delta", "Let me check."),
+        ("text_delta", "Let "),
+        ("text_delta", "me check."),
         ("reasoning_delta", "The user wants A-1."),
         ("text_delta", "Found it."),
         ("tool_call_started", ""),
@@ -143,22 +149,23 @@ async def test_consecutive_deltas_of_one_kind_become_one_event_in_order() -> Non
     }
 
 
-async def test_a_joined_delta_is_written_once_it_reaches_max_bytes() -> None:
+async def test_joined_deltas_are_written_once_they_reach_max_bytes() -> None:
     written: list[AgentEvent] = []
     writer = AgentEventWriter(
         written.append, "turn-1", 1, coalescing=DeltaCoalescing(max_delay=timedelta(hours=1), max_bytes=8)
     )
     writer.write_text_delta("abc")
     writer.write_text_delta("def")
-    assert written == []
-    writer.write_text_delta("gh")  # 8 bytes of UTF-8 waiting: written without waiting
+    writer.write_text_delta("gh")
+    assert _texts(written) == [("text_delta", "abc")]
+    writer.write_text_delta("ijk")  # 8 bytes of UTF-8 waiting: written without waiting
     writer.write_text_delta("é")  # 2 bytes wait again
-    assert _texts(written) == [("text_delta", "abcdefgh")]
+    assert _texts(written) == [("text_delta", "abc"), ("text_delta", "defghijk")]
     writer.close()
-    assert _texts(written) == [("text_delta", "abcdefgh"), ("text_delta", "é")]
+    assert _texts(written) == [("text_delta", "abc"), ("text_delta", "defghijk"), ("text_delta", "é")]
 
 
-async def test_a_waiting_delta_is_written_after_max_delay_without_another_event() -> None:
+async def test_waiting_deltas_are_written_after_max_delay_without_another_event() -> None:
     written: list[AgentEvent] = []
     writer = AgentEventWriter(
         written.append,
@@ -167,13 +174,14 @@ async def test_a_waiting_delta_is_written_after_max_delay_without_another_event(
         coalescing=DeltaCoalescing(max_delay=timedelta(milliseconds=20), max_bytes=1024),
     )
     writer.write_text_delta("Working ")
-    writer.write_text_delta("on it")
-    assert written == []
+    writer.write_text_delta("on ")
+    writer.write_text_delta("it")
+    assert _texts(written) == [("text_delta", "Working ")]
     # The runner is still busy (a model at a gate, say): the text must reach the Stream by itself.
-    await wait_until("the joined delta", lambda: written, timeout=10)
-    assert _texts(written) == [("text_delta", "Working on it")]
+    await wait_until("the joined deltas", lambda: len(written) == 2, timeout=10)
+    assert _texts(written) == [("text_delta", "Working "), ("text_delta", "on it")]
     writer.close()
-    assert len(written) == 1
+    assert len(written) == 2
 
 
 async def test_coalesced_writes_from_threads_keep_call_order_and_late_ones_are_dropped() -> None:
@@ -193,7 +201,8 @@ async def test_coalesced_writes_from_threads_keep_call_order_and_late_ones_are_d
     writer.close()
     writer.write_text_delta("late")
     assert _texts(written) == [
-        ("text_delta", "".join(f"{index} " for index in range(20))),
+        ("text_delta", "0 "),
+        ("text_delta", "".join(f"{index} " for index in range(1, 20))),
         ("adapter.note", ""),
         ("text_delta", "".join(f"{index} " for index in range(20, 30))),
     ]

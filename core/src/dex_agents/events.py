@@ -5,9 +5,10 @@ afterwards. Every event names the turn, the Step execution and the attempt that 
 the partial text of an attempt that a retry replaced.
 
 Each event is one Stream message, one frame from the Worker and one write on the server, and a model that
-streams word by word makes hundreds per answer. So the session's writers join consecutive text deltas (and
-consecutive reasoning deltas) into one event, holding them for at most `DeltaCoalescing.max_delay` and
-`DeltaCoalescing.max_bytes`. A UI that concatenates deltas sees the same text; only the number of events
+streams word by word makes hundreds per answer. So the session's writers write at most one delta event per
+`DeltaCoalescing.max_delay`: the first delta after a quiet spell goes out at once, and the deltas that
+follow within the window are joined into one event at its end (or once they hold
+`DeltaCoalescing.max_bytes`). A UI that concatenates deltas sees the same text; only the number of events
 changes.
 """
 
@@ -54,9 +55,10 @@ class AgentEventType(StrEnum):
 class DeltaCoalescing:
     """How a writer joins consecutive deltas of one kind into one event.
 
-    A delta waits at most ``max_delay`` for the next one, and a joined delta is written once it holds
-    ``max_bytes`` of UTF-8 text. Any other event, a delta of the other kind, and closing the writer (the
-    end of the runner call) write the waiting text first, so the order of events is kept.
+    A delta that follows no delta written within ``max_delay`` is written at once. Later ones wait, and
+    are joined, until ``max_delay`` after the last delta written, or until they hold ``max_bytes`` of UTF-8
+    text; so a delta waits at most ``max_delay``. Any other event, a delta of the other kind, and closing
+    the writer (the end of the runner call) write the waiting text first, so the order of events is kept.
 
     Attributes:
         max_delay: The longest a delta waits before it is written.
@@ -141,6 +143,7 @@ class AgentEventWriter:
         self._pending_parts: list[str] = []
         self._pending_bytes = 0
         self._flush_timer: asyncio.TimerHandle | None = None
+        self._last_delta_at = float("-inf")
 
     @property
     def turn_id(self) -> str | None:
@@ -218,18 +221,28 @@ class AgentEventWriter:
             return
         delta_type, text = item
         coalescing = self._coalescing
-        if coalescing is None:
-            self._write_agent_event(self._stamp(delta_type, encode_event_payload({"text": text})))
+        if coalescing is None or self._loop is None:
+            self._write_delta(delta_type, text)
             return
         if self._pending_type != delta_type:
             self._flush()
-            self._pending_type = delta_type
+        window = coalescing.max_delay.total_seconds()
+        if not self._pending_parts and self._loop.time() - self._last_delta_at >= window:
+            # The first delta after a quiet spell goes out at once, so live text never starts late.
+            self._write_delta(delta_type, text)
+            return
+        self._pending_type = delta_type
         self._pending_parts.append(text)
         self._pending_bytes += len(text.encode("utf-8", "surrogatepass"))
         if self._pending_bytes >= coalescing.max_bytes:
             self._flush()
-        elif self._flush_timer is None and self._loop is not None:
-            self._flush_timer = self._loop.call_later(coalescing.max_delay.total_seconds(), self._flush)
+        elif self._flush_timer is None:
+            self._flush_timer = self._loop.call_at(self._last_delta_at + window, self._flush)
+
+    def _write_delta(self, delta_type: str, text: str) -> None:
+        if self._loop is not None:
+            self._last_delta_at = self._loop.time()
+        self._write_agent_event(self._stamp(delta_type, encode_event_payload({"text": text})))
 
     def _flush(self) -> None:
         """Write the joined deltas that wait, if any."""
@@ -243,7 +256,7 @@ class AgentEventWriter:
         self._pending_parts = []
         self._pending_bytes = 0
         self._pending_type = None
-        self._write_agent_event(self._stamp(delta_type, encode_event_payload({"text": text})))
+        self._write_delta(delta_type, text)
 
     def write_text_delta(self, text: str) -> None:
         """Write a piece of the model's answer text; empty text writes nothing."""
