@@ -51,7 +51,8 @@ def test_the_worker_and_client_files_run_as_written(tmp_path: Path) -> None:
         try:
             client = subprocess.run(
                 [sys.executable, "client.py"],
-                check=False, cwd=tmp_path,
+                check=False,
+                cwd=tmp_path,
                 env=env,
                 capture_output=True,
                 text=True,

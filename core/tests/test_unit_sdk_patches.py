@@ -99,6 +99,7 @@ async def test_a_finished_stream_retires_only_beyond_one_spare() -> None:
     finished = _stream("flow")
     other_idle = _stream("flow")
     streams = [finished, other_idle, _stream("flow", busy=True), _stream("sticky")]
+
     def desired_idle_streams_per_queue(queue: str) -> int:
         del queue
         return 1

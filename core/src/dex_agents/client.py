@@ -114,15 +114,16 @@ class AgentSessionClient:
         """
         if initial_message is not None:
             _check_message_size(initial_message, "the initial message")
-        if initial_message is not None and initial_message.strip():
-            # A new session has no events yet, so its first turn is the first that starts.
-            self._send_markers.mark(session_id, "")
-        return await self._client.start_flow(
+        run_id = await self._client.start_flow(
             self._flow,
             session_id,
             AgentSessionStartInput(initial_message=initial_message),
             options if options is not None else StartFlowOptions(),
         )
+        if initial_message is not None and initial_message.strip():
+            # A new session's first turn is the first that starts: every event counts.
+            self._send_markers.mark(session_id, "")
+        return run_id
 
     async def send_user_message(self, session_id: str, text: str) -> bool:
         """Queue a user message; it starts a turn once the session is idle.
@@ -140,9 +141,11 @@ class AgentSessionClient:
         if not text.strip():
             return False
         _check_message_size(text, "the user message")
-        await self._mark_send(session_id)
-        return await self._client.invoke_rpc(
-            self._flow.send_user_message, session_id, AgentUserMessage(text=text)
+        return await self._marked_send(
+            session_id,
+            lambda: self._client.invoke_rpc(
+                self._flow.send_user_message, session_id, AgentUserMessage(text=text)
+            ),
         )
 
     async def resolve_interrupt(
@@ -207,9 +210,11 @@ class AgentSessionClient:
                 return False
             _check_message_size(text, "the steered message")
         request = SteerUserMessageRequest(message_id=message_id, text=text)
-        await self._mark_send(session_id)
-        return await self._false_when_message_is_gone(
-            self._client.invoke_rpc(self._flow.steer_user_message, session_id, request)
+        return await self._marked_send(
+            session_id,
+            lambda: self._false_when_message_is_gone(
+                self._client.invoke_rpc(self._flow.steer_user_message, session_id, request)
+            ),
         )
 
     async def delete_queued_message(self, session_id: str, message_id: str) -> bool:
@@ -339,9 +344,21 @@ class AgentSessionClient:
         """Where this client's waits find the turn its last message to a session starts."""
         return self._send_markers
 
-    async def _mark_send(self, session_id: str) -> None:
-        # Costs one read of the newest event (the server alone answers it, no Worker).
-        self._send_markers.mark(session_id, await _session_waits.newest_event_token(self, session_id))
+    async def _marked_send(self, session_id: str, send: Callable[[], Awaitable[bool]]) -> bool:
+        """Send a message that starts a turn, marking the session for this client's waits first.
+
+        The mark costs one read of the newest event, which the server answers without a Worker. A send
+        that fails or is refused starts no turn, so its mark is dropped again.
+        """
+        token = await _session_waits.newest_event_token(self, session_id)
+        self._send_markers.mark(session_id, token)
+        sent = False
+        try:
+            sent = await send()
+        finally:
+            if not sent:
+                self._send_markers.clear(session_id, token)
+        return sent
 
     async def wait_for_interrupt(
         self,
