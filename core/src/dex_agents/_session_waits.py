@@ -2,10 +2,10 @@
 
 The snapshot (`get_agent_snapshot`) is the authority: a Step writes its events before its result commits,
 and an attempt that dies in between never commits. The event Stream is the alarm clock: a background
-long-poll wakes the wait when any event arrives, and the snapshot is then read again, quickly at first (the
-commit follows the event within milliseconds) and less often while nothing happens. Without events (a
-Stream trimmed by capacity, a change made by an RPC) the snapshot is still read at least every
-``_MAX_POLL_SECONDS``, so no wait depends on an event arriving.
+long-poll wakes the wait when an event other than live text arrives, and the snapshot is then read again,
+quickly at first (the commit follows the event within milliseconds) and less often while nothing happens.
+Without events (a Stream trimmed by capacity, a change made by an RPC) the snapshot is still read at least
+every ``_MAX_POLL_SECONDS``, so no wait depends on an event arriving.
 
 One moment is invisible in the snapshot: a queued message that `AwaitUserMessage` has taken but whose
 turn has not committed yet is neither queued nor running. So the client marks each session it sends a
@@ -57,6 +57,7 @@ _END_EVENT_PAGES = 3
 _END_EVENT_PAGE_SIZE = 100
 _TURN_ID = re.compile(r"turn-([1-9][0-9]*)")
 _MAX_SEND_MARKERS = 10_000
+_TEXT_EVENTS = frozenset({AgentEventType.TEXT_DELTA.value, AgentEventType.REASONING_DELTA.value})
 
 _logger = logging.getLogger(__name__)
 
@@ -155,7 +156,9 @@ async def _wake_on_events(
                 token = await newest_event_token(sessions, session_id)
             continue
         token = message.resume_token
-        woken.set()
+        # Live text changes no committed state; every other event marks a Step's progress.
+        if message.value.type not in _TEXT_EVENTS:
+            woken.set()
 
 
 async def wait_for_snapshot(
@@ -201,6 +204,8 @@ async def wait_for_snapshot(
             except TimeoutError:
                 delay = min(delay * 2, _MAX_POLL_SECONDS)
             else:
+                # A burst of events costs one snapshot, not one each.
+                await asyncio.sleep(min(_FIRST_POLL_SECONDS, max(0.0, deadline - loop.time())))
                 woken.clear()
                 delay = _FIRST_POLL_SECONDS
     finally:
