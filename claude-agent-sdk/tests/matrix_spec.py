@@ -33,4 +33,6 @@ SPEC = MatrixSpec(
     # and calls the model again in the same run, so no call is recorded `failed` in a tool Step (see the
     # README's limits and tests/test_harness_specifics.py).
     unknown_tool_message=None,
+    runs_reads_inline=True,
+    supports_turn_control=True,
 )

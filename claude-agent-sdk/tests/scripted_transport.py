@@ -10,9 +10,10 @@ real CLI speaks on stdout/stdin, in the order the CLI does:
   `options.session_store` and resumes the deferred tool use it ends with: the hook, then `tools/call`
   (or, with `ScriptedCli.lose_deferred_calls`, the internal-error result CLI 2.1.332 gave a deferred call
   it lost);
-- plays scripted model responses: `stream_event`s (`message_start`, blocks, text deltas, `message_stop`),
-  then the `assistant` message; asks the hook about each tool use (`hook_callback`; before
-  `message_stop` for a response with `hooks_before_stop`), runs allowed calls of `dex` through
+- plays the scripted model's replies (the public `ApiReply`, one per model call, in order): `stream_event`s
+  (`message_start`, blocks, text deltas, `message_stop`), then the `assistant` message; asks the hook about
+  each tool use (`hook_callback`; before `message_stop` while `ScriptedCli.hooks_before_stop`), runs
+  allowed calls of `dex` through
   `tools/call` with the tool use ID in `_meta["claudecode/toolUseId"]`, and turns a `deny` into the CLI's
   `PreToolUse:<tool> hook error: ` result;
 - when no hook decides about a call, asks the permission system: `options.allowed_tools` allows it, else
@@ -31,11 +32,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from claude_agent_sdk import ClaudeAgentOptions, Transport
+
+from dex_agents_claude_agent_sdk.testing import ApiReply, ApiToolUse
 
 _PROJECT = "scripted-project"
 
@@ -43,40 +46,13 @@ LOST_TOOL_RESULT = "[Tool result missing due to internal error]"
 """What CLI 2.1.332 answered a deferred call with when it lost it on resume."""
 
 
-@dataclass(frozen=True)
-class ScriptedToolUse:
-    """A tool use of a scripted response; `name` is the CLI's name (`mcp__dex__<tool>` or a built-in)."""
-
-    id: str
-    name: str
-    input: Mapping[str, Any] = field(default_factory=dict[str, Any])
-
-
-@dataclass(frozen=True)
-class ScriptedResponse:
-    """One model call: its text and tool uses, or the API error status the CLI gave up on."""
-
-    text: str = ""
-    tool_uses: Sequence[ScriptedToolUse] = ()
-    api_error_status: int | None = None
-    hooks_before_stop: bool = False
-    """Ask the hook about the tool uses before `message_stop`, as a CLI that runs tools while streaming."""
-    usage: Mapping[str, int] = field(
-        default_factory=lambda: {
-            "input_tokens": 10,
-            "output_tokens": 5,
-            "cache_read_input_tokens": 3,
-            "cache_creation_input_tokens": 2,
-        }
-    )
-
-
 @dataclass
 class ScriptedCli:
-    """The scripted model and the log of everything the runner told the CLI.
+    """The scripted model's replies and the log of everything the runner told the CLI.
 
     Attributes:
-        responses: The model responses still to play, across runs, in order.
+        responses: The replies still to play, across runs, in order; an `error_status` is the status of
+            an API error the CLI gave up on.
         hook_decisions: Each hook answer: (tool use ID, decision or "none", reason or `None`).
         permission_requests: Each `can_use_tool` request: (tool name, tool use ID).
         model_inputs: For each model call, the tool results the model reads: (tool use ID, text, is_error).
@@ -85,9 +61,11 @@ class ScriptedCli:
         resumed_transcripts: The transcript each resumed run loaded from the session store.
         lose_deferred_calls: Resume a deferred call with an internal-error result, without the hook or
             its tool (what CLI 2.1.332 did to a deferred call that was not its response's last tool use).
+        hooks_before_stop: Ask the hook about a response's tool uses before its `message_stop`, as a CLI
+            that runs tools while it streams.
     """
 
-    responses: list[ScriptedResponse]
+    responses: list[ApiReply]
     hook_decisions: list[tuple[str, str, str | None]] = field(
         default_factory=list[tuple[str, str, str | None]]
     )
@@ -97,6 +75,7 @@ class ScriptedCli:
     resumed_transcripts: list[list[dict[str, Any]]] = field(default_factory=list[list[dict[str, Any]]])
     permission_requests: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     lose_deferred_calls: bool = False
+    hooks_before_stop: bool = False
     _ids: itertools.count[int] = field(default_factory=itertools.count)
 
     def transport(self, options: ClaudeAgentOptions) -> Transport:
@@ -237,11 +216,11 @@ class ScriptedTransport(Transport):
             self._cli.resumed_transcripts.append([dict(entry) for entry in loaded])
             # The CLI resumes the tool use its transcript was deferred at: hook first, then the tool.
             pending = cast(dict[str, Any], self._transcript[-1]["deferred"])
-            use = ScriptedToolUse(pending["id"], pending["name"], pending["input"])
+            use = ApiToolUse(pending["id"], pending["name"], pending["input"])
             earlier = cast(list[list[Any]], self._transcript[-1].get("results", []))
             results = [(str(i), str(t), bool(e)) for i, t, e in earlier]
             if self._cli.lose_deferred_calls:
-                results.append((use.id, LOST_TOOL_RESULT, True))
+                results.append((use.tool_use_id, LOST_TOOL_RESULT, True))
             else:
                 async for message in self._tool_use(use, results):
                     assert message is not None, "the hook deferred the call it resumes"
@@ -256,20 +235,20 @@ class ScriptedTransport(Transport):
         while True:
             self._cli.model_inputs.append([(str(i), str(t), bool(e)) for i, t, e in results])
             response = self._cli.responses.pop(0)
-            if response.api_error_status is not None:
+            if response.error_status is not None:
                 # The CLI retried and gave up: an error result, with no assistant message.
                 yield self._mirror()
                 yield self._result(
                     is_error=True,
-                    result=f"API Error: {response.api_error_status} scripted failure",
-                    api_error_status=response.api_error_status,
+                    result=f"API Error: {response.error_status} {response.error_message}",
+                    api_error_status=response.error_status,
                     stop_reason=None,
                 )
                 return
             results = []
-            deferred: list[ScriptedToolUse] = []
+            deferred: list[ApiToolUse] = []
             tool_uses = self._tool_uses(response.tool_uses, results, deferred)
-            if response.hooks_before_stop:
+            if self._cli.hooks_before_stop:
                 async for message in self._model_call(response, before_stop=tool_uses):
                     yield message
             else:
@@ -284,7 +263,7 @@ class ScriptedTransport(Transport):
             if deferred:
                 # The CLI keeps the last deferred call (and the other results) for the resume.
                 last = deferred[-1]
-                deferred_use = {"id": last.id, "name": last.name, "input": dict(last.input)}
+                deferred_use = {"id": last.tool_use_id, "name": last.cli_name, "input": dict(last.input)}
                 self._record({"type": "system", "deferred": deferred_use, "results": results})
                 yield self._mirror()
                 yield self._result(result="", stop_reason="tool_deferred", deferred_tool_use=deferred_use)
@@ -293,9 +272,9 @@ class ScriptedTransport(Transport):
 
     async def _tool_uses(
         self,
-        uses: Sequence[ScriptedToolUse],
+        uses: Sequence[ApiToolUse],
         results: list[tuple[str, str, bool]],
-        deferred: list[ScriptedToolUse],
+        deferred: list[ApiToolUse],
     ) -> AsyncIterator[dict[str, Any]]:
         """Ask about and run every tool use of a response; collect the deferred ones in ``deferred``."""
         for use in uses:
@@ -306,10 +285,16 @@ class ScriptedTransport(Transport):
                     yield message
 
     async def _model_call(
-        self, response: ScriptedResponse, before_stop: AsyncIterator[dict[str, Any]] | None = None
+        self, response: ApiReply, before_stop: AsyncIterator[dict[str, Any]] | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         self._model_calls += 1
-        for key, value in response.usage.items():
+        usage = {
+            "input_tokens": response.input_tokens,
+            "output_tokens": response.output_tokens,
+            "cache_read_input_tokens": response.cache_read_input_tokens,
+            "cache_creation_input_tokens": response.cache_creation_input_tokens,
+        }
+        for key, value in usage.items():
             self._usage[key] = self._usage.get(key, 0) + value
         message_id = self._cli.next_id("msg")
         blocks: list[dict[str, Any]] = []
@@ -323,7 +308,12 @@ class ScriptedTransport(Transport):
                 delta = {"type": "text_delta", "text": piece}
                 events.append({"type": "content_block_delta", "index": 0, "delta": delta})
         for use in response.tool_uses:
-            block = {"type": "tool_use", "id": use.id, "name": use.name, "input": dict(use.input)}
+            block = {
+                "type": "tool_use",
+                "id": use.tool_use_id,
+                "name": use.cli_name,
+                "input": dict(use.input),
+            }
             blocks.append(block)
             events.append({"type": "content_block_start", "index": len(blocks) - 1, "content_block": block})
         for event in events:
@@ -352,7 +342,7 @@ class ScriptedTransport(Transport):
         }
 
     async def _tool_use(
-        self, use: ScriptedToolUse, results: list[tuple[str, str, bool]]
+        self, use: ApiToolUse, results: list[tuple[str, str, bool]]
     ) -> AsyncIterator[dict[str, Any] | None]:
         """Ask the hook about one tool use and run it; yields `None` when the hook defers it."""
         kind: str | None = None
@@ -362,13 +352,13 @@ class ScriptedTransport(Transport):
                 {
                     "subtype": "hook_callback",
                     "callback_id": callback_id,
-                    "tool_use_id": use.id,
+                    "tool_use_id": use.tool_use_id,
                     "input": {
                         "hook_event_name": "PreToolUse",
                         "session_id": self._session_id,
-                        "tool_name": use.name,
+                        "tool_name": use.cli_name,
                         "tool_input": dict(use.input),
-                        "tool_use_id": use.id,
+                        "tool_use_id": use.tool_use_id,
                     },
                 }
             )
@@ -379,23 +369,23 @@ class ScriptedTransport(Transport):
                 reason = cast(str | None, output.get("permissionDecisionReason"))
                 if kind != "allow":
                     break
-        self._cli.hook_decisions.append((use.id, kind or "none", reason))
+        self._cli.hook_decisions.append((use.tool_use_id, kind or "none", reason))
         if kind is None:
             # No hook decided: the permission system does (allowed tools, then can_use_tool).
             refusal: str | None = None
-            if use.name not in self._options.allowed_tools:
+            if use.cli_name not in self._options.allowed_tools:
                 if self._options.can_use_tool is None:
                     refusal = (
-                        f"Claude requested permissions to use {use.name}, but you haven't granted it yet."
+                        f"Claude requested permissions to use {use.cli_name}, but you haven't granted it yet."
                     )
                 else:
-                    self._cli.permission_requests.append((use.name, use.id))
+                    self._cli.permission_requests.append((use.cli_name, use.tool_use_id))
                     request, answer = self._request(
                         {
                             "subtype": "can_use_tool",
-                            "tool_name": use.name,
+                            "tool_name": use.cli_name,
                             "input": dict(use.input),
-                            "tool_use_id": use.id,
+                            "tool_use_id": use.tool_use_id,
                             "permission_suggestions": [],
                         }
                     )
@@ -405,26 +395,26 @@ class ScriptedTransport(Transport):
                         refusal = str(verdict.get("message", ""))
             if refusal is not None:
                 # The permission system's refusal reaches the model verbatim.
-                results.append((use.id, refusal, True))
+                results.append((use.tool_use_id, refusal, True))
                 return
             kind = "allow"
         if kind == "defer":
             yield None
         elif kind == "deny":
-            results.append((use.id, f"PreToolUse:{use.name} hook error: {reason}", True))
-        elif use.name.startswith("mcp__dex__"):
+            results.append((use.tool_use_id, f"PreToolUse:{use.cli_name} hook error: {reason}", True))
+        elif use.cli_name.startswith("mcp__dex__"):
             params = {
-                "name": use.name.removeprefix("mcp__dex__"),
+                "name": use.cli_name.removeprefix("mcp__dex__"),
                 "arguments": dict(use.input),
-                "_meta": {"claudecode/toolUseId": use.id},
+                "_meta": {"claudecode/toolUseId": use.tool_use_id},
             }
             request, answer = self._mcp("tools/call", params)
             yield request
             result = cast(dict[str, Any], (await answer)["mcp_response"]["result"])
             text = "\n".join(str(block.get("text", "")) for block in result.get("content", []))
-            results.append((use.id, text, bool(result.get("isError"))))
+            results.append((use.tool_use_id, text, bool(result.get("isError"))))
         else:
-            results.append((use.id, f"{use.name} ran inline", False))
+            results.append((use.tool_use_id, f"{use.cli_name} ran inline", False))
 
     def _tool_results_message(self, results: list[tuple[str, str, bool]]) -> dict[str, Any]:
         content = [

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,15 @@ from claude_agent_sdk import (
     ToolPermissionContext,
 )
 from dex_agents import AgentSessionFlow
-from dex_agents.testing import STATE_DIR_ENV, matrix_session_options, with_model_call_scope
+from dex_agents.testing import (
+    STATE_DIR_ENV,
+    matrix_session_options,
+    mcp_inventory_server_command,
+    with_model_call_scope,
+)
 
 from dex_agents_claude_agent_sdk import ClaudeAgentRunner, McpStdioServer
 from tests.scripted_claude import matrix_tools, scripted_options, scripted_options_with
-
-MCP_SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
 
 
 def mcp_log_path(state_dir: Path) -> Path:
@@ -53,9 +55,8 @@ def build_flows() -> tuple[AgentSessionFlow, ...]:
     whose `can_use_tool` refuses Bash next to the matrix tools."""
     # The test process builds the Flows only to talk to sessions; the server runs when a Worker lists tools.
     state_dir = Path(os.environ.get(STATE_DIR_ENV, "."))
-    inventory = McpStdioServer(
-        sys.executable, [str(MCP_SERVER_SCRIPT)], env={"MCP_TEST_LOG": str(mcp_log_path(state_dir))}
-    )
+    server = mcp_inventory_server_command(mcp_log_path(state_dir))
+    inventory = McpStdioServer(server.command, server.args, env=server.env)
     return (
         AgentSessionFlow(
             with_model_call_scope(ClaudeAgentRunner(scripted_options, matrix_tools())),

@@ -19,9 +19,11 @@ from dex_agents.testing import (
     recorded_usage,
     text_by_model_step,
     wait_for_turn_end,
+    wait_until,
 )
 
 from tests.matrix_spec import PACKAGE_DIR
+from tests.processes import is_running, running_tree
 from tests.scripted_claude import unexpected_requests_log
 from tests.specifics_agents import BASH_REFUSAL, build_flows, permission_log_path
 
@@ -324,3 +326,41 @@ async def test_inline_read_tools_false_runs_every_read_in_its_own_step(session: 
     calls = session.stack.invocations.model_calls(session_id)
     assert len(calls) == 2 and calls[0].step_execution_id != calls[1].step_execution_id
     assert executed_step_types(await session.stack.read_step_history(session_id)) == ONE_TOOL_STEP
+
+
+async def test_cancel_turn_during_a_built_in_command_kills_the_cli_and_the_command(
+    session: Session, tmp_path: Path
+) -> None:
+    session_id = session.stack.new_session_id("cancel-bash")
+    pid_file = tmp_path / "command.pid"
+    # The command writes its shell's process ID and becomes a long sleep that ignores SIGTERM, as some
+    # commands do: a child of the CLI's run that only a kill ends.
+    command = f"trap '' TERM && echo $$ > {pid_file} && exec sleep 600"
+    bash = ScriptedToolCall("Bash", {"command": command, "description": "wait"}, "bash-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [ScriptedResponse(tool_calls=(bash,)), ScriptedResponse(text="Never said.")],
+            [ScriptedResponse(text="Stopped.")],
+        ],
+    )
+    await session.builtins.start_session(session_id, "Wait a while")
+    await wait_until("the command to start", lambda: pid_file.exists() and pid_file.read_text().strip())
+    command_pid = int(pid_file.read_text())
+    [worker] = session.stack.workers
+    run = running_tree(worker.pid)
+    assert command_pid in run and is_running(command_pid), (command_pid, run)
+
+    assert await session.builtins.cancel_turn(session_id)
+    cancelled = await wait_for_turn_end(session.builtins, session_id, 1)
+    # The CLI and every process it started were killed, the command included, not left to run on.
+    await wait_until("the CLI run's processes to end", lambda: not [pid for pid in run if is_running(pid)])
+    assert cancelled.state is not None and cancelled.state.last_turn_error is None, cancelled.state
+    # The cancelled run made no deferral, so nothing of it is kept: no call waits for a result.
+    assert [message.role for message in cancelled.messages] == [MessageRole.USER]
+
+    assert await session.builtins.send_user_message(session_id, "Never mind")
+    done = await wait_for_turn_end(session.builtins, session_id, 2)
+    assert done.messages[-1].text == "Stopped.", done.messages
+    [next_call] = session.stack.invocations.model_calls(session_id, "turn-2")
+    assert "Wait a while" in next_call.model_input_text and "Never mind" in next_call.model_input_text

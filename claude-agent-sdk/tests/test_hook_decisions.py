@@ -15,7 +15,7 @@ from claude_agent_sdk.types import HookContext, HookInput
 from dex_agents import AgentEvent, AgentEventWriter, AgentTurnContext, ToolEffect, ToolPolicy
 
 from dex_agents_claude_agent_sdk import REFUSED_TOOL_CALL_MESSAGE
-from dex_agents_claude_agent_sdk._runner import _HarnessRun  # pyright: ignore[reportPrivateUsage]
+from dex_agents_claude_agent_sdk._harness_run import HarnessRun
 
 
 @tool("lookup", "Read.", {"id": str}, annotations=ToolAnnotations(readOnlyHint=True))
@@ -32,7 +32,7 @@ async def _heartbeat() -> None:
     return None
 
 
-def make_run() -> tuple[_HarnessRun, list[AgentEvent]]:
+def make_run() -> tuple[HarnessRun, list[AgentEvent]]:
     events: list[AgentEvent] = []
     writer = AgentEventWriter(events.append, "turn-1", 1, "RunModel-1")
     turn = AgentTurnContext(
@@ -47,10 +47,10 @@ def make_run() -> tuple[_HarnessRun, list[AgentEvent]]:
         default_tool_effect=ToolEffect.UNCLASSIFIED,
         heartbeat_function=_heartbeat,
     )
-    return _HarnessRun(turn=turn, tools={"lookup": lookup, "refund": refund}, inline_read_tools=True), events
+    return HarnessRun(turn=turn, tools={"lookup": lookup, "refund": refund}, inline_read_tools=True), events
 
 
-def stream(run: _HarnessRun, *uses: tuple[str, str], text: str = "") -> list[StreamEvent]:
+def stream(run: HarnessRun, *uses: tuple[str, str], text: str = "") -> list[StreamEvent]:
     """The stream events of one response with ``text`` and tool uses ``(id, CLI name)``."""
     raw: list[dict[str, Any]] = [{"type": "message_start", "message": {}}]
     if text:
@@ -63,7 +63,7 @@ def stream(run: _HarnessRun, *uses: tuple[str, str], text: str = "") -> list[Str
     return [StreamEvent(uuid=str(n), session_id="cli", event=event) for n, event in enumerate(raw)]
 
 
-async def decide(run: _HarnessRun, tool_use_id: str, name: str) -> dict[str, Any]:
+async def decide(run: HarnessRun, tool_use_id: str, name: str) -> dict[str, Any]:
     """The hook's `hookSpecificOutput` for one call (empty when the hook makes no decision)."""
     data = cast(HookInput, {"tool_name": name, "tool_input": {"id": "A"}, "tool_use_id": tool_use_id})
     output = await run.pre_tool_use(data, tool_use_id, cast(HookContext, {"signal": None}))

@@ -3,8 +3,9 @@
 The core's harness runs every item. Items 4, 5, 7, 8, 9, 10 and 11 run unchanged. Item 12 (an unknown
 tool, beyond the design's 11) is skipped: the CLI refuses a tool name the agent does not have itself,
 inside `RunModel`, and asks the model again in the same run, so no tool Step records the call.
-Items 1, 2, 3 and 6 are about read tools, which the whole-turn harness runs inline in the CLI rather than
-in `CallTool` Steps, so this class replaces them with what holds in harness mode, and proves it:
+Items 13 and 14 run unchanged (item 13 with `MatrixSpec.runs_reads_inline`). Items 1, 2, 3, 6 and 15 are
+about read tools, which the whole-turn harness runs inline in the CLI rather than in `CallTool` Steps, so
+this class replaces them with what holds in harness mode, and proves it:
 
 1. a read turn is one `RunModel` (two model calls and the read inside it), and the history replays;
 2. parallel reads run inside `RunModel`, at the same time; parallel non-read calls cannot all wait at once
@@ -12,23 +13,28 @@ in `CallTool` Steps, so this class replaces them with what holds in harness mode
    and re-issued;
 3. the approval waits after the inline read, survives a Worker restart, and the write runs once;
 6. a Worker killed in `RunModel` repeats the model calls and the inline read of that `RunModel`
-   (at least once), never a write that already ran in its own Step.
+   (at least once), never a write that already ran in its own Step;
+15. `cancel_turn` during a resumed run's model call kills the CLI and everything it started, and the turn
+    keeps the read and the write of its deferral, with their results.
 """
 
 import collections
-import itertools
 
-from dex_agents import MessageRole
+from dex_agents import TURN_CANCELLED_NOTE_HEADER, AgentEventType, MessageRole
 from dex_agents.testing import (
     ScriptedResponse,
     executed_step_types,
+    read_agent_events,
+    stored_calls_without_result,
     wait_for_agent_snapshot,
     wait_for_turn_end,
+    wait_until,
 )
 from dex_agents.testing.matrix import AgentMatrixTests, MatrixHarness
 
 from dex_agents_claude_agent_sdk import REFUSED_TOOL_CALL_MESSAGE
 from tests.matrix_spec import SPEC
+from tests.processes import command_line, is_running, running_tree
 
 
 class TestClaudeAgentSdkMatrix(AgentMatrixTests):
@@ -199,18 +205,60 @@ class TestClaudeAgentSdkMatrix(AgentMatrixTests):
             "RunModel",
         ]
 
-    async def test_13_no_run_model_attempt_repeats_a_model_call(self, harness: MatrixHarness) -> None:
-        """Across the matrix (this test runs last), no RunModel attempt repeats a model call.
+    async def test_15_a_turn_cancelled_during_a_model_call_stops_it_and_keeps_the_tool_results(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Harness mode: cancel_turn kills the CLI in its model call; the turn keeps its deferral's items.
 
-        In harness mode one attempt may make several model calls (one more per response of inline reads),
-        but never the same call twice: each call's input holds more than the one before it.
+        The core's item 15 cancels the model call after an inline read, in the same CLI run, so the read
+        is dropped with that run, as a retried RunModel repeats it (at least once). Here the cancelled
+        model call is a resumed run's, after the read and the write of the first run: both are kept with
+        their results, the CLI and everything it started are gone, and the next turn reads both results.
         """
-        calls = [call for call in harness.stack.invocations.read() if call.kind == "model"]
-        assert len(calls) >= 11
-        runs: dict[tuple[str, str, int, int], list[tuple[str, ...]]] = collections.defaultdict(list)
-        for call in calls:
-            assert call.step_execution_id, call
-            runs[(call.session_id, call.step_execution_id, call.attempt, call.pid)].append(call.model_input)
-        for run, inputs in runs.items():
-            assert all(len(later) > len(earlier) for earlier, later in itertools.pairwise(inputs)), run
-        assert any(len(inputs) > 1 for inputs in runs.values()), "no attempt made an inline read"
+        session = harness.stack.new_session_id("m15")
+        read = harness.call(harness.tools.read, "read-1", output="A-1 shipped on Monday")
+        receipt = harness.call(harness.tools.idempotent_write, "receipt-1", output="Receipt of A-1 sent")
+        harness.script(
+            session,
+            [ScriptedResponse(tool_calls=(read, receipt)), ScriptedResponse(block_until_cancelled=True)],
+            [ScriptedResponse(text="It shipped on Monday; the receipt is sent.")],
+        )
+        await harness.sessions.start_session(session, "Where is A-1? Send its receipt.")
+        await wait_until(
+            "the resumed run's model call to start",
+            lambda: len(harness.model_calls(session, "turn-1")) == 2,
+        )
+        [worker] = harness.stack.workers
+        cli = await wait_until("the CLI of the resumed run", lambda: running_tree(worker.pid))
+        assert any("claude" in command_line(pid) for pid in cli), [command_line(pid) for pid in cli]
+
+        assert await harness.sessions.cancel_turn(session, "turn-1")
+        cancelled = await wait_for_turn_end(harness.sessions, session, 1)
+        await wait_until(
+            "the model call's request to be abandoned",
+            lambda: harness.stack.invocations.cancelled_model_calls(session, "turn-1"),
+        )
+        await wait_until("no process of the CLI run to be left", lambda: not (cli & running_tree(worker.pid)))
+        assert not [pid for pid in cli if is_running(pid)]
+        assert cancelled.state is not None and cancelled.state.last_turn_error is None, cancelled.state
+        assert stored_calls_without_result(cancelled.messages) == [], cancelled.messages
+        ended = [message for message in cancelled.messages if message.turn_id == "turn-1"]
+        results = {
+            message.tool_call_id: message.tool_output for message in ended if message.role is MessageRole.TOOL
+        }
+        assert results == {"read-1": "A-1 shipped on Monday", "receipt-1": "Receipt of A-1 sent"}, ended
+        assert not any(TURN_CANCELLED_NOTE_HEADER in (message.text or "") for message in ended), ended
+
+        assert await harness.sessions.send_user_message(session, "When did it ship?")
+        done = await wait_for_turn_end(harness.sessions, session, 2)
+        assert done.messages[-1].text == "It shipped on Monday; the receipt is sent.", done.messages
+        [next_call] = harness.model_calls(session, "turn-2")
+        for seen in ("[read-1] ok: A-1 shipped on Monday", "[receipt-1] ok: Receipt of A-1 sent"):
+            assert seen in next_call.model_input_text, (seen, next_call.model_input_text)
+        assert len(harness.tool_runs(session, harness.tools.read)) == 1
+        assert len(harness.tool_runs(session, harness.tools.idempotent_write)) == 1
+        events = await read_agent_events(harness.sessions, session)
+        assert [event.type for event in events].count(AgentEventType.TURN_CANCELLED) == 1
+        steps = await harness.executed(session)
+        assert "FinishTurnCancellation" in steps and "ApplyTurnControl" in steps, steps
+        assert "RecordTurnFailure" not in steps, steps

@@ -17,11 +17,13 @@ def test_public_api_is_pinned() -> None:
         "framework_effect",
     ]
     assert dex_agents_claude_agent_sdk.testing.__all__ == [
+        "OFFLINE_ENV",
         "AnthropicApiServer",
         "ApiReply",
         "ApiRequest",
         "ApiToolUse",
         "Responder",
+        "ScriptedClaudeApi",
     ]
 
 

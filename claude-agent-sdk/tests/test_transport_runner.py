@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -38,8 +39,11 @@ from dex_agents import (
 from dex_agents.runner import ToolCallsRequested, TurnCompleted
 
 from dex_agents_claude_agent_sdk import REFUSED_TOOL_CALL_MESSAGE, ClaudeAgentRunner, ClaudeRunState
-from dex_agents_claude_agent_sdk import _runner as runner_module  # pyright: ignore[reportPrivateUsage]
-from tests.scripted_transport import LOST_TOOL_RESULT, ScriptedCli, ScriptedResponse, ScriptedToolUse
+from dex_agents_claude_agent_sdk import (
+    _harness_run as harness_run_module,  # pyright: ignore[reportPrivateUsage]
+)
+from dex_agents_claude_agent_sdk.testing import ApiReply, ApiToolUse
+from tests.scripted_transport import LOST_TOOL_RESULT, ScriptedCli
 
 ran: list[tuple[str, dict[str, Any]]] = []
 
@@ -60,6 +64,11 @@ async def refund(arguments: dict[str, Any]) -> dict[str, Any]:
 async def reindex(arguments: dict[str, Any]) -> dict[str, Any]:
     ran.append(("reindex", arguments))
     return {"content": [{"type": "text", "text": "reindexed"}]}
+
+
+def cached(text: str = "", tool_uses: Sequence[ApiToolUse] = ()) -> ApiReply:
+    """A reply that reports cache use too: 10 input, 3 cache-read, 2 cache-write and 5 output tokens."""
+    return ApiReply(text, tool_uses, cache_read_input_tokens=3, cache_creation_input_tokens=2)
 
 
 @pytest.fixture(autouse=True)
@@ -107,8 +116,8 @@ def runner(cli: ScriptedCli, **kwargs: Any) -> ClaudeAgentRunner:
     return ClaudeAgentRunner(tools=[lookup, refund, reindex], transport_factory=cli.transport, **kwargs)
 
 
-def use(tool_use_id: str, name: str, **arguments: Any) -> ScriptedToolUse:
-    return ScriptedToolUse(tool_use_id, f"mcp__dex__{name}", arguments)
+def use(tool_use_id: str, name: str, **arguments: Any) -> ApiToolUse:
+    return ApiToolUse(tool_use_id, name, arguments)
 
 
 def record(call_id: str, status: ToolCallStatus, tool_name: str = "refund", **fields: Any) -> AgentToolCall:
@@ -125,7 +134,7 @@ def record(call_id: str, status: ToolCallStatus, tool_name: str = "refund", **fi
 
 
 async def test_a_write_ends_the_run_and_becomes_the_one_deferred_call_with_its_policy() -> None:
-    cli = ScriptedCli([ScriptedResponse("Refunding.", [use("toolu_w", "refund", id="A")])])
+    cli = ScriptedCli([ApiReply("Refunding.", [use("toolu_w", "refund", id="A")])])
     outcome = await runner(cli).run_model_step(turn([]))
 
     assert isinstance(outcome, ToolCallsRequested)
@@ -150,7 +159,7 @@ async def test_a_write_ends_the_run_and_becomes_the_one_deferred_call_with_its_p
 
 
 async def test_an_annotated_idempotent_write_is_deferred_with_the_effect_its_hint_declares() -> None:
-    cli = ScriptedCli([ScriptedResponse(tool_uses=[use("toolu_i", "reindex")])])
+    cli = ScriptedCli([ApiReply(tool_uses=[use("toolu_i", "reindex")])])
     outcome = await runner(cli).run_model_step(turn([]))
 
     assert isinstance(outcome, ToolCallsRequested)
@@ -161,8 +170,8 @@ async def test_an_annotated_idempotent_write_is_deferred_with_the_effect_its_hin
 async def test_a_read_runs_inline_and_the_cli_calls_the_model_again_in_the_same_run() -> None:
     cli = ScriptedCli(
         [
-            ScriptedResponse("Checking.", [use("toolu_r", "lookup", id="A")]),
-            ScriptedResponse("Order A shipped."),
+            ApiReply("Checking.", [use("toolu_r", "lookup", id="A")]),
+            ApiReply("Order A shipped."),
         ]
     )
     outcome = await runner(cli).run_model_step(turn([]))
@@ -182,7 +191,7 @@ async def test_a_read_runs_inline_and_the_cli_calls_the_model_again_in_the_same_
 
 async def test_a_retried_model_step_runs_its_inline_read_again() -> None:
     # At least once: a RunModel retry is a whole new CLI run, reads included.
-    script = [ScriptedResponse(tool_uses=[use("toolu_r", "lookup", id="A")]), ScriptedResponse("Shipped.")]
+    script = [ApiReply(tool_uses=[use("toolu_r", "lookup", id="A")]), ApiReply("Shipped.")]
     cli = ScriptedCli([*script, *script])
     for attempt in (1, 2):
         outcome = await runner(cli).run_model_step(turn([], attempt=attempt))
@@ -193,7 +202,7 @@ async def test_a_retried_model_step_runs_its_inline_read_again() -> None:
 async def test_several_writes_in_one_response_defer_the_last_and_refuse_the_others() -> None:
     cli = ScriptedCli(
         [
-            ScriptedResponse(
+            ApiReply(
                 tool_uses=[
                     use("toolu_1", "refund", id="A"),
                     use("toolu_2", "lookup", id="A"),
@@ -201,7 +210,7 @@ async def test_several_writes_in_one_response_defer_the_last_and_refuse_the_othe
                     use("toolu_4", "refund", id="C"),
                 ]
             ),
-            ScriptedResponse("Refunded C; A and B next."),
+            ApiReply("Refunded C; A and B next."),
         ]
     )
     events: list[AgentEvent] = []
@@ -245,9 +254,7 @@ async def test_several_writes_in_one_response_defer_the_last_and_refuse_the_othe
 async def test_resume_feeds_the_recorded_outcome_to_the_model_through_the_shim(
     status: ToolCallStatus, fields: dict[str, Any], seen: str, is_error: bool
 ) -> None:
-    cli = ScriptedCli(
-        [ScriptedResponse("Refunding.", [use("toolu_w", "refund", id="A")]), ScriptedResponse("Noted.")]
-    )
+    cli = ScriptedCli([ApiReply("Refunding.", [use("toolu_w", "refund", id="A")]), ApiReply("Noted.")])
     first = await runner(cli).run_model_step(turn([]))
     assert isinstance(first, ToolCallsRequested)
 
@@ -273,8 +280,8 @@ async def test_resume_feeds_the_recorded_outcome_to_the_model_through_the_shim(
 async def test_text_streams_as_deltas_and_usage_is_the_runs_own() -> None:
     cli = ScriptedCli(
         [
-            ScriptedResponse("Let me look.", [use("toolu_r", "lookup", id="A")]),
-            ScriptedResponse("It shipped."),
+            cached("Let me look.", [use("toolu_r", "lookup", id="A")]),
+            cached("It shipped."),
         ]
     )
     events: list[AgentEvent] = []
@@ -288,9 +295,7 @@ async def test_text_streams_as_deltas_and_usage_is_the_runs_own() -> None:
     assert outcome.usage.cached_input_tokens == 6
 
     # The resumed run reports only its own model call, not the session's total.
-    cli = ScriptedCli(
-        [ScriptedResponse(tool_uses=[use("toolu_w", "refund", id="A")]), ScriptedResponse("Done.")]
-    )
+    cli = ScriptedCli([cached(tool_uses=[use("toolu_w", "refund", id="A")]), cached("Done.")])
     first = await runner(cli).run_model_step(turn([]))
     assert isinstance(first, ToolCallsRequested)
     calls = {"toolu_w": record("toolu_w", ToolCallStatus.SUCCEEDED, output="ok")}
@@ -300,14 +305,14 @@ async def test_text_streams_as_deltas_and_usage_is_the_runs_own() -> None:
 
 @pytest.mark.parametrize("status", [429, 500, 529])
 async def test_an_api_error_a_retry_may_cure_fails_the_attempt(status: int) -> None:
-    cli = ScriptedCli([ScriptedResponse(api_error_status=status)])
+    cli = ScriptedCli([ApiReply(error_status=status)])
     with pytest.raises(RuntimeError, match=f"status {status}"):
         await runner(cli).run_model_step(turn([]))
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 413])
 async def test_an_api_error_a_retry_would_repeat_ends_the_turn(status: int) -> None:
-    cli = ScriptedCli([ScriptedResponse(api_error_status=status)])
+    cli = ScriptedCli([ApiReply(error_status=status)])
     outcome = await runner(cli).run_model_step(turn([]))
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error is not None and f"API Error: {status}" in outcome.turn_error
@@ -324,11 +329,11 @@ async def test_a_built_in_call_is_left_to_the_users_can_use_tool_which_may_refus
             return PermissionResultDeny(message="Bash is off limits here.")
         return PermissionResultAllow()
 
-    bash = ScriptedToolUse("toolu_b", "Bash", {"command": "rm -rf /srv/orders"})
+    bash = ApiToolUse("toolu_b", "Bash", {"command": "rm -rf /srv/orders"})
     cli = ScriptedCli(
         [
-            ScriptedResponse(tool_uses=[use("toolu_r", "lookup", id="A"), bash]),
-            ScriptedResponse("I may not run commands."),
+            ApiReply(tool_uses=[use("toolu_r", "lookup", id="A"), bash]),
+            ApiReply("I may not run commands."),
         ]
     )
     options = ClaudeAgentOptions(tools=["Bash"], can_use_tool=refuse_bash)
@@ -350,8 +355,8 @@ async def test_a_built_in_call_is_left_to_the_users_can_use_tool_which_may_refus
 
 
 async def test_a_built_in_the_user_did_not_allow_is_refused_by_the_clis_permission_system() -> None:
-    bash = ScriptedToolUse("toolu_b", "Bash", {"command": "date"})
-    script = [ScriptedResponse(tool_uses=[bash]), ScriptedResponse("Done.")]
+    bash = ApiToolUse("toolu_b", "Bash", {"command": "date"})
+    script = [ApiReply(tool_uses=[bash]), ApiReply("Done.")]
     cli = ScriptedCli([*script, *script])
 
     refused = await runner(cli, options=ClaudeAgentOptions(tools=["Bash"])).run_model_step(turn([]))
@@ -371,9 +376,9 @@ async def test_a_resumed_run_answers_the_deferred_call_by_its_id_never_another_c
     # reads another order with the same tool.
     cli = ScriptedCli(
         [
-            ScriptedResponse(tool_uses=[use("toolu_1", "refund", id="A"), use("toolu_2", "lookup", id="B")]),
-            ScriptedResponse(tool_uses=[use("toolu_3", "lookup", id="C")]),
-            ScriptedResponse("Done."),
+            ApiReply(tool_uses=[use("toolu_1", "refund", id="A"), use("toolu_2", "lookup", id="B")]),
+            ApiReply(tool_uses=[use("toolu_3", "lookup", id="C")]),
+            ApiReply("Done."),
         ]
     )
     first = await runner(cli).run_model_step(turn([]))
@@ -393,12 +398,10 @@ async def test_a_resumed_run_answers_the_deferred_call_by_its_id_never_another_c
 async def test_a_hook_that_gives_up_waiting_for_the_response_still_defers_a_lone_write(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(runner_module, "_RESPONSE_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(harness_run_module, "RESPONSE_WAIT_SECONDS", 0.05)
     cli = ScriptedCli(
-        [
-            ScriptedResponse(tool_uses=[use("toolu_1", "refund", id="A")], hooks_before_stop=True),
-            ScriptedResponse("Refunded."),
-        ]
+        [ApiReply(tool_uses=[use("toolu_1", "refund", id="A")]), ApiReply("Refunded.")],
+        hooks_before_stop=True,
     )
     first = await runner(cli).run_model_step(turn([]))
     assert isinstance(first, ToolCallsRequested)
@@ -413,11 +416,9 @@ async def test_a_hook_that_gives_up_waiting_for_the_response_still_defers_a_lone
 async def test_two_writes_deferred_after_a_long_wait_fail_the_attempt_and_the_retry_defers_the_last(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(runner_module, "_RESPONSE_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(harness_run_module, "RESPONSE_WAIT_SECONDS", 0.05)
     writes = [use("toolu_1", "refund", id="A"), use("toolu_2", "refund", id="B")]
-    cli = ScriptedCli(
-        [ScriptedResponse(tool_uses=writes, hooks_before_stop=True), ScriptedResponse(tool_uses=writes)]
-    )
+    cli = ScriptedCli([ApiReply(tool_uses=writes), ApiReply(tool_uses=writes)], hooks_before_stop=True)
     # The hook never saw the whole response, so it deferred both; the CLI keeps only the last, and
     # toolu_1 would silently get no result.
     with pytest.raises(
@@ -429,6 +430,7 @@ async def test_two_writes_deferred_after_a_long_wait_fail_the_attempt_and_the_re
     assert cli.hook_decisions == [("toolu_1", "defer", None), ("toolu_2", "defer", None)]
 
     # The retried attempt sees the whole response: one write refused, the last deferred, as the CLI reports.
+    cli.hooks_before_stop = False
     retry = await runner(cli).run_model_step(turn([], attempt=2))
     assert isinstance(retry, ToolCallsRequested)
     assert [(c.tool_call_id, json.loads(c.arguments)) for c in retry.tool_calls] == [("toolu_2", {"id": "B"})]

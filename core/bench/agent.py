@@ -32,7 +32,8 @@ from dex_agents.testing import text_chunks
 TOOL_NAME = "lookup_order"
 
 
-def _item(kind: str, size: int, **fields: str) -> str:
+def item_of_size(kind: str, size: int, **fields: str) -> str:
+    """Return a ``framework_item`` of about ``size`` bytes."""
     body = {"kind": kind, **fields}
     text = json.dumps(body)
     return json.dumps({**body, "padding": "x" * max(0, size - len(text) - 15)})
@@ -44,7 +45,7 @@ class BareRunner:
     def build_user_message(self, text: str) -> FrameworkMessage:
         """Return the user message."""
         return FrameworkMessage(
-            role=MessageRole.USER, framework_item=_item("user", 239, text=text), text=text
+            role=MessageRole.USER, framework_item=item_of_size("user", 239, text=text), text=text
         )
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
@@ -56,11 +57,11 @@ class BareRunner:
         if turn.framework_run_state is None:
             policy = turn.resolve_tool_policy(TOOL_NAME)
             call = DeferredToolCall("lookup-1", TOOL_NAME, json.dumps({"order_id": "A-1"}), policy)
-            return ToolCallsRequested(_item("run_state", 1167), (call,), usage)
+            return ToolCallsRequested(item_of_size("run_state", 1167), (call,), usage)
         record = turn.tool_calls["lookup-1"]
         calls = FrameworkMessage(
             role=MessageRole.ASSISTANT,
-            framework_item=_item("assistant", 1065),
+            framework_item=item_of_size("assistant", 1065),
             text="Let me look that up. ",
             tool_call_id=record.tool_call_id,
             tool_name=record.tool_name,
@@ -68,13 +69,15 @@ class BareRunner:
         )
         result = FrameworkMessage(
             role=MessageRole.TOOL,
-            framework_item=_item("tool", 480),
+            framework_item=item_of_size("tool", 480),
             tool_call_id=record.tool_call_id,
             tool_name=record.tool_name,
             tool_output=record.output,
         )
         answer = FrameworkMessage(
-            role=MessageRole.ASSISTANT, framework_item=_item("assistant", 881), text="Order A-1 has shipped."
+            role=MessageRole.ASSISTANT,
+            framework_item=item_of_size("assistant", 881),
+            text="Order A-1 has shipped.",
         )
         return TurnCompleted((calls, result, answer), usage)
 

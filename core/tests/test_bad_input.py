@@ -130,25 +130,6 @@ async def test_starting_a_session_twice_or_with_an_oversized_message_is_refused(
     await _finish_with_a_normal_turn(harness, session, 2)
 
 
-async def test_session_settings_are_refused_by_an_idle_session_saying_why(harness: MatrixHarness) -> None:
-    # AgentSessionClient has no way to send settings; a raw start of this release's Flow can.
-    session = harness.stack.new_session_id("settings")
-    harness.script(session, _normal_turn())
-    start = AgentSessionStartInput(initial_message="Hi", session_settings={"model": "big", "effort": "high"})
-    await harness.stack.client.start_flow(harness.flows.main, session, start, StartFlowOptions())
-    refused = await wait_for_agent_snapshot(
-        harness.sessions,
-        session,
-        lambda snapshot: snapshot if snapshot.state is not None and snapshot.state.last_turn_error else None,
-        description="the settings to be refused",
-    )
-    assert refused.state is not None and refused.state.turn_count == 0
-    assert "session_settings (effort, model)" in str(refused.state.last_turn_error)
-    assert refused.messages == ()
-    assert not harness.model_calls(session)
-    await _finish_with_a_normal_turn(harness, session, 1)
-
-
 async def test_empty_session_settings_mean_none(harness: MatrixHarness) -> None:
     session = harness.stack.new_session_id("no-settings")
     harness.script(session, [ScriptedResponse(text="Hello.")])

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from dex.dexpb import dex_pb2 as pb
 
+from dex_agents import AgentEventWriter, ContextSummaryRequest, ContextSummaryResult
 from dex_agents.testing import (
     FileGate,
     Invocation,
@@ -14,8 +15,11 @@ from dex_agents.testing import (
     ScriptedResponse,
     ScriptedToolCall,
     ScriptStore,
+    scripted_model_response,
+    with_model_call_scope,
 )
 from dex_agents.testing._history import decode_value
+from tests.test_unit_values import _Runner  # pyright: ignore[reportPrivateUsage]
 
 
 def _append_many(path: str, worker: int, count: int) -> None:
@@ -99,3 +103,47 @@ def test_history_values_decode_like_the_sdk() -> None:
     }
     assert decode_value(pb.Value(internal_blob_id_for_obj_value="o-1")) == "<blob:o-1>"
     assert decode_value(pb.Value()) is None
+
+
+class _SummarizingRunner(_Runner):
+    """A framework's runner whose scripted model also makes the summary call."""
+
+    def __init__(self, store: ScriptStore) -> None:
+        self.store = store
+
+    def estimate_input_tokens(self, turn: object) -> int:
+        return 0
+
+    def select_compaction_cutoff(self, turn: object, retained_token_budget: int) -> int | None:
+        return None
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        response = await scripted_model_response(["summarize this"], self.store)
+        return ContextSummaryResult(response.text)
+
+
+async def test_a_wrapped_runner_summary_call_answers_from_the_summary_script(tmp_path: Path) -> None:
+    store = ScriptStore(tmp_path)
+    store.set_turns("s", [[ScriptedResponse(text="the turn's answer")]])
+    store.set_summaries("s", {"turn-2": ScriptedResponse(text="what happened so far")})
+
+    async def no_heartbeat() -> None:
+        return None
+
+    request = ContextSummaryRequest(
+        flow_id="s",
+        turn_id="turn-2",
+        attempt=1,
+        previous_summary=None,
+        messages=(),
+        through_sequence=4,
+        events=AgentEventWriter(lambda event: None, "turn-2", 1, "CompactContext-1"),
+        heartbeat_function=no_heartbeat,
+        input_token_budget=1000,
+    )
+    wrapped = with_model_call_scope(_SummarizingRunner(store))
+    assert (await wrapped.summarize_context(request)).text == "what happened so far"
+    assert [(call.kind, call.step_execution_id) for call in store.invocations.read()] == [
+        ("summary", "CompactContext-1")
+    ]
+    assert store.summary_response("s", "turn-9") == ScriptedResponse()  # unscripted: the default text

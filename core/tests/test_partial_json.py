@@ -21,8 +21,10 @@ from dex_agents import (
     AgentSessionClient,
     AgentSessionStartInput,
     AgentUserMessage,
+    CompactContextInput,
     ListAgentMessagesRequest,
     ResolveInterruptRequest,
+    agent_codec_registry,
 )
 from dex_agents.testing import ScriptedResponse, wait_for_agent_snapshot, wait_for_turn_end
 from dex_agents.testing.matrix import MatrixHarness
@@ -43,6 +45,8 @@ SPARSE_WRITER = CodecRegistry(
             ResolveInterruptRequest, lambda v: {"interrupt_id": v.interrupt_id, "approved": v.approved}
         ),
         ListAgentMessagesRequest: _sparse(ListAgentMessagesRequest, lambda v: {}),
+        # A Python Registry needs a codec for every Step input, and the SDK derives none for this union.
+        CompactContextInput | None: agent_codec_registry().resolve(CompactContextInput | None),
     }
 )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,14 +53,7 @@ from dex_agents.testing import (
     SessionSide,
     model_call_scope,
 )
-from tests.stepwise_litellm import (
-    ChatCompletionDeltaToolCall,
-    CustomLLM,
-    Delta,
-    Function,
-    ModelResponseStream,
-    StreamingChoices,
-)
+from tests.stepwise_litellm import CustomLLM, chunk, chunk_model, tool_delta, usage_chunk
 
 SESSION = "session-1"  # SessionSide's flow ID
 
@@ -136,60 +129,6 @@ def scripted(
 
 def model_inputs(store: ScriptStore) -> list[tuple[str, ...]]:
     return [call.model_input for call in store.invocations.read() if call.kind == "model"]
-
-
-# A provider that streams the chunks a test gives it, for what the script cannot express.
-
-
-class ChunkModel(CustomLLM):
-    def __init__(self) -> None:
-        super().__init__()
-        self.chunks: dict[str, list[object]] = {}
-
-    async def astreaming(  # pyright: ignore[reportIncompatibleMethodOverride]
-        self, model: str, messages: list[Any], *args: Any, **kwargs: Any
-    ) -> AsyncIterator[Any]:
-        for chunk in self.chunks[model]:
-            yield chunk
-
-
-CHUNK_MODEL = ChunkModel()
-litellm.custom_provider_map.append({"provider": "dex-test-chunks", "custom_handler": CHUNK_MODEL})
-
-
-def chunk(**delta: Any) -> ModelResponseStream:
-    return ModelResponseStream(choices=[StreamingChoices(index=0, delta=Delta(**delta))])
-
-
-def tool_delta(index: int, tool_call_id: str | None, name: str | None, arguments: str) -> ModelResponseStream:
-    call = ChatCompletionDeltaToolCall(
-        id=tool_call_id, index=index, type="function", function=Function(name=name, arguments=arguments)
-    )
-    return chunk(tool_calls=[call])
-
-
-def usage_chunk(
-    prompt: int, completion: int, *, cached: int = 0, reasoning: int = 0, finish: str = "stop"
-) -> dict[str, object]:
-    return {
-        "text": "",
-        "tool_use": None,
-        "is_finished": True,
-        "finish_reason": finish,
-        "index": 0,
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": cached},
-            "completion_tokens_details": {"reasoning_tokens": reasoning},
-        },
-    }
-
-
-def chunk_model(name: str, *chunks: object) -> LiteLLMModelClient:
-    CHUNK_MODEL.chunks[name] = list(chunks)
-    return LiteLLMModelClient(f"dex-test-chunks/{name}")
 
 
 async def test_text_and_reasoning_stream_to_the_turn_events_and_the_call_reports_its_usage() -> None:
@@ -489,10 +428,12 @@ async def test_tool_call_ids_the_session_would_refuse_are_replaced_in_the_call_a
     assert isinstance(outcome, ToolCallsRequested)
     ids = [call.tool_call_id for call in outcome.tool_calls]
     assert ids == ["call_1", "call-1", "call-2"]
-    state = json.loads(outcome.framework_run_state)
-    assistant = json.loads(state["items"][0]["framework_item"])
-    assert [call["id"] for call in assistant["tool_calls"]] == ids
-    assert state["pending_tool_call_ids"] == ids
+    assert [message.tool_call_id for message in outcome.new_messages] == ids
+    stored_ids = [
+        json.loads(message.framework_item)["tool_calls"][0]["id"] for message in outcome.new_messages
+    ]
+    assert stored_ids == ids
+    assert json.loads(outcome.framework_run_state)["pending_tool_call_ids"] == ids
 
 
 def lookup_driver(model: LiteLLMModelClient, decide: TurnContinuationDecider) -> Driver:
@@ -586,13 +527,14 @@ async def test_a_continuation_after_tool_calls_follows_their_results_in_the_next
     completed = await driver.step()
 
     assert isinstance(requested, ToolCallsRequested)
+    assert [message.tool_call_id for message in requested.new_messages] == ["read-1"]
     assert model_inputs(store)[1][-2:] == (
         "tool lookup_order [read-1]: A-1 has shipped",
         "user: Now summarize in one line.",
     )
     assert isinstance(completed, TurnCompleted) and completed.turn_error is None
+    # The call was stored with ToolCallsRequested; the turn's end stores what followed it.
     assert [(message.role, message.text or message.tool_output) for message in completed.new_messages] == [
-        (MessageRole.ASSISTANT, None),
         (MessageRole.TOOL, "A-1 has shipped"),
         (MessageRole.USER, "Now summarize in one line."),
         (MessageRole.ASSISTANT, "A-1 shipped."),
@@ -620,8 +562,12 @@ async def test_end_after_tool_calls_ends_the_turn_with_their_results_and_no_mode
 
     assert isinstance(completed, TurnCompleted) and completed.turn_error is None
     assert completed.usage == AgentUsage()
-    assert [message.role for message in completed.new_messages] == [MessageRole.ASSISTANT, MessageRole.TOOL]
-    assert completed.new_messages[-1].tool_output == "A-1 has shipped"
+    assert [message.tool_output for message in completed.new_messages] == ["A-1 has shipped"]
+    assert [message.text or message.tool_name for message in driver.side.messages] == [
+        "Where is A-1?",
+        "Looking.",
+        "lookup_order",
+    ]
     assert len(model_inputs(store)) == 1
 
 
@@ -662,13 +608,16 @@ async def test_unfinished_turn_messages_close_every_tool_call_with_its_result(st
 
     unfinished = await driver.runner.build_unfinished_turn_messages(driver.side.context())
 
+    # The answer and its calls were stored with the calls; only their results are missing.
+    assert [(message.role, message.tool_call_id) for message in driver.side.messages[1:]] == [
+        (MessageRole.ASSISTANT, None),
+        (MessageRole.ASSISTANT, "read-1"),
+        (MessageRole.ASSISTANT, "read-2"),
+    ]
     assert [(message.role, message.tool_call_id, message.tool_output) for message in unfinished] == [
-        (MessageRole.ASSISTANT, None, None),
         (MessageRole.TOOL, "read-1", "A-1 has shipped"),
         (MessageRole.TOOL, "read-2", "Not now."),
     ]
-    assistant = json.loads(unfinished[0].framework_item)
-    assert [call["id"] for call in assistant["tool_calls"]] == ["read-1", "read-2"]
 
 
 async def test_a_history_another_runner_stored_fails_with_a_clear_error(store: ScriptStore) -> None:

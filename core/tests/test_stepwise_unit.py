@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 import dex_agents.stepwise
 import dex_agents.stepwise.testing
-from dex_agents import FrameworkMessage, MessageRole, ToolEffect, ToolPolicy
+from dex_agents import RunStateFormatError, ToolEffect, ToolPolicy
 from dex_agents.stepwise import (
     AgentDefinition,
     FunctionTool,
@@ -25,7 +25,6 @@ from dex_agents.stepwise import (
     LiteLLMModelClient,
     ModelSettings,
     StepwiseRunner,
-    StepwiseRunStateError,
     ToolDefinition,
     ToolDefinitionError,
     ToolSource,
@@ -277,19 +276,28 @@ def test_forced_tool_choice_follows_the_model_map_and_thinking() -> None:
         LiteLLMModelClient("")
 
 
-def test_the_run_state_round_trips_and_a_foreign_one_fails_clearly() -> None:
-    item = FrameworkMessage(role=MessageRole.USER, framework_item='{"role":"user","content":"Hi"}', text="Hi")
+def test_the_run_state_round_trips_in_the_core_envelope_and_a_foreign_one_fails_clearly() -> None:
     state = StepwiseRunState(
-        items=(item,), pending_tool_call_ids=("c1",), continuation="Go on.", consecutive_continuations=2
+        pending_tool_call_ids=("c1", "c2"), continuation="Go on.", consecutive_continuations=2
     )
+    ended = StepwiseRunState(pending_tool_call_ids=("c3",), end_turn=True, turn_error="the hook raised")
 
     assert StepwiseRunState.from_json(state.to_json()) == state
+    assert StepwiseRunState.from_json(ended.to_json()) == ended
     assert StepwiseRunState.from_json(None) == StepwiseRunState()
-    assert '"consecutive_continuations"' not in StepwiseRunState().to_json()
-    with pytest.raises(StepwiseRunStateError, match="not a Stepwise run state"):
+    # The state is the loop's bookkeeping only: the turn's messages are stored as they come.
+    assert StepwiseRunState().to_json() == '{"format":"dex-agents-stepwise/run-state","version":1}'
+    with pytest.raises(RunStateFormatError, match="has no format, and StepwiseRunner reads"):
         StepwiseRunState.from_json('{"items": []}')
-    with pytest.raises(StepwiseRunStateError, match="malformed"):
-        StepwiseRunState.from_json('{"format": "dex-stepwise/1", "items": [{}], "pending_tool_call_ids": []}')
+    # The run state of the first Stepwise builds, before the envelope, is refused by name.
+    with pytest.raises(RunStateFormatError, match="has format 'dex-stepwise/1'"):
+        StepwiseRunState.from_json('{"format": "dex-stepwise/1", "items": [], "pending_tool_call_ids": []}')
+    with pytest.raises(RunStateFormatError, match="version 2 of 'dex-agents-stepwise/run-state'"):
+        StepwiseRunState.from_json('{"format": "dex-agents-stepwise/run-state", "version": 2}')
+    with pytest.raises(RunStateFormatError, match="malformed"):
+        StepwiseRunState.from_json(
+            '{"format": "dex-agents-stepwise/run-state", "version": 1, "pending_tool_call_ids": [1]}'
+        )
 
 
 def test_the_scripted_model_renders_what_the_model_reads() -> None:
@@ -317,6 +325,7 @@ STEPWISE_EXPORTS = {
     "END_TURN",
     "INSTALL_HINT",
     "MAX_CONSECUTIVE_CONTINUATIONS",
+    "MISSING_TOOL_RESULT",
     "AgentDefinition",
     "FunctionTool",
     "FunctionToolSource",
@@ -330,7 +339,6 @@ STEPWISE_EXPORTS = {
     "ModelSettings",
     "ModelToolCall",
     "StepwiseHistoryError",
-    "StepwiseRunStateError",
     "StepwiseRunner",
     "ToolChoice",
     "ToolDefinition",
@@ -351,6 +359,7 @@ def test_the_public_api_is_pinned() -> None:
         "SCRIPTED_PROVIDER",
         "ScriptedLiteLLM",
         "render_model_input",
+        "scripted_chunks",
         "scripted_model",
     }
 

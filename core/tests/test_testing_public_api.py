@@ -65,6 +65,8 @@ TESTING_EXPORTS = {
     "run_scripted_tool",
     "script_store_scope",
     "scripted_model_response",
+    "scripted_summary_response",
+    "scripted_token_count",
     "send_receipt",
     "start_mcp_inventory_http_server",
     "stored_calls_without_result",

@@ -107,6 +107,8 @@ def test_event_types_are_the_wire_names() -> None:
         "interrupt_raised",
         "interrupt_resolved",
         "usage_recorded",
+        "compaction_started",
+        "compaction_finished",
     }
 
 

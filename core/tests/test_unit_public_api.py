@@ -101,6 +101,32 @@ EXPECTED_EXPORTS = {
     "TurnOutcome",
     "agent_worker_task_slots",
     "serve_agent_worker",
+    # long sessions: message storage, compaction, session settings
+    "AGENT_MESSAGE_CHUNKS",
+    "AGENT_MESSAGE_INDEX",
+    "CONTEXT_SUMMARY",
+    "SESSION_SETTINGS",
+    "TURN_REPLY_SEQUENCE",
+    "TURN_SESSION_SETTINGS",
+    "MAX_MESSAGE_CHUNK_BYTES",
+    "MAX_SESSION_SETTINGS_BYTES",
+    "MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT",
+    "MESSAGE_ROLLOVER_MAX_CHUNKS_PER_COMMIT",
+    "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
+    "DEFAULT_DECODED_VALUE_CACHE_BYTES",
+    "set_decoded_value_cache_bytes",
+    "AgentMessageChunk",
+    "AgentMessageChunkRange",
+    "AgentMessageIndex",
+    "CompactContextInput",
+    "CompactionPolicy",
+    "ContextCompactionRunner",
+    "ContextSummary",
+    "ContextSummaryRequest",
+    "ContextSummaryResult",
+    "TurnReplySequence",
+    "TurnSessionSettings",
+    "UpdateSessionSettingsRequest",
 }
 
 
@@ -139,10 +165,15 @@ def test_turn_failure_note_limits_live_in_limits() -> None:
     from dex_agents import limits
 
     assert limits.__all__ == [
+        "MAX_MESSAGE_CHUNK_BYTES",
         "MAX_NOTE_TEXT_BYTES",
+        "MAX_SESSION_SETTINGS_BYTES",
         "MAX_STORED_VALUE_BYTES",
         "MAX_TURN_FAILURE_NOTE_BYTES",
         "MAX_USER_MESSAGE_BYTES",
+        "MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT",
+        "MESSAGE_ROLLOVER_MAX_CHUNKS_PER_COMMIT",
+        "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
         "TURN_FAILURE_NOTE_CUT_MARKER",
         "bounded_text",
         "utf8_size",

@@ -22,7 +22,7 @@ from dex_agents import (
     TurnCompleted,
 )
 from dex_agents.runner import AgentTurnContext
-from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
+from dex_agents.session._control import FinishTurnCancellation
 from dex_agents.session._runtime import SessionRuntime
 from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._tool_steps import (
@@ -32,7 +32,7 @@ from dex_agents.session._tool_steps import (
     RecordToolFailure,
     RecordToolOutcomeUnknown,
 )
-from dex_agents.session._turn_steps import RecordTurnFailure, RunModel
+from dex_agents.session._turn_steps import RecordTurnFailure
 
 
 class _Runner:
@@ -76,10 +76,7 @@ def failure_route(options: StepOptions) -> tuple[object, StepOptions]:
 
 
 def test_run_model_movement_has_timeouts_retries_loads_and_failure_route() -> None:
-    movement = runtime().to_run_model()
-    assert movement.step is RunModel
-    options = movement.options
-    assert options is not None
+    options = runtime().run_model_options()
     assert_sync(options)
     assert options.execute_method_timeout == timedelta(minutes=15)
     assert options.heartbeat_timeout == timedelta(minutes=2)
@@ -154,12 +151,10 @@ def test_only_short_steps_take_the_cancellation_and_interrupt_locks() -> None:
     waiting = session.to_await_user_message().options
     assert waiting is not None
     assert [lock.attribute for lock in waiting.execute_lock_attributes] == [TURN_CANCELLATION_REQUEST]
-    apply = session.to_apply_turn_control()
-    assert apply.step is ApplyTurnControl
-    assert apply.options is not None
-    assert_sync(apply.options)
-    assert [lock.attribute for lock in apply.options.execute_lock_attributes] == [TURN_CANCELLATION_REQUEST]
-    assert set(apply.options.execute_load_attribute_maps) == {AGENT_MESSAGES, AGENT_TOOL_CALLS}
+    apply = session.apply_turn_control_options()
+    assert_sync(apply)
+    assert [lock.attribute for lock in apply.execute_lock_attributes] == [TURN_CANCELLATION_REQUEST]
+    assert set(apply.execute_load_attribute_maps) == {AGENT_MESSAGES, AGENT_TOOL_CALLS}
     finish = session.to_finish_turn_cancellation("turn-3")
     assert (finish.step, finish.input) == (FinishTurnCancellation, "turn-3")
     assert finish.options is not None

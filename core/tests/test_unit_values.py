@@ -4,7 +4,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from dex import CodecRegistry, Registry
+from dex import CodecRegistry, FlowDefinitionError, Registry
 
 from dex_agents import (
     AgentEvent,
@@ -33,6 +33,7 @@ from dex_agents import (
     ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
+    agent_codec_registry,
     message_sequence_key,
 )
 from dex_agents.runner import AgentTurnContext
@@ -177,7 +178,7 @@ class _Runner:
         return ToolExecutionResult("")
 
 
-def test_flow_registers_with_the_default_codecs() -> None:
+def test_flow_registers_with_the_session_codecs_only() -> None:
     flows = [
         AgentSessionFlow(_Runner(), flow_type="Triage"),
         AgentSessionFlow(
@@ -190,7 +191,10 @@ def test_flow_registers_with_the_default_codecs() -> None:
             ),
         ),
     ]
-    registry = Registry(flows, allow_async_handlers=True)
+    # The Steps' CompactContextInput | None input needs the session's codecs; the SDK derives none for it.
+    with pytest.raises(FlowDefinitionError, match=r"no codec for .*CompactContextInput \| None"):
+        Registry(flows, allow_async_handlers=True)
+    registry = Registry(flows, codec_registry=agent_codec_registry(), allow_async_handlers=True)
     assert [flow.get_flow_type() for flow in registry.flows] == ["Triage", "Refunds"]
     assert flows[0].agent_events is not flows[1].agent_events
     assert flows[1].agent_events.name == "AgentEvents"
@@ -200,6 +204,7 @@ def test_flow_registers_with_the_default_codecs() -> None:
         "StartAgentSession",
         "AwaitUserMessage",
         "RunModel",
+        "CompactContext",
         "AwaitToolApproval",
         "CallTool",
         "CallSingleAttemptTool",

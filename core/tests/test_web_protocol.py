@@ -19,7 +19,16 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.matrix import MatrixHarness
 from dex_agents.web import EventStreamTimings, create_agent_web_app
-from tests.web_support import SseEvent, serve, sse_events
+from tests.web_support import (
+    JSON_HEADERS,
+    SseEvent,
+    api,
+    chat,
+    chunk_types,
+    serve,
+    sse_events,
+    user_message,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -31,10 +40,6 @@ async def web(module_harness: MatrixHarness) -> AsyncIterator[httpx.AsyncClient]
     app = create_agent_web_app(module_harness.sessions, timings=TIMINGS)
     async with serve(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
         yield http
-
-
-def _api(session: str) -> str:
-    return f"/api/sessions/{session}"
 
 
 async def _pending_approval(harness: MatrixHarness, session: str) -> AgentSnapshot:
@@ -69,7 +74,7 @@ async def test_snapshot_hides_step_fields_and_actions_resolve_the_approval(
     await harness.sessions.start_session(session, "Refund A-1")
     await _pending_approval(harness, session)
 
-    response = await web.get(f"{_api(session)}/snapshot")
+    response = await web.get(f"{api(session)}/snapshot")
     assert response.status_code == 200 and response.headers["cache-control"] == "no-store"
     snapshot = response.json()
     assert snapshot["state"]["active_turn_id"] == "turn-1"
@@ -81,12 +86,12 @@ async def test_snapshot_hides_step_fields_and_actions_resolve_the_approval(
         assert hidden.isdisjoint(record), record
         assert {"tool_call_id", "status", "effect", "arguments"} <= set(record)
     # The token opens before the active turn's first event, so the turn's live text can be replayed.
-    events = await _sse_until(web, f"{_api(session)}/events?after={snapshot['resume_token']}", "text_delta")
+    events = await _sse_until(web, f"{api(session)}/events?after={snapshot['resume_token']}", "text_delta")
     assert events[0].event == "turn_started" and events[-1].json()["payload"] == {"text": "Checking."}
 
-    rejected = await web.post(f"{_api(session)}/interrupts/refund-1/approve", json={})
+    rejected = await web.post(f"{api(session)}/interrupts/refund-1/approve", json={})
     assert rejected.status_code == 200 and rejected.json() == {"resolved": True}
-    again = await web.post(f"{_api(session)}/interrupts/refund-1/approve", json={})
+    again = await web.post(f"{api(session)}/interrupts/refund-1/approve", json={})
     assert again.status_code == 409 and "not pending" in again.json()["error"]
     ended = await wait_for_turn_end(harness.sessions, session, 1)
     assert ended.messages[-1].text == "Done."
@@ -102,9 +107,9 @@ async def test_sse_ids_are_resume_tokens_and_resume_exactly(
         session, [ScriptedResponse(text="Looking.", tool_calls=(read,)), ScriptedResponse(text="Here.")]
     )
     await harness.sessions.start_session(session, "Where is A-1?")
-    events = await _sse_until(web, f"{_api(session)}/events?after=", "turn_completed")
+    events = await _sse_until(web, f"{api(session)}/events?after=", "turn_completed")
     # A turn's end is sent once it committed: the snapshot read right after it shows the ended turn.
-    snapshot = (await web.get(f"{_api(session)}/snapshot")).json()
+    snapshot = (await web.get(f"{api(session)}/snapshot")).json()
     assert snapshot["state"]["active_turn_id"] is None
     assert snapshot["messages"][-1]["text"] == "Here."
 
@@ -116,7 +121,7 @@ async def test_sse_ids_are_resume_tokens_and_resume_exactly(
     # EventSource reconnects with Last-Event-ID; the stream goes on right after that event.
     resumed = await _sse_until(
         web,
-        f"{_api(session)}/events?after=",
+        f"{api(session)}/events?after=",
         "turn_completed",
         headers={"last-event-id": events[middle].id or ""},
     )
@@ -130,11 +135,11 @@ async def test_a_rejected_token_gets_400_before_the_stream(
     harness.script(session, [ScriptedResponse(text="Hi.")])
     await harness.sessions.start_session(session, "Hello")
     await wait_for_turn_end(harness.sessions, session, 1)
-    response = await web.get(f"{_api(session)}/events?after=not-a-token")
+    response = await web.get(f"{api(session)}/events?after=not-a-token")
     assert response.status_code == 400
     assert response.headers["content-type"].startswith("application/json")
     assert "rejected" in response.json()["error"]
-    missing = await web.get(f"{_api(session)}/events")
+    missing = await web.get(f"{api(session)}/events")
     assert missing.status_code == 400 and "after=" in missing.json()["error"]
 
 
@@ -148,70 +153,48 @@ async def test_every_bad_input_is_a_clear_4xx_and_the_session_stays_usable(
     harness.script(session, [ScriptedResponse(text="First.")], [ScriptedResponse(text="Second.")])
     await harness.sessions.start_session(session, "One")
     await wait_for_turn_end(harness.sessions, session, 1)
-    api = _api(session)
+    base = api(session)
     cases: list[tuple[httpx.Response, int, str]] = [
         (await web.get("/api/sessions/bad%20id/snapshot"), 400, "not a valid session ID"),
         (await web.get(f"/api/sessions/{'x' * 200}/snapshot"), 400, "not a valid session ID"),
         (await web.get("/api/sessions/no-such-session/snapshot"), 404, "no running session"),
-        (await web.post(f"{api}/messages", json={"text": "   "}), 422, "must not be blank"),
-        (await web.post(f"{api}/messages", json={"text": 7}), 400, "must be a string"),
-        (await web.post(f"{api}/messages", json=["text"]), 400, "must be a JSON object"),
-        (await web.post(f"{api}/messages", content=b"{not json", headers=_JSON), 400, "not JSON"),
-        (await web.post(f"{api}/messages", data={"text": "form post"}), 415, "application/json"),
-        (await web.post(f"{api}/messages", content=b"x" * (1024 * 1024 + 1), headers=_JSON), 413, "limit"),
-        (await web.post(f"{api}/interrupts/nope/approve", json={}), 409, "not pending"),
+        (await web.post(f"{base}/messages", json={"text": "   "}), 422, "must not be blank"),
+        (await web.post(f"{base}/messages", json={"text": 7}), 400, "must be a string"),
+        (await web.post(f"{base}/messages", json=["text"]), 400, "must be a JSON object"),
+        (await web.post(f"{base}/messages", content=b"{not json", headers=JSON_HEADERS), 400, "not JSON"),
+        (await web.post(f"{base}/messages", data={"text": "form post"}), 415, "application/json"),
         (
-            await web.post(f"{api}/interrupts/nope/reject", json={"rejection_message": 3}),
+            await web.post(f"{base}/messages", content=b"x" * (1024 * 1024 + 1), headers=JSON_HEADERS),
+            413,
+            "limit",
+        ),
+        (await web.post(f"{base}/interrupts/nope/approve", json={}), 409, "not pending"),
+        (
+            await web.post(f"{base}/interrupts/nope/reject", json={"rejection_message": 3}),
             400,
             "string or null",
         ),
-        (await web.post(f"{api}/interrupts/nope/answer", json={"answer": "yes"}), 501, "decline"),
-        (await web.post(f"{api}/chat", json={"messages": []}), 400, "non-empty 'messages'"),
+        (await web.post(f"{base}/interrupts/nope/answer", json={"answer": "yes"}), 501, "decline"),
+        (await web.post(f"{base}/chat", json={"messages": []}), 400, "non-empty 'messages'"),
         (
-            await web.post(f"{api}/chat", json={"messages": [{"role": "user", "parts": NO_PARTS}]}),
+            await web.post(f"{base}/chat", json={"messages": [{"role": "user", "parts": NO_PARTS}]}),
             422,
             "no text",
         ),
         (
-            await web.post(f"{api}/chat", json={"messages": [{"role": "system", "parts": NO_PARTS}]}),
+            await web.post(f"{base}/chat", json={"messages": [{"role": "system", "parts": NO_PARTS}]}),
             400,
             "role",
         ),
-        (await web.get(f"{api}/snapshot/extra"), 404, "Not Found"),
+        (await web.get(f"{base}/snapshot/extra"), 404, "Not Found"),
     ]
     for response, status, words in cases:
         assert response.status_code == status, (response.request.url, response.text)
         assert words in response.json()["error"], (response.request.url, response.text)
-    sent = await web.post(f"{api}/messages", json={"text": "Two"})
+    sent = await web.post(f"{base}/messages", json={"text": "Two"})
     assert sent.status_code == 202
     snapshot = await wait_for_turn_end(harness.sessions, session, 2)
     assert [message.text for message in snapshot.messages] == ["One", "First.", "Two", "Second."]
-
-
-_JSON = {"content-type": "application/json"}
-
-
-async def _chat(web: httpx.AsyncClient, session: str, message: dict[str, Any]) -> list[dict[str, Any]]:
-    chunks: list[dict[str, Any]] = []
-    async with web.stream(
-        "POST", f"{_api(session)}/chat", json={"id": session, "messages": [message]}
-    ) as response:
-        assert response.status_code == 200, await response.aread()
-        assert response.headers["x-vercel-ai-ui-message-stream"] == "v1"
-        assert response.headers["content-type"].startswith("text/event-stream")
-        async for event in sse_events(response):
-            if event.data == "[DONE]":
-                return chunks
-            chunks.append(event.json())
-    raise AssertionError(f"the stream ended without [DONE]: {chunks}")
-
-
-def _types(chunks: list[dict[str, Any]]) -> list[str]:
-    return [chunk["type"] for chunk in chunks]
-
-
-def _user(text: str) -> dict[str, Any]:
-    return {"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}
 
 
 def _answered(chunks: list[dict[str, Any]], approved: bool, reason: str | None = None) -> dict[str, Any]:
@@ -251,8 +234,8 @@ async def test_ai_sdk_stream_asks_for_approval_then_continues_after_it(
         [ScriptedResponse(text="Checking.", tool_calls=(read, write)), ScriptedResponse(text="Refunded.")],
     )
     await harness.sessions.start_session(session)
-    first = await _chat(web, session, _user("Refund A-1"))
-    assert _types(first) == [
+    first = await chat(web, session, user_message("Refund A-1"))
+    assert chunk_types(first) == [
         "start",
         "start-step",
         "text-start",
@@ -275,8 +258,8 @@ async def test_ai_sdk_stream_asks_for_approval_then_continues_after_it(
     assert first[-1]["finishReason"] == "tool-calls"
     assert first[-1]["messageMetadata"]["dex"]["turn_id"] == "turn-1"
 
-    second = await _chat(web, session, _answered(first, approved=True))
-    assert _types(second) == [
+    second = await chat(web, session, _answered(first, approved=True))
+    assert chunk_types(second) == [
         "start",
         "tool-output-available",
         "start-step",
@@ -298,10 +281,10 @@ async def test_ai_sdk_stream_shows_a_rejection_and_the_model_reaction(
     write = harness.call(harness.tools.approval_write, "refund-1")
     harness.script(session, [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Not refunded.")])
     await harness.sessions.start_session(session)
-    first = await _chat(web, session, _user("Refund A-1"))
+    first = await chat(web, session, user_message("Refund A-1"))
     assert first[-1]["finishReason"] == "tool-calls"
-    second = await _chat(web, session, _answered(first, approved=False, reason="too expensive"))
-    assert _types(second)[:2] == ["start", "tool-output-denied"]
+    second = await chat(web, session, _answered(first, approved=False, reason="too expensive"))
+    assert chunk_types(second)[:2] == ["start", "tool-output-denied"]
     assert "".join(c["delta"] for c in second if c["type"] == "text-delta") == "Not refunded."
     assert not harness.tool_runs(session, harness.tools.approval_write)
     assert "too expensive" in harness.model_calls(session)[-1].model_input_text
@@ -313,11 +296,11 @@ async def test_ai_sdk_stream_resets_the_step_after_a_worker_kill_in_run_model(
     session = harness.stack.new_session_id("web-ui-reset")
     harness.script(session, [ScriptedResponse(text="Shipped.", partial_text="Draft ", gate="answer")])
     await harness.sessions.start_session(session)
-    streaming = asyncio.create_task(_chat(web, session, _user("Where is A-1?")))
+    streaming = asyncio.create_task(chat(web, session, user_message("Where is A-1?")))
     await harness.stack.gate(session, "answer").wait_until_reached()
     await harness.replace_worker()
     chunks = await streaming
-    assert _types(chunks) == [
+    assert chunk_types(chunks) == [
         "start",
         "start-step",
         "text-start",

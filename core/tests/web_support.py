@@ -63,3 +63,47 @@ async def sse_events(response: httpx.Response) -> AsyncIterator[SseEvent]:
             data.append(value)
         else:
             fields[name] = value
+
+
+JSON_HEADERS = {"content-type": "application/json"}
+
+
+def api(session_id: str) -> str:
+    """The app's API path of one session."""
+    return f"/api/sessions/{session_id}"
+
+
+def user_message(text: str) -> dict[str, Any]:
+    """A ``useChat`` user message."""
+    return {"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}
+
+
+def chunk_types(chunks: list[dict[str, Any]]) -> list[str]:
+    """The ``type`` of each UI message chunk."""
+    return [chunk["type"] for chunk in chunks]
+
+
+async def chat_response(
+    web: httpx.AsyncClient, session_id: str, message: dict[str, Any]
+) -> AsyncIterator[dict[str, Any]]:
+    """POST ``message`` to the chat endpoint and yield the UI message chunks up to ``[DONE]``.
+
+    Raises:
+        AssertionError: If the response is not a UI message stream or ends without ``[DONE]``.
+    """
+    async with web.stream(
+        "POST", f"{api(session_id)}/chat", json={"id": session_id, "messages": [message]}
+    ) as response:
+        assert response.status_code == 200, await response.aread()
+        assert response.headers["x-vercel-ai-ui-message-stream"] == "v1"
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for event in sse_events(response):
+            if event.data == "[DONE]":
+                return
+            yield event.json()
+    raise AssertionError("the stream ended without [DONE]")
+
+
+async def chat(web: httpx.AsyncClient, session_id: str, message: dict[str, Any]) -> list[dict[str, Any]]:
+    """POST ``message`` to the chat endpoint and return the whole stream's UI message chunks."""
+    return [chunk async for chunk in chat_response(web, session_id, message)]

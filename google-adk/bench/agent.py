@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
-from google.adk.models import BaseLlm
 from google.adk.models.llm_request import LlmRequest
-from google.adk.models.llm_response import LlmResponse
-from google.genai import types
 
 from dex_agents_google_adk import GoogleAdkRunner
+from dex_agents_google_adk.testing import ScriptedAnswer, ScriptedLlm, ScriptedResponse, ScriptedToolCall
 
 
 async def lookup_order(order_id: str) -> dict[str, str]:
@@ -20,37 +16,23 @@ async def lookup_order(order_id: str) -> dict[str, str]:
     return {"order_id": order_id, "status": "shipped"}
 
 
-class BenchLlm(BaseLlm):
+class BenchLlm(ScriptedLlm):
     """Asks for the lookup, then answers once the lookup's result is in its input."""
 
     model: str = "bench"
 
-    async def generate_content_async(
-        self, llm_request: LlmRequest, stream: bool = False
-    ) -> AsyncGenerator[LlmResponse, None]:
+    async def choose_response(self, llm_request: LlmRequest) -> ScriptedAnswer:
+        """Answer at once, from whether the lookup's result is in the input."""
         answered = any(
             part.function_response is not None
             for content in llm_request.contents
             for part in content.parts or ()
         )
-        chunks = ["Order A-1 ", "has shipped."] if answered else ["Let me ", "look that up."]
-        if stream:
-            for chunk in chunks:
-                yield LlmResponse(
-                    content=types.Content(role="model", parts=[types.Part(text=chunk)]), partial=True
-                )
-        parts = [types.Part(text="".join(chunks))]
-        if not answered:
-            call = types.FunctionCall(name="lookup_order", args={"order_id": "A-1"}, id="lookup-1")
-            parts.append(types.Part(function_call=call))
-        yield LlmResponse(
-            content=types.Content(role="model", parts=parts),
-            usage_metadata=types.GenerateContentResponseUsageMetadata(
-                prompt_token_count=20, candidates_token_count=8, total_token_count=28
-            ),
-            partial=False,
-            turn_complete=True,
-            finish_reason=types.FinishReason.STOP,
+        if answered:
+            return ScriptedResponse(text="Order A-1 has shipped.", input_tokens=20, output_tokens=8)
+        call = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "lookup-1")
+        return ScriptedResponse(
+            text="Let me look that up.", tool_calls=(call,), input_tokens=20, output_tokens=8
         )
 
 

@@ -18,7 +18,7 @@ from dex_agents.values import ToolCallStatus
 from google.adk.agents import LlmAgent
 
 from dex_agents_google_adk import GoogleAdkRunner
-from tests.support import CannedLlm, call, respond
+from dex_agents_google_adk.testing import ScriptedLlm, ScriptedResponse, ScriptedToolCall
 
 
 def lookup_order(order_id: str) -> str:
@@ -39,7 +39,7 @@ async def model_step_seconds(turns: int, repeats: int = 5) -> float:
     """The median time of one `run_model_step` that answers at once, after ``turns`` stored turns."""
     durations: list[float] = []
     for _ in range(repeats):
-        model = CannedLlm(responses=[respond("Done.")])
+        model = ScriptedLlm(responses=[ScriptedResponse(text="Done.")])
         runner = GoogleAdkRunner(
             LlmAgent(name="desk", model=model, instruction="Help.", tools=[lookup_order])
         )
@@ -53,8 +53,11 @@ async def model_step_seconds(turns: int, repeats: int = 5) -> float:
 
 async def run_state_sizes(steps: int) -> list[int]:
     """The run state's size in bytes after each of ``steps`` model calls that each ask for one read."""
-    model = CannedLlm(
-        responses=[respond(call("lookup_order", {"order_id": f"A-{n}"}, f"c{n}")) for n in range(steps)]
+    model = ScriptedLlm(
+        responses=[
+            ScriptedResponse(tool_calls=(ScriptedToolCall("lookup_order", {"order_id": f"A-{n}"}, f"c{n}"),))
+            for n in range(steps)
+        ]
     )
     runner = GoogleAdkRunner(LlmAgent(name="desk", model=model, instruction="Help.", tools=[lookup_order]))
     session = SessionSide()

@@ -66,7 +66,13 @@ async def main(turns: int) -> None:
         turns,
         # The first turn warms up ADK's lazy imports; the session service's set-up is not timed.
         InProcessTurn("ADK Runner, SSE", in_process_turn, prepare=create_session, warm_up=True),
-        DurableTurn(build_flow(), "bench.worker", PACKAGE_DIR, QUESTION, "user, assistant, tool, assistant"),
+        DurableTurn(
+            build_flow(),
+            "bench.worker",
+            PACKAGE_DIR,
+            QUESTION,
+            "user, assistant (text), assistant (call), tool, assistant",
+        ),
         run_state_bytes,
     )
 

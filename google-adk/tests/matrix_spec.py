@@ -13,7 +13,7 @@ from google.adk.agents import LlmAgent
 from google.adk.apps import App
 
 from dex_agents_google_adk import GoogleAdkRunner
-from tests.scripted_model import ScriptedLlm
+from dex_agents_google_adk.testing import ScriptedLlm
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -38,4 +38,7 @@ SPEC = MatrixSpec(
     approval_deadline=timedelta(seconds=4),
     # Item 12: what the framework tells the model about a call to a tool the agent does not have.
     unknown_tool_message="Tool 'launch_rocket' not found",
+    # Items 14 and 15: the runner keeps a result for every call of a turn that ends early, and a
+    # cancelled model call stops.
+    supports_turn_control=True,
 )

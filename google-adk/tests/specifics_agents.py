@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncGenerator
+from pathlib import Path
 
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect
 from dex_agents.testing import (
     MATRIX_TOOLS,
+    STATE_DIR_ENV,
     matrix_session_options,
     run_scripted_tool,
     with_model_call_scope,
@@ -17,7 +20,8 @@ from google.adk.tools.function_tool import FunctionTool
 from pydantic import BaseModel
 
 from dex_agents_google_adk import GoogleAdkRunner
-from tests.scripted_model import ScriptedLlm
+from dex_agents_google_adk.testing import ScriptedLlm
+from tests.support import inventory_toolset
 
 
 class OneAfterAnother(BaseAgent):
@@ -45,9 +49,15 @@ class OrderStatus(BaseModel):
     status: str
 
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
-    """An agent whose tools are read by default, one of which ADK confirms; a two-agent pipeline; and an
-    agent with an `output_schema` whose unlisted tools (ADK's `set_model_response`) need approval.
+def mcp_log_path(state_dir: Path) -> Path:
+    """Where the MCP server of the inventory agent logs its requests."""
+    return state_dir / "mcp-requests.log"
+
+
+def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
+    """An agent whose tools are read by default, one of which ADK confirms; a two-agent pipeline; an
+    agent with an `output_schema` whose unlisted tools (ADK's `set_model_response`) need approval; and an
+    agent with an MCP toolset on the test kit's inventory server, with no tool policies.
     """
     plain = LlmAgent(
         name="orders",
@@ -69,6 +79,12 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]
         tools=list(MATRIX_TOOLS),
         output_schema=OrderStatus,
     )
+    state_dir = os.environ.get(STATE_DIR_ENV)
+    # Only the Worker lists or calls the server's tools; the test process builds the Flows for their names.
+    log = mcp_log_path(Path(state_dir)) if state_dir else Path(os.devnull)
+    inventory = LlmAgent(
+        name="inventory", model=ScriptedLlm(), instruction="Keep stock.", tools=[inventory_toolset(log)]
+    )
     # Every tool without metadata is a read here, so only ADK's own confirmation asks for approval.
     options = AgentSessionOptions(default_tool_effect=ToolEffect.READ)
     return (
@@ -83,4 +99,5 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]
             flow_type="GoogleAdkStructured",
             options=matrix_session_options(),
         ),
+        AgentSessionFlow(with_model_call_scope(GoogleAdkRunner(inventory)), flow_type="GoogleAdkInventory"),
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,14 +12,10 @@ from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
 from dex_agents.testing import SessionSide
 from dex_agents.values import ToolCallStatus, ToolEffect
 from google.adk.agents import LlmAgent
-from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
 from google.adk.tools.mcp_tool.mcp_tool import McpTool
-from mcp import StdioServerParameters
 
 from dex_agents_google_adk import GoogleAdkRunner, McpCallInterruptedError, framework_effect
-from tests.support import CannedLlm, call, respond
-
-SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
+from tests.support import CannedLlm, call, inventory_toolset, respond
 
 
 def test_annotations_map_to_effects() -> None:
@@ -37,14 +32,7 @@ def test_annotations_map_to_effects() -> None:
 
 async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
     log = tmp_path / "mcp.log"
-    toolset = McpToolset(
-        connection_params=StdioConnectionParams(
-            server_params=StdioServerParameters(
-                command=sys.executable, args=[str(SERVER_SCRIPT)], env={"MCP_TEST_LOG": str(log)}
-            ),
-            timeout=30,
-        )
-    )
+    toolset = inventory_toolset(log)
     model = CannedLlm(
         responses=[
             respond(
@@ -105,14 +93,7 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
 
 async def test_parallel_tool_steps_share_one_mcp_toolset_safely(tmp_path: Path) -> None:
     log = tmp_path / "mcp.log"
-    toolset = McpToolset(
-        connection_params=StdioConnectionParams(
-            server_params=StdioServerParameters(
-                command=sys.executable, args=[str(SERVER_SCRIPT)], env={"MCP_TEST_LOG": str(log)}
-            ),
-            timeout=30,
-        )
-    )
+    toolset = inventory_toolset(log)
     calls = [call("count_items", {"sku": f"S-{n}"}, f"call-{n}") for n in range(4)]
     model = CannedLlm(responses=[respond(*calls)])
     runner = GoogleAdkRunner(LlmAgent(name="inventory", model=model, instruction="Count.", tools=[toolset]))
@@ -133,14 +114,7 @@ async def test_parallel_tool_steps_share_one_mcp_toolset_safely(tmp_path: Path) 
 
 async def test_an_mcp_call_without_a_result_fails_the_step_instead_of_succeeding(tmp_path: Path) -> None:
     log = tmp_path / "mcp.log"
-    toolset = McpToolset(
-        connection_params=StdioConnectionParams(
-            server_params=StdioServerParameters(
-                command=sys.executable, args=[str(SERVER_SCRIPT)], env={"MCP_TEST_LOG": str(log)}
-            ),
-            timeout=30,
-        )
-    )
+    toolset = inventory_toolset(log)
     model = CannedLlm(responses=[respond(call("restock_and_crash", {"sku": "A-1"}, "call-1"))])
     runner = GoogleAdkRunner(LlmAgent(name="inventory", model=model, instruction="Restock.", tools=[toolset]))
     session = SessionSide()

@@ -23,12 +23,15 @@ from dex_agents.testing import (
     ScriptedToolCall,
     read_agent_events,
     recorded_usage,
+    run_mcp_inventory_scenario,
+    stored_calls_without_result,
     wait_for_agent_snapshot,
+    wait_until,
 )
 from dex_agents.testing.matrix import wait_for_turn_end
 
 from tests.matrix_spec import PACKAGE_DIR
-from tests.specifics_agents import build_flows
+from tests.specifics_agents import build_flows, mcp_log_path
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -39,6 +42,7 @@ class Session:
     plain: AgentSessionClient
     pipeline: AgentSessionClient
     structured: AgentSessionClient
+    inventory: AgentSessionClient
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -48,8 +52,7 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
         tmp_path_factory.mktemp("specifics"), flows, "tests.specifics_worker", worker_cwd=PACKAGE_DIR
     ) as stack:
         await stack.start_worker()
-        plain, pipeline, structured = (stack.sessions(flow) for flow in flows)
-        yield Session(stack, plain, pipeline, structured)
+        yield Session(stack, *(stack.sessions(flow) for flow in flows))
 
 
 async def test_adks_confirmation_is_a_durable_approval_and_the_rejection_text_reaches_the_model(
@@ -128,7 +131,11 @@ async def test_text_streams_as_deltas_of_each_model_call_and_usage_is_per_call(s
     assert all(len(chunks) > 1 for chunks in text_by_model_call.values()), (
         "the text arrives in several SSE chunks, not once at the end"
     )
-    assistant_texts = [message.text for message in snapshot.messages if message.role is MessageRole.ASSISTANT]
+    assistant_texts = [
+        message.text
+        for message in snapshot.messages
+        if message.role is MessageRole.ASSISTANT and message.text
+    ]
     assert assistant_texts == ["Let me check order A-1.", "A-1 shipped."]
     recorded = recorded_usage(events)
     assert [(usage["model_calls"], usage["input_tokens"]) for usage in recorded] == [(1, 40), (1, 60)]
@@ -204,3 +211,79 @@ async def test_a_structured_answer_ends_the_turn_without_an_approval_for_adks_ow
     assert snapshot.messages[-1].role is MessageRole.ASSISTANT
     assert snapshot.messages[-1].text is not None and json.loads(snapshot.messages[-1].text) == answer
     assert len(session.stack.invocations.model_calls(session_id)) == 2
+
+
+async def test_a_turn_cancelled_during_a_model_call_keeps_the_split_response_and_every_result(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("cancel")
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1", output="A-1 shipped on Monday")
+    purge = ScriptedToolCall("purge_order", {"order_id": "A-1"}, "purge-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(text="Let me look A-1 up, then purge it.", tool_calls=(read, purge)),
+                ScriptedResponse(text="Never said.", block_until_cancelled=True),
+            ],
+            [ScriptedResponse(text="A-1 shipped on Monday; I did not purge it.")],
+        ],
+    )
+    await session.plain.start_session(session_id, "Where is A-1? Then purge it.")
+    interrupt = await wait_for_agent_snapshot(
+        session.plain,
+        session_id,
+        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+        description="the purge's approval",
+    )
+    assert await session.plain.resolve_interrupt(
+        session_id, interrupt.interrupt_id, approved=False, rejection_message="Only admins purge."
+    )
+    await wait_until(
+        "the second model call to start", lambda: len(session.stack.invocations.model_calls(session_id)) == 2
+    )
+    assert await session.plain.cancel_turn(session_id, "turn-1")
+    cancelled = await wait_for_turn_end(session.plain, session_id, 1)
+
+    await wait_until(
+        "ADK's model call to be cancelled",
+        lambda: session.stack.invocations.cancelled_model_calls(session_id, "turn-1"),
+    )
+    assert cancelled.state is not None and cancelled.state.last_turn_error is None
+    # The paused invocation's response, in the shared projection, with a result for each of its calls.
+    assert [(m.role, m.text or None, m.tool_call_id) for m in cancelled.messages] == [
+        (MessageRole.USER, "Where is A-1? Then purge it.", None),
+        (MessageRole.ASSISTANT, "Let me look A-1 up, then purge it.", None),
+        (MessageRole.ASSISTANT, None, "read-1"),
+        (MessageRole.ASSISTANT, None, "purge-1"),
+        (MessageRole.TOOL, None, "read-1"),
+        (MessageRole.TOOL, None, "purge-1"),
+    ]
+    assert stored_calls_without_result(cancelled.messages) == []
+    events = await read_agent_events(session.plain, session_id)
+    assert [event.type for event in events].count(AgentEventType.TURN_CANCELLED) == 1
+
+    assert await session.plain.send_user_message(session_id, "Did you purge it?")
+    done = await wait_for_turn_end(session.plain, session_id, 2)
+    assert done.messages[-1].text == "A-1 shipped on Monday; I did not purge it."
+    seen = session.stack.invocations.model_calls(session_id, "turn-2")[0].model_input_text
+    for expected in (
+        "assistant: Let me look A-1 up, then purge it.",
+        "tool lookup_order [read-1]: result: A-1 shipped on Monday",
+        "tool purge_order [purge-1]: error: Only admins purge.",
+    ):
+        assert expected in seen, (expected, seen)
+    assert not session.stack.invocations.tool_calls(session_id, "purge_order")
+
+
+async def test_mcp_tools_run_one_tools_call_per_tool_step_with_effects_from_annotations(
+    session: Session,
+) -> None:
+    # The shared scenario asserts the effects, order_more's approval, one tools/call per tool Step beside
+    # any tools/list, and the Step shape.
+    session_id = session.stack.new_session_id("mcp")
+    log = mcp_log_path(session.stack.state_dir)
+
+    run = await run_mcp_inventory_scenario(session.inventory, session.stack, session_id, log)
+
+    assert run.snapshot.messages[-1].text == "Stock updated."

@@ -140,12 +140,15 @@ async def test_a_structured_answer_next_to_a_tool_call_ends_the_turn_once_the_to
     assert model.calls == 1 and runs == ["Rome"]
     assert isinstance(final, TurnCompleted) and final.turn_error is None
     assert final.usage.model_calls == 0
+    # One response with two calls: one assistant message per call, as every adapter stores them.
     assert turn_summary(final) == [
+        (MessageRole.ASSISTANT, None, None),
         (MessageRole.ASSISTANT, None, None),
         (MessageRole.TOOL, None, "sunny in Rome"),
         (MessageRole.TOOL, None, ROME_ANSWER),
         (MessageRole.ASSISTANT, ROME_ANSWER, None),
     ]
+    assert [m.tool_name for m in final.new_messages[:2]] == ["get_weather", "set_model_response"]
     assert "".join(session.text_deltas()) == ROME_ANSWER
     session.store(final.new_messages)
     session.start_turn(runner.build_user_message("And tomorrow?"))

@@ -7,19 +7,17 @@ the refund waits for approval it SIGKILLs the Worker and starts a replacement. T
 transcript, the Step history and the real tool runs: the lookup and the refund each ran exactly once, in
 their own Steps.
 
-The chat model is scripted so the example needs no API key; in your application pass any LangChain chat
-model instead (``init_chat_model("openai:gpt-5")``, ``ChatAnthropic(...)``, ...). Everything else is what
-an application writes.
+The chat model is `dex_agents_langgraph.testing.ScriptedChatModel`, so the example needs no API key; in
+your application pass any LangChain chat model instead (``init_chat_model("openai:gpt-5")``,
+``ChatAnthropic(...)``, ...). Everything else is what an application writes.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import tempfile
-from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +25,13 @@ from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPo
 from dex_agents.demos import ApprovalDemo, RefundExampleHooks, run_approval_demo
 from dex_agents.testing import STATE_DIR_ENV, AgentTestStack, run_agent_worker
 from langchain.agents import create_agent
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCallChunk
-from langchain_core.messages.ai import UsageMetadata
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable
+from langchain_core.messages import AIMessage, ToolCall
+from langchain_core.messages.tool import tool_call
 from langchain_core.tools import tool
 from langgraph.graph.state import CompiledStateGraph
 
 from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner
+from dex_agents_langgraph.testing import ScriptedChatModel
 
 EXAMPLES_DIR = Path(__file__).resolve().parent
 ROLE_ENV = "REFUND_AGENT_ROLE"
@@ -68,68 +63,30 @@ async def refund_order(order_id: str) -> str:
     return f"refund R-{order_id} issued"
 
 
-class ScriptedOrderModel(BaseChatModel):
-    """A stand-in chat model that answers by the number of answers it already gave in this conversation.
+def scripted_model() -> ScriptedChatModel:
+    """A stand-in for a real chat model: it answers these three replies in order, whatever it is asked.
 
     It streams its text and then its tool calls, as a provider does. Replace it with a real chat model.
     """
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-order-model"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
-        return self.bind(**kwargs)
-
-    def _answer(self, messages: Sequence[BaseMessage]) -> AIMessage:
-        answered = sum(isinstance(message, AIMessage) for message in messages)
-        script = [
+    return ScriptedChatModel(
+        responses=[
             AIMessage("Let me look up order 7.", tool_calls=[_call("lookup_order", "lookup-7")]),
             AIMessage(
                 "Order 7 arrived broken; I will refund it.", tool_calls=[_call("refund_order", "refund-7")]
             ),
-            AIMessage("Done: order 7 is refunded (refund R-7)."),
+            "Done: order 7 is refunded (refund R-7).",
         ]
-        return script[min(answered, len(script) - 1)]
-
-    def _generate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._answer(messages))])
-
-    async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        answer = self._answer(messages)
-        words = answer.text.split(" ")
-        for index, word in enumerate(words):
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(content=word if index == len(words) - 1 else word + " ")
-            )
-        chunks = [
-            ToolCallChunk(name=call["name"], args=json.dumps(call["args"]), id=call["id"], index=index)
-            for index, call in enumerate(answer.tool_calls)
-        ]
-        usage = UsageMetadata(input_tokens=40, output_tokens=12, total_tokens=52)
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(
-                content="", tool_call_chunks=chunks, usage_metadata=usage, chunk_position="last"
-            )
-        )
+    )
 
 
-def _call(name: str, tool_call_id: str) -> dict[str, Any]:
-    return {"name": name, "args": {"order_id": "7"}, "id": tool_call_id, "type": "tool_call"}
+def _call(name: str, tool_call_id: str) -> ToolCall:
+    return tool_call(name=name, args={"order_id": "7"}, id=tool_call_id)
 
 
 def build_agent(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Your agent, exactly as you would build it, plus `DexToolGate()` and the given checkpointer."""
     return create_agent(
-        ScriptedOrderModel(),
+        scripted_model(),
         tools=[lookup_order, refund_order],
         system_prompt="You help customers with their orders.",
         middleware=[DexToolGate()],

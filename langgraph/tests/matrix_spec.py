@@ -13,7 +13,7 @@ from dex_agents.testing import MATRIX_TOOLS, MatrixSpec
 from langchain.agents import create_agent
 
 from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner
-from tests.scripted_model import MatrixChatModel
+from dex_agents_langgraph.testing import ScriptedChatModel
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -21,7 +21,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 def build_matrix_agent(checkpointer: DexCheckpointSaver):
     """An ordinary `create_agent` agent whose tools are the matrix's four scripted tools."""
     return create_agent(
-        MatrixChatModel(),
+        ScriptedChatModel(),
         tools=list(MATRIX_TOOLS),
         system_prompt="You handle orders: look them up, send receipts, refund and cancel them.",
         middleware=[DexToolGate()],
@@ -42,4 +42,7 @@ SPEC = MatrixSpec(
     approval_deadline=timedelta(seconds=4),
     # Item 12: what the framework tells the model about a call to a tool the agent does not have.
     unknown_tool_message="launch_rocket is not a valid tool",
+    # Items 14 and 15: the run state keeps the turn's messages (build_unfinished_turn_messages), and a
+    # cancelled RunModel cancels the graph's model call.
+    supports_turn_control=True,
 )

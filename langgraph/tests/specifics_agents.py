@@ -5,23 +5,25 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from dex_agents import AgentSessionFlow
-from dex_agents.testing import MATRIX_TOOLS, STATE_DIR_ENV, matrix_session_options, with_model_call_scope
+from dex_agents.testing import (
+    MATRIX_TOOLS,
+    STATE_DIR_ENV,
+    matrix_session_options,
+    with_model_call_scope,
+)
 from langchain.agents import create_agent
 from langchain.agents.structured_output import ToolStrategy
 from langchain_core.tools import BaseTool
-from langchain_mcp_adapters.client import MultiServerMCPClient
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
 
 from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner
-from tests.scripted_model import MatrixChatModel
-
-MCP_SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
+from dex_agents_langgraph.testing import ScriptedChatModel
+from tests.support import inventory_client
 
 
 class Forecast(BaseModel):
@@ -40,16 +42,7 @@ def _list_mcp_tools() -> list[BaseTool]:
     state_dir = os.environ.get(STATE_DIR_ENV)
     # The test process lists the tools only to build its Flow objects; only a Worker's requests are logged.
     log = mcp_log_path(Path(state_dir)) if state_dir else Path(os.devnull)
-    client = MultiServerMCPClient(
-        {
-            "inventory": {
-                "transport": "stdio",
-                "command": sys.executable,
-                "args": [str(MCP_SERVER_SCRIPT)],
-                "env": {"MCP_TEST_LOG": str(log)},
-            }
-        }
-    )
+    client = inventory_client(log)
     # Listing is async and Flows are built both inside the test's event loop and at a Worker's start, so
     # it runs on a thread of its own either way.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
@@ -59,7 +52,7 @@ def _list_mcp_tools() -> list[BaseTool]:
 def _runner(tools: list[Any], **agent_options: Any) -> LangGraphRunner:
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(
-            MatrixChatModel(),
+            ScriptedChatModel(),
             tools=tools,
             middleware=[DexToolGate()],
             checkpointer=checkpointer,

@@ -17,7 +17,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import tools_condition
 
 from dex_agents_langgraph import DexCheckpointSaver, LangGraphRunner, dex_tool_node, route_tool_calls
-from tests.scripted_model import ListChatModel, respond, tool_call
+from dex_agents_langgraph.testing import ScriptedChatModel
+from tests.support import respond, tool_call
 
 
 @dataclass
@@ -43,7 +44,7 @@ def get_weather(city: str) -> str:
 
 
 def build_graph(
-    model: ListChatModel, router: Callable[..., Any]
+    model: ScriptedChatModel, router: Callable[..., Any]
 ) -> Callable[[DexCheckpointSaver], CompiledStateGraph[Any, Any, Any, Any]]:
     bound = model.bind_tools([get_weather])
 
@@ -76,7 +77,7 @@ def two_cities() -> list[Any]:
 
 async def test_a_graph_with_dex_tool_node_and_route_tool_calls_runs_one_model_call_per_step() -> None:
     runs.clear()
-    model = ListChatModel(responses=two_cities())
+    model = ScriptedChatModel(responses=two_cities())
     runner = LangGraphRunner(
         build_graph(model, route_tool_calls), allowed_msgpack_modules=[(__name__, "Receipt")]
     )
@@ -87,7 +88,7 @@ async def test_a_graph_with_dex_tool_node_and_route_tool_calls_runs_one_model_ca
 
     assert isinstance(requested, ToolCallsRequested)
     assert [call.tool_call_id for call in requested.tool_calls] == ["call-1", "call-2"]
-    assert runs == [] and model.calls == 1
+    assert runs == [] and len(model.inputs) == 1
     session.defer(requested)
     for tool_call_id in ("call-1", "call-2"):
         session.finish(
@@ -98,8 +99,8 @@ async def test_a_graph_with_dex_tool_node_and_route_tool_calls_runs_one_model_ca
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert model.calls == 2
-    assert model.texts_seen(2)[-2:] == [
+    assert len(model.inputs) == 2
+    assert model.input_texts(2)[-2:] == [
         "tool get_weather [call-1] success: sunny in Paris",
         "tool get_weather [call-2] success: sunny in Rome",
     ]
@@ -108,7 +109,7 @@ async def test_a_graph_with_dex_tool_node_and_route_tool_calls_runs_one_model_ca
 
 async def test_tools_condition_sends_all_calls_in_one_task_and_is_refused() -> None:
     runs.clear()
-    model = ListChatModel(responses=two_cities())
+    model = ScriptedChatModel(responses=two_cities())
     runner = LangGraphRunner(build_graph(model, tools_condition))
     session = SessionSide()
     session.start_turn(runner.build_user_message("Weather in Paris and Rome?"))

@@ -11,6 +11,7 @@ def test_refund_example_runs_end_to_end() -> None:
     output = run_example(["examples/refund_agent.py"], PACKAGE_DIR)
     assert "killed with SIGKILL while the approval waits" in output
     assert "(automatic)" in output
+    assert '  assistant calls refund_order {"order_id":"7"}\n' in output
     assert "  tool      refund_order -> refund R-7 issued\n" in output
     assert "  assistant Done: order 7 is refunded (refund R-7).\n" in output
     assert "CallSingleAttemptTool-1" in output and "AwaitToolApproval-1" in output

@@ -1,9 +1,8 @@
-"""MCP tools from langchain-mcp-adapters, listed from a real stdio server: tool Steps with effects from
-their annotations, and one `tools/call` per tool Step."""
+"""MCP tools from langchain-mcp-adapters, listed from the kit's real stdio server (run with this package's
+mcp 1.x): tool Steps with effects from their annotations, and one `tools/call` per tool Step."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +12,15 @@ from dex_agents.testing import SessionSide
 from dex_agents.values import ToolCallStatus, ToolEffect
 from langchain.agents import create_agent
 from langchain_core.tools import tool
-from langchain_mcp_adapters.client import MultiServerMCPClient
 from langgraph.graph.state import CompiledStateGraph
 
 from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner, framework_effect
-from tests.scripted_model import ListChatModel, respond, tool_call
+from dex_agents_langgraph.testing import ScriptedChatModel
+from tests.support import inventory_client, respond, tool_call
 
-SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
 
-
-def test_annotations_map_to_effects_in_either_spelling() -> None:
+def test_a_tools_metadata_gives_its_effect() -> None:
+    # langchain-mcp-adapters copies a server tool's annotations into `BaseTool.metadata`.
     def annotated(metadata: dict[str, Any] | None) -> Any:
         @tool
         def probe() -> str:
@@ -33,11 +31,9 @@ def test_annotations_map_to_effects_in_either_spelling() -> None:
         return probe
 
     assert framework_effect(annotated({"readOnlyHint": True})) is ToolEffect.READ
-    assert framework_effect(annotated({"read_only_hint": True})) is ToolEffect.READ
     assert framework_effect(annotated({"idempotentHint": True, "destructiveHint": True})) is (
         ToolEffect.IDEMPOTENT_WRITE
     )
-    assert framework_effect(annotated({"idempotent_hint": True})) is ToolEffect.IDEMPOTENT_WRITE
     assert framework_effect(annotated({"readOnlyHint": False})) is None
     assert framework_effect(annotated(None)) is None
     assert framework_effect(None) is None
@@ -46,18 +42,8 @@ def test_annotations_map_to_effects_in_either_spelling() -> None:
 async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
     log = tmp_path / "mcp.log"
     log.touch()
-    client = MultiServerMCPClient(
-        {
-            "inventory": {
-                "transport": "stdio",
-                "command": sys.executable,
-                "args": [str(SERVER_SCRIPT)],
-                "env": {"MCP_TEST_LOG": str(log)},
-            }
-        }
-    )
-    mcp_tools = await client.get_tools()
-    model = ListChatModel(
+    mcp_tools = await inventory_client(log).get_tools()
+    model = ScriptedChatModel(
         responses=[
             respond(
                 "",
@@ -106,7 +92,7 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert model.texts_seen(2)[-3:] == [
+    assert model.input_texts(2)[-3:] == [
         "tool count_items [call-1] success: A-1: 7 in stock",
         "tool set_stock [call-2] success: A-1 set to 9",
         "tool order_more [call-3] success: ordered A-1",
@@ -116,18 +102,8 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
 
 async def test_an_mcp_error_result_is_a_failure_the_model_sees(tmp_path: Path) -> None:
     log = tmp_path / "mcp.log"
-    client = MultiServerMCPClient(
-        {
-            "inventory": {
-                "transport": "stdio",
-                "command": sys.executable,
-                "args": [str(SERVER_SCRIPT)],
-                "env": {"MCP_TEST_LOG": str(log)},
-            }
-        }
-    )
-    mcp_tools = await client.get_tools()
-    model = ListChatModel(responses=[respond("", tool_call("audit_stock", {"sku": "A-1"}, "call-1"))])
+    mcp_tools = await inventory_client(log).get_tools()
+    model = ScriptedChatModel(responses=[respond("", tool_call("audit_stock", {"sku": "A-1"}, "call-1"))])
 
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(model, tools=mcp_tools, middleware=[DexToolGate()], checkpointer=checkpointer)

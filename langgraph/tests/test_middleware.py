@@ -17,7 +17,8 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner
-from tests.scripted_model import ListChatModel, respond, tool_call
+from dex_agents_langgraph.testing import ScriptedChatModel
+from tests.support import respond, tool_call
 
 
 def counting(entries: list[str], label: str) -> AgentMiddleware:
@@ -43,7 +44,7 @@ async def test_middleware_before_the_gate_reruns_on_resume_and_after_it_runs_onl
         runs.append(city)
         return f"sunny in {city}"
 
-    model = ListChatModel(
+    model = ScriptedChatModel(
         responses=[respond("", tool_call("get_weather", {"city": "Oslo"}, "call-1")), respond("ok")]
     )
 

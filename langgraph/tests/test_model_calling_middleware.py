@@ -33,7 +33,8 @@ from langchain_core.tools import tool
 from langgraph.graph.state import CompiledStateGraph
 
 from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner
-from tests.scripted_model import ListChatModel, respond, tool_call
+from dex_agents_langgraph.testing import ScriptedChatModel
+from tests.support import respond, tool_call
 
 
 @tool
@@ -48,7 +49,7 @@ def get_time(city: str) -> str:
     return f"noon in {city}"
 
 
-def _runner(model: ListChatModel, *middleware: AgentMiddleware) -> LangGraphRunner:
+def _runner(model: ScriptedChatModel, *middleware: AgentMiddleware) -> LangGraphRunner:
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(
             model,
@@ -66,7 +67,7 @@ def _plain_summary(messages: Sequence[BaseMessage]) -> str:
 
 @pytest.mark.parametrize("summarizer", ["model", "function"])
 def test_summarization_middleware_is_refused_when_the_runner_is_built(summarizer: str) -> None:
-    summary_model = ListChatModel(responses=[respond("The user asked about the weather.")])
+    summary_model = ScriptedChatModel(responses=[respond("The user asked about the weather.")])
     middleware = SummarizationMiddleware(
         summary_model,
         trigger=("messages", 6),
@@ -75,12 +76,12 @@ def test_summarization_middleware_is_refused_when_the_runner_is_built(summarizer
     )
 
     with pytest.raises(TypeError) as refused:
-        _runner(ListChatModel(responses=[]), middleware)
+        _runner(ScriptedChatModel(responses=[]), middleware)
 
     message = str(refused.value)
     assert "SummarizationMiddleware" in message
     assert "wrap_model_call" in message and "trim_messages" in message, "the error must name the fix"
-    assert summary_model.calls == 0
+    assert len(summary_model.inputs) == 0
 
 
 def _trimmed_to_last_four() -> AgentMiddleware:
@@ -99,7 +100,8 @@ def _trimmed_to_last_four() -> AgentMiddleware:
 
 async def test_trimming_the_model_request_keeps_every_turn_working_past_any_length() -> None:
     turns = 8
-    model = ListChatModel(responses=[respond(f"answer {number}") for number in range(turns)])
+    # The scripted model answers by the number of answers in its input; a trimmed input always holds one.
+    model = ScriptedChatModel(responses=[respond("answer 0"), respond("noted")])
     runner = _runner(model, _trimmed_to_last_four())
     session = SessionSide()
 
@@ -110,9 +112,9 @@ async def test_trimming_the_model_request_keeps_every_turn_working_past_any_leng
         assert outcome.usage.model_calls == 1
         session.store(outcome.new_messages)
 
-    assert model.texts_seen(turns) == [
+    assert model.input_texts(turns) == [
         "user: question 6",
-        "assistant: answer 6",
+        "assistant: noted",
         "user: question 7",
     ]
     # The session keeps the whole conversation; only the model's input was trimmed.
@@ -121,7 +123,7 @@ async def test_trimming_the_model_request_keeps_every_turn_working_past_any_leng
 
 
 async def test_context_editing_past_its_trigger_clears_old_tool_outputs_only_in_the_model_input() -> None:
-    model = ListChatModel(
+    model = ScriptedChatModel(
         responses=[
             respond("", tool_call("get_weather", {"city": "Oslo"}, "call-1")),
             respond("Sunny in Oslo."),
@@ -145,31 +147,26 @@ async def test_context_editing_past_its_trigger_clears_old_tool_outputs_only_in_
 
     assert isinstance(second, TurnCompleted) and second.turn_error is None
     assert second.usage.model_calls == 1
-    assert "tool get_weather [call-1] success: [cleared]" in model.texts_seen(3)
+    assert "tool get_weather [call-1] success: [cleared]" in model.input_texts(3)
     assert [m.tool_output for m in session.messages if m.role is MessageRole.TOOL] == ["sunny in Oslo"]
 
 
 async def test_a_model_call_a_middleware_makes_is_a_counted_model_call_of_the_step() -> None:
-    selector_model = ListChatModel(
+    # The selection call sees only the user's request, never an answer, so it answers its first response.
+    selector_model = ScriptedChatModel(
         responses=[
             respond(
                 "",
                 tool_call("ToolSelectionResponse", {"tools": ["get_weather"]}, "select-1"),
                 input_tokens=40,
                 output_tokens=3,
-            ),
-            respond(
-                "",
-                tool_call("ToolSelectionResponse", {"tools": ["get_weather"]}, "select-2"),
-                input_tokens=41,
-                output_tokens=3,
-            ),
+            )
         ]
     )
-    model = ListChatModel(
+    model = ScriptedChatModel(
         responses=[
             respond("Checking.", tool_call("get_weather", {"city": "Oslo"}, "call-1")),
-            respond("Sunny in Oslo."),
+            respond("Sunny in Oslo.", input_tokens=11),
         ]
     )
     runner = _runner(model, LLMToolSelectorMiddleware(model=selector_model, max_tools=1))
@@ -179,7 +176,7 @@ async def test_a_model_call_a_middleware_makes_is_a_counted_model_call_of_the_st
     requested = await runner.run_model_step(session.context())
 
     assert isinstance(requested, ToolCallsRequested), requested
-    assert (selector_model.calls, model.calls) == (1, 1)
+    assert (len(selector_model.inputs), len(model.inputs)) == (1, 1)
     assert model.offered_tools[0] == ["get_weather"], "the selection reached the agent's model call"
     assert requested.usage == AgentUsage(model_calls=2, input_tokens=50, output_tokens=8)
     assert "".join(session.text_deltas()) == "Checking.", "the selection call must not stream as text"
@@ -189,6 +186,6 @@ async def test_a_model_call_a_middleware_makes_is_a_counted_model_call_of_the_st
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert (selector_model.calls, model.calls) == (2, 2)
+    assert (len(selector_model.inputs), len(model.inputs)) == (2, 2)
     assert final.usage == AgentUsage(model_calls=2, input_tokens=51, output_tokens=8)
     assert final.new_messages[-1].text == "Sunny in Oslo."

@@ -1,6 +1,7 @@
 """The public surface is exactly what `__all__` promises; an accidental export or removal fails here."""
 
 import dex_agents_langgraph
+import dex_agents_langgraph.testing
 
 
 def test_public_api_is_pinned() -> None:
@@ -15,11 +16,12 @@ def test_public_api_is_pinned() -> None:
         "framework_effect",
         "route_tool_calls",
     ]
-    assert dex_agents_langgraph.__all__ == sorted(
-        dex_agents_langgraph.__all__, key=lambda n: (not n.isupper(), n)
-    )
+    assert dex_agents_langgraph.testing.__all__ == ["ScriptedChatModel", "render_model_input"]
+    for module in (dex_agents_langgraph, dex_agents_langgraph.testing):
+        assert module.__all__ == sorted(module.__all__, key=lambda n: (not n.isupper(), n))
 
 
 def test_every_exported_name_exists() -> None:
-    for name in dex_agents_langgraph.__all__:
-        assert getattr(dex_agents_langgraph, name) is not None
+    for module in (dex_agents_langgraph, dex_agents_langgraph.testing):
+        for name in module.__all__:
+            assert getattr(module, name) is not None

@@ -1,13 +1,14 @@
 """The runner against LangChain's real `create_agent` loop with a scripted chat model, without a server.
 
-Each test plays the session's side of the runner contract (`tests/support.py`) and asserts what a user of
-the session would notice: which calls become Steps, what the model sees, what is stored.
+Each test plays the session's side of the runner contract (`dex_agents.testing.SessionSide`) and asserts
+what a user of the session would notice: which calls become Steps, what the model sees, what is stored.
+What every adapter must do (defer in model order, replay the history, refuse another runner's state, an
+unknown tool) is `tests/test_runner_contract.py`; these are LangChain's specifics.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,17 +18,14 @@ from dex_agents.runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     ToolCallsRequested,
     ToolExecutionError,
-    ToolPolicy,
     TurnCompleted,
 )
 from dex_agents.testing import SessionSide
-from dex_agents.values import MessageRole, ToolCallStatus, ToolEffect
+from dex_agents.values import MessageRole, ToolCallStatus
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain.agents.structured_output import ToolStrategy
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
-from langchain_core.messages import AIMessageChunk, BaseMessage
-from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool, ToolException, tool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolRuntime
@@ -35,13 +33,9 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import interrupt
 from pydantic import BaseModel
 
-from dex_agents_langgraph import (
-    UNKNOWN_TOOL_POLICY,
-    DexCheckpointSaver,
-    DexToolGate,
-    LangGraphRunner,
-)
-from tests.scripted_model import ListChatModel, respond, tool_call
+from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner
+from dex_agents_langgraph.testing import ScriptedChatModel
+from tests.support import respond, tool_call
 
 
 class Tools:
@@ -87,7 +81,7 @@ class Tools:
         return [get_weather, delete_file, flaky, crash]
 
 
-def agent_runner(model: ListChatModel, tools: Tools, **options: Any) -> LangGraphRunner:
+def agent_runner(model: ScriptedChatModel, tools: Tools, **options: Any) -> LangGraphRunner:
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(
             model,
@@ -98,46 +92,6 @@ def agent_runner(model: ListChatModel, tools: Tools, **options: Any) -> LangGrap
         )
 
     return LangGraphRunner(build, **options)
-
-
-async def test_a_model_call_defers_every_tool_call_in_model_order_and_runs_none() -> None:
-    model = ListChatModel(
-        responses=[
-            respond(
-                "Checking the weather, then deleting.",
-                tool_call("get_weather", {"city": "Paris"}, "call-1"),
-                tool_call("delete_file", {"path": "/tmp/x"}, "call-2"),
-                input_tokens=50,
-                output_tokens=20,
-            )
-        ]
-    )
-    tools = Tools()
-    runner = agent_runner(model, tools)
-    session = SessionSide(tool_policies={"get_weather": ToolPolicy(ToolEffect.READ)})
-    session.start_turn(runner.build_user_message("Weather in Paris? And delete /tmp/x."))
-
-    outcome = await runner.run_model_step(session.context())
-
-    assert isinstance(outcome, ToolCallsRequested)
-    assert [
-        (call.tool_call_id, call.tool_name, json.loads(call.arguments)) for call in outcome.tool_calls
-    ] == [
-        ("call-1", "get_weather", {"city": "Paris"}),
-        ("call-2", "delete_file", {"path": "/tmp/x"}),
-    ]
-    assert [call.policy for call in outcome.tool_calls] == [
-        ToolPolicy(ToolEffect.READ),
-        ToolPolicy(ToolEffect.UNCLASSIFIED),
-    ]
-    assert outcome.framework_run_state
-    assert tools.runs == [], "no tool runs inside the model Step"
-    assert model.calls == 1
-    assert model.offered_tools == [["get_weather", "delete_file", "flaky", "crash"]]
-    assert outcome.usage.model_calls == 1
-    assert (outcome.usage.input_tokens, outcome.usage.output_tokens) == (50, 20)
-    assert "".join(session.text_deltas()) == "Checking the weather, then deleting."
-    assert len(session.text_deltas()) > 1, "the text arrives as deltas while the model streams"
 
 
 async def test_resume_feeds_every_recorded_outcome_to_the_model_in_a_fresh_runner() -> None:
@@ -152,7 +106,7 @@ async def test_resume_feeds_every_recorded_outcome_to_the_model_in_a_fresh_runne
         respond("Paris is sunny; I did not delete anything.", input_tokens=70, output_tokens=9),
     ]
     tools = Tools()
-    first_model = ListChatModel(responses=script)
+    first_model = ScriptedChatModel(responses=script)
     first = agent_runner(first_model, tools)
     session = SessionSide()
     session.start_turn(first.build_user_message("Weather, and clean up."))
@@ -165,13 +119,13 @@ async def test_resume_feeds_every_recorded_outcome_to_the_model_in_a_fresh_runne
     session.finish("call-4", ToolCallStatus.OUTCOME_UNKNOWN, error="Worker lost")
 
     # A fresh runner (another Worker process in production) resumes from the stored text alone.
-    second_model = ListChatModel(responses=script[1:])
+    second_model = ScriptedChatModel(responses=script)
     second = agent_runner(second_model, tools)
     final = await second.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert second_model.calls == 1
-    assert second_model.texts_seen(1)[-4:] == [
+    assert len(second_model.inputs) == 1
+    assert second_model.input_texts(1)[-4:] == [
         "tool get_weather [call-1] success: sunny in Paris",
         "tool delete_file [call-2] error: Deleting files is not allowed.",
         "tool delete_file [call-3] error: The tool call failed: disk is read-only",
@@ -180,68 +134,36 @@ async def test_resume_feeds_every_recorded_outcome_to_the_model_in_a_fresh_runne
     assert tools.runs == ["get_weather Paris"]
     # `get_weather` is a plain `def`, which LangChain runs on a worker thread; it still sees its call.
     assert tools.keys == ["session-1/turn-1/call-1"]
+    # The response had no text: one assistant message per call, no empty text message before them.
     assert [(message.role, message.tool_call_id) for message in final.new_messages] == [
-        (MessageRole.ASSISTANT, None),
+        (MessageRole.ASSISTANT, "call-1"),
+        (MessageRole.ASSISTANT, "call-2"),
+        (MessageRole.ASSISTANT, "call-3"),
+        (MessageRole.ASSISTANT, "call-4"),
         (MessageRole.TOOL, "call-1"),
         (MessageRole.TOOL, "call-2"),
         (MessageRole.TOOL, "call-3"),
         (MessageRole.TOOL, "call-4"),
         (MessageRole.ASSISTANT, None),
     ]
-    tool_message = final.new_messages[1]
+    tool_message = final.new_messages[4]
     assert (tool_message.tool_name, tool_message.tool_arguments, tool_message.tool_output) == (
         "get_weather",
-        '{"city": "Paris"}',
+        '{"city":"Paris"}',
         "sunny in Paris",
     )
     assert final.new_messages[-1].text == "Paris is sunny; I did not delete anything."
     assert (final.usage.model_calls, final.usage.input_tokens, final.usage.output_tokens) == (1, 70, 9)
 
 
-async def test_the_next_turn_replays_the_stored_conversation() -> None:
-    model = ListChatModel(
-        responses=[
-            respond("", tool_call("get_weather", {"city": "Oslo"}, "call-1")),
-            respond("Oslo is sunny."),
-            respond("You are welcome."),
-        ]
-    )
-    tools = Tools()
-    runner = agent_runner(model, tools)
-    session = SessionSide()
-    session.start_turn(runner.build_user_message("Weather in Oslo?"))
-    requested = await runner.run_model_step(session.context())
-    assert isinstance(requested, ToolCallsRequested)
-    session.defer(requested)
-    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny in Oslo")
-    first = await runner.run_model_step(session.context())
-    assert isinstance(first, TurnCompleted)
-    session.store(first.new_messages)
-
-    session.start_turn(runner.build_user_message("Thanks!"))
-    second = await runner.run_model_step(session.context())
-
-    assert isinstance(second, TurnCompleted)
-    assert model.texts_seen(3) == [
-        "system: You help with the weather and with files.",
-        "user: Weather in Oslo?",
-        'assistant calls get_weather {"city": "Oslo"} [call-1]',
-        "tool get_weather [call-1] success: sunny in Oslo",
-        "assistant: Oslo is sunny.",
-        "user: Thanks!",
-    ]
-    assert [message.text for message in second.new_messages] == ["You are welcome."]
-
-
 async def test_tool_execution_maps_tool_errors_for_the_model_and_lets_crashes_fail_the_step() -> None:
-    model = ListChatModel(
+    model = ScriptedChatModel(
         responses=[
             respond(
                 "",
                 tool_call("flaky", {"attempt": 1}, "call-1"),
                 tool_call("crash", {}, "call-2"),
                 tool_call("get_weather", {"town": "Paris"}, "call-3"),
-                tool_call("teleport", {"to": "Mars"}, "call-4"),
             )
         ]
     )
@@ -250,8 +172,6 @@ async def test_tool_execution_maps_tool_errors_for_the_model_and_lets_crashes_fa
     session.start_turn(runner.build_user_message("Go."))
     requested = await runner.run_model_step(session.context())
     assert isinstance(requested, ToolCallsRequested)
-    # A tool name the agent does not have only records `failed`; it needs no approval or single attempt.
-    assert requested.tool_calls[3].policy == UNKNOWN_TOOL_POLICY
     session.defer(requested)
 
     with pytest.raises(ToolExecutionError, match="attempt 1 was too early"):
@@ -260,13 +180,11 @@ async def test_tool_execution_maps_tool_errors_for_the_model_and_lets_crashes_fa
         await session.execute(runner, "call-2")
     with pytest.raises(ToolExecutionError, match="city"):
         await session.execute(runner, "call-3")
-    with pytest.raises(ToolExecutionError, match="teleport is not a valid tool"):
-        await session.execute(runner, "call-4")
-    assert model.calls == 1
+    assert len(model.inputs) == 1
 
 
 async def test_a_graph_without_the_tool_gate_ends_the_turn_before_any_tool_runs() -> None:
-    model = ListChatModel(responses=[respond("", tool_call("get_weather", {"city": "Paris"}, "call-1"))])
+    model = ScriptedChatModel(responses=[respond("", tool_call("get_weather", {"city": "Paris"}, "call-1"))])
     tools = Tools()
 
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -281,11 +199,11 @@ async def test_a_graph_without_the_tool_gate_ends_the_turn_before_any_tool_runs(
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error is not None and "DexToolGate" in outcome.turn_error
     assert tools.runs == []
-    assert model.calls == 1
+    assert len(model.inputs) == 1
 
 
 async def test_an_interrupt_that_is_not_the_gates_ends_the_turn_with_a_clear_error() -> None:
-    model = ListChatModel(responses=[respond("", tool_call("get_weather", {"city": "Paris"}, "call-1"))])
+    model = ScriptedChatModel(responses=[respond("", tool_call("get_weather", {"city": "Paris"}, "call-1"))])
     tools = Tools()
 
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -308,7 +226,7 @@ async def test_an_interrupt_that_is_not_the_gates_ends_the_turn_with_a_clear_err
 
 
 def test_the_factory_must_compile_with_the_given_checkpointer_and_have_tools() -> None:
-    model = ListChatModel(responses=[])
+    model = ScriptedChatModel(responses=[])
     with pytest.raises(TypeError, match="checkpointer it receives"):
         LangGraphRunner(
             lambda checkpointer: create_agent(model, tools=Tools().all(), middleware=[DexToolGate()])
@@ -329,18 +247,6 @@ def test_the_factory_must_compile_with_the_given_checkpointer_and_have_tools() -
         )
 
 
-async def test_a_run_state_of_another_runner_ends_the_turn() -> None:
-    runner = agent_runner(ListChatModel(responses=[]), Tools())
-    session = SessionSide()
-    session.start_turn(runner.build_user_message("Hi"))
-    session.framework_run_state = json.dumps({"format": "someone-else"})
-
-    outcome = await runner.run_model_step(session.context())
-
-    assert isinstance(outcome, TurnCompleted)
-    assert outcome.turn_error is not None and "not written by LangGraphRunner" in outcome.turn_error
-
-
 async def test_the_run_state_grows_with_the_turn_not_with_the_conversation() -> None:
     script: list[Any] = []
     for number in range(8):
@@ -348,7 +254,7 @@ async def test_the_run_state_grows_with_the_turn_not_with_the_conversation() -> 
             respond("", tool_call("get_weather", {"city": f"City {number}"}, f"call-{number}")),
             respond("ok"),
         ]
-    model = ListChatModel(responses=script)
+    model = ScriptedChatModel(responses=script)
     runner = agent_runner(model, Tools())
     session = SessionSide()
     sizes: list[int] = []
@@ -370,11 +276,11 @@ async def test_the_run_state_grows_with_the_turn_not_with_the_conversation() -> 
     # and 28 stored messages in, the run state is as large as in the first turn.
     assert max(sizes) - min(sizes) < 100, sizes
     # The stored history still reaches the model when the turn resumes.
-    assert "user: Weather in city 0? " in "\n".join(model.texts_seen(16))
+    assert "user: Weather in city 0? " in "\n".join(model.input_texts(16))
 
 
 async def test_a_run_state_whose_history_is_no_longer_stored_ends_the_turn() -> None:
-    model = ListChatModel(responses=[respond("", tool_call("get_weather", {"city": "Oslo"}, "call-1"))])
+    model = ScriptedChatModel(responses=[respond("", tool_call("get_weather", {"city": "Oslo"}, "call-1"))])
     runner = agent_runner(model, Tools())
     session = SessionSide()
     session.start_turn(runner.build_user_message("Weather in Oslo?"))
@@ -395,7 +301,7 @@ class Forecast(BaseModel):
     sunny: bool
 
 
-def structured_runner(model: ListChatModel) -> LangGraphRunner:
+def structured_runner(model: ScriptedChatModel) -> LangGraphRunner:
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(
             model,
@@ -409,7 +315,7 @@ def structured_runner(model: ListChatModel) -> LangGraphRunner:
 
 
 async def test_structured_output_completes_the_turn_with_the_response_as_its_text() -> None:
-    model = ListChatModel(
+    model = ScriptedChatModel(
         responses=[respond("", tool_call("Forecast", {"city": "Oslo", "sunny": True}, "out-1"))]
     )
     runner = structured_runner(model)
@@ -419,13 +325,18 @@ async def test_structured_output_completes_the_turn_with_the_response_as_its_tex
     outcome = await runner.run_model_step(session.context())
 
     assert isinstance(outcome, TurnCompleted) and outcome.turn_error is None
-    assert [message.role for message in outcome.new_messages] == [MessageRole.ASSISTANT, MessageRole.TOOL]
+    assert [(message.role, message.tool_call_id) for message in outcome.new_messages] == [
+        (MessageRole.ASSISTANT, None),
+        (MessageRole.ASSISTANT, "out-1"),
+        (MessageRole.TOOL, "out-1"),
+    ]
+    # The answer has no text of its own, so its display text is the structured response.
     assert json.loads(outcome.new_messages[0].text or "") == {"city": "Oslo", "sunny": True}
-    assert model.calls == 1
+    assert len(model.inputs) == 1
 
 
 async def test_a_structured_output_retry_ends_the_turn_instead_of_calling_the_model_again() -> None:
-    model = ListChatModel(
+    model = ScriptedChatModel(
         responses=[respond("", tool_call("Forecast", {"city": "Oslo"}, "out-1")), respond("never sent")]
     )
     runner = structured_runner(model)
@@ -436,11 +347,11 @@ async def test_a_structured_output_retry_ends_the_turn_instead_of_calling_the_mo
 
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error is not None and "second model call" in outcome.turn_error
-    assert model.calls == 1, "the guard stops the retry before it reaches the model"
+    assert len(model.inputs) == 1, "the guard stops the retry before it reaches the model"
 
 
 async def test_an_output_call_beside_a_tool_call_ends_the_turn_after_the_tool_without_a_model_call() -> None:
-    model = ListChatModel(
+    model = ScriptedChatModel(
         responses=[
             respond(
                 "",
@@ -461,9 +372,9 @@ async def test_an_output_call_beside_a_tool_call_ends_the_turn_after_the_tool_wi
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert model.calls == 1 and final.usage.model_calls == 0
+    assert len(model.inputs) == 1 and final.usage.model_calls == 0
     assert json.loads(final.new_messages[0].text or "") == {"city": "Oslo", "sunny": True}
-    assert [message.tool_output for message in final.new_messages[1:]] == [
+    assert [message.tool_output for message in final.new_messages if message.role is MessageRole.TOOL] == [
         "Returning structured response: city='Oslo' sunny=True",
         "sunny in Oslo",
     ]
@@ -480,7 +391,7 @@ async def test_tool_call_ids_that_cannot_name_steps_end_the_turn_before_any_tool
         tool_call("get_weather", {"city": f"City {index}"}, tool_call_id)
         for index, tool_call_id in enumerate(tool_call_ids)
     ]
-    model = ListChatModel(responses=[respond("", *calls)])
+    model = ScriptedChatModel(responses=[respond("", *calls)])
     tools = Tools()
     runner = agent_runner(model, tools)
     session = SessionSide()
@@ -490,30 +401,15 @@ async def test_tool_call_ids_that_cannot_name_steps_end_the_turn_before_any_tool
 
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error is not None and problem in outcome.turn_error
-    assert tools.runs == [] and model.calls == 1
-
-
-class ReasoningChatModel(ListChatModel):
-    """Streams a reasoning block, as providers with thinking do, before the scripted answer."""
-
-    async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(
-                content=[{"type": "reasoning", "reasoning": "The user wants the weather."}]
-            )
-        )
-        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
-            yield chunk
+    assert tools.runs == [] and len(model.inputs) == 1
 
 
 async def test_reasoning_streams_as_reasoning_deltas_apart_from_the_text() -> None:
-    model = ReasoningChatModel(responses=[respond("It is sunny.")])
+    blocks: list[str | dict[str, Any]] = [
+        {"type": "reasoning", "reasoning": "The user wants the weather."},
+        {"type": "text", "text": "It is sunny."},
+    ]
+    model = ScriptedChatModel(responses=[AIMessage(content=blocks)])
     runner = agent_runner(model, Tools())
     session = SessionSide()
     session.start_turn(runner.build_user_message("Weather?"))
@@ -547,7 +443,7 @@ async def test_a_tool_step_gets_the_runtime_context_and_the_graphs_store() -> No
         assert item is not None
         return f"{item.value['amount']} {runtime.context.currency}"
 
-    model = ListChatModel(responses=[respond("", tool_call("price", {"order_id": "A-1"}, "call-1"))])
+    model = ScriptedChatModel(responses=[respond("", tool_call("price", {"order_id": "A-1"}, "call-1"))])
 
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(
@@ -576,7 +472,7 @@ async def test_a_tool_that_calls_interrupt_records_a_failure_the_model_sees() ->
         """Ask the user to confirm."""
         return str(interrupt(question))
 
-    model = ListChatModel(responses=[respond("", tool_call("confirm", {"question": "Sure?"}, "call-1"))])
+    model = ScriptedChatModel(responses=[respond("", tool_call("confirm", {"question": "Sure?"}, "call-1"))])
 
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(model, tools=[confirm], middleware=[DexToolGate()], checkpointer=checkpointer)
@@ -593,7 +489,7 @@ async def test_a_tool_that_calls_interrupt_records_a_failure_the_model_sees() ->
 
 
 async def test_a_turn_with_two_tool_rounds_stores_every_message_once_in_order() -> None:
-    model = ListChatModel(
+    model = ScriptedChatModel(
         responses=[
             respond("First Paris.", tool_call("get_weather", {"city": "Paris"}, "call-1")),
             respond("Now Rome.", tool_call("get_weather", {"city": "Rome"}, "call-2")),
@@ -616,16 +512,21 @@ async def test_a_turn_with_two_tool_rounds_stores_every_message_once_in_order() 
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert [(message.role, message.text or message.tool_output) for message in final.new_messages] == [
+    assert [
+        (message.role, message.text or message.tool_output or message.tool_call_id)
+        for message in final.new_messages
+    ] == [
         (MessageRole.ASSISTANT, "First Paris."),
+        (MessageRole.ASSISTANT, "call-1"),
         (MessageRole.TOOL, "sunny in Paris"),
         (MessageRole.ASSISTANT, "Now Rome."),
+        (MessageRole.ASSISTANT, "call-2"),
         (MessageRole.TOOL, "sunny in Rome"),
         (MessageRole.ASSISTANT, "Both are sunny."),
     ]
-    assert tools.runs == ["get_weather Paris", "get_weather Rome"] and model.calls == 3
+    assert tools.runs == ["get_weather Paris", "get_weather Rome"] and len(model.inputs) == 3
     # The third model call sees both rounds, the first one rebuilt from the run state of the second.
-    assert model.texts_seen(3)[-7:] == [
+    assert model.input_texts(3)[-7:] == [
         "user: Paris, then Rome?",
         "assistant: First Paris.",
         'assistant calls get_weather {"city": "Paris"} [call-1]',
@@ -638,7 +539,7 @@ async def test_a_turn_with_two_tool_rounds_stores_every_message_once_in_order() 
 
 async def test_the_saver_keeps_nothing_between_steps() -> None:
     savers: list[DexCheckpointSaver] = []
-    model = ListChatModel(
+    model = ScriptedChatModel(
         responses=[respond("", tool_call("get_weather", {"city": "Oslo"}, "call-1")), respond("Sunny.")]
     )
     tools = Tools()

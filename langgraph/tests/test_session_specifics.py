@@ -10,18 +10,25 @@ import pytest
 import pytest_asyncio
 from dex_agents import (
     AgentEventType,
+    AgentMessage,
     AgentSessionClient,
+    FrameworkMessage,
     MessageRole,
 )
 from dex_agents.testing import (
     AgentTestStack,
+    ProjectedCall,
     ScriptedResponse,
     ScriptedToolCall,
+    check_message_projection,
     executed_step_types,
     read_agent_events,
     recorded_usage,
     run_mcp_inventory_scenario,
+    stored_calls_without_result,
     text_by_model_step,
+    wait_for_agent_snapshot,
+    wait_until,
 )
 from dex_agents.testing.matrix import wait_for_turn_end
 
@@ -108,7 +115,7 @@ async def test_text_streams_as_deltas_of_each_model_call_and_usage_is_per_call(s
     assert list(text_by_model_step(events).values()) == ["Let me check order A-1.", "A-1 shipped."]
     assert deltas > 2, "the text arrives in chunks while the model streams"
     assistant_texts = [message.text for message in snapshot.messages if message.role is MessageRole.ASSISTANT]
-    assert assistant_texts == ["Let me check order A-1.", "A-1 shipped."]
+    assert assistant_texts == ["Let me check order A-1.", None, "A-1 shipped."], "the call is its own message"
     recorded = recorded_usage(events)
     assert [(usage["model_calls"], usage["input_tokens"]) for usage in recorded] == [(1, 30), (1, 45)]
     assert snapshot.usage.model_calls == 2 and snapshot.usage.input_tokens == 75
@@ -131,3 +138,85 @@ async def test_mcp_tools_run_one_tools_call_per_tool_step_with_effects_from_anno
         "tools/call order_more",
         "tools/call set_stock",
     }
+
+
+async def test_cancel_turn_stops_the_graphs_model_call_and_the_next_turn_sees_every_call_and_result(
+    session: Session,
+) -> None:
+    stack, sessions = session.stack, session.plain
+    session_id = stack.new_session_id("cancelled")
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1", output="A-1 shipped on Monday")
+    refund = ScriptedToolCall("refund_order", {"order_id": "B-2"}, "refund-1")
+    stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(text="Let me check A-1 and refund B-2.", tool_calls=(read, refund)),
+                ScriptedResponse(text="Never said.", block_until_cancelled=True),
+            ],
+            [ScriptedResponse(text="I refunded nothing.")],
+        ],
+    )
+    await sessions.start_session(session_id, "Where is A-1? Refund B-2.")
+    pending = await wait_for_agent_snapshot(
+        sessions,
+        session_id,
+        lambda snapshot: snapshot.pending_interrupts,
+        description="the refund's approval",
+    )
+    assert await sessions.resolve_interrupt(
+        session_id, pending[0].interrupt_id, approved=False, rejection_message="Not without a receipt."
+    )
+    await wait_until(
+        "the resumed model call to start", lambda: len(stack.invocations.model_calls(session_id)) == 2
+    )
+
+    assert await sessions.cancel_turn(session_id, "turn-1")
+    cancelled = await wait_for_turn_end(sessions, session_id, 1)
+
+    await wait_until(
+        "the graph's model call to be cancelled", lambda: stack.invocations.cancelled_model_calls(session_id)
+    )
+    assert cancelled.state is not None and cancelled.state.last_turn_error is None
+    assert stored_calls_without_result(cancelled.messages) == []
+    # The turn keeps its answer and both results in the shared projection, not the cancelled note.
+    check_message_projection(
+        [_as_framework_message(message) for message in cancelled.messages[1:]],
+        response_text="Let me check A-1 and refund B-2.",
+        calls=[
+            ProjectedCall("read-1", "lookup_order", {"order_id": "A-1"}),
+            ProjectedCall("refund-1", "refund_order", {"order_id": "B-2"}),
+        ],
+        outputs={"read-1": "A-1 shipped on Monday", "refund-1": "Not without a receipt."},
+    )
+
+    assert await sessions.send_user_message(session_id, "Did you refund B-2?")
+    done = await wait_for_turn_end(sessions, session_id, 2)
+
+    assert done.messages[-1].text == "I refunded nothing."
+    [next_call] = stack.invocations.model_calls(session_id, "turn-2")
+    assert list(next_call.model_input) == [
+        "user: Where is A-1? Refund B-2.",
+        "assistant: Let me check A-1 and refund B-2.",
+        'assistant calls lookup_order {"order_id": "A-1"} [read-1]',
+        'assistant calls refund_order {"order_id": "B-2"} [refund-1]',
+        "tool lookup_order [read-1] success: A-1 shipped on Monday",
+        "tool refund_order [refund-1] error: Not without a receipt.",
+        "user: Did you refund B-2?",
+    ]
+    assert len(stack.invocations.tool_calls(session_id, "lookup_order")) == 1
+    assert stack.invocations.tool_calls(session_id, "refund_order") == []
+    events = await read_agent_events(sessions, session_id)
+    assert [event.type for event in events].count(AgentEventType.TURN_CANCELLED) == 1
+
+
+def _as_framework_message(message: AgentMessage) -> FrameworkMessage:
+    return FrameworkMessage(
+        role=message.role,
+        framework_item=message.framework_item,
+        text=message.text,
+        tool_call_id=message.tool_call_id,
+        tool_name=message.tool_name,
+        tool_arguments=message.tool_arguments,
+        tool_output=message.tool_output,
+    )

@@ -12,17 +12,17 @@ from agents import Agent, function_tool
 from dex_agents.testing import MATRIX_TOOLS, MatrixSpec
 
 from dex_agents_openai_agents import OpenAIAgentsRunner
-from tests.scripted_model import matrix_model
+from dex_agents_openai_agents.testing import ScriptedResponsesModel
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
 def build_matrix_runner() -> OpenAIAgentsRunner[None]:
-    """An ordinary SDK agent whose function tools are the matrix's four scripted tools."""
+    """An ordinary SDK agent with the matrix's four scripted tools and the public scripted model."""
     agent = Agent[None](
         name="orders",
         instructions="You handle orders: look them up, send receipts, refund and cancel them.",
-        model=matrix_model(),
+        model=ScriptedResponsesModel.from_script_store(),
         tools=[function_tool(tool) for tool in MATRIX_TOOLS],
     )
     return OpenAIAgentsRunner(agent)
@@ -37,4 +37,6 @@ SPEC = MatrixSpec(
     approval_deadline=timedelta(seconds=4),
     # Item 12: what the framework tells the model about a call to a tool the agent does not have.
     unknown_tool_message="Tool launch_rocket not found in agent orders",
+    # Items 14 and 15: steered and cancelled turns keep their items and a result for every call.
+    supports_turn_control=True,
 )

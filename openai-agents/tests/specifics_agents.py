@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -22,15 +21,18 @@ from agents import (
 from agents.agent import AgentBase
 from agents.mcp import MCPServerStdio
 from dex_agents import AgentSessionFlow
-from dex_agents.testing import MATRIX_TOOLS, STATE_DIR_ENV, matrix_session_options, with_model_call_scope
+from dex_agents.testing import (
+    MATRIX_TOOLS,
+    STATE_DIR_ENV,
+    matrix_session_options,
+    mcp_inventory_server_command,
+    with_model_call_scope,
+)
 from mcp.types import CallToolResult
 from mcp.types import Tool as MCPTool
 
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from dex_agents_openai_agents.testing import ScriptedAnswer, ScriptedResponsesModel, call_item, text_item
-from tests.scripted_model import matrix_model
-
-MCP_SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
 
 
 def mcp_log_path(state_dir: Path) -> Path:
@@ -116,24 +118,28 @@ async def no_passwords(
 def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
     """A plain agent with the matrix tools, a triage agent that hands off, a guarded agent, an MCP agent."""
     tools: list[Tool] = [function_tool(tool) for tool in MATRIX_TOOLS]
-    plain = Agent[None](name="orders", model=matrix_model(), tools=tools)
+    plain = Agent[None](name="orders", model=ScriptedResponsesModel.from_script_store(), tools=tools)
     billing = Agent[None](name="billing", model=ScriptedResponsesModel(_billing_answer), tools=tools)
     triage = Agent[None](
         name="triage", model=ScriptedResponsesModel(_triage_answer), handoffs=[handoff(billing)]
     )
-    guarded = Agent[None](name="guarded", model=matrix_model(), tools=tools, input_guardrails=[no_passwords])
+    guarded = Agent[None](
+        name="guarded",
+        model=ScriptedResponsesModel.from_script_store(),
+        tools=tools,
+        input_guardrails=[no_passwords],
+    )
     state_dir = Path(os.environ.get(STATE_DIR_ENV, "."))
+    command = mcp_inventory_server_command(mcp_log_path(state_dir))
     inventory = WorkerStdioServer(
-        params={
-            "command": sys.executable,
-            "args": [str(MCP_SERVER_SCRIPT)],
-            "env": {**os.environ, "MCP_TEST_LOG": str(mcp_log_path(state_dir))},
-        },
+        params={"command": command.command, "args": command.args, "env": {**os.environ, **command.env}},
         name="inventory",
         # The SDK's 5 s default covers starting the server process, which a loaded CI machine can exceed.
         client_session_timeout_seconds=30,
     )
-    stock = Agent[None](name="stock", model=matrix_model(), mcp_servers=[inventory])
+    stock = Agent[None](
+        name="stock", model=ScriptedResponsesModel.from_script_store(), mcp_servers=[inventory]
+    )
     return (
         AgentSessionFlow(
             with_model_call_scope(OpenAIAgentsRunner(plain)),

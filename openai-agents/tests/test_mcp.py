@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from agents import Agent, FunctionTool
 from agents.mcp import MCPServerStdio
 from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
-from dex_agents.testing import SessionSide
+from dex_agents.testing import SessionSide, mcp_inventory_server_command
 from dex_agents.values import ToolCallStatus, ToolEffect
 from mcp.types import ToolAnnotations
 
 from dex_agents_openai_agents import OpenAIAgentsRunner, framework_effect
-from dex_agents_openai_agents.testing import call_item, text_item
-from tests.support import ScriptedModel
-
-SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
+from dex_agents_openai_agents.testing import ScriptedResponsesModel, call_item, text_item
 
 
 def _tool_with(annotations: object) -> FunctionTool:
@@ -46,17 +42,14 @@ def _log_lines(log: Path) -> list[str]:
 
 async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
     log = tmp_path / "mcp.log"
+    command = mcp_inventory_server_command(log)
     server = MCPServerStdio(
-        params={
-            "command": sys.executable,
-            "args": [str(SERVER_SCRIPT)],
-            "env": {**os.environ, "MCP_TEST_LOG": str(log)},
-        },
+        params={"command": command.command, "args": command.args, "env": {**os.environ, **command.env}},
         name="inventory",
         # The SDK's 5 s default covers starting the server process, which a loaded CI machine can exceed.
         client_session_timeout_seconds=30,
     )
-    model = ScriptedModel(
+    model = ScriptedResponsesModel.from_answers(
         [
             [
                 call_item("count_items", {"sku": "A-1"}, "call-1"),
@@ -67,7 +60,7 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
         ]
     )
     async with server:
-        runner = OpenAIAgentsRunner(Agent(name="stock", model=model.model, mcp_servers=[server]))
+        runner = OpenAIAgentsRunner(Agent(name="stock", model=model, mcp_servers=[server]))
         # An explicit policy still wins over the server's annotations.
         session = SessionSide(
             tool_policies={"order_more": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)}
@@ -97,6 +90,6 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
         final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert model.calls == 2
-    assert model.outputs_seen(2) == outputs
+    assert len(model.calls) == 2
+    assert model.calls[1].tool_outputs() == outputs
     assert len([line for line in _log_lines(log) if line.startswith("tools/call")]) == 3

@@ -1,7 +1,10 @@
 """The public surface is exactly what `__all__` promises; an accidental export or removal fails here."""
 
+import inspect
+
 import dex_agents_openai_agents
 import dex_agents_openai_agents.testing
+from dex_agents_openai_agents.testing import ScriptedModelCall, ScriptedResponsesModel
 
 
 def test_public_api_is_pinned() -> None:
@@ -16,11 +19,34 @@ def test_public_api_is_pinned() -> None:
     assert dex_agents_openai_agents.testing.__all__ == [
         "Answerer",
         "ScriptedAnswer",
+        "ScriptedModelCall",
         "ScriptedResponsesModel",
         "call_item",
         "reasoning_item",
+        "render_model_input",
         "scripted_stream_events",
         "text_item",
+    ]
+
+
+def test_the_scripted_model_offers_its_three_ways_of_answering() -> None:
+    assert list(inspect.signature(ScriptedResponsesModel).parameters) == [
+        "answer",
+        "response_id",
+        "model_name",
+    ]
+    assert list(inspect.signature(ScriptedResponsesModel.from_answers).parameters) == [
+        "answers",
+        "model_name",
+    ]
+    assert list(inspect.signature(ScriptedResponsesModel.from_script_store).parameters) == [
+        "store",
+        "model_name",
+    ]
+    assert isinstance(inspect.getattr_static(ScriptedResponsesModel, "calls"), property)
+    assert [field.name for field in ScriptedModelCall.__dataclass_fields__.values()] == [
+        "input_items",
+        "offered_tools",
     ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,14 +32,13 @@ from agents import (
     tool_input_guardrail,
 )
 from agents.editor import ApplyPatchOperation
+from agents.items import TResponseStreamEvent
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput, ToolInputGuardrailData
 from agents.tracing import Span, Trace, TracingProcessor, get_trace_provider, set_trace_processors
 from agents.tracing.provider import DefaultTraceProvider
 from dex_agents import current_tool_execution
 from dex_agents.runner import (
-    DEFAULT_REJECTION_TOOL_RESULT,
-    OUTCOME_UNKNOWN_TOOL_RESULT,
     ToolCallsRequested,
     ToolExecutionError,
     ToolPolicy,
@@ -60,12 +59,12 @@ from dex_agents_openai_agents.testing import (
     ScriptedResponsesModel,
     call_item,
     reasoning_item,
+    scripted_stream_events,
     text_item,
 )
-from tests.support import ScriptedModel
 
 
-def build_agent(model: ScriptedModel, runs: list[str], name: str = "assistant") -> Agent[Any]:
+def build_agent(model: ScriptedResponsesModel, runs: list[str], name: str = "assistant") -> Agent[Any]:
     @function_tool
     async def get_weather(city: str) -> str:
         """Return the weather of a city."""
@@ -80,113 +79,15 @@ def build_agent(model: ScriptedModel, runs: list[str], name: str = "assistant") 
         runs.append(f"delete_file {path}")
         return f"deleted {path}"
 
-    return Agent(name=name, model=model.model, tools=[get_weather, delete_file])
+    return Agent(name=name, model=model, tools=[get_weather, delete_file])
 
 
 def event_payloads(session: SessionSide, event_type: str) -> list[dict[str, Any]]:
     return [json.loads(event.payload) for event in session.events if event.type == event_type]
 
 
-async def test_a_model_call_defers_every_tool_call_in_model_order_and_runs_none() -> None:
-    model = ScriptedModel(
-        [
-            [
-                text_item("Checking the weather, then deleting."),
-                call_item("get_weather", {"city": "Paris"}, "call-1"),
-                call_item("delete_file", {"path": "/tmp/x"}, "call-2"),
-            ]
-        ]
-    )
-    runs: list[str] = []
-    runner = OpenAIAgentsRunner(build_agent(model, runs))
-    session = SessionSide(tool_policies={"get_weather": ToolPolicy(ToolEffect.READ)})
-    session.start_turn(runner.build_user_message("Weather in Paris, and delete /tmp/x"))
-
-    outcome = await runner.run_model_step(session.context())
-
-    assert isinstance(outcome, ToolCallsRequested)
-    assert [(c.tool_call_id, c.tool_name, json.loads(c.arguments)) for c in outcome.tool_calls] == [
-        ("call-1", "get_weather", {"city": "Paris"}),
-        ("call-2", "delete_file", {"path": "/tmp/x"}),
-    ]
-    assert [c.policy for c in outcome.tool_calls] == [
-        ToolPolicy(ToolEffect.READ),
-        ToolPolicy(ToolEffect.UNCLASSIFIED),
-    ]
-    assert model.calls == 1 and runs == []
-    assert outcome.usage == AgentUsage(model_calls=1, input_tokens=100, output_tokens=7)
-    assert "".join(session.text_deltas()) == "Checking the weather, then deleting."
-    assert outcome.framework_run_state
-
-
-async def test_resuming_shows_the_model_every_recorded_result_and_runs_no_tool() -> None:
-    model = ScriptedModel(
-        [
-            [
-                call_item("get_weather", {"city": "Paris"}, "call-1"),
-                call_item("delete_file", {"path": "/a"}, "call-2"),
-                call_item("delete_file", {"path": "/b"}, "call-3"),
-                call_item("delete_file", {"path": "/c"}, "call-4"),
-                call_item("delete_file", {"path": "/d"}, "call-5"),
-            ],
-            [text_item("Done.")],
-        ]
-    )
-    runs: list[str] = []
-    runner = OpenAIAgentsRunner(build_agent(model, runs))
-    session = SessionSide()
-    session.start_turn(runner.build_user_message("Do it all"))
-    requested = await runner.run_model_step(session.context())
-    assert isinstance(requested, ToolCallsRequested)
-    session.defer(requested)
-    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="Paris: recorded")
-    session.finish("call-2", ToolCallStatus.REJECTED, rejection_message="Not /a, please.")
-    session.finish("call-3", ToolCallStatus.REJECTED)
-    session.finish("call-4", ToolCallStatus.FAILED, error="disk on fire")
-    session.finish("call-5", ToolCallStatus.OUTCOME_UNKNOWN, error="worker died")
-
-    final = await runner.run_model_step(session.context())
-
-    assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert runs == [], "resuming must not run any tool"
-    assert model.calls == 2
-    assert model.outputs_seen(2) == {
-        "call-1": "Paris: recorded",
-        "call-2": "Not /a, please.",
-        "call-3": DEFAULT_REJECTION_TOOL_RESULT,
-        "call-4": "The tool call failed: disk on fire",
-        "call-5": OUTCOME_UNKNOWN_TOOL_RESULT,
-    }
-    assert final.usage.model_calls == 1
-    roles = [(m.role, m.tool_call_id) for m in final.new_messages]
-    assert roles[:5] == [(MessageRole.ASSISTANT, f"call-{n}") for n in range(1, 6)]
-    assert roles[5:10] == [(MessageRole.TOOL, f"call-{n}") for n in range(1, 6)]
-    assert (final.new_messages[-1].role, final.new_messages[-1].text) == (MessageRole.ASSISTANT, "Done.")
-    tool_message = final.new_messages[5]
-    assert (tool_message.tool_name, tool_message.tool_output) == ("get_weather", "Paris: recorded")
-
-
-async def test_the_next_turn_replays_the_stored_history() -> None:
-    model = ScriptedModel([[text_item("Hello!")], [text_item("Again.")]])
-    runner = OpenAIAgentsRunner(build_agent(model, []))
-    session = SessionSide()
-    session.start_turn(runner.build_user_message("Hi"))
-    first = await runner.run_model_step(session.context())
-    assert isinstance(first, TurnCompleted)
-    session.store(first.new_messages)
-    session.start_turn(runner.build_user_message("Hi again"))
-
-    second = await runner.run_model_step(session.context())
-
-    assert isinstance(second, TurnCompleted)
-    seen = [(item.get("role"), item.get("content")) for item in map(dict, model.seen[1])]
-    assert seen[0] == ("user", "Hi") and seen[-1] == ("user", "Hi again")
-    assert seen[1][0] == "assistant"
-    assert [m.text for m in session.messages] == ["Hi", "Hello!", "Hi again"]
-
-
-async def test_a_call_to_a_tool_the_agent_lacks_fails_at_the_next_model_call_not_in_a_hidden_one() -> None:
-    model = ScriptedModel(
+async def test_a_response_with_an_unknown_and_a_known_tool_defers_both_and_runs_only_the_known_one() -> None:
+    model = ScriptedResponsesModel.from_answers(
         [
             [call_item("launch_rocket", {}, "call-1"), call_item("get_weather", {"city": "Oslo"}, "call-2")],
             [text_item("Sorry, I cannot launch rockets.")],
@@ -200,7 +101,7 @@ async def test_a_call_to_a_tool_the_agent_lacks_fails_at_the_next_model_call_not
     requested = await runner.run_model_step(session.context())
 
     assert isinstance(requested, ToolCallsRequested)
-    assert model.calls == 1
+    assert len(model.calls) == 1
     assert [(c.tool_name, c.policy) for c in requested.tool_calls] == [
         ("launch_rocket", UNKNOWN_TOOL_POLICY),
         ("get_weather", ToolPolicy(ToolEffect.READ)),
@@ -214,14 +115,14 @@ async def test_a_call_to_a_tool_the_agent_lacks_fails_at_the_next_model_call_not
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert model.calls == 2
-    assert "launch_rocket not found" in model.outputs_seen(2)["call-1"]
-    assert model.outputs_seen(2)["call-2"] == "Oslo: 21C, sunny"
+    assert len(model.calls) == 2
+    assert "launch_rocket not found" in model.calls[1].tool_outputs()["call-1"]
+    assert model.calls[1].tool_outputs()["call-2"] == "Oslo: 21C, sunny"
     assert runs == ["get_weather Oslo"]
 
 
 async def test_executing_a_call_runs_the_real_tool_once_and_invalid_arguments_reach_the_model() -> None:
-    model = ScriptedModel(
+    model = ScriptedResponsesModel.from_answers(
         [
             [
                 call_item("get_weather", {"city": "Rome"}, "call-1"),
@@ -249,8 +150,8 @@ async def test_an_exception_in_a_tool_fails_the_step_instead_of_becoming_model_t
         """Fail."""
         raise ConnectionError(f"backend down for {order_id}")
 
-    model = ScriptedModel([[call_item("flaky", {"order_id": "A-1"}, "call-1")]])
-    runner = OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[flaky]))
+    model = ScriptedResponsesModel.from_answers([[call_item("flaky", {"order_id": "A-1"}, "call-1")]])
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model, tools=[flaky]))
     session = SessionSide()
     session.start_turn(runner.build_user_message("go"))
     requested = await runner.run_model_step(session.context())
@@ -268,8 +169,8 @@ async def test_a_tool_execution_error_a_tool_raises_reaches_the_session_unchange
         """Refund an order."""
         raise ToolExecutionError(f"order {order_id} was already refunded")
 
-    model = ScriptedModel([[call_item("refund", {"order_id": "A-1"}, "call-1")]])
-    runner = OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[refund]))
+    model = ScriptedResponsesModel.from_answers([[call_item("refund", {"order_id": "A-1"}, "call-1")]])
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model, tools=[refund]))
     session = SessionSide()
     session.start_turn(runner.build_user_message("refund"))
     requested = await runner.run_model_step(session.context())
@@ -281,8 +182,8 @@ async def test_a_tool_execution_error_a_tool_raises_reaches_the_session_unchange
 
 
 async def test_a_handoff_makes_one_model_call_per_agent_and_reports_each() -> None:
-    triage_model = ScriptedModel([[call_item("transfer_to_billing", {}, "handoff-1")]])
-    billing_model = ScriptedModel(
+    triage_model = ScriptedResponsesModel.from_answers([[call_item("transfer_to_billing", {}, "handoff-1")]])
+    billing_model = ScriptedResponsesModel.from_answers(
         [
             [text_item("Refunding."), call_item("refund", {"order_id": "A-1"}, "call-1")],
             [text_item("Refunded A-1.")],
@@ -296,8 +197,8 @@ async def test_a_handoff_makes_one_model_call_per_agent_and_reports_each() -> No
         refunds.append(order_id)
         return f"refunded {order_id}"
 
-    billing = Agent(name="billing", model=billing_model.model, tools=[refund])
-    triage = Agent(name="triage", model=triage_model.model, handoffs=[handoff(billing)])
+    billing = Agent(name="billing", model=billing_model, tools=[refund])
+    triage = Agent(name="triage", model=triage_model, handoffs=[handoff(billing)])
     runner = OpenAIAgentsRunner(triage)
     session = SessionSide()
     session.start_turn(runner.build_user_message("Refund A-1"))
@@ -305,14 +206,14 @@ async def test_a_handoff_makes_one_model_call_per_agent_and_reports_each() -> No
     requested = await runner.run_model_step(session.context())
 
     assert isinstance(requested, ToolCallsRequested)
-    assert (triage_model.calls, billing_model.calls) == (1, 1)
-    assert requested.usage == AgentUsage(model_calls=2, input_tokens=200, output_tokens=14)
+    assert (len(triage_model.calls), len(billing_model.calls)) == (1, 1)
+    assert requested.usage == AgentUsage(model_calls=2, input_tokens=20, output_tokens=10)
     assert [c.tool_name for c in requested.tool_calls] == ["refund"]
     assert refunds == []
     [event] = event_payloads(session, HANDOFF_EVENT_TYPE)
     assert (event["source_agent"], event["target_agent"]) == ("triage", "billing")
     assert [c["agent"] for c in event["model_calls"]] == ["triage", "billing"]
-    assert event["model_calls"][0]["input_tokens"] == 100
+    assert event["model_calls"][0]["input_tokens"] == 10
 
     session.defer(requested)
     session.finish("call-1", ToolCallStatus.SUCCEEDED, output=await session.execute(runner, "call-1"))
@@ -320,7 +221,7 @@ async def test_a_handoff_makes_one_model_call_per_agent_and_reports_each() -> No
 
     # The run state kept the current agent: the billing agent answers, and triage is not called again.
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert (triage_model.calls, billing_model.calls) == (1, 2)
+    assert (len(triage_model.calls), len(billing_model.calls)) == (1, 2)
     assert final.usage.model_calls == 1
     assert refunds == ["A-1"]
     assert final.new_messages[-1].text == "Refunded A-1."
@@ -333,8 +234,8 @@ async def test_a_tripped_input_guardrail_ends_the_turn_with_a_clear_error() -> N
     ) -> GuardrailFunctionOutput:
         return GuardrailFunctionOutput(output_info="secret", tripwire_triggered="password" in str(items))
 
-    model = ScriptedModel([[text_item("Here it is.")]])
-    agent = Agent(name="a", model=model.model, input_guardrails=[no_secrets])
+    model = ScriptedResponsesModel.from_answers([[text_item("Here it is.")]])
+    agent = Agent(name="a", model=model, input_guardrails=[no_secrets])
     runner = OpenAIAgentsRunner(agent)
     session = SessionSide()
     session.start_turn(runner.build_user_message("What is the admin password?"))
@@ -350,7 +251,7 @@ async def test_a_turn_resumes_more_often_than_the_sdks_turn_limit() -> None:
     answers: list[Sequence[Any]] = [
         [call_item("get_weather", {"city": f"C{n}"}, f"call-{n}")] for n in range(rounds)
     ]
-    model = ScriptedModel([*answers, [text_item("All done.")]])
+    model = ScriptedResponsesModel.from_answers([*answers, [text_item("All done.")]])
     runner = OpenAIAgentsRunner(build_agent(model, []), max_turns=2)
     session = SessionSide()
     session.start_turn(runner.build_user_message("Go"))
@@ -363,11 +264,11 @@ async def test_a_turn_resumes_more_often_than_the_sdks_turn_limit() -> None:
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert model.calls == rounds + 1
+    assert len(model.calls) == rounds + 1
 
 
 async def test_a_repeated_tool_call_id_ends_the_turn_instead_of_a_hidden_second_call() -> None:
-    model = ScriptedModel(
+    model = ScriptedResponsesModel.from_answers(
         [
             [call_item("get_weather", {"city": "Oslo"}, "call-1")],
             [call_item("get_weather", {"city": "Oslo"}, "call-1")],
@@ -386,21 +287,7 @@ async def test_a_repeated_tool_call_id_ends_the_turn_instead_of_a_hidden_second_
 
     assert isinstance(second, TurnCompleted) and second.turn_error
     assert "second model call" in second.turn_error
-    assert model.calls == 2, "the runner must stop the SDK before a third model call"
-
-
-async def test_a_run_state_of_another_runner_ends_the_turn_with_a_clear_error() -> None:
-    model = ScriptedModel([])
-    runner = OpenAIAgentsRunner(build_agent(model, []))
-    session = SessionSide()
-    session.start_turn(runner.build_user_message("Go"))
-    session.framework_run_state = '{"messages": []}'
-
-    outcome = await runner.run_model_step(session.context())
-
-    assert isinstance(outcome, TurnCompleted)
-    assert outcome.turn_error and "dex-agents-openai-agents" in outcome.turn_error
-    assert model.calls == 0
+    assert len(model.calls) == 2, "the runner must stop the SDK before a third model call"
 
 
 async def _never_run_shell(request: Any) -> str:
@@ -444,17 +331,17 @@ _UNDEFERRABLE_TOOLS: dict[str, Callable[[], Tool]] = {
 
 @pytest.mark.parametrize("kind", sorted(_UNDEFERRABLE_TOOLS))
 def test_a_local_tool_the_sdk_cannot_defer_is_refused_and_a_hosted_tool_is_accepted(kind: str) -> None:
-    model = ScriptedModel([])
+    model = ScriptedResponsesModel.from_answers([])
     tool = _UNDEFERRABLE_TOOLS[kind]()
     assert type(tool).__name__ == kind
 
     with pytest.raises(UndeferrableToolError, match=kind):
-        OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[tool]))
+        OpenAIAgentsRunner(Agent(name="a", model=model, tools=[tool]))
     # Also behind a handoff, where the runner gates the target agent.
-    target = Agent(name="b", model=model.model, tools=[_UNDEFERRABLE_TOOLS[kind]()])
+    target = Agent(name="b", model=model, tools=[_UNDEFERRABLE_TOOLS[kind]()])
     with pytest.raises(UndeferrableToolError, match=kind):
-        OpenAIAgentsRunner(Agent(name="a", model=model.model, handoffs=[target]))
-    OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[WebSearchTool()]))
+        OpenAIAgentsRunner(Agent(name="a", model=model, handoffs=[target]))
+    OpenAIAgentsRunner(Agent(name="a", model=model, tools=[WebSearchTool()]))
 
 
 class _RecordingProcessor(TracingProcessor):
@@ -508,16 +395,16 @@ async def _one_model_step(runner: OpenAIAgentsRunner[Any]) -> None:
 async def test_tracing_to_openai_is_disabled_unless_the_user_enables_it(
     recorded_traces: _RecordingProcessor,
 ) -> None:
-    model = ScriptedModel([[text_item("Hello!")], [text_item("Hello again!")]])
+    model = ScriptedResponsesModel.from_answers([[text_item("Hello!")], [text_item("Hello again!")]])
     # The user's RunConfig asks for tracing under its workflow name; the runner still keeps it off.
     user_config = RunConfig(workflow_name="orders", tracing_disabled=False)
     await _one_model_step(OpenAIAgentsRunner(build_agent(model, []), run_config=user_config))
-    assert model.calls == 1
+    assert len(model.calls) == 1
     assert (recorded_traces.traces, recorded_traces.spans) == ([], [])
 
     enabled = OpenAIAgentsRunner(build_agent(model, []), run_config=user_config, enable_tracing=True)
     await _one_model_step(enabled)
-    assert model.calls == 2
+    assert len(model.calls) == 2
     assert recorded_traces.traces == ["orders"]
     assert "agent" in recorded_traces.spans, recorded_traces.spans
 
@@ -538,10 +425,10 @@ async def test_a_non_mapping_context_reaches_tools_across_a_resume_without_a_ser
         seen.append(ctx.context.currency)
         return f"{item}: 3 {ctx.context.currency}"
 
-    model = ScriptedModel([[call_item("price", {"item": "tea"}, "call-1")], [text_item("Tea is 3 EUR.")]])
-    runner = OpenAIAgentsRunner(
-        Agent[Shop](name="shop", model=model.model, tools=[price]), context=Shop("EUR")
+    model = ScriptedResponsesModel.from_answers(
+        [[call_item("price", {"item": "tea"}, "call-1")], [text_item("Tea is 3 EUR.")]]
     )
+    runner = OpenAIAgentsRunner(Agent[Shop](name="shop", model=model, tools=[price]), context=Shop("EUR"))
     session = SessionSide()
     session.start_turn(runner.build_user_message("Price of tea?"))
     requested = await runner.run_model_step(session.context())
@@ -553,7 +440,7 @@ async def test_a_non_mapping_context_reaches_tools_across_a_resume_without_a_ser
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
     assert seen == ["EUR"]
-    assert model.outputs_seen(2) == {"call-1": "tea: 3 EUR"}
+    assert model.calls[1].tool_outputs() == {"call-1": "tea: 3 EUR"}
 
 
 async def test_a_tripped_output_guardrail_ends_the_turn_with_a_clear_error() -> None:
@@ -563,8 +450,8 @@ async def test_a_tripped_output_guardrail_ends_the_turn_with_a_clear_error() -> 
     ) -> GuardrailFunctionOutput:
         return GuardrailFunctionOutput(output_info=None, tripwire_triggered="refund" in output)
 
-    model = ScriptedModel([[text_item("I promise a full refund.")]])
-    agent = Agent(name="a", model=model.model, output_guardrails=[no_refund_promises])
+    model = ScriptedResponsesModel.from_answers([[text_item("I promise a full refund.")]])
+    agent = Agent(name="a", model=model, output_guardrails=[no_refund_promises])
     runner = OpenAIAgentsRunner(agent)
     session = SessionSide()
     session.start_turn(runner.build_user_message("Can I get my money back?"))
@@ -577,14 +464,14 @@ async def test_a_tripped_output_guardrail_ends_the_turn_with_a_clear_error() -> 
 
 
 async def test_an_agent_used_as_a_tool_is_gated_and_makes_its_model_calls_in_the_tool_step() -> None:
-    inner_model = ScriptedModel([[text_item("Bonjour")]])
-    translator = Agent(name="translator", model=inner_model.model)
-    outer_model = ScriptedModel(
+    inner_model = ScriptedResponsesModel.from_answers([[text_item("Bonjour")]])
+    translator = Agent(name="translator", model=inner_model)
+    outer_model = ScriptedResponsesModel.from_answers(
         [[call_item("translate", {"input": "Hello"}, "call-1")], [text_item("It is Bonjour.")]]
     )
     outer = Agent(
         name="outer",
-        model=outer_model.model,
+        model=outer_model,
         tools=[translator.as_tool(tool_name="translate", tool_description="Translate to French.")],
     )
     runner = OpenAIAgentsRunner(outer)
@@ -594,14 +481,14 @@ async def test_an_agent_used_as_a_tool_is_gated_and_makes_its_model_calls_in_the
     requested = await runner.run_model_step(session.context())
 
     assert isinstance(requested, ToolCallsRequested)
-    assert inner_model.calls == 0, "the nested agent must not run inside the model Step"
+    assert len(inner_model.calls) == 0, "the nested agent must not run inside the model Step"
     session.defer(requested)
     output = await session.execute(runner, "call-1")
-    assert output == "Bonjour" and inner_model.calls == 1
+    assert output == "Bonjour" and len(inner_model.calls) == 1
     session.finish("call-1", ToolCallStatus.SUCCEEDED, output=output)
     final = await runner.run_model_step(session.context())
     assert isinstance(final, TurnCompleted) and final.new_messages[-1].text == "It is Bonjour."
-    assert inner_model.calls == 1
+    assert len(inner_model.calls) == 1
 
 
 async def test_tool_guardrails_run_around_the_real_tool_in_its_step_not_on_the_recorded_result() -> None:
@@ -622,7 +509,7 @@ async def test_tool_guardrails_run_around_the_real_tool_in_its_step_not_on_the_r
         deleted.append(path)
         return f"deleted {path}"
 
-    model = ScriptedModel(
+    model = ScriptedResponsesModel.from_answers(
         [
             [
                 call_item("delete_file", {"path": "/admin/x"}, "call-1"),
@@ -631,7 +518,7 @@ async def test_tool_guardrails_run_around_the_real_tool_in_its_step_not_on_the_r
             [text_item("One deleted, one blocked.")],
         ]
     )
-    runner = OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[delete_file]))
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model, tools=[delete_file]))
     session = SessionSide()
     session.start_turn(runner.build_user_message("Delete both"))
     requested = await runner.run_model_step(session.context())
@@ -646,14 +533,14 @@ async def test_tool_guardrails_run_around_the_real_tool_in_its_step_not_on_the_r
     assert isinstance(final, TurnCompleted) and final.turn_error is None
     assert deleted == ["/tmp/y"]
     assert len(checked) == 2, "each guardrail ran once, in its tool Step"
-    assert model.outputs_seen(2) == {
+    assert model.calls[1].tool_outputs() == {
         "call-1": "Blocked: admin files are off limits.",
         "call-2": "deleted /tmp/y",
     }
 
 
 async def test_a_tool_call_id_of_an_earlier_turn_can_be_used_again() -> None:
-    model = ScriptedModel(
+    model = ScriptedResponsesModel.from_answers(
         [
             [call_item("get_weather", {"city": "Oslo"}, "call-1")],
             [text_item("Sunny.")],
@@ -675,7 +562,7 @@ async def test_a_tool_call_id_of_an_earlier_turn_can_be_used_again() -> None:
         session.store(final.new_messages)
 
     assert runs == ["get_weather Oslo", "get_weather Oslo"]
-    assert model.calls == 4
+    assert len(model.calls) == 4
 
 
 async def test_a_tool_the_sdk_asks_approval_for_waits_for_approval_unless_a_policy_waives_it() -> None:
@@ -692,7 +579,7 @@ async def test_a_tool_the_sdk_asks_approval_for_waits_for_approval_unless_a_poli
         """Pay an amount."""
         return f"paid {amount}"
 
-    model = ScriptedModel(
+    model = ScriptedResponsesModel.from_answers(
         [
             [
                 call_item("wipe_disk", {"disk": "sda"}, "call-1"),
@@ -701,7 +588,7 @@ async def test_a_tool_the_sdk_asks_approval_for_waits_for_approval_unless_a_poli
             ]
         ]
     )
-    runner = OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[wipe_disk, pay]))
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model, tools=[wipe_disk, pay]))
     session = SessionSide(
         tool_policies={"wipe_disk": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)},
         default_tool_effect=ToolEffect.READ,
@@ -719,43 +606,56 @@ async def test_a_tool_the_sdk_asks_approval_for_waits_for_approval_unless_a_poli
     ]
 
 
-async def test_a_cancelled_model_step_leaves_no_sdk_run_behind() -> None:
-    started = asyncio.Event()
-    release = asyncio.Event()
-    calls: list[str] = []
+class _StreamUntilCancelled(ScriptedResponsesModel):
+    """Streams one text delta, then waits for more of the response until its stream is closed."""
 
-    async def slow(items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
-        calls.append("model")
-        started.set()
-        await release.wait()
-        return ScriptedAnswer([text_item("too late")])
+    def __init__(self) -> None:
+        super().__init__(self._never_answer)
+        self.started = asyncio.Event()
+        self.closed: list[str] = []
 
-    runner = OpenAIAgentsRunner(Agent(name="a", model=ScriptedResponsesModel(slow)))
+    async def _never_answer(self, items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
+        raise AssertionError("the stream never asks for a whole answer")
+
+    async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
+        first = next(scripted_stream_events(ScriptedAnswer([text_item("Thinking")])))
+        try:
+            yield first
+            self.started.set()
+            await asyncio.Event().wait()
+        finally:
+            for _ in range(3):  # closing a network stream takes event-loop turns of its own
+                await asyncio.sleep(0)
+            self.closed.append("stream closed")
+
+
+async def test_a_cancelled_model_step_has_closed_its_model_stream_when_the_cancellation_ends() -> None:
+    model = _StreamUntilCancelled()
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model))
     session = SessionSide()
     session.start_turn(runner.build_user_message("Hi"))
     step = asyncio.create_task(runner.run_model_step(session.context()))
-    await asyncio.wait_for(started.wait(), timeout=10)
+    await asyncio.wait_for(model.started.wait(), timeout=10)
 
     step.cancel()
     with pytest.raises(asyncio.CancelledError):
         await step
-    release.set()
-    # Give a leftover SDK task every chance to go on; it must not produce output or call the model again.
-    for _ in range(20):
-        await asyncio.sleep(0)
-    assert calls == ["model"]
+
+    # No event-loop turn in between: the Step's cancellation ends only after the SDK's run task did.
+    assert model.closed == ["stream closed"]
     assert asyncio.all_tasks() == {asyncio.current_task()}, "the SDK's run task is still going"
+    assert session.text_deltas() == ["Thinking"]
 
 
 async def test_a_hosted_mcp_approval_request_ends_the_turn_instead_of_being_approved_blindly() -> None:
     request = McpApprovalRequest(
         id="mcpr-1", type="mcp_approval_request", name="delete_repo", arguments="{}", server_label="git"
     )
-    model = ScriptedModel([[request]])
+    model = ScriptedResponsesModel.from_answers([[request]])
     hosted = HostedMCPTool(
         tool_config={"type": "mcp", "server_label": "git", "server_url": "https://git.invalid/mcp"}
     )
-    runner = OpenAIAgentsRunner(Agent(name="a", model=model.model, tools=[hosted]))
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model, tools=[hosted]))
     session = SessionSide()
     session.start_turn(runner.build_user_message("Delete the repo"))
 
@@ -766,8 +666,10 @@ async def test_a_hosted_mcp_approval_request_ends_the_turn_instead_of_being_appr
 
 
 async def test_reasoning_summaries_stream_as_reasoning_deltas_and_text_as_text_deltas() -> None:
-    model = ScriptedModel([[reasoning_item("The user greets me. I greet back."), text_item("Hello there!")]])
-    runner = OpenAIAgentsRunner(Agent(name="a", model=model.model))
+    model = ScriptedResponsesModel.from_answers(
+        [[reasoning_item("The user greets me. I greet back."), text_item("Hello there!")]]
+    )
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model))
     session = SessionSide()
     session.start_turn(runner.build_user_message("Hi"))
 
@@ -786,14 +688,13 @@ async def test_reasoning_summaries_stream_as_reasoning_deltas_and_text_as_text_d
 
 
 async def test_the_next_turn_starts_with_the_agent_the_conversation_was_handed_off_to() -> None:
-    triage_model = ScriptedModel([[call_item("transfer_to_billing", {}, "handoff-1")]])
-    billing_model = ScriptedModel([[text_item("Billing here.")], [text_item("Still billing.")]])
-    billing = Agent(name="billing", model=billing_model.model)
-    triage = Agent(name="triage", model=triage_model.model, handoffs=[billing])
     for resume_last_agent, expected in ((True, (1, 2)), (False, (2, 1))):
-        triage_model.seen.clear()
-        billing_model.seen.clear()
-        triage_model.answers.append([text_item("Triage again.")])
+        triage_model = ScriptedResponsesModel.from_answers(
+            [[call_item("transfer_to_billing", {}, "handoff-1")], "Triage again."]
+        )
+        billing_model = ScriptedResponsesModel.from_answers(["Billing here.", "Still billing."])
+        billing = Agent(name="billing", model=billing_model)
+        triage = Agent(name="triage", model=triage_model, handoffs=[billing])
         runner = OpenAIAgentsRunner(triage, resume_last_agent=resume_last_agent)
         session = SessionSide()
         session.start_turn(runner.build_user_message("Billing question"))
@@ -805,11 +706,13 @@ async def test_the_next_turn_starts_with_the_agent_the_conversation_was_handed_o
         second = await runner.run_model_step(session.context())
 
         assert isinstance(second, TurnCompleted) and second.turn_error is None
-        assert (triage_model.calls, billing_model.calls) == expected
+        assert (len(triage_model.calls), len(billing_model.calls)) == expected
 
 
 async def test_the_run_state_does_not_repeat_the_stored_conversation() -> None:
-    model = ScriptedModel([[call_item("get_weather", {"city": "Oslo"}, "call-1")], [text_item("Sunny.")]])
+    model = ScriptedResponsesModel.from_answers(
+        [[call_item("get_weather", {"city": "Oslo"}, "call-1")], [text_item("Sunny.")]]
+    )
     runner = OpenAIAgentsRunner(build_agent(model, []))
     session = SessionSide()
     for number in range(10):
@@ -827,7 +730,7 @@ async def test_the_run_state_does_not_repeat_the_stored_conversation() -> None:
     final = await runner.run_model_step(session.context())
     assert isinstance(final, TurnCompleted) and final.turn_error is None
     # The model saw the whole conversation again, and only the turn's own items are new.
-    assert len(model.seen[1]) == len(session.messages) + 2
+    assert len(model.calls[1].input_items) == len(session.messages) + 2
     assert [m.role for m in final.new_messages] == [
         MessageRole.ASSISTANT,
         MessageRole.TOOL,
@@ -836,7 +739,7 @@ async def test_the_run_state_does_not_repeat_the_stored_conversation() -> None:
 
 
 async def test_an_unknown_tool_after_a_resume_keeps_the_whole_turn() -> None:
-    model = ScriptedModel(
+    model = ScriptedResponsesModel.from_answers(
         [
             [call_item("get_weather", {"city": "Oslo"}, "call-1")],
             [call_item("launch_rocket", {}, "call-2")],
@@ -860,8 +763,8 @@ async def test_an_unknown_tool_after_a_resume_keeps_the_whole_turn() -> None:
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert model.calls == 3
-    assert model.outputs_seen(3) == {
+    assert len(model.calls) == 3
+    assert model.calls[2].tool_outputs() == {
         "call-1": "Oslo: sunny",
         "call-2": "The tool call failed: Tool launch_rocket not found in agent assistant",
     }

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 import pytest_asyncio
 from dex_agents import (
+    TURN_CANCELLED_NOTE_HEADER,
     AgentEventType,
     AgentSessionClient,
     MessageRole,
@@ -20,7 +21,9 @@ from dex_agents.testing import (
     executed_step_types,
     read_agent_events,
     run_mcp_inventory_scenario,
+    stored_calls_without_result,
     text_by_model_step,
+    wait_until,
 )
 from dex_agents.testing.matrix import wait_for_turn_end
 
@@ -134,3 +137,49 @@ async def test_mcp_tools_run_one_tools_call_per_tool_step_with_effects_from_anno
     run = await run_mcp_inventory_scenario(session.mcp, session.stack, session_id, log)
 
     assert run.snapshot.messages[-1].text == "Stock updated."
+
+
+async def test_a_turn_cancelled_during_its_model_call_keeps_its_own_items_and_the_next_turn_sees_them(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("cancel")
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1", output="A-1 shipped on Monday")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(text="Let me check.", tool_calls=(read,)),
+                ScriptedResponse(block_until_cancelled=True),
+            ],
+            [ScriptedResponse(text="It shipped on Monday.")],
+        ],
+    )
+    invocations = session.stack.invocations
+    await session.plain.start_session(session_id, "Where is A-1?")
+    await wait_until("the second model call", lambda: len(invocations.model_calls(session_id)) == 2)
+
+    assert await session.plain.cancel_turn(session_id, "turn-1")
+    cancelled = await wait_for_turn_end(session.plain, session_id, 1)
+
+    # The Runner's streamed model call was cancelled inside the scripted model, not left running.
+    await wait_until("the model call's cancellation", lambda: invocations.cancelled_model_calls(session_id))
+    turn = [(m.role, m.text, m.tool_call_id, m.tool_output) for m in cancelled.messages]
+    assert turn == [
+        (MessageRole.USER, "Where is A-1?", None, None),
+        (MessageRole.ASSISTANT, "Let me check.", None, None),
+        (MessageRole.ASSISTANT, None, "read-1", None),
+        (MessageRole.TOOL, None, "read-1", "A-1 shipped on Monday"),
+    ]
+    assert all(TURN_CANCELLED_NOTE_HEADER not in (m.text or "") for m in cancelled.messages)
+    events = await read_agent_events(session.plain, session_id)
+    assert [e.type for e in events].count(AgentEventType.TURN_CANCELLED) == 1
+    assert await session.plain.send_user_message(session_id, "When?")
+    done = await wait_for_turn_end(session.plain, session_id, 2)
+    assert done.messages[-1].text == "It shipped on Monday."
+    assert stored_calls_without_result(done.messages) == []
+    [next_call] = invocations.model_calls(session_id, "turn-2")
+    assert next_call.model_input[1:4] == (
+        "assistant: Let me check.",
+        'assistant calls lookup_order {"order_id": "A-1"} [read-1]',
+        "tool lookup_order [read-1]: A-1 shipped on Monday",
+    )

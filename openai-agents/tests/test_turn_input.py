@@ -20,8 +20,7 @@ from dex_agents.testing import SessionSide
 from dex_agents.values import MessageRole, ToolCallStatus
 
 from dex_agents_openai_agents import UNKNOWN_TOOL_POLICY, OpenAIAgentsRunner
-from dex_agents_openai_agents.testing import call_item, text_item
-from tests.support import ScriptedModel
+from dex_agents_openai_agents.testing import ScriptedResponsesModel, call_item, text_item
 
 _NOT_FOUND = "Tool launch_rocket not found in agent assistant"
 
@@ -32,9 +31,9 @@ async def get_weather(city: str) -> str:
     return f"{city}: 21C, sunny"
 
 
-def _assistant(model: ScriptedModel, run_config: RunConfig | None = None) -> OpenAIAgentsRunner[Any]:
+def _assistant(model: ScriptedResponsesModel, run_config: RunConfig | None = None) -> OpenAIAgentsRunner[Any]:
     return OpenAIAgentsRunner(
-        Agent(name="assistant", model=model.model, tools=[get_weather]), run_config=run_config
+        Agent(name="assistant", model=model, tools=[get_weather]), run_config=run_config
     )
 
 
@@ -77,7 +76,9 @@ def _texts(items: list[TResponseInputItem]) -> list[str]:
 
 async def _unknown_tool_run_state(turns: int) -> tuple[int, int]:
     """Return the history's size and the run state's size after an unknown tool, then end the turn."""
-    model = ScriptedModel([[call_item("launch_rocket", {}, "call-1")], [text_item("No rockets.")]])
+    model = ScriptedResponsesModel.from_answers(
+        [[call_item("launch_rocket", {}, "call-1")], [text_item("No rockets.")]]
+    )
     runner = _assistant(model)
     session = _session_with_history(runner, turns)
     session.start_turn(runner.build_user_message("Launch a rocket"))
@@ -89,7 +90,7 @@ async def _unknown_tool_run_state(turns: int) -> tuple[int, int]:
     final = await runner.run_model_step(session.context())
     # The next model call still sees the whole conversation, and the turn stores only its own items.
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert len(model.seen[1]) == len(session.messages) + 2
+    assert len(model.calls[1].input_items) == len(session.messages) + 2
     assert [(m.role, m.tool_call_id) for m in final.new_messages] == [
         (MessageRole.ASSISTANT, "call-1"),
         (MessageRole.TOOL, "call-1"),
@@ -109,7 +110,7 @@ async def test_the_unknown_tool_run_state_does_not_grow_with_the_conversation() 
 
 
 async def test_an_unknown_tool_then_more_tool_calls_keep_the_whole_turn_and_a_small_run_state() -> None:
-    model = ScriptedModel(
+    model = ScriptedResponsesModel.from_answers(
         [
             [call_item("launch_rocket", {}, "call-1")],
             [call_item("get_weather", {"city": "Oslo"}, "call-2")],
@@ -127,7 +128,7 @@ async def test_an_unknown_tool_then_more_tool_calls_keep_the_whole_turn_and_a_sm
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert _texts(model.seen[2])[: len(session.messages)] == _texts(
+    assert _texts(model.calls[2].input_items)[: len(session.messages)] == _texts(
         [json.loads(m.framework_item) for m in session.messages]
     )
     assert [(m.role, m.tool_call_id) for m in final.new_messages] == [
@@ -146,7 +147,9 @@ def _last_four_items(data: CallModelData[Any]) -> ModelInputData:
 
 
 async def test_a_call_model_input_filter_that_trims_the_input_loses_nothing_after_an_unknown_tool() -> None:
-    model = ScriptedModel([[call_item("launch_rocket", {}, "call-1")], [text_item("No rockets.")]])
+    model = ScriptedResponsesModel.from_answers(
+        [[call_item("launch_rocket", {}, "call-1")], [text_item("No rockets.")]]
+    )
     runner = _assistant(model, RunConfig(call_model_input_filter=_last_four_items))
     session = _session_with_history(runner, turns=5)
     session.start_turn(runner.build_user_message("Launch a rocket"))
@@ -156,7 +159,7 @@ async def test_a_call_model_input_filter_that_trims_the_input_loses_nothing_afte
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
     # The filter applies once per model call, to the whole conversation, not to its own earlier output.
-    assert _texts(model.seen[1]) == [
+    assert _texts(model.calls[1].input_items) == [
         "Earlier messages are omitted.",
         "answer 4",
         "Launch a rocket",
@@ -171,13 +174,13 @@ async def test_a_call_model_input_filter_that_trims_the_input_loses_nothing_afte
 
 
 def _triage_with_filtered_handoff(
-    triage_model: ScriptedModel, billing_model: ScriptedModel
+    triage_model: ScriptedResponsesModel, billing_model: ScriptedResponsesModel
 ) -> OpenAIAgentsRunner[Any]:
-    billing = Agent(name="billing", model=billing_model.model, tools=[get_weather])
+    billing = Agent(name="billing", model=billing_model, tools=[get_weather])
     # The SDK's own filter: the billing agent sees the conversation without any tool items.
     triage = Agent(
         name="triage",
-        model=triage_model.model,
+        model=triage_model,
         tools=[get_weather],
         handoffs=[handoff(billing, input_filter=remove_all_tools)],
     )
@@ -193,14 +196,14 @@ async def _turn_with_a_tool_call(runner: OpenAIAgentsRunner[Any], session: Sessi
 
 
 async def test_a_handoff_input_filter_that_rewrites_the_history_keeps_the_turns_answer() -> None:
-    triage_model = ScriptedModel(
+    triage_model = ScriptedResponsesModel.from_answers(
         [
             [call_item("get_weather", {"city": "Oslo"}, "w-1")],
             [text_item("Sunny in Oslo.")],
             [call_item("transfer_to_billing", {}, "handoff-1")],
         ]
     )
-    billing_model = ScriptedModel([[text_item("Billing here: your invoice is paid.")]])
+    billing_model = ScriptedResponsesModel.from_answers([[text_item("Billing here: your invoice is paid.")]])
     runner = _triage_with_filtered_handoff(triage_model, billing_model)
     session = SessionSide()
     await _turn_with_a_tool_call(runner, session)
@@ -210,7 +213,9 @@ async def test_a_handoff_input_filter_that_rewrites_the_history_keeps_the_turns_
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert "call w-1" not in _texts(billing_model.seen[0]), "the filter must have rewritten the input"
+    assert "call w-1" not in _texts(billing_model.calls[0].input_items), (
+        "the filter must have rewritten the input"
+    )
     assert final.new_messages and final.new_messages[-1].text == "Billing here: your invoice is paid."
     session.store(final.new_messages)
     # Nothing of the stored conversation is stored again.
@@ -219,14 +224,14 @@ async def test_a_handoff_input_filter_that_rewrites_the_history_keeps_the_turns_
 
 
 async def test_a_handoff_input_filter_then_tool_calls_keep_the_turn_across_the_resume() -> None:
-    triage_model = ScriptedModel(
+    triage_model = ScriptedResponsesModel.from_answers(
         [
             [call_item("get_weather", {"city": "Oslo"}, "w-1")],
             [text_item("Sunny in Oslo.")],
             [call_item("transfer_to_billing", {}, "handoff-1")],
         ]
     )
-    billing_model = ScriptedModel(
+    billing_model = ScriptedResponsesModel.from_answers(
         [[call_item("get_weather", {"city": "Rome"}, "w-2")], [text_item("Rome is sunny too.")]]
     )
     runner = _triage_with_filtered_handoff(triage_model, billing_model)
@@ -239,30 +244,11 @@ async def test_a_handoff_input_filter_then_tool_calls_keep_the_turn_across_the_r
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
     # The billing agent keeps seeing the filtered history, and the turn keeps its own items.
-    assert "call w-1" not in _texts(billing_model.seen[1])
-    assert _texts(billing_model.seen[1])[-2:] == ["call w-2", "output w-2: Rome: sunny"]
+    assert "call w-1" not in _texts(billing_model.calls[1].input_items)
+    assert _texts(billing_model.calls[1].input_items)[-2:] == ["call w-2", "output w-2: Rome: sunny"]
     new = [(m.role, m.tool_call_id, m.text) for m in final.new_messages]
     assert new[-3:] == [
         (MessageRole.ASSISTANT, "w-2", None),
         (MessageRole.TOOL, "w-2", None),
         (MessageRole.ASSISTANT, None, "Rome is sunny too."),
     ]
-
-
-async def test_a_run_state_of_the_earlier_format_ends_the_turn_with_a_clear_error() -> None:
-    model = ScriptedModel([[text_item("Hello again.")]])
-    runner = _assistant(model)
-    session = SessionSide()
-    session.start_turn(runner.build_user_message("Go"))
-    session.framework_run_state = json.dumps(
-        {"format": "dex-agents-openai-agents/1", "kind": "items", "items": [], "agent_name": "assistant"}
-    )
-
-    outcome = await runner.run_model_step(session.context())
-
-    assert isinstance(outcome, TurnCompleted) and model.calls == 0
-    assert outcome.turn_error and "'dex-agents-openai-agents/1' of an earlier" in outcome.turn_error
-    # The session stays usable: the next turn starts without a run state and is answered.
-    session.start_turn(runner.build_user_message("Hi"))
-    final = await runner.run_model_step(session.context())
-    assert isinstance(final, TurnCompleted) and final.new_messages[-1].text == "Hello again."

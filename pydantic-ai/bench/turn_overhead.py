@@ -57,7 +57,13 @@ async def main(turns: int) -> None:
     await run_turn_overhead_bench(
         turns,
         InProcessTurn("agent.run", in_process_turn),
-        DurableTurn(build_flow(), "bench.worker", PACKAGE_DIR, QUESTION, "user, assistant, tool, assistant"),
+        DurableTurn(
+            build_flow(),
+            "bench.worker",
+            PACKAGE_DIR,
+            QUESTION,
+            "user, assistant text, assistant call, tool, assistant",
+        ),
         run_state_bytes,
     )
 

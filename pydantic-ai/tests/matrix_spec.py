@@ -12,7 +12,7 @@ from dex_agents.testing import MATRIX_TOOLS, MatrixSpec
 from pydantic_ai import Agent
 
 from dex_agents_pydantic_ai import PydanticAiRunner
-from tests.scripted_model import scripted_function_model
+from dex_agents_pydantic_ai.testing import ScriptedModel
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -20,7 +20,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 def build_matrix_runner() -> PydanticAiRunner[None]:
     """An ordinary Pydantic AI agent whose tools are the matrix's four scripted tools."""
     agent = Agent(
-        scripted_function_model(),
+        ScriptedModel.from_script_store(),
         instructions="You handle orders: look them up, send receipts, refund and cancel them.",
         tools=list(MATRIX_TOOLS),
     )
@@ -36,4 +36,7 @@ SPEC = MatrixSpec(
     approval_deadline=timedelta(seconds=4),
     # Item 12: what the framework tells the model about a call to a tool the agent does not have.
     unknown_tool_message="Unknown tool name: 'launch_rocket'",
+    # Items 14 and 15: a steered or cancelled turn keeps its messages with a result for every call
+    # (`build_unfinished_turn_messages`), and cancelling RunModel cancels Pydantic AI's model request.
+    supports_turn_control=True,
 )

@@ -24,7 +24,7 @@ def run_demo(*arguments: str) -> str:
 
 def test_the_order_desk_demo_refunds_once_across_a_worker_kill() -> None:
     output = run_demo("--yes")
-    check_order_desk_output(output, answer_sequence=6, model_calls=3)
+    check_order_desk_output(output, answer_sequence=8, model_calls=3)
 
 
 def test_the_demo_runs_a_pydantic_ai_model_name_from_the_model_option() -> None:
@@ -39,8 +39,9 @@ def test_the_demo_runs_a_pydantic_ai_model_name_from_the_model_option() -> None:
     assert 'Approve refund_order {"order_id":"a","amount_eur":0}? [y/N] y  (approved automatically' in output
     assert "[turn_completed]" in output
     transcript = output.split("Transcript (stored messages):")[1].split("Step history")[0]
-    # One response asked for both tools, so no single tool name describes it.
-    assert "2 assistant calls the tools below" in transcript
+    # One response asked for both tools: each call is stored as its own message, before the results.
+    assert '2 assistant calls lookup_order {"order_id":"a"}' in transcript
+    assert '3 assistant calls refund_order {"order_id":"a","amount_eur":0}' in transcript
     assert 'lookup_order {"order_id":"a"} -> There is no order a.' in transcript
     assert 'refund_order {"order_id":"a","amount_eur":0} -> Refunded 0 EUR for order a.' in transcript
     assert "usage: 2 model calls" in transcript

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from dex_agents import ToolCallsRequested, ToolCallStatus, ToolEffect, ToolPolicy, TurnCompleted
-from dex_agents.testing import SessionSide
+from dex_agents.testing import SessionSide, mcp_inventory_server_command
 from fastmcp.client import Client
 from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent
@@ -15,9 +14,8 @@ from pydantic_ai.messages import TextPart
 from pydantic_ai.tools import ToolDefinition
 
 from dex_agents_pydantic_ai import PydanticAiRunner, framework_effect
-from tests.support import ScriptedModel, respond, tool_call
-
-SERVER_SCRIPT = Path(__file__).with_name("mcp_inventory_server.py")
+from dex_agents_pydantic_ai.testing import ScriptedModel
+from tests.support import respond, tool_call
 
 
 def test_annotations_map_to_effects() -> None:
@@ -35,9 +33,8 @@ def test_annotations_map_to_effects() -> None:
 
 async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
     log = tmp_path / "mcp.log"
-    transport = StdioTransport(
-        command=sys.executable, args=[str(SERVER_SCRIPT)], env={"MCP_TEST_LOG": str(log)}, keep_alive=False
-    )
+    server = mcp_inventory_server_command(log)
+    transport = StdioTransport(server.command, server.args, env=server.env, keep_alive=False)
     model = ScriptedModel(
         [
             respond(
@@ -48,7 +45,7 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
             respond(TextPart("Stock updated.")),
         ]
     )
-    agent = Agent(model.model, toolsets=[MCPToolset(Client(transport))])
+    agent = Agent(model, toolsets=[MCPToolset(Client(transport))])
     runner = PydanticAiRunner(agent)
     # An explicit policy still wins over the server's annotations.
     session = SessionSide(tool_policies={"order_more": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)})
@@ -81,7 +78,7 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted)
-    assert [part.model_response_str() for part in model.tool_returns_seen(2)] == [
+    assert [part.model_response_str() for part in model.calls[1].tool_returns] == [
         "A-1: 7 in stock",
         "A-1 set to 9",
         "ordered A-1",

@@ -1,19 +1,37 @@
 """The public surface is exactly what `__all__` promises; an accidental export or removal fails here."""
 
 import dex_agents_pydantic_ai
+import dex_agents_pydantic_ai.testing
 
 
 def test_public_api_is_pinned() -> None:
     assert dex_agents_pydantic_ai.__all__ == [
+        "CHARACTERS_PER_TOKEN",
+        "CONTEXT_SUMMARY_HEADER",
+        "DEFAULT_SUMMARY_INSTRUCTIONS",
         "UNKNOWN_TOOL_POLICY",
+        "InstructionsForSettings",
+        "ModelForSettings",
         "PydanticAiRunState",
         "PydanticAiRunner",
+        "TokenEstimator",
         "ToolCallInModelStepError",
-        "TurnCannotContinueError",
+        "estimate_tokens",
         "framework_effect",
     ]
 
 
+def test_the_testing_module_is_pinned() -> None:
+    assert dex_agents_pydantic_ai.testing.__all__ == [
+        "DEFAULT_SCRIPTED_SUMMARY",
+        "Answerer",
+        "ScriptedAnswer",
+        "ScriptedModel",
+        "ScriptedModelCall",
+    ]
+
+
 def test_every_exported_name_exists() -> None:
-    for name in dex_agents_pydantic_ai.__all__:
-        assert getattr(dex_agents_pydantic_ai, name) is not None
+    for module in (dex_agents_pydantic_ai, dex_agents_pydantic_ai.testing):
+        for name in module.__all__:
+            assert getattr(module, name) is not None

@@ -8,10 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 import pytest_asyncio
-from dex_agents import (
-    AgentSessionClient,
-    MessageRole,
-)
+from dex_agents import AgentSessionClient, MessageRole
 from dex_agents.testing import (
     AgentTestStack,
     ScriptedResponse,
@@ -20,9 +17,13 @@ from dex_agents.testing import (
     read_agent_events,
     recorded_usage,
     run_mcp_inventory_scenario,
+    stored_calls_without_result,
     text_by_model_step,
+    wait_for_agent_snapshot,
+    wait_until,
 )
 from dex_agents.testing.matrix import wait_for_turn_end
+from pydantic_ai.messages import INTERRUPTED_TOOL_RETURN_CONTENT
 
 from tests.matrix_spec import PACKAGE_DIR
 from tests.specifics_agents import build_flows, mcp_log_path
@@ -73,6 +74,47 @@ async def test_structured_output_next_to_a_read_call_ends_the_turn_without_anoth
     ]
 
 
+async def test_a_steer_during_an_approval_closes_the_output_call_the_response_held(session: Session) -> None:
+    # One response asks for a read, a refund that needs approval, and the final output. The steer abandons
+    # the refund; Pydantic AI never processes the output call, and the next turn's model must still see a
+    # result for each of the three calls.
+    session_id = session.stack.new_session_id("steer-output")
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1", output="A-1 is 21C in Lima")
+    refund = ScriptedToolCall("refund_order", {"order_id": "A-1"}, "refund-1")
+    output = ScriptedToolCall("final_result", {"city": "Lima", "temperature_c": 21}, "output-1")
+    answer = ScriptedToolCall("final_result", {"city": "Lima", "temperature_c": 20}, "output-2")
+    session.stack.scripts.set_turns(
+        session_id,
+        [[ScriptedResponse(tool_calls=(read, refund, output))], [ScriptedResponse(tool_calls=(answer,))]],
+    )
+    await session.forecast.start_session(session_id, "Forecast for Lima, and refund A-1")
+    await wait_for_agent_snapshot(
+        session.forecast,
+        session_id,
+        lambda snapshot: snapshot.pending_interrupts or None,
+        description="the refund's approval",
+    )
+    await wait_until(
+        "the read to run", lambda: session.stack.invocations.tool_calls(session_id, "lookup_order")
+    )
+    assert await session.forecast.steer_user_message(session_id, "No refund. Just the forecast.")
+    done = await wait_for_turn_end(session.forecast, session_id, 2)
+
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    assert stored_calls_without_result(done.messages) == [], done.messages
+    [next_call] = session.stack.invocations.model_calls(session_id, "turn-2")
+    for seen in (
+        "tool lookup_order [read-1] success: A-1 is 21C in Lima",
+        "tool refund_order [refund-1] denied: "
+        + '{"status":"cancelled","reason":"superseded_by_steered_user_message"}',
+        f"tool final_result [output-1] interrupted: {INTERRUPTED_TOOL_RETURN_CONTENT}",
+        "user: No refund. Just the forecast.",
+    ):
+        assert seen in next_call.model_input, (seen, next_call.model_input)
+    assert not session.stack.invocations.tool_calls(session_id, "refund_order")
+    assert json.loads(done.messages[-3].text or "") == {"city": "Lima", "temperature_c": 20}
+
+
 async def test_invalid_structured_output_fails_the_turn_after_one_model_call(session: Session) -> None:
     session_id = session.stack.new_session_id("invalid-output")
     session.stack.scripts.set_turns(session_id, [[ScriptedResponse(text="It is warm in Lima.")]])
@@ -109,7 +151,7 @@ async def test_text_streams_as_deltas_of_each_model_call_and_usage_is_per_call(s
 
     assert list(text_by_model_step(events).values()) == ["Let me check order A-1.", "A-1 shipped."]
     assistant_texts = [message.text for message in snapshot.messages if message.role is MessageRole.ASSISTANT]
-    assert assistant_texts == ["Let me check order A-1.", "A-1 shipped."]
+    assert assistant_texts == ["Let me check order A-1.", None, "A-1 shipped."], "text, the call, the answer"
     recorded = recorded_usage(events)
     assert [usage["model_calls"] for usage in recorded] == [1, 1]
     assert snapshot.usage.model_calls == 2

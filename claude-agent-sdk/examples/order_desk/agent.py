@@ -14,17 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions, ToolAnnotations, tool
-from dex_agents import (
-    AgentSessionFlow,
-    AgentSessionOptions,
-    AgentTurnContext,
-    ToolEffect,
-    ToolPolicy,
-    current_tool_execution,
-)
+from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy, current_tool_execution
 
 from dex_agents_claude_agent_sdk import ClaudeAgentRunner
-from examples.order_desk.scripted import scripted_api_url
+from examples.order_desk.scripted import SCRIPTED_API
 
 FLOW_TYPE = "ClaudeOrderDesk"
 LEDGER_ENV = "ORDER_DESK_LEDGER"
@@ -68,22 +61,8 @@ SYSTEM_PROMPT = (
 )
 
 
-async def scripted_options(turn: AgentTurnContext) -> ClaudeAgentOptions:
-    """Options that point the CLI at the demo's scripted Messages API on loopback (no key needed)."""
-    del turn
-    return ClaudeAgentOptions(
-        system_prompt=SYSTEM_PROMPT,
-        model="claude-sonnet-4-5",
-        setting_sources=[],
-        env={
-            "ANTHROPIC_BASE_URL": await scripted_api_url(),
-            "ANTHROPIC_API_KEY": "sk-ant-dummy-local-demo",
-        },
-    )
-
-
-def real_options(model: str) -> ClaudeAgentOptions:
-    """Options for the real API: the key comes from the Worker's `ANTHROPIC_API_KEY`."""
+def options(model: str) -> ClaudeAgentOptions:
+    """The agent's options; the key of the real API comes from the Worker's `ANTHROPIC_API_KEY`."""
     return ClaudeAgentOptions(
         system_prompt=SYSTEM_PROMPT,
         model=model,
@@ -94,9 +73,16 @@ def real_options(model: str) -> ClaudeAgentOptions:
 
 def build_flow(model: str = "scripted") -> AgentSessionFlow:
     """The session Flow: the tools and options wrapped in `ClaudeAgentRunner`, with a policy per tool."""
-    options = scripted_options if model == "scripted" else real_options(model)
+    # The scripted model answers on loopback, in the slot of the real API (`ANTHROPIC_BASE_URL`).
+    runner_options = (
+        SCRIPTED_API.options(
+            ClaudeAgentOptions(system_prompt=SYSTEM_PROMPT, model="claude-sonnet-4-5", setting_sources=[])
+        )
+        if model == "scripted"
+        else options(model)
+    )
     return AgentSessionFlow(
-        ClaudeAgentRunner(options, [lookup_order, refund_order]),
+        ClaudeAgentRunner(runner_options, [lookup_order, refund_order]),
         flow_type=FLOW_TYPE,
         options=AgentSessionOptions(
             tool_policies={

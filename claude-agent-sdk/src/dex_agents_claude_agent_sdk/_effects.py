@@ -1,35 +1,19 @@
-"""Tool effects that MCP tool annotations declare."""
+"""The effect a tool of the Claude Agent SDK declares through its MCP annotations."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
+from claude_agent_sdk import SdkMcpTool
+from dex_agents import effect_from_mcp_annotations
 from dex_agents.values import ToolEffect
 
-__all__ = ["framework_effect"]
+__all__ = ["framework_effect", "tool_effect"]
+
+framework_effect = effect_from_mcp_annotations
+"""`dex_agents.effect_from_mcp_annotations` under the name this package exported in 0.1.0."""
 
 
-def framework_effect(annotations: Any) -> ToolEffect | None:
-    """Return the effect a tool's MCP annotations declare, or `None` when they declare none.
-
-    `readOnlyHint` makes a tool `read`; otherwise `idempotentHint` makes it `idempotent_write`. The
-    session's explicit `ToolPolicy` for the tool still wins.
-
-    Args:
-        annotations: The tool's annotations: an `mcp.types.ToolAnnotations` (either spelling of the
-            hints) or a mapping of wire names, or `None`.
-
-    Returns:
-        The declared effect, if any.
-    """
-    if annotations is None:
-        return None
-    if isinstance(annotations, dict):
-        hints = cast(dict[str, Any], annotations)
-    else:
-        hints = annotations.model_dump(by_alias=True, exclude_none=True)
-    if hints.get("readOnlyHint", hints.get("read_only_hint")) is True:
-        return ToolEffect.READ
-    if hints.get("idempotentHint", hints.get("idempotent_hint")) is True:
-        return ToolEffect.IDEMPOTENT_WRITE
-    return None
+def tool_effect(tool: SdkMcpTool[Any]) -> ToolEffect | None:
+    """Return the effect an SDK tool's annotations declare (`readOnlyHint`, `idempotentHint`), if any."""
+    return effect_from_mcp_annotations(tool.annotations)

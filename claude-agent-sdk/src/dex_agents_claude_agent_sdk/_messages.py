@@ -2,9 +2,12 @@
 
 A turn's items are the content blocks the CLI streams: assistant `text` and `tool_use` blocks and the
 `tool_result` blocks of the user turns in between, as plain JSON. Each becomes one stored message whose
-`framework_item` is the block itself. The last message of a completed turn also carries the CLI session:
-its ID and the transcript entries the turn appended, so the next turn resumes the same CLI conversation
-from stored messages alone.
+`framework_item` is the block itself, which is the projection every adapter shares: a response's text on
+an assistant message of its own, each tool use an assistant message with the call's ID, name and
+arguments, each result a tool message with the call's ID, name, arguments and output. The CLI splits a
+response into one transcript entry per block too, and the next turn replays the transcript itself, so
+nothing needs joining. The last message of a turn also carries the CLI session: its ID and the transcript
+entries the turn appended, so the next turn resumes the same CLI conversation from stored messages alone.
 """
 
 from __future__ import annotations
@@ -14,15 +17,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from dex_agents.values import AgentMessage, FrameworkMessage, MessageRole
+from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT, describe_tool_call_outcome
+from dex_agents.values import AgentMessage, AgentToolCall, FrameworkMessage, MessageRole, ToolCallStatus
+
+from dex_agents_claude_agent_sdk._state import ClaudeRunState, tool_result_entries
 
 __all__ = [
+    "MCP_SERVER_NAME",
     "TOOL_NAME_PREFIX",
     "StoredConversation",
     "build_user_framework_message",
     "project_items",
     "read_stored_conversation",
+    "recorded_tool_result",
     "tool_result_text",
+    "unfinished_turn_messages",
 ]
 
 MCP_SERVER_NAME = "dex"
@@ -56,6 +65,15 @@ def _user_tool_name(cli_name: str) -> str:
     return cli_name.removeprefix(TOOL_NAME_PREFIX)
 
 
+def _arguments(tool_use: Mapping[str, Any]) -> str:
+    return json.dumps(tool_use.get("input", {}), sort_keys=True)
+
+
+def recorded_tool_result(record: AgentToolCall) -> tuple[str, bool]:
+    """Return what the model reads for a final record, and whether it reads it as an error."""
+    return describe_tool_call_outcome(record), record.status is not ToolCallStatus.SUCCEEDED
+
+
 def project_items(
     items: Sequence[Mapping[str, Any]], cli_session: Mapping[str, Any] | None = None
 ) -> list[FrameworkMessage]:
@@ -68,7 +86,7 @@ def project_items(
     Returns:
         One message per item; an empty assistant message carries the session when there are no items.
     """
-    names = {str(item.get("id")): str(item.get("name")) for item in items if item.get("type") == "tool_use"}
+    uses = {str(item.get("id")): item for item in items if item.get("type") == "tool_use"}
     messages: list[dict[str, Any]] = []
     for item in items:
         kind = item.get("type")
@@ -81,17 +99,19 @@ def project_items(
                     "item": item,
                     "tool_call_id": str(item.get("id")),
                     "tool_name": _user_tool_name(str(item.get("name"))),
-                    "tool_arguments": json.dumps(item.get("input", {}), sort_keys=True),
+                    "tool_arguments": _arguments(item),
                 }
             )
         elif kind == "tool_result":
             call_id = str(item.get("tool_use_id"))
+            use = uses.get(call_id)
             messages.append(
                 {
                     "role": MessageRole.TOOL,
                     "item": item,
                     "tool_call_id": call_id,
-                    "tool_name": _user_tool_name(names.get(call_id, "")) or None,
+                    "tool_name": _user_tool_name(str(use.get("name"))) if use is not None else None,
+                    "tool_arguments": _arguments(use) if use is not None else None,
                     "tool_output": tool_result_text(item.get("content")),
                 }
             )
@@ -157,6 +177,43 @@ def read_stored_conversation(messages: Sequence[AgentMessage]) -> StoredConversa
         elif message.role == MessageRole.USER:
             conversation.prompt.append(str(item.get("text", message.text or "")))
     return conversation
+
+
+def unfinished_turn_messages(
+    state: ClaudeRunState, records: Mapping[str, AgentToolCall]
+) -> list[FrameworkMessage]:
+    """Return the stored messages of a turn that ends without an answer (steered, cancelled or failed).
+
+    They are the turn's items so far and a result for every tool use among them that has none: the
+    deferred call's from its final record, which the CLI never read, since no later run resumed it. The
+    last message carries the CLI session with the turn's transcript, closed by an entry per such result,
+    so the next turn's run reads every result and goes on from its own prompt.
+
+    Args:
+        state: The run state of the turn's last deferral.
+        records: The turn's tool call records by tool call ID, all final.
+
+    Returns:
+        The messages to store, in order.
+    """
+    items = state.turn_items
+    answered = {str(item.get("tool_use_id")) for item in items if item.get("type") == "tool_result"}
+    results: list[dict[str, Any]] = []
+    for item in items:
+        call_id = str(item.get("id"))
+        if item.get("type") != "tool_use" or call_id in answered:
+            continue
+        record = records.get(call_id)
+        # Only the deferred call lacks a result in a run state; a call without a record the CLI may have
+        # run, so its outcome is unknown.
+        text, is_error = recorded_tool_result(record) if record else (OUTCOME_UNKNOWN_TOOL_RESULT, True)
+        content = [{"type": "text", "text": text}]
+        results.append(
+            {"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}
+        )
+    entries = [*state.turn_entries, *tool_result_entries(state.turn_entries, results)]
+    cli_session = {"session_id": state.session_id, "entries": entries}
+    return project_items([*items, *results], cli_session)
 
 
 def _dump(item: Mapping[str, Any]) -> str:

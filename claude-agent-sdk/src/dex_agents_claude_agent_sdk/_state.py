@@ -9,15 +9,26 @@ the stored messages' `framework_item`; entries of the running turn travel in `Cl
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from claude_agent_sdk.types import SessionKey, SessionStoreEntry
+from dex_agents import RunStateFormat, RunStateFormatError
 
-__all__ = ["ClaudeRunState", "PendingToolUse", "TranscriptStore"]
+__all__ = ["RUN_STATE_FORMAT", "ClaudeRunState", "PendingToolUse", "TranscriptStore", "tool_result_entries"]
 
-_STATE_VERSION = 1
+RUN_STATE_FORMAT = RunStateFormat("dex-agents-claude-agent-sdk/run-state", 1, "ClaudeAgentRunner")
+"""The envelope of `ClaudeRunState` (its fields are those of the 0.1.0 state, which had no `format`)."""
+
+# dex-agents-claude-agent-sdk 0.1.0 wrote these keys and no `format`; a turn that waits for an approval
+# across the upgrade goes on with them.
+_UNNAMED_STATE_KEYS = {"version", "session_id", "turn_entries", "turn_items", "pending"}
+
+_ENTRY_METADATA = ("userType", "entrypoint", "cwd", "sessionId", "version", "gitBranch")
+"""What an entry the CLI writes for a tool result copies from its tool use's entry."""
 
 
 @dataclass(frozen=True)
@@ -52,10 +63,9 @@ class ClaudeRunState:
     pending: PendingToolUse
 
     def to_json(self) -> str:
-        """Return the state as compact JSON text."""
-        return json.dumps(
+        """Return the state as compact JSON text in `RUN_STATE_FORMAT`'s envelope."""
+        return RUN_STATE_FORMAT.wrap(
             {
-                "version": _STATE_VERSION,
                 "session_id": self.session_id,
                 "turn_entries": list(self.turn_entries),
                 "turn_items": list(self.turn_items),
@@ -64,13 +74,12 @@ class ClaudeRunState:
                     "tool_name": self.pending.tool_name,
                     "input": dict(self.pending.input),
                 },
-            },
-            separators=(",", ":"),
+            }
         )
 
     @classmethod
     def from_json(cls, text: str) -> ClaudeRunState:
-        """Parse a state that `to_json` wrote.
+        """Parse a state that `to_json` wrote (or that version 0.1.0 of this package wrote).
 
         Args:
             text: The framework run state.
@@ -79,12 +88,13 @@ class ClaudeRunState:
             The state.
 
         Raises:
-            ValueError: If the text is not a run state of this version.
+            RunStateFormatError: If the text is not JSON, is another runner's state or another version, or
+                lacks a field (the message says which).
         """
+        data = _unnamed_state(text)
+        if data is None:
+            data = RUN_STATE_FORMAT.unwrap(text)
         try:
-            data = cast(dict[str, Any], json.loads(text))
-            if data.get("version") != _STATE_VERSION:
-                raise ValueError(f"unsupported version {data.get('version')!r}")
             pending = cast(dict[str, Any], data["pending"])
             return cls(
                 session_id=str(data["session_id"]),
@@ -96,8 +106,75 @@ class ClaudeRunState:
                     input=cast(dict[str, Any], pending["input"]),
                 ),
             )
-        except (AttributeError, KeyError, TypeError, json.JSONDecodeError) as error:
-            raise ValueError(f"not a Claude Agent SDK run state: {error}") from error
+        except (AttributeError, KeyError, TypeError) as error:
+            raise RunStateFormatError(
+                f"the framework run state of ClaudeAgentRunner lacks a field or has a wrong one: {error!r}"
+            ) from error
+
+
+def _unnamed_state(text: str) -> dict[str, Any] | None:
+    """The fields of a state in 0.1.0's shape (no `format`), or `None` for any other text."""
+    try:
+        loaded: object = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(loaded, dict):
+        return None
+    data = cast(dict[str, Any], loaded)
+    if set(data) != _UNNAMED_STATE_KEYS or data["version"] != 1:
+        return None
+    return data
+
+
+def tool_result_entries(
+    entries: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Return transcript entries that give tool uses of ``entries`` their results, as the CLI writes them.
+
+    A transcript whose last tool use has no result is one the CLI resumes as a deferred call (it asks the
+    hook about it again, or answers it "[Tool result missing due to internal error]"). A turn that ends
+    without an answer closes its calls with these entries, so the next turn's run sees each result and
+    starts from the new prompt. Each entry follows the one before it, after the last entry of
+    ``entries``, and carries the metadata of the assistant entry that holds its tool use.
+
+    Args:
+        entries: The turn's transcript entries, oldest first.
+        results: `tool_result` content blocks (`tool_use_id`, `content`, `is_error`), in order.
+
+    Returns:
+        One `user` entry per result.
+    """
+    sources: dict[str, Mapping[str, Any]] = {}
+    parent: str | None = None
+    for entry in entries:
+        if entry.get("uuid"):
+            parent = str(entry["uuid"])
+        message = entry.get("message")
+        if entry.get("type") == "assistant" and isinstance(message, Mapping):
+            for block in cast(Sequence[Any], cast(Mapping[str, Any], message).get("content") or []):
+                if isinstance(block, Mapping) and cast(Mapping[str, Any], block).get("type") == "tool_use":
+                    sources[str(cast(Mapping[str, Any], block).get("id"))] = entry
+    timestamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    closing: list[dict[str, Any]] = []
+    for result in results:
+        source = sources.get(str(result["tool_use_id"]), {})
+        session = str(source.get("sessionId", ""))
+        entry_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"dex-agents:{session}:{result['tool_use_id']}"))
+        result_entry: dict[str, Any] = {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "type": "user",
+            "message": {"role": "user", "content": [dict(result)]},
+            "uuid": entry_id,
+            "timestamp": timestamp,
+            "toolUseResult": result.get("content"),
+            **{key: source[key] for key in _ENTRY_METADATA if key in source},
+        }
+        if source.get("uuid"):
+            result_entry["sourceToolAssistantUUID"] = source["uuid"]
+        closing.append(result_entry)
+        parent = entry_id
+    return closing
 
 
 @dataclass

@@ -7,29 +7,49 @@ imports no agent).
 """
 
 from dex_agents._codecs import agent_codec_registry
+from dex_agents._decoded_value_cache import DEFAULT_DECODED_VALUE_CACHE_BYTES, set_decoded_value_cache_bytes
 from dex_agents._mcp_hints import effect_from_mcp_annotations
 from dex_agents._run_state import RunStateFormat, RunStateFormatError
 from dex_agents._session_waits import SessionWaitTimeoutError, TurnEnd, TurnOutcome
 from dex_agents._tool_arguments import parse_tool_arguments
 from dex_agents._worker import AgentWorker, agent_worker_task_slots, serve_agent_worker
 from dex_agents.client import AgentSessionClient
+from dex_agents.compaction import (
+    CompactionPolicy,
+    ContextCompactionRunner,
+    ContextSummaryRequest,
+    ContextSummaryResult,
+)
 from dex_agents.events import AgentEventType, AgentEventWriter
-from dex_agents.limits import MAX_USER_MESSAGE_BYTES
+from dex_agents.limits import (
+    MAX_MESSAGE_CHUNK_BYTES,
+    MAX_SESSION_SETTINGS_BYTES,
+    MAX_USER_MESSAGE_BYTES,
+    MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT,
+    MESSAGE_ROLLOVER_MAX_CHUNKS_PER_COMMIT,
+    SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
+)
 from dex_agents.persistence import (
+    AGENT_MESSAGE_CHUNKS,
+    AGENT_MESSAGE_INDEX,
     AGENT_MESSAGES,
     AGENT_STATE,
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
+    CONTEXT_SUMMARY,
     DEFAULT_AGENT_EVENTS_CAPACITY_BYTES,
     FRAMEWORK_RUN_STATE,
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
     QUEUED_USER_MESSAGES,
+    SESSION_SETTINGS,
     STEERED_USER_MESSAGES,
     TOOL_CALL_CANCELLATIONS,
     TOOL_CALL_RESULTS,
     TURN_CANCELLATION_REQUEST,
     TURN_CONTROL_REQUESTS,
+    TURN_REPLY_SEQUENCE,
+    TURN_SESSION_SETTINGS,
     message_sequence_key,
 )
 from dex_agents.runner import (
@@ -70,6 +90,9 @@ from dex_agents.values import (
     AgentInterrupt,
     AgentInterruptResolution,
     AgentMessage,
+    AgentMessageChunk,
+    AgentMessageChunkRange,
+    AgentMessageIndex,
     AgentMessagesPage,
     AgentSessionStartInput,
     AgentSessionStatus,
@@ -80,6 +103,8 @@ from dex_agents.values import (
     AgentUserMessage,
     CancellationReason,
     CancelTurnRequest,
+    CompactContextInput,
+    ContextSummary,
     DeleteQueuedMessageRequest,
     FrameworkMessage,
     InterruptKind,
@@ -95,22 +120,35 @@ from dex_agents.values import (
     TurnCancellationRequest,
     TurnControlKind,
     TurnControlRequest,
+    TurnReplySequence,
+    TurnSessionSettings,
+    UpdateSessionSettingsRequest,
 )
 
 __all__ = [
     "AGENT_MESSAGES",
+    "AGENT_MESSAGE_CHUNKS",
+    "AGENT_MESSAGE_INDEX",
     "AGENT_STATE",
     "AGENT_TOOL_CALLS",
     "AGENT_USAGE",
     "APPROVAL_DEADLINE_PASSED",
+    "CONTEXT_SUMMARY",
     "DEFAULT_AGENT_EVENTS_CAPACITY_BYTES",
+    "DEFAULT_DECODED_VALUE_CACHE_BYTES",
     "DEFAULT_REJECTION_TOOL_RESULT",
     "FRAMEWORK_RUN_STATE",
     "INTERRUPT_RESOLUTIONS",
+    "MAX_MESSAGE_CHUNK_BYTES",
+    "MAX_SESSION_SETTINGS_BYTES",
     "MAX_USER_MESSAGE_BYTES",
+    "MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT",
+    "MESSAGE_ROLLOVER_MAX_CHUNKS_PER_COMMIT",
     "OUTCOME_UNKNOWN_TOOL_RESULT",
     "PENDING_INTERRUPTS",
     "QUEUED_USER_MESSAGES",
+    "SESSION_SETTINGS",
+    "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
     "STEERED_REJECTION_MESSAGE",
     "STEERED_USER_MESSAGES",
     "TOOL_CALL_CANCELLATIONS",
@@ -122,6 +160,8 @@ __all__ = [
     "TURN_CONTROL_REQUESTS",
     "TURN_FAILURE_NOTE_FOOTER",
     "TURN_FAILURE_NOTE_HEADER",
+    "TURN_REPLY_SEQUENCE",
+    "TURN_SESSION_SETTINGS",
     "TURN_STEERED_NOTE_HEADER",
     "UNKNOWN_TOOL_POLICY",
     "AgentEvent",
@@ -131,6 +171,9 @@ __all__ = [
     "AgentInterrupt",
     "AgentInterruptResolution",
     "AgentMessage",
+    "AgentMessageChunk",
+    "AgentMessageChunkRange",
+    "AgentMessageIndex",
     "AgentMessagesPage",
     "AgentSessionClient",
     "AgentSessionFlow",
@@ -148,6 +191,12 @@ __all__ = [
     "CancelTurnRequest",
     "CancellationReason",
     "ClientOnlyFlowError",
+    "CompactContextInput",
+    "CompactionPolicy",
+    "ContextCompactionRunner",
+    "ContextSummary",
+    "ContextSummaryRequest",
+    "ContextSummaryResult",
     "DeferredToolCall",
     "DeferredToolExecution",
     "DeleteQueuedMessageRequest",
@@ -176,7 +225,10 @@ __all__ = [
     "TurnControlRequest",
     "TurnEnd",
     "TurnOutcome",
+    "TurnReplySequence",
+    "TurnSessionSettings",
     "UnfinishedTurnMessageBuilder",
+    "UpdateSessionSettingsRequest",
     "agent_codec_registry",
     "agent_worker_task_slots",
     "build_turn_control_note",
@@ -189,4 +241,5 @@ __all__ = [
     "parse_tool_arguments",
     "resolve_tool_policy",
     "serve_agent_worker",
+    "set_decoded_value_cache_bytes",
 ]

@@ -7,31 +7,37 @@ bare ``KeyError``. The codecs here decode such JSON with the field's default ins
 the field when a field without a default is missing. They encode exactly as the SDK's automatic codec does
 (compact JSON with sorted keys, enums as their values, tuples as arrays), so stored values are unchanged.
 
-Every `RunModel` receives the whole stored conversation, so a Worker decodes the same messages again on
-every model call; in a 400-message session that was most of its CPU. A value of an immutable type (a
-frozen dataclass of strings, numbers, enums and tuples of them, such as `AgentMessage`) decodes to an
-object no one can change, so the codecs keep recently decoded ones by their JSON text and hand the same
-object out again. The cache holds at most `DECODED_VALUE_CACHE_BYTES` of JSON text per process.
+Steps load the same stored values again and again (every `RunModel` reads the message chunks, the window
+and the index), so the codec of every deeply immutable type keeps its decoded values in the process's
+decoded-value cache (``dex_agents/_decoded_value_cache.py``) and hands the same object out again.
 """
 
 import dataclasses
-import threading
 import types
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from enum import Enum
 from functools import cache
 from typing import Any, NamedTuple, Union, cast, get_args, get_origin, get_type_hints
 
-from dex import Codec, CodecRegistry, JsonCodec, Value, WireKind
+from dex import Codec, CodecRegistry, JsonCodec
 
 from dex_agents import persistence, values
+from dex_agents._decoded_value_cache import CachedJsonCodec, is_immutable_type
 
-__all__ = ["DECODED_VALUE_CACHE_BYTES", "agent_codec_registry", "is_immutable_type", "wire_value_types"]
+__all__ = ["KEPT_WHEN_WRITTEN", "STEP_INPUT_UNIONS", "agent_codec_registry", "wire_value_types"]
 
-DECODED_VALUE_CACHE_BYTES = 16 * 1024 * 1024
-"""The most JSON text, in characters, whose decoded values a process keeps for reuse."""
+#: The input type of `RunModel`, `CompactContext` and `RecordTurnFailure`: a failure route must share its
+#: Step's input type, and the SDK has no automatic codec for a union.
+STEP_INPUT_UNIONS: tuple[object, ...] = (values.CompactContextInput | None,)
+
+#: Stored state a Worker writes and then reads on its next Step: its codecs keep what they encode, so the
+#: writer never decodes it (see `CachedJsonCodec`).
+KEPT_WHEN_WRITTEN: tuple[object, ...] = (
+    values.AgentMessage,
+    values.AgentMessageChunk,
+    values.AgentMessageIndex,
+)
 
 
 class _Field(NamedTuple):
@@ -142,6 +148,12 @@ def wire_value_types() -> tuple[object, ...]:
     definitions = (
         persistence.AGENT_STATE,
         persistence.AGENT_MESSAGES,
+        persistence.AGENT_MESSAGE_CHUNKS,
+        persistence.AGENT_MESSAGE_INDEX,
+        persistence.TURN_REPLY_SEQUENCE,
+        persistence.CONTEXT_SUMMARY,
+        persistence.SESSION_SETTINGS,
+        persistence.TURN_SESSION_SETTINGS,
         persistence.FRAMEWORK_RUN_STATE,
         persistence.AGENT_TOOL_CALLS,
         persistence.PENDING_INTERRUPTS,
@@ -163,102 +175,14 @@ def wire_value_types() -> tuple[object, ...]:
     return tuple(unique)
 
 
-_IMMUTABLE_SCALARS = (str, int, float, bool, type(None))
-
-
-@cache
-def is_immutable_type(type_hint: object) -> bool:
-    """Whether every value of ``type_hint`` is deeply immutable, so one decoded object may be shared.
-
-    True for str, numbers, bool, None, enums, ``tuple[X, ...]`` of such, unions of such, and frozen
-    dataclasses whose fields all are such; false for lists, dicts, sets and anything else.
-    """
-    if any(type_hint is scalar for scalar in _IMMUTABLE_SCALARS):
-        return True
-    if isinstance(type_hint, type) and issubclass(type_hint, Enum):
-        return True
-    origin = get_origin(type_hint)
-    arguments = get_args(type_hint)
-    if origin is tuple:
-        return all(argument is Ellipsis or is_immutable_type(argument) for argument in arguments)
-    if origin in (Union, types.UnionType):
-        return all(is_immutable_type(argument) for argument in arguments)
-    if isinstance(type_hint, type) and dataclasses.is_dataclass(type_hint):
-        parameters = cast(Any, type_hint).__dataclass_params__
-        return bool(parameters.frozen) and all(
-            is_immutable_type(field.type_hint) for field in _fields_of(type_hint)
-        )
-    return False
-
-
-class _DecodedValues:
-    """Recently decoded immutable values by type and JSON text, bounded by the text's total length."""
-
-    def __init__(self, max_characters: int) -> None:
-        self._max_characters = max_characters
-        self._entries: OrderedDict[tuple[object, str], object] = OrderedDict()
-        self._characters = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[object, str]) -> object | None:
-        with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
-            return value
-
-    def put(self, key: tuple[object, str], value: object) -> None:
-        size = len(key[1])
-        if size > self._max_characters:
-            return
-        with self._lock:
-            if key in self._entries:
-                return
-            self._entries[key] = value
-            self._characters += size
-            while self._characters > self._max_characters:
-                (_, evicted_text), _ = self._entries.popitem(last=False)
-                self._characters -= len(evicted_text)
-
-
-_decoded_values = _DecodedValues(DECODED_VALUE_CACHE_BYTES)
-
-
-class _ReusingJsonCodec:
-    """A JSON codec that hands out the same decoded object for the same JSON text of an immutable type."""
-
-    def __init__(self, codec: JsonCodec[Any], type_hint: object) -> None:
-        self._codec = codec
-        self._type_hint = type_hint
-
-    @property
-    def type_name(self) -> str:
-        return self._codec.type_name
-
-    @property
-    def wire_kind(self) -> WireKind:
-        return self._codec.wire_kind
-
-    def encode(self, value: Any) -> Value:
-        return self._codec.encode(value)
-
-    def decode(self, value: Value) -> Any:
-        if value.kind is not WireKind.JSON or not isinstance(value.data, str):
-            return self._codec.decode(value)
-        key = (self._type_hint, value.data)
-        decoded = _decoded_values.get(key)
-        if decoded is None:
-            decoded = self._codec.decode(value)
-            _decoded_values.put(key, decoded)
-        return decoded
-
-
-def _json_codec(type_hint: object) -> Codec[Any]:
+def _json_codec(type_hint: object, *, checks_type: bool = True) -> Codec[Any]:
     def decoder(data: Any) -> object:
         return _decode(data, type_hint)
 
-    codec = JsonCodec(_type_name(type_hint), decoder, _encode, type_hint)
-    return _ReusingJsonCodec(codec, type_hint) if is_immutable_type(type_hint) else codec
+    codec = JsonCodec(_type_name(type_hint), decoder, _encode, type_hint if checks_type else None)
+    if not is_immutable_type(type_hint):
+        return codec
+    return CachedJsonCodec(codec, type_hint, keep_encoded=type_hint in KEPT_WHEN_WRITTEN)
 
 
 def agent_codec_registry() -> CodecRegistry:
@@ -270,7 +194,12 @@ def agent_codec_registry() -> CodecRegistry:
     codecs a missing field takes its default, a missing field without a default raises
     ``TypeError("AgentUserMessage requires field 'text'")``, and keys that name no field are ignored.
     Encoding is byte-identical to the SDK's automatic codec. Types not covered here still resolve through
-    the SDK's built-in codecs.
+    the SDK's built-in codecs. It also gives the Steps' ``CompactContextInput | None`` input a codec, which
+    the SDK cannot derive, so every session Flow needs this registry.
+
+    Values of deeply immutable types (message chunks, which never change once stored, the message index,
+    messages, ...) are decoded once per process: every registry's codecs keep them in the process's
+    decoded-value cache by their type and stored JSON, bounded by `set_decoded_value_cache_bytes`.
 
     Returns:
         A new ``dex.CodecRegistry`` with a JSON codec for every dataclass and enum value type of the
@@ -279,4 +208,13 @@ def agent_codec_registry() -> CodecRegistry:
     Examples:
         >>> registry = Registry([flow], codec_registry=agent_codec_registry(), allow_async_handlers=True)
     """
-    return CodecRegistry({type_hint: _json_codec(type_hint) for type_hint in wire_value_types()})
+    codecs: dict[object, Codec[Any]] = {
+        # The SDK's type check refuses every value of a container of `object` (a JSON object such as the
+        # session settings), so such a container is checked when it is stored, not here.
+        type_hint: _json_codec(type_hint, checks_type=object not in get_args(type_hint))
+        for type_hint in wire_value_types()
+    }
+    for union in STEP_INPUT_UNIONS:
+        # None travels as a null value and never reaches the codec, which sees only the dataclass member.
+        codecs[union] = _json_codec(union, checks_type=False)
+    return CodecRegistry(codecs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
@@ -23,8 +23,9 @@ from dex import (
 from dex_agents import _session_waits
 from dex_agents._connection import ClientConnection
 from dex_agents._session_waits import SendMarkers, TurnEnd
-from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
+from dex_agents.limits import MAX_SESSION_SETTINGS_BYTES, MAX_USER_MESSAGE_BYTES, utf8_size
 from dex_agents.session import AgentSessionFlow
+from dex_agents.session._settings import session_settings_problem
 from dex_agents.values import (
     AgentEvent,
     AgentInterrupt,
@@ -37,6 +38,7 @@ from dex_agents.values import (
     ListAgentMessagesRequest,
     ResolveInterruptRequest,
     SteerUserMessageRequest,
+    UpdateSessionSettingsRequest,
 )
 
 __all__ = ["AgentSessionClient"]
@@ -56,6 +58,16 @@ def _check_message_size(text: str, what: str) -> None:
             f"{what} is {size} bytes of UTF-8, more than the {MAX_USER_MESSAGE_BYTES}-byte limit "
             "(dex_agents.MAX_USER_MESSAGE_BYTES); send large content as a reference, such as a file ID"
         )
+
+
+def _checked_settings(settings: Mapping[str, object]) -> dict[str, object]:
+    problem = session_settings_problem(
+        dict(settings) if isinstance(settings, Mapping) else settings,  # pyright: ignore[reportUnnecessaryIsInstance]
+        MAX_SESSION_SETTINGS_BYTES,
+    )
+    if problem is not None:
+        raise ValueError(f"{problem} (dex_agents.MAX_SESSION_SETTINGS_BYTES is {MAX_SESSION_SETTINGS_BYTES})")
+    return dict(settings)
 
 
 class AgentSessionClient:
@@ -97,6 +109,8 @@ class AgentSessionClient:
         session_id: str,
         initial_message: str | None = None,
         options: StartFlowOptions | None = None,
+        *,
+        session_settings: Mapping[str, object] | None = None,
     ) -> str:
         """Start a session.
 
@@ -104,26 +118,50 @@ class AgentSessionClient:
             session_id: The session ID, used as the Flow ID.
             initial_message: The first user message; `None` or blank starts the session idle.
             options: Dex start options.
+            session_settings: Settings every turn starts with until `update_session_settings` replaces
+                them: a JSON object of at most `MAX_SESSION_SETTINGS_BYTES` of compact JSON, such as the
+                model or instructions the runner chooses. Keep references, not secrets, in them.
 
         Returns:
             The run ID.
 
         Raises:
-            ValueError: If ``initial_message`` is larger than `MAX_USER_MESSAGE_BYTES`.
+            ValueError: If ``initial_message`` is larger than `MAX_USER_MESSAGE_BYTES`, or the settings are
+                not a JSON object or are too large; nothing is started.
             FlowAlreadyStartedError: If the session ID is in use.
         """
         if initial_message is not None:
             _check_message_size(initial_message, "the initial message")
+        settings = None if session_settings is None else _checked_settings(session_settings)
         run_id = await self._client.start_flow(
             self._flow,
             session_id,
-            AgentSessionStartInput(initial_message=initial_message),
+            AgentSessionStartInput(initial_message=initial_message, session_settings=settings),
             options if options is not None else StartFlowOptions(),
         )
         if initial_message is not None and initial_message.strip():
             # A new session's first turn is the first that starts: every event counts.
             self._send_markers.mark(session_id, "")
         return run_id
+
+    async def update_session_settings(self, session_id: str, session_settings: Mapping[str, object]) -> bool:
+        """Replace the settings that the session's next turn starts with.
+
+        The running turn, its retries included, keeps the settings it started with. ``{}`` clears them.
+
+        Args:
+            session_id: The session.
+            session_settings: The new settings: a JSON object of at most `MAX_SESSION_SETTINGS_BYTES` of
+                compact JSON.
+
+        Returns:
+            `False` when the session has not started yet, or the session refused the settings.
+
+        Raises:
+            ValueError: If the settings are not a JSON object or are too large; nothing is sent.
+        """
+        request = UpdateSessionSettingsRequest(session_settings=_checked_settings(session_settings))
+        return await self._client.invoke_rpc(self._flow.update_session_settings, session_id, request)
 
     async def send_user_message(self, session_id: str, text: str) -> bool:
         """Queue a user message; it starts a turn once the session is idle.

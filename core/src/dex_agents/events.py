@@ -49,6 +49,8 @@ class AgentEventType(StrEnum):
     INTERRUPT_RAISED = "interrupt_raised"
     INTERRUPT_RESOLVED = "interrupt_resolved"
     USAGE_RECORDED = "usage_recorded"
+    COMPACTION_STARTED = "compaction_started"
+    COMPACTION_FINISHED = "compaction_finished"
 
 
 @dataclass(frozen=True)

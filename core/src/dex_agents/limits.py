@@ -8,10 +8,15 @@ transport error that a retry would only repeat.
 from __future__ import annotations
 
 __all__ = [
+    "MAX_MESSAGE_CHUNK_BYTES",
     "MAX_NOTE_TEXT_BYTES",
+    "MAX_SESSION_SETTINGS_BYTES",
     "MAX_STORED_VALUE_BYTES",
     "MAX_TURN_FAILURE_NOTE_BYTES",
     "MAX_USER_MESSAGE_BYTES",
+    "MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT",
+    "MESSAGE_ROLLOVER_MAX_CHUNKS_PER_COMMIT",
+    "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
     "TURN_FAILURE_NOTE_CUT_MARKER",
     "bounded_text",
     "utf8_size",
@@ -26,6 +31,25 @@ MAX_USER_MESSAGE_BYTES = 256 * 1024
 #: development server), so the session stays well below both.
 MAX_STORED_VALUE_BYTES = 1024 * 1024
 
+#: The largest ``message_chunk_max_bytes`` a session accepts. A chunk is one stored value, and a commit that
+#: rolls the window over writes at most `MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT` of them.
+MAX_MESSAGE_CHUNK_BYTES = 8 * 1024 * 1024
+
+#: The most message chunks one commit writes when it moves the oldest messages out of the window; a window
+#: that is larger still (a session stored by dex-agents 0.1.0) drains over the following commits.
+MESSAGE_ROLLOVER_MAX_CHUNKS_PER_COMMIT = 4
+
+#: The most bytes of message chunks one commit writes when it rolls the window over, unless its first chunk
+#: alone is larger.
+MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT = 8 * 1024 * 1024
+
+#: The largest session settings, in UTF-8 bytes of their compact JSON text, that clients send.
+MAX_SESSION_SETTINGS_BYTES = 16 * 1024
+
+#: How many bytes above `MAX_SESSION_SETTINGS_BYTES` the session itself still accepts: session cores in
+#: other languages write some floats and U+2028/U+2029 differently, so one settings object measures a little
+#: differently in each.
+SESSION_SETTINGS_SIZE_TOLERANCE_BYTES = 1024
 
 #: The longest error or rejection text kept on a tool call record; longer text is cut with a marker, so a
 #: runaway message cannot make the record too large to store.

@@ -14,32 +14,43 @@ from dex_agents.values import (
     AgentInterrupt,
     AgentInterruptResolution,
     AgentMessage,
+    AgentMessageChunk,
+    AgentMessageIndex,
     AgentState,
     AgentToolCall,
     AgentUsage,
     AgentUserMessage,
+    ContextSummary,
     ToolCallCancellation,
     ToolCallCompleted,
     TurnCancellationRequest,
     TurnControlRequest,
+    TurnReplySequence,
+    TurnSessionSettings,
 )
 
 __all__ = [
     "AGENT_EVENTS_STREAM_NAME",
     "AGENT_MESSAGES",
+    "AGENT_MESSAGE_CHUNKS",
+    "AGENT_MESSAGE_INDEX",
     "AGENT_STATE",
     "AGENT_TOOL_CALLS",
     "AGENT_USAGE",
+    "CONTEXT_SUMMARY",
     "DEFAULT_AGENT_EVENTS_CAPACITY_BYTES",
     "FRAMEWORK_RUN_STATE",
     "INTERRUPT_RESOLUTIONS",
     "PENDING_INTERRUPTS",
     "QUEUED_USER_MESSAGES",
+    "SESSION_SETTINGS",
     "STEERED_USER_MESSAGES",
     "TOOL_CALL_CANCELLATIONS",
     "TOOL_CALL_RESULTS",
     "TURN_CANCELLATION_REQUEST",
     "TURN_CONTROL_REQUESTS",
+    "TURN_REPLY_SEQUENCE",
+    "TURN_SESSION_SETTINGS",
     "agent_events_stream",
     "message_sequence_key",
 ]
@@ -52,8 +63,20 @@ AGENT_EVENTS_STREAM_NAME = "AgentEvents"
 
 #: The session state.
 AGENT_STATE: Attribute[AgentState] = Attribute("AgentState", AgentState)
-#: The conversation, keyed by `message_sequence_key`.
+#: The window: the newest messages, one instance per message, keyed by `message_sequence_key`.
 AGENT_MESSAGES: AttributeMap[AgentMessage] = AttributeMap("AgentMessages", AgentMessage)
+#: Older messages in immutable chunks, keyed by `message_sequence_key` of each chunk's first message.
+AGENT_MESSAGE_CHUNKS: AttributeMap[AgentMessageChunk] = AttributeMap("AgentMessageChunks", AgentMessageChunk)
+#: Which messages are in chunks and which in the window; unset until a Step first writes a chunk.
+AGENT_MESSAGE_INDEX: Attribute[AgentMessageIndex] = Attribute("AgentMessageIndex", AgentMessageIndex)
+#: Where the active turn's replies start; the Step that starts a turn writes it.
+TURN_REPLY_SEQUENCE: Attribute[TurnReplySequence] = Attribute("TurnReplySequence", TurnReplySequence)
+#: The summary of the earlier messages; only `CompactContext` writes it.
+CONTEXT_SUMMARY: Attribute[ContextSummary] = Attribute("ContextSummary", ContextSummary)
+#: The settings the next turn starts with (a JSON object); unset when there are none.
+SESSION_SETTINGS: Attribute[dict[str, object]] = Attribute("SessionSettings", dict[str, object])
+#: The settings the active turn started with, tagged with its turn.
+TURN_SESSION_SETTINGS: Attribute[TurnSessionSettings] = Attribute("TurnSessionSettings", TurnSessionSettings)
 #: The framework's run state, set only while a turn waits for tool calls.
 FRAMEWORK_RUN_STATE: Attribute[str] = Attribute("FrameworkRunState", str)
 #: The active turn's tool call records, keyed by tool call ID and deleted when the turn ends.

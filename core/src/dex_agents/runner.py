@@ -24,6 +24,7 @@ from dex_agents.values import (
     AgentToolCall,
     AgentUsage,
     CancellationReason,
+    ContextSummary,
     FrameworkMessage,
     InteractionMode,
     ToolCallStatus,
@@ -282,7 +283,10 @@ class AgentTurnContext:
         flow_id: The session ID.
         turn_id: `"turn-<n>"`.
         attempt: The one-based `RunModel` attempt.
-        messages: Every stored message in sequence order; the last user message belongs to this turn.
+        messages: The stored messages in sequence order; the last user message belongs to this turn. A
+            runner with the compaction capability (`ContextCompactionRunner`) receives only the messages
+            after `context_summary`; any other runner receives every stored message, which is all of them
+            unless retention deleted the oldest.
         framework_run_state: `None` for the turn's first model call, else the run state of this turn's last
             `ToolCallsRequested` or `TurnContinued`.
         tool_calls: Every tool call record of this turn by tool call ID; all are final.
@@ -291,7 +295,11 @@ class AgentTurnContext:
         default_tool_effect: The effect of a tool without a policy or metadata.
         heartbeat_function: Records liveness; call `heartbeat()` instead.
         interaction_mode: Always `chat` in this release.
-        session_settings: Always empty in this release.
+        session_settings: The settings this turn started with (a JSON object), empty when there are none;
+            an update during the turn applies to the next turn, so every model call and retry of this turn
+            sees the same settings.
+        context_summary: The summary of the messages before `messages`, for a runner with the compaction
+            capability once the session compacted; else `None`.
     """
 
     flow_id: str
@@ -306,6 +314,7 @@ class AgentTurnContext:
     heartbeat_function: Callable[[], Awaitable[None]]
     interaction_mode: InteractionMode = InteractionMode.CHAT
     session_settings: Mapping[str, object] = field(default_factory=dict[str, object])
+    context_summary: ContextSummary | None = None
 
     @property
     def is_resuming(self) -> bool:

@@ -24,6 +24,9 @@ __all__ = [
     "AgentInterrupt",
     "AgentInterruptResolution",
     "AgentMessage",
+    "AgentMessageChunk",
+    "AgentMessageChunkRange",
+    "AgentMessageIndex",
     "AgentMessagesPage",
     "AgentPlan",
     "AgentPlanTask",
@@ -36,6 +39,7 @@ __all__ = [
     "AgentUserMessage",
     "CancelTurnRequest",
     "CancellationReason",
+    "CompactContextInput",
     "ContextSummary",
     "DeleteQueuedMessageRequest",
     "FrameworkMessage",
@@ -54,6 +58,9 @@ __all__ = [
     "TurnCancellationRequest",
     "TurnControlKind",
     "TurnControlRequest",
+    "TurnReplySequence",
+    "TurnSessionSettings",
+    "UpdateSessionSettingsRequest",
 ]
 
 _ValueT = TypeVar("_ValueT")
@@ -215,7 +222,9 @@ class AgentSessionStartInput:
 
     Attributes:
         initial_message: The first user message; `None` or blank starts the session without a turn.
-        session_settings: Settings of a later release; `None` here.
+        session_settings: A JSON object of settings that every turn starts with, such as the model or the
+            instructions a runner chooses; `None` or ``{}`` means none. Settings the session refuses (not a
+            JSON object, or larger than `MAX_SESSION_SETTINGS_BYTES` plus its tolerance) fail the session.
     """
 
     initial_message: str | None = None
@@ -518,10 +527,13 @@ class AgentPlan:
 
 @dataclass(frozen=True)
 class ContextSummary:
-    """A summary of earlier messages (reserved for compaction).
+    """The summary of a session's earlier messages, stored in the `ContextSummary` Attribute.
+
+    Only `CompactContext` writes it. Each summary folds in the one before, so it always covers the
+    conversation from its first message.
 
     Attributes:
-        generation: Summaries written so far.
+        generation: Summaries written so far, starting at 1.
         first_sequence: Always 1.
         last_sequence: The last summarized message.
         text: The summary.
@@ -533,6 +545,112 @@ class ContextSummary:
     last_sequence: int
     text: str
     created_at: str
+
+
+@dataclass(frozen=True)
+class CompactContextInput:
+    """Input of the `CompactContext` Step, and of `RunModel` and `RecordTurnFailure`, which share its type.
+
+    Attributes:
+        through_sequence: The last message the new summary covers.
+    """
+
+    through_sequence: int
+
+
+@dataclass(frozen=True)
+class AgentMessageChunk:
+    """Consecutive stored messages, one immutable instance of the `AgentMessageChunks` map.
+
+    Attributes:
+        messages: The messages, in sequence order and without gaps.
+    """
+
+    messages: tuple[AgentMessage, ...]
+
+    def __post_init__(self) -> None:
+        messages = _coerce_tuple(self.messages, AgentMessage)
+        if not messages:
+            raise ValueError("a message chunk holds at least one message")
+        first = messages[0].sequence
+        if any(message.sequence != first + offset for offset, message in enumerate(messages)):
+            sequences = [message.sequence for message in messages]
+            raise ValueError(f"a message chunk holds consecutive messages, got {sequences}")
+        _set(self, "messages", messages)
+
+
+@dataclass(frozen=True)
+class AgentMessageChunkRange:
+    """The sequences one message chunk holds.
+
+    Attributes:
+        first_sequence: Its first message, also its instance key.
+        last_sequence: Its last message.
+    """
+
+    first_sequence: int
+    last_sequence: int
+
+
+@dataclass(frozen=True)
+class AgentMessageIndex:
+    """Where a session's messages are stored, in the `AgentMessageIndex` Attribute.
+
+    A session without an index keeps every message in the `AgentMessages` window from sequence 1.
+
+    Attributes:
+        chunks: Every kept chunk in sequence order: the archived ones, consecutive, then the single
+            oversized messages that sit among the window's sequences.
+        first_sequence: The oldest stored message; retention deleted the ones before it.
+        window_first_sequence: The oldest message in `AgentMessages`.
+    """
+
+    chunks: tuple[AgentMessageChunkRange, ...]
+    first_sequence: int
+    window_first_sequence: int
+
+    def __post_init__(self) -> None:
+        _set(self, "chunks", _coerce_tuple(self.chunks, AgentMessageChunkRange))
+
+
+@dataclass(frozen=True)
+class TurnReplySequence:
+    """Where a turn's replies start, in the `TurnReplySequence` Attribute, written by the Step that starts it.
+
+    Attributes:
+        turn_id: The turn.
+        sequence: The first sequence after the turn's user messages.
+    """
+
+    turn_id: str
+    sequence: int
+
+
+@dataclass(frozen=True)
+class TurnSessionSettings:
+    """The settings a turn started with, in the `TurnSessionSettings` Attribute.
+
+    A copy whose ``turn_id`` is not the active turn reads as no settings.
+
+    Attributes:
+        turn_id: The turn that started with them.
+        session_settings: The settings, a JSON object.
+    """
+
+    turn_id: str
+    session_settings: dict[str, object]
+
+
+@dataclass(frozen=True)
+class UpdateSessionSettingsRequest:
+    """Input of the `update_session_settings` RPC.
+
+    Attributes:
+        session_settings: The settings the next turn starts with; they replace the current ones, ``{}``
+            clears them, and `None` is refused.
+    """
+
+    session_settings: dict[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -663,8 +781,8 @@ class AgentSnapshot:
         plan: Reserved for plan mode.
         queued_messages: The queued user messages with their IDs, oldest first.
         steered_messages: Steered user messages not applied yet, oldest first.
-        context_summary: Reserved for compaction.
-        session_settings: Reserved for session settings.
+        context_summary: The summary of the earlier messages, once the session compacted.
+        session_settings: The settings the next turn starts with; `None` when there are none.
     """
 
     state: AgentState | None
@@ -710,8 +828,10 @@ class AgentMessagesPage:
 
     Attributes:
         messages: The page's messages in sequence order.
-        next_before_sequence: Pass as `before_sequence` for the previous page; `None` on the first page.
-        deleted_before_sequence: Reserved for retention; always `None` in this release.
+        next_before_sequence: Pass as `before_sequence` for the previous page; `None` when the page starts
+            at the oldest stored message.
+        deleted_before_sequence: The oldest stored message once retention deleted the ones before it;
+            `None` while every message since the first is stored.
     """
 
     messages: tuple[AgentMessage, ...] = ()

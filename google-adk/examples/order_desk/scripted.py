@@ -1,22 +1,18 @@
 """A scripted stand-in for a real model, so the demo runs without keys or network.
 
-It plugs into ADK's own model slot (`BaseLlm`), streams its text, and decides what to say only from the
-conversation it is shown, as a real model does: a retried model call gives the same answer.
+It is the adapter's public scripted model, `dex_agents_google_adk.testing.ScriptedLlm`, in ADK's own model
+slot, and it streams its text as Gemini does. What it says comes only from the conversation it is shown,
+as with a real model: a retried model call gives the same answer.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import AsyncGenerator
 from typing import Any
 
-from google.adk.models import BaseLlm
 from google.adk.models.llm_request import LlmRequest
-from google.adk.models.llm_response import LlmResponse
-from google.genai import types
 
-_CHUNK = re.compile(r"\S+\s*")
+from dex_agents_google_adk.testing import ScriptedAnswer, ScriptedLlm, ScriptedResponse, ScriptedToolCall
 
 
 def _tool_results(request: LlmRequest) -> dict[str, dict[str, Any]]:
@@ -28,45 +24,31 @@ def _tool_results(request: LlmRequest) -> dict[str, dict[str, Any]]:
     }
 
 
-class OrderDeskScriptedLlm(BaseLlm):
+def _answer(text: str, *calls: ScriptedToolCall) -> ScriptedResponse:
+    return ScriptedResponse(text=text, tool_calls=calls, input_tokens=120, output_tokens=30)
+
+
+class OrderDeskScriptedLlm(ScriptedLlm):
     """Looks the order up, refunds it, then reports what happened."""
 
     model: str = "order-desk-scripted"
 
-    async def generate_content_async(
-        self, llm_request: LlmRequest, stream: bool = False
-    ) -> AsyncGenerator[LlmResponse, None]:
+    async def choose_response(self, llm_request: LlmRequest) -> ScriptedAnswer:
+        """Answer from the tool results the conversation holds so far."""
         results = _tool_results(llm_request)
         lookup = results.get("lookup_order")
         refund = results.get("refund_order")
-        call: types.FunctionCall | None = None
         if lookup is None:
+            call = ScriptedToolCall("lookup_order", {"order_id": "A-17"}, "lookup-1")
             text = "Sorry to hear that. Let me look up order A-17 first."
-            call = types.FunctionCall(name="lookup_order", args={"order_id": "A-17"}, id="lookup-1")
-        elif refund is None:
+            return _answer(text, call)
+        if refund is None:
             paid = int(lookup.get("paid_eur", 0))
+            call = ScriptedToolCall("refund_order", {"order_id": "A-17", "amount_eur": paid}, "refund-1")
             text = f"Order A-17 was an espresso machine for {paid} EUR, delivered broken. I will refund it."
-            call = types.FunctionCall(
-                name="refund_order", args={"order_id": "A-17", "amount_eur": paid}, id="refund-1"
-            )
-        elif "error" not in refund:
+            return _answer(text, call)
+        if "error" not in refund:
             text = f"Done: {refund.get('result')} You will see it on your card in a few days."
         else:
             text = f"I did not refund order A-17: {json.dumps(refund['error'])}"
-        if stream:
-            for chunk in _CHUNK.findall(text):
-                yield LlmResponse(
-                    content=types.Content(role="model", parts=[types.Part(text=chunk)]), partial=True
-                )
-        parts = [types.Part(text=text)]
-        if call is not None:
-            parts.append(types.Part(function_call=call))
-        yield LlmResponse(
-            content=types.Content(role="model", parts=parts),
-            usage_metadata=types.GenerateContentResponseUsageMetadata(
-                prompt_token_count=120, candidates_token_count=30, total_token_count=150
-            ),
-            partial=False,
-            turn_complete=True,
-            finish_reason=types.FinishReason.STOP,
-        )
+        return _answer(text)

@@ -2,6 +2,7 @@
 
 Wrap an ordinary ADK `App` (or root agent) in `GoogleAdkRunner` and register it with
 `dex_agents.AgentSessionFlow`; see the package README for the effect table and the limits.
+`dex_agents_google_adk.testing` holds `ScriptedLlm`, an ADK model for offline development and tests.
 """
 
 from dex_agents_google_adk._app import AdkServices

@@ -1,15 +1,20 @@
 """ADK session events <-> stored session messages, and tool results <-> function responses.
 
-Every stored `AgentMessage` keeps one ADK `Event` as JSON in `framework_item`, so the next turn replays
-into a fresh session service exactly what ADK produced. Only the conversation is stored: the model's
-responses, the tool results the model saw, and the user's messages. ADK's confirmation bookkeeping of
-a turn (the `adk_request_confirmation` calls, the placeholder responses that stood in for the deferred
-tools, and the confirmations that carried the recorded results back) lives only in the framework run
-state while the turn runs; ADK leaves it out of model requests anyway.
+Every stored `AgentMessage` keeps ADK `Event` JSON in `framework_item`, so the next turn replays into a
+fresh session service exactly what ADK produced. Only the conversation is stored: the model's responses,
+the tool results the model saw, and the user's messages. ADK's confirmation bookkeeping of a turn (the
+`adk_request_confirmation` calls, the placeholder responses that stood in for the deferred tools, and the
+confirmations that carried the recorded results back) lives only in the framework run state while the
+turn runs; ADK leaves it out of model requests anyway.
 
-A function response event with several results becomes one `tool` message per result. ADK regroups
-the results of one model response before every model request, by function call ID, so the rebuilt
-history sends the same request the model saw.
+The stored messages follow the projection every adapter shares, although ADK keeps a response's text and
+its function calls in one event, and the results of one response in another: a model response becomes one
+`assistant` message per run of parts without a call (its text) and one per function call, in the
+response's order, and a function response event one `tool` message per result. Each piece holds the
+event with only its own parts, so the pieces of one event share its ID. Replaying joins consecutive pieces
+with the same event ID into the event they came from (`events_from_stored_messages`), so ADK gets its own
+event back. Histories stored by release 0.1.0 hold one message per model response and split results the
+same way, so they replay unchanged.
 """
 
 from __future__ import annotations
@@ -121,8 +126,9 @@ def project_turn_events(events: Sequence[Event]) -> list[FrameworkMessage]:
         events: The turn's events after its user message, as the session service holds them.
 
     Returns:
-        One `assistant` message per model response, one `tool` message per tool result the model saw,
-        and one `user` message per other user content.
+        For each model response, an `assistant` message per run of parts without a call (its text) and
+        one per function call; a `tool` message per tool result the model saw; and a `user` message per
+        other user content.
     """
     # A deferred call is answered twice: by the placeholder that paused the turn, then by the recorded
     # result. Only the last answer reaches the model, so only it is stored.
@@ -164,17 +170,41 @@ def _project_event(
         for part in content.parts
         if part.function_call is None or not _is_bookkeeping_call(part.function_call)
     ]
-    if not parts:
-        return []
     for part in parts:
         if part.function_call is not None and part.function_call.id:
             calls[part.function_call.id] = part.function_call
-    kept = event.model_copy(update={"content": types.Content(role=content.role, parts=parts)})
-    return [
-        FrameworkMessage(
-            role=MessageRole.ASSISTANT, framework_item=encode_event(kept), text=text_of(kept.content)
+    return [_project_model_piece(event, content.role, piece) for piece in _model_response_pieces(parts)]
+
+
+def _model_response_pieces(parts: Sequence[types.Part]) -> list[list[types.Part]]:
+    """Group a response's parts: each run of parts without a function call, and each call on its own."""
+    pieces: list[list[types.Part]] = []
+    for part in parts:
+        if part.function_call is None and pieces and pieces[-1][-1].function_call is None:
+            pieces[-1].append(part)
+        else:
+            pieces.append([part])
+    return pieces
+
+
+def _project_model_piece(event: Event, role: str | None, parts: list[types.Part]) -> FrameworkMessage:
+    piece = event.model_copy(update={"content": types.Content(role=role, parts=parts)})
+    call = parts[0].function_call
+    if call is None:
+        return FrameworkMessage(
+            role=MessageRole.ASSISTANT, framework_item=encode_event(piece), text=text_of(piece.content)
         )
-    ]
+    return FrameworkMessage(
+        role=MessageRole.ASSISTANT,
+        framework_item=encode_event(piece),
+        tool_call_id=call.id,
+        tool_name=call.name,
+        tool_arguments=_arguments_text(call),
+    )
+
+
+def _arguments_text(call: types.FunctionCall) -> str:
+    return json.dumps(call.args or {}, ensure_ascii=False, sort_keys=True)
 
 
 def _with_state(message: FrameworkMessage, state: Mapping[str, Any], *, overrides: bool) -> FrameworkMessage:
@@ -210,9 +240,7 @@ def _project_user_content(
                 framework_item=encode_event(single),
                 tool_call_id=response.id,
                 tool_name=response.name,
-                tool_arguments=json.dumps(call.args or {}, ensure_ascii=False, sort_keys=True)
-                if call is not None
-                else None,
+                tool_arguments=_arguments_text(call) if call is not None else None,
                 tool_output=function_response_to_text(response.response),
             )
         )
@@ -227,5 +255,36 @@ def _project_user_content(
 
 
 def events_from_stored_messages(messages: Iterable[AgentMessage]) -> list[Event]:
-    """Return the ADK events of stored messages, in sequence order."""
-    return [decode_event(message.framework_item) for message in messages]
+    """Return the ADK events of stored messages, in sequence order, with split events joined again.
+
+    Consecutive messages whose events have the same ID are the pieces of one event (see the module
+    docstring): their parts are joined in order, and the state changes they carry are applied in order.
+    """
+    events: list[Event] = []
+    pieces: list[Event] = []
+    for message in messages:
+        event = decode_event(message.framework_item)
+        if pieces and (not event.id or event.id != pieces[0].id):
+            events.append(_joined(pieces))
+            pieces = []
+        pieces.append(event)
+    if pieces:
+        events.append(_joined(pieces))
+    return events
+
+
+def _joined(pieces: Sequence[Event]) -> Event:
+    first = pieces[0]
+    if len(pieces) == 1:
+        return first
+    parts = [part for piece in pieces for part in (piece.content.parts or () if piece.content else ())]
+    role = first.content.role if first.content else None
+    state: dict[str, Any] = {}
+    for piece in pieces:
+        state.update(piece.actions.state_delta or {})
+    return first.model_copy(
+        update={
+            "content": types.Content(role=role, parts=parts),
+            "actions": first.actions.model_copy(update={"state_delta": state}),
+        }
+    )

@@ -19,6 +19,12 @@ ends it. When it came alone, the model Step completes the turn. When it came nex
 those calls are deferred as usual, and the Step that resumes the turn completes it with their recorded
 results and the structured answer, without running ADK again: ADK makes no model call after a structured
 answer either.
+
+A turn that ends without an answer (it failed, or steering or `cancel_turn` ended it) keeps its items:
+`build_unfinished_turn_messages` projects the paused invocation's events with every call's recorded
+result. `cancel_turn` cancels the `run_model_step` coroutine while it waits for ADK's next event; ADK's
+`Runner.run_async` runs the agent in a task of its own and cancels that task when its consumer stops, so
+the model's streaming call is cancelled at its current `await` and its response stream closed.
 """
 
 from __future__ import annotations
@@ -66,8 +72,8 @@ from dex_agents_google_adk._gate import CONFIRMATION_RESPONSE_KEY, DexToolGate
 from dex_agents_google_adk._messages import (
     REQUEST_CONFIRMATION_FUNCTION_NAME,
     build_user_event,
-    decode_event,
     encode_event,
+    events_from_stored_messages,
     project_turn_events,
     text_of,
     text_to_function_response,
@@ -172,8 +178,8 @@ class GoogleAdkRunner:
         session = await service.create_session(
             app_name=app.name, user_id=self._user_id, session_id=turn.flow_id
         )
-        for message in earlier:
-            await service.append_event(session, decode_event(message.framework_item))
+        for event in events_from_stored_messages(earlier):
+            await service.append_event(session, event)
         turn_start = len(session.events)
         if state is None:
             new_message: types.Content | None = user_content_of(turn_message)
@@ -252,6 +258,31 @@ class GoogleAdkRunner:
             turn.events.write_text_delta(text_of(structured_answer.content))
         # The first event of the invocation is the turn's user message, which the session stored already.
         return TurnCompleted(new_messages=project_turn_events(turn_events[1:]), usage=usage)
+
+    async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
+        """Return the items of a turn that ends without an answer, each tool call with its recorded result.
+
+        The session calls it when a turn fails, is steered or is cancelled. The paused invocation's events
+        in the run state are the turn's items; each call's answer is replaced by its final record, as the
+        next model call would have seen it, and the events are projected as a completed turn's are. No
+        model is called and no tool runs.
+
+        Args:
+            turn: The turn's committed state, every record final.
+
+        Returns:
+            The turn's messages after its user message; none before the turn's first tool calls.
+
+        Raises:
+            dex_agents.RunStateFormatError: If another runner wrote the run state; the session then
+                stores its note instead.
+        """
+        if turn.framework_run_state is None:
+            return ()
+        state = GoogleAdkRunState.from_json(turn.framework_run_state)
+        events = _with_recorded_results(state.turn_events, turn, set(turn.tool_calls))
+        # The first event of the invocation is the turn's user message, which the session stored already.
+        return project_turn_events(events[1:])
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         """Run the application's real tool for one approved call, once.

@@ -13,16 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from dex_agents import RunStateFormat
 from google.adk.events import Event
 
 from dex_agents_google_adk._messages import decode_event, encode_event
 
-__all__ = ["RUN_STATE_FORMAT", "RUN_STATE_VERSION", "GoogleAdkRunState"]
+__all__ = ["RUN_STATE_FORMAT", "GoogleAdkRunState"]
 
-RUN_STATE_FORMAT = "dex-agents-google-adk/run-state"
-"""Names the run state's JSON shape, so a state of another runner fails with a clear message."""
-RUN_STATE_VERSION = 1
-"""The version of the JSON shape this release reads and writes."""
+RUN_STATE_FORMAT = RunStateFormat("dex-agents-google-adk/run-state", 1, "GoogleAdkRunner")
+"""Names the run state's JSON shape, so a state of another runner or version fails with a clear message."""
 
 
 @dataclass(frozen=True)
@@ -48,16 +47,12 @@ class GoogleAdkRunState:
 
     def to_json(self) -> str:
         """Return the run state as the JSON text the session stores."""
-        return json.dumps(
+        return RUN_STATE_FORMAT.wrap(
             {
-                "format": RUN_STATE_FORMAT,
-                "version": RUN_STATE_VERSION,
                 "invocation_id": self.invocation_id,
                 "unknown_tool_call_ids": list(self.unknown_tool_call_ids),
                 "turn_events": [json.loads(encode_event(event)) for event in self.turn_events],
-            },
-            separators=(",", ":"),
-            ensure_ascii=False,
+            }
         )
 
     @classmethod
@@ -71,23 +66,10 @@ class GoogleAdkRunState:
             The run state.
 
         Raises:
-            ValueError: If the text is not a run state of this runner, or of another version.
+            dex_agents.RunStateFormatError: If the text is not a run state of this runner, or of another
+                version.
         """
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"the framework run state is not JSON: {error}") from error
-        if not isinstance(data, dict) or cast(dict[str, Any], data).get("format") != RUN_STATE_FORMAT:
-            raise ValueError(
-                "the framework run state was not written by GoogleAdkRunner "
-                f"(expected format {RUN_STATE_FORMAT!r})"
-            )
-        state = cast(dict[str, Any], data)
-        if state.get("version") != RUN_STATE_VERSION:
-            raise ValueError(
-                f"the framework run state has version {state.get('version')!r}; "
-                f"this release reads {RUN_STATE_VERSION}"
-            )
+        state = RUN_STATE_FORMAT.unwrap(text)
         events = cast(list[Any], state["turn_events"])
         return cls(
             invocation_id=str(state["invocation_id"]),

@@ -9,10 +9,10 @@ tools and toolsets and runs it exactly as it would inside `Runner.run_async`; th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, cast
 
+from dex_agents import parse_tool_arguments
 from dex_agents.runner import ToolExecutionError
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.agents.readonly_context import ReadonlyContext
@@ -104,12 +104,7 @@ async def run_tool_call(
             call by its effect.
         McpCallInterruptedError: When an MCP call got no result back.
     """
-    try:
-        args: object = json.loads(arguments) if arguments else {}
-    except json.JSONDecodeError as error:
-        raise ToolExecutionError(f"the arguments of {tool_name!r} are not JSON: {error}") from error
-    if not isinstance(args, dict):
-        raise ToolExecutionError(f"the arguments of {tool_name!r} are not a JSON object")
+    args = parse_tool_arguments(arguments, tool_name=tool_name)
     root = cast(BaseAgent, app.root_agent)
     agent = (root.find_agent(agent_name) if agent_name else None) or root
     if not isinstance(agent, LlmAgent):
@@ -135,7 +130,7 @@ async def run_tool_call(
     if tool_name not in tools:
         available = ", ".join(sorted(tools)) or "none"
         raise ToolExecutionError(f"Tool '{tool_name}' not found. Available tools: {available}.")
-    call = types.FunctionCall(id=tool_call_id, name=tool_name, args=cast(dict[str, Any], args))
+    call = types.FunctionCall(id=tool_call_id, name=tool_name, args=args)
     call_event = Event(
         invocation_id=context.invocation_id,
         author=agent.name,

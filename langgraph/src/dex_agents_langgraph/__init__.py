@@ -3,6 +3,7 @@
 Build your agent with `DexToolGate()` as its first middleware (or your own graph with `dex_tool_node` and
 `route_tool_calls`), wrap the graph factory in `LangGraphRunner`, and register it with
 `dex_agents.AgentSessionFlow`; see the package README for the effect table and the limits.
+`dex_agents_langgraph.testing` holds `ScriptedChatModel`, a chat model for offline development and tests.
 """
 
 from dex_agents_langgraph._effects import framework_effect

@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, TypedDict, cast
 
+from dex_agents.runner import describe_tool_call_outcome
+from dex_agents.values import AgentToolCall, ToolCallStatus
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
@@ -30,9 +32,11 @@ __all__ = [
     "GATE_INTERRUPT_KEY",
     "DexToolGate",
     "GateAnswer",
+    "answer_message",
     "dex_tool_node",
     "executing_tool_call",
     "gate_payload",
+    "recorded_answer",
     "route_tool_calls",
 ]
 
@@ -79,18 +83,30 @@ def _passes_through(request: ToolCallRequest) -> bool:
     return executing is not None and executing == request.tool_call["id"]
 
 
-def _stop_for_session(request: ToolCallRequest) -> ToolMessage:
-    call = request.tool_call
-    answer = cast(
-        GateAnswer,
-        interrupt({GATE_INTERRUPT_KEY: {"id": call["id"], "name": call["name"], "args": call["args"]}}),
+def recorded_answer(record: AgentToolCall) -> GateAnswer:
+    """Return the answer for a call whose record is final: the outcome the model sees."""
+    return GateAnswer(
+        succeeded=record.status is ToolCallStatus.SUCCEEDED, content=describe_tool_call_outcome(record)
     )
+
+
+def answer_message(call: ToolCall, answer: GateAnswer) -> ToolMessage:
+    """Return the `ToolMessage` that gives the model a call's answer, as the gate returns it on resume."""
     return ToolMessage(
         content=answer["content"],
         tool_call_id=call["id"] or "",
         name=call["name"],
         status="success" if answer["succeeded"] else "error",
     )
+
+
+def _stop_for_session(request: ToolCallRequest) -> ToolMessage:
+    call = request.tool_call
+    answer = cast(
+        GateAnswer,
+        interrupt({GATE_INTERRUPT_KEY: {"id": call["id"], "name": call["name"], "args": call["args"]}}),
+    )
+    return answer_message(call, answer)
 
 
 def _gate(

@@ -12,14 +12,20 @@ One `run_model_step` runs the user's compiled graph on a private thread of the r
 
 A callback guard aborts the run before a second model call or any tool run, so a graph that does not gate
 every tool ends the turn with `turn_error` instead of doing either silently.
+
+The turn's messages live in the run state until the turn ends, so when steering, `cancel_turn` or a
+failure ends it early, `build_unfinished_turn_messages` reads them back from the checkpoint and adds each
+deferred call's recorded result. `cancel_turn` cancels the `run_model_step` coroutine; the cancellation
+reaches the graph's own model task, whose streaming response closes, and the run's private thread is
+deleted on the way out.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import json
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from dex_agents.events import AgentEventWriter
@@ -30,25 +36,20 @@ from dex_agents.runner import (
     DeferredToolCall,
     DeferredToolExecution,
     ToolCallsRequested,
-    ToolExecutionError,
     ToolExecutionResult,
     TurnCompleted,
-    describe_tool_call_outcome,
 )
-from dex_agents.values import AgentUsage, FrameworkMessage, MessageRole, ToolCallStatus
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCall, ToolMessage
+from dex_agents.values import AgentUsage, FrameworkMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError, InvalidUpdateError
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt
 from pydantic import BaseModel
 
 from dex_agents_langgraph._effects import framework_effect
-from dex_agents_langgraph._gate import GateAnswer, executing_tool_call, gate_payload
+from dex_agents_langgraph._gate import GateAnswer, answer_message, gate_payload, recorded_answer
 from dex_agents_langgraph._guard import (
     ModelStepGuard,
     ModelStepViolation,
@@ -58,11 +59,12 @@ from dex_agents_langgraph._guard import (
 from dex_agents_langgraph._messages import (
     build_user_framework_message,
     history_from_stored_messages,
-    message_text,
     project_messages,
+    tool_arguments_json,
 )
 from dex_agents_langgraph._refusals import refuse_conversation_rewriting_middleware
 from dex_agents_langgraph._state import DexCheckpointSaver, LangGraphRunState
+from dex_agents_langgraph._tool_execution import ToolStepExecutor, single_tool_node
 
 __all__ = ["UNKNOWN_TOOL_POLICY", "GraphFactory", "LangGraphRunner"]
 
@@ -105,9 +107,9 @@ class LangGraphRunner:
         self._saver = DexCheckpointSaver(allowed_msgpack_modules=allowed_msgpack_modules)
         graph = build_graph(self._saver)
         self._graph = _checked_graph(graph, self._saver)
-        self._tool_node = _single_tool_node(self._graph)
+        self._tool_node = single_tool_node(self._graph)
         self._config: RunnableConfig = config or {}
-        self._tool_executor = _tool_executor(self._tool_node, self._graph)
+        self._tool_step = ToolStepExecutor(self._tool_node, self._graph, context)
 
     @property
     def graph(self) -> Pregel[Any, Any, Any, Any]:
@@ -138,56 +140,109 @@ class LangGraphRunner:
             history = history_from_stored_messages(turn.messages)
         except ValueError as error:
             return TurnCompleted(new_messages=(), turn_error=str(error))
-        history_ids = {message.id for message in history}
-        # Every Step gets a thread of its own, so concurrent sessions and retried attempts never share one.
-        thread_id = f"{turn.flow_id}/{turn.turn_id}/{turn.attempt}/{uuid.uuid4().hex}"
-        thread_config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-        guard = ModelStepGuard()
-        try:
-            if turn.framework_run_state is None:
-                if not history:
-                    return TurnCompleted(new_messages=(), turn_error="the turn has no user message to answer")
-                graph_input: object = {"messages": history}
-                known_ids = set(history_ids)
-            else:
-                resumed = await self._resume_input(turn, history, thread_id, thread_config)
-                if isinstance(resumed, TurnCompleted):
-                    return resumed
-                graph_input, known_ids = resumed
-            try:
-                await self._stream(graph_input, thread_id, guard, known_ids, turn.events)
-            except ModelStepViolation as error:
-                return TurnCompleted(new_messages=(), usage=_no_usage(guard), turn_error=str(error))
-            except (GraphRecursionError, InvalidUpdateError) as error:
-                return TurnCompleted(
-                    new_messages=(), usage=_no_usage(guard), turn_error=f"LangGraph refused the run: {error}"
-                )
+        if turn.framework_run_state is None and not history:
+            return TurnCompleted(new_messages=(), turn_error="the turn has no user message to answer")
+        with self._private_thread(turn) as (thread_id, thread_config):
+            return await self._run_graph(turn, history, thread_id, thread_config)
+
+    async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> list[FrameworkMessage]:
+        """Return the turn's messages that are not stored yet, with a result for every deferred call.
+
+        The session calls it when steering, `cancel_turn` or a failure ends a turn without an answer. The
+        turn's messages since its last stored one are in the checkpoint of its run state; each deferred
+        call gets the `ToolMessage` the gate would have given the model on resume, built from the call's
+        final record. It makes no model call and runs no tool.
+
+        Args:
+            turn: The turn's committed state; every record is final.
+
+        Returns:
+            The messages in the shared projection; none before the turn's first tool calls.
+
+        Raises:
+            ValueError: If the run state is another runner's or no valid checkpoint, or a call has no
+                record (the session then stores its note instead).
+        """
+        if turn.framework_run_state is None:
+            return []
+        history = history_from_stored_messages(turn.messages)
+        state = LangGraphRunState.from_json(turn.framework_run_state)
+        with self._private_thread(turn) as (thread_id, thread_config):
+            self._saver.import_thread(thread_id, state.thread, stored_messages=history)
             snapshot = await self._graph.aget_state(thread_config)
-            messages = cast(Sequence[BaseMessage], snapshot.values.get("messages") or ())
-            new_messages = [message for message in messages if message.id not in history_ids]
-            usage = _model_call_usage(guard, [m for m in messages if m.id not in known_ids])
-            if snapshot.interrupts:
-                return self._tool_calls_requested(
-                    turn, thread_id, snapshot.interrupts, messages, history_ids, usage
-                )
-            if snapshot.next:
-                return TurnCompleted(
-                    new_messages=(),
-                    usage=usage,
-                    turn_error=(
-                        f"the graph stopped before {list(snapshot.next)} without a tool call; "
-                        "remove interrupt_before/interrupt_after from the graph"
-                    ),
-                )
-            projected = project_messages(new_messages)
-            return TurnCompleted(
-                new_messages=_with_structured_response_text(
-                    projected, snapshot.values.get("structured_response")
-                ),
-                usage=usage,
-            )
+        stored_ids = {message.id for message in history}
+        messages = cast(Sequence[BaseMessage], snapshot.values.get("messages") or ())
+        unstored = [message for message in messages if message.id not in stored_ids]
+        answered = {message.tool_call_id for message in unstored if isinstance(message, ToolMessage)}
+        results: list[BaseMessage] = []
+        for message in unstored:
+            calls = message.tool_calls if isinstance(message, AIMessage) else ()
+            for call in calls:
+                if call["id"] in answered:
+                    continue
+                record = turn.tool_calls.get(call["id"] or "")
+                if record is None:
+                    raise ValueError(f"tool call {call['id']!r} of {turn.turn_id} has no record to answer it")
+                results.append(answer_message(call, recorded_answer(record)))
+        return project_messages([*unstored, *results])
+
+    @contextlib.contextmanager
+    def _private_thread(self, turn: AgentTurnContext) -> Iterator[tuple[str, RunnableConfig]]:
+        """A thread of the saver for one call, deleted afterwards, so the saver keeps nothing between Steps.
+
+        Every call gets a thread of its own, so concurrent sessions and retried attempts never share one.
+        """
+        thread_id = f"{turn.flow_id}/{turn.turn_id}/{turn.attempt}/{uuid.uuid4().hex}"
+        try:
+            yield thread_id, {"configurable": {"thread_id": thread_id}}
         finally:
             self._saver.delete_thread(thread_id)
+
+    async def _run_graph(
+        self,
+        turn: AgentTurnContext,
+        history: Sequence[BaseMessage],
+        thread_id: str,
+        thread_config: RunnableConfig,
+    ) -> AgentTurnOutcome:
+        history_ids = {message.id for message in history}
+        guard = ModelStepGuard()
+        if turn.framework_run_state is None:
+            graph_input: object = {"messages": history}
+            known_ids = set(history_ids)
+        else:
+            resumed = await self._resume_input(turn, history, thread_id, thread_config)
+            if isinstance(resumed, TurnCompleted):
+                return resumed
+            graph_input, known_ids = resumed
+        try:
+            await self._stream(graph_input, thread_id, guard, known_ids, turn.events)
+        except ModelStepViolation as error:
+            return TurnCompleted(new_messages=(), usage=_no_usage(guard), turn_error=str(error))
+        except (GraphRecursionError, InvalidUpdateError) as error:
+            return TurnCompleted(
+                new_messages=(), usage=_no_usage(guard), turn_error=f"LangGraph refused the run: {error}"
+            )
+        snapshot = await self._graph.aget_state(thread_config)
+        messages = cast(Sequence[BaseMessage], snapshot.values.get("messages") or ())
+        new_messages = [message for message in messages if message.id not in history_ids]
+        usage = _model_call_usage(guard, [m for m in messages if m.id not in known_ids])
+        if snapshot.interrupts:
+            interrupts = snapshot.interrupts
+            return self._tool_calls_requested(turn, thread_id, interrupts, messages, history_ids, usage)
+        if snapshot.next:
+            return TurnCompleted(
+                new_messages=(),
+                usage=usage,
+                turn_error=(
+                    f"the graph stopped before {list(snapshot.next)} without a tool call; "
+                    "remove interrupt_before/interrupt_after from the graph"
+                ),
+            )
+        structured = snapshot.values.get("structured_response")
+        answer_text = None if structured is None else _render_json(structured)
+        projected = project_messages(new_messages, answer_text=answer_text)
+        return TurnCompleted(new_messages=projected, usage=usage)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         """Run the graph's real tool for one approved call, once, through its `ToolNode`.
@@ -208,42 +263,7 @@ class LangGraphRunner:
                 has status `error`. Any other exception the tool raises propagates unchanged, so the
                 session retries or records the call by its effect.
         """
-        record = call.tool_call
-        try:
-            arguments = json.loads(record.arguments)
-        except json.JSONDecodeError as error:
-            raise ToolExecutionError(
-                f"the arguments of {record.tool_name!r} are not JSON: {error}"
-            ) from error
-        if not isinstance(arguments, dict):
-            raise ToolExecutionError(f"the arguments of {record.tool_name!r} are not a JSON object")
-        tool_call = ToolCall(
-            name=record.tool_name,
-            args=cast(dict[str, Any], arguments),
-            id=record.tool_call_id,
-            type="tool_call",
-        )
-        request = AIMessage(content="", tool_calls=[tool_call])
-        with executing_tool_call(record.tool_call_id):
-            output = await self._tool_executor.ainvoke(
-                {"messages": [request]}, self._run_config(None), context=self._context, version="v2"
-            )
-        if output.interrupts:
-            raise ToolExecutionError(
-                f"tool {record.tool_name!r} called interrupt(), but a tool in a Dex session cannot wait for "
-                "input; approvals come from the session's tool policies"
-            )
-        result = cast(Mapping[str, Any], output.value)
-        for message in reversed(cast(Sequence[BaseMessage], result.get("messages") or ())):
-            if isinstance(message, ToolMessage) and message.tool_call_id == record.tool_call_id:
-                text = message_text(message)
-                if message.status == "error":
-                    raise ToolExecutionError(text)
-                return ToolExecutionResult(text)
-        raise ToolExecutionError(
-            f"tool {record.tool_name!r} returned no ToolMessage for call {record.tool_call_id!r}; "
-            "a tool that returns a Command must include the call's ToolMessage in its update"
-        )
+        return await self._tool_step.execute(call, self._run_config(None))
 
     async def _resume_input(
         self,
@@ -269,10 +289,7 @@ class LangGraphRunner:
             if record is None or not record.is_final:
                 # The session makes every record final before RunModel; anything else is a bug to surface.
                 raise RuntimeError(f"tool call {payload.get('id')!r} has no final record to resume with")
-            answers[pending.id] = GateAnswer(
-                succeeded=record.status is ToolCallStatus.SUCCEEDED,
-                content=describe_tool_call_outcome(record),
-            )
+            answers[pending.id] = recorded_answer(record)
         if not answers:
             return TurnCompleted(
                 new_messages=(), turn_error="the framework run state holds no pending tool call to resume"
@@ -302,28 +319,42 @@ class LangGraphRunner:
     ) -> None:
         """Run the graph until it ends or stops at interrupts, forwarding the model's text as it streams."""
         streamed_ids: set[str] = set()
-        async for part in self._graph.astream(
-            graph_input,
-            self._run_config(thread_id, guard),
-            context=self._context,
-            stream_mode="messages",
-            version="v2",
-        ):
-            if part["type"] != "messages":
-                continue
-            message, metadata = cast(tuple[BaseMessage, Mapping[str, Any]], part["data"])
-            if is_middleware_model_call(metadata):
-                continue  # a middleware's own call (a tool selection, say) is not the agent's answer
-            if isinstance(message, AIMessageChunk):
-                if message.id:
-                    streamed_ids.add(message.id)
-                _forward_chunk(message, events)
-            elif isinstance(message, AIMessage) and message.id not in known_ids:
-                # A model that does not stream still shows its answer once, as one delta.
-                if message.id not in streamed_ids:
-                    events.write_text_delta(message_text(message))
-                if message.id:
-                    streamed_ids.add(message.id)
+        stream = cast(
+            AsyncGenerator[Any, None],
+            self._graph.astream(
+                graph_input,
+                self._run_config(thread_id, guard),
+                context=self._context,
+                stream_mode="messages",
+                version="v2",
+            ),
+        )
+        # Closing the stream when this coroutine is cancelled (cancel_turn) or fails stops the graph's
+        # running model task, and with it the provider's streaming response.
+        async with contextlib.aclosing(stream):
+            async for part in stream:
+                self._forward(part, known_ids, streamed_ids, events)
+
+    @staticmethod
+    def _forward(
+        part: Mapping[str, Any], known_ids: set[str | None], streamed_ids: set[str], events: AgentEventWriter
+    ) -> None:
+        """Forward one streamed message part as text or reasoning deltas."""
+        if part["type"] != "messages":
+            return
+        message, metadata = cast(tuple[BaseMessage, Mapping[str, Any]], part["data"])
+        if is_middleware_model_call(metadata):
+            return  # a middleware's own call (a tool selection, say) is not the agent's answer
+        if isinstance(message, AIMessageChunk):
+            if message.id:
+                streamed_ids.add(message.id)
+            _forward_chunk(message, events)
+        elif isinstance(message, AIMessage) and message.id not in known_ids:
+            # A model that does not stream still shows its answer once, as one delta.
+            if message.id not in streamed_ids:
+                events.write_text_delta(message.text)
+            if message.id:
+                streamed_ids.add(message.id)
 
     def _tool_calls_requested(
         self,
@@ -380,9 +411,7 @@ class LangGraphRunner:
                 if tool is None
                 else turn.resolve_tool_policy(name, framework_effect(tool))
             )
-            arguments = json.dumps(
-                payload.get("args") or {}, sort_keys=True, separators=(",", ":"), default=str
-            )
+            arguments = tool_arguments_json(payload.get("args") or {})
             deferred.append(DeferredToolCall(tool_call_id, name, arguments, policy))
         state = LangGraphRunState(
             self._saver.export_thread(
@@ -414,29 +443,6 @@ def _checked_graph(graph: object, saver: DexCheckpointSaver) -> Pregel[Any, Any,
             "the tool gate stops it for every tool call"
         )
     return compiled
-
-
-def _single_tool_node(graph: Pregel[Any, Any, Any, Any]) -> ToolNode:
-    nodes = [node.bound for node in graph.nodes.values() if isinstance(node.bound, ToolNode)]
-    if len(nodes) != 1:
-        raise TypeError(
-            f"the graph must have exactly one ToolNode (found {len(nodes)}): create_agent with at least one "
-            "tool, or dex_tool_node(...) in your own graph"
-        )
-    return nodes[0]
-
-
-def _tool_executor(
-    tool_node: ToolNode, graph: Pregel[Any, Any, Any, Any]
-) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """A one-node graph that runs one call through the user's `ToolNode` in a tool Step.
-
-    It shares the user's graph's store, so `ToolRuntime.store` is the same in a tool Step.
-    """
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
-    builder.add_node(tool_node.name or "tools", tool_node)
-    builder.add_edge(START, tool_node.name or "tools")
-    return builder.compile(store=graph.store)
 
 
 def _foreign_interrupt_error(pending: Interrupt) -> str:
@@ -486,26 +492,8 @@ def _forward_chunk(chunk: AIMessageChunk, events: AgentEventWriter) -> None:
                     events.write_reasoning_delta(text)
 
 
-def _with_structured_response_text(
-    projected: list[FrameworkMessage], structured_response: object
-) -> list[FrameworkMessage]:
-    """Give the last answer the structured response as display text when the answer has no text of its own.
-
-    With `response_format`, `create_agent` ends the turn on an output tool call whose answer has no text;
-    the structured response, as JSON, is what a person reading the transcript wants to see.
-    """
-    if structured_response is None:
-        return projected
-    for index in range(len(projected) - 1, -1, -1):
-        message = projected[index]
-        if message.role is MessageRole.ASSISTANT:
-            if not message.text:
-                projected[index] = dataclasses.replace(message, text=_render_json(structured_response))
-            break
-    return projected
-
-
 def _render_json(value: object) -> str:
+    """The structured response as display text: `create_agent` ends such a turn on a call without text."""
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return json.dumps(value, sort_keys=True, default=str)

@@ -17,23 +17,21 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from dex_agents import RunStateFormat
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-__all__ = ["RUN_STATE_FORMAT", "RUN_STATE_VERSION", "DexCheckpointSaver", "LangGraphRunState"]
+__all__ = ["RUN_STATE_FORMAT", "DexCheckpointSaver", "LangGraphRunState"]
 
-RUN_STATE_FORMAT = "dex-agents-langgraph/run-state"
-"""Names the run state's JSON shape, so a state of another runner fails with a clear message."""
-RUN_STATE_VERSION = 1
-"""The version of the JSON shape this release reads and writes."""
+RUN_STATE_FORMAT = RunStateFormat("dex-agents-langgraph/run-state", 1, "LangGraphRunner")
+"""The run state's envelope. Version 1 is release 0.1.0's shape too, so a turn it started resumes here."""
 _MESSAGES = "messages"
 
 
@@ -223,15 +221,7 @@ class LangGraphRunState:
 
     def to_json(self) -> str:
         """Return the run state as the JSON text the session stores."""
-        return json.dumps(
-            {
-                "format": RUN_STATE_FORMAT,
-                "version": RUN_STATE_VERSION,
-                "tool_call_ids": list(self.tool_call_ids),
-                "thread": self.thread,
-            },
-            separators=(",", ":"),
-        )
+        return RUN_STATE_FORMAT.wrap({"tool_call_ids": list(self.tool_call_ids), "thread": self.thread})
 
     @classmethod
     def from_json(cls, text: str) -> LangGraphRunState:
@@ -244,24 +234,17 @@ class LangGraphRunState:
             The run state.
 
         Raises:
-            ValueError: If the text is not a run state of this runner, or of another version.
+            RunStateFormatError: If the text is not a run state of this runner, or of another version.
+            ValueError: If it is this runner's, but its fields are malformed.
         """
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"the framework run state is not JSON: {error}") from error
-        if not isinstance(data, dict) or cast(dict[str, Any], data).get("format") != RUN_STATE_FORMAT:
+        fields = RUN_STATE_FORMAT.unwrap(text)
+        thread = fields.get("thread")
+        tool_call_ids = fields.get("tool_call_ids")
+        if not isinstance(thread, dict) or not isinstance(tool_call_ids, list):
             raise ValueError(
-                "the framework run state was not written by LangGraphRunner "
-                f"(expected format {RUN_STATE_FORMAT!r})"
-            )
-        state = cast(dict[str, Any], data)
-        if state.get("version") != RUN_STATE_VERSION:
-            raise ValueError(
-                f"the framework run state has version {state.get('version')!r}; "
-                f"this release reads {RUN_STATE_VERSION}"
+                "the framework run state of LangGraphRunner lacks its graph thread or its tool call IDs"
             )
         return cls(
-            thread=cast(dict[str, Any], state["thread"]),
-            tool_call_ids=tuple(str(tool_call_id) for tool_call_id in state["tool_call_ids"]),
+            thread=cast(dict[str, Any], thread),
+            tool_call_ids=tuple(str(tool_call_id) for tool_call_id in cast(list[object], tool_call_ids)),
         )

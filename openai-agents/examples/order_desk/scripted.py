@@ -14,9 +14,8 @@ from typing import Any, cast
 
 from agents import TResponseInputItem
 from agents.items import TResponseOutputItem
-from openai.types.responses import ResponseFunctionToolCall
 
-from dex_agents_openai_agents.testing import ScriptedAnswer, ScriptedResponsesModel, text_item
+from dex_agents_openai_agents.testing import ScriptedAnswer, ScriptedResponsesModel, call_item, text_item
 
 
 def _tool_outputs(items: list[TResponseInputItem]) -> dict[str, str]:
@@ -32,23 +31,16 @@ def _tool_outputs(items: list[TResponseInputItem]) -> dict[str, str]:
     return outputs
 
 
-def _answer(items: list[TResponseInputItem]) -> tuple[str, ResponseFunctionToolCall | None]:
+def _answer(items: list[TResponseInputItem]) -> tuple[str, TResponseOutputItem | None]:
     outputs = _tool_outputs(items)
     lookup = outputs.get("lookup_order")
     refund = outputs.get("refund_order")
     if lookup is None:
-        call = ResponseFunctionToolCall(
-            type="function_call", call_id="lookup-1", name="lookup_order", arguments='{"order_id": "A-17"}'
-        )
+        call = call_item("lookup_order", {"order_id": "A-17"}, "lookup-1")
         return "Sorry to hear that. Let me look up order A-17 first.", call
     if refund is None:
         paid = json.loads(lookup).get("paid_eur", 0)
-        call = ResponseFunctionToolCall(
-            type="function_call",
-            call_id="refund-1",
-            name="refund_order",
-            arguments=json.dumps({"order_id": "A-17", "amount_eur": paid}),
-        )
+        call = call_item("refund_order", {"order_id": "A-17", "amount_eur": paid}, "refund-1")
         return f"Order A-17 was an espresso machine for {paid} EUR, delivered broken. I will refund it.", call
     if refund.startswith("Refunded"):
         return f"Done: {refund} You will see it on your card in a few days.", None

@@ -1,31 +1,26 @@
-"""Tool effects that the SDK's tool metadata declares."""
+"""Each deferred call's policy: the session's, the effect the SDK's tool metadata declares, its approvals."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from agents import FunctionTool
+from agents import FunctionTool, RunContextWrapper
+from dex_agents import effect_from_mcp_annotations, parse_tool_arguments
+from dex_agents.runner import AgentTurnContext, ToolPolicy
 from dex_agents.values import ToolEffect
 
-__all__ = ["framework_effect"]
+from dex_agents_openai_agents._gating import GatedAgentGraph, listed_mcp_tools
 
-
-def _hint(annotations: object, snake: str, camel: str) -> object:
-    if isinstance(annotations, dict):
-        mapping: dict[str, Any] = annotations  # pyright: ignore[reportUnknownVariableType]
-        return mapping.get(camel, mapping.get(snake))
-    # MCP SDK releases name the attribute in snake case or in the wire's camel case.
-    value: object = getattr(annotations, snake, None)
-    return value if value is not None else getattr(annotations, camel, None)
+__all__ = ["CallPolicies", "framework_effect"]
 
 
 def framework_effect(tool: object) -> ToolEffect | None:
     """Return the effect an MCP tool's annotations declare, or `None` when they declare none.
 
-    The SDK keeps an MCP server's tool annotations on the `FunctionTool` it builds for each listed tool.
-    `readOnlyHint` makes a tool `read`; otherwise `idempotentHint` makes it `idempotent_write`, whatever
-    `destructiveHint` says, because an idempotent call is safe to retry with the same key either way. The
-    session's explicit `ToolPolicy` for the tool still wins.
+    The SDK keeps an MCP server's tool annotations on the `FunctionTool` it builds for each listed tool
+    (a private `_mcp_annotations` attribute); `dex_agents.effect_from_mcp_annotations` maps them:
+    `readOnlyHint` is `read`, otherwise `idempotentHint` is `idempotent_write`. The session's explicit
+    `ToolPolicy` for the tool still wins.
 
     Args:
         tool: The tool as the SDK offered it to the model.
@@ -35,11 +30,63 @@ def framework_effect(tool: object) -> ToolEffect | None:
     """
     if not isinstance(tool, FunctionTool):
         return None
-    annotations: object = getattr(tool, "_mcp_annotations", None)
-    if annotations is None:
-        return None
-    if _hint(annotations, "read_only_hint", "readOnlyHint") is True:
-        return ToolEffect.READ
-    if _hint(annotations, "idempotent_hint", "idempotentHint") is True:
-        return ToolEffect.IDEMPOTENT_WRITE
-    return None
+    return effect_from_mcp_annotations(getattr(tool, "_mcp_annotations", None))
+
+
+class CallPolicies:
+    """Decides the policy of each call a model Step defers.
+
+    Args:
+        graph: The gated graph, which knows the user's original agents and tools.
+        context: The run context object `needs_approval` callbacks receive.
+    """
+
+    def __init__(self, graph: GatedAgentGraph, context: Any) -> None:
+        self._graph = graph
+        self._context = context
+
+    async def policy(
+        self,
+        turn: AgentTurnContext,
+        agent_name: str,
+        tool_name: str,
+        arguments: str | None,
+        call_id: str | None,
+    ) -> ToolPolicy:
+        """Return a call's policy: the session's, else the effect the tool's metadata declares.
+
+        A tool the SDK itself would ask approval for (`needs_approval`, or an MCP server's
+        `require_approval`) waits for approval too, unless the session has an explicit policy for it.
+        """
+        tool = self._offered_tool(agent_name, tool_name)
+        policy = turn.resolve_tool_policy(tool_name, framework_effect(tool))
+        if tool is None or tool_name in turn.tool_policies or policy.is_approval_required:
+            return policy
+        if await self._sdk_requires_approval(tool, arguments, call_id):
+            return ToolPolicy(policy.effect, requires_approval=True)
+        return policy
+
+    async def _sdk_requires_approval(
+        self, tool: FunctionTool, arguments: str | None, call_id: str | None
+    ) -> bool:
+        needs_approval = tool.needs_approval
+        if isinstance(needs_approval, bool):
+            return needs_approval
+        try:
+            parameters = parse_tool_arguments(arguments or "", tool_name=tool.name)
+            return bool(
+                await needs_approval(RunContextWrapper(context=self._context), parameters, call_id or "")
+            )
+        except Exception:
+            # A policy callback that fails, or arguments it cannot judge, cannot vouch for the call;
+            # asking a person is the safe side.
+            return True
+
+    def _offered_tool(self, agent_name: str, tool_name: str) -> FunctionTool | None:
+        """Return the user's original tool the model called (an MCP tool as this Step listed it)."""
+        agent = self._graph.original_agent(agent_name)
+        if agent is not None:
+            for tool in agent.tools:
+                if isinstance(tool, FunctionTool) and tool.name == tool_name:
+                    return tool
+        return listed_mcp_tools().get(tool_name)

@@ -1,8 +1,11 @@
 """Projection between the SDK's Responses input items and the session's stored messages.
 
 Every stored `AgentMessage` keeps one SDK input item (a `TResponseInputItem` as JSON) in `framework_item`,
-so the next turn hands the SDK exactly the items it produced. The display fields (`text`, tool name,
-arguments, output) are filled in from the item for UIs and snapshots.
+so the next turn hands the SDK exactly the items it produced. The SDK already keeps a response's text
+(a `message` item) apart from each of its calls (one `function_call` item each), so one item per message
+is the shared projection of `dex_agents.testing.check_message_projection`: the display fields (`text`,
+tool name, arguments, output) are filled in from the item for UIs and snapshots, and a call's output
+carries the call's name and arguments.
 """
 
 from __future__ import annotations
@@ -12,13 +15,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from agents import TResponseInputItem
-from dex_agents.values import AgentMessage, FrameworkMessage, MessageRole
+from dex_agents.runner import AgentTurnContext, describe_tool_call_outcome
+from dex_agents.values import AgentMessage, AgentToolCall, FrameworkMessage, MessageRole
 
 __all__ = [
     "build_user_framework_message",
     "input_items_from_stored_messages",
     "item_text",
     "project_items",
+    "recorded_result_item",
+    "with_recorded_results",
 ]
 
 
@@ -124,6 +130,33 @@ def project_items(items: Iterable[TResponseInputItem]) -> list[FrameworkMessage]
                 )
             )
     return messages
+
+
+def recorded_result_item(record: AgentToolCall) -> TResponseInputItem:
+    """Return the `function_call_output` item that shows the model a final record's result."""
+    output = describe_tool_call_outcome(record)
+    return cast(
+        TResponseInputItem,
+        {"type": "function_call_output", "call_id": record.tool_call_id, "output": output},
+    )
+
+
+def with_recorded_results(
+    items: Sequence[TResponseInputItem], turn: AgentTurnContext
+) -> list[TResponseInputItem]:
+    """Return ``items`` followed by a recorded result for each of their calls that has no output yet.
+
+    Raises:
+        KeyError: If a call without an output has no record in the turn.
+    """
+    parsed = [cast(Mapping[str, Any], item) for item in items]
+    answered = {item.get("call_id") for item in parsed if item.get("type") == "function_call_output"}
+    unanswered = [
+        str(item.get("call_id", ""))
+        for item in parsed
+        if item.get("type") == "function_call" and item.get("call_id") not in answered
+    ]
+    return [*items, *(recorded_result_item(turn.recorded_tool_call(call_id)) for call_id in unanswered)]
 
 
 def _dump(item: Mapping[str, Any]) -> str:

@@ -13,28 +13,31 @@ user's agent graph, in which every function tool needs approval:
 A handoff is not a tool: the SDK runs it inside the same run and calls the next agent's model, so a
 `RunModel` that hands off makes one model call per agent. Any other second model call is stopped by a
 hook before it reaches the model, and the turn ends with `turn_error`.
+
+When steering, `cancel_turn` or a failure ends a turn early, `build_unfinished_turn_messages` returns the
+turn's items from the run state with a recorded result for every call; when `cancel_turn` cancels the
+Step, the SDK's run task (and with it the streamed model call) is cancelled and waited for.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, cast
 
 from agents import (
     Agent,
-    FunctionTool,
     InputGuardrailTripwireTriggered,
     ItemHelpers,
     MaxTurnsExceeded,
     ModelBehaviorError,
-    ModelResponse,
     OutputGuardrailTripwireTriggered,
     RunConfig,
     RunContextWrapper,
-    RunHooks,
     Runner,
     RunResultStreaming,
     RunState,
@@ -51,13 +54,12 @@ from dex_agents.runner import (
     DeferredToolExecution,
     ToolCallsRequested,
     ToolExecutionResult,
-    ToolPolicy,
     TurnCompleted,
     describe_tool_call_outcome,
 )
 from dex_agents.values import AgentUsage, FrameworkMessage, ToolCallStatus
 
-from dex_agents_openai_agents._effects import framework_effect
+from dex_agents_openai_agents._effects import CallPolicies
 from dex_agents_openai_agents._gating import (
     GatedAgentGraph,
     listed_mcp_tools,
@@ -68,26 +70,24 @@ from dex_agents_openai_agents._messages import (
     build_user_framework_message,
     input_items_from_stored_messages,
     project_items,
+    recorded_result_item,
+    with_recorded_results,
+)
+from dex_agents_openai_agents._run_events import (
+    HANDOFF_EVENT_TYPE,
+    StepHooks,
+    UnexpectedModelCallError,
+    forward_stream_event,
 )
 from dex_agents_openai_agents._state import OpenAIAgentsRunState, TurnInput
-from dex_agents_openai_agents._streaming import forward_stream_event
 from dex_agents_openai_agents._tool_execution import ToolCallRunner, tool_source_reference
 
 __all__ = ["HANDOFF_EVENT_TYPE", "UNKNOWN_TOOL_POLICY", "OpenAIAgentsRunner"]
 
-HANDOFF_EVENT_TYPE = "openai_agents.handoff"
-"""The live event written for each handoff inside a `RunModel` Step."""
+_logger = logging.getLogger(__name__)
 
-
-class _UnexpectedModelCallError(Exception):
-    """The SDK was about to make a second model call in one Step without a handoff."""
-
-
-@dataclass
-class _ModelCall:
-    agent_name: str
-    usage: AgentUsage
-    response: ModelResponse | None = None
+_RUN_TASK_STOP_SECONDS = 30.0
+"""How long a Step waits for the SDK's cancelled run task, whose model call closes its stream, to end."""
 
 
 @dataclass(frozen=True)
@@ -107,70 +107,6 @@ class _RunStart:
     given: list[TResponseInputItem]
 
 
-@dataclass
-class _StepHooks(RunHooks[Any]):
-    """Counts model calls and handoffs, and stops any model call a Step must not make."""
-
-    calls: list[_ModelCall] = field(default_factory=list[_ModelCall])
-    handoffs: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
-    _handoff_pending: bool = False
-
-    async def on_llm_start(
-        self,
-        context: RunContextWrapper[Any],
-        agent: Agent[Any],
-        system_prompt: str | None,
-        input_items: list[TResponseInputItem],
-    ) -> None:
-        if self.calls and not self._handoff_pending:
-            raise _UnexpectedModelCallError(
-                f"the OpenAI Agents SDK was about to make a second model call for agent {agent.name!r} "
-                "inside one model Step, without a handoff; the runner stopped it. This happens when the "
-                "model repeats a tool call ID of an earlier call in the same turn, which the SDK skips"
-            )
-        self._handoff_pending = False
-        self.calls.append(_ModelCall(agent.name, AgentUsage()))
-
-    async def on_llm_end(
-        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
-    ) -> None:
-        self.calls[-1].usage = _usage(response)
-        self.calls[-1].response = response
-
-    async def on_handoff(
-        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
-    ) -> None:
-        self.handoffs.append((from_agent.name, to_agent.name))
-        self._handoff_pending = True
-
-    def total_usage(self) -> AgentUsage:
-        total = AgentUsage()
-        for call in self.calls:
-            total = total.plus(call.usage)
-        return total
-
-
-def _usage(response: ModelResponse) -> AgentUsage:
-    usage = response.usage
-    return AgentUsage(
-        model_calls=1,
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cached_input_tokens=usage.input_tokens_details.cached_tokens or 0,
-        reasoning_tokens=usage.output_tokens_details.reasoning_tokens or 0,
-    )
-
-
-def _usage_payload(usage: AgentUsage) -> dict[str, int]:
-    return {
-        "model_calls": usage.model_calls,
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cached_input_tokens": usage.cached_input_tokens,
-        "reasoning_tokens": usage.reasoning_tokens,
-    }
-
-
 def _raw_type(raw_item: object) -> object:
     if isinstance(raw_item, Mapping):
         return cast(Mapping[str, Any], raw_item).get("type")
@@ -187,20 +123,22 @@ def _run_items(result: RunResultStreaming) -> list[TResponseInputItem]:
     return result.to_input_list()[len(_run_input_items(result)) :]
 
 
-def _recorded_outputs(call_ids: Sequence[str], turn: AgentTurnContext) -> list[TResponseInputItem]:
-    """Return the output item of each call as its record gives it to the model."""
-    outputs: list[TResponseInputItem] = []
-    for call_id in call_ids:
-        record = turn.recorded_tool_call(call_id)
-        output = (
-            record.rejection_message or DEFAULT_REJECTION_TOOL_RESULT
-            if record.status is ToolCallStatus.REJECTED
-            else describe_tool_call_outcome(record)
-        )
-        outputs.append(
-            cast(TResponseInputItem, {"type": "function_call_output", "call_id": call_id, "output": output})
-        )
-    return outputs
+async def _stop_run(result: RunResultStreaming) -> None:
+    """Make sure the SDK's run task has ended before the Step does.
+
+    A Step that ends early (cancelled by `cancel_turn`, timed out, or done after an error) cancels the
+    task, whose model call then closes its response stream, and waits for it: no model call goes on, and
+    nothing it produces reaches the session, once the Step has ended.
+    """
+    if not result.is_complete:
+        result.cancel()
+    task = result.run_loop_task
+    if task is None or task.done():
+        return
+    _, pending = await asyncio.wait((task,), timeout=_RUN_TASK_STOP_SECONDS)
+    if pending:
+        # A model that ignores cancellation; the Step must still end.
+        _logger.warning("the OpenAI Agents SDK's run task did not stop after it was cancelled")
 
 
 def _no_context(context: object) -> Mapping[str, Any]:
@@ -255,6 +193,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
         self._max_turns = max_turns
         self._resume_last_agent = resume_last_agent
         self._tool_calls = ToolCallRunner(self._graph, context, self._run_config)
+        self._policies = CallPolicies(self._graph, context)
 
     @property
     def agent(self) -> Agent[TContext]:
@@ -276,7 +215,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
             the turn, or with `turn_error` when the SDK failed in a way a retry would repeat.
         """
         history = input_items_from_stored_messages(turn.messages)
-        hooks = _StepHooks()
+        hooks = StepHooks()
         recorded: dict[str, str] = {}
         try:
             start = await self._start(turn, history, recorded)
@@ -310,14 +249,11 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 return self._failed(turn, hooks, f"output guardrail {name!r} tripped")
             except MaxTurnsExceeded as error:
                 return self._failed(turn, hooks, f"the OpenAI Agents SDK stopped the run: {error}")
-            except (_UnexpectedModelCallError, UserError) as error:
+            except (UnexpectedModelCallError, UserError) as error:
                 return self._failed(turn, hooks, str(error))
             finally:
-                if not result.is_complete:
-                    # A cancelled or timed-out Step must not leave the SDK's run task calling the model
-                    # after the Step has ended.
-                    result.cancel()
-            self._write_handoff_events(turn, hooks)
+                await _stop_run(result)
+            hooks.write_handoff_events(turn.events)
             usage = hooks.total_usage()
             if result.interruptions:
                 unsupported = [
@@ -363,6 +299,27 @@ class OpenAIAgentsRunner(Generic[TContext]):
         )
         return ToolExecutionResult(output)
 
+    async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
+        """Return the turn's unstored items when it ends without an answer, each call with its result.
+
+        The run state of the turn's last tool calls holds every item the turn produced; each call of the
+        last response gets a `function_call_output` with its final record's result, so the next turn
+        hands the SDK (and the model) no call without an output. Nothing is restored or called.
+
+        Args:
+            turn: The turn's committed state, every record final.
+
+        Returns:
+            The items as stored messages; none before the turn's first tool calls.
+
+        Raises:
+            RunStateFormatError: If the run state is not one this release wrote.
+        """
+        if turn.framework_run_state is None:
+            return ()
+        saved = OpenAIAgentsRunState.from_json(turn.framework_run_state)
+        return project_items(with_recorded_results(saved.unstored_items, turn))
+
     def _last_agent(self, history: Sequence[TResponseInputItem]) -> Agent[Any]:
         """Return the gated agent the stored conversation last handed off to, else the starting agent."""
         current = self._graph.root
@@ -392,7 +349,9 @@ class OpenAIAgentsRunner(Generic[TContext]):
         agent = self._graph.gated_agent(saved.agent_name or "")
         if agent is None:
             raise ValueError(f"the agent graph has no agent named {saved.agent_name!r}")
-        turn_input = saved.turn_input.with_turn_items(_recorded_outputs(saved.pending_call_ids, turn))
+        turn_input = saved.turn_input.with_turn_items(
+            [recorded_result_item(turn.recorded_tool_call(call_id)) for call_id in saved.pending_call_ids]
+        )
         given = turn_input.run_input(history)
         return _RunStart(agent, given, turn_input, given)
 
@@ -435,7 +394,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 tool_call_id=item.call_id or "",
                 tool_name=item.name or item.tool_name or "",
                 arguments=item.arguments or "{}",
-                policy=await self._policy(
+                policy=await self._policies.policy(
                     turn, item.agent.name, item.name or item.tool_name or "", item.arguments, item.call_id
                 ),
                 tool_source_reference=tool_source_reference(item.agent.name),
@@ -451,78 +410,24 @@ class OpenAIAgentsRunner(Generic[TContext]):
             kind="run_state",
             turn_input=start.turn_input.after_run(start.given, used),
             run_state=json.dumps(data, separators=(",", ":")),
+            run_items=_run_items(result),
         )
         return ToolCallsRequested(framework_run_state=saved.to_json(), tool_calls=deferred, usage=usage)
-
-    async def _policy(
-        self,
-        turn: AgentTurnContext,
-        agent_name: str,
-        tool_name: str,
-        arguments: str | None,
-        call_id: str | None,
-    ) -> ToolPolicy:
-        """Return a call's policy: the session's, else the effect the tool's metadata declares.
-
-        A tool the SDK itself would ask approval for (`needs_approval`, or an MCP server's
-        `require_approval`) waits for approval too, unless the session has an explicit policy for it.
-        """
-        tool = self._offered_tool(agent_name, tool_name)
-        policy = turn.resolve_tool_policy(tool_name, framework_effect(tool))
-        if tool is None or tool_name in turn.tool_policies or policy.is_approval_required:
-            return policy
-        if await self._sdk_requires_approval(tool, arguments, call_id):
-            return ToolPolicy(policy.effect, requires_approval=True)
-        return policy
-
-    async def _sdk_requires_approval(
-        self, tool: FunctionTool, arguments: str | None, call_id: str | None
-    ) -> bool:
-        needs_approval = tool.needs_approval
-        if isinstance(needs_approval, bool):
-            return needs_approval
-        try:
-            parameters: object = json.loads(arguments or "{}")
-            return bool(
-                await needs_approval(
-                    RunContextWrapper(context=self._context),
-                    cast(dict[str, Any], parameters) if isinstance(parameters, dict) else {},
-                    call_id or "",
-                )
-            )
-        except Exception:
-            # A policy callback that fails cannot vouch for the call; asking a person is the safe side.
-            return True
-
-    def _offered_tool(self, agent_name: str, tool_name: str) -> FunctionTool | None:
-        """Return the user's original tool the model called (an MCP tool as this Step listed it)."""
-        agent = self._graph.original_agent(agent_name)
-        if agent is not None:
-            for tool in agent.tools:
-                if isinstance(tool, FunctionTool) and tool.name == tool_name:
-                    return tool
-        return listed_mcp_tools().get(tool_name)
 
     async def _unknown_tool_outcome(
         self,
         error: ModelBehaviorError,
         turn: AgentTurnContext,
-        hooks: _StepHooks,
+        hooks: StepHooks,
         start: _RunStart,
         result: RunResultStreaming,
     ) -> AgentTurnOutcome | None:
         """Turn the SDK's abort on an unknown tool name into failed calls the model sees next time."""
         details = error.run_data
-        last_call = hooks.calls[-1] if hooks.calls else None
-        if (
-            details is None
-            or "not found in agent" not in str(error)
-            or last_call is None
-            or last_call.response is None
-        ):
+        response = hooks.last_response
+        if details is None or "not found in agent" not in str(error) or response is None:
             return None
         agent = details.last_agent
-        response = last_call.response
         offered = {
             tool.name
             for tool in (self._graph.gated_agent(agent.name) or agent).tools
@@ -545,7 +450,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
             call_id = str(item.get("call_id", ""))
             arguments = str(item.get("arguments", "{}"))
             policy = (
-                await self._policy(turn, agent.name, name, arguments, call_id)
+                await self._policies.policy(turn, agent.name, name, arguments, call_id)
                 if name in offered
                 else UNKNOWN_TOOL_POLICY
             )
@@ -568,18 +473,11 @@ class OpenAIAgentsRunner(Generic[TContext]):
             agent_name=agent.name,
             pending_call_ids=[call.tool_call_id for call in calls],
         )
-        self._write_handoff_events(turn, hooks)
+        hooks.write_handoff_events(turn.events)
         return ToolCallsRequested(
             framework_run_state=saved.to_json(), tool_calls=calls, usage=hooks.total_usage()
         )
 
-    def _failed(self, turn: AgentTurnContext, hooks: _StepHooks, error: str) -> TurnCompleted:
-        self._write_handoff_events(turn, hooks)
+    def _failed(self, turn: AgentTurnContext, hooks: StepHooks, error: str) -> TurnCompleted:
+        hooks.write_handoff_events(turn.events)
         return TurnCompleted(new_messages=(), usage=hooks.total_usage(), turn_error=error)
-
-    def _write_handoff_events(self, turn: AgentTurnContext, hooks: _StepHooks) -> None:
-        calls = [{"agent": call.agent_name, **_usage_payload(call.usage)} for call in hooks.calls]
-        for source, target in hooks.handoffs:
-            turn.events.write_event(
-                HANDOFF_EVENT_TYPE, {"source_agent": source, "target_agent": target, "model_calls": calls}
-            )

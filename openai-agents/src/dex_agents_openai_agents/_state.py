@@ -6,7 +6,12 @@ no `RunState` to keep; the turn then keeps its own items up to the response's to
 model call starts a fresh SDK run from them with every recorded result appended.
 
 Either way the run's input is kept as a `TurnInput`: the stored messages it starts with are counted,
-not copied, so the run state holds the turn's own items and does not grow with the conversation.
+not copied, so the run state holds the turn's own items and does not grow with the conversation. The
+items the run added are kept as input items too, so a turn that ends without an answer (steered,
+cancelled or failed) stores them without restoring the SDK run.
+
+The state travels in the `dex_agents.RunStateFormat` envelope ``dex-agents-openai-agents/run-state``,
+version 3; versions 1 and 2 were written as the formats ``dex-agents-openai-agents/1`` and ``/2``.
 """
 
 from __future__ import annotations
@@ -17,11 +22,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
 from agents import TResponseInputItem
+from dex_agents import RunStateFormat, RunStateFormatError
 
-__all__ = ["OpenAIAgentsRunState", "TurnInput"]
+__all__ = ["RUN_STATE_FORMAT", "OpenAIAgentsRunState", "TurnInput"]
 
-_FORMAT = "dex-agents-openai-agents/2"
-_EARLIER_FORMATS = ("dex-agents-openai-agents/1",)
+RUN_STATE_FORMAT = RunStateFormat("dex-agents-openai-agents/run-state", 3, "OpenAIAgentsRunner")
+"""The envelope of the run state this release writes and reads."""
+
+_EARLIER_FORMATS = ("dex-agents-openai-agents/1", "dex-agents-openai-agents/2")
 
 
 def _plain(items: Sequence[TResponseInputItem]) -> list[Any]:
@@ -109,6 +117,9 @@ class OpenAIAgentsRunState:
             item of the turn up to the response's tool calls).
         run_state: The SDK's `RunState` JSON text without its input, which ``turn_input`` gives back
             (kind `run_state`).
+        run_items: The items the SDK run added after its input, up to the response's tool calls, as the
+            SDK hands them to a next run (kind `run_state`; empty for kind `items`, whose items are all
+            in ``turn_input``).
         agent_name: The agent that made the model call (kind `items`).
         pending_call_ids: The tool calls whose results the next model call needs (kind `items`).
     """
@@ -116,50 +127,44 @@ class OpenAIAgentsRunState:
     kind: Literal["run_state", "items"]
     turn_input: TurnInput = field(default_factory=lambda: TurnInput(0))
     run_state: str | None = None
+    run_items: Sequence[TResponseInputItem] = ()
     agent_name: str | None = None
     pending_call_ids: Sequence[str] = ()
 
+    @property
+    def unstored_items(self) -> list[TResponseInputItem]:
+        """The turn's items the session has not stored, in order; the last response's calls lack outputs."""
+        return [*self.turn_input.turn_items, *self.run_items]
+
     def to_json(self) -> str:
-        """Return the state as JSON text."""
-        data: dict[str, Any] = {
-            "format": _FORMAT,
-            "kind": self.kind,
-            "turn_input": self.turn_input.to_data(),
-        }
+        """Return the state as JSON text in the `RUN_STATE_FORMAT` envelope."""
+        fields: dict[str, Any] = {"kind": self.kind, "turn_input": self.turn_input.to_data()}
         if self.kind == "run_state":
-            data["run_state"] = json.loads(self.run_state or "{}")
+            fields["run_state"] = json.loads(self.run_state or "{}")
+            fields["run_items"] = list(self.run_items)
         else:
-            data["agent_name"] = self.agent_name
-            data["pending_call_ids"] = list(self.pending_call_ids)
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+            fields["agent_name"] = self.agent_name
+            fields["pending_call_ids"] = list(self.pending_call_ids)
+        return RUN_STATE_FORMAT.wrap(fields)
 
     @classmethod
     def from_json(cls, text: str) -> OpenAIAgentsRunState:
         """Parse a state written by `to_json`.
 
         Raises:
-            ValueError: If the text is not a state of this adapter's current format.
+            RunStateFormatError: If the text is not JSON, another runner's state, or a state of an
+                earlier release of this adapter.
+            ValueError: If the state has an unknown kind.
         """
-        try:
-            loaded: object = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"the framework run state is not JSON: {error}") from error
-        if not isinstance(loaded, Mapping):
-            raise ValueError("the framework run state was not written by dex-agents-openai-agents")
-        data = cast(Mapping[str, Any], loaded)
-        if data.get("format") in _EARLIER_FORMATS:
-            raise ValueError(
-                f"the framework run state has the format {data['format']!r} of an earlier "
-                f"dex-agents-openai-agents; this version reads {_FORMAT!r}"
-            )
-        if data.get("format") != _FORMAT:
-            raise ValueError("the framework run state was not written by dex-agents-openai-agents")
+        _refuse_earlier_release(text)
+        data = RUN_STATE_FORMAT.unwrap(text)
         turn_input = TurnInput.from_data(cast(Mapping[str, Any], data["turn_input"]))
         if data.get("kind") == "run_state":
             return cls(
                 kind="run_state",
                 turn_input=turn_input,
                 run_state=json.dumps(data["run_state"], separators=(",", ":")),
+                run_items=tuple(cast(list[TResponseInputItem], data["run_items"])),
             )
         if data.get("kind") == "items":
             return cls(
@@ -169,3 +174,18 @@ class OpenAIAgentsRunState:
                 pending_call_ids=tuple(cast(list[str], data["pending_call_ids"])),
             )
         raise ValueError(f"unknown framework run state kind {data.get('kind')!r}")
+
+
+def _refuse_earlier_release(text: str) -> None:
+    """Name an earlier release's state as such; the envelope would call it another runner's."""
+    try:
+        loaded: object = json.loads(text)
+    except json.JSONDecodeError:
+        return  # the envelope explains text that is not JSON
+    found = cast(Mapping[str, Any], loaded).get("format") if isinstance(loaded, Mapping) else None
+    if found in _EARLIER_FORMATS:
+        raise RunStateFormatError(
+            f"the framework run state has the format {found!r} of an earlier release of "
+            f"dex-agents-openai-agents; this release reads version {RUN_STATE_FORMAT.version} of "
+            f"{RUN_STATE_FORMAT.name!r}, so the turn cannot continue (send the message again)"
+        )

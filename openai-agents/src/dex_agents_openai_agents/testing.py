@@ -1,18 +1,26 @@
-"""Test helpers: a scripted Responses API model in the SDK's own model slot, for running agents offline.
+"""A scripted Responses API model in the SDK's own model slot, for running agents offline and in tests.
 
-`ScriptedResponsesModel` is an `agents.Model` whose answers come from an async function of the call's
-input items and offered tool names. It streams each answer the way a Responses API model does (reasoning
-summary deltas, then text deltas, in word chunks, and a closing `ResponseCompletedEvent`), so the agent
-runs the SDK's real agent loop, through `OpenAIAgentsRunner` or `Runner.run`, with no key and no network.
-`scripted_stream_events` builds that stream on its own, for a model of your own.
+`ScriptedResponsesModel` is an `agents.Model`: put it in an agent's ``model`` slot, where a real OpenAI
+model would go, and the agent runs the SDK's real agent loop (through `OpenAIAgentsRunner` or
+`Runner.run`) with no key and no network. It streams each answer the way a Responses API model does
+(reasoning summary deltas, then text deltas in word chunks, and a closing `ResponseCompletedEvent`) and
+records what each call saw (`ScriptedResponsesModel.calls`). It answers in one of three ways:
+
+- `ScriptedResponsesModel.from_answers`: a list of answers (text, tool calls), one per model call, in
+  order; no test kit needed;
+- `ScriptedResponsesModel.from_script_store`: from a `dex_agents.testing.ScriptStore`, as every adapter's
+  scripted model does in the shared matrix and contract tests;
+- `ScriptedResponsesModel(answer)`: from an async function of the call's input items and offered tools.
+
+`scripted_stream_events` builds the stream on its own, for a model of your own.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from agents import (
@@ -27,6 +35,7 @@ from agents import (
     Usage,
 )
 from agents.items import TResponseOutputItem, TResponseStreamEvent
+from dex_agents.testing import ScriptStore, scripted_model_response, text_chunks
 from openai.types.responses import (
     Response,
     ResponseCompletedEvent,
@@ -44,15 +53,14 @@ from openai.types.responses.response_usage import InputTokensDetails, OutputToke
 __all__ = [
     "Answerer",
     "ScriptedAnswer",
+    "ScriptedModelCall",
     "ScriptedResponsesModel",
     "call_item",
     "reasoning_item",
+    "render_model_input",
     "scripted_stream_events",
     "text_item",
 ]
-
-# Each chunk keeps its trailing whitespace, so the chunks add up to the text exactly.
-_CHUNK = re.compile(r"\S+\s*|\s+")
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,28 @@ class ScriptedAnswer:
     output: Sequence[TResponseOutputItem]
     input_tokens: int = 10
     output_tokens: int = 5
+
+
+@dataclass(frozen=True)
+class ScriptedModelCall:
+    """What one call of a `ScriptedResponsesModel` was given.
+
+    Attributes:
+        input_items: The call's input items: the conversation the model sees.
+        offered_tools: The names of the tools (and handoffs) the call offered the model.
+    """
+
+    input_items: list[TResponseInputItem] = field(default_factory=list[TResponseInputItem])
+    offered_tools: list[str] = field(default_factory=list[str])
+
+    def tool_outputs(self) -> dict[str, str]:
+        """Return the output of every tool call in the input, by tool call ID."""
+        outputs: dict[str, str] = {}
+        for raw in self.input_items:
+            item = cast(Mapping[str, Any], raw)
+            if item.get("type") == "function_call_output":
+                outputs[str(item.get("call_id"))] = str(item.get("output"))
+        return outputs
 
 
 Answerer = Callable[[list[TResponseInputItem], Sequence[str]], Awaitable[ScriptedAnswer]]
@@ -119,13 +149,54 @@ def call_item(name: str, arguments: Mapping[str, object], call_id: str) -> TResp
     )
 
 
+def render_model_input(items: Sequence[TResponseInputItem]) -> list[str]:
+    """Render what a model call sees as one text per input item, as the script store logs it.
+
+    Messages are ``<role>: <text>``, calls ``assistant calls <tool> <arguments> [<id>]``, and results
+    ``tool <tool> [<id>]: <output>``; any other item is its type and JSON.
+
+    Args:
+        items: The call's input items.
+
+    Returns:
+        The texts.
+    """
+    names: dict[str, str] = {}
+    texts: list[str] = []
+    for raw in items:
+        item = cast(Mapping[str, Any], raw)
+        kind = item.get("type")
+        if kind == "function_call":
+            names[str(item.get("call_id"))] = str(item.get("name"))
+            texts.append(
+                f"assistant calls {item.get('name')} {item.get('arguments')} [{item.get('call_id')}]"
+            )
+        elif kind == "function_call_output":
+            call_id = str(item.get("call_id"))
+            texts.append(f"tool {names.get(call_id, '?')} [{call_id}]: {item.get('output')}")
+        elif kind in (None, "message"):
+            content = item.get("content")
+            if isinstance(content, list):
+                parts = cast(list[object], content)
+                content = "".join(
+                    str(cast(Mapping[str, Any], part).get("text", ""))
+                    for part in parts
+                    if isinstance(part, Mapping)
+                )
+            texts.append(f"{item.get('role')}: {content}")
+        else:
+            texts.append(f"{kind}: {json.dumps(item, sort_keys=True)}")
+    return texts
+
+
 def scripted_stream_events(
     answer: ScriptedAnswer, *, response_id: str = "resp", model_name: str = "dex-scripted"
 ) -> Iterator[TResponseStreamEvent]:
     """Yield the Responses API stream of ``answer``, as `Model.stream_response` must.
 
-    Every reasoning summary and message text is sent as deltas in word chunks, in output order, and the
-    stream ends with a `ResponseCompletedEvent` holding the whole response and its usage.
+    Every reasoning summary and message text is sent as deltas in word chunks
+    (`dex_agents.testing.text_chunks`), in output order, and the stream ends with a
+    `ResponseCompletedEvent` holding the whole response and its usage.
 
     Args:
         answer: The response to stream.
@@ -136,7 +207,7 @@ def scripted_stream_events(
     for index, item in enumerate(answer.output):
         if isinstance(item, ResponseReasoningItem):
             for summary_index, summary in enumerate(item.summary):
-                for chunk in _CHUNK.findall(summary.text):
+                for chunk in text_chunks(summary.text):
                     yield ResponseReasoningSummaryTextDeltaEvent(
                         type="response.reasoning_summary_text.delta",
                         item_id=item.id,
@@ -148,7 +219,7 @@ def scripted_stream_events(
                     sequence += 1
         if isinstance(item, ResponseOutputMessage):
             for part in item.content:
-                for chunk in _CHUNK.findall(getattr(part, "text", "")):
+                for chunk in text_chunks(getattr(part, "text", "")):
                     yield ResponseTextDeltaEvent(
                         type="response.output_text.delta",
                         item_id=item.id,
@@ -197,6 +268,84 @@ class ScriptedResponsesModel(Model):
         self._answer = answer
         self._response_id = response_id
         self._model_name = model_name
+        self._calls: list[ScriptedModelCall] = []
+
+    @classmethod
+    def from_answers(
+        cls,
+        answers: Sequence[ScriptedAnswer | Sequence[TResponseOutputItem] | str],
+        *,
+        model_name: str = "dex-scripted",
+    ) -> ScriptedResponsesModel:
+        """Return a model that gives the n-th answer to its n-th call; no test kit needed.
+
+        The model counts its own calls in its own process: every call made through this object, in any
+        session, takes the next answer, and a new process starts from the first. That suits a run in
+        process (`Runner.run`, or `OpenAIAgentsRunner` driven by a test) and a demo with one Worker; for
+        sessions whose Workers restart or whose model calls are retried, answer from committed state
+        with `from_script_store` instead.
+
+        Args:
+            answers: One answer per model call: a `ScriptedAnswer`, its output items (such as
+                ``[text_item("Let me look."), call_item("lookup_order", {"order_id": "A-1"}, "call-1")]``),
+                or text for an answer that is only that text.
+            model_name: The model name every response reports.
+
+        Returns:
+            The model. A call after the last answer raises `RuntimeError`, which fails the model call.
+        """
+        script = [_scripted_answer(answer) for answer in answers]
+        numbers = itertools.count(1)
+
+        async def next_answer(items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
+            del items, offered
+            number = next(numbers)
+            if number > len(script):
+                raise RuntimeError(
+                    f"the scripted model has no answer for model call {number}: it was given "
+                    f"{len(script)} answer(s)"
+                )
+            return script[number - 1]
+
+        return cls(next_answer, model_name=model_name)
+
+    @classmethod
+    def from_script_store(
+        cls, store: ScriptStore | None = None, *, model_name: str = "dex-scripted"
+    ) -> ScriptedResponsesModel:
+        """Return a model that answers from a `dex_agents.testing` script store.
+
+        Each call renders its input with `render_model_input` and awaits
+        `dex_agents.testing.scripted_model_response`, which logs the call, holds it at the script's gates,
+        fails it on the script's failing attempts, and blocks until it is cancelled when the script says
+        so; the scripted text and tool calls come back as a streamed response. The runner must be
+        wrapped with `dex_agents.testing.with_model_call_scope` (the matrix harness does), so the store
+        knows the call's session, turn and attempt.
+
+        Args:
+            store: The script store; by default the one ``DEX_AGENTS_TEST_STATE_DIR`` names, which
+                `dex_agents.testing.AgentTestStack` sets for its Workers, read on each call.
+            model_name: The model name every response reports.
+
+        Returns:
+            The model.
+        """
+
+        async def scripted_answer(items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
+            del offered
+            response = await scripted_model_response(render_model_input(items), store)
+            output: list[TResponseOutputItem] = [text_item(response.text)] if response.text else []
+            output.extend(
+                call_item(call.tool_name, call.arguments, call.tool_call_id) for call in response.tool_calls
+            )
+            return ScriptedAnswer(output, response.input_tokens, response.output_tokens)
+
+        return cls(scripted_answer, model_name=model_name)
+
+    @property
+    def calls(self) -> list[ScriptedModelCall]:
+        """Every call this model was asked to answer, oldest first."""
+        return list(self._calls)
 
     async def get_response(
         self,
@@ -213,7 +362,7 @@ class ScriptedResponsesModel(Model):
         prompt: Any | None,
     ) -> ModelResponse:
         """Answer one call without streaming."""
-        answer = await self._answer(_items(input), _offered(tools, handoffs))
+        answer = await self._answer_call(input, tools, handoffs)
         return ModelResponse(output=list(answer.output), usage=_usage(answer), response_id=self._response_id)
 
     async def stream_response(  # pyright: ignore[reportIncompatibleMethodOverride]
@@ -231,23 +380,32 @@ class ScriptedResponsesModel(Model):
         prompt: Any | None,
     ) -> AsyncIterator[TResponseStreamEvent]:
         """Answer one call as a stream (see `scripted_stream_events`)."""
-        answer = await self._answer(_items(input), _offered(tools, handoffs))
+        answer = await self._answer_call(input, tools, handoffs)
         for event in scripted_stream_events(
             answer, response_id=self._response_id, model_name=self._model_name
         ):
             yield event
 
+    async def _answer_call(
+        self, value: str | list[TResponseInputItem], tools: Sequence[Tool], handoffs: Sequence[Handoff]
+    ) -> ScriptedAnswer:
+        items = (
+            [cast(TResponseInputItem, {"role": "user", "content": value})]
+            if isinstance(value, str)
+            else list(value)
+        )
+        offered = [str(getattr(tool, "name", type(tool).__name__)) for tool in tools]
+        offered.extend(handoff.tool_name for handoff in handoffs)
+        self._calls.append(ScriptedModelCall(items, offered))
+        return await self._answer(items, offered)
 
-def _items(value: str | list[TResponseInputItem]) -> list[TResponseInputItem]:
-    if isinstance(value, str):
-        return [cast(TResponseInputItem, {"role": "user", "content": value})]
-    return list(value)
 
-
-def _offered(tools: Sequence[Tool], handoffs: Sequence[Handoff]) -> list[str]:
-    return [str(getattr(tool, "name", type(tool).__name__)) for tool in tools] + [
-        handoff.tool_name for handoff in handoffs
-    ]
+def _scripted_answer(answer: ScriptedAnswer | Sequence[TResponseOutputItem] | str) -> ScriptedAnswer:
+    if isinstance(answer, ScriptedAnswer):
+        return answer
+    if isinstance(answer, str):
+        return ScriptedAnswer([text_item(answer)])
+    return ScriptedAnswer(list(answer))
 
 
 def _usage(answer: ScriptedAnswer) -> Usage:

@@ -1,19 +1,24 @@
 """A scripted stand-in for a real model, so the demo runs without keys or network.
 
-It plugs into Pydantic AI's own model slot (`FunctionModel`), streams its text, and decides what to say
-only from the conversation it is shown, as a real model does: a retried model call gives the same answer.
+It is `dex_agents_pydantic_ai.testing.ScriptedModel`, which plugs into Pydantic AI's own model slot and
+streams its text. It decides what to say only from the conversation it is shown, as a real model does, so
+a retried model call gives the same answer.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import AsyncIterator
 
-from pydantic_ai.messages import BaseToolReturnPart, ModelMessage, ModelRequest
-from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from pydantic_ai.messages import (
+    BaseToolReturnPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+)
 
-_CHUNK = re.compile(r"\S+\s*")
+from dex_agents_pydantic_ai.testing import ScriptedAnswer, ScriptedModel
 
 
 def _tool_results(messages: list[ModelMessage]) -> dict[str, BaseToolReturnPart]:
@@ -26,32 +31,34 @@ def _tool_results(messages: list[ModelMessage]) -> dict[str, BaseToolReturnPart]
     }
 
 
-async def _answer(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
-    del info
+def _answer(messages: list[ModelMessage]) -> ScriptedAnswer:
     results = _tool_results(messages)
     lookup = results.get("lookup_order")
     refund = results.get("refund_order")
     if lookup is None:
-        text = "Sorry to hear that. Let me look up order A-17 first."
-        call = DeltaToolCall("lookup_order", json.dumps({"order_id": "A-17"}), tool_call_id="lookup-1")
-    elif refund is None:
-        paid = json.loads(lookup.model_response_str()).get("paid_eur", 0)
-        text = f"Order A-17 was an espresso machine for {paid} EUR, delivered broken. I will refund it."
-        call = DeltaToolCall(
-            "refund_order", json.dumps({"order_id": "A-17", "amount_eur": paid}), tool_call_id="refund-1"
+        return ModelResponse(
+            parts=[
+                TextPart("Sorry to hear that. Let me look up order A-17 first."),
+                ToolCallPart("lookup_order", {"order_id": "A-17"}, tool_call_id="lookup-1"),
+            ]
         )
-    elif refund.outcome == "success":
-        text = f"Done: {refund.model_response_str()} You will see it on your card in a few days."
-        call = None
-    else:
-        text = f"I did not refund order A-17: {refund.model_response_str(wrap_if_error=False)}"
-        call = None
-    for chunk in _CHUNK.findall(text):
-        yield chunk
-    if call is not None:
-        yield {1: call}
+    if refund is None:
+        paid = json.loads(lookup.model_response_str()).get("paid_eur", 0)
+        return ModelResponse(
+            parts=[
+                TextPart(
+                    f"Order A-17 was an espresso machine for {paid} EUR, delivered broken. I will refund it."
+                ),
+                ToolCallPart(
+                    "refund_order", {"order_id": "A-17", "amount_eur": paid}, tool_call_id="refund-1"
+                ),
+            ]
+        )
+    if refund.outcome == "success":
+        return f"Done: {refund.model_response_str()} You will see it on your card in a few days."
+    return f"I did not refund order A-17: {refund.model_response_str(wrap_if_error=False)}"
 
 
-def scripted_model() -> FunctionModel:
+def scripted_model() -> ScriptedModel:
     """The demo's scripted model."""
-    return FunctionModel(stream_function=_answer, model_name="order-desk-scripted")
+    return ScriptedModel(_answer, model_name="order-desk-scripted")

@@ -1,19 +1,39 @@
 """Durable Pydantic AI agent sessions on Dex: every model call and every tool call is its own Step.
 
 Wrap an ordinary `pydantic_ai.Agent` in `PydanticAiRunner` and register it with
-`dex_agents.AgentSessionFlow`; see the package README for the effect table and the limits.
+`dex_agents.AgentSessionFlow`; see the package README for the effect table, long sessions (compaction
+and session settings) and the limits.
+`dex_agents_pydantic_ai.testing` holds `ScriptedModel`, a Pydantic AI model for offline development.
 """
 
+from dex_agents_pydantic_ai._compaction import (
+    CHARACTERS_PER_TOKEN,
+    CONTEXT_SUMMARY_HEADER,
+    TokenEstimator,
+    estimate_tokens,
+)
 from dex_agents_pydantic_ai._effects import framework_effect
 from dex_agents_pydantic_ai._gate import ToolCallInModelStepError
-from dex_agents_pydantic_ai._runner import UNKNOWN_TOOL_POLICY, PydanticAiRunner, TurnCannotContinueError
+from dex_agents_pydantic_ai._runner import (
+    UNKNOWN_TOOL_POLICY,
+    InstructionsForSettings,
+    ModelForSettings,
+    PydanticAiRunner,
+)
 from dex_agents_pydantic_ai._state import PydanticAiRunState
+from dex_agents_pydantic_ai._summary import DEFAULT_SUMMARY_INSTRUCTIONS
 
 __all__ = [
+    "CHARACTERS_PER_TOKEN",
+    "CONTEXT_SUMMARY_HEADER",
+    "DEFAULT_SUMMARY_INSTRUCTIONS",
     "UNKNOWN_TOOL_POLICY",
+    "InstructionsForSettings",
+    "ModelForSettings",
     "PydanticAiRunState",
     "PydanticAiRunner",
+    "TokenEstimator",
     "ToolCallInModelStepError",
-    "TurnCannotContinueError",
+    "estimate_tokens",
     "framework_effect",
 ]

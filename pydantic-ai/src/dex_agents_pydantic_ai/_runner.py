@@ -15,32 +15,35 @@ stops at the boundary Pydantic AI would cross next:
 The next `run_model_step` of the turn resumes through Pydantic AI's own mechanism: `DeferredToolResults`
 with every recorded result (a rejection as `ToolDenied` with its message, a failure or an unknown outcome
 as `ToolFailed`), so Pydantic AI writes the tool returns and makes the next model request itself.
+
+The runner is also a `ContextCompactionRunner`: its token estimate and cut live in `_compaction`, the
+summary call in `_summary`. Session settings reach Pydantic AI through two optional hooks that choose a
+turn's model and add instructions to it.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, cast
+from typing import Any, Generic, TypeAlias, cast
 
 from dex_agents import (
-    DEFAULT_REJECTION_TOOL_RESULT,
     UNKNOWN_TOOL_POLICY,
     AgentEventWriter,
-    AgentToolCall,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
+    RunStateFormatError,
     ToolCallsRequested,
-    ToolCallStatus,
     ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
-    describe_tool_call_outcome,
 )
 from pydantic import ValidationError
 from pydantic_ai import (
@@ -50,8 +53,6 @@ from pydantic_ai import (
     DeferredToolRequests,
     DeferredToolResults,
     ModelRequestNode,
-    ToolDenied,
-    ToolFailed,
     UserError,
 )
 from pydantic_ai.messages import (
@@ -66,20 +67,35 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_graph import End
 
+from dex_agents_pydantic_ai._compaction import TokenEstimator, estimate_tokens, select_cutoff, summary_request
 from dex_agents_pydantic_ai._effects import framework_effect
 from dex_agents_pydantic_ai._gate import ModelStepToolGate, ToolCallInModelStepError
 from dex_agents_pydantic_ai._messages import (
+    HistoryUnit,
+    StoredHistoryError,
     build_user_framework_message,
-    history_from_stored_messages,
+    history_units,
     project_messages,
     render_output,
 )
+from dex_agents_pydantic_ai._recorded_results import close_open_tool_calls, deferred_tool_results
 from dex_agents_pydantic_ai._state import PydanticAiRunState
 from dex_agents_pydantic_ai._streaming import forward_stream_event
+from dex_agents_pydantic_ai._summary import (
+    DEFAULT_SUMMARY_INSTRUCTIONS,
+    make_summary_call,
+    summary_call_messages,
+)
 from dex_agents_pydantic_ai._system_prompts import system_prompt_request
 from dex_agents_pydantic_ai._tool_execution import ToolCallRunner
 
-__all__ = ["UNKNOWN_TOOL_POLICY", "PydanticAiRunner", "TurnCannotContinueError"]
+__all__ = ["UNKNOWN_TOOL_POLICY", "InstructionsForSettings", "ModelForSettings", "PydanticAiRunner"]
+
+ModelForSettings: TypeAlias = Callable[[Mapping[str, object]], Model | KnownModelName | str | None]
+"""Chooses a turn's model from its session settings; `None` keeps the runner's (or the agent's) model."""
+
+InstructionsForSettings: TypeAlias = Callable[[Mapping[str, object]], str | None]
+"""Returns instructions a turn adds to the agent's own, from its session settings; `None` adds none."""
 
 
 class _Boundary(enum.Enum):
@@ -115,12 +131,25 @@ class PydanticAiRunner(Generic[AgentDepsT]):
     tool call into its own Step. Keep the runner stateless: a Worker builds it once and the session
     calls it from any Step, in any process.
 
+    It is a `ContextCompactionRunner`: with `AgentSessionOptions.compaction`, the session summarizes the
+    earlier conversation with the turn's model once the next model input reaches the policy's trigger,
+    and the model input then starts with the summary (see the package README, "Long sessions").
+
     Args:
         agent: The agent. Its tools are offered to the model unchanged, but never run inside a model
             Step: each call runs in its own tool Step through `execute_deferred_tool_call`.
         deps: The dependencies of every run and tool call (`RunContext.deps`).
         model: A model to use instead of the agent's own, as in `Agent.run(model=...)`.
-        model_settings: Model settings for every model call, as in `Agent.run(model_settings=...)`.
+        model_settings: Model settings for every model call, as in `Agent.run(model_settings=...)`, and for
+            the summary call.
+        model_for_settings: Chooses each turn's model from the session settings the turn started with
+            (`AgentTurnContext.session_settings`); returning `None` keeps ``model`` (or the agent's own).
+            The turn's summary call uses the same model.
+        instructions_for_settings: Returns instructions that each turn adds to the agent's own, from the
+            turn's session settings, as in `Agent.run(instructions=...)`; `None` adds none.
+        token_estimator: Counts the tokens of the next model input for compaction, in the unit of the
+            session's `CompactionPolicy`; by default `estimate_tokens` (a token per four characters).
+        summary_instructions: The summary call's instructions.
     """
 
     def __init__(
@@ -130,6 +159,10 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         deps: AgentDepsT | None = None,
         model: Model | KnownModelName | str | None = None,
         model_settings: ModelSettings | None = None,
+        model_for_settings: ModelForSettings | None = None,
+        instructions_for_settings: InstructionsForSettings | None = None,
+        token_estimator: TokenEstimator = estimate_tokens,
+        summary_instructions: str = DEFAULT_SUMMARY_INSTRUCTIONS,
     ) -> None:
         if agent.end_strategy == "early":
             # Under 'early', Pydantic AI reports the function calls next to a valid output call as never
@@ -143,6 +176,10 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         self._deps = cast(AgentDepsT, deps)
         self._model = model
         self._model_settings = model_settings
+        self._model_for_settings = model_for_settings
+        self._instructions_for_settings = instructions_for_settings
+        self._token_estimator = token_estimator
+        self._summary_instructions = summary_instructions
         self._tool_calls = ToolCallRunner(agent, deps=self._deps)
 
     @property
@@ -163,38 +200,65 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         Returns:
             `ToolCallsRequested` when the model asked for tools, else `TurnCompleted` with every message
             of the turn, or with `turn_error` when the output needs a retry.
+
+        Raises:
+            asyncio.CancelledError: When `cancel_turn` cancels the call. It reaches the model request
+                Pydantic AI is awaiting, and leaving `Agent.iter()` closes the model's stream.
         """
         try:
-            history = history_from_stored_messages(turn.messages)
+            history = [unit.message for unit in history_units(turn.messages)]
         except ValidationError as error:
             # Messages another runner stored cannot become Pydantic AI input on any attempt.
             return _failed_turn(turn, [], f"a stored message is not a Pydantic AI message: {error}")
+        except StoredHistoryError as error:
+            return _failed_turn(turn, [], f"the stored messages cannot be replayed to Pydantic AI: {error}")
+        if turn.context_summary is not None:
+            history.insert(0, summary_request(turn.context_summary))
+        earlier_turn_messages: list[ModelMessage] = []
+        results: DeferredToolResults | None = None
         if turn.framework_run_state is None:
-            earlier_turn_messages: list[ModelMessage] = []
-            results = None
             if not history or not isinstance(history[-1], ModelRequest):
                 return TurnCompleted(new_messages=(), turn_error="the turn has no user message to answer")
         else:
             try:
                 state = PydanticAiRunState.from_json(turn.framework_run_state)
-            except ValueError as error:
+            except RunStateFormatError as error:
+                # Before any model call; the session leaves its note about the calls that ran.
                 return _failed_turn(turn, [], str(error))
             earlier_turn_messages = list(state.turn_messages)
             history.extend(earlier_turn_messages)
-            results = _recorded_results(state, turn)
+            results = deferred_tool_results(
+                state.pending_response.tool_calls, state.output_tool_call_ids, turn.tool_calls
+            )
 
+        try:
+            model = self._turn_model(turn.session_settings)
+            instructions = (
+                None
+                if self._instructions_for_settings is None
+                else self._instructions_for_settings(turn.session_settings)
+            )
+        except Exception as error:
+            # The settings stay the same on every attempt of the turn, so a retry would fail alike.
+            return _failed_turn(
+                turn,
+                earlier_turn_messages,
+                "the session settings chose no usable model or instructions: "
+                f"{type(error).__name__}: {error}",
+            )
         # A `UserError` is a configuration or history problem (no API key, an unknown model, a history
         # Pydantic AI refuses): every attempt would repeat it, so it ends the turn instead of failing
         # the attempt.
         try:
-            system_prompts = await system_prompt_request(self._agent, deps=self._deps, model=self._model)
+            system_prompts = await system_prompt_request(self._agent, deps=self._deps, model=model)
             if system_prompts is not None:
                 history.insert(0, system_prompts)
             async with self._agent.iter(
                 message_history=history,
                 deferred_tool_results=results,
                 deps=self._deps,
-                model=self._model,
+                model=model,
+                instructions=instructions,
                 model_settings=self._model_settings,
                 capabilities=[ModelStepToolGate()],
             ) as run:
@@ -209,7 +273,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                     )
                 except ToolCallInModelStepError as error:
                     # Every attempt would reach the same call. The response that asked for it stays out
-                    # of the stored history, which must not hold a call without its result.
+                    # of the stored history: none of its calls ran.
                     return _failed_turn(
                         turn, earlier_turn_messages, str(error), usage=_model_call_usage(run.new_messages())
                     )
@@ -223,24 +287,20 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             return _tool_calls_requested(turn, stop, turn_messages, usage)
         if stop.boundary is _Boundary.OUTPUT_RETRY:
             assert stop.feedback is not None
-            return TurnCompleted(
-                # The feedback closes any output tool call of the response, so the stored history stays
-                # valid for the next turn.
-                new_messages=project_messages([*turn_messages, stop.feedback]),
+            # The feedback answers the response's output tool calls, so the next turn's model sees it.
+            return _failed_turn(
+                turn,
+                [*turn_messages, stop.feedback],
+                "The model's answer could not be used as the agent's output, and retrying it would take "
+                f"another model call: {_feedback_text(stop.feedback)}",
                 usage=usage,
-                turn_error=(
-                    "The model's answer could not be used as the agent's output, and retrying it would take "
-                    f"another model call: {_feedback_text(stop.feedback)}"
-                ),
             )
         if isinstance(stop.output, DeferredToolRequests):
-            return TurnCompleted(
-                new_messages=project_messages(turn_messages),
+            return _failed_turn(
+                turn,
+                turn_messages,
+                "Pydantic AI deferred tool calls while it resumed the turn; the runner defers every call",
                 usage=usage,
-                turn_error=(
-                    "Pydantic AI deferred tool calls while it resumed the turn; "
-                    "the runner defers every call itself"
-                ),
             )
         # Output that came through an output tool call is not in any text part, so it becomes part of the
         # final response's display text.
@@ -248,6 +308,99 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         return TurnCompleted(
             new_messages=project_messages(turn_messages, output_text=output_text), usage=usage
         )
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Estimate the tokens of the model input `run_model_step` would send for ``turn``.
+
+        The input is rebuilt as `run_model_step` rebuilds it: the summary request, the stored messages after
+        it, the turn's own messages from the run state, and the instructions the turn's settings add; the
+        runner's ``token_estimator`` counts it. The agent's system prompts, its own instructions and the tool
+        definitions are not part of it (leave room for them in the policy's window). Stored messages or a
+        run state `run_model_step` cannot read count as nothing: that call ends the turn without a model
+        call anyway.
+
+        Args:
+            turn: The committed state of the turn.
+
+        Returns:
+            The estimated token count.
+        """
+        units, unstored = self._compaction_view(turn)
+        messages: list[ModelMessage] = []
+        if turn.context_summary is not None:
+            messages.append(summary_request(turn.context_summary))
+        messages.extend(unit.message for unit in units)
+        messages.extend(unstored)
+        if self._instructions_for_settings is not None:
+            try:
+                instructions = self._instructions_for_settings(turn.session_settings)
+            except Exception:
+                instructions = None  # `run_model_step` ends the turn over it, without a model call
+            if instructions:
+                messages.append(ModelRequest(parts=[], instructions=instructions))
+        return self._token_estimator(messages)
+
+    def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+        """Return the last stored sequence to summarize, keeping about ``retained_token_budget`` tokens.
+
+        A cut falls only after a whole model response, or after a request of tool results, when every tool
+        call up to it has its result up to it; never between the pieces of one stored response, and never
+        after the newest stored message (the turn's user message). Of those cuts it takes the earliest whose
+        newer messages, with the turn's own messages in the run state, fit the budget; when none fits, the
+        latest.
+
+        Args:
+            turn: The committed state of the turn.
+            retained_token_budget: The tokens to keep after the cut.
+
+        Returns:
+            The sequence, or `None` when no cut is allowed.
+        """
+        units, unstored = self._compaction_view(turn)
+        return select_cutoff(
+            units,
+            unstored_tokens=self._token_estimator(unstored) if unstored else 0,
+            retained_token_budget=retained_token_budget,
+            estimator=self._token_estimator,
+        )
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Make the one summary call with the turn's model and return the summary and its usage.
+
+        The model gets `summary_instructions` and one user prompt: the previous summary under
+        `CONTEXT_SUMMARY_HEADER`, then the messages to fold in as a transcript (see `_summary`). The answer's
+        text is the summary; no live text events are written for it.
+
+        Args:
+            request: The messages to summarize and the summary so far.
+
+        Returns:
+            The summary and the usage of its model call.
+
+        Raises:
+            pydantic.ValidationError: If a stored message is not a Pydantic AI message.
+            StoredHistoryError: If the pieces of a stored response are incomplete.
+            pydantic_ai.UserError: If no model is configured, or Pydantic AI refuses the request.
+        """
+        model = self._turn_model(request.session_settings) or self._agent.model
+        if model is None:
+            raise UserError(
+                "PydanticAiRunner has no model for the context summary call: give the agent a model, pass "
+                "model= to the runner, or choose one with model_for_settings="
+            )
+        # The answer's tokens come out of the same window as the request's.
+        options: dict[str, object] = dict(self._model_settings or {})
+        max_tokens = options.get("max_tokens")
+        reserved = max_tokens if isinstance(max_tokens, int) else 0
+        messages = summary_call_messages(
+            request.previous_summary,
+            history_units(request.messages),
+            instructions=self._summary_instructions,
+            input_token_budget=request.input_token_budget - reserved if request.input_token_budget > 0 else 0,
+            estimator=self._token_estimator,
+        )
+        response = await make_summary_call(model, messages, self._model_settings)
+        return ContextSummaryResult(text=response.text or "", usage=_response_usage(response))
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         """Run the agent's real tool for one approved call, once.
@@ -271,13 +424,46 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         )
         return ToolExecutionResult(output)
 
+    async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> list[FrameworkMessage]:
+        """Return the messages of a turn that ends without an answer, with a result for every tool call.
 
-class TurnCannotContinueError(RuntimeError):
-    """A turn that ran tools failed in a way that would drop their results from the stored history.
+        The session calls it when steering or `cancel_turn` ends the turn, or when it fails, so the stored
+        transcript keeps the turn's own Pydantic AI messages from the run state: the responses that asked
+        for tools, and one request answering their calls from the final records, as Pydantic AI would
+        have on resume. An output tool call the turn never processed gets Pydantic AI's return for an
+        interrupted call. No model is called and no toolset is entered.
 
-    Raised instead of ending the turn with `turn_error`, so the session's failure route stores its
-    turn-failure note, which tells the next model call which tools ran.
-    """
+        Args:
+            turn: The turn's committed state; every record is final.
+
+        Returns:
+            The messages in stored form; none before the turn's first tool calls.
+
+        Raises:
+            dex_agents.RunStateFormatError: If the run state is not this runner's; the session then stores
+                its note instead.
+        """
+        if turn.framework_run_state is None:
+            return []
+        state = PydanticAiRunState.from_json(turn.framework_run_state)
+        return project_messages(close_open_tool_calls(state.turn_messages, turn.tool_calls))
+
+    def _turn_model(self, settings: Mapping[str, object]) -> Model | KnownModelName | str | None:
+        chosen = None if self._model_for_settings is None else self._model_for_settings(settings)
+        return self._model if chosen is None else chosen
+
+    def _compaction_view(self, turn: AgentTurnContext) -> tuple[list[HistoryUnit], list[ModelMessage]]:
+        """The stored messages as Pydantic AI messages, and the turn's own messages from its run state."""
+        try:
+            units = history_units(turn.messages)
+        except (ValidationError, StoredHistoryError):
+            return [], []
+        if turn.framework_run_state is None:
+            return units, []
+        try:
+            return units, list(PydanticAiRunState.from_json(turn.framework_run_state).turn_messages)
+        except RunStateFormatError:
+            return units, []
 
 
 def _failed_turn(
@@ -287,22 +473,14 @@ def _failed_turn(
     *,
     usage: AgentUsage | None = None,
 ) -> TurnCompleted:
-    """End the turn with ``error`` and what it produced, unless that would hide a tool call that ran.
+    """End the turn with ``error``, storing what it produced with a result for every tool call in it.
 
-    Raises:
-        TurnCannotContinueError: When a recorded tool call of the turn has no result in ``turn_messages``.
+    Without messages, the session stores its turn-failure note when tool calls of the turn ran.
     """
-    answered = {
-        part.tool_call_id
-        for message in turn_messages
-        if isinstance(message, ModelRequest)
-        for part in message.parts
-        if isinstance(part, BaseToolReturnPart)
-    }
-    if any(tool_call_id not in answered for tool_call_id in turn.tool_calls):
-        raise TurnCannotContinueError(error)
     return TurnCompleted(
-        new_messages=project_messages(turn_messages), usage=usage or AgentUsage(), turn_error=error
+        new_messages=project_messages(close_open_tool_calls(turn_messages, turn.tool_calls)),
+        usage=usage or AgentUsage(),
+        turn_error=error,
     )
 
 
@@ -363,41 +541,15 @@ async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter) ->
         node = await run.next(node)
 
 
-def _recorded_results(state: PydanticAiRunState, turn: AgentTurnContext) -> DeferredToolResults:
-    """Return every recorded result of the waiting response, in the form Pydantic AI resumes with."""
-    results = DeferredToolResults()
-    output_tool_call_ids = set(state.output_tool_call_ids)
-    for call in state.pending_response.tool_calls:
-        if call.tool_call_id in output_tool_call_ids:
-            # Any value makes Pydantic AI process an output tool call when it resumes; it validates the
-            # call's own arguments and ignores the value.
-            results.calls[call.tool_call_id] = "output tool call, processed by Pydantic AI"
-            continue
-        record = turn.recorded_tool_call(call.tool_call_id)
-        _add_recorded_result(results, record)
-    return results
-
-
-def _add_recorded_result(results: DeferredToolResults, record: AgentToolCall) -> None:
-    if record.status is ToolCallStatus.SUCCEEDED:
-        results.calls[record.tool_call_id] = record.output or ""
-    elif record.status is ToolCallStatus.REJECTED:
-        # A rejection goes in `approvals` as `ToolDenied`: only there does the model see it as a denial
-        # (a `ToolDenied` in `calls` would read as a successful result).
-        results.approvals[record.tool_call_id] = ToolDenied(
-            record.rejection_message or DEFAULT_REJECTION_TOOL_RESULT
-        )
-    else:
-        # `failed` and `outcome_unknown` reach the model as a failed call with the session's own text.
-        results.calls[record.tool_call_id] = ToolFailed(describe_tool_call_outcome(record))
-
-
 def _model_call_usage(new_messages: Sequence[ModelMessage]) -> AgentUsage:
     """Return the usage of the one model call among ``new_messages``, or zero when none was made."""
     responses = [message for message in new_messages if isinstance(message, ModelResponse)]
-    if not responses:
-        return AgentUsage()
-    usage = responses[-1].usage
+    return _response_usage(responses[-1]) if responses else AgentUsage()
+
+
+def _response_usage(response: ModelResponse) -> AgentUsage:
+    """Return the usage of the model call that produced ``response``."""
+    usage = response.usage
     return AgentUsage(
         model_calls=1,
         input_tokens=usage.input_tokens,

@@ -13,16 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from dex_agents import RunStateFormat, RunStateFormatError
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
 from dex_agents_pydantic_ai._messages import decode_messages, encode_messages
 
-__all__ = ["RUN_STATE_FORMAT", "RUN_STATE_VERSION", "PydanticAiRunState"]
+__all__ = ["RUN_STATE_FORMAT", "PydanticAiRunState"]
 
-RUN_STATE_FORMAT = "dex-agents-pydantic-ai/run-state"
-"""Names the run state's JSON shape, so a state of another runner fails with a clear message."""
-RUN_STATE_VERSION = 1
-"""The version of the JSON shape this release reads and writes."""
+RUN_STATE_FORMAT = RunStateFormat("dex-agents-pydantic-ai/run-state", 1, "PydanticAiRunner")
+"""The run state's envelope: its name, so another runner's state fails clearly, and its version."""
 
 
 @dataclass(frozen=True)
@@ -50,14 +49,11 @@ class PydanticAiRunState:
 
     def to_json(self) -> str:
         """Return the run state as the JSON text the session stores."""
-        return json.dumps(
+        return RUN_STATE_FORMAT.wrap(
             {
-                "format": RUN_STATE_FORMAT,
-                "version": RUN_STATE_VERSION,
                 "output_tool_call_ids": list(self.output_tool_call_ids),
                 "turn_messages": json.loads(encode_messages(self.turn_messages)),
-            },
-            separators=(",", ":"),
+            }
         )
 
     @classmethod
@@ -71,24 +67,18 @@ class PydanticAiRunState:
             The run state.
 
         Raises:
-            ValueError: If the text is not a run state of this runner, or of a newer version.
+            dex_agents.RunStateFormatError: If the text is not a run state of this runner and version, or
+                its fields are damaged.
         """
+        fields: dict[str, Any] = RUN_STATE_FORMAT.unwrap(text)
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"the framework run state is not JSON: {error}") from error
-        if not isinstance(data, dict) or cast(dict[str, Any], data).get("format") != RUN_STATE_FORMAT:
-            raise ValueError(
-                "the framework run state was not written by PydanticAiRunner "
-                f"(expected format {RUN_STATE_FORMAT!r})"
+            return cls(
+                turn_messages=decode_messages(json.dumps(fields["turn_messages"])),
+                output_tool_call_ids=tuple(
+                    str(tool_call_id) for tool_call_id in fields["output_tool_call_ids"]
+                ),
             )
-        state = cast(dict[str, Any], data)
-        if state.get("version") != RUN_STATE_VERSION:
-            raise ValueError(
-                f"the framework run state has version {state.get('version')!r}; "
-                f"this release reads {RUN_STATE_VERSION}"
-            )
-        return cls(
-            turn_messages=decode_messages(json.dumps(state["turn_messages"])),
-            output_tool_call_ids=tuple(str(tool_call_id) for tool_call_id in state["output_tool_call_ids"]),
-        )
+        except (KeyError, TypeError, ValueError) as error:  # pydantic's ValidationError is a ValueError
+            raise RunStateFormatError(
+                f"the framework run state of PydanticAiRunner is damaged, the turn cannot go on: {error}"
+            ) from error

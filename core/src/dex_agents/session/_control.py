@@ -49,19 +49,18 @@ from dex_agents.runner import build_turn_control_note, cancellation_rejection_me
 from dex_agents.session._errors import SessionStateError, describe_exception
 from dex_agents.session._interrupts import remove_interrupt, write_interrupt_resolved
 from dex_agents.session._state import (
-    append_messages,
     finish_tool_call,
     iter_final,
     read_interrupts,
     read_state,
     read_turn_records,
 )
+from dex_agents.session._storage import append_messages, reply_count
 from dex_agents.session._turn_lifecycle import (
     begin_turn,
     end_turn,
     storable_note,
     store_unfinished_turn_messages,
-    stored_reply_count,
 )
 from dex_agents.values import (
     AgentInterrupt,
@@ -250,12 +249,11 @@ async def end_turn_by_control(
     """End the active turn as steered or cancelled, keeping what it did, and write its event.
 
     The runner's unfinished-turn messages are stored when it implements them and they can be stored;
-    otherwise a turn with final records stores the steered or cancelled note. Needs the whole
-    `AgentMessages` map loaded and every record final.
+    otherwise a turn with final records stores the steered or cancelled note. Needs the window and the
+    model input's chunks loaded, and every record final.
     """
     turn_id = state.active_turn_id
     assert turn_id is not None
-    replies_before = stored_reply_count(context, turn_id)
     advanced, kept_items = await store_unfinished_turn_messages(context, runtime, state, records)
     final = iter_final(records)
     if not kept_items and final:
@@ -266,7 +264,7 @@ async def end_turn_by_control(
                 advanced.next_message_sequence,
                 turn_id,
             )
-            advanced, _ = append_messages(context, advanced, turn_id, [note])
+            advanced, _ = append_messages(context, runtime.options, advanced, turn_id, [note])
         except Exception as note_error:
             # Ending the turn must not depend on the runner being able to build the note.
             _logger.warning(
@@ -276,7 +274,7 @@ async def end_turn_by_control(
                 describe_exception(note_error),
             )
     ended = end_turn(context, advanced, records, None)
-    message_count = replies_before + (ended.next_message_sequence - state.next_message_sequence)
+    message_count = reply_count(context, turn_id, ended.next_message_sequence)
     writer = runtime.event_writer(context, turn_id)
     if reason is CancellationReason.TURN_CANCELLED:
         writer.write_event(AgentEventType.TURN_CANCELLED, {"message_count": message_count})
@@ -332,7 +330,7 @@ class ApplyTurnControl(Step[None]):
                 # Nothing to apply, so the turn goes on with its next model call.
                 _logger.warning("ApplyTurnControl found %s neither steered nor cancelled", turn_id)
                 AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_MODEL))
-                return go_to_many(runtime.to_run_model())
+                return go_to_many(runtime.to_run_model(context))
             state = await end_turn_by_control(context, runtime, state, records, reason, len(steered))
         texts = [message.text for message in steered if message.text.strip()]
         if texts:
@@ -362,7 +360,7 @@ class FinishTurnCancellation(Step[str]):
             return dead_end()  # the turn ended before the cancellation reached it
         if state.status is not AgentSessionStatus.RUNNING_TOOLS:
             # cancel_turn cancelled the model call, or the failure route that would have ended the turn.
-            return go_to_many(runtime.to_apply_turn_control())
+            return go_to_many(runtime.to_apply_turn_control(context))
         # ResumeTurn still waits for every result, and ends the turn once the last one is in.
         reason = CancellationReason.TURN_CANCELLED
         interrupts = read_interrupts(context)

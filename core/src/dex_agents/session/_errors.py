@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 __all__ = [
     "NO_WORKER_AVAILABLE_ERROR_TYPE",
@@ -10,6 +12,7 @@ __all__ = [
     "SessionStateError",
     "describe_exception",
     "plain_recovery_detail",
+    "runner_errors",
 ]
 
 #: The recovery error type of a Step attempt that no Worker accepted within the server's dispatch wait.
@@ -32,6 +35,17 @@ class RunnerCallError(Exception):
 
 class SessionStateError(Exception):
     """The session's stored state contradicts itself; the attempt fails so an operator can look."""
+
+
+@contextmanager
+def runner_errors() -> Iterator[None]:
+    """Re-raise an exception from a runner method as `RunnerCallError`; cancellation passes through."""
+    try:
+        yield
+    except RunnerCallError:
+        raise
+    except Exception as error:
+        raise RunnerCallError(describe_exception(error)) from error
 
 
 def describe_exception(error: BaseException) -> str:

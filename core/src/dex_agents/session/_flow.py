@@ -6,37 +6,51 @@ from typing import Any
 
 from dex import Channel, Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream, rpc
 
+from dex_agents.compaction import is_compaction_runner
 from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
 from dex_agents.persistence import (
+    AGENT_MESSAGE_CHUNKS,
+    AGENT_MESSAGE_INDEX,
     AGENT_MESSAGES,
     AGENT_STATE,
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
+    CONTEXT_SUMMARY,
     FRAMEWORK_RUN_STATE,
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
     QUEUED_USER_MESSAGES,
+    SESSION_SETTINGS,
     STEERED_USER_MESSAGES,
     TOOL_CALL_CANCELLATIONS,
     TOOL_CALL_RESULTS,
     TURN_CANCELLATION_REQUEST,
     TURN_CONTROL_REQUESTS,
+    TURN_REPLY_SEQUENCE,
+    TURN_SESSION_SETTINGS,
     agent_events_stream,
 )
 from dex_agents.runner import AgentFrameworkRunner
 from dex_agents.session import _turn_control_rpcs
 from dex_agents.session._client_only import ClientOnlyRunner
+from dex_agents.session._compaction import CompactContext
 from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
 from dex_agents.session._runtime import SessionRuntime
 from dex_agents.session._session_options import AgentSessionOptions
+from dex_agents.session._settings import (
+    read_session_settings,
+    session_settings_problem,
+    store_session_settings,
+)
 from dex_agents.session._state import (
     now,
     parse_time,
+    read_context_summary,
     read_interrupts,
-    read_last_messages,
     read_state,
     read_usage,
 )
+from dex_agents.session._storage import read_last_messages
 from dex_agents.session._tool_steps import (
     AwaitToolApproval,
     CallSingleAttemptTool,
@@ -54,6 +68,7 @@ from dex_agents.session._turn_steps import (
 from dex_agents.values import (
     AgentEvent,
     AgentInterruptResolution,
+    AgentMessage,
     AgentMessagesPage,
     AgentSessionStartInput,
     AgentSnapshot,
@@ -66,6 +81,7 @@ from dex_agents.values import (
     PendingUserMessage,
     ResolveInterruptRequest,
     SteerUserMessageRequest,
+    UpdateSessionSettingsRequest,
 )
 
 __all__ = ["SNAPSHOT_MESSAGE_LIMIT", "AgentSessionFlow"]
@@ -105,10 +121,12 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         Args:
             runner: The framework adapter.
             flow_type: The Flow type name, unique per agent.
-            options: Tool policies, the default tool effect, event capacity and approval deadline.
+            options: Tool policies, the default tool effect, event capacity, approval deadline, message
+                storage and compaction.
 
         Raises:
-            TypeError: If ``runner`` lacks a runner method or ``options`` has the wrong type.
+            TypeError: If ``runner`` lacks a runner method, ``options`` has the wrong type, or
+                ``options.compaction`` is set for a runner without the `ContextCompactionRunner` methods.
             ValueError: If ``flow_type`` is empty or contains ``/``.
         """
         for method in ("build_user_message", "run_model_step", "execute_deferred_tool_call"):
@@ -119,6 +137,12 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         resolved = options if options is not None else AgentSessionOptions()
         if not isinstance(resolved, AgentSessionOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"options must be AgentSessionOptions, got {type(resolved).__name__}")
+        if resolved.compaction is not None and not is_compaction_runner(runner):
+            raise TypeError(
+                f"options.compaction needs a runner that compacts context, and {type(runner).__name__} "
+                "does not implement ContextCompactionRunner (estimate_input_tokens, "
+                "select_compaction_cutoff, summarize_context)"
+            )
         self._runner = runner
         self._flow_type = flow_type
         self._options = resolved
@@ -129,6 +153,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         self._steps: tuple[Step[Any], ...] = (
             AwaitUserMessage(runtime),
             RunModel(runtime),
+            CompactContext(runtime),
             AwaitToolApproval(runtime),
             CallTool(runtime),
             CallSingleAttemptTool(runtime),
@@ -196,6 +221,12 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         return PersistenceSchema.of(
             AGENT_STATE,
             AGENT_MESSAGES,
+            AGENT_MESSAGE_CHUNKS,
+            AGENT_MESSAGE_INDEX,
+            TURN_REPLY_SEQUENCE,
+            CONTEXT_SUMMARY,
+            SESSION_SETTINGS,
+            TURN_SESSION_SETTINGS,
             FRAMEWORK_RUN_STATE,
             AGENT_TOOL_CALLS,
             PENDING_INTERRUPTS,
@@ -256,6 +287,22 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         """
         return _turn_control_rpcs.cancel_turn(context, request, self._runtime)
 
+    @rpc(is_transactional=True)
+    def update_session_settings(
+        self, context: Context, request: UpdateSessionSettingsRequest
+    ) -> RPCResult[bool]:
+        """Replace the settings the next turn starts with; ``{}`` clears them. Locks nothing.
+
+        The active turn keeps the settings it started with. `False` before `StartAgentSession` committed,
+        or for settings that are missing, not a JSON object, or larger than `MAX_SESSION_SETTINGS_BYTES`
+        plus `SESSION_SETTINGS_SIZE_TOLERANCE_BYTES`.
+        """
+        settings: object = request.session_settings
+        if read_state(context) is None or settings is None or session_settings_problem(settings) is not None:
+            return RPCResult(False)
+        store_session_settings(context, settings)
+        return RPCResult(True)
+
     @rpc(lock_attributes=(PENDING_INTERRUPTS.lock(),))
     def resolve_interrupt(self, context: Context, request: ResolveInterruptRequest) -> RPCResult[bool]:
         """Answer a pending approval; `False` when it is not pending or its deadline passed."""
@@ -279,11 +326,15 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         return RPCResult(True)
 
     @rpc(
-        load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
+        load_attribute_maps=(AGENT_MESSAGES, AGENT_MESSAGE_CHUNKS, AGENT_TOOL_CALLS),
         load_channels=(QUEUED_USER_MESSAGES, STEERED_USER_MESSAGES),
     )
     def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
-        """Return the session's state, messages, interrupts, tool calls, usage, and waiting user messages."""
+        """Return the session's state and last messages, with everything a UI draws beside them.
+
+        That is the pending interrupts, the active turn's tool calls, usage, the waiting user messages, the
+        context summary and the settings the next turn starts with.
+        """
         state = read_state(context)
         records: list[AgentToolCall] = []
         if state is not None and state.active_turn_id is not None:
@@ -296,7 +347,9 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
                 ),
                 key=lambda record: record.deferral_order,
             )
-        messages = read_last_messages(context, SNAPSHOT_MESSAGE_LIMIT)
+        messages: list[AgentMessage] = []
+        if state is not None:
+            messages, _ = read_last_messages(context, state.next_message_sequence, SNAPSHOT_MESSAGE_LIMIT)
         return RPCResult(
             AgentSnapshot(
                 state=state,
@@ -307,16 +360,31 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
                 queued_message_count=QUEUED_USER_MESSAGES.size(context),
                 queued_messages=_pending_user_messages(context, QUEUED_USER_MESSAGES),
                 steered_messages=_pending_user_messages(context, STEERED_USER_MESSAGES),
+                context_summary=read_context_summary(context),
+                session_settings=read_session_settings(context),
             )
         )
 
-    @rpc(load_attribute_maps=(AGENT_MESSAGES,))
+    @rpc(load_attribute_maps=(AGENT_MESSAGES, AGENT_MESSAGE_CHUNKS))
     def list_agent_messages(
         self, context: Context, request: ListAgentMessagesRequest
     ) -> RPCResult[AgentMessagesPage]:
-        """Return a page of stored messages, oldest first, ending before ``before_sequence``."""
+        """Return a page of stored messages, oldest first, ending before ``before_sequence``.
+
+        ``deleted_before_sequence`` is the oldest stored message once retention deleted older ones.
+        """
         limit = min(max(request.limit, 1), _PAGE_LIMIT_MAX)
-        page = read_last_messages(context, limit, request.before_sequence)
-        # Without message chunks (a later release) the oldest stored message is always sequence 1.
-        next_before = page[0].sequence if page and page[0].sequence > 1 else None
-        return RPCResult(AgentMessagesPage(messages=tuple(page), next_before_sequence=next_before))
+        state = read_state(context)
+        if state is None:
+            return RPCResult(AgentMessagesPage())
+        page, first_sequence = read_last_messages(
+            context, state.next_message_sequence, limit, request.before_sequence
+        )
+        next_before = page[0].sequence if page and page[0].sequence > first_sequence else None
+        return RPCResult(
+            AgentMessagesPage(
+                messages=tuple(page),
+                next_before_sequence=next_before,
+                deleted_before_sequence=first_sequence if first_sequence > 1 else None,
+            )
+        )

@@ -8,9 +8,13 @@ Building them in one place keeps each Step's options identical however it is rea
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from dex import (
     AsyncContext,
+    AttributeMap,
+    Channel,
+    Context,
     RetryPolicy,
     Step,
     StepDurability,
@@ -19,8 +23,10 @@ from dex import (
     Stream,
 )
 
+from dex_agents.compaction import is_compaction_runner
 from dex_agents.events import DEFAULT_DELTA_COALESCING, AgentEventWriter
 from dex_agents.persistence import (
+    AGENT_MESSAGE_CHUNKS,
     AGENT_MESSAGES,
     AGENT_TOOL_CALLS,
     INTERRUPT_RESOLUTIONS,
@@ -29,8 +35,11 @@ from dex_agents.persistence import (
     TURN_CANCELLATION_REQUEST,
 )
 from dex_agents.runner import AgentFrameworkRunner
+from dex_agents.session._compaction import CompactContext
 from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
 from dex_agents.session._session_options import AgentSessionOptions
+from dex_agents.session._state import read_context_summary
+from dex_agents.session._storage import ChunkLoads, chunk_loads
 from dex_agents.session._tool_steps import (
     AwaitToolApproval,
     CallSingleAttemptTool,
@@ -39,7 +48,7 @@ from dex_agents.session._tool_steps import (
     RecordToolOutcomeUnknown,
 )
 from dex_agents.session._turn_steps import AwaitUserMessage, RecordTurnFailure, ResumeTurn, RunModel
-from dex_agents.values import AgentEvent, AgentToolCall, ToolCallStatus, ToolEffect
+from dex_agents.values import AgentEvent, AgentToolCall, CompactContextInput, ToolCallStatus, ToolEffect
 
 __all__ = [
     "RUN_MODEL_ATTEMPTS",
@@ -82,6 +91,28 @@ class SessionRuntime:
         self.options = options
         self.agent_events = agent_events
         self.flow_type = flow_type
+        #: Whether the runner compacts: it then sees only the messages after the summary.
+        self.compacts = is_compaction_runner(runner)
+
+    def summarized_through(self, context: Context) -> int:
+        """The last message the runner no longer receives: the summary's, for a runner that compacts."""
+        if not self.compacts:
+            return 0
+        summary = read_context_summary(context)
+        return 0 if summary is None else summary.last_sequence
+
+    def model_input_loads(self, context: Context | None) -> ChunkLoads:
+        """The message chunks a model call reads: those after the summary (all of them without one)."""
+        if context is None:
+            return ChunkLoads()
+        return chunk_loads(context, self.summarized_through(context))
+
+    @staticmethod
+    def _message_maps(chunks: ChunkLoads, *others: AttributeMap[Any]) -> tuple[AttributeMap[Any], ...]:
+        """The whole maps a Step loads: the window, every chunk when it reads them all, and ``others``."""
+        if chunks.whole_map:
+            return (AGENT_MESSAGES, AGENT_MESSAGE_CHUNKS, *others)
+        return (AGENT_MESSAGES, *others)
 
     def event_writer(self, context: AsyncContext, turn_id: str | None) -> AgentEventWriter:
         """Return a writer stamped with ``turn_id`` and the current Step execution and attempt."""
@@ -102,25 +133,39 @@ class SessionRuntime:
         return StepOptions(wait_for_durability=_SYNC, execute_durability=_SYNC)
 
     @staticmethod
-    def await_user_message_options() -> StepOptions:
-        """Options of `AwaitUserMessage`, which starts no turn while `cancel_turn` decides."""
+    def start_options() -> StepOptions:
+        """Options of `StartAgentSession`, which stores the first message: SYNC and the window."""
         return StepOptions(
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
-            execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(),),
+            execute_load_attribute_maps=(AGENT_MESSAGES,),
         )
 
     @staticmethod
-    def apply_turn_control_options() -> StepOptions:
-        """Options of `ApplyTurnControl`: the cancellation lock, the messages and the turn's records.
+    def await_user_message_options() -> StepOptions:
+        """Options of `AwaitUserMessage`: the window it stores the message in, and the cancellation lock.
 
-        Its retry is the server's default, like the other Steps that end a turn: it must not give up.
+        It starts no turn while `cancel_turn` decides.
         """
         return StepOptions(
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
             execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(),),
-            execute_load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
+            execute_load_attribute_maps=(AGENT_MESSAGES,),
+        )
+
+    def apply_turn_control_options(self, context: Context | None = None) -> StepOptions:
+        """Options of `ApplyTurnControl`: the cancellation lock, the messages and the turn's records.
+
+        Its retry is the server's default, like the other Steps that end a turn: it must not give up.
+        """
+        chunks = self.model_input_loads(context)
+        return StepOptions(
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(),),
+            execute_load_attribute_maps=self._message_maps(chunks, AGENT_TOOL_CALLS),
+            execute_load_attribute_map_instances=chunks.instances,
         )
 
     @staticmethod
@@ -134,8 +179,41 @@ class SessionRuntime:
             execute_load_channel_maps=(INTERRUPT_RESOLUTIONS,),
         )
 
-    def run_model_options(self) -> StepOptions:
-        """Options of `RunModel`: one model call with a timeout, three attempts, and a failure route."""
+    def run_model_options(self, context: Context | None = None) -> StepOptions:
+        """Options of `RunModel`: one model call with a timeout, three attempts, and a failure route.
+
+        It loads the window, the chunks after the summary, the turn's records and the steered messages.
+        """
+        chunks = self.model_input_loads(context)
+        return self._model_call_options(
+            chunks, (AGENT_TOOL_CALLS,), (STEERED_USER_MESSAGES,), failure_route_chunks=chunks
+        )
+
+    def compact_context_options(
+        self, context: Context | None = None, through_sequence: int = 0
+    ) -> StepOptions:
+        """Options of `CompactContext`: `RunModel`'s, loading only the messages it summarizes.
+
+        Its failure route is `RunModel`'s, with the loads of the turn's model input.
+        """
+        summarizes = (
+            ChunkLoads()
+            if context is None
+            else chunk_loads(context, self.summarized_through(context), through_sequence)
+        )
+        return self._model_call_options(
+            summarizes, (), (), failure_route_chunks=self.model_input_loads(context)
+        )
+
+    def _model_call_options(
+        self,
+        chunks: ChunkLoads,
+        maps: tuple[AttributeMap[Any], ...],
+        channels: tuple[Channel[Any], ...],
+        *,
+        failure_route_chunks: ChunkLoads,
+    ) -> StepOptions:
+        """Options of a Step that calls the model: its timeouts, retries, loads and failure route."""
         return StepOptions(
             execute_method_timeout=RUN_MODEL_TIMEOUT,
             heartbeat_timeout=RUN_MODEL_HEARTBEAT_TIMEOUT,
@@ -144,17 +222,21 @@ class SessionRuntime:
             ),
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
-            execute_load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
-            execute_load_channels=(STEERED_USER_MESSAGES,),
-        ).on_execute_failure_proceed_to(RecordTurnFailure, self.record_turn_failure_options())
+            execute_load_attribute_maps=self._message_maps(chunks, *maps),
+            execute_load_attribute_map_instances=chunks.instances,
+            execute_load_channels=channels,
+        ).on_execute_failure_proceed_to(
+            RecordTurnFailure, self.record_turn_failure_options(failure_route_chunks)
+        )
 
-    @staticmethod
-    def record_turn_failure_options() -> StepOptions:
+    def record_turn_failure_options(self, chunks: ChunkLoads | None = None) -> StepOptions:
         """Options of `RecordTurnFailure`, which keeps the turn's unstored items and writes the note."""
+        loads = chunks or ChunkLoads()
         return StepOptions(
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
-            execute_load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
+            execute_load_attribute_maps=self._message_maps(loads, AGENT_TOOL_CALLS),
+            execute_load_attribute_map_instances=loads.instances,
         )
 
     @staticmethod
@@ -215,17 +297,27 @@ class SessionRuntime:
         """The movement to `AwaitUserMessage`."""
         return StepMovement(AwaitUserMessage, None, self.await_user_message_options())
 
-    def to_apply_turn_control(self) -> StepMovement[None]:
-        """The movement to `ApplyTurnControl`."""
-        return StepMovement(ApplyTurnControl, None, self.apply_turn_control_options())
+    def to_apply_turn_control(self, context: Context) -> StepMovement[None]:
+        """The movement to `ApplyTurnControl`, loading the model input as of ``context``."""
+        return StepMovement(ApplyTurnControl, None, self.apply_turn_control_options(context))
 
     def to_finish_turn_cancellation(self, turn_id: str) -> StepMovement[str]:
         """The movement `cancel_turn` schedules for ``turn_id``."""
         return StepMovement(FinishTurnCancellation, turn_id, self.finish_turn_cancellation_options())
 
-    def to_run_model(self) -> StepMovement[None]:
-        """The movement to `RunModel`."""
-        return StepMovement(RunModel, None, self.run_model_options())
+    def to_run_model(self, context: Context) -> StepMovement[CompactContextInput | None]:
+        """The movement to `RunModel`, loading the model input as of ``context`` (its own writes included)."""
+        return StepMovement(RunModel, None, self.run_model_options(context))
+
+    def to_compact_context(
+        self, context: Context, through_sequence: int
+    ) -> StepMovement[CompactContextInput | None]:
+        """The movement to `CompactContext`, summarizing through ``through_sequence``."""
+        return StepMovement(
+            CompactContext,
+            CompactContextInput(through_sequence),
+            self.compact_context_options(context, through_sequence),
+        )
 
     def to_resume_turn(self, expected_result_count: int) -> StepMovement[int]:
         """The movement to `ResumeTurn`, waiting for ``expected_result_count`` results."""

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
 
+from dex_agents.compaction import CompactionPolicy
+from dex_agents.limits import MAX_MESSAGE_CHUNK_BYTES
 from dex_agents.persistence import DEFAULT_AGENT_EVENTS_CAPACITY_BYTES
 from dex_agents.runner import ToolPolicy
 from dex_agents.values import ToolEffect
@@ -14,9 +16,14 @@ from dex_agents.values import ToolEffect
 __all__ = ["AgentSessionOptions"]
 
 
+def _require_positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
 @dataclass(frozen=True)
 class AgentSessionOptions:
-    """How a session Flow type treats its tools and events.
+    """How a session Flow type treats its tools, events, stored messages and context.
 
     Attributes:
         tool_policies: Policies by tool name; they win over framework metadata and the default effect.
@@ -24,12 +31,27 @@ class AgentSessionOptions:
         agent_events_capacity_bytes: The byte budget of the Flow type's `AgentEvents` Stream.
         interrupt_deadline: How long an approval waits before the call is rejected with
             `approval deadline passed`; `None` waits forever. Rounded up to whole seconds.
+        message_window_size: The most messages kept one per `AgentMessages` instance; a Step that leaves
+            more moves the oldest into immutable chunks.
+        message_chunk_size: The most messages in one chunk.
+        message_chunk_max_bytes: The largest chunk, in bytes of its stored JSON, at most
+            `MAX_MESSAGE_CHUNK_BYTES`; a message too large for a chunk of its own skips the window. Keep
+            it below the server's largest value.
+        retained_message_limit: With compaction, chunks entirely before the summary are deleted while at
+            least this many messages are stored after them; `None` keeps every message.
+        compaction: When to summarize the earlier conversation; needs a runner that implements
+            `ContextCompactionRunner`. `None` never compacts (and never deletes a message).
     """
 
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=dict[str, ToolPolicy])
     default_tool_effect: ToolEffect = ToolEffect.UNCLASSIFIED
     agent_events_capacity_bytes: int = DEFAULT_AGENT_EVENTS_CAPACITY_BYTES
     interrupt_deadline: timedelta | None = None
+    message_window_size: int = 64
+    message_chunk_size: int = 32
+    message_chunk_max_bytes: int = 1024 * 1024
+    retained_message_limit: int | None = 1000
+    compaction: CompactionPolicy | None = None
 
     def __post_init__(self) -> None:
         for name, policy in self.tool_policies.items():
@@ -43,6 +65,18 @@ class AgentSessionOptions:
             )
         if self.interrupt_deadline is not None and self.interrupt_deadline <= timedelta(0):
             raise ValueError(f"interrupt_deadline must be positive, got {self.interrupt_deadline}")
+        _require_positive_int("message_window_size", self.message_window_size)
+        _require_positive_int("message_chunk_size", self.message_chunk_size)
+        _require_positive_int("message_chunk_max_bytes", self.message_chunk_max_bytes)
+        if self.message_chunk_max_bytes > MAX_MESSAGE_CHUNK_BYTES:
+            raise ValueError(
+                f"message_chunk_max_bytes must be at most {MAX_MESSAGE_CHUNK_BYTES} (8 MiB), "
+                f"got {self.message_chunk_max_bytes}"
+            )
+        if self.retained_message_limit is not None:
+            _require_positive_int("retained_message_limit", self.retained_message_limit)
+        if self.compaction is not None and not isinstance(self.compaction, CompactionPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"compaction must be a CompactionPolicy, got {type(self.compaction).__name__}")
         # A caller's dict could change after the Flow is built; the session must see one set of policies.
         object.__setattr__(self, "tool_policies", MappingProxyType(dict(self.tool_policies)))
         object.__setattr__(self, "default_tool_effect", ToolEffect(self.default_tool_effect))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
@@ -14,14 +14,13 @@ from dex import AsyncContext, Context
 
 from dex_agents.limits import MAX_STORED_VALUE_BYTES, utf8_size
 from dex_agents.persistence import (
-    AGENT_MESSAGES,
     AGENT_STATE,
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
+    CONTEXT_SUMMARY,
     FRAMEWORK_RUN_STATE,
     PENDING_INTERRUPTS,
     TOOL_CALL_RESULTS,
-    message_sequence_key,
 )
 from dex_agents.values import (
     AgentInterrupt,
@@ -29,6 +28,7 @@ from dex_agents.values import (
     AgentState,
     AgentToolCall,
     AgentUsage,
+    ContextSummary,
     FrameworkMessage,
     MessageRole,
     ToolCallCompleted,
@@ -36,22 +36,22 @@ from dex_agents.values import (
 
 __all__ = [
     "HEARTBEAT_INTERVAL",
+    "CheckedMessage",
     "InvalidRunnerOutput",
-    "append_messages",
     "finish_tool_call",
     "format_time",
     "heartbeating",
     "iter_final",
     "now",
     "parse_time",
+    "read_context_summary",
     "read_interrupts",
-    "read_last_messages",
-    "read_messages",
     "read_run_state",
     "read_state",
     "read_tool_call",
     "read_turn_records",
     "read_usage",
+    "stored_message",
     "stored_size",
     "to_agent_message",
     "usage_payload",
@@ -105,33 +105,9 @@ def read_run_state(context: Context) -> str | None:
     return value or None
 
 
-def read_messages(context: Context) -> list[AgentMessage]:
-    """Return every stored message in sequence order. Needs the whole `AgentMessages` map loaded."""
-    # Keys are zero-padded sequences, so their sorted order is sequence order.
-    return [AGENT_MESSAGES.get(context, key) for key in AGENT_MESSAGES.get_all_instance_keys(context)]
-
-
-def read_last_messages(
-    context: Context, limit: int, before_sequence: int | None = None
-) -> list[AgentMessage]:
-    """Return the last ``limit`` messages of `read_messages` with a sequence below ``before_sequence``.
-
-    The result equals ``[m for m in read_messages(context) if m.sequence < before_sequence][-limit:]``,
-    but only the messages it returns (and, with ``before_sequence``, the newer ones it skips) are decoded,
-    so a snapshot of a long session does not decode its whole history. Needs the whole map loaded.
-    """
-    found: list[AgentMessage] = []
-    if limit <= 0:
-        return found
-    for key in reversed(AGENT_MESSAGES.get_all_instance_keys(context)):
-        message = AGENT_MESSAGES.get(context, key)
-        if before_sequence is not None and message.sequence >= before_sequence:
-            continue
-        found.append(message)
-        if len(found) == limit:
-            break
-    found.reverse()
-    return found
+def read_context_summary(context: Context) -> ContextSummary | None:
+    """Return the summary of the earlier messages, or `None` before the session first compacted."""
+    return cast(ContextSummary | None, CONTEXT_SUMMARY.get(context))
 
 
 def read_tool_call(context: Context, tool_call_id: str) -> AgentToolCall | None:
@@ -152,8 +128,31 @@ def stored_size(value: AgentMessage | AgentToolCall) -> int:
     return utf8_size(json.dumps(asdict(value), separators=(",", ":"), sort_keys=True))
 
 
+@dataclass(frozen=True)
+class CheckedMessage:
+    """A runner's message as it will be stored, with its stored size.
+
+    Attributes:
+        message: The stored message.
+        size: Its stored size in bytes (`stored_size`).
+    """
+
+    message: AgentMessage
+    size: int
+
+
 def to_agent_message(message: object, sequence: int, turn_id: str, created_at: str) -> AgentMessage:
     """Check a runner's message and return it as a stored message.
+
+    Raises:
+        InvalidRunnerOutput: If the message is not a `FrameworkMessage` with a known role, string
+            ``framework_item``, and a size that can be stored.
+    """
+    return stored_message(message, sequence, turn_id, created_at).message
+
+
+def stored_message(message: object, sequence: int, turn_id: str, created_at: str) -> CheckedMessage:
+    """Check a runner's message and return it as a stored message with its stored size.
 
     Raises:
         InvalidRunnerOutput: If the message is not a `FrameworkMessage` with a known role, string
@@ -188,25 +187,7 @@ def to_agent_message(message: object, sequence: int, turn_id: str, created_at: s
             f"a {role.value} message is {size} bytes, more than the {MAX_STORED_VALUE_BYTES}-byte limit "
             "of one stored value"
         )
-    return stored
-
-
-def append_messages(
-    context: Context, state: AgentState, turn_id: str, messages: Sequence[object]
-) -> tuple[AgentState, list[AgentMessage]]:
-    """Store runner messages after the last stored one and return the advanced state.
-
-    Raises:
-        InvalidRunnerOutput: If any message cannot be stored; nothing is written then.
-    """
-    created_at = format_time(now())
-    stored = [
-        to_agent_message(message, state.next_message_sequence + offset, turn_id, created_at)
-        for offset, message in enumerate(messages)
-    ]
-    for message in stored:
-        AGENT_MESSAGES.set(context, message_sequence_key(message.sequence), message)
-    return replace(state, next_message_sequence=state.next_message_sequence + len(stored)), stored
+    return CheckedMessage(stored, size)
 
 
 def finish_tool_call(context: Context, record: AgentToolCall) -> None:

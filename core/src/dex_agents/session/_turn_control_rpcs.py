@@ -18,6 +18,7 @@ from dex_agents.persistence import (
     TURN_CANCELLATION_REQUEST,
     TURN_CONTROL_REQUESTS,
 )
+from dex_agents.session._compaction import CompactContext
 from dex_agents.session._control import is_turn_cancelled
 from dex_agents.session._state import format_time, now, read_state
 from dex_agents.session._tool_steps import AwaitToolApproval
@@ -37,10 +38,15 @@ if TYPE_CHECKING:
 
 __all__ = ["TURN_CANCELLATION_CANCELS", "cancel_turn", "delete_queued_message", "steer_user_message"]
 
-TURN_CANCELLATION_CANCELS: tuple[type[Step[Any]], ...] = (RunModel, RecordTurnFailure, AwaitToolApproval)
-"""The Step types `cancel_turn` cancels, running attempts included: the model call, the failure route that
-would end the turn as failed, and the waits of calls that have not started. `FinishTurnCancellation` then
-records what they left. Each later waiting or model Step joins this list: `CompactContext`,
+TURN_CANCELLATION_CANCELS: tuple[type[Step[Any]], ...] = (
+    RunModel,
+    CompactContext,
+    RecordTurnFailure,
+    AwaitToolApproval,
+)
+"""The Step types `cancel_turn` cancels, running attempts included: the model call, the summary call, the
+failure route that would end the turn as failed, and the waits of calls that have not started.
+`FinishTurnCancellation` then records what they left. Each later waiting Step joins this list:
 `AwaitQuestionAnswer`, `AwaitTimer` and `PollToolTask`."""
 
 

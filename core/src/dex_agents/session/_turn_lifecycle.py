@@ -19,27 +19,33 @@ from dex import AsyncContext, StepDecision, go_to_many
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.limits import MAX_TURN_FAILURE_NOTE_BYTES, bounded_text
 from dex_agents.persistence import (
-    AGENT_MESSAGES,
     AGENT_STATE,
     AGENT_TOOL_CALLS,
+    AGENT_USAGE,
     FRAMEWORK_RUN_STATE,
     PENDING_INTERRUPTS,
 )
 from dex_agents.runner import AgentTurnContext
 from dex_agents.session._errors import SessionStateError, describe_exception
+from dex_agents.session._settings import copy_settings_into_turn, read_turn_session_settings
 from dex_agents.session._state import (
     InvalidRunnerOutput,
-    append_messages,
     format_time,
     now,
-    read_messages,
+    read_context_summary,
     read_run_state,
+    read_state,
+    read_usage,
     to_agent_message,
+    usage_payload,
 )
+from dex_agents.session._storage import MessagesNotLoadedError, append_messages, read_index, read_messages
 from dex_agents.values import (
+    AgentMessage,
     AgentSessionStatus,
     AgentState,
     AgentToolCall,
+    AgentUsage,
     FrameworkMessage,
     InteractionMode,
     MessageRole,
@@ -52,9 +58,9 @@ __all__ = [
     "begin_turn",
     "end_turn",
     "has_unfinished_turn_builder",
+    "record_usage",
     "storable_note",
     "store_unfinished_turn_messages",
-    "stored_reply_count",
     "turn_context",
     "user_message",
 ]
@@ -115,17 +121,21 @@ def begin_turn(
 ) -> StepDecision:
     """Store ``texts`` as the user messages of a new turn and move to `RunModel`.
 
+    The same commit records where the turn's replies start and copies the session settings into the turn.
     The turn accepts steering and cancellation: this Worker's Steps wait for them.
     """
     turn_id = f"turn-{state.turn_count + 1}"
     messages = [user_message(runtime, text) for text in texts]
     sequence = state.next_message_sequence
     try:
-        started, _ = append_messages(context, state, turn_id, messages)
+        started, _ = append_messages(
+            context, runtime.options, state, turn_id, messages, user_message_count=len(messages)
+        )
     except InvalidRunnerOutput as error:
         raise SessionStateError(
             f"build_user_message returned a message that cannot be stored: {error}"
         ) from error
+    copy_settings_into_turn(context, turn_id)
     AGENT_STATE.set(
         context,
         replace(
@@ -137,7 +147,7 @@ def begin_turn(
         ),
     )
     runtime.event_writer(context, turn_id).write_event(AgentEventType.TURN_STARTED, {"sequence": sequence})
-    return go_to_many(runtime.to_run_model())
+    return go_to_many(runtime.to_run_model(context))
 
 
 def end_turn(
@@ -170,19 +180,50 @@ def turn_context(
     records: Sequence[AgentToolCall],
     writer: AgentEventWriter,
 ) -> AgentTurnContext:
-    """Return the committed state of a turn for a runner call. Needs the whole `AgentMessages` map loaded."""
+    """Return the committed state of a turn for a runner call.
+
+    A runner that compacts gets the summary and the messages after it; any other runner gets every stored
+    message. Needs the window and those chunks loaded (`SessionRuntime.model_input_loads`).
+    """
+    summary = read_context_summary(context) if runtime.compacts else None
     return AgentTurnContext(
         flow_id=context.flow_id,
         turn_id=turn_id,
         attempt=context.attempt,
-        messages=tuple(read_messages(context)),
+        messages=_model_input_messages(context, turn_id, 0 if summary is None else summary.last_sequence),
         framework_run_state=read_run_state(context),
         tool_calls={record.tool_call_id: record for record in records},
         events=writer,
         tool_policies=runtime.options.tool_policies,
         default_tool_effect=runtime.options.default_tool_effect,
         heartbeat_function=context.heartbeat,
+        session_settings=read_turn_session_settings(context, turn_id),
+        context_summary=summary,
     )
+
+
+def _model_input_messages(context: AsyncContext, turn_id: str, after: int) -> tuple[AgentMessage, ...]:
+    state = read_state(context)
+    if state is None:
+        return ()
+    index = read_index(context)
+    if after == 0 and index is not None and index.first_sequence > 1:
+        _logger.warning(
+            "turn %s of session %s: retention deleted messages before %d and the runner does not compact, "
+            "so its model input starts there without a summary",
+            turn_id,
+            context.flow_id,
+            index.first_sequence,
+        )
+    try:
+        return tuple(read_messages(context, after, state.next_message_sequence - 1))
+    except MessagesNotLoadedError as error:
+        # Only a Step that a Worker of an earlier release scheduled lacks the loads; it must still end the
+        # turn, and the runner's builders get the records and the run state, which are loaded.
+        _logger.warning(
+            "turn %s of session %s: %s; the runner sees no messages", turn_id, context.flow_id, error
+        )
+        return ()
 
 
 def has_unfinished_turn_builder(runtime: SessionRuntime) -> bool:
@@ -243,7 +284,7 @@ async def store_unfinished_turn_messages(
     if messages is None:
         return state, False
     try:
-        advanced, _ = append_messages(context, state, turn_id, messages)
+        advanced, _ = append_messages(context, runtime.options, state, turn_id, messages)
     except InvalidRunnerOutput as error:
         _logger.warning(
             "build_unfinished_turn_messages returned an item of turn %s that cannot be stored, so none "
@@ -255,22 +296,12 @@ async def store_unfinished_turn_messages(
     return advanced, True
 
 
-def stored_reply_count(context: AsyncContext, turn_id: str) -> int:
-    """Return how many stored messages ``turn_id`` appended after its user messages.
-
-    Needs the whole `AgentMessages` map loaded. The turn's messages are the newest ones; its first messages
-    are the user messages that started it.
-    """
-    turn_messages: list[MessageRole] = []
-    for key in reversed(AGENT_MESSAGES.get_all_instance_keys(context)):
-        message = AGENT_MESSAGES.get(context, key)
-        if message.turn_id != turn_id:
-            break
-        turn_messages.append(message.role)
-    turn_messages.reverse()
-    user_messages = 0
-    for role in turn_messages:
-        if role is not MessageRole.USER:
-            break
-        user_messages += 1
-    return len(turn_messages) - user_messages
+def record_usage(
+    context: AsyncContext, runtime: SessionRuntime, turn_id: str | None, usage: AgentUsage
+) -> None:
+    """Add one model call's usage to the session's and write `usage_recorded`."""
+    total = read_usage(context).plus(usage)
+    AGENT_USAGE.set(context, total)
+    runtime.event_writer(context, turn_id).write_event(
+        AgentEventType.USAGE_RECORDED, usage_payload(usage, total)
+    )

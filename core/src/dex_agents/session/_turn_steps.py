@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from dex import AsyncContext, Step, StepDecision, StepMovement, StepOptions, Wait, go_to_many
+from dex import AsyncContext, Step, StepDecision, StepMovement, StepOptions, Wait, force_fail, go_to_many
 
 from dex_agents.events import AgentEventType
 from dex_agents.limits import (
@@ -36,6 +35,7 @@ from dex_agents.runner import (
     TurnContinued,
     build_turn_failure_note,
 )
+from dex_agents.session._compaction import compaction_cutoff
 from dex_agents.session._control import (
     MAX_CHANNEL_MESSAGES,
     abandon_waiting_calls_for_steer,
@@ -48,10 +48,15 @@ from dex_agents.session._errors import (
     SessionStateError,
     describe_exception,
     plain_recovery_detail,
+    runner_errors,
+)
+from dex_agents.session._settings import (
+    INVALID_START_SETTINGS_REASON,
+    session_settings_problem,
+    store_session_settings,
 )
 from dex_agents.session._state import (
     InvalidRunnerOutput,
-    append_messages,
     format_time,
     heartbeating,
     iter_final,
@@ -60,14 +65,14 @@ from dex_agents.session._state import (
     read_state,
     read_turn_records,
     read_usage,
-    usage_payload,
 )
+from dex_agents.session._storage import append_messages, reply_count
 from dex_agents.session._turn_lifecycle import (
     begin_turn,
     has_unfinished_turn_builder,
+    record_usage,
     storable_note,
     store_unfinished_turn_messages,
-    stored_reply_count,
     turn_context,
 )
 from dex_agents.session._turn_lifecycle import end_turn as _end_turn
@@ -78,6 +83,7 @@ from dex_agents.values import (
     AgentState,
     AgentToolCall,
     AgentUsage,
+    CompactContextInput,
     InterruptKind,
     ToolCallStatus,
 )
@@ -121,7 +127,7 @@ def _fail_turn(
                 state.next_message_sequence,
                 turn_id,
             )
-            state, _ = append_messages(context, state, turn_id, [note])
+            state, _ = append_messages(context, runtime.options, state, turn_id, [note])
         except Exception as note_error:
             # The failure route must end the turn even when the runner cannot build the note.
             _logger.warning(
@@ -143,11 +149,15 @@ class StartAgentSession(Step[AgentSessionStartInput]):
         self._runtime = runtime
 
     def get_step_options(self) -> StepOptions:
-        """SYNC durability for both methods."""
-        return self._runtime.plain_options()
+        """SYNC durability for both methods, and the window it stores the first message in."""
+        return self._runtime.start_options()
 
     async def execute(self, context: AsyncContext, input: AgentSessionStartInput) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
-        """Initialise state, usage and interrupts; start a turn for a non-blank first message."""
+        """Initialise state, usage, interrupts and settings; start a turn for a non-blank first message.
+
+        Settings it refuses fail the session: starting it without them would run turns with settings the
+        caller did not ask for.
+        """
         state = read_state(context) or AgentState(
             status=AgentSessionStatus.WAITING_FOR_USER_MESSAGE,
             turn_count=0,
@@ -158,22 +168,16 @@ class StartAgentSession(Step[AgentSessionStartInput]):
         AGENT_STATE.set(context, state)
         AGENT_USAGE.set(context, read_usage(context))
         PENDING_INTERRUPTS.set(context, read_interrupts(context))
-        settings = input.session_settings if input is not None else None  # pyright: ignore[reportUnnecessaryComparison]
-        if settings:
-            # Session settings belong to a later release. Applying none of them silently would run the turn
-            # with settings the caller did not ask for; an idle session that says why loses nothing.
-            names = ", ".join(sorted(settings))
-            AGENT_STATE.set(
-                context,
-                replace(
-                    state,
-                    last_turn_error=bounded_text(
-                        f"session_settings ({names}) are not supported by this dex-agents release, so no "
-                        "turn started; start the session without them or with {}, or send a message"
-                    ),
-                ),
-            )
-            return go_to_many(self._runtime.to_await_user_message())
+        settings: object = input.session_settings if input is not None else None  # pyright: ignore[reportUnnecessaryComparison]
+        if settings is not None:
+            problem = session_settings_problem(settings)
+            if problem is not None:
+                reason = bounded_text(f"{INVALID_START_SETTINGS_REASON}: {problem}")
+                AGENT_STATE.set(
+                    context, replace(state, status=AgentSessionStatus.FAILED, last_turn_error=reason)
+                )
+                return force_fail(reason)
+            store_session_settings(context, settings)
         text = input.initial_message if input is not None else None  # pyright: ignore[reportUnnecessaryComparison]
         if text is None or not text.strip():
             return go_to_many(self._runtime.to_await_user_message())
@@ -217,7 +221,7 @@ class AwaitUserMessage(Step[None]):
         """Hand a steer to `ApplyTurnControl`, or store the message as a new turn's and move to `RunModel`."""
         if TURN_CONTROL_REQUESTS.results(context):
             # A steer that committed after its turn ended: its messages start the next turn.
-            return go_to_many(self._runtime.to_apply_turn_control())
+            return go_to_many(self._runtime.to_apply_turn_control(context))
         state = read_state(context)
         if state is None:
             raise SessionStateError("AwaitUserMessage ran before StartAgentSession stored the session state")
@@ -291,8 +295,12 @@ def _check_tool_calls(
     return None
 
 
-class RunModel(Step[None]):
-    """Makes one model call through the runner and stores its outcome."""
+class RunModel(Step[CompactContextInput | None]):
+    """Makes one model call through the runner and stores its outcome, or first compacts the context.
+
+    Its input is always `None`; it shares `CompactContextInput | None` with `CompactContext` because both
+    fail to `RecordTurnFailure`, and a failure route takes its Step's input type.
+    """
 
     def __init__(self, runtime: SessionRuntime) -> None:
         """Create the Step for one Flow type."""
@@ -302,10 +310,11 @@ class RunModel(Step[None]):
         """Timeouts, three attempts, the failure route, and the loads `RunModel` needs."""
         return self._runtime.run_model_options()
 
-    async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
+    async def execute(self, context: AsyncContext, input: CompactContextInput | None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Call `run_model_step` once and store its final answer, tool calls, or continuation.
 
-        A turn that is steered or cancelled before the model call ends here instead, with no model call. A
+        Its decisions before the model call, in order: a turn that is steered or cancelled ends here, and a
+        model input past the compaction trigger moves to `CompactContext`; neither calls the model. A
         `cancel_turn` during the model call cancels this coroutine, and Dex drops its result.
         """
         runtime = self._runtime
@@ -323,20 +332,22 @@ class RunModel(Step[None]):
             await end_turn_by_control(
                 context, runtime, state, records, control.reason, control.steered_message_count
             )
-            return go_to_many(runtime.to_apply_turn_control())
+            return go_to_many(runtime.to_apply_turn_control(context))
         writer = runtime.event_writer(context, turn_id)
         turn = turn_context(context, runtime, turn_id, records, writer)
+        through = await compaction_cutoff(runtime, state, turn)
+        if through is not None:
+            writer.close()
+            AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.COMPACTING_CONTEXT))
+            return go_to_many(runtime.to_compact_context(context, through))
         # Output before the model call: Dex hands an attempt that produced no output to another Worker under
         # the same attempt number, so without it a model call killed early would repeat as "attempt 1" and a
         # UI could not tell the two calls apart.
         await context.heartbeat()
         async with heartbeating(context):
             try:
-                outcome = await runtime.runner.run_model_step(turn)
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                raise RunnerCallError(describe_exception(error)) from error
+                with runner_errors():
+                    outcome = await runtime.runner.run_model_step(turn)
             finally:
                 writer.close()
         return await self._store_outcome(context, state, records, outcome)
@@ -365,19 +376,12 @@ class RunModel(Step[None]):
             return await self._fail(
                 context, state, f"the outcome's usage must be AgentUsage, got {type(usage).__name__}", records
             )
-        self._record_usage(context, state, usage)
+        record_usage(context, self._runtime, state.active_turn_id, usage)
         if isinstance(outcome, TurnCompleted):
             return await self._complete_turn(context, state, records, outcome)
         if isinstance(outcome, TurnContinued):
             return await self._continue_turn(context, state, records, outcome)
         return await self._request_tool_calls(context, state, records, outcome)
-
-    def _record_usage(self, context: AsyncContext, state: AgentState, usage: AgentUsage) -> None:
-        total = read_usage(context).plus(usage)
-        AGENT_USAGE.set(context, total)
-        self._runtime.event_writer(context, state.active_turn_id).write_event(
-            AgentEventType.USAGE_RECORDED, usage_payload(usage, total)
-        )
 
     async def _complete_turn(
         self,
@@ -389,9 +393,10 @@ class RunModel(Step[None]):
         runtime = self._runtime
         turn_id = state.active_turn_id
         assert turn_id is not None
-        replies_before = stored_reply_count(context, turn_id)
         try:
-            advanced, stored = append_messages(context, state, turn_id, list(outcome.new_messages))
+            advanced, stored = append_messages(
+                context, runtime.options, state, turn_id, list(outcome.new_messages)
+            )
         except InvalidRunnerOutput as error:
             return await self._fail(
                 context, state, f"run_model_step returned a message that cannot be stored: {error}", records
@@ -407,7 +412,8 @@ class RunModel(Step[None]):
             return _fail_turn(context, runtime, advanced, error, records)
         _end_turn(context, advanced, records, None)
         runtime.event_writer(context, turn_id).write_event(
-            AgentEventType.TURN_COMPLETED, {"message_count": replies_before + len(stored)}
+            AgentEventType.TURN_COMPLETED,
+            {"message_count": reply_count(context, turn_id, advanced.next_message_sequence)},
         )
         return go_to_many(runtime.to_await_user_message())
 
@@ -429,14 +435,16 @@ class RunModel(Step[None]):
         if problem is not None:
             return await self._fail(context, state, problem, records)
         try:
-            advanced, _ = append_messages(context, state, turn_id, list(outcome.new_messages))
+            advanced, _ = append_messages(
+                context, runtime.options, state, turn_id, list(outcome.new_messages)
+            )
         except InvalidRunnerOutput as error:
             return await self._fail(
                 context, state, f"run_model_step returned a message that cannot be stored: {error}", records
             )
         FRAMEWORK_RUN_STATE.set(context, outcome.framework_run_state)
         AGENT_STATE.set(context, replace(advanced, status=AgentSessionStatus.RUNNING_MODEL))
-        return go_to_many(runtime.to_run_model())
+        return go_to_many(runtime.to_run_model(context))
 
     async def _request_tool_calls(
         self,
@@ -454,7 +462,7 @@ class RunModel(Step[None]):
         if problem is not None:
             return await self._fail(context, state, problem, records)
         try:
-            state, _ = append_messages(context, state, turn_id, list(outcome.new_messages))
+            state, _ = append_messages(context, runtime.options, state, turn_id, list(outcome.new_messages))
         except InvalidRunnerOutput as error:
             return await self._fail(
                 context, state, f"run_model_step returned a message that cannot be stored: {error}", records
@@ -566,13 +574,13 @@ class ResumeTurn(Step[int]):
             # A consumed result belonged to an earlier turn whose call reused an ID; wait for the rest.
             return go_to_many(runtime.to_resume_turn(unfinished))
         if control.reason is not None:
-            return go_to_many(runtime.to_apply_turn_control())
+            return go_to_many(runtime.to_apply_turn_control(context))
         AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_MODEL))
-        return go_to_many(runtime.to_run_model())
+        return go_to_many(runtime.to_run_model(context))
 
 
-class RecordTurnFailure(Step[None]):
-    """Failure route of `RunModel`: ends the turn as failed."""
+class RecordTurnFailure(Step[CompactContextInput | None]):
+    """Failure route of `RunModel` and `CompactContext`: ends the turn as failed. It ignores its input."""
 
     def __init__(self, runtime: SessionRuntime) -> None:
         """Create the Step for one Flow type."""
@@ -582,7 +590,7 @@ class RecordTurnFailure(Step[None]):
         """SYNC durability and the turn's records."""
         return self._runtime.record_turn_failure_options()
 
-    async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
+    async def execute(self, context: AsyncContext, input: CompactContextInput | None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Record `last_turn_error`, leave a note when tool calls ran, and clear the turn."""
         runtime = self._runtime
         state = read_state(context)

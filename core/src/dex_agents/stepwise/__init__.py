@@ -21,7 +21,7 @@ from dex_agents.stepwise._definition import (
     TurnContinuationDecision,
 )
 from dex_agents.stepwise._litellm import INSTALL_HINT
-from dex_agents.stepwise._messages import StepwiseHistoryError
+from dex_agents.stepwise._messages import MISSING_TOOL_RESULT, StepwiseHistoryError
 from dex_agents.stepwise._model import (
     LiteLLMModelClient,
     ModelClient,
@@ -31,7 +31,6 @@ from dex_agents.stepwise._model import (
     ModelToolCall,
     ToolChoice,
 )
-from dex_agents.stepwise._run_state import StepwiseRunStateError
 from dex_agents.stepwise._runner import StepwiseRunner
 from dex_agents.stepwise._tools import (
     FunctionTool,
@@ -46,6 +45,7 @@ __all__ = [
     "END_TURN",
     "INSTALL_HINT",
     "MAX_CONSECUTIVE_CONTINUATIONS",
+    "MISSING_TOOL_RESULT",
     "AgentDefinition",
     "FunctionTool",
     "FunctionToolSource",
@@ -59,7 +59,6 @@ __all__ = [
     "ModelSettings",
     "ModelToolCall",
     "StepwiseHistoryError",
-    "StepwiseRunStateError",
     "StepwiseRunner",
     "ToolChoice",
     "ToolDefinition",

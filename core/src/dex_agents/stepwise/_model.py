@@ -78,6 +78,14 @@ class ModelToolCall:
     tool_name: str
     arguments: str
 
+    def to_chat(self) -> dict[str, object]:
+        """Return the call as an entry of an assistant message's ``tool_calls`` in the OpenAI format."""
+        return {
+            "id": self.tool_call_id,
+            "type": "function",
+            "function": {"name": self.tool_name, "arguments": self.arguments},
+        }
+
 
 @dataclass(frozen=True)
 class ModelRequest:
@@ -232,14 +240,7 @@ class _StreamedAnswer:
         # keeps its empty text.
         message: dict[str, object] = {"role": "assistant", "content": text or (None if calls else "")}
         if calls:
-            message["tool_calls"] = [
-                {
-                    "id": call.tool_call_id,
-                    "type": "function",
-                    "function": {"name": call.tool_name, "arguments": call.arguments},
-                }
-                for call in calls
-            ]
+            message["tool_calls"] = [call.to_chat() for call in calls]
         if reasoning is not None:
             message["reasoning_content"] = reasoning
         if self.thinking_blocks:

@@ -5,17 +5,20 @@ model asks for is deferred to its own Step with the policy from the definition; 
 have is deferred too, with `UNKNOWN_TOOL_POLICY`, and its tool Step records it failed with a message the
 model reads at its next call, so no answer ever hides a second model call.
 
-Between model calls the turn's unstored items live in the run state (`StepwiseRunState`). A continuation
-after an answer is the one case that stores items before the turn ends (`TurnContinued`), which is why the
-runner also builds the unfinished-turn messages of a turn that ends without an answer.
+Each answer's messages are stored as soon as the answer is: with its tool calls (`ToolCallsRequested`), with
+a continuation (`TurnContinued`), or when the turn ends. Between model calls the run state
+(`StepwiseRunState`) holds only which calls' results come next and what the loop decided, so a turn that ends
+without an answer needs only those results from `build_unfinished_turn_messages`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import cast
 
+from dex_agents._run_state import RunStateFormatError
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
     AgentTurnContext,
@@ -41,8 +44,8 @@ from dex_agents.stepwise._definition import (
 )
 from dex_agents.stepwise._messages import (
     ChatMessage,
-    assistant_message,
-    chat_message_of,
+    replay_chat_messages,
+    response_messages,
     tool_result_message,
     user_message,
 )
@@ -82,26 +85,8 @@ def _with_usable_tool_call_ids(response: ModelResponse, turn: AgentTurnContext) 
         calls.append(ModelToolCall(tool_call_id, call.tool_name, call.arguments))
     if [call.tool_call_id for call in calls] == [call.tool_call_id for call in response.tool_calls]:
         return response
-    message = dict(response.message)
-    message["tool_calls"] = [
-        {
-            "id": call.tool_call_id,
-            "type": "function",
-            "function": {"name": call.tool_name, "arguments": call.arguments},
-        }
-        for call in calls
-    ]
-    return ModelResponse(
-        message=message,
-        text=response.text,
-        reasoning=response.reasoning,
-        tool_calls=tuple(calls),
-        usage=response.usage,
-        finish_reason=response.finish_reason,
-        response_model=response.response_model,
-        response_id=response.response_id,
-        provider_name=response.provider_name,
-    )
+    message = {**response.message, "tool_calls": [call.to_chat() for call in calls]}
+    return dataclasses.replace(response, message=message, tool_calls=tuple(calls))
 
 
 class StepwiseRunner:
@@ -147,10 +132,16 @@ class StepwiseRunner:
 
         Returns:
             `ToolCallsRequested` for an answer with tool calls, `TurnContinued` for an answer that
-            ``decide_turn_continuation`` continues, else `TurnCompleted`.
+            ``decide_turn_continuation`` continues, else `TurnCompleted`. A run state this release did not
+            write ends the turn with its error as ``turn_error``, before any model call.
         """
-        state = StepwiseRunState.from_json(turn.framework_run_state)
-        items = [*state.items, *self._tool_results(turn, state.pending_tool_call_ids)]
+        try:
+            state = StepwiseRunState.from_json(turn.framework_run_state)
+        except RunStateFormatError as error:
+            # Another release or runner wrote it, so a retry would fail the same way. The recorded results
+            # stay in the session's turn-failure note.
+            return TurnCompleted(new_messages=(), usage=AgentUsage(), turn_error=str(error))
+        items = self._tool_results(turn, state.pending_tool_call_ids)
         if state.end_turn:
             return TurnCompleted(new_messages=items, usage=AgentUsage(), turn_error=state.turn_error)
         if state.continuation is not None:
@@ -165,13 +156,12 @@ class StepwiseRunner:
             events=turn.events,
         )
         response = _with_usable_tool_call_ids(await client.complete(request), turn)
-        items.append(assistant_message(response))
+        items.extend(response_messages(response))
         decision, turn_error = await self._decide(turn, response, state.consecutive_continuations)
         continuation = decision if isinstance(decision, TurnContinuation) and turn_error is None else None
         consecutive = state.consecutive_continuations + 1 if continuation is not None else 0
         if response.tool_calls:
             next_state = StepwiseRunState(
-                items=tuple(items),
                 pending_tool_call_ids=tuple(call.tool_call_id for call in response.tool_calls),
                 continuation=None if continuation is None else continuation.message,
                 end_turn=decision == END_TURN or turn_error is not None,
@@ -182,6 +172,7 @@ class StepwiseRunner:
                 framework_run_state=next_state.to_json(),
                 tool_calls=self._defer(turn, response.tool_calls, tools),
                 usage=response.usage,
+                new_messages=items,
             )
         if continuation is not None:
             return TurnContinued(
@@ -192,16 +183,22 @@ class StepwiseRunner:
         return TurnCompleted(new_messages=items, usage=response.usage, turn_error=turn_error)
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
-        """Return the turn's unstored items when it ends without an answer, each tool call with its result.
+        """Return the results of the last answer's tool calls when the turn ends without an answer.
+
+        Everything else of the turn is stored already, so these close every stored call with its result.
 
         Args:
             turn: The turn's committed state; every tool call record is final.
 
         Returns:
-            The run state's items and a result for each call of the last answer, in order.
+            A result for each call of the last answer, in order.
+
+        Raises:
+            RunStateFormatError: If this release did not write the run state; the session then stores its
+                note of the results instead.
         """
         state = StepwiseRunState.from_json(turn.framework_run_state)
-        return [*state.items, *self._tool_results(turn, state.pending_tool_call_ids)]
+        return self._tool_results(turn, state.pending_tool_call_ids)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         """Run one tool call once, through the tool source that offers it.
@@ -244,8 +241,7 @@ class StepwiseRunner:
         messages: list[ChatMessage] = (
             [] if instructions is None else [{"role": "system", "content": instructions}]
         )
-        messages.extend(chat_message_of(message) for message in turn.messages)
-        messages.extend(chat_message_of(item) for item in items)
+        messages.extend(replay_chat_messages([*turn.messages, *items]))
         return messages
 
     async def _offered_tools(self) -> dict[str, tuple[ToolDefinition, ToolSource]]:

@@ -37,7 +37,7 @@ from dex_agents.stepwise._litellm import litellm
 from dex_agents.stepwise._model import LiteLLMModelClient
 from dex_agents.testing import ScriptedResponse, ScriptedToolCall, ScriptStore, scripted_model_response
 
-__all__ = ["SCRIPTED_PROVIDER", "ScriptedLiteLLM", "render_model_input", "scripted_model"]
+__all__ = ["SCRIPTED_PROVIDER", "ScriptedLiteLLM", "render_model_input", "scripted_chunks", "scripted_model"]
 
 SCRIPTED_PROVIDER = "dex-scripted"
 """The LiteLLM provider name of the scripted model; its model strings are ``dex-scripted/<name>``."""
@@ -134,6 +134,27 @@ def _last_chunk(response: ScriptedResponse) -> dict[str, object]:
     }
 
 
+def scripted_chunks(response: ScriptedResponse) -> Iterator[object]:
+    """Return the stream chunks of a scripted answer, for a LiteLLM custom provider's ``astreaming`` to yield.
+
+    The text comes in word chunks, each tool call in two chunks (its ID and name with the first half of the
+    arguments, then the rest), and a last chunk carries the finish reason and the scripted usage. A provider
+    of your own that decides its answers from the conversation, as a demo's scripted model does, streams
+    them with this.
+
+    Args:
+        response: The answer; only its text, tool calls and usage are used.
+
+    Returns:
+        The chunks, in order.
+    """
+    for words in _WORDS.findall(response.text):
+        yield _chunk(Delta(content=words))
+    for index, call in enumerate(response.tool_calls):
+        yield from _tool_call_chunks(index, call)
+    yield _last_chunk(response)
+
+
 class ScriptedLiteLLM(CustomLLM):
     """A LiteLLM custom provider that answers from a `ScriptStore`; it only streams, as Stepwise calls it.
 
@@ -184,12 +205,8 @@ class ScriptedLiteLLM(CustomLLM):
             answering.cancel()
             if waiting is not None:
                 waiting.cancel()
-        for words in _WORDS.findall(response.text):
-            yield _chunk(Delta(content=words))
-        for index, call in enumerate(response.tool_calls):
-            for chunk in _tool_call_chunks(index, call):
-                yield chunk
-        yield _last_chunk(response)
+        for chunk in scripted_chunks(response):
+            yield chunk
 
     async def acompletion(self, *args: Any, **kwargs: Any) -> Any:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Refuse a call without streaming: Stepwise always streams."""

@@ -69,8 +69,9 @@ from dex_agents.testing._script import (
     run_scripted_tool,
     script_store_scope,
     scripted_model_response,
+    scripted_summary_response,
 )
-from dex_agents.testing._scripted_runner import ScriptedRunner, render_message
+from dex_agents.testing._scripted_runner import ScriptedRunner, render_message, scripted_token_count
 from dex_agents.testing._server import DevServerProcess
 from dex_agents.testing._session_events import read_agent_events, recorded_usage, text_by_model_step
 from dex_agents.testing._session_side import SessionSide
@@ -141,6 +142,8 @@ __all__ = [
     "run_scripted_tool",
     "script_store_scope",
     "scripted_model_response",
+    "scripted_summary_response",
+    "scripted_token_count",
     "send_receipt",
     "start_mcp_inventory_http_server",
     "stored_calls_without_result",

@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Invocation", "InvocationLog"]
+__all__ = ["Invocation", "InvocationKind", "InvocationLog"]
 
-InvocationKind = Literal["model", "tool", "model_cancelled"]
+InvocationKind = Literal["model", "tool", "model_cancelled", "summary"]
 
 
 @dataclass(frozen=True)
@@ -20,9 +20,9 @@ class Invocation:
     """One real call of a model or a tool, as a Worker process made it, or the cancellation of a model call.
 
     Attributes:
-        kind: ``"model"``, ``"tool"``, or ``"model_cancelled"`` when a scripted model call's coroutine was
-            cancelled while it waited (the entry repeats the call's session, turn, attempt and Step
-            execution).
+        kind: ``"model"``, ``"tool"``, ``"summary"`` (a context summary call of ``CompactContext``), or
+            ``"model_cancelled"`` when a scripted model or summary call's coroutine was cancelled while it
+            waited (the entry repeats the call's session, turn, attempt and Step execution).
         session_id: The session (Flow) ID.
         turn_id: ``"turn-<n>"``.
         attempt: The Step attempt that made the call.
@@ -111,11 +111,19 @@ class InvocationLog:
         Returns:
             The calls, oldest first.
         """
-        return [
-            call
-            for call in self.read()
-            if call.kind == "model" and call.session_id == session_id and turn_id in (None, call.turn_id)
-        ]
+        return self._calls("model", session_id, turn_id)
+
+    def summary_calls(self, session_id: str, turn_id: str | None = None) -> list[Invocation]:
+        """Return the context summary calls of one session (optionally one turn), every attempt included.
+
+        Args:
+            session_id: The session ID.
+            turn_id: Only this turn, when given.
+
+        Returns:
+            The calls, oldest first.
+        """
+        return self._calls("summary", session_id, turn_id)
 
     def cancelled_model_calls(self, session_id: str, turn_id: str | None = None) -> list[Invocation]:
         """Return the model calls of one session (optionally one turn) whose coroutine was cancelled.
@@ -127,12 +135,13 @@ class InvocationLog:
         Returns:
             One entry per cancelled call, oldest first.
         """
+        return self._calls("model_cancelled", session_id, turn_id)
+
+    def _calls(self, kind: InvocationKind, session_id: str, turn_id: str | None) -> list[Invocation]:
         return [
             call
             for call in self.read()
-            if call.kind == "model_cancelled"
-            and call.session_id == session_id
-            and turn_id in (None, call.turn_id)
+            if call.kind == kind and call.session_id == session_id and turn_id in (None, call.turn_id)
         ]
 
     def tool_calls(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from dex_agents import (
     AgentFrameworkRunner,
     AgentTurnContext,
     AgentTurnOutcome,
+    ContextCompactionRunner,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolExecution,
     FrameworkMessage,
     ToolExecutionResult,
@@ -76,6 +79,28 @@ class ModelCallScopedRunner:
             The wrapped runner's result.
         """
         return await self._runner.execute_deferred_tool_call(call)
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Delegate a context summary call to the wrapped runner inside a summary call's scope.
+
+        The wrapped runner's scripted model then answers from the session's summary script. Only a wrapped
+        runner that compacts is ever asked: the wrapper has the other compaction methods only when it does.
+
+        Args:
+            request: The summary call.
+
+        Returns:
+            The wrapped runner's result.
+        """
+        scope = ModelCallScope(
+            session_id=request.flow_id,
+            turn_id=request.turn_id,
+            attempt=request.attempt,
+            step_execution_id=request.events.step_execution_id,
+            is_summary=True,
+        )
+        with model_call_scope(scope):
+            return await cast(ContextCompactionRunner, self._runner).summarize_context(request)
 
     def __getattr__(self, name: str) -> Any:
         # Optional runner capabilities (and adapter-specific attributes) stay visible through the wrapper.

@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from dex_agents import ToolExecutionError, current_tool_execution
 from dex_agents.testing._gates import FileGate
-from dex_agents.testing._invocations import Invocation, InvocationLog
+from dex_agents.testing._invocations import Invocation, InvocationKind, InvocationLog
 
 __all__ = [
     "STATE_DIR_ENV",
@@ -39,6 +39,7 @@ __all__ = [
     "run_scripted_tool",
     "script_store_scope",
     "scripted_model_response",
+    "scripted_summary_response",
     "scripted_tool_output",
 ]
 
@@ -265,6 +266,44 @@ class ScriptStore:
     def _path(self, session_id: str) -> Path:
         return self._state_dir / "scripts" / f"{session_id}.json"
 
+    def _summaries_path(self, session_id: str) -> Path:
+        return self._state_dir / "scripts" / f"{session_id}.summaries.json"
+
+    def set_summaries(self, session_id: str, by_turn: Mapping[str, ScriptedResponse]) -> None:
+        """Script a session's context summary calls, by the turn whose model call triggers the compaction.
+
+        A summary call of a turn without an entry answers with a default text (see
+        :meth:`summary_response`). A response's ``text`` is the summary; its gates, failures,
+        ``block_until_cancelled`` and usage work as for model calls.
+
+        Args:
+            session_id: The session ID.
+            by_turn: Responses by turn ID (``"turn-<n>"``).
+        """
+        path = self._summaries_path(session_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = json.dumps({turn_id: _response_to_json(response) for turn_id, response in by_turn.items()})
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(payload, encoding="utf-8")
+        temporary.replace(path)
+
+    def summary_response(self, session_id: str, turn_id: str) -> ScriptedResponse:
+        """Return the scripted summary call of a turn, or a default one whose ``text`` is empty.
+
+        Args:
+            session_id: The session ID.
+            turn_id: The turn whose model call triggered the compaction.
+
+        Returns:
+            The response; an empty ``text`` asks the runner for its default summary text.
+        """
+        path = self._summaries_path(session_id)
+        if not path.exists():
+            return ScriptedResponse()
+        data = cast(dict[str, dict[str, Any]], json.loads(path.read_text(encoding="utf-8")))
+        entry = data.get(turn_id)
+        return ScriptedResponse() if entry is None else _response_from_json(entry)
+
     def set_turns(self, session_id: str, turns: Sequence[Sequence[ScriptedResponse]]) -> None:
         """Replace a session's whole script.
 
@@ -388,6 +427,8 @@ class ModelCallScope:
         attempt: The ``RunModel`` attempt.
         step_execution_id: The ``RunModel`` execution.
         recorded_tool_call_ids: Tool call IDs with records in this turn.
+        is_summary: The call is ``CompactContext``'s summary call (``turn_id`` is the turn that triggered
+            it): :func:`scripted_model_response` answers it from the summary script.
     """
 
     session_id: str
@@ -395,6 +436,7 @@ class ModelCallScope:
     attempt: int
     step_execution_id: str
     recorded_tool_call_ids: frozenset[str] = field(default_factory=frozenset[str])
+    is_summary: bool = False
 
 
 _current_model_call: contextvars.ContextVar[ModelCallScope | None] = contextvars.ContextVar(
@@ -454,7 +496,10 @@ async def scripted_model_response(
 ) -> ScriptedResponse:
     """Answer one model call from the session's script; call it from a scripted model.
 
-    It logs the call (session, turn, Step execution, attempt and ``model_input``) in the invocation log,
+    Inside a summary call's scope (``ModelCallScope.is_summary``, which
+    :func:`with_model_call_scope` sets around ``summarize_context``) it answers from the summary script
+    instead, as :func:`scripted_summary_response` does. It logs the call (session, turn, Step execution,
+    attempt and ``model_input``) in the invocation log,
     waits at the response's gate on the listed attempts, waits until cancelled for a response that
     ``block_until_cancelled``, raises on the response's failing attempts, and returns the response, which
     the scripted model turns into its framework's answer. A cancellation while it waits (``cancel_turn``
@@ -481,30 +526,74 @@ async def scripted_model_response(
             "the scripted model ran outside RunModel; wrap the runner with with_model_call_scope() "
             "or use ScriptedRunner"
         )
+    if scope.is_summary:
+        return await scripted_summary_response(model_input, scope, store, on_partial_text=on_partial_text)
     store = store or ScriptStore.from_environment()
     response = store.response_for(scope.session_id, scope.turn_id, scope.recorded_tool_call_ids)
-    call = Invocation(
-        kind="model",
+    return await _answer(store, _invocation("model", scope, model_input), response, on_partial_text)
+
+
+async def scripted_summary_response(
+    model_input: Sequence[str],
+    scope: ModelCallScope,
+    store: ScriptStore | None = None,
+    *,
+    on_partial_text: Callable[[str], object] | None = None,
+) -> ScriptedResponse:
+    """Answer one context summary call from the session's summary script (:meth:`ScriptStore.set_summaries`).
+
+    It logs a ``"summary"`` invocation and otherwise behaves as :func:`scripted_model_response`: gates,
+    failing attempts, ``block_until_cancelled``, and a ``"model_cancelled"`` entry when it is cancelled.
+
+    Args:
+        model_input: What the summary model sees, as texts.
+        scope: The ``CompactContext`` call: session, triggering turn, attempt and Step execution.
+        store: The script store; by default the one named by ``DEX_AGENTS_TEST_STATE_DIR``.
+        on_partial_text: Receives the response's ``partial_text`` before a gate or failure.
+
+    Returns:
+        The scripted response; an empty ``text`` asks for the runner's default summary.
+
+    Raises:
+        RuntimeError: On a scripted failing attempt.
+    """
+    store = store or ScriptStore.from_environment()
+    response = store.summary_response(scope.session_id, scope.turn_id)
+    return await _answer(store, _invocation("summary", scope, model_input), response, on_partial_text)
+
+
+def _invocation(kind: InvocationKind, scope: ModelCallScope, model_input: Sequence[str]) -> Invocation:
+    return Invocation(
+        kind=kind,
         session_id=scope.session_id,
         turn_id=scope.turn_id,
         attempt=scope.attempt,
         step_execution_id=scope.step_execution_id,
         model_input=tuple(model_input),
     )
+
+
+async def _answer(
+    store: ScriptStore,
+    call: Invocation,
+    response: ScriptedResponse,
+    on_partial_text: Callable[[str], object] | None,
+) -> ScriptedResponse:
+    """Log a scripted call, then wait, fail or answer as its response says."""
     store.invocations.record(call)
     if response.partial_text and on_partial_text is not None:
         on_partial_text(response.partial_text)
     try:
-        if response.gate is not None and scope.attempt in response.gate_attempts:
-            await _hold_first_arrival(store.gate(scope.session_id, response.gate))
+        if response.gate is not None and call.attempt in response.gate_attempts:
+            await _hold_first_arrival(store.gate(call.session_id, response.gate))
         if response.block_until_cancelled:
             await asyncio.get_running_loop().create_future()
     except asyncio.CancelledError:
         store.invocations.record(replace(call, kind="model_cancelled", model_input=()))
         raise
-    if scope.attempt in response.fail_attempts:
+    if call.attempt in response.fail_attempts:
         raise _FAILURE_TYPES[response.failure_type](
-            f"{SCRIPTED_MODEL_FAILURE} on attempt {scope.attempt} of {scope.turn_id}"
+            f"{SCRIPTED_MODEL_FAILURE} on attempt {call.attempt} of {call.turn_id}"
         )
     return response
 

@@ -13,6 +13,8 @@ from dex_agents import (
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
@@ -35,9 +37,25 @@ from dex_agents.testing._script import (
     model_call_scope,
     script_store_scope,
     scripted_model_response,
+    scripted_summary_response,
 )
 
-__all__ = ["ScriptedRunner", "render_message"]
+__all__ = ["ScriptedRunner", "render_message", "scripted_token_count"]
+
+_CHARACTERS_PER_TOKEN = 4
+
+
+def scripted_token_count(text: str) -> int:
+    """Return the tokens :class:`ScriptedRunner` counts for one model input line: a token per 4 characters.
+
+    Args:
+        text: One line of the model input, as ``Invocation.model_input`` records it.
+
+    Returns:
+        ``ceil(len(text) / 4)``.
+    """
+    return -(-len(text) // _CHARACTERS_PER_TOKEN)
+
 
 _RUN_STATE = RunStateFormat("dex-agents-testing/scripted-runner", 1, "ScriptedRunner")
 
@@ -105,12 +123,20 @@ class ScriptedRunner:
     """A runner whose "framework" is a script: the reference implementation of the runner contract.
 
     Each ``run_model_step`` makes one scripted model call (:func:`scripted_model_response`), whose input is
-    every stored message rebuilt from its ``framework_item`` plus this turn's unstored items: its tool
-    requests and the model-visible result of each final record (:func:`describe_tool_call_outcome`). Tool
-    calls become ``ToolCallsRequested`` with the run state holding the unstored items; a final answer
-    returns them in ``TurnCompleted``. ``build_unfinished_turn_messages`` returns them too, so a failed,
-    steered or cancelled turn keeps its exact transcript with a result for every call.
-    ``execute_deferred_tool_call`` runs the real tool function once.
+    the turn's session settings (``settings: <compact JSON>``, when there are any), the context summary
+    (``summary: <text>``, once the session compacted), then every message it receives rebuilt from its
+    ``framework_item`` plus this turn's unstored items: its tool requests and the model-visible result of
+    each final record (:func:`describe_tool_call_outcome`). Tool calls become ``ToolCallsRequested`` with
+    the run state holding the unstored items; a final answer returns them in ``TurnCompleted``.
+    ``build_unfinished_turn_messages`` returns them too, so a failed, steered or cancelled turn keeps its
+    exact transcript with a result for every call. ``execute_deferred_tool_call`` runs the real tool
+    function once.
+
+    It also compacts (``ContextCompactionRunner``): a model input line counts
+    :func:`scripted_token_count` tokens; the cut keeps the newest messages that fit the budget and falls
+    only right after an assistant or tool message with no tool call open, never on the newest message; and
+    the summary call answers from the session's summary script (:meth:`ScriptStore.set_summaries`), by
+    default with ``"summary <generation> through message <sequence>"``.
 
     Args:
         tools: Tool functions by name; each takes the call's arguments as keyword arguments and returns
@@ -161,7 +187,7 @@ class ScriptedRunner:
         except RunStateFormatError as error:
             # The turn cannot continue without its own state, and a retry would read the same text.
             return TurnCompleted(new_messages=[], turn_error=str(error))
-        model_input = [render_message(message) for message in (*turn.messages, *items)]
+        model_input = self._model_input(turn, items)
         scope = ModelCallScope(
             session_id=turn.flow_id,
             turn_id=turn.turn_id,
@@ -217,6 +243,102 @@ class ScriptedRunner:
             usage=usage,
             new_messages=stored_now,
         )
+
+    @staticmethod
+    def _model_input(turn: AgentTurnContext, items: Sequence[FrameworkMessage]) -> list[str]:
+        lines: list[str] = []
+        if turn.session_settings:
+            lines.append(
+                "settings: " + json.dumps(dict(turn.session_settings), sort_keys=True, separators=(",", ":"))
+            )
+        if turn.context_summary is not None:
+            lines.append(f"summary: {turn.context_summary.text}")
+        lines.extend(render_message(message) for message in (*turn.messages, *items))
+        return lines
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Count the tokens of the model input ``run_model_step`` would send.
+
+        Args:
+            turn: The committed state of the turn.
+
+        Returns:
+            The sum of :func:`scripted_token_count` over the input's lines.
+        """
+        try:
+            items = self._unstored_items(turn)
+        except RunStateFormatError:
+            items = []  # run_model_step ends such a turn without a model call
+        return sum(scripted_token_count(line) for line in self._model_input(turn, items))
+
+    def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+        """Return the earliest cut whose newer messages fit the budget, or the latest cut when none does.
+
+        A cut falls right after an assistant or tool message with every tool call before it answered, and
+        never on the newest stored message, so the turn's question and any open tool call stay unsummarized.
+
+        Args:
+            turn: The committed state of the turn.
+            retained_token_budget: The tokens to keep after the cut.
+
+        Returns:
+            The last sequence to summarize, or ``None`` when no message may be cut after.
+        """
+        try:
+            unstored = sum(scripted_token_count(render_message(item)) for item in self._unstored_items(turn))
+        except RunStateFormatError:
+            unstored = 0
+        messages = list(turn.messages)
+        kept_after = [0] * (len(messages) + 1)
+        for position in range(len(messages) - 1, -1, -1):
+            kept_after[position] = kept_after[position + 1] + scripted_token_count(
+                render_message(messages[position])
+            )
+        open_calls: set[str] = set()
+        cuts: list[int] = []
+        for position, message in enumerate(messages[:-1]):
+            if message.role is MessageRole.TOOL:
+                open_calls.discard(message.tool_call_id or "")
+            elif message.role is MessageRole.ASSISTANT and message.tool_call_id:
+                open_calls.add(message.tool_call_id)
+            if message.role is not MessageRole.USER and not open_calls:
+                cuts.append(position)
+        for position in cuts:
+            if kept_after[position + 1] + unstored <= retained_token_budget:
+                return messages[position].sequence
+        return messages[cuts[-1]].sequence if cuts else None
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Make one scripted summary call.
+
+        Args:
+            request: The messages to summarize and the summary so far.
+
+        Returns:
+            The scripted text, or ``"summary <generation> through message <sequence>"`` by default.
+        """
+        previous = request.previous_summary
+        generation = 1 if previous is None else previous.generation + 1
+        model_input = [] if previous is None else [f"summary: {previous.text}"]
+        model_input.extend(render_message(message) for message in request.messages)
+        scope = ModelCallScope(
+            session_id=request.flow_id,
+            turn_id=request.turn_id,
+            attempt=request.attempt,
+            step_execution_id=request.events.step_execution_id,
+            is_summary=True,
+        )
+        response = await scripted_summary_response(
+            model_input,
+            scope,
+            self._store or ScriptStore.from_environment(self._default_turns),
+            on_partial_text=request.events.write_text_delta,
+        )
+        text = response.text or f"summary {generation} through message {request.through_sequence}"
+        usage = AgentUsage(
+            model_calls=1, input_tokens=response.input_tokens, output_tokens=response.output_tokens
+        )
+        return ContextSummaryResult(text=text, usage=usage)
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> list[FrameworkMessage]:
         """Return the turn's unstored items: those in the run state and a result for each pending call.

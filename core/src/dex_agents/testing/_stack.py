@@ -200,18 +200,22 @@ class AgentTestStack:
         self._session_counter += 1
         return f"{prefix}-{self._run_token}-{self._session_counter}"
 
-    async def start_worker(self, env: Mapping[str, str] | None = None) -> WorkerProcess:
+    async def start_worker(
+        self, env: Mapping[str, str] | None = None, *, worker_module: str | None = None
+    ) -> WorkerProcess:
         """Start a Worker child and wait until all of its pull queues registered.
 
         Args:
             env: Environment variables for this Worker only, on top of ``worker_env``.
+            worker_module: Run this module instead of the stack's, such as a Worker of another release
+                that serves some of the stack's Flow types.
 
         Returns:
             The running Worker; ``kill()`` it to simulate a crash.
         """
         number = len(self._workers) + 1
         worker = await spawn_worker(
-            self._worker_module,
+            worker_module or self._worker_module,
             server_address=self.server_address,
             log_path=self._tmp_path / f"worker-{number}.log",
             cwd=self._worker_cwd,

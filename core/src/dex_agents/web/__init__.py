@@ -11,6 +11,9 @@ and its ``session_access``):
 * ``GET /api/sessions/{session_id}/events?after=<resume_token>``: Server-Sent Events whose ``id`` is the
   Dex resume token, so ``EventSource`` resumes through ``Last-Event-ID``; a rejected token answers 400.
 * ``POST /api/sessions/{session_id}/messages`` ``{"text"}``: send a user message.
+* ``POST /api/sessions/{session_id}/steer`` ``{"text"}`` or ``{"message_id"}``: steer the running turn with
+  a new message or a queued one; ``POST .../queued/{message_id}/delete`` ``{}``: delete a queued message;
+  ``POST .../cancel`` ``{"turn_id"}`` (optional): cancel the running turn. A refusal answers 409.
 * ``POST /api/sessions/{session_id}/interrupts/{interrupt_id}/approve`` ``{}``, ``.../reject``
   ``{"rejection_message"}`` (also declines a question), ``.../answer`` ``{"answer"}``.
 * ``POST /api/sessions/{session_id}/chat``: the AI SDK UI message stream for ``useChat``.

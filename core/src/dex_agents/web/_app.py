@@ -31,6 +31,7 @@ from dex_agents.web._json import snapshot_json
 from dex_agents.web._requests import (
     DEFAULT_MAX_REQUEST_BYTES,
     BadRequestError,
+    checked_id,
     error_response,
     fail,
     optional_text_field,
@@ -38,6 +39,13 @@ from dex_agents.web._requests import (
     text_field,
 )
 from dex_agents.web._stream_reads import RejectedResumeTokenError, newest_token, opening_token
+from dex_agents.web._turn_control import (
+    cancel_refusal,
+    not_queued,
+    read_cancel_turn_id,
+    read_steer_request,
+    steer_refusal,
+)
 from dex_agents.web._ui_stream import UI_MESSAGE_STREAM_HEADERS, TurnTarget, encode_chunk, ui_message_chunks
 
 __all__ = ["DEFAULT_SESSION_ID_PATTERN", "SessionAccess", "create_agent_web_app"]
@@ -49,8 +57,7 @@ DEFAULT_SESSION_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}"
 #: Decides whether a request may see and drive a session (``False`` answers 404).
 SessionAccess = Callable[[Request, str], Awaitable[bool]]
 
-_MAX_ID_CHARS = 512
-_PRINTABLE = re.compile(r"[\x21-\x7e]+")
+_MAX_SESSION_ID_SHOWN = 512
 _SSE_PING_SECONDS = 15
 _SNAPSHOT_TOKEN_TRIES = 3
 _ResultT = TypeVar("_ResultT")
@@ -116,11 +123,12 @@ def create_agent_web_app(
         Route(interrupt + "/approve", handlers.approve, methods=["POST"]),
         Route(interrupt + "/reject", handlers.reject, methods=["POST"]),
         Route(interrupt + "/answer", handlers.answer, methods=["POST"]),
+        Route(api + "/steer", handlers.steer, methods=["POST"]),
+        Route(api + "/queued/{message_id}/delete", handlers.delete_queued, methods=["POST"]),
+        Route(api + "/cancel", handlers.cancel, methods=["POST"]),
         Route(api + "/chat", handlers.chat, methods=["POST"]),
-        # Steering plugs in here once AgentSessionClient has it (issue 12): POST api + "/steer" with
-        # {"text"} or {"message_id"} -> steer_user_message, POST api + "/queued/{message_id}/delete" ->
-        # delete_queued_message, POST api + "/cancel" with {"turn_id"} -> cancel_turn; plan approval (issue
-        # 14) as POST api + "/plan/execute" with {"revision"} -> execute_plan. Each follows send_message.
+        # Plan approval (issue 14) plugs in here: POST api + "/plan/execute" with {"revision"} ->
+        # execute_plan, following steer.
     ]
     if serve_page:
         page = resources.files("dex_agents.web").joinpath("static", "index.html").read_text(encoding="utf-8")
@@ -145,12 +153,6 @@ async def _http_error(request: Request, error: Exception) -> Response:
     return error_response(http.status_code, http.detail)
 
 
-def _checked_id(value: str, what: str) -> str:
-    if not value or len(value) > _MAX_ID_CHARS or not _PRINTABLE.fullmatch(value):
-        fail(400, f"{what} must be 1-{_MAX_ID_CHARS} printable characters without spaces")
-    return value
-
-
 class _Handlers:
     def __init__(
         self,
@@ -169,14 +171,14 @@ class _Handlers:
     async def _session_id(self, request: Request) -> str:
         session_id = str(request.path_params["session_id"])
         if not self._pattern.fullmatch(session_id):
-            fail(400, f"{session_id[:_MAX_ID_CHARS]!r} is not a valid session ID")
+            fail(400, f"{session_id[:_MAX_SESSION_ID_SHOWN]!r} is not a valid session ID")
         if self._session_access is not None and not await self._session_access(request, session_id):
             fail(404, f"there is no session {session_id!r}")
         return session_id
 
     @staticmethod
     def _interrupt_id(request: Request) -> str:
-        return _checked_id(str(request.path_params["interrupt_id"]), "an interrupt ID")
+        return checked_id(str(request.path_params["interrupt_id"]), "an interrupt ID")
 
     async def _call(self, session_id: str, call: Awaitable[_ResultT]) -> _ResultT:
         """Run a session RPC, answering its failures with a status that says what went wrong."""
@@ -185,7 +187,7 @@ class _Handlers:
         except (FlowNotFoundError, FlowNotActiveOrNotFoundError):
             fail(404, f"there is no running session {session_id!r}")
         except RpcLockConflictError:
-            fail(409, "the session is busy with this interrupt; try again")
+            fail(409, "the session is busy: a short Step holds a lock this call needs; try again")
         except ValueError as error:
             fail(413, str(error))
         except DexServiceError as error:
@@ -217,7 +219,7 @@ class _Handlers:
                 400, "pass ?after=<resume_token> from the snapshot ('' reads from the oldest retained event)"
             )
         if token:
-            _checked_id(token, "a resume token")
+            checked_id(token, "a resume token")
         try:
             stream = await self._call(
                 session_id, open_event_stream(self._sessions, session_id, token, self._timings)
@@ -235,6 +237,31 @@ class _Handlers:
         if not await self._call(session_id, self._sessions.send_user_message(session_id, text)):
             fail(422, "the session refused the message")
         return JSONResponse({"queued": True}, status_code=202)
+
+    async def steer(self, request: Request) -> Response:
+        """Steer the running turn with a new message or a queued one (queued while no turn runs)."""
+        session_id = await self._session_id(request)
+        steer = read_steer_request(await read_json_object(request, self._max_request_bytes))
+        call = self._sessions.steer_user_message(session_id, steer.text, message_id=steer.message_id)
+        if not await self._call(session_id, call):
+            fail(409, steer_refusal(await self._snapshot(session_id), steer))
+        return JSONResponse({"steered": True}, status_code=202)
+
+    async def delete_queued(self, request: Request) -> Response:
+        session_id = await self._session_id(request)
+        message_id = checked_id(str(request.path_params["message_id"]), "a message ID")
+        await read_json_object(request, self._max_request_bytes)
+        if not await self._call(session_id, self._sessions.delete_queued_message(session_id, message_id)):
+            fail(409, not_queued(message_id))
+        return JSONResponse({"deleted": True})
+
+    async def cancel(self, request: Request) -> Response:
+        """Cancel the running turn, or only the turn the body names."""
+        session_id = await self._session_id(request)
+        turn_id = read_cancel_turn_id(await read_json_object(request, self._max_request_bytes))
+        if not await self._call(session_id, self._sessions.cancel_turn(session_id, turn_id)):
+            fail(409, cancel_refusal(await self._snapshot(session_id), turn_id))
+        return JSONResponse({"cancel_requested": True}, status_code=202)
 
     async def _resolve(self, request: Request, *, approved: bool) -> Response:
         session_id = await self._session_id(request)

@@ -5,8 +5,9 @@ right after it. Two rules keep what a browser sees in line with committed state:
 
 * A turn-end event is sent only once the snapshot shows the turn ended. A Step writes the event before its
   result commits; an attempt that dies in between never ends the turn, and the retry writes a new end.
-  When a later event arrives while the turn still runs, the held end belonged to such an attempt and is
-  dropped.
+  When a later event of the same turn arrives while the turn still runs, the held end belonged to such an
+  attempt and is dropped. (Another turn's events decide nothing: a steered turn's Step writes the next
+  turn's ``turn_started`` before it commits the end.)
 * When the snapshot shows that a turn the stream follows has ended but its end event never came (the
   Stream trimmed it or lost it), the stream sends ``web.turn_ended``, without an ``id`` since no Stream
   message carries it, so the browser rebuilds from the snapshot.
@@ -26,6 +27,7 @@ from dex_agents.values import AgentEvent
 from dex_agents.web._json import event_json
 from dex_agents.web._stream_reads import (
     TURN_END_EVENT_TYPES,
+    committed_turn_end,
     read_next_event,
     snapshot_or_none,
     turn_has_ended,
@@ -106,9 +108,16 @@ class _EventStream:
             message, pending = pending, None
             event = message.value
             if event.type in TURN_END_EVENT_TYPES and event.turn_id is not None:
-                committed, pending = await self._await_end_commit(message)
+                committed = await committed_turn_end(
+                    self._sessions,
+                    self._session_id,
+                    event.turn_id,
+                    message.resume_token,
+                    self._timings.settle_seconds,
+                )
+                # The events that followed the end are read again from its token.
                 self._token = message.resume_token
-                if committed:
+                if committed is not None:
                     self._followed_turn = None
                     yield _sse(message)
                 continue
@@ -116,22 +125,6 @@ class _EventStream:
                 self._followed_turn = event.turn_id
             self._token = message.resume_token
             yield _sse(message)
-
-    async def _await_end_commit(
-        self, message: StreamMessage[AgentEvent]
-    ) -> tuple[bool, StreamMessage[AgentEvent] | None]:
-        """Wait until the end commits (True), or a later event shows its attempt never committed (False)."""
-        turn_id = message.value.turn_id
-        assert turn_id is not None
-        while True:
-            snapshot = await snapshot_or_none(self._sessions, self._session_id)
-            if snapshot is not None and turn_has_ended(snapshot, turn_id):
-                return True, None
-            later = await read_next_event(
-                self._sessions, self._session_id, message.resume_token, self._timings.settle_seconds
-            )
-            if later is not None:
-                return False, later
 
     async def _turn_ended_without_event(self) -> ServerSentEvent | None:
         if self._followed_turn is None and self._checked_state:

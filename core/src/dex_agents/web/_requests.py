@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, NoReturn, cast
 
 from starlette.requests import Request
@@ -11,6 +12,7 @@ from starlette.responses import JSONResponse
 __all__ = [
     "DEFAULT_MAX_REQUEST_BYTES",
     "BadRequestError",
+    "checked_id",
     "error_response",
     "fail",
     "optional_text_field",
@@ -20,6 +22,9 @@ __all__ = [
 
 #: The largest request body the app reads: a largest user message (256 KiB) as JSON, with room to spare.
 DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024
+
+_MAX_ID_CHARS = 512
+_PRINTABLE = re.compile(r"[\x21-\x7e]+")
 
 
 class BadRequestError(Exception):
@@ -69,6 +74,17 @@ async def read_json_object(request: Request, max_bytes: int) -> dict[str, Any]:
     if not isinstance(value, dict):
         fail(400, f"the request body must be a JSON object, got {type(value).__name__}")
     return cast(dict[str, Any], value)
+
+
+def checked_id(value: str, what: str) -> str:
+    """Return an ID from a path or a body when it is 1-512 printable ASCII characters without spaces.
+
+    Raises:
+        BadRequestError: 400 naming ``what`` otherwise.
+    """
+    if not value or len(value) > _MAX_ID_CHARS or not _PRINTABLE.fullmatch(value):
+        fail(400, f"{what} must be 1-{_MAX_ID_CHARS} printable characters without spaces")
+    return value
 
 
 def text_field(body: dict[str, Any], name: str) -> str:

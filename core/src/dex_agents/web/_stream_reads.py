@@ -14,6 +14,7 @@ from dex_agents.values import AgentEvent, AgentSnapshot
 __all__ = [
     "TURN_END_EVENT_TYPES",
     "RejectedResumeTokenError",
+    "committed_turn_end",
     "newest_token",
     "opening_token",
     "read_next_event",
@@ -71,6 +72,40 @@ def turn_has_ended(snapshot: AgentSnapshot, turn_id: str) -> bool:
     """Whether the committed state shows ``turn_id`` is no longer the active turn."""
     state = snapshot.state
     return state is not None and state.active_turn_id != turn_id
+
+
+async def committed_turn_end(
+    sessions: AgentSessionClient, session_id: str, turn_id: str, end_token: str, settle_seconds: int
+) -> AgentSnapshot | None:
+    """Wait until a turn end event's commit shows in the snapshot, or a later event shows it never will.
+
+    A Step writes a turn's end event before its result commits. Only a later event of the same turn proves
+    that the attempt which wrote the end died before its commit (its retry writes the turn's events again).
+    Another turn's events prove nothing: the Step that ends a steered turn writes the next turn's
+    ``turn_started`` before its commit, and a queued message starts the next turn as soon as the end
+    committed. The caller reads the later events again from ``end_token``.
+
+    Args:
+        sessions: The session client.
+        session_id: The session.
+        turn_id: The turn the end event belongs to.
+        end_token: The end event's resume token.
+        settle_seconds: One wait for a later event between two snapshot reads.
+
+    Returns:
+        The snapshot that shows the turn ended, or ``None`` when the end's attempt never committed.
+    """
+    after = end_token
+    while True:
+        snapshot = await snapshot_or_none(sessions, session_id)
+        if snapshot is not None and turn_has_ended(snapshot, turn_id):
+            return snapshot
+        later = await read_next_event(sessions, session_id, after, settle_seconds)
+        if later is None:
+            continue
+        if later.value.turn_id == turn_id:
+            return None
+        after = later.resume_token
 
 
 async def newest_token(sessions: AgentSessionClient, session_id: str) -> str:

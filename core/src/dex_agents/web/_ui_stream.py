@@ -12,7 +12,10 @@ The mapping:
 * A pending approval is ``tool-approval-request`` whose ``approvalId`` is the interrupt ID.
 * The stream finishes with ``tool-calls`` when the turn waits only for approvals still pending, so
   ``useChat`` can send the answers; it carries the Dex resume token in the message metadata
-  (``{"dex": {"resume_token", "turn_id"}}``) so the request with the answers continues where it stopped.
+  (``{"dex": {"resume_token", "turn_id", "turn_end"}}``) so the request with the answers continues where
+  it stopped. A turn that ended finishes with ``stop`` (completed), ``error`` (failed) or ``other``
+  (steered or cancelled), and ``turn_end`` names its end event (``null`` while approvals wait, or when the
+  Stream lost the end event).
 * A turn end is sent once it committed; committed state ends a stream whose events the Stream lost.
 """
 
@@ -30,6 +33,7 @@ from dex_agents.web._json import parse_json_text
 from dex_agents.web._stream_reads import (
     TURN_END_EVENT_TYPES,
     RejectedResumeTokenError,
+    committed_turn_end,
     newest_token,
     read_next_event,
     snapshot_or_none,
@@ -48,7 +52,13 @@ __all__ = [
 UI_MESSAGE_STREAM_HEADERS = {"x-vercel-ai-ui-message-stream": "v1", "x-accel-buffering": "no"}
 
 _MODEL_STEP_PREFIX = "RunModel-"
-_FINISH_REASONS = {"turn_completed": "stop", "turn_failed": "error"}
+# A steered or cancelled turn did not finish its work, and it did not fail either: the AI SDK's "other".
+_FINISH_REASONS = {
+    "turn_completed": "stop",
+    "turn_failed": "error",
+    "turn_steered": "other",
+    "turn_cancelled": "other",
+}
 
 Chunk = dict[str, Any]
 
@@ -341,11 +351,11 @@ def _start(turn_id: str) -> Chunk:
     return {"type": "start", "messageId": f"dex-{turn_id}"}
 
 
-def _finish(reason: str, turn_id: str, token: str) -> Chunk:
+def _finish(reason: str, turn_id: str, token: str, turn_end: str | None = None) -> Chunk:
     return {
         "type": "finish",
         "finishReason": reason,
-        "messageMetadata": {"dex": {"turn_id": turn_id, "resume_token": token}},
+        "messageMetadata": {"dex": {"turn_id": turn_id, "resume_token": token, "turn_end": turn_end}},
     }
 
 
@@ -418,9 +428,11 @@ async def ui_message_chunks(
             started = True
             yield _start(turn_id)
         if event.type in TURN_END_EVENT_TYPES:
-            snapshot = await _committed_end(sessions, session_id, turn_id, message.resume_token, timings)
+            snapshot = await committed_turn_end(
+                sessions, session_id, turn_id, message.resume_token, timings.settle_seconds
+            )
             if snapshot is None:
-                # A later event arrived first: this end's attempt never committed. Read on from it.
+                # A later event of the turn arrived first: this end's attempt never committed. Read on.
                 token = message.resume_token
                 continue
             for chunk in _ended(translator, snapshot, turn_id, event.type, message.resume_token):
@@ -438,18 +450,6 @@ async def ui_message_chunks(
         token = message.resume_token
 
 
-async def _committed_end(
-    sessions: AgentSessionClient, session_id: str, turn_id: str, end_token: str, timings: EventStreamTimings
-) -> AgentSnapshot | None:
-    """The snapshot once the turn's end committed, or ``None`` when a later event shows it never will."""
-    while True:
-        snapshot = await snapshot_or_none(sessions, session_id)
-        if snapshot is not None and turn_has_ended(snapshot, turn_id):
-            return snapshot
-        if await read_next_event(sessions, session_id, end_token, timings.settle_seconds) is not None:
-            return None
-
-
 def _ended(
     translator: _TurnTranslator, snapshot: AgentSnapshot, turn_id: str, end_type: str | None, token: str
 ) -> list[Chunk]:
@@ -463,9 +463,7 @@ def _ended(
         error = state.last_turn_error if state is not None else None
         chunks.append({"type": "error", "errorText": error or "the turn failed"})
     reason = _FINISH_REASONS.get(end_type or "", "error" if failed else "stop")
-    if end_type in ("turn_steered", "turn_cancelled"):
-        reason = "other"
-    chunks.append(_finish(reason, turn_id, token))
+    chunks.append(_finish(reason, turn_id, token, end_type))
     return chunks
 
 

@@ -5,6 +5,9 @@
 // because a retried model call starts its answer again. When a turn ends, the stored messages replace the
 // turn's live text. After a reload or a dropped connection the page rebuilds from the snapshot and reads
 // the events from the snapshot's resume token (EventSource resumes through Last-Event-ID by itself).
+// While a turn that accepts steering runs, the page lists the queued messages (steer now, delete), offers
+// a steer box and a Stop button; a turn that ended steered or cancelled gets a marker, and the calls it
+// abandoned show as cancelled.
 "use strict";
 
 (() => {
@@ -18,12 +21,23 @@
     "plan_updated", "web.turn_ended", ...TURN_ENDS,
   ];
   const FINAL = new Set(["succeeded", "failed", "rejected", "outcome_unknown"]);
+  // The structured result of a call that steering or cancel_turn abandoned, by its reason.
+  const CANCELLED_RESULTS = { superseded_by_steered_user_message: "steered", turn_cancelled_by_user: "turn_cancelled" };
+  const CANCELLED_LABELS = { steered: "cancelled: the user steered", turn_cancelled: "cancelled: turn stopped" };
+  const TURN_END_LABELS = {
+    turn_steered: "You steered: this turn ended at its next step, and your message started the next one.",
+    turn_cancelled: "You stopped this turn.",
+  };
 
   const page = {
     snapshot: null,
     live: new Map(), // "turn|step execution" -> {turnId, stepId, attempt, text, reasoning}
     toolStep: new Map(), // tool call ID -> the model Step execution that asked for it
     endedTurns: new Set(),
+    // turn ID -> "turn_steered" or "turn_cancelled", from the events: committed state does not keep it.
+    turnEnds: new Map(),
+    stopping: null, // the turn whose cancellation this page asked for
+    pendingNodes: new Map(), // "queued|<message ID>" or "steered|<message ID>" -> {node, steerNow}
     source: null,
     cards: new Map(), // interrupt ID -> its card, kept across renders so typed text survives
     waits: [], // predicates on the next snapshots: an event's committed state, not shown yet
@@ -62,7 +76,10 @@
   async function fetchSnapshot() {
     for (let delay = 250; ; delay = Math.min(delay * 2, 4000)) {
       try {
-        return await request("/snapshot", { cache: "no-store" });
+        const snap = await request("/snapshot", { cache: "no-store" });
+        // A failed read said "reconnecting"; the events never stopped if their stream is still open.
+        if (page.source && page.source.readyState === EventSource.OPEN) setConnection("live");
+        return snap;
       } catch (error) {
         if (error.status && error.status < 500) throw error;
         setConnection("reconnecting");
@@ -83,6 +100,8 @@
     for (const key of [...page.live.keys()]) {
       if (turnHasEnded(page.live.get(key).turnId)) page.live.delete(key);
     }
+    const pendingIds = new Set(snap.pending_interrupts.map((item) => item.interrupt_id));
+    for (const id of [...page.cards.keys()]) if (!pendingIds.has(id)) page.cards.delete(id);
     render();
   }
 
@@ -155,6 +174,7 @@
   function onEvent(type, event) {
     const turnId = event.turn_id;
     if (TURN_ENDS.has(type) || type === "web.turn_ended") {
+      if (type === "turn_steered" || type === "turn_cancelled") page.turnEnds.set(turnId, type);
       page.endedTurns.add(turnId);
       refreshUntil(null, () => true);
       return;
@@ -210,7 +230,7 @@
     renderFacts();
     const main = $("conversation");
     const nearBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
-    main.replaceChildren(...storedMessages(), ...activeTurn());
+    main.replaceChildren(...storedMessages(), ...activeTurn(), ...pendingMessages());
     renderTurnControls();
     renderPlan();
     if (nearBottom) window.scrollTo(0, document.body.scrollHeight);
@@ -237,17 +257,23 @@
       if (message.tool_call_id) {
         let card = tools.get(message.tool_call_id);
         if (!card) {
-          card = { tool_call_id: message.tool_call_id, tool_name: message.tool_name, arguments: message.tool_arguments };
+          card = { tool_call_id: message.tool_call_id, tool_name: message.tool_name, arguments: message.tool_arguments, turn_id: message.turn_id };
           tools.set(message.tool_call_id, card);
           nodes.push(card);
         }
         if (message.role === "tool") card.output = message.tool_output;
-        if (message.text && message.role === "assistant") nodes.splice(nodes.indexOf(card), 0, { role: "assistant", text: message.text, sequence: message.sequence });
+        if (message.text && message.role === "assistant") nodes.splice(nodes.indexOf(card), 0, { role: "assistant", text: message.text, sequence: message.sequence, turn_id: message.turn_id });
       } else if (message.text) {
         nodes.push(message);
       }
     }
-    const rendered = nodes.map((item) => (item.tool_call_id ? toolCard(item, null) : bubble(item.role, item.text, { "data-sequence": item.sequence })));
+    const rendered = [];
+    nodes.forEach((item, index) => {
+      rendered.push(item.tool_call_id ? toolCard(item, null) : bubble(item.role, item.text, { "data-sequence": item.sequence }));
+      const end = page.turnEnds.get(item.turn_id);
+      const next = nodes[index + 1];
+      if (end && (!next || next.turn_id !== item.turn_id)) rendered.push(turnEndMarker(item.turn_id, end));
+    });
     const state = snap.state;
     if (state && state.last_turn_error && !state.active_turn_id) {
       rendered.push(el("div", { class: "turn-error", "data-turn-error": true, text: `The last turn failed: ${state.last_turn_error}` }));
@@ -270,10 +296,64 @@
       }
     }
     for (const call of records) if (!shown.has(call.tool_call_id)) nodes.push(toolCard(call, snap));
-    if (snap.queued_message_count) {
-      nodes.push(el("div", { class: "queued", text: `${snap.queued_message_count} message(s) queued for the next turn` }));
-    }
     return nodes;
+  }
+
+  function turnEndMarker(turnId, type) {
+    const kind = type === "turn_cancelled" ? "cancelled" : "steered";
+    return el("div", { class: "turn-end", "data-turn-end": kind, "data-turn-id": turnId, text: TURN_END_LABELS[type] });
+  }
+
+  const acceptsTurnControl = (snap) => !!(snap && snap.state && snap.state.active_turn_id && snap.state.accepts_turn_control);
+
+  // Messages waiting for the turn: steered ones (applied at the turn's next step), then queued ones (the
+  // next turn's), each with buttons while the turn accepts steering. Nodes are kept across renders.
+  function pendingMessages() {
+    const snap = page.snapshot;
+    if (!snap) return [];
+    const canSteer = acceptsTurnControl(snap);
+    const shown = new Set();
+    const nodes = [];
+    for (const item of snap.steered_messages || []) nodes.push(pendingMessage(item, "steered", false, shown));
+    for (const item of snap.queued_messages || []) nodes.push(pendingMessage(item, "queued", canSteer, shown));
+    for (const key of [...page.pendingNodes.keys()]) if (!shown.has(key)) page.pendingNodes.delete(key);
+    return nodes;
+  }
+
+  function pendingMessage(item, kind, canSteer, shown) {
+    const key = `${kind}|${item.message_id}`;
+    shown.add(key);
+    let entry = page.pendingNodes.get(key);
+    if (!entry) {
+      const id = item.message_id;
+      const gone = (snap) => !snap.queued_messages.some((queued) => queued.message_id === id);
+      const buttons = [];
+      const act = (path, body) => async () => {
+        for (const button of buttons) button.disabled = true;
+        try {
+          await post(path, body);
+          notice("");
+          refreshUntil(null, gone);
+        } catch (error) {
+          notice(error.message);
+          for (const button of buttons) button.disabled = false;
+          refreshUntil(null, () => true);
+        }
+      };
+      const actions = el("div", { class: "pending-actions" },
+        el("span", { class: "label", text: kind === "steered" ? "steering: applies at the turn's next step" : "queued for the next turn" }));
+      if (kind === "queued") {
+        buttons.push(el("button", { type: "button", "data-action": "steer-now", text: "Steer now", title: "End the running turn at its next step and start one with this message", onclick: act("/steer", { message_id: id }) }));
+        buttons.push(el("button", { type: "button", "data-action": "delete", text: "Delete", onclick: act(`/queued/${encodeURIComponent(id)}/delete`, {}) }));
+        actions.append(...buttons);
+      }
+      const node = el("div", { class: "pending", "data-kind": kind, "data-message-id": id },
+        el("div", { class: "bubble", text: item.message.text }), actions);
+      entry = { node, steerNow: buttons[0] };
+      page.pendingNodes.set(key, entry);
+    }
+    if (entry.steerNow) entry.steerNow.hidden = !canSteer;
+    return entry.node;
   }
 
   function bubble(role, text, attrs) {
@@ -288,18 +368,38 @@
     return el("div", { class: "msg", "data-role": "assistant", "data-live": true, "data-attempt": group.attempt }, box);
   }
 
+  // Why steering or cancel_turn abandoned a call: its record says so while the turn runs; once the turn
+  // ended, its stored result is the structured cancellation text.
+  function cancellationOf(call) {
+    if (call.cancellation_reason) return call.cancellation_reason;
+    if (call.status || typeof call.output !== "string") return null;
+    try {
+      const result = JSON.parse(call.output);
+      return result && result.status === "cancelled" ? CANCELLED_RESULTS[result.reason] || null : null;
+    } catch {
+      return null;
+    }
+  }
+
   function toolCard(call, snap) {
-    const status = call.status || (call.output !== undefined ? "done" : "requested");
-    const card = el("div", { class: "tool", "data-tool-call-id": call.tool_call_id, "data-status": status },
+    const cancelled = cancellationOf(call);
+    const recorded = call.status || (call.output !== undefined ? "done" : "requested");
+    const status = cancelled && (recorded === "rejected" || !call.status) ? "cancelled" : recorded;
+    const label = status === "cancelled" ? CANCELLED_LABELS[cancelled] || "cancelled" : status.replaceAll("_", " ");
+    const card = el("div", { class: "tool", "data-tool-call-id": call.tool_call_id, "data-status": status, "data-cancellation-reason": cancelled },
       el("div", { class: "head" },
         el("span", { class: "name", text: call.tool_name || "tool" }),
         call.effect ? el("span", { class: "effect", text: call.effect.replaceAll("_", " ") }) : null,
-        el("span", { class: "state", text: status.replaceAll("_", " ") })),
+        el("span", { class: "state", text: label })),
       el("div", { class: "args", text: call.arguments || "" }));
     const result = call.output ?? null;
-    if (result !== null) card.append(el("div", { class: "result", "data-output": true, text: `→ ${result}` }));
+    if (cancelled && status === "cancelled") {
+      card.append(el("div", { class: "result", "data-output": true, text: "not run" }));
+    } else {
+      if (result !== null) card.append(el("div", { class: "result", "data-output": true, text: `→ ${result}` }));
+      if (call.rejection_message) card.append(el("div", { class: "result error", text: `rejected: ${call.rejection_message}` }));
+    }
     if (call.error) card.append(el("div", { class: "result error", text: call.error }));
-    if (call.rejection_message) card.append(el("div", { class: "result error", text: `rejected: ${call.rejection_message}` }));
     if (snap) {
       for (const interrupt of snap.pending_interrupts) {
         if (interrupt.tool_call_id === call.tool_call_id) card.append(interruptCard(interrupt));
@@ -346,28 +446,59 @@
     return box;
   }
 
-  // Steering (steer, cancel turn) plugs in here: when snapshot.state.accepts_turn_control is true and a
-  // turn runs, render its buttons into #turn-controls and post to the app's steer / cancel endpoints.
-  function renderTurnControls() {}
+  // The steer box and Stop show only while the running turn accepts them: a turn that a Worker without
+  // steering started refuses both.
+  function renderTurnControls() {
+    const snap = page.snapshot;
+    const show = acceptsTurnControl(snap);
+    const active = snap && snap.state ? snap.state.active_turn_id : null;
+    $("turn-controls").hidden = !show;
+    const stopping = show && page.stopping === active;
+    $("stop").disabled = stopping;
+    $("stop").textContent = stopping ? "Stopping…" : "Stop";
+    $("message").placeholder = active ? "Message the agent (queued for the next turn)" : "Message the agent";
+  }
 
   // Plan mode plugs in here: render snapshot.plan into #plan, with an approve button that posts its revision.
   function renderPlan() {}
 
-  $("send-form").addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const text = $("message").value;
-    if (!text.trim()) return;
-    $("send").disabled = true;
+  // A form that posts its text box: sending queues a message, steering hands it to the running turn.
+  function textForm(formId, inputId, buttonId, path) {
+    $(formId).addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const text = $(inputId).value;
+      if (!text.trim()) return;
+      $(buttonId).disabled = true;
+      try {
+        await post(path, { text });
+        // Clear only what was sent: the user may have typed the next message meanwhile.
+        if ($(inputId).value === text) $(inputId).value = "";
+        notice("");
+      } catch (error) {
+        notice(error.message);
+      } finally {
+        $(buttonId).disabled = false;
+        refreshUntil(null, () => true);
+      }
+    });
+  }
+  textForm("send-form", "message", "send", "/messages");
+  textForm("steer-form", "steer-text", "steer", "/steer");
+  $("stop").addEventListener("click", async () => {
+    const snap = page.snapshot;
+    const turnId = snap && snap.state ? snap.state.active_turn_id : null;
+    if (!turnId) return;
+    page.stopping = turnId;
+    renderTurnControls();
     try {
-      await post("/messages", { text });
-      $("message").value = "";
+      // Naming the turn: a click that arrives after it ended must not stop the next one.
+      await post("/cancel", { turn_id: turnId });
       notice("");
-      refreshUntil(null, () => true);
     } catch (error) {
+      page.stopping = null;
       notice(error.message);
-    } finally {
-      $("send").disabled = false;
     }
+    refreshUntil(null, () => true);
   });
   $("message").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("send-form").requestSubmit(); }

@@ -1,11 +1,4 @@
-"""Test helpers: a scripted Anthropic Messages API on loopback, for running the real Claude Code CLI offline.
-
-The CLI talks to `ANTHROPIC_BASE_URL`. This server answers `POST <prefix>/v1/messages` with server-sent
-events in the Messages API's streaming format (or one JSON message when `stream` is false). What each
-call answers comes from a responder the test supplies; the URL prefix before `/v1/messages` (for example
-`/scope/<token>`) reaches the responder, so one server can tell concurrent runs apart. Any other request
-is answered 404 and recorded in `unexpected_requests`, so a test can prove the CLI asked for nothing else.
-"""
+"""The scripted Messages API server on loopback, and the values it speaks in."""
 
 from __future__ import annotations
 
@@ -13,16 +6,28 @@ import asyncio
 import contextlib
 import itertools
 import json
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-__all__ = ["AnthropicApiServer", "ApiReply", "ApiRequest", "ApiToolUse", "Responder"]
+from dex_agents.testing import text_chunks
 
-# Each chunk keeps its trailing whitespace, so the chunks add up to the text exactly.
-_CHUNK = re.compile(r"\S+\s*|\s+")
+from dex_agents_claude_agent_sdk._messages import TOOL_NAME_PREFIX, tool_result_text
+
+__all__ = [
+    "SYSTEM_REMINDER",
+    "AnthropicApiServer",
+    "ApiReply",
+    "ApiRequest",
+    "ApiToolUse",
+    "Responder",
+    "content_blocks",
+    "result_text",
+]
+
 _MESSAGES_PATH = "/v1/messages"
+SYSTEM_REMINDER = "<system-reminder>"
+"""How the CLI's own reminders, which it adds to prompts and results, start."""
 
 
 @dataclass(frozen=True)
@@ -31,13 +36,22 @@ class ApiToolUse:
 
     Attributes:
         tool_use_id: The block's ID, which becomes the tool call ID.
-        name: The tool's name as the CLI knows it (`mcp__dex__<tool>` for the runner's tools).
+        name: The tool's name: one of the runner's tools by its own name (the model sends it as
+            `mcp__dex__<name>`), or a name the CLI knows as it is: a built-in (`Bash`, starting with a
+            capital letter) or a tool of another MCP server (`mcp__<server>__<tool>`).
         input: The call's arguments.
     """
 
     tool_use_id: str
     name: str
     input: Mapping[str, object]
+
+    @property
+    def cli_name(self) -> str:
+        """The name the model sends to the CLI."""
+        if "__" in self.name or self.name[:1].isupper():
+            return self.name
+        return f"{TOOL_NAME_PREFIX}{self.name}"
 
 
 @dataclass(frozen=True)
@@ -49,6 +63,8 @@ class ApiReply:
         tool_uses: Tool calls, after the text.
         input_tokens: The usage the response reports.
         output_tokens: The usage the response reports.
+        cache_read_input_tokens: The usage the response reports.
+        cache_creation_input_tokens: The usage the response reports.
         error_status: When set, the server answers with this HTTP status and an API error instead.
         error_message: The API error's message.
     """
@@ -57,6 +73,8 @@ class ApiReply:
     tool_uses: Sequence[ApiToolUse] = ()
     input_tokens: int = 10
     output_tokens: int = 5
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
     error_status: int | None = None
     error_message: str = "scripted API error"
 
@@ -85,18 +103,52 @@ class ApiRequest:
         """The names of the tools offered to the model."""
         return [str(cast(dict[str, Any], tool).get("name")) for tool in self.body.get("tools", [])]
 
+    @property
+    def tool_results(self) -> dict[str, tuple[str, bool]]:
+        """Every tool result the request holds, by tool use ID: its text and whether it is an error."""
+        return {
+            str(block.get("tool_use_id")): (result_text(block), bool(block.get("is_error")))
+            for message in self.messages
+            for block in content_blocks(message)
+            if block.get("type") == "tool_result"
+        }
+
 
 Responder = Callable[[ApiRequest], Awaitable[ApiReply]]
 """Returns the reply to one request."""
 
 
+def content_blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return cast(list[dict[str, Any]], content or [])
+
+
+def result_text(block: Mapping[str, Any]) -> str:
+    # The CLI appends its own reminders to some results; they are not the tool's output.
+    content = block.get("content")
+    if isinstance(content, list):
+        content = [
+            part
+            for part in cast(list[Any], content)
+            if not str(cast(Mapping[str, Any], part).get("text", "")).lstrip().startswith(SYSTEM_REMINDER)
+        ]
+    return tool_result_text(content)
+
+
 class AnthropicApiServer:
     """Serves scripted Messages API replies on 127.0.0.1 until closed.
 
+    It answers `POST <prefix>/v1/messages` with the reply the responder returns (streamed when the request
+    asks for it), and any other request with 404. When the client closes its connection before the reply
+    is ready, the responder's coroutine is cancelled.
+
     Args:
-        responder: Returns the reply to each request; an exception makes the server answer 500.
+        responder: Returns the reply to each request; an exception makes the server answer 500 with its
+            message.
         on_unexpected: Called with `"<method> <target>"` for every request that is not
-            `POST /v1/messages` (which the server answers 404).
+            `POST /v1/messages`.
 
     Attributes:
         requests: Every `POST /v1/messages` received, in order.
@@ -169,10 +221,9 @@ class AnthropicApiServer:
             headers=headers,
         )
         self.requests.append(request)
-        try:
-            reply = await self._responder(request)
-        except Exception as error:
-            reply = ApiReply(error_status=500, error_message=str(error))
+        reply = await self._reply_unless_abandoned(request, reader)
+        if reply is None:
+            return False
         if reply.error_status is not None:
             error_type = "invalid_request_error" if reply.error_status == 400 else "api_error"
             payload = json.dumps(
@@ -188,6 +239,28 @@ class AnthropicApiServer:
             payload = json.dumps(_whole_message(reply, model, message_id)).encode()
             await _respond(writer, 200, "application/json", payload, keep_alive=False)
         return False
+
+    async def _reply_unless_abandoned(
+        self, request: ApiRequest, reader: asyncio.StreamReader
+    ) -> ApiReply | None:
+        """The responder's reply, or `None` when the client hung up first (the responder is cancelled)."""
+        replying = asyncio.ensure_future(self._responder(request))
+        # A client waiting for its reply sends nothing more, so anything read here is its hang-up.
+        hang_up = asyncio.ensure_future(reader.read(1))
+        try:
+            await asyncio.wait({replying, hang_up}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            hang_up.cancel()
+            if not replying.done():
+                replying.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await replying
+        if replying.cancelled():
+            return None
+        error = replying.exception()
+        if error is not None:
+            return ApiReply(error_status=500, error_message=str(error))
+        return replying.result()
 
 
 async def _read_body(reader: asyncio.StreamReader, headers: Mapping[str, str]) -> bytes:
@@ -221,8 +294,8 @@ def _usage(reply: ApiReply, output_tokens: int) -> dict[str, int]:
     return {
         "input_tokens": reply.input_tokens,
         "output_tokens": output_tokens,
-        "cache_read_input_tokens": 0,
-        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": reply.cache_read_input_tokens,
+        "cache_creation_input_tokens": reply.cache_creation_input_tokens,
     }
 
 
@@ -232,7 +305,7 @@ def _whole_message(reply: ApiReply, model: str, message_id: str) -> dict[str, An
         content.append({"type": "text", "text": reply.text})
     for use in reply.tool_uses:
         content.append(
-            {"type": "tool_use", "id": use.tool_use_id, "name": use.name, "input": dict(use.input)}
+            {"type": "tool_use", "id": use.tool_use_id, "name": use.cli_name, "input": dict(use.input)}
         )
     return {
         "id": message_id,
@@ -262,18 +335,13 @@ async def _stream_reply(writer: asyncio.StreamWriter, reply: ApiReply, model: st
         events.append(
             {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
         )
-        for chunk in _CHUNK.findall(reply.text):
-            events.append(
-                {
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {"type": "text_delta", "text": chunk},
-                }
-            )
+        for chunk in text_chunks(reply.text):
+            delta = {"type": "text_delta", "text": chunk}
+            events.append({"type": "content_block_delta", "index": index, "delta": delta})
         events.append({"type": "content_block_stop", "index": index})
         index += 1
     for use in reply.tool_uses:
-        block: dict[str, Any] = {"type": "tool_use", "id": use.tool_use_id, "name": use.name, "input": {}}
+        block: dict[str, Any] = {"type": "tool_use", "id": use.tool_use_id, "name": use.cli_name, "input": {}}
         events.append({"type": "content_block_start", "index": index, "content_block": block})
         delta = {"type": "input_json_delta", "partial_json": json.dumps(dict(use.input))}
         events.append({"type": "content_block_delta", "index": index, "delta": delta})

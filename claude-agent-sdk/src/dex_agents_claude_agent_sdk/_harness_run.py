@@ -1,0 +1,247 @@
+"""One run of the Claude Code CLI: the `PreToolUse` hook's decisions, the tool shims, what the run streams.
+
+The CLI calls the hook for every tool call the model asks for, while the response may still be streaming.
+The hook decides about the runner's own tools only (a tool the runner does not own gets no decision, so
+Claude Code's permission system decides about it, as it would without the runner):
+
+- a call whose policy is `read` (and needs no approval) runs inline, in the CLI, through an in-process MCP
+  shim that calls the user's tool, when every call of the runner's in its response is such a read;
+- otherwise the response's last tool use is deferred: the CLI keeps only one deferred call per run, and
+  resumes correctly only when it is the response's last tool use, so the hook waits for the whole response
+  before it decides about any call;
+- every other non-read call of that response is refused with `REFUSED_TOOL_CALL_MESSAGE`, which asks the
+  model to call it again. Reads before the deferred call run inline.
+
+A resumed run lets the deferred call through, and the shim that the CLI's `tools/call` names by that call's
+tool use ID answers with the recorded result instead of running the tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    ResultMessage,
+    SdkMcpTool,
+    StreamEvent,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+)
+from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput, Message
+from dex_agents.events import AgentEventWriter
+from dex_agents.runner import AgentTurnContext, ToolPolicy
+from dex_agents.values import ToolEffect
+
+from dex_agents_claude_agent_sdk._effects import tool_effect
+from dex_agents_claude_agent_sdk._messages import TOOL_NAME_PREFIX
+from dex_agents_claude_agent_sdk._shim_server import current_tool_use_id
+from dex_agents_claude_agent_sdk._state import PendingToolUse
+
+__all__ = ["REFUSED_TOOL_CALL_MESSAGE", "RESPONSE_WAIT_SECONDS", "HarnessRun", "ResumedCall"]
+
+REFUSED_TOOL_CALL_MESSAGE = (
+    "Not run: this call was not executed, because only one tool call of a response can wait for its "
+    "result, and this one is not it. Call {tool} again, with the same arguments, after you have read "
+    "the other results."
+)
+"""What the model reads for a refused call ({tool}: the tool's name); see the module docstring."""
+
+# How long the hook waits for the rest of a response before it decides about a call; the runner raises the
+# CLI's own hook timeout (60 s by default) above it, so a long response never fails the hook.
+RESPONSE_WAIT_SECONDS = 600.0
+
+# A hook answer without a permission decision: the CLI's own permission system decides about the call.
+_NO_DECISION = cast(HookJSONOutput, {})
+
+
+@dataclass
+class ResumedCall:
+    """The deferred call a resumed run answers with its recorded result."""
+
+    tool_use_id: str
+    text: str
+    is_error: bool
+    delivered: bool = False
+    """Whether a shim answered the call (the CLI named its tool use ID in `tools/call`)."""
+
+
+@dataclass
+class HarnessRun:
+    """One CLI run: decides tool calls in the hook, runs shims, and collects what the CLI streams."""
+
+    turn: AgentTurnContext
+    tools: Mapping[str, SdkMcpTool[Any]]
+    inline_read_tools: bool
+    resumed: ResumedCall | None = None
+    deferrals: list[PendingToolUse] = field(default_factory=list[PendingToolUse])
+    """Every call the hook deferred in this run, in order (more than one only if a wait gave up)."""
+    items: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    model_message_ids: set[str] = field(default_factory=set[str])
+    result: ResultMessage | None = None
+    session_id: str | None = None
+    streaming_tool_uses: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
+    """The tool uses (ID, CLI name) of the response that is streaming."""
+    completed_tool_uses: dict[str, list[tuple[str, str]]] = field(
+        default_factory=dict[str, list[tuple[str, str]]]
+    )
+    """For each tool use of a response that finished streaming, all of that response's tool uses."""
+    response_completed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def policy(self, tool_name: str) -> ToolPolicy:
+        tool = self.tools.get(tool_name)
+        return self.turn.resolve_tool_policy(tool_name, tool_effect(tool) if tool is not None else None)
+
+    def runs_inline(self, tool_name: str) -> bool:
+        policy = self.policy(tool_name)
+        return self.inline_read_tools and policy.effect is ToolEffect.READ and not policy.is_approval_required
+
+    async def pre_tool_use(
+        self, input_data: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        del context
+        data = cast(Mapping[str, Any], input_data)
+        cli_name = str(data.get("tool_name", ""))
+        call_id = tool_use_id or str(data.get("tool_use_id", ""))
+        if self.resumed is not None and call_id == self.resumed.tool_use_id:
+            return _decision("allow")
+        if not self.owns(cli_name):
+            # A built-in the user enabled or a tool of another MCP server: not the runner's to allow. The
+            # user's permission_mode, allowed and disallowed tools and can_use_tool decide, as without us.
+            return _NO_DECISION
+        # The CLI keeps only one deferred call per run, and resumes correctly only when that call is the
+        # last tool use of its response; so the hook decides with the whole response in view.
+        uses = await self.response_tool_uses(call_id) or [(call_id, cli_name)]
+        if not any(self.is_deferrable(name) for _, name in uses):
+            return _decision("allow")
+        last_id, last_name = uses[-1]
+        if call_id == last_id and self.owns(last_name):
+            tool_input = cast(Mapping[str, Any], data.get("tool_input") or {})
+            self.deferrals.append(
+                PendingToolUse(call_id, cli_name.removeprefix(TOOL_NAME_PREFIX), dict(tool_input))
+            )
+            return _decision("defer")
+        if self.is_deferrable(cli_name):
+            return _decision(
+                "deny", REFUSED_TOOL_CALL_MESSAGE.format(tool=cli_name.removeprefix(TOOL_NAME_PREFIX))
+            )
+        return _decision("allow")
+
+    def owns(self, cli_name: str) -> bool:
+        """Whether a CLI tool name is one of the runner's tools."""
+        return cli_name.startswith(TOOL_NAME_PREFIX) and cli_name.removeprefix(TOOL_NAME_PREFIX) in self.tools
+
+    def is_deferrable(self, cli_name: str) -> bool:
+        """Whether a call of this CLI tool name must run in its own Step (it is not an inline read)."""
+        return self.owns(cli_name) and not self.runs_inline(cli_name.removeprefix(TOOL_NAME_PREFIX))
+
+    async def response_tool_uses(self, call_id: str) -> list[tuple[str, str]]:
+        """Wait until the model response holding ``call_id`` has streamed, and return its tool uses."""
+        deadline = asyncio.get_running_loop().time() + RESPONSE_WAIT_SECONDS
+        while call_id not in self.completed_tool_uses:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                # Without the whole response, defer this call. If a later call of the response is
+                # deferred too, the CLI keeps only the last one, and the run fails (see _agreed_deferral).
+                return []
+            changed = self.response_completed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), remaining)
+        return self.completed_tool_uses[call_id]
+
+    def shim(self, tool: SdkMcpTool[Any]) -> SdkMcpTool[Any]:
+        """Return the tool the CLI sees: the user's schema and hints, with a handler the runner controls."""
+
+        async def handler(arguments: dict[str, Any]) -> dict[str, Any]:
+            resumed = self.resumed
+            if resumed is not None and current_tool_use_id() == resumed.tool_use_id:
+                # The deferred call itself (by its tool use ID, never by its tool's name, which another
+                # call of the run may share): answer with its recorded result.
+                resumed.delivered = True
+                return {"content": [{"type": "text", "text": resumed.text}], "is_error": resumed.is_error}
+            if self.runs_inline(tool.name):
+                return await tool.handler(arguments)
+            return {
+                "content": [{"type": "text", "text": f"{tool.name} was not run: it runs in its own step."}],
+                "is_error": True,
+            }
+
+        return SdkMcpTool(
+            name=tool.name,
+            description=tool.description,
+            input_schema=tool.input_schema,
+            handler=handler,
+            annotations=tool.annotations,
+        )
+
+    def observe(self, message: Message, events: AgentEventWriter) -> None:
+        if isinstance(message, StreamEvent):
+            if message.parent_tool_use_id is None:
+                _forward_delta(message.event, events)
+                self._track_response(message.event)
+        elif isinstance(message, AssistantMessage):
+            if message.parent_tool_use_id is not None or message.error is not None:
+                return
+            if message.message_id:
+                self.model_message_ids.add(message.message_id)
+            for block in message.content:
+                if isinstance(block, TextBlock):
+                    self.items.append({"type": "text", "text": block.text})
+                elif isinstance(block, ToolUseBlock):
+                    self.items.append(
+                        {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+                    )
+        elif isinstance(message, UserMessage):
+            if message.parent_tool_use_id is not None or isinstance(message.content, str):
+                return
+            for block in message.content:
+                if isinstance(block, ToolResultBlock):
+                    self.items.append(
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": block.tool_use_id,
+                            "content": block.content,
+                            "is_error": bool(block.is_error),
+                        }
+                    )
+        elif isinstance(message, ResultMessage):
+            self.result = message
+            self.session_id = message.session_id
+
+    def _track_response(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "message_start":
+            self.streaming_tool_uses = []
+        elif kind == "content_block_start":
+            block = cast(Mapping[str, Any], event.get("content_block") or {})
+            if block.get("type") == "tool_use":
+                self.streaming_tool_uses.append((str(block.get("id")), str(block.get("name"))))
+        elif kind == "message_stop":
+            uses = list(self.streaming_tool_uses)
+            for use_id, _ in uses:
+                self.completed_tool_uses[use_id] = uses
+            completed, self.response_completed = self.response_completed, asyncio.Event()
+            completed.set()
+
+
+def _decision(decision: str, reason: str | None = None) -> HookJSONOutput:
+    output: dict[str, Any] = {"hookEventName": "PreToolUse", "permissionDecision": decision}
+    if reason is not None:
+        output["permissionDecisionReason"] = reason
+    return cast(HookJSONOutput, {"hookSpecificOutput": output})
+
+
+def _forward_delta(event: Mapping[str, Any], events: AgentEventWriter) -> None:
+    if event.get("type") != "content_block_delta":
+        return
+    delta = cast(Mapping[str, Any], event.get("delta") or {})
+    if delta.get("type") == "text_delta":
+        events.write_text_delta(str(delta.get("text", "")))
+    elif delta.get("type") == "thinking_delta":
+        events.write_reasoning_delta(str(delta.get("thinking", "")))

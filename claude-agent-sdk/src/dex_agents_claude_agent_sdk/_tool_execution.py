@@ -1,0 +1,39 @@
+"""Running one approved tool call in its tool Step: the user's own `@tool` handler, once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from claude_agent_sdk import SdkMcpTool
+from dex_agents import parse_tool_arguments
+from dex_agents.runner import ToolExecutionError, ToolExecutionResult
+from dex_agents.values import AgentToolCall
+
+from dex_agents_claude_agent_sdk._messages import tool_result_text
+
+__all__ = ["run_tool"]
+
+
+async def run_tool(tool: SdkMcpTool[Any] | None, record: AgentToolCall) -> ToolExecutionResult:
+    """Call ``tool``'s handler with the recorded arguments and return its text.
+
+    Args:
+        tool: The tool the record names, or `None` when the runner has no such tool.
+        record: The approved call.
+
+    Returns:
+        The text blocks of the tool's result, joined by newlines.
+
+    Raises:
+        ToolExecutionError: When the tool is unknown, its arguments are not a JSON object, or its result
+            has `is_error` set. Other exceptions propagate, so the session retries or records the call by
+            its effect.
+    """
+    if tool is None:
+        raise ToolExecutionError(f"unknown tool {record.tool_name!r}")
+    arguments = parse_tool_arguments(record.arguments, tool_name=record.tool_name)
+    result = await tool.handler(arguments)
+    text = tool_result_text(result.get("content"))
+    if result.get("is_error"):
+        raise ToolExecutionError(text or f"{record.tool_name} failed")
+    return ToolExecutionResult(text)

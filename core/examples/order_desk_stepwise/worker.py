@@ -1,0 +1,14 @@
+"""The Worker process: serves the StepwiseOrderDesk Flow's Steps until it is stopped (or killed).
+
+Run it next to any Dex server: ``DEX_SERVER_ADDRESS=host:port python -m examples.order_desk_stepwise.worker``.
+``ORDER_DESK_MODEL`` picks the model (``scripted`` by default, or a LiteLLM model string). An application's
+own main builds the SDK's ``AsyncWorker`` as ``examples.order_desk.worker`` of any adapter shows.
+"""
+
+import os
+
+from dex_agents.testing import run_agent_worker
+from examples.order_desk_stepwise.agent import build_flow
+
+if __name__ == "__main__":
+    run_agent_worker([build_flow(os.environ.get("ORDER_DESK_MODEL", "scripted"))])

@@ -1,0 +1,102 @@
+"""`ScriptedChatModel` on its own: a chat model that runs inside `create_agent`, offline."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langchain_core.tools import tool
+
+from dex_agents_langgraph.testing import ScriptedChatModel
+from tests.support import respond, tool_call
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@tool
+def lookup_order(order_id: str) -> str:
+    """Look up an order's status."""
+    return f"order {order_id}: shipped"
+
+
+def two_answers() -> ScriptedChatModel:
+    return ScriptedChatModel(
+        responses=[
+            AIMessage(
+                "Let me look that up.", tool_calls=[tool_call("lookup_order", {"order_id": "7"}, "c-1")]
+            ),
+            "Order 7 has shipped.",
+        ]
+    )
+
+
+def test_the_readme_snippet_runs_as_written() -> None:
+    section = README.read_text().split("## Offline development and tests: `ScriptedChatModel`", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert match is not None
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(match.group(1), "README.md", "exec"), {"__name__": "readme_snippet"})
+    lines = printed.getvalue().splitlines()
+    assert lines[0] == "Order 7 shipped on Monday."
+    assert "'input_tokens'" in lines[1] and "'output_tokens': 5" in lines[1], lines[1]
+
+
+async def test_it_streams_text_in_words_then_the_calls_and_the_usage_in_a_last_chunk() -> None:
+    model = two_answers()
+
+    chunks = [chunk async for chunk in model.astream([HumanMessage("Where is order 7?")])]
+
+    assert [chunk.content for chunk in chunks] == ["Let ", "me ", "look ", "that ", "up.", ""]
+    assert isinstance(chunks[-1], AIMessageChunk)
+    assert [(call["name"], call["args"], call["id"]) for call in chunks[-1].tool_calls] == [
+        ("lookup_order", {"order_id": "7"}, "c-1")
+    ]
+    # Without usage of its own, an answer reports one token per word: of "user: Where is order 7?", and of
+    # its text and the call's arguments, '{"order_id": "7"}'.
+    assert chunks[-1].usage_metadata == {"input_tokens": 5, "output_tokens": 7, "total_tokens": 12}
+    assert chunks[-1].response_metadata["model_name"] == "dex-scripted"
+
+
+async def test_inside_create_agent_it_calls_the_tool_and_answers_from_the_conversation_so_far() -> None:
+    model = ScriptedChatModel(
+        responses=[
+            respond("Checking.", tool_call("lookup_order", {"order_id": "7"}, "c-1"), input_tokens=40),
+            respond("Order 7 has shipped.", input_tokens=60),
+        ]
+    )
+    agent = create_agent(model, tools=[lookup_order])
+
+    result = await agent.ainvoke({"messages": [{"role": "user", "content": "Where is order 7?"}]})
+
+    assert [message.text for message in result["messages"]] == [
+        "Where is order 7?",
+        "Checking.",
+        "order 7: shipped",
+        "Order 7 has shipped.",
+    ]
+    assert result["messages"][-1].usage_metadata["input_tokens"] == 60
+    assert model.offered_tools == [["lookup_order"], ["lookup_order"]]
+    assert model.input_texts(2)[-1] == "tool lookup_order [c-1] success: order 7: shipped"
+    # Another instance (another Worker process) given the same conversation answers the same next reply.
+    fresh = two_answers()
+    assert (await fresh.ainvoke(result["messages"][:3])).text == "Order 7 has shipped."
+
+
+def test_a_call_past_the_end_of_the_script_says_which_answer_is_missing() -> None:
+    model = ScriptedChatModel(responses=["Hello."])
+
+    with pytest.raises(ValueError, match="no answer for model call 2 of this conversation"):
+        model.invoke([HumanMessage("Hi"), AIMessage("Hello."), HumanMessage("And now?")])
+
+
+async def test_without_responses_it_needs_a_run_model_call_of_the_session_script() -> None:
+    with pytest.raises(RuntimeError, match=r"with_model_call_scope\(\).*responses=\[\.\.\.\]"):
+        await ScriptedChatModel().ainvoke([HumanMessage("Hi")])
+    with pytest.raises(RuntimeError, match="only asynchronously"):
+        ScriptedChatModel().invoke([HumanMessage("Hi")])

@@ -1,0 +1,123 @@
+"""What one SDK run reports while a `RunModel` Step drives it.
+
+Streamed text and reasoning deltas become the session's live events; run hooks count the model calls
+(one per agent when the run hands off), keep each call's usage, and stop any model call a Step must not
+make; each handoff becomes an `openai_agents.handoff` event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agents import (
+    Agent,
+    ModelResponse,
+    RawResponsesStreamEvent,
+    RunContextWrapper,
+    RunHooks,
+    StreamEvent,
+    TResponseInputItem,
+)
+from dex_agents.events import AgentEventWriter
+from dex_agents.values import AgentUsage
+from openai.types.responses import (
+    ResponseReasoningSummaryTextDeltaEvent,
+    ResponseReasoningTextDeltaEvent,
+    ResponseTextDeltaEvent,
+)
+
+__all__ = ["HANDOFF_EVENT_TYPE", "StepHooks", "UnexpectedModelCallError", "forward_stream_event"]
+
+HANDOFF_EVENT_TYPE = "openai_agents.handoff"
+"""The live event written for each handoff inside a `RunModel` Step."""
+
+
+class UnexpectedModelCallError(Exception):
+    """The SDK was about to make a second model call in one Step without a handoff."""
+
+
+def forward_stream_event(event: StreamEvent, events: AgentEventWriter) -> None:
+    """Write a text or reasoning delta of ``event`` as a live event; ignore everything else."""
+    if not isinstance(event, RawResponsesStreamEvent):
+        return
+    data = event.data
+    if isinstance(data, ResponseTextDeltaEvent):
+        events.write_text_delta(data.delta)
+    elif isinstance(data, (ResponseReasoningSummaryTextDeltaEvent, ResponseReasoningTextDeltaEvent)):
+        events.write_reasoning_delta(data.delta)
+
+
+@dataclass
+class _ModelCall:
+    agent_name: str
+    usage: AgentUsage
+    response: ModelResponse | None = None
+
+
+def _usage(response: ModelResponse) -> AgentUsage:
+    usage = response.usage
+    return AgentUsage(
+        model_calls=1,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_input_tokens=usage.input_tokens_details.cached_tokens or 0,
+        reasoning_tokens=usage.output_tokens_details.reasoning_tokens or 0,
+    )
+
+
+@dataclass
+class StepHooks(RunHooks[Any]):
+    """Counts model calls and handoffs, and stops any model call a Step must not make."""
+
+    calls: list[_ModelCall] = field(default_factory=list[_ModelCall])
+    handoffs: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
+    _handoff_pending: bool = False
+
+    async def on_llm_start(
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
+    ) -> None:
+        if self.calls and not self._handoff_pending:
+            raise UnexpectedModelCallError(
+                f"the OpenAI Agents SDK was about to make a second model call for agent {agent.name!r} "
+                "inside one model Step, without a handoff; the runner stopped it. This happens when the "
+                "model repeats a tool call ID of an earlier call in the same turn, which the SDK skips"
+            )
+        self._handoff_pending = False
+        self.calls.append(_ModelCall(agent.name, AgentUsage()))
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        self.calls[-1].usage = _usage(response)
+        self.calls[-1].response = response
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
+    ) -> None:
+        self.handoffs.append((from_agent.name, to_agent.name))
+        self._handoff_pending = True
+
+    @property
+    def last_response(self) -> ModelResponse | None:
+        """The response of the Step's last model call, once it ended."""
+        return self.calls[-1].response if self.calls else None
+
+    def total_usage(self) -> AgentUsage:
+        """The usage of every model call of the Step."""
+        total = AgentUsage()
+        for call in self.calls:
+            total = total.plus(call.usage)
+        return total
+
+    def write_handoff_events(self, events: AgentEventWriter) -> None:
+        """Write one `HANDOFF_EVENT_TYPE` event per handoff, with every model call's usage."""
+        calls = [{"agent": call.agent_name, **asdict(call.usage)} for call in self.calls]
+        for source, target in self.handoffs:
+            events.write_event(
+                HANDOFF_EVENT_TYPE, {"source_agent": source, "target_agent": target, "model_calls": calls}
+            )

@@ -1,0 +1,230 @@
+"""A scripted Pydantic AI model, for developing and testing agents offline.
+
+`ScriptedModel` is a Pydantic AI `Model` (a `FunctionModel`), so it goes in the agent's own model slot,
+`Agent(ScriptedModel(...))` or `PydanticAiRunner(agent, model=ScriptedModel(...))`, and the agent runs
+Pydantic AI's real agent loop with no key and no network. It answers in one of three ways:
+
+- a list of answers, each a text or a `ModelResponse` (text, tool calls, thinking). Which answer a call
+  gets follows from the conversation it is shown, not from a counter: the first answer goes to a call
+  whose messages hold no model response yet, the second to a call whose messages hold one, and so on.
+  So a retried call, or the same call in another Worker process, gets the same answer, as a durable
+  session needs;
+- a function of the messages the call is shown (plain or `async`), returning a text or a
+  `ModelResponse`, for a model that reacts to tool results;
+- `ScriptedModel.from_script_store()`: the script of `dex_agents.testing`'s `ScriptStore`, for tests on the
+  `dex_agents.testing` stack (matrix, runner contract). Wrap the runner with
+  `dex_agents.testing.with_model_call_scope`, which tells the model which session and turn it answers.
+
+Streamed calls send text in word chunks (`dex_agents.testing.text_chunks`), then thinking and tool calls,
+so live `text_delta` events add up to the stored text; a response's text parts stream as one text part.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from dex_agents.testing import (
+    ScriptedResponse,
+    ScriptStore,
+    current_model_call,
+    scripted_model_response,
+    text_chunks,
+)
+from pydantic_ai.messages import (
+    BaseToolReturnPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ModelResponsePart,
+    NativeToolCallPart,
+    NativeToolReturnPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import (
+    AgentInfo,
+    BuiltinToolCallsReturns,
+    DeltaThinkingCalls,
+    DeltaThinkingPart,
+    DeltaToolCall,
+    DeltaToolCalls,
+    FunctionModel,
+)
+
+from dex_agents_pydantic_ai._transcript import render_transcript
+
+__all__ = ["DEFAULT_SCRIPTED_SUMMARY", "Answerer", "ScriptedAnswer", "ScriptedModel", "ScriptedModelCall"]
+
+DEFAULT_SCRIPTED_SUMMARY = "The scripted summary of the earlier conversation."
+"""What a `ScriptedModel.from_script_store()` summary call answers when its script gives no text."""
+
+ScriptedAnswer: TypeAlias = str | ModelResponse
+"""One answer of a `ScriptedModel`: a text, or a whole `ModelResponse` (text, tool calls, thinking)."""
+
+Answerer: TypeAlias = Callable[[list[ModelMessage]], ScriptedAnswer | Awaitable[ScriptedAnswer]]
+"""A function that answers a model call from the messages it is shown, plain or `async`."""
+_StreamItem: TypeAlias = str | DeltaToolCalls | DeltaThinkingCalls | BuiltinToolCallsReturns
+_KEPT_CALLS = 200
+_STREAMABLE_PARTS = (TextPart, ThinkingPart, ToolCallPart, NativeToolCallPart, NativeToolReturnPart)
+
+
+@dataclass(frozen=True)
+class ScriptedModelCall:
+    """One call a `ScriptedModel` answered in this process.
+
+    Attributes:
+        messages: The messages the call was shown.
+        tool_names: The function tools the call was offered, by name.
+    """
+
+    messages: list[ModelMessage]
+    tool_names: tuple[str, ...]
+
+    @property
+    def tool_returns(self) -> list[BaseToolReturnPart]:
+        """The tool results among the messages, in order."""
+        return [
+            part
+            for message in self.messages
+            if isinstance(message, ModelRequest)
+            for part in message.parts
+            if isinstance(part, BaseToolReturnPart)
+        ]
+
+    @property
+    def user_prompts(self) -> list[str]:
+        """The user prompts among the messages, in order, as text."""
+        return [
+            str(part.content)
+            for message in self.messages
+            if isinstance(message, ModelRequest)
+            for part in message.parts
+            if isinstance(part, UserPromptPart)
+        ]
+
+
+class ScriptedModel(FunctionModel):
+    """A Pydantic AI model that answers from a script (see the module docstring).
+
+    Args:
+        answers: The answers in conversation order, or a function of the messages a call is shown.
+        model_name: The name the model reports.
+
+    Raises:
+        TypeError: If an answer is neither a text nor a `ModelResponse`, or holds a part the model cannot
+            stream (only text, thinking, tool calls and provider-side tool parts stream).
+    """
+
+    def __init__(self, answers: Sequence[ScriptedAnswer] | Answerer, *, model_name: str = "scripted") -> None:
+        if callable(answers):
+            self._answerer: Answerer = answers
+        else:
+            script = [_as_response(answer) for answer in answers]
+            self._answerer = lambda messages: _answer_in_conversation_order(script, messages)
+        self._calls: deque[ScriptedModelCall] = deque(maxlen=_KEPT_CALLS)
+        super().__init__(self._answer, stream_function=self._stream, model_name=model_name)
+
+    @classmethod
+    def from_script_store(cls, store: ScriptStore | None = None) -> ScriptedModel:
+        """Return a model that answers from `dex_agents.testing`'s script store.
+
+        Each call renders what it is shown as one line per message part (user prompts, tool results,
+        response text and tool calls; instructions and system prompts are left out) and awaits
+        `dex_agents.testing.scripted_model_response`, which logs the call with its session, turn, Step
+        execution and attempt, holds it at the script's gates, and, for a response that
+        `block_until_cancelled`, waits until the call's coroutine is cancelled (and logs that). A context
+        summary call (the runner's `summarize_context` inside `with_model_call_scope`) answers from the
+        session's summary script (`ScriptStore.set_summaries`), with `DEFAULT_SCRIPTED_SUMMARY` when the
+        script gives no text.
+
+        Args:
+            store: The script store; by default the one named by ``DEX_AGENTS_TEST_STATE_DIR``.
+        """
+
+        async def answer(messages: list[ModelMessage]) -> ScriptedAnswer:
+            response = await scripted_model_response(render_transcript(messages), store)
+            scope = current_model_call()
+            if scope is not None and scope.is_summary and not response.text:
+                # The summary script leaves the text to the runner; a real summary must not be blank.
+                return DEFAULT_SCRIPTED_SUMMARY
+            return _scripted_response(response)
+
+        return cls(answer, model_name="dex-scripted")
+
+    @property
+    def calls(self) -> list[ScriptedModelCall]:
+        """The last 200 calls this model answered in this process, oldest first.
+
+        A Worker process's calls stay in that process; across processes, `ScriptStore.invocations` logs
+        the calls of a model `from_script_store`.
+        """
+        return list(self._calls)
+
+    async def _answer(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self._calls.append(
+            ScriptedModelCall(list(messages), tuple(tool.name for tool in info.function_tools))
+        )
+        answer = self._answerer(messages)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        # A copy: Pydantic AI sets the model name and usage on the response it is given.
+        return dataclasses.replace(_as_response(answer))
+
+    async def _stream(self, messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[_StreamItem]:
+        response = await self._answer(messages, info)
+        for index, part in enumerate(response.parts):
+            if isinstance(part, TextPart):
+                for chunk in text_chunks(part.content):
+                    yield chunk
+            elif isinstance(part, ThinkingPart):
+                yield {index: DeltaThinkingPart(content=part.content, signature=part.signature)}
+            elif isinstance(part, ToolCallPart):
+                yield {
+                    index: DeltaToolCall(
+                        part.tool_name, part.args_as_json_str(), tool_call_id=part.tool_call_id
+                    )
+                }
+            elif isinstance(part, NativeToolCallPart | NativeToolReturnPart):
+                yield {index: part}
+
+
+def _as_response(answer: object) -> ModelResponse:
+    if isinstance(answer, str):
+        return ModelResponse(parts=[TextPart(answer)])
+    if not isinstance(answer, ModelResponse):
+        raise TypeError(f"a ScriptedModel answer is a str or a ModelResponse, got {type(answer).__name__}")
+    for part in answer.parts:
+        if not isinstance(part, _STREAMABLE_PARTS):
+            raise TypeError(
+                f"ScriptedModel cannot answer with a {type(part).__name__}; it answers with text, thinking, "
+                "tool calls and provider-side tool parts"
+            )
+    return answer
+
+
+def _answer_in_conversation_order(
+    script: Sequence[ModelResponse], messages: Sequence[ModelMessage]
+) -> ModelResponse:
+    position = sum(1 for message in messages if isinstance(message, ModelResponse))
+    if position >= len(script):
+        raise LookupError(
+            f"ScriptedModel has {len(script)} answers, and this call is shown {position} model responses "
+            f"already, so it would need answer {position + 1}"
+        )
+    return script[position]
+
+
+def _scripted_response(response: ScriptedResponse) -> ModelResponse:
+    parts: list[ModelResponsePart] = [TextPart(response.text)] if response.text else []
+    parts.extend(
+        ToolCallPart(call.tool_name, call.arguments_json, tool_call_id=call.tool_call_id)
+        for call in response.tool_calls
+    )
+    return ModelResponse(parts=parts)
