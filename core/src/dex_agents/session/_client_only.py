@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from dex_agents.runner import AgentTurnContext, AgentTurnOutcome, DeferredToolExecution, ToolExecutionResult
 from dex_agents.values import FrameworkMessage
+
+if TYPE_CHECKING:
+    from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 
 __all__ = ["ClientOnlyFlowError", "ClientOnlyRunner"]
 
@@ -19,7 +22,8 @@ class ClientOnlyRunner:
 
     A Flow built for a client registers the same Steps, RPCs, persistence and event Stream as the Worker's,
     so the SDK's Registry accepts it, but a Worker must never serve it: `AgentWorker` refuses it, and an
-    `AsyncWorker` built by hand fails each Step that needs the runner with `ClientOnlyFlowError`.
+    `AsyncWorker` built by hand fails each Step that needs the runner with `ClientOnlyFlowError`. It has the
+    `ContextCompactionRunner` methods too, so a client may pass the Worker's options, compaction included.
     """
 
     def __init__(self, flow_type: str) -> None:
@@ -45,4 +49,19 @@ class ClientOnlyRunner:
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         """Refuse: a client process runs no Step."""
         del call
+        self._refuse()
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Refuse: a client process runs no Step."""
+        del turn
+        self._refuse()
+
+    def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+        """Refuse: a client process runs no Step."""
+        del turn, retained_token_budget
+        self._refuse()
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Refuse: a client process runs no Step."""
+        del request
         self._refuse()
