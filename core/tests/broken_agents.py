@@ -11,6 +11,7 @@ from dex_agents import (
     AgentTurnContext,
     AgentTurnOutcome,
     DeferredToolExecution,
+    DeferredToolOutcome,
     ToolCallsRequested,
     ToolEffect,
     ToolExecutionResult,
@@ -35,7 +36,7 @@ class ReadOnlyPolicyRunner(ScriptedRunner):
 class SilentUnknownToolRunner(ReadOnlyPolicyRunner):
     """Also answers a call to a tool it does not have with an empty success (a plausible adapter bug)."""
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         if call.tool_call.tool_name not in {tool.__name__ for tool in MATRIX_TOOLS}:
             return ToolExecutionResult("")
         return await super().execute_deferred_tool_call(call)

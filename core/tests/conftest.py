@@ -7,7 +7,9 @@ import pytest_asyncio
 
 from dex_agents.testing import AgentTestStack
 from dex_agents.testing.matrix import MatrixHarness
-from tests.agents import SPEC
+from tests.agents import CORE_DIR, SPEC
+from tests.builtin_agents import build_built_in_flows
+from tests.builtin_support import BuiltIns
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -36,3 +38,21 @@ async def harness(module_harness: MatrixHarness) -> MatrixHarness:
     """The module's stack, with a running Worker before each test."""
     await module_harness.ensure_worker()
     return module_harness
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def built_ins_stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[BuiltIns]:
+    """The built-in tool Flows on the module's own stack."""
+    flows = build_built_in_flows()
+    async with AgentTestStack(
+        tmp_path_factory.mktemp("built-ins"), flows.all, "tests.builtin_worker", worker_cwd=CORE_DIR
+    ) as stack:
+        yield BuiltIns(stack, flows)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def built_ins(built_ins_stack: BuiltIns) -> BuiltIns:
+    """The module's built-in tool stack, with a running Worker before each test."""
+    if not built_ins_stack.stack.workers:
+        await built_ins_stack.stack.start_worker()
+    return built_ins_stack

@@ -21,8 +21,8 @@ from dex_agents import (
     AgentTurnOutcome,
     AgentUserMessage,
     DeferredToolExecution,
+    DeferredToolOutcome,
     FrameworkMessage,
-    ToolExecutionResult,
 )
 from dex_agents.testing import ScriptedRunner, matrix_session_options
 
@@ -54,7 +54,7 @@ class NoteOnlyRunner:
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         return await self._runner.run_model_step(turn)
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         return await self._runner.execute_deferred_tool_call(call)
 
 

@@ -51,10 +51,16 @@ from dex_agents._codecs import STEP_INPUT_UNIONS, wire_value_types
 from dex_agents.values import (
     AgentPlan,
     AgentPlanTask,
+    AnswerQuestionRequest,
     ContextSummary,
+    ExecutePlanRequest,
     InteractionMode,
     PendingUserMessage,
+    PlanExecutionRequest,
+    PlanStatus,
+    PlanTaskStatus,
     QuestionAnswer,
+    QuestionResolution,
 )
 from tests.test_unit_values import (
     INTERRUPT,
@@ -236,7 +242,12 @@ def test_field_values_are_checked_as_the_sdk_checks_them() -> None:
             _decode(registry, MessageRole, "narrator")
 
 
-PLAN = AgentPlan(revision=2, status="active", tasks=(AgentPlanTask("Refund", "pending"),), updated_at="t")
+PLAN = AgentPlan(
+    revision=2,
+    status=PlanStatus.ACTIVE,
+    tasks=(AgentPlanTask("Refund", PlanTaskStatus.PENDING),),
+    updated_at="t",
+)
 SUMMARY = ContextSummary(generation=1, first_sequence=1, last_sequence=4, text="Earlier", created_at="t")
 FULL_RECORD = AgentToolCall(
     tool_call_id="call-2",
@@ -248,7 +259,7 @@ FULL_RECORD = AgentToolCall(
     status=ToolCallStatus.SUCCEEDED,
     output="ok",
     tool_source_reference="mcp:1",
-    input_answers=(QuestionAnswer("q-1", "Why?", "Because", "answered"),),
+    input_answers=(QuestionAnswer("q-1", "Why?", "Because", QuestionResolution.ANSWERED),),
     input_choices=("a", "b"),
     task_poll_interval_seconds=5,
 )
@@ -262,7 +273,7 @@ SAMPLES: dict[object, list[object]] = {
     AgentMessage: [MESSAGE],
     AgentMessagesPage: [AgentMessagesPage((MESSAGE,), 3, None), AgentMessagesPage()],
     AgentPlan: [PLAN],
-    AgentPlanTask: [AgentPlanTask("Refund", "completed")],
+    AgentPlanTask: [AgentPlanTask("Refund", PlanTaskStatus.COMPLETED)],
     AgentSessionStartInput: [
         AgentSessionStartInput(),
         AgentSessionStartInput("hi", {"tone": "terse", "n": [1, 2.5, None, True], "nested": {"é": "ü"}}),
@@ -300,7 +311,13 @@ SAMPLES: dict[object, list[object]] = {
     ListAgentMessagesRequest: [ListAgentMessagesRequest(), ListAgentMessagesRequest(9, 20)],
     MessageRole: list(MessageRole),
     PendingUserMessage: [PendingUserMessage("m-1", AgentUserMessage("next"))],
-    QuestionAnswer: [QuestionAnswer("q-1", "Why?", "No", "declined")],
+    QuestionAnswer: [QuestionAnswer("q-1", "Why?", "No", QuestionResolution.DECLINED)],
+    QuestionResolution: list(QuestionResolution),
+    PlanStatus: list(PlanStatus),
+    PlanTaskStatus: list(PlanTaskStatus),
+    AnswerQuestionRequest: [AnswerQuestionRequest("call-1-input-1", "Berlin")],
+    ExecutePlanRequest: [ExecutePlanRequest(3)],
+    PlanExecutionRequest: [PlanExecutionRequest(3)],
     ResolveInterruptRequest: [
         ResolveInterruptRequest("call-1", False, "no"),
         ResolveInterruptRequest("c", True),

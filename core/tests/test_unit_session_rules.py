@@ -29,14 +29,12 @@ from dex_agents import (
 from dex_agents.limits import MAX_STORED_VALUE_BYTES, MAX_TURN_FAILURE_NOTE_BYTES, bounded_text, utf8_size
 from dex_agents.session._control import TurnControlState, may_abandon_waiting_call
 from dex_agents.session._errors import describe_exception, plain_recovery_detail
+from dex_agents.session._interrupts import whole_seconds
 from dex_agents.session._runtime import SessionRuntime
 from dex_agents.session._state import format_time, parse_time, stored_size, to_agent_message
 from dex_agents.session._tool_steps import _never_ran  # pyright: ignore[reportPrivateUsage]
 from dex_agents.session._turn_lifecycle import storable_note
-from dex_agents.session._turn_steps import (
-    _check_tool_calls,  # pyright: ignore[reportPrivateUsage]
-    _whole_seconds,  # pyright: ignore[reportPrivateUsage]
-)
+from dex_agents.session._turn_steps import _check_tool_calls  # pyright: ignore[reportPrivateUsage]
 from dex_agents.testing import stored_calls_without_result
 
 READ = ToolPolicy(ToolEffect.READ)
@@ -101,9 +99,9 @@ def test_other_invalid_requests_are_named() -> None:
 
 
 def test_deadlines_round_up_to_whole_seconds() -> None:
-    assert _whole_seconds(timedelta(seconds=2)) == timedelta(seconds=2)
-    assert _whole_seconds(timedelta(seconds=2, milliseconds=1)) == timedelta(seconds=3)
-    assert _whole_seconds(timedelta(milliseconds=300)) == timedelta(seconds=1)
+    assert whole_seconds(timedelta(seconds=2)) == timedelta(seconds=2)
+    assert whole_seconds(timedelta(seconds=2, milliseconds=1)) == timedelta(seconds=3)
+    assert whole_seconds(timedelta(milliseconds=300)) == timedelta(seconds=1)
 
 
 def test_times_are_utc_with_milliseconds_and_z() -> None:

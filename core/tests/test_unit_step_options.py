@@ -9,6 +9,7 @@ from dex_agents import (
     AGENT_TOOL_CALLS,
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
+    PENDING_PLAN_EXECUTION,
     STEERED_USER_MESSAGES,
     TURN_CANCELLATION_REQUEST,
     AgentSessionFlow,
@@ -150,7 +151,10 @@ def test_only_short_steps_take_the_cancellation_and_interrupt_locks() -> None:
     session = runtime()
     waiting = session.to_await_user_message().options
     assert waiting is not None
-    assert [lock.attribute for lock in waiting.execute_lock_attributes] == [TURN_CANCELLATION_REQUEST]
+    assert [lock.attribute for lock in waiting.execute_lock_attributes] == [
+        TURN_CANCELLATION_REQUEST,
+        PENDING_PLAN_EXECUTION,
+    ]
     apply = session.apply_turn_control_options()
     assert_sync(apply)
     assert [lock.attribute for lock in apply.execute_lock_attributes] == [TURN_CANCELLATION_REQUEST]

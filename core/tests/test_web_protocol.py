@@ -174,7 +174,9 @@ async def test_every_bad_input_is_a_clear_4xx_and_the_session_stays_usable(
             400,
             "string or null",
         ),
-        (await web.post(f"{base}/interrupts/nope/answer", json={"answer": "yes"}), 501, "decline"),
+        (await web.post(f"{base}/interrupts/nope/answer", json={"answer": "yes"}), 409, "not pending"),
+        (await web.post(f"{base}/plan/execute", json={"revision": "1"}), 400, "must be an integer"),
+        (await web.post(f"{base}/plan/execute", json={"revision": 1}), 409, "cannot be executed now"),
         (await web.post(f"{base}/chat", json={"messages": []}), 400, "non-empty 'messages'"),
         (
             await web.post(f"{base}/chat", json={"messages": [{"role": "user", "parts": NO_PARTS}]}),

@@ -165,6 +165,9 @@ def wire_value_types() -> tuple[object, ...]:
         persistence.TURN_CONTROL_REQUESTS,
         persistence.TURN_CANCELLATION_REQUEST,
         persistence.TOOL_CALL_CANCELLATIONS,
+        persistence.AGENT_PLAN,
+        persistence.PLAN_EXECUTIONS,
+        persistence.PENDING_PLAN_EXECUTION,
         persistence.agent_events_stream(),
     )
     found.extend(definition.value_type for definition in definitions)

@@ -33,8 +33,10 @@ from dex_agents.values import (
     AgentSessionStartInput,
     AgentSnapshot,
     AgentUserMessage,
+    AnswerQuestionRequest,
     CancelTurnRequest,
     DeleteQueuedMessageRequest,
+    ExecutePlanRequest,
     ListAgentMessagesRequest,
     ResolveInterruptRequest,
     SteerUserMessageRequest,
@@ -90,8 +92,8 @@ class AgentSessionClient:
         Args:
             client: A Dex client whose Registry holds ``flow``, the same instance.
             flow: The session Flow type.
-            lock_conflict_retry_timeout: How long `resolve_interrupt` and `cancel_turn` retry while a Step
-                holds a lock they need.
+            lock_conflict_retry_timeout: How long `resolve_interrupt`, `answer_question`, `execute_plan`
+                and `cancel_turn` retry while a Step holds a lock they need.
         """
         self._client = client
         self._flow = flow
@@ -163,15 +165,18 @@ class AgentSessionClient:
         request = UpdateSessionSettingsRequest(session_settings=_checked_settings(session_settings))
         return await self._client.invoke_rpc(self._flow.update_session_settings, session_id, request)
 
-    async def send_user_message(self, session_id: str, text: str) -> bool:
+    async def send_user_message(self, session_id: str, text: str, *, plan_mode: bool = False) -> bool:
         """Queue a user message; it starts a turn once the session is idle.
 
         Args:
             session_id: The session.
             text: The message.
+            plan_mode: Start a planning turn, which may only write the plan with ``write_todos``; the
+                user then approves the plan with `execute_plan`.
 
         Returns:
-            `False` for whitespace-only text, else `True`.
+            `False` for whitespace-only text, or for ``plan_mode`` when the Flow type has plan mode off;
+            else `True`.
 
         Raises:
             ValueError: If ``text`` is larger than `MAX_USER_MESSAGE_BYTES`; nothing is sent.
@@ -182,7 +187,61 @@ class AgentSessionClient:
         return await self._marked_send(
             session_id,
             lambda: self._client.invoke_rpc(
-                self._flow.send_user_message, session_id, AgentUserMessage(text=text)
+                self._flow.send_user_message, session_id, AgentUserMessage(text=text, plan_mode=plan_mode)
+            ),
+        )
+
+    async def answer_question(self, session_id: str, interrupt_id: str, answer: str) -> bool:
+        """Answer a pending question: an ``ask_user`` call's, a tool's, or a started task's.
+
+        Decline a question with `resolve_interrupt` and ``approved=False``. Retries lock conflicts like
+        `resolve_interrupt`.
+
+        Args:
+            session_id: The session.
+            interrupt_id: The question's `AgentInterrupt.interrupt_id`.
+            answer: The answer; one of the question's choices when it allows no free text.
+
+        Returns:
+            `False` when the question is not pending (unknown, already answered or declined, or its turn
+            ended), its deadline passed, or the answer is blank or not one of the choices it requires.
+
+        Raises:
+            ValueError: If ``answer`` is larger than `MAX_USER_MESSAGE_BYTES`; nothing is sent.
+            RpcLockConflictError: If the lock stayed taken for the whole retry time.
+        """
+        if not answer.strip():
+            return False
+        _check_message_size(answer, "the answer")
+        request = AnswerQuestionRequest(interrupt_id=interrupt_id, answer=answer)
+        return await self._retry_lock_conflicts(
+            lambda: self._client.invoke_rpc(self._flow.answer_question, session_id, request)
+        )
+
+    async def execute_plan(self, session_id: str, revision: int) -> bool:
+        """Approve the session's plan at ``revision``; an executing turn starts with it.
+
+        Retries lock conflicts like `resolve_interrupt`; of two approvals of one revision only the first
+        returns `True`.
+
+        Args:
+            session_id: The session.
+            revision: The `AgentPlan.revision` the user reviewed.
+
+        Returns:
+            `False` when the revision is not the plan's current one, the plan is not a draft or active, an
+            approval is already pending, or the session is busy: a turn runs, or a message or interrupt
+            waits.
+
+        Raises:
+            RpcLockConflictError: If the lock stayed taken for the whole retry time.
+        """
+        request = ExecutePlanRequest(revision=revision)
+        # The executing turn starts from a channel message the snapshot does not show, as a sent message.
+        return await self._marked_send(
+            session_id,
+            lambda: self._retry_lock_conflicts(
+                lambda: self._client.invoke_rpc(self._flow.execute_plan, session_id, request)
             ),
         )
 
@@ -194,7 +253,7 @@ class AgentSessionClient:
         approved: bool,
         rejection_message: str | None = None,
     ) -> bool:
-        """Approve or reject a pending tool call.
+        """Approve or reject a pending tool call, or decline a pending question (``approved=False``).
 
         A Step that holds the interrupt lock makes the RPC fail with a lock conflict; the call is retried
         until ``lock_conflict_retry_timeout`` passes.
@@ -223,7 +282,8 @@ class AgentSessionClient:
     ) -> bool:
         """Steer the running turn with a new message (``text``) or a queued one (``message_id``).
 
-        The message applies at the turn's next boundary: approvals still waiting are abandoned, tool calls
+        The message applies at the turn's next boundary: approvals, questions and durable waits still
+        waiting are abandoned (a started task and its questions go on), tool calls
         that have not started do not run, and a model call or tool that started runs to its end. The turn
         then ends as steered and the steered messages start the next turn. While no turn runs, ``text`` is
         queued like `send_user_message`, and a queued ``message_id`` stays queued.
@@ -273,10 +333,11 @@ class AgentSessionClient:
     async def cancel_turn(self, session_id: str, turn_id: str | None = None) -> bool:
         """Cancel the running turn.
 
-        The model call in progress is cancelled and its result dropped, approvals still waiting are
-        abandoned, and tool calls that have not started do not run; a tool that started runs to its end and
-        its result is kept. The turn then ends as cancelled (`turn_cancelled`). Retries lock conflicts like
-        `resolve_interrupt`.
+        The model call in progress is cancelled and its result dropped, approvals, questions and durable
+        waits still waiting are abandoned, and tool calls that have not started do not run; a tool that
+        started runs to its end and its result is kept, and a started remote task is cancelled best-effort
+        and recorded `outcome_unknown`. The turn then ends as cancelled (`turn_cancelled`). Retries lock
+        conflicts like `resolve_interrupt`.
 
         Args:
             session_id: The session.
@@ -404,12 +465,12 @@ class AgentSessionClient:
         *,
         timeout: timedelta = _DEFAULT_WAIT,  # noqa: ASYNC109 - a wait deadline, not an I/O timeout
     ) -> AgentInterrupt | None:
-        """Wait until the session has a pending interrupt (an approval), and return the oldest.
+        """Wait until the session has a pending interrupt (an approval or a question), and return the oldest.
 
-        Call it right after `start_session` or `send_user_message`: it waits while the turn runs, and
-        returns `None` once the session is idle (no turn runs, no message waits) with nothing pending, such
-        as when the turn ended without asking. So ``while (interrupt := await
-        sessions.wait_for_interrupt(id)) is not None:`` answers every approval of a turn.
+        Call it right after `start_session`, `send_user_message` or `execute_plan`: it waits while the turn
+        runs, and returns `None` once the session is idle (no turn runs, no message waits) with nothing
+        pending, such as when the turn ended without asking. So ``while (interrupt := await
+        sessions.wait_for_interrupt(id)) is not None:`` answers every approval and question of a turn.
 
         Args:
             session_id: The session.

@@ -10,6 +10,10 @@ from __future__ import annotations
 __all__ = [
     "MAX_MESSAGE_CHUNK_BYTES",
     "MAX_NOTE_TEXT_BYTES",
+    "MAX_PLAN_TASKS",
+    "MAX_PLAN_TASK_BYTES",
+    "MAX_QUESTION_BYTES",
+    "MAX_QUESTION_CHOICES",
     "MAX_SESSION_SETTINGS_BYTES",
     "MAX_STORED_VALUE_BYTES",
     "MAX_TURN_FAILURE_NOTE_BYTES",
@@ -54,6 +58,18 @@ SESSION_SETTINGS_SIZE_TOLERANCE_BYTES = 1024
 #: The longest error or rejection text kept on a tool call record; longer text is cut with a marker, so a
 #: runaway message cannot make the record too large to store.
 MAX_NOTE_TEXT_BYTES = 16 * 1024
+
+#: The longest question, or question choice, a tool or `ask_user` may ask, in UTF-8 bytes.
+MAX_QUESTION_BYTES = 16 * 1024
+
+#: The most choices one question may offer.
+MAX_QUESTION_CHOICES = 50
+
+#: The most tasks a plan may hold. Every Step request carries the plan, so it stays small.
+MAX_PLAN_TASKS = 100
+
+#: The longest content of one plan task, in UTF-8 bytes.
+MAX_PLAN_TASK_BYTES = 2 * 1024
 
 _CUT_MARKER = " [... cut by dex-agents]"
 

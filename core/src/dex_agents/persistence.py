@@ -16,11 +16,13 @@ from dex_agents.values import (
     AgentMessage,
     AgentMessageChunk,
     AgentMessageIndex,
+    AgentPlan,
     AgentState,
     AgentToolCall,
     AgentUsage,
     AgentUserMessage,
     ContextSummary,
+    PlanExecutionRequest,
     ToolCallCancellation,
     ToolCallCompleted,
     TurnCancellationRequest,
@@ -34,6 +36,7 @@ __all__ = [
     "AGENT_MESSAGES",
     "AGENT_MESSAGE_CHUNKS",
     "AGENT_MESSAGE_INDEX",
+    "AGENT_PLAN",
     "AGENT_STATE",
     "AGENT_TOOL_CALLS",
     "AGENT_USAGE",
@@ -42,6 +45,8 @@ __all__ = [
     "FRAMEWORK_RUN_STATE",
     "INTERRUPT_RESOLUTIONS",
     "PENDING_INTERRUPTS",
+    "PENDING_PLAN_EXECUTION",
+    "PLAN_EXECUTIONS",
     "QUEUED_USER_MESSAGES",
     "SESSION_SETTINGS",
     "STEERED_USER_MESSAGES",
@@ -53,6 +58,7 @@ __all__ = [
     "TURN_SESSION_SETTINGS",
     "agent_events_stream",
     "message_sequence_key",
+    "plan_revision_key",
 ]
 
 #: Default byte budget of a Flow type's `AgentEvents` Stream: 10 MiB.
@@ -105,6 +111,26 @@ TURN_CANCELLATION_REQUEST: Attribute[TurnCancellationRequest] = Attribute(
 TOOL_CALL_CANCELLATIONS: ChannelMap[ToolCallCancellation] = ChannelMap(
     "ToolCallCancellations", ToolCallCancellation
 )
+#: The session's plan; unset until `write_todos` first succeeds. `RunModel` and `AwaitUserMessage` write it.
+AGENT_PLAN: Attribute[AgentPlan] = Attribute("AgentPlan", AgentPlan)
+#: Plan approvals that `execute_plan` accepted, keyed by `plan_revision_key`.
+PLAN_EXECUTIONS: ChannelMap[PlanExecutionRequest] = ChannelMap("PlanExecutions", PlanExecutionRequest)
+#: The approval `execute_plan` accepted that `AwaitUserMessage` has not consumed yet; both lock it.
+PENDING_PLAN_EXECUTION: Attribute[PlanExecutionRequest] = Attribute(
+    "PendingPlanExecution", PlanExecutionRequest
+)
+
+
+def plan_revision_key(revision: int) -> str:
+    """Return the `PlanExecutions` instance key of a plan revision: the revision as a decimal.
+
+    Args:
+        revision: A plan revision, starting at 1.
+
+    Returns:
+        The instance key, such as ``"3"``.
+    """
+    return str(int(revision))
 
 
 def message_sequence_key(sequence: int) -> str:

@@ -12,6 +12,20 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from dex_agents._tool_context import current_tool_execution
+from dex_agents._tool_outcomes import (
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolInputRequested,
+    ToolTaskPending,
+    ToolTaskStarted,
+)
+from dex_agents._tool_tasks import (
+    ToolTaskCancellation,
+    ToolTaskCanceller,
+    ToolTaskPoll,
+    ToolTaskPoller,
+    ToolTaskPollOutcome,
+)
 from dex_agents.events import AgentEventWriter
 from dex_agents.limits import (
     MAX_TURN_FAILURE_NOTE_BYTES,
@@ -21,12 +35,14 @@ from dex_agents.limits import (
 )
 from dex_agents.values import (
     AgentMessage,
+    AgentPlan,
     AgentToolCall,
     AgentUsage,
     CancellationReason,
     ContextSummary,
     FrameworkMessage,
     InteractionMode,
+    QuestionAnswer,
     ToolCallStatus,
     ToolEffect,
 )
@@ -35,8 +51,11 @@ __all__ = [
     "APPROVAL_DEADLINE_PASSED",
     "DEFAULT_REJECTION_TOOL_RESULT",
     "OUTCOME_UNKNOWN_TOOL_RESULT",
+    "QUESTION_DEADLINE_PASSED",
+    "QUESTION_DECLINED_TOOL_RESULT",
     "STEERED_REJECTION_MESSAGE",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
+    "TOOL_TASK_CANCELLED_ERROR",
     "TURN_CANCELLED_NOTE_HEADER",
     "TURN_CANCELLED_REJECTION_MESSAGE",
     "TURN_FAILURE_NOTE_FOOTER",
@@ -48,10 +67,20 @@ __all__ = [
     "AgentTurnOutcome",
     "DeferredToolCall",
     "DeferredToolExecution",
+    "DeferredToolOutcome",
+    "PlanModeRunner",
     "ToolCallsRequested",
     "ToolExecutionError",
     "ToolExecutionResult",
+    "ToolInputRequested",
     "ToolPolicy",
+    "ToolTaskCancellation",
+    "ToolTaskCanceller",
+    "ToolTaskPending",
+    "ToolTaskPoll",
+    "ToolTaskPollOutcome",
+    "ToolTaskPoller",
+    "ToolTaskStarted",
     "TurnCompleted",
     "TurnContinued",
     "UnfinishedTurnMessageBuilder",
@@ -72,6 +101,14 @@ OUTCOME_UNKNOWN_TOOL_RESULT = (
 )
 #: The rejection message of a call whose approval deadline passed.
 APPROVAL_DEADLINE_PASSED = "approval deadline passed"
+#: The rejection message of a call whose question's deadline passed (and the answer a task receives).
+QUESTION_DEADLINE_PASSED = "question deadline passed"
+#: The rejection message of a call whose question the user declined without a message.
+QUESTION_DECLINED_TOOL_RESULT = "The user declined to answer."
+#: The error of a started task that `cancel_turn` abandoned; the call records `outcome_unknown`.
+TOOL_TASK_CANCELLED_ERROR = (
+    "the turn was cancelled while the tool's task was running; the task may have taken effect"
+)
 #: First line of the note a failed turn leaves when tool calls ran.
 TURN_FAILURE_NOTE_HEADER = "[Dex] The previous turn failed after these tool calls ran:"
 #: Last line of that note.
@@ -247,32 +284,10 @@ class TurnContinued:
 AgentTurnOutcome = TurnCompleted | ToolCallsRequested | TurnContinued
 
 
-@dataclass(frozen=True)
-class ToolExecutionResult:
-    """The result of a tool that ran.
-
-    Attributes:
-        output: The text the model sees.
-    """
-
-    output: str
-
-
-class ToolExecutionError(Exception):
-    """A tool failure the model should see.
-
-    The session records the call `failed` with this message and does not retry it. Any other exception
-    from `execute_deferred_tool_call` fails the Step attempt instead.
-    """
-
-    def __init__(self, message: str) -> None:
-        """Create the error.
-
-        Args:
-            message: What went wrong, as the model should read it.
-        """
-        super().__init__(message)
-        self.message = message
+#: What one `execute_deferred_tool_call` returns: the tool's result, a question it asks before it takes any
+#: effect, or a remote task it started. A runner whose tools only return results returns
+#: `ToolExecutionResult` alone, as in 0.1.0.
+DeferredToolOutcome = ToolExecutionResult | ToolInputRequested | ToolTaskStarted
 
 
 @dataclass(frozen=True)
@@ -294,12 +309,17 @@ class AgentTurnContext:
         tool_policies: The session's explicit tool policies.
         default_tool_effect: The effect of a tool without a policy or metadata.
         heartbeat_function: Records liveness; call `heartbeat()` instead.
-        interaction_mode: Always `chat` in this release.
+        interaction_mode: The turn's mode. A runner with `supports_plan_mode` offers only ``write_todos``
+            in a `planning` turn; every other runner sees only `chat` and `executing`.
         session_settings: The settings this turn started with (a JSON object), empty when there are none;
             an update during the turn applies to the next turn, so every model call and retry of this turn
             sees the same settings.
         context_summary: The summary of the messages before `messages`, for a runner with the compaction
             capability once the session compacted; else `None`.
+        enabled_built_in_tools: The built-in tools the session enables (``ask_user``, ``durable_wait``,
+            ``write_todos``); offer their `BUILT_IN_TOOL_DEFINITIONS` to the model like any other tool.
+        plan: The session's committed plan, or `None` before ``write_todos`` first wrote one; a runner
+            with `supports_plan_mode` shows it to the model with `build_plan_note`.
     """
 
     flow_id: str
@@ -315,6 +335,8 @@ class AgentTurnContext:
     interaction_mode: InteractionMode = InteractionMode.CHAT
     session_settings: Mapping[str, object] = field(default_factory=dict[str, object])
     context_summary: ContextSummary | None = None
+    enabled_built_in_tools: tuple[str, ...] = ()
+    plan: AgentPlan | None = None
 
     @property
     def is_resuming(self) -> bool:
@@ -355,6 +377,10 @@ class AgentTurnContext:
         await self.heartbeat_function()
 
 
+async def _no_checkpoint(checkpoint: str) -> None:
+    raise RuntimeError("this DeferredToolExecution cannot save a heartbeat checkpoint")
+
+
 @dataclass(frozen=True)
 class DeferredToolExecution:
     """One approved tool call for `execute_deferred_tool_call`.
@@ -366,6 +392,12 @@ class DeferredToolExecution:
         attempt: The one-based attempt of the tool Step.
         events: Writes events stamped with the turn, Step execution and attempt.
         heartbeat_function: Records liveness; call `heartbeat()` instead.
+        heartbeat_checkpoint: The checkpoint an earlier attempt of this tool Step saved with
+            `save_heartbeat_checkpoint`, such as the handle of a task it started; `None` when there is
+            none. Dex keeps checkpoints best-effort, so the tool must still tolerate `None` after a crash.
+        supports_tool_tasks: Whether the runner polls tasks (`ToolTaskPoller`), so the tool may return
+            `ToolTaskStarted`; without it the tool runs its work to the end inside the call.
+        checkpoint_function: Saves a checkpoint; call `save_heartbeat_checkpoint()` instead.
     """
 
     flow_id: str
@@ -374,10 +406,30 @@ class DeferredToolExecution:
     attempt: int
     events: AgentEventWriter
     heartbeat_function: Callable[[], Awaitable[None]]
+    heartbeat_checkpoint: str | None = None
+    supports_tool_tasks: bool = False
+    checkpoint_function: Callable[[str], Awaitable[None]] = _no_checkpoint
+
+    @property
+    def input_answers(self) -> tuple[QuestionAnswer, ...]:
+        """The answers to the questions this call asked, oldest first; the tool asks them again in order."""
+        return self.tool_call.input_answers
 
     async def heartbeat(self) -> None:
         """Record liveness. The session already does this every 20 seconds."""
         await self.heartbeat_function()
+
+    async def save_heartbeat_checkpoint(self, checkpoint: str) -> None:
+        """Save ``checkpoint`` with this attempt's heartbeats, for a retried attempt to read.
+
+        Every later heartbeat of the attempt repeats it, and the next attempt of the same tool Step reads it
+        as ``heartbeat_checkpoint``. Save the handle of remote work as soon as it exists, so a retried
+        attempt resumes that work instead of starting it again.
+
+        Args:
+            checkpoint: Opaque text; prefix it so your code reads back only checkpoints it wrote.
+        """
+        await self.checkpoint_function(checkpoint)
 
 
 @runtime_checkable
@@ -392,8 +444,29 @@ class AgentFrameworkRunner(Protocol):
         """Let the framework make at most one model call and return its outcome, running no tool."""
         ...
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        """Run one tool call once and return its result, or raise `ToolExecutionError`."""
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        """Run one tool call once and return its result, or raise `ToolExecutionError`.
+
+        A runner whose tools only return results declares ``-> ToolExecutionResult``, which satisfies this
+        protocol. Tools may also stop the call with `ToolInputRequested` or `ToolTaskStarted`, usually
+        through `dex_agents.ask_user_input` and `dex_agents.start_tool_task`, which the session sees even
+        when the framework turns the tool's exception into an error result.
+        """
+        ...
+
+
+@runtime_checkable
+class PlanModeRunner(Protocol):
+    """Optional runner capability: plan mode, which `AgentSessionOptions.plan_mode_enabled` requires.
+
+    A runner that sets ``supports_plan_mode`` to `True` offers only ``write_todos`` in a `planning` turn
+    (`AgentTurnContext.interaction_mode`) and shows the model `build_plan_note` of `AgentTurnContext.plan`
+    as user text before the turn's messages.
+    """
+
+    @property
+    def supports_plan_mode(self) -> bool:
+        """`True` when the runner honours planning turns as described above."""
         ...
 
 

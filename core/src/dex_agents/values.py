@@ -37,18 +37,24 @@ __all__ = [
     "AgentToolCall",
     "AgentUsage",
     "AgentUserMessage",
+    "AnswerQuestionRequest",
     "CancelTurnRequest",
     "CancellationReason",
     "CompactContextInput",
     "ContextSummary",
     "DeleteQueuedMessageRequest",
+    "ExecutePlanRequest",
     "FrameworkMessage",
     "InteractionMode",
     "InterruptKind",
     "ListAgentMessagesRequest",
     "MessageRole",
     "PendingUserMessage",
+    "PlanExecutionRequest",
+    "PlanStatus",
+    "PlanTaskStatus",
     "QuestionAnswer",
+    "QuestionResolution",
     "ResolveInterruptRequest",
     "SteerUserMessageRequest",
     "ToolCallCancellation",
@@ -147,11 +153,44 @@ class TurnControlKind(StrEnum):
 
 
 class InteractionMode(StrEnum):
-    """The mode of a turn. Only `chat` is used until plan mode exists."""
+    """The mode of a turn.
+
+    `planning` turns may only write the plan with `write_todos`; `execute_plan` starts an `executing` turn;
+    every other turn is `chat`.
+    """
 
     CHAT = "chat"
     PLANNING = "planning"
     EXECUTING = "executing"
+
+
+class PlanStatus(StrEnum):
+    """Where a session's plan stands.
+
+    `draft` waits for the user's approval, `active` is being executed, `completed` has every task done,
+    and `cleared` holds no tasks.
+    """
+
+    DRAFT = "draft"
+    ACTIVE = "active"
+    COMPLETED = "completed"
+    CLEARED = "cleared"
+
+
+class PlanTaskStatus(StrEnum):
+    """Where one task of a plan stands."""
+
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+
+
+class QuestionResolution(StrEnum):
+    """How a question ended: the user answered or declined it, or its deadline passed."""
+
+    ANSWERED = "answered"
+    DECLINED = "declined"
+    DEADLINE_PASSED = "deadline_passed"
 
 
 def _coerce(value: object, value_type: type[_ValueT]) -> _ValueT:
@@ -318,19 +357,27 @@ class AgentMessage:
 
 @dataclass(frozen=True)
 class QuestionAnswer:
-    """An answer a tool's question received (a later release's feature; kept for the wire shape).
+    """How one question of a tool call ended, kept in `AgentToolCall.input_answers`.
+
+    A tool that asks before it takes effect only ever sees `answered` entries: a declined or expired
+    question ends its call. A started task's questions also record `declined` and `deadline_passed`, so
+    the task learns how each of its questions ended.
 
     Attributes:
-        interrupt_id: The question's interrupt.
+        interrupt_id: The question's interrupt, ``<tool_call_id>-input-<n>``.
         question: The question text.
-        answer: The answer, decline text, or deadline note.
+        answer: The answer; for a decline the user's message or ``The user declined to answer.``; for a
+            passed deadline ``question deadline passed``.
         resolution: `answered`, `declined` or `deadline_passed`.
     """
 
     interrupt_id: str
     question: str
     answer: str
-    resolution: str = "answered"
+    resolution: QuestionResolution = QuestionResolution.ANSWERED
+
+    def __post_init__(self) -> None:
+        _set(self, "resolution", QuestionResolution(self.resolution))
 
 
 @dataclass(frozen=True)
@@ -352,17 +399,19 @@ class AgentToolCall:
         deferral_order: Zero-based position of the call within its turn, in model order.
         tool_source_reference: Opaque text a tool source keeps with the call.
         trace_context: Reserved for tracing.
-        wait_until: Reserved for durable waits.
-        input_continuation: Reserved for tool questions.
-        input_answers: Reserved for tool questions.
-        input_question: Reserved for tool questions.
-        input_choices: Reserved for tool questions.
-        input_allows_free_text: Reserved for tool questions.
+        wait_until: When a `durable_wait` call's wait ends, RFC 3339 in UTC.
+        input_continuation: Opaque text from the tool's last `ToolInputRequested`, or from a task's last
+            `ToolTaskPending`; the tool or the task's poll reads it back.
+        input_answers: How each question the call asked ended, oldest first.
+        input_question: The question the call waits on while it is `awaiting_answer`.
+        input_choices: That question's choices.
+        input_allows_free_text: Whether that question accepts an answer outside its choices.
         cancellation_reason: Set on a `rejected` record that steering (`steered`) or `cancel_turn`
-            (`turn_cancelled`) abandoned before it started.
-        task_id: Reserved for tool tasks.
-        task_poll_interval_seconds: Reserved for tool tasks.
-        task_answer_pending: Reserved for tool tasks.
+            (`turn_cancelled`) abandoned before it started, and on a started task that `cancel_turn`
+            abandoned (`outcome_unknown`).
+        task_id: The remote task the tool started (`ToolTaskStarted`); kept after the task ends.
+        task_poll_interval_seconds: Whole seconds, at least 1, until the task's next poll.
+        task_answer_pending: The last entry of ``input_answers`` has not reached the task yet.
     """
 
     tool_call_id: str
@@ -415,9 +464,9 @@ class AgentInterrupt:
         arguments: The call's arguments as JSON text.
         created_at: When it was raised, RFC 3339 in UTC.
         deadline: When it expires, RFC 3339 in UTC, or `None` for never.
-        question: Reserved for questions.
-        choices: Reserved for questions.
-        allows_free_text: Reserved for questions.
+        question: The question, for a `question` interrupt.
+        choices: The answers a question offers; empty for free text only.
+        allows_free_text: Whether a question accepts an answer outside ``choices``.
     """
 
     interrupt_id: str
@@ -441,9 +490,10 @@ class AgentInterruptResolution:
     """The answer to an interrupt, published on `InterruptResolutions[<interrupt ID>]`.
 
     Attributes:
-        approved: Whether the call may run.
-        rejection_message: Why it was rejected; always `None` on approval.
-        answer: Reserved for questions.
+        approved: Whether the call may run; for a question, `True` when it was answered and `False` when
+            it was declined.
+        rejection_message: Why it was rejected or declined; always `None` on approval.
+        answer: The answer to a question; `None` for approvals and declines.
     """
 
     approved: bool
@@ -468,8 +518,9 @@ class AgentUserMessage:
 
     Attributes:
         text: The message text.
-        plan_mode: Reserved for plan mode; `send_user_message` refuses a message with it set in this
-            release, and a message that another writer queued with it keeps it when it is steered.
+        plan_mode: Start a planning turn, which may only write the plan with `write_todos`.
+            `send_user_message` refuses it unless `AgentSessionOptions.plan_mode_enabled` is set; a queued
+            message keeps it when it is steered.
     """
 
     text: str
@@ -494,7 +545,7 @@ class PendingUserMessage:
 
 @dataclass(frozen=True)
 class AgentPlanTask:
-    """One task of a plan (reserved for plan mode).
+    """One task of a plan.
 
     Attributes:
         content: What the task is.
@@ -502,26 +553,30 @@ class AgentPlanTask:
     """
 
     content: str
-    status: str
+    status: PlanTaskStatus
+
+    def __post_init__(self) -> None:
+        _set(self, "status", PlanTaskStatus(self.status))
 
 
 @dataclass(frozen=True)
 class AgentPlan:
-    """A session's plan (reserved for plan mode).
+    """A session's plan, stored in the `AgentPlan` Attribute; `write_todos` replaces it.
 
     Attributes:
-        revision: Increases with every change.
+        revision: Starts at 1 and increases with every change.
         status: `draft`, `active`, `completed` or `cleared`.
-        tasks: The plan's tasks.
+        tasks: The plan's tasks, in order.
         updated_at: When it last changed, RFC 3339 in UTC.
     """
 
     revision: int
-    status: str
+    status: PlanStatus
     tasks: tuple[AgentPlanTask, ...]
     updated_at: str
 
     def __post_init__(self) -> None:
+        _set(self, "status", PlanStatus(self.status))
         _set(self, "tasks", _coerce_tuple(self.tasks, AgentPlanTask))
 
 
@@ -688,6 +743,44 @@ class ResolveInterruptRequest:
 
 
 @dataclass(frozen=True)
+class AnswerQuestionRequest:
+    """Input of the `answer_question` RPC.
+
+    Attributes:
+        interrupt_id: The pending question.
+        answer: The answer: not blank, and one of the question's choices unless it allows free text.
+    """
+
+    interrupt_id: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class ExecutePlanRequest:
+    """Input of the `execute_plan` RPC.
+
+    Attributes:
+        revision: The plan revision the user approves; a stale revision is refused.
+    """
+
+    revision: int
+
+
+@dataclass(frozen=True)
+class PlanExecutionRequest:
+    """An approval that `execute_plan` accepted.
+
+    It is published on `PlanExecutions[<revision>]` and kept in `PendingPlanExecution` until
+    `AwaitUserMessage` starts the executing turn.
+
+    Attributes:
+        revision: The approved plan revision.
+    """
+
+    revision: int
+
+
+@dataclass(frozen=True)
 class SteerUserMessageRequest:
     """Input of the `steer_user_message` RPC; exactly one field is set.
 
@@ -778,7 +871,7 @@ class AgentSnapshot:
         tool_calls: The active turn's tool call records, in deferral order.
         usage: Token usage of the whole session.
         queued_message_count: User messages waiting for the current turn to end.
-        plan: Reserved for plan mode.
+        plan: The session's plan, or `None` before `write_todos` first wrote one.
         queued_messages: The queued user messages with their IDs, oldest first.
         steered_messages: Steered user messages not applied yet, oldest first.
         context_summary: The summary of the earlier messages, once the session compacted.

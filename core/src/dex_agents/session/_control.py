@@ -39,6 +39,7 @@ from dex import (
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.persistence import (
     AGENT_STATE,
+    AGENT_TOOL_CALLS,
     INTERRUPT_RESOLUTIONS,
     STEERED_USER_MESSAGES,
     TOOL_CALL_CANCELLATIONS,
@@ -48,6 +49,8 @@ from dex_agents.persistence import (
 from dex_agents.runner import build_turn_control_note, cancellation_rejection_message
 from dex_agents.session._errors import SessionStateError, describe_exception
 from dex_agents.session._interrupts import remove_interrupt, write_interrupt_resolved
+from dex_agents.session._plan import decide_interaction_mode
+from dex_agents.session._records import question_interrupt_id
 from dex_agents.session._state import (
     finish_tool_call,
     iter_final,
@@ -82,6 +85,7 @@ __all__ = [
     "FinishTurnCancellation",
     "TurnControlState",
     "abandon_waiting_calls_for_steer",
+    "apply_cancellation_wake",
     "end_turn_by_control",
     "is_answer_pending",
     "is_turn_cancelled",
@@ -96,11 +100,12 @@ _logger = logging.getLogger("dex_agents")
 #: The largest count a Channel condition takes; waits that drain a Channel use it as their upper bound.
 MAX_CHANNEL_MESSAGES = 2_147_483_647
 
-# The waiting statuses of a call that has taken no effect yet. Only approvals exist in this release;
-# questions (awaiting_answer) and durable waits (waiting_for_timer) come with their own Steps.
+# The waiting statuses of a call that has taken no effect yet, unless it started a task.
 _ABANDONABLE_STATUSES = frozenset(
     {ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.AWAITING_ANSWER, ToolCallStatus.WAITING_FOR_TIMER}
 )
+# The statuses of a call whose task started: it waits for the task, or for the answer to the task's question.
+_TASK_STATUSES = frozenset({ToolCallStatus.WAITING_FOR_TASK, ToolCallStatus.AWAITING_ANSWER})
 
 
 def may_abandon_waiting_call(record: AgentToolCall) -> bool:
@@ -209,6 +214,47 @@ def remove_abandoned_interrupt(
         cancellation_reason=reason,
     )
     return remaining
+
+
+def apply_cancellation_wake(
+    context: AsyncContext,
+    runtime: SessionRuntime,
+    record: AgentToolCall,
+    interrupt_id: str | None,
+    interrupts: Sequence[AgentInterrupt],
+) -> StepDecision:
+    """Apply a `ToolCallCancellations` wake to a waiting call; the woken Step holds the interrupt lock.
+
+    The wake decides nothing by itself: a call that the flags do not abandon (a wake left from an earlier
+    turn whose call had the same ID, or a started task's question) waits again, and so does one whose
+    interrupt is gone while its answer is pending, because the answer committed first. Otherwise the
+    pending interrupt is removed and the call recorded cancelled.
+
+    Args:
+        context: The woken Step's context.
+        runtime: The Flow type's runtime.
+        record: The call.
+        interrupt_id: The interrupt the call waits on, or `None` for a durable wait.
+        interrupts: The pending interrupts.
+
+    Returns:
+        The woken Step's decision.
+    """
+    reason = read_turn_control(context).reason
+    interrupt = (
+        None
+        if interrupt_id is None
+        else next((item for item in interrupts if item.interrupt_id == interrupt_id), None)
+    )
+    if reason is None or not may_abandon_waiting_call(record):
+        return go_to_many(runtime.to_waiting_step(record))
+    if interrupt_id is not None and interrupt is None and is_answer_pending(context, interrupt_id):
+        return go_to_many(runtime.to_waiting_step(record))
+    if interrupt is not None:
+        writer = runtime.event_writer(context, record.turn_id)
+        remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
+    record_call_cancelled(context, runtime, record, reason)
+    return dead_end()
 
 
 def _interrupt_of(interrupts: Sequence[AgentInterrupt], record: AgentToolCall) -> AgentInterrupt | None:
@@ -332,16 +378,22 @@ class ApplyTurnControl(Step[None]):
                 AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_MODEL))
                 return go_to_many(runtime.to_run_model(context))
             state = await end_turn_by_control(context, runtime, state, records, reason, len(steered))
-        texts = [message.text for message in steered if message.text.strip()]
-        if texts:
-            return begin_turn(context, runtime, state, texts)
+        usable = [message for message in steered if message.text.strip()]
+        if usable:
+            mode = decide_interaction_mode(context, runtime, [message.plan_mode for message in usable])
+            return begin_turn(
+                context, runtime, state, [message.text for message in usable], interaction_mode=mode
+            )
         return go_to_many(runtime.to_await_user_message())
 
 
 class FinishTurnCancellation(Step[str]):
     """Scheduled by `cancel_turn`: records the calls whose waiting Steps it cancelled, or ends the turn.
 
-    It decides from committed state, holding both locks `cancel_turn` holds.
+    It decides from committed state, holding both locks `cancel_turn` holds. A started task is never
+    recorded `rejected`: it goes to `CancelToolTask`, which records `outcome_unknown`. A `PollToolTask` or
+    a task's `AwaitQuestionAnswer` that starts after the cancellation runs this Step again, so each
+    abandoned task is handed over once.
     """
 
     def __init__(self, runtime: SessionRuntime) -> None:
@@ -367,12 +419,24 @@ class FinishTurnCancellation(Step[str]):
         writer = runtime.event_writer(context, input)
         movements: list[StepMovement[str]] = []
         for record in read_turn_records(context, input):
-            if record.is_final or not may_abandon_waiting_call(record):
+            if record.is_final:
+                continue
+            if record.task_id is not None and record.status in _TASK_STATUSES:
+                if record.status is ToolCallStatus.WAITING_FOR_TASK and record.cancellation_reason is reason:
+                    continue  # an earlier run of this Step already handed it to CancelToolTask
+                interrupt = _interrupt_of(interrupts, record)
+                if interrupt is not None:
+                    interrupts = remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
+                movements.append(runtime.to_cancel_tool_task(_abandon_task(context, record)))
+                continue
+            if not may_abandon_waiting_call(record):
                 continue  # an approved call belongs to its tool Step, which checks the flags itself
             interrupt = _interrupt_of(interrupts, record)
             if interrupt is not None:
                 interrupts = remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
-            elif is_answer_pending(context, record.tool_call_id):
+            elif _waits_for_answer(record) and is_answer_pending(
+                context, question_interrupt_id(runtime, record)
+            ):
                 # The answer committed before the cancellation: the waiting Step applies it.
                 movements.append(runtime.to_waiting_step(record))
                 continue
@@ -381,3 +445,21 @@ class FinishTurnCancellation(Step[str]):
             # never started, so recording it cancelled is true.
             record_call_cancelled(context, runtime, record, reason)
         return go_to_many(*movements) if movements else dead_end()
+
+
+def _waits_for_answer(record: AgentToolCall) -> bool:
+    return record.status in (ToolCallStatus.AWAITING_APPROVAL, ToolCallStatus.AWAITING_ANSWER)
+
+
+def _abandon_task(context: AsyncContext, record: AgentToolCall) -> AgentToolCall:
+    """Keep a started task's call waiting, marked abandoned by `cancel_turn`, for `CancelToolTask`."""
+    abandoned = replace(
+        record,
+        status=ToolCallStatus.WAITING_FOR_TASK,
+        cancellation_reason=CancellationReason.TURN_CANCELLED,
+        input_question=None,
+        input_choices=(),
+        input_allows_free_text=True,
+    )
+    AGENT_TOOL_CALLS.set(context, abandoned.tool_call_id, abandoned)
+    return abandoned

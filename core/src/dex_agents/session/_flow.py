@@ -12,6 +12,7 @@ from dex_agents.persistence import (
     AGENT_MESSAGE_CHUNKS,
     AGENT_MESSAGE_INDEX,
     AGENT_MESSAGES,
+    AGENT_PLAN,
     AGENT_STATE,
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
@@ -19,6 +20,8 @@ from dex_agents.persistence import (
     FRAMEWORK_RUN_STATE,
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
+    PENDING_PLAN_EXECUTION,
+    PLAN_EXECUTIONS,
     QUEUED_USER_MESSAGES,
     SESSION_SETTINGS,
     STEERED_USER_MESSAGES,
@@ -31,10 +34,12 @@ from dex_agents.persistence import (
     agent_events_stream,
 )
 from dex_agents.runner import AgentFrameworkRunner
-from dex_agents.session import _turn_control_rpcs
+from dex_agents.session import _plan, _questions, _turn_control_rpcs
 from dex_agents.session._client_only import ClientOnlyRunner
 from dex_agents.session._compaction import CompactContext
 from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
+from dex_agents.session._durable_wait import AwaitTimer
+from dex_agents.session._questions import AwaitQuestionAnswer
 from dex_agents.session._runtime import SessionRuntime
 from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._settings import (
@@ -51,6 +56,7 @@ from dex_agents.session._state import (
     read_usage,
 )
 from dex_agents.session._storage import read_last_messages
+from dex_agents.session._tasks import CancelToolTask, PollToolTask
 from dex_agents.session._tool_steps import (
     AwaitToolApproval,
     CallSingleAttemptTool,
@@ -74,8 +80,10 @@ from dex_agents.values import (
     AgentSnapshot,
     AgentToolCall,
     AgentUserMessage,
+    AnswerQuestionRequest,
     CancelTurnRequest,
     DeleteQueuedMessageRequest,
+    ExecutePlanRequest,
     InterruptKind,
     ListAgentMessagesRequest,
     PendingUserMessage,
@@ -127,7 +135,8 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         Raises:
             TypeError: If ``runner`` lacks a runner method, ``options`` has the wrong type, or
                 ``options.compaction`` is set for a runner without the `ContextCompactionRunner` methods.
-            ValueError: If ``flow_type`` is empty or contains ``/``.
+            ValueError: If ``flow_type`` is empty or contains ``/``, or the options enable plan mode for a
+                runner whose ``supports_plan_mode`` is not `True`.
         """
         for method in ("build_user_message", "run_model_step", "execute_deferred_tool_call"):
             if not callable(getattr(runner, method, None)):
@@ -143,6 +152,11 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
                 "does not implement ContextCompactionRunner (estimate_input_tokens, "
                 "select_compaction_cutoff, summarize_context)"
             )
+        if resolved.plan_mode_enabled and getattr(runner, "supports_plan_mode", False) is not True:
+            raise ValueError(
+                f"plan_mode_enabled needs a runner that supports plan mode, and {type(runner).__name__} does "
+                "not set supports_plan_mode to True: it would not limit planning turns to write_todos"
+            )
         self._runner = runner
         self._flow_type = flow_type
         self._options = resolved
@@ -155,10 +169,14 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             RunModel(runtime),
             CompactContext(runtime),
             AwaitToolApproval(runtime),
+            AwaitQuestionAnswer(runtime),
+            AwaitTimer(runtime),
             CallTool(runtime),
             CallSingleAttemptTool(runtime),
             RecordToolFailure(runtime),
             RecordToolOutcomeUnknown(runtime),
+            PollToolTask(runtime),
+            CancelToolTask(runtime),
             ResumeTurn(runtime),
             RecordTurnFailure(runtime),
             ApplyTurnControl(runtime),
@@ -238,19 +256,48 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             TURN_CONTROL_REQUESTS,
             TURN_CANCELLATION_REQUEST,
             TOOL_CALL_CANCELLATIONS,
+            AGENT_PLAN,
+            PLAN_EXECUTIONS,
+            PENDING_PLAN_EXECUTION,
             self._agent_events,
         )
 
     @rpc(is_transactional=True)
     def send_user_message(self, context: Context, message: AgentUserMessage) -> RPCResult[bool]:
-        """Queue a user message; `False` for blank, oversized, or plan-mode text."""
+        """Queue a user message; `False` for blank or oversized text, or ``plan_mode`` without plan mode."""
         text = message.text
         if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             return RPCResult(False)
-        if message.plan_mode or utf8_size(text) > MAX_USER_MESSAGE_BYTES:
+        if utf8_size(text) > MAX_USER_MESSAGE_BYTES:
             return RPCResult(False)
-        QUEUED_USER_MESSAGES.publish(context, AgentUserMessage(text=text))
+        plan_mode = message.plan_mode is True
+        if plan_mode and not self._options.plan_mode_enabled:
+            return RPCResult(False)
+        QUEUED_USER_MESSAGES.publish(context, AgentUserMessage(text=text, plan_mode=plan_mode))
         return RPCResult(True)
+
+    @rpc(
+        lock_attributes=(PENDING_PLAN_EXECUTION.lock(),),
+        load_channels=(QUEUED_USER_MESSAGES, STEERED_USER_MESSAGES),
+    )
+    def execute_plan(self, context: Context, request: ExecutePlanRequest) -> RPCResult[bool]:
+        """Approve the plan's ``revision``: an executing turn starts with it.
+
+        `False` unless the session waits for a user message with no queued or steered message and no
+        pending interrupt, the plan has this revision and is a draft or active, and no approval is pending
+        (including one whose turn is starting). Locks `PendingPlanExecution`.
+        """
+        return _plan.execute_plan(context, request)
+
+    @rpc(lock_attributes=(PENDING_INTERRUPTS.lock(),))
+    def answer_question(self, context: Context, request: AnswerQuestionRequest) -> RPCResult[bool]:
+        """Answer a pending question.
+
+        `False` when the interrupt is not a pending question, its deadline passed, or the answer is blank,
+        too large, or not one of the choices of a question that allows no free text. Locks
+        `PendingInterrupts`.
+        """
+        return _questions.answer_question(context, request)
 
     @rpc(is_transactional=True, load_channels=(QUEUED_USER_MESSAGES,))
     def steer_user_message(self, context: Context, request: SteerUserMessageRequest) -> RPCResult[bool]:
@@ -279,11 +326,12 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     def cancel_turn(self, context: Context, request: CancelTurnRequest) -> RPCResult[bool]:
         """Cancel the active turn (``turn_id`` `None`) or the named one, if it is the active turn.
 
-        Cancels the running model call, the failure route, and the approval waits at this RPC's commit, and
-        schedules `FinishTurnCancellation`; a tool that started runs to its end. `True` means the
-        cancellation is recorded (also when it already was); a final answer that committed first still
-        completes the turn. `False` when no turn is active, ``turn_id`` names another turn, or the turn
-        does not accept cancellation.
+        Cancels the running model call, the failure route, the waits of approvals, questions and durable
+        waits, and the polls of started tasks at this RPC's commit, and schedules `FinishTurnCancellation`,
+        which hands each started task to `CancelToolTask` (recorded `outcome_unknown`); a tool that started
+        runs to its end. `True` means the cancellation is recorded (also when it already was); a final
+        answer that committed first still completes the turn. `False` when no turn is active, ``turn_id``
+        names another turn, or the turn does not accept cancellation.
         """
         return _turn_control_rpcs.cancel_turn(context, request, self._runtime)
 
@@ -305,7 +353,11 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
 
     @rpc(lock_attributes=(PENDING_INTERRUPTS.lock(),))
     def resolve_interrupt(self, context: Context, request: ResolveInterruptRequest) -> RPCResult[bool]:
-        """Answer a pending approval; `False` when it is not pending or its deadline passed."""
+        """Answer a pending approval, or decline a question (``approved=False``).
+
+        `False` when the interrupt is not pending or its deadline passed, and for ``approved=True`` on a
+        question, which takes `answer_question` instead.
+        """
         interrupts = read_interrupts(context)
         interrupt = next((item for item in interrupts if item.interrupt_id == request.interrupt_id), None)
         if interrupt is None:
@@ -358,6 +410,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
                 tool_calls=tuple(records),
                 usage=read_usage(context),
                 queued_message_count=QUEUED_USER_MESSAGES.size(context),
+                plan=_plan.read_plan(context),
                 queued_messages=_pending_user_messages(context, QUEUED_USER_MESSAGES),
                 steered_messages=_pending_user_messages(context, STEERED_USER_MESSAGES),
                 context_summary=read_context_summary(context),

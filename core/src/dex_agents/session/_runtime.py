@@ -31,15 +31,20 @@ from dex_agents.persistence import (
     AGENT_TOOL_CALLS,
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
+    PENDING_PLAN_EXECUTION,
     STEERED_USER_MESSAGES,
     TURN_CANCELLATION_REQUEST,
 )
 from dex_agents.runner import AgentFrameworkRunner
 from dex_agents.session._compaction import CompactContext
 from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
+from dex_agents.session._durable_wait import AwaitTimer
+from dex_agents.session._questions import AwaitQuestionAnswer
+from dex_agents.session._records import question_interrupt_id
 from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._state import read_context_summary
 from dex_agents.session._storage import ChunkLoads, chunk_loads
+from dex_agents.session._tasks import CancelToolTask, PollToolTask
 from dex_agents.session._tool_steps import (
     AwaitToolApproval,
     CallSingleAttemptTool,
@@ -51,6 +56,10 @@ from dex_agents.session._turn_steps import AwaitUserMessage, RecordTurnFailure, 
 from dex_agents.values import AgentEvent, AgentToolCall, CompactContextInput, ToolCallStatus, ToolEffect
 
 __all__ = [
+    "CANCEL_TOOL_TASK_ATTEMPTS",
+    "CANCEL_TOOL_TASK_RETRY_WINDOW",
+    "CANCEL_TOOL_TASK_TIMEOUT",
+    "POLL_TOOL_TASK_TIMEOUT",
     "RUN_MODEL_ATTEMPTS",
     "RUN_MODEL_HEARTBEAT_TIMEOUT",
     "RUN_MODEL_RETRY_WINDOW",
@@ -70,6 +79,11 @@ TOOL_ATTEMPTS = 3
 # option is unset (older Dex Servers use 30 seconds), so tool Steps state it.
 TOOL_CALL_TIMEOUT = timedelta(hours=2)
 SINGLE_ATTEMPT_TOOL_ATTEMPTS = 1
+# A poll only reads the task, so it is bounded far below a tool call.
+POLL_TOOL_TASK_TIMEOUT = timedelta(minutes=10)
+CANCEL_TOOL_TASK_TIMEOUT = timedelta(seconds=30)
+CANCEL_TOOL_TASK_ATTEMPTS = 3
+CANCEL_TOOL_TASK_RETRY_WINDOW = timedelta(minutes=2)
 
 _SYNC = StepDurability.SYNC
 _RETRYING_EFFECTS = frozenset({ToolEffect.READ, ToolEffect.IDEMPOTENT_WRITE})
@@ -143,14 +157,15 @@ class SessionRuntime:
 
     @staticmethod
     def await_user_message_options() -> StepOptions:
-        """Options of `AwaitUserMessage`: the window it stores the message in, and the cancellation lock.
+        """Options of `AwaitUserMessage`: the window it stores the message in, and two locks.
 
-        It starts no turn while `cancel_turn` decides.
+        It starts no turn while `cancel_turn` decides (`TurnCancellationRequest`), and `execute_plan` cannot
+        accept a second approval while this Step consumes the first (`PendingPlanExecution`).
         """
         return StepOptions(
             wait_for_durability=_SYNC,
             execute_durability=_SYNC,
-            execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(),),
+            execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(), PENDING_PLAN_EXECUTION.lock()),
             execute_load_attribute_maps=(AGENT_MESSAGES,),
         )
 
@@ -274,6 +289,85 @@ class SessionRuntime:
             execute_load_attribute_map_instances=own,
         )
 
+    def await_question_answer_options(self, record: AgentToolCall | None = None) -> StepOptions:
+        """Options of `AwaitQuestionAnswer`: the interrupt lock, the call's record, and its answers.
+
+        Its Execute also loads the record keyed by the question's interrupt ID, if any, to find a
+        collision with another call of the turn.
+        """
+        if record is None:
+            return StepOptions(
+                wait_for_durability=_SYNC,
+                execute_durability=_SYNC,
+                execute_lock_attributes=(PENDING_INTERRUPTS.lock(),),
+                execute_load_channels=(STEERED_USER_MESSAGES,),
+            )
+        interrupt_id = question_interrupt_id(self, record)
+        records = tuple(
+            AGENT_TOOL_CALLS.load(key) for key in dict.fromkeys((record.tool_call_id, interrupt_id))
+        )
+        answers = (INTERRUPT_RESOLUTIONS.load_messages(interrupt_id),)
+        return StepOptions(
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_lock_attributes=(PENDING_INTERRUPTS.lock(),),
+            wait_for_load_attribute_map_instances=records,
+            wait_for_load_channel_map_instances=answers,
+            execute_load_attribute_map_instances=records,
+            execute_load_channels=(STEERED_USER_MESSAGES,),
+            execute_load_channel_map_instances=answers,
+        )
+
+    @staticmethod
+    def await_timer_options(tool_call_id: str | None = None) -> StepOptions:
+        """Options of `AwaitTimer`: the call's own record, for both methods, and the steered messages."""
+        own = () if tool_call_id is None else (AGENT_TOOL_CALLS.load(tool_call_id),)
+        return StepOptions(
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            wait_for_load_attribute_map_instances=own,
+            execute_load_attribute_map_instances=own,
+            execute_load_channels=(STEERED_USER_MESSAGES,),
+        )
+
+    def poll_tool_task_options(
+        self, effect: ToolEffect = ToolEffect.READ, tool_call_id: str | None = None
+    ) -> StepOptions:
+        """Options of `PollToolTask`: three attempts, its timeout, and the failure route of ``effect``.
+
+        It takes no lock and loads no steering, so steering never abandons a started task.
+        """
+        own = () if tool_call_id is None else (AGENT_TOOL_CALLS.load(tool_call_id),)
+        options = StepOptions(
+            execute_method_timeout=POLL_TOOL_TASK_TIMEOUT,
+            execute_retry=RetryPolicy(maximum_attempts=TOOL_ATTEMPTS),
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            wait_for_load_attribute_map_instances=own,
+            execute_load_attribute_map_instances=own,
+        )
+        route: type[Step[str]] = (
+            RecordToolFailure if effect in _RETRYING_EFFECTS else RecordToolOutcomeUnknown
+        )
+        return options.on_execute_failure_proceed_to(route, self.tool_failure_options(tool_call_id))
+
+    def cancel_tool_task_options(self, tool_call_id: str | None = None) -> StepOptions:
+        """Options of `CancelToolTask`: 30 seconds, three attempts within two minutes, then the failure route.
+
+        `RecordToolOutcomeUnknown` keeps the cancellation, so a cancellation that keeps failing still ends
+        the call, and the turn.
+        """
+        own = () if tool_call_id is None else (AGENT_TOOL_CALLS.load(tool_call_id),)
+        return StepOptions(
+            execute_method_timeout=CANCEL_TOOL_TASK_TIMEOUT,
+            execute_retry=RetryPolicy(
+                maximum_attempts=CANCEL_TOOL_TASK_ATTEMPTS, total_duration=CANCEL_TOOL_TASK_RETRY_WINDOW
+            ),
+            wait_for_durability=_SYNC,
+            execute_durability=_SYNC,
+            execute_load_attribute_map_instances=own,
+        ).on_execute_failure_proceed_to(RecordToolOutcomeUnknown, self.tool_failure_options(tool_call_id))
+
     def tool_step_options(self, effect: ToolEffect, tool_call_id: str | None = None) -> StepOptions:
         """Options of the tool Step for ``effect``: its retries, its failure route, and its own record."""
         own = () if tool_call_id is None else (AGENT_TOOL_CALLS.load(tool_call_id),)
@@ -334,14 +428,37 @@ class SessionRuntime:
             step, record.tool_call_id, self.tool_step_options(record.effect, record.tool_call_id)
         )
 
+    def to_await_question_answer(self, record: AgentToolCall) -> StepMovement[str]:
+        """The movement to `AwaitQuestionAnswer` for a call that is `awaiting_answer`."""
+        return StepMovement(
+            AwaitQuestionAnswer, record.tool_call_id, self.await_question_answer_options(record)
+        )
+
+    def to_await_timer(self, tool_call_id: str) -> StepMovement[str]:
+        """The movement to `AwaitTimer` for a ``durable_wait`` call."""
+        return StepMovement(AwaitTimer, tool_call_id, self.await_timer_options(tool_call_id))
+
+    def to_poll_tool_task(self, record: AgentToolCall) -> StepMovement[str]:
+        """The movement to `PollToolTask` for a call that is `waiting_for_task`."""
+        return StepMovement(
+            PollToolTask, record.tool_call_id, self.poll_tool_task_options(record.effect, record.tool_call_id)
+        )
+
+    def to_cancel_tool_task(self, record: AgentToolCall) -> StepMovement[str]:
+        """The movement to `CancelToolTask` for a started task that `cancel_turn` abandoned."""
+        return StepMovement(
+            CancelToolTask, record.tool_call_id, self.cancel_tool_task_options(record.tool_call_id)
+        )
+
     def to_waiting_step(self, record: AgentToolCall) -> StepMovement[str]:
-        """The movement back to the Step that waits for a call's answer, which then applies it."""
-        if record.status is not ToolCallStatus.AWAITING_APPROVAL:
-            # Questions and durable waits bring their own waiting Steps.
-            raise ValueError(
-                f"tool call {record.tool_call_id!r} is {record.status.value}; no Step waits for it"
-            )
-        return self.to_await_tool_approval(record.tool_call_id)
+        """The movement back to the Step that waits for a call's answer or Timer, which then applies it."""
+        if record.status is ToolCallStatus.AWAITING_APPROVAL:
+            return self.to_await_tool_approval(record.tool_call_id)
+        if record.status is ToolCallStatus.AWAITING_ANSWER:
+            return self.to_await_question_answer(record)
+        if record.status is ToolCallStatus.WAITING_FOR_TIMER:
+            return self.to_await_timer(record.tool_call_id)
+        raise ValueError(f"tool call {record.tool_call_id!r} is {record.status.value}; no Step waits for it")
 
     def to_first_step_of(self, record: AgentToolCall) -> StepMovement[str]:
         """The movement that starts a newly requested call: its approval, or its tool Step."""

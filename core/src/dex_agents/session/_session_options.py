@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
 
+from dex_agents._builtin_tools import BUILT_IN_TOOL_NAMES, WRITE_TODOS
 from dex_agents.compaction import CompactionPolicy
 from dex_agents.limits import MAX_MESSAGE_CHUNK_BYTES
 from dex_agents.persistence import DEFAULT_AGENT_EVENTS_CAPACITY_BYTES
 from dex_agents.runner import ToolPolicy
 from dex_agents.values import ToolEffect
 
-__all__ = ["AgentSessionOptions"]
+__all__ = ["DEFAULT_MAX_DURABLE_WAIT", "AgentSessionOptions"]
+
+#: The longest ``durable_wait`` a session allows unless its options say otherwise.
+DEFAULT_MAX_DURABLE_WAIT = timedelta(days=7)
 
 
 def _require_positive_int(name: str, value: object) -> None:
@@ -29,8 +33,16 @@ class AgentSessionOptions:
         tool_policies: Policies by tool name; they win over framework metadata and the default effect.
         default_tool_effect: The effect of a tool without a policy or framework metadata.
         agent_events_capacity_bytes: The byte budget of the Flow type's `AgentEvents` Stream.
-        interrupt_deadline: How long an approval waits before the call is rejected with
-            `approval deadline passed`; `None` waits forever. Rounded up to whole seconds.
+        interrupt_deadline: How long an approval or a question waits before the call is rejected with
+            `approval deadline passed` or `question deadline passed`; `None` waits forever. Rounded up to
+            whole seconds.
+        built_in_tools: The built-in tools the session enables: ``ask_user``, ``durable_wait`` and
+            ``write_todos``. An enabled name is reserved for the built-in; a disabled one is an ordinary
+            tool name. Runners offer the enabled ones to their model.
+        max_durable_wait: The longest wait a ``durable_wait`` call may ask for; a longer one records
+            ``failed`` with a message the model reads.
+        plan_mode_enabled: Allow planning turns (`AgentUserMessage.plan_mode`) and ``execute_plan``. It
+            needs ``write_todos`` and a runner whose ``supports_plan_mode`` is `True`.
         message_window_size: The most messages kept one per `AgentMessages` instance; a Step that leaves
             more moves the oldest into immutable chunks.
         message_chunk_size: The most messages in one chunk.
@@ -52,6 +64,9 @@ class AgentSessionOptions:
     message_chunk_max_bytes: int = 1024 * 1024
     retained_message_limit: int | None = 1000
     compaction: CompactionPolicy | None = None
+    built_in_tools: Collection[str] = ()
+    max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT
+    plan_mode_enabled: bool = False
 
     def __post_init__(self) -> None:
         for name, policy in self.tool_policies.items():
@@ -65,6 +80,24 @@ class AgentSessionOptions:
             )
         if self.interrupt_deadline is not None and self.interrupt_deadline <= timedelta(0):
             raise ValueError(f"interrupt_deadline must be positive, got {self.interrupt_deadline}")
+        if isinstance(self.built_in_tools, str):
+            raise TypeError("built_in_tools must be a collection of tool names, not one name")
+        unknown = sorted(set(self.built_in_tools) - set(BUILT_IN_TOOL_NAMES))
+        if unknown:
+            raise ValueError(
+                f"built_in_tools names unknown built-in tools {unknown}; the built-ins are "
+                f"{list(BUILT_IN_TOOL_NAMES)}"
+            )
+        if self.max_durable_wait < timedelta(seconds=1):
+            raise ValueError(f"max_durable_wait must be at least one second, got {self.max_durable_wait}")
+        if self.plan_mode_enabled and WRITE_TODOS not in self.built_in_tools:
+            raise ValueError("plan_mode_enabled needs the write_todos built-in tool in built_in_tools")
+        # In the order runners offer them, so every Worker of a Flow type shows the model the same list.
+        object.__setattr__(
+            self,
+            "built_in_tools",
+            tuple(name for name in BUILT_IN_TOOL_NAMES if name in set(self.built_in_tools)),
+        )
         _require_positive_int("message_window_size", self.message_window_size)
         _require_positive_int("message_chunk_size", self.message_chunk_size)
         _require_positive_int("message_chunk_max_bytes", self.message_chunk_max_bytes)

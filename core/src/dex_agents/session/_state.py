@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -203,15 +203,25 @@ def usage_payload(recorded: AgentUsage, session: AgentUsage) -> dict[str, object
 
 @asynccontextmanager
 async def heartbeating(
-    context: AsyncContext, interval: timedelta = HEARTBEAT_INTERVAL
+    context: AsyncContext,
+    interval: timedelta = HEARTBEAT_INTERVAL,
+    heartbeat: Callable[[], Awaitable[None]] | None = None,
 ) -> AsyncIterator[None]:
-    """Heartbeat in the background while the block runs, so a long runner call is not timed out."""
+    """Heartbeat in the background while the block runs, so a long runner call is not timed out.
+
+    Args:
+        context: The Step's context.
+        interval: The time between heartbeats.
+        heartbeat: Sends one heartbeat; by default ``context.heartbeat()``, which clears any checkpoint, so
+            a Step that keeps a checkpoint passes a function that repeats it.
+    """
+    send = heartbeat if heartbeat is not None else context.heartbeat
 
     async def beat() -> None:
         try:
             while True:
                 await asyncio.sleep(interval.total_seconds())
-                await context.heartbeat()
+                await send()
         except Exception:
             # The invocation closed; the Step's own result or error reports what happened.
             return

@@ -10,29 +10,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from dataclasses import replace
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from dex import AsyncContext, Step, StepDecision, StepOptions, Timer, Wait, dead_end, go_to_many
+from dex import AsyncContext, Step, StepDecision, StepOptions, Wait, dead_end, go_to_many
 
 from dex_agents._tool_context import running_tool_execution
-from dex_agents.limits import MAX_STORED_VALUE_BYTES, bounded_text
 from dex_agents.persistence import AGENT_TOOL_CALLS, INTERRUPT_RESOLUTIONS, TOOL_CALL_CANCELLATIONS
 from dex_agents.runner import (
     APPROVAL_DEADLINE_PASSED,
     TOOL_CALL_NOT_RUN_ERROR_PREFIX,
+    TOOL_TASK_CANCELLED_ERROR,
     DeferredToolExecution,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolInputRequested,
+    ToolTaskStarted,
 )
 from dex_agents.session._control import (
-    is_answer_pending,
-    may_abandon_waiting_call,
+    apply_cancellation_wake,
     read_turn_control,
     record_call_cancelled,
-    remove_abandoned_interrupt,
 )
 from dex_agents.session._errors import (
     NO_WORKER_AVAILABLE_ERROR_TYPE,
@@ -40,17 +38,17 @@ from dex_agents.session._errors import (
     describe_exception,
     plain_recovery_detail,
 )
-from dex_agents.session._interrupts import find_interrupt, remove_interrupt, write_interrupt_resolved
-from dex_agents.session._state import (
-    finish_tool_call,
-    heartbeating,
-    now,
-    parse_time,
-    read_interrupts,
-    read_tool_call,
-    stored_size,
+from dex_agents.session._interrupts import (
+    deadline_timer,
+    find_interrupt,
+    has_passed,
+    remove_interrupt,
+    write_interrupt_resolved,
 )
-from dex_agents.values import AgentInterrupt, AgentToolCall, ToolCallStatus, ToolEffect
+from dex_agents.session._records import finish_call, idempotency_key, store_input_request
+from dex_agents.session._state import heartbeating, read_interrupts, read_tool_call
+from dex_agents.session._tasks import record_result, runner_polls_tasks, store_task_started
+from dex_agents.values import AgentToolCall, CancellationReason, ToolCallStatus, ToolEffect
 
 if TYPE_CHECKING:
     from dex_agents.session._runtime import SessionRuntime
@@ -64,35 +62,6 @@ __all__ = [
 ]
 
 _logger = logging.getLogger("dex_agents")
-
-
-def idempotency_key(flow_id: str, record: AgentToolCall) -> str:
-    """Return `<flow_id>/<turn_id>/<tool_call_id>`, the same on every attempt of the call."""
-    return f"{flow_id}/{record.turn_id}/{record.tool_call_id}"
-
-
-def _finish(
-    context: AsyncContext,
-    runtime: SessionRuntime,
-    record: AgentToolCall,
-    status: ToolCallStatus,
-    *,
-    output: str | None = None,
-    error: str | None = None,
-    rejection_message: str | None = None,
-) -> StepDecision:
-    final = replace(
-        record,
-        status=status,
-        output=output,
-        error=None if error is None else bounded_text(error),
-        rejection_message=None if rejection_message is None else bounded_text(rejection_message),
-    )
-    finish_tool_call(context, final)
-    runtime.event_writer(context, record.turn_id).write_tool_call_finished(
-        record.tool_call_id, record.tool_name, status.value
-    )
-    return dead_end()
 
 
 class AwaitToolApproval(Step[str]):
@@ -113,11 +82,7 @@ class AwaitToolApproval(Step[str]):
         interrupt = find_interrupt(read_interrupts(context), input)
         if interrupt is None or interrupt.deadline is None:
             return Wait.any_of(cancellation, resolution)
-        remaining = (parse_time(interrupt.deadline) - now()).total_seconds()
-        # Dex Timers take whole seconds; rounding up never fires before the deadline by design, and an
-        # early fire (the server floors its clock) only makes execute wait again.
-        seconds = max(0, math.ceil(remaining))
-        return Wait.any_of(Timer.by_duration(timedelta(seconds=seconds)), cancellation, resolution)
+        return Wait.any_of(deadline_timer(interrupt.deadline), cancellation, resolution)
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Apply the resolution, or reject the call when its deadline passed, or wait again."""
@@ -129,7 +94,7 @@ class AwaitToolApproval(Step[str]):
         interrupt = find_interrupt(interrupts, input)
         writer = runtime.event_writer(context, record.turn_id)
         if TOOL_CALL_CANCELLATIONS.results(context, input):
-            return self._abandon(context, record, interrupts, interrupt)
+            return apply_cancellation_wake(context, runtime, record, input, interrupts)
         resolutions = INTERRUPT_RESOLUTIONS.results(context, input)
         if resolutions:
             resolution = resolutions[0]
@@ -144,10 +109,10 @@ class AwaitToolApproval(Step[str]):
                 approved = replace(record, status=ToolCallStatus.APPROVED)
                 AGENT_TOOL_CALLS.set(context, input, approved)
                 return go_to_many(runtime.to_tool_step(approved))
-            return _finish(
+            return finish_call(
                 context, runtime, record, ToolCallStatus.REJECTED, rejection_message=rejection_message
             )
-        if interrupt is None or interrupt.deadline is None or now() < parse_time(interrupt.deadline):
+        if interrupt is None or not has_passed(interrupt.deadline):
             # The Timer fired before the deadline, or resolve_interrupt removed the interrupt and its
             # answer is on the way: wait again, and the answer is applied when it arrives.
             return go_to_many(runtime.to_await_tool_approval(input))
@@ -155,31 +120,85 @@ class AwaitToolApproval(Step[str]):
         write_interrupt_resolved(
             writer, interrupt, approved=False, rejection_message=APPROVAL_DEADLINE_PASSED
         )
-        return _finish(
+        return finish_call(
             context, runtime, record, ToolCallStatus.REJECTED, rejection_message=APPROVAL_DEADLINE_PASSED
         )
 
-    def _abandon(
-        self,
-        context: AsyncContext,
-        record: AgentToolCall,
-        interrupts: list[AgentInterrupt],
-        interrupt: AgentInterrupt | None,
-    ) -> StepDecision:
-        """Apply a steering wake: record the call cancelled, unless the flags or an answer say otherwise."""
-        runtime = self._runtime
-        reason = read_turn_control(context).reason
-        if reason is None or not may_abandon_waiting_call(record):
-            # A wake left from an earlier turn whose call had the same ID: nothing to apply.
-            return go_to_many(runtime.to_await_tool_approval(record.tool_call_id))
-        if interrupt is None and is_answer_pending(context, record.tool_call_id):
-            # The answer committed before steering removed the interrupt, so the answer wins.
-            return go_to_many(runtime.to_await_tool_approval(record.tool_call_id))
-        if interrupt is not None:
-            writer = runtime.event_writer(context, record.turn_id)
-            remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
-        record_call_cancelled(context, runtime, record, reason)
-        return dead_end()
+
+class _AttemptCheckpoint:
+    """The heartbeat checkpoint of one tool Step attempt: inherited from the last attempt, or saved anew.
+
+    A heartbeat without a value clears the checkpoint Dex keeps for the next attempt, so every heartbeat of
+    the attempt repeats the current one.
+    """
+
+    def __init__(self, context: AsyncContext) -> None:
+        self._context = context
+        self.value = _inherited_checkpoint(context)
+
+    async def heartbeat(self) -> None:
+        if self.value is None:
+            await self._context.heartbeat()
+        else:
+            await self._context.heartbeat(self.value)
+
+    async def save(self, checkpoint: str) -> None:
+        if not isinstance(checkpoint, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"a heartbeat checkpoint must be text, got {type(checkpoint).__name__}")
+        self.value = checkpoint
+        await self.heartbeat()
+
+
+def _inherited_checkpoint(context: AsyncContext) -> str | None:
+    try:
+        if not context.has_last_heartbeat_value():
+            return None
+        value = context.get_last_heartbeat_value(str)
+    except Exception:
+        # Another writer's checkpoint that is not text reads as none.
+        return None
+    return value if isinstance(value, str) else None
+
+
+async def _call_runner(
+    context: AsyncContext, runtime: SessionRuntime, record: AgentToolCall
+) -> object | ToolExecutionError:
+    """Run the tool once; return its outcome, or the `ToolExecutionError` it raised.
+
+    A question or a started task that the tool's code recorded wins over whatever the runner returned or
+    raised, because a framework may turn the tool's exception into an error result.
+    """
+    checkpoint = _AttemptCheckpoint(context)
+    # Output before the tool runs: Dex hands an attempt to another Worker only while it has seen no output,
+    # so this keeps a tool that started from running a second time at the same attempt.
+    await checkpoint.heartbeat()
+    writer = runtime.event_writer(context, record.turn_id)
+    execution = DeferredToolExecution(
+        flow_id=context.flow_id,
+        tool_call=record,
+        idempotency_key=idempotency_key(context.flow_id, record),
+        attempt=context.attempt,
+        events=writer,
+        heartbeat_function=checkpoint.heartbeat,
+        heartbeat_checkpoint=checkpoint.value,
+        supports_tool_tasks=runner_polls_tasks(runtime),
+        checkpoint_function=checkpoint.save,
+    )
+    async with heartbeating(context, heartbeat=checkpoint.heartbeat):
+        with running_tool_execution(execution) as requests:
+            try:
+                result: object = await runtime.runner.execute_deferred_tool_call(execution)
+            except ToolExecutionError as error:
+                return requests.outcome or error
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                if requests.outcome is not None:
+                    return requests.outcome
+                raise RunnerCallError(describe_exception(error)) from error
+            finally:
+                writer.close()
+        return requests.outcome or result
 
 
 async def _run_tool(context: AsyncContext, runtime: SessionRuntime, tool_call_id: str) -> StepDecision:
@@ -187,7 +206,7 @@ async def _run_tool(context: AsyncContext, runtime: SessionRuntime, tool_call_id
     if record is None or record.is_final:
         return dead_end()
     if record.status is not ToolCallStatus.APPROVED:
-        return _finish(
+        return finish_call(
             context,
             runtime,
             record,
@@ -202,49 +221,23 @@ async def _run_tool(context: AsyncContext, runtime: SessionRuntime, tool_call_id
     runtime.event_writer(context, record.turn_id).write_tool_call_started(
         record.tool_call_id, record.tool_name
     )
-    # Output before the tool runs: Dex hands an attempt to another Worker only while it has seen no output,
-    # so this keeps a tool that started from running a second time at the same attempt.
-    await context.heartbeat()
-    writer = runtime.event_writer(context, record.turn_id)
-    execution = DeferredToolExecution(
-        flow_id=context.flow_id,
-        tool_call=record,
-        idempotency_key=idempotency_key(context.flow_id, record),
-        attempt=context.attempt,
-        events=writer,
-        heartbeat_function=context.heartbeat,
-    )
-    async with heartbeating(context):
-        try:
-            with running_tool_execution(execution):
-                result = await runtime.runner.execute_deferred_tool_call(execution)
-        except ToolExecutionError as error:
-            return _finish(context, runtime, record, ToolCallStatus.FAILED, error=error.message)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            raise RunnerCallError(describe_exception(error)) from error
-        finally:
-            writer.close()
-    if not isinstance(result, ToolExecutionResult) or not isinstance(result.output, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    outcome = await _call_runner(context, runtime, record)
+    if isinstance(outcome, ToolExecutionError):
+        return finish_call(context, runtime, record, ToolCallStatus.FAILED, error=outcome.message)
+    if isinstance(outcome, ToolInputRequested):
+        stored = store_input_request(context, record, outcome)
+        if isinstance(stored, str):
+            # The tool asks before it takes any effect, so nothing ran that the model must not repeat.
+            return finish_call(context, runtime, record, ToolCallStatus.FAILED, error=stored)
+        return go_to_many(runtime.to_await_question_answer(stored))
+    if isinstance(outcome, ToolTaskStarted):
+        return store_task_started(context, runtime, record, outcome)
+    if not isinstance(outcome, ToolExecutionResult) or not isinstance(outcome.output, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise RunnerCallError(
             "execute_deferred_tool_call must return ToolExecutionResult with text output, "
-            f"got {result!r:.200}"
+            f"ToolInputRequested or ToolTaskStarted, got {outcome!r:.200}"
         )
-    size = stored_size(replace(record, status=ToolCallStatus.SUCCEEDED, output=result.output))
-    if size > MAX_STORED_VALUE_BYTES:
-        return _finish(
-            context,
-            runtime,
-            record,
-            ToolCallStatus.FAILED,
-            error=(
-                f"the tool's output makes its record {size} bytes, more than the "
-                f"{MAX_STORED_VALUE_BYTES}-byte limit of one stored value; return less, or store the output "
-                "elsewhere and return a reference"
-            ),
-        )
-    return _finish(context, runtime, record, ToolCallStatus.SUCCEEDED, output=result.output)
+    return record_result(context, runtime, record, outcome)
 
 
 class CallTool(Step[str]):
@@ -299,6 +292,11 @@ def _record_failure(
     record = read_tool_call(context, tool_call_id)
     if record is None or record.is_final:
         return dead_end()
+    if record.task_id is not None and record.cancellation_reason is CancellationReason.TURN_CANCELLED:
+        # CancelToolTask's attempts ran out: the task was abandoned all the same, so the call ends as such.
+        return finish_call(
+            context, runtime, record, ToolCallStatus.OUTCOME_UNKNOWN, error=TOOL_TASK_CANCELLED_ERROR
+        )
     recovery = context.recovery_error
     detail = "the tool Step failed without an error detail"
     error_type = ""
@@ -306,7 +304,7 @@ def _record_failure(
         detail = plain_recovery_detail(recovery.detail) or recovery.error_type or detail
         error_type = recovery.error_type
     if _never_ran(record, error_type, single_attempt=single_attempt):
-        return _finish(
+        return finish_call(
             context,
             runtime,
             record,
@@ -314,9 +312,9 @@ def _record_failure(
             error=f"{TOOL_CALL_NOT_RUN_ERROR_PREFIX}: {detail}",
         )
     if not single_attempt and record.effect is ToolEffect.READ:
-        return _finish(context, runtime, record, ToolCallStatus.FAILED, error=detail)
+        return finish_call(context, runtime, record, ToolCallStatus.FAILED, error=detail)
     # A write may have taken effect before the Step failed, so the model must not assume either way.
-    return _finish(context, runtime, record, ToolCallStatus.OUTCOME_UNKNOWN, error=detail)
+    return finish_call(context, runtime, record, ToolCallStatus.OUTCOME_UNKNOWN, error=detail)
 
 
 class RecordToolFailure(Step[str]):

@@ -20,7 +20,10 @@ from dex_agents.persistence import (
 )
 from dex_agents.session._compaction import CompactContext
 from dex_agents.session._control import is_turn_cancelled
+from dex_agents.session._durable_wait import AwaitTimer
+from dex_agents.session._questions import AwaitQuestionAnswer
 from dex_agents.session._state import format_time, now, read_state
+from dex_agents.session._tasks import PollToolTask
 from dex_agents.session._tool_steps import AwaitToolApproval
 from dex_agents.session._turn_steps import RecordTurnFailure, RunModel
 from dex_agents.values import (
@@ -43,11 +46,14 @@ TURN_CANCELLATION_CANCELS: tuple[type[Step[Any]], ...] = (
     CompactContext,
     RecordTurnFailure,
     AwaitToolApproval,
+    AwaitQuestionAnswer,
+    AwaitTimer,
+    PollToolTask,
 )
 """The Step types `cancel_turn` cancels, running attempts included: the model call, the summary call, the
-failure route that would end the turn as failed, and the waits of calls that have not started.
-`FinishTurnCancellation` then records what they left. Each later waiting Step joins this list:
-`AwaitQuestionAnswer`, `AwaitTimer` and `PollToolTask`."""
+failure route that would end the turn as failed, the waits of calls (approvals, questions, durable waits),
+and the polls of started tasks. `FinishTurnCancellation` then records what they left, and hands each
+started task to `CancelToolTask`."""
 
 
 def _is_usable_text(text: object) -> bool:

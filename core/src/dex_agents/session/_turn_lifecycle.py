@@ -19,6 +19,7 @@ from dex import AsyncContext, StepDecision, go_to_many
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.limits import MAX_TURN_FAILURE_NOTE_BYTES, bounded_text
 from dex_agents.persistence import (
+    AGENT_PLAN,
     AGENT_STATE,
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
@@ -42,6 +43,7 @@ from dex_agents.session._state import (
 from dex_agents.session._storage import MessagesNotLoadedError, append_messages, read_index, read_messages
 from dex_agents.values import (
     AgentMessage,
+    AgentPlan,
     AgentSessionStatus,
     AgentState,
     AgentToolCall,
@@ -117,9 +119,14 @@ def storable_note(
 
 
 def begin_turn(
-    context: AsyncContext, runtime: SessionRuntime, state: AgentState, texts: Sequence[str]
+    context: AsyncContext,
+    runtime: SessionRuntime,
+    state: AgentState,
+    texts: Sequence[str],
+    *,
+    interaction_mode: InteractionMode = InteractionMode.CHAT,
 ) -> StepDecision:
-    """Store ``texts`` as the user messages of a new turn and move to `RunModel`.
+    """Store ``texts`` as the user messages of a new turn in ``interaction_mode`` and move to `RunModel`.
 
     The same commit records where the turn's replies start and copies the session settings into the turn.
     The turn accepts steering and cancellation: this Worker's Steps wait for them.
@@ -142,7 +149,7 @@ def begin_turn(
             started,
             status=AgentSessionStatus.RUNNING_MODEL,
             active_turn_id=turn_id,
-            interaction_mode=InteractionMode.CHAT,
+            interaction_mode=interaction_mode,
             accepts_turn_control=True,
         ),
     )
@@ -199,7 +206,15 @@ def turn_context(
         heartbeat_function=context.heartbeat,
         session_settings=read_turn_session_settings(context, turn_id),
         context_summary=summary,
+        interaction_mode=_interaction_mode(context),
+        enabled_built_in_tools=tuple(runtime.options.built_in_tools),
+        plan=cast(AgentPlan | None, AGENT_PLAN.get(context)),
     )
+
+
+def _interaction_mode(context: AsyncContext) -> InteractionMode:
+    state = read_state(context)
+    return InteractionMode.CHAT if state is None else state.interaction_mode
 
 
 def _model_input_messages(context: AsyncContext, turn_id: str, after: int) -> tuple[AgentMessage, ...]:

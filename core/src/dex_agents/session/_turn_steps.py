@@ -5,10 +5,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from dex import AsyncContext, Step, StepDecision, StepMovement, StepOptions, Wait, force_fail, go_to_many
+from dex import AsyncContext, Step, StepDecision, StepOptions, Wait, force_fail, go_to_many
 
 from dex_agents.events import AgentEventType
 from dex_agents.limits import (
@@ -19,7 +18,6 @@ from dex_agents.limits import (
 )
 from dex_agents.persistence import (
     AGENT_STATE,
-    AGENT_TOOL_CALLS,
     AGENT_USAGE,
     FRAMEWORK_RUN_STATE,
     PENDING_INTERRUPTS,
@@ -35,6 +33,7 @@ from dex_agents.runner import (
     TurnContinued,
     build_turn_failure_note,
 )
+from dex_agents.session._builtins import ResponseCalls
 from dex_agents.session._compaction import compaction_cutoff
 from dex_agents.session._control import (
     MAX_CHANNEL_MESSAGES,
@@ -50,6 +49,13 @@ from dex_agents.session._errors import (
     plain_recovery_detail,
     runner_errors,
 )
+from dex_agents.session._plan import (
+    decide_interaction_mode,
+    drop_stale_approval,
+    is_plan_execution_wake,
+    plan_execution_condition,
+    start_plan_execution,
+)
 from dex_agents.session._settings import (
     INVALID_START_SETTINGS_REASON,
     session_settings_problem,
@@ -57,10 +63,8 @@ from dex_agents.session._settings import (
 )
 from dex_agents.session._state import (
     InvalidRunnerOutput,
-    format_time,
     heartbeating,
     iter_final,
-    now,
     read_interrupts,
     read_state,
     read_turn_records,
@@ -77,15 +81,12 @@ from dex_agents.session._turn_lifecycle import (
 )
 from dex_agents.session._turn_lifecycle import end_turn as _end_turn
 from dex_agents.values import (
-    AgentInterrupt,
     AgentSessionStartInput,
     AgentSessionStatus,
     AgentState,
     AgentToolCall,
     AgentUsage,
     CompactContextInput,
-    InterruptKind,
-    ToolCallStatus,
 )
 
 if TYPE_CHECKING:
@@ -196,7 +197,8 @@ class StartAgentSession(Step[AgentSessionStartInput]):
                 ),
             )
             return go_to_many(self._runtime.to_await_user_message())
-        return begin_turn(context, self._runtime, state, [text])
+        mode = decide_interaction_mode(context, self._runtime, [False])
+        return begin_turn(context, self._runtime, state, [text], interaction_mode=mode)
 
 
 class AwaitUserMessage(Step[None]):
@@ -211,10 +213,12 @@ class AwaitUserMessage(Step[None]):
         return self._runtime.await_user_message_options()
 
     async def wait_for(self, context: AsyncContext, input: None) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
-        """Wait for a steer or one queued user message; Dex picks the first ready one in this order."""
+        """Wait for a steer, one queued user message, or a plan approval: the first ready, in this order."""
+        approval = plan_execution_condition(context)
         return Wait.any_of(
             TURN_CONTROL_REQUESTS.for_range(at_least=1, at_most=MAX_CHANNEL_MESSAGES),
             QUEUED_USER_MESSAGES.for_one(),
+            *(() if approval is None else (approval,)),
         )
 
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
@@ -231,11 +235,15 @@ class AwaitUserMessage(Step[None]):
                 "the message stays queued"
             )
         messages = QUEUED_USER_MESSAGES.results(context)
+        if not messages and is_plan_execution_wake(context):
+            return start_plan_execution(context, self._runtime, state)
+        drop_stale_approval(context)
         text = messages[0].text if messages else ""
         if not text.strip():
             # send_user_message refuses blank text, so only a message from another writer lands here.
             return go_to_many(self._runtime.to_await_user_message())
-        return begin_turn(context, self._runtime, state, [text])
+        mode = decide_interaction_mode(context, self._runtime, [messages[0].plan_mode])
+        return begin_turn(context, self._runtime, state, [text], interaction_mode=mode)
 
 
 def _tool_call_id_problem(call: DeferredToolCall, position: int, seen: set[str]) -> str | None:
@@ -468,72 +476,20 @@ class RunModel(Step[CompactContextInput | None]):
                 context, state, f"run_model_step returned a message that cannot be stored: {error}", records
             )
         FRAMEWORK_RUN_STATE.set(context, outcome.framework_run_state)
-        writer = runtime.event_writer(context, turn_id)
-        created_at = now()
-        deadline = (
-            None
-            if runtime.options.interrupt_deadline is None
-            else format_time(created_at + _whole_seconds(runtime.options.interrupt_deadline))
-        )
         interrupts = read_interrupts(context)
-        movements: list[StepMovement[str]] = []
+        calls = ResponseCalls(
+            context,
+            runtime,
+            runtime.event_writer(context, turn_id),
+            interrupts,
+            state.interaction_mode,
+            list(outcome.tool_calls),
+        )
         for offset, call in enumerate(outcome.tool_calls):
-            requires_approval = call.policy.is_approval_required
-            record = AgentToolCall(
-                tool_call_id=call.tool_call_id,
-                turn_id=turn_id,
-                tool_name=call.tool_name,
-                arguments=call.arguments,
-                effect=call.policy.effect,
-                requires_approval=requires_approval,
-                status=ToolCallStatus.AWAITING_APPROVAL if requires_approval else ToolCallStatus.APPROVED,
-                deferral_order=len(records) + offset,
-                tool_source_reference=call.tool_source_reference,
-            )
-            AGENT_TOOL_CALLS.set(context, record.tool_call_id, record)
-            writer.write_event(
-                AgentEventType.TOOL_CALL_DEFERRED,
-                {
-                    "tool_call_id": record.tool_call_id,
-                    "tool_name": record.tool_name,
-                    "effect": record.effect.value,
-                    "requires_approval": requires_approval,
-                },
-            )
-            if requires_approval:
-                interrupt = AgentInterrupt(
-                    interrupt_id=record.tool_call_id,
-                    kind=InterruptKind.TOOL_APPROVAL,
-                    tool_call_id=record.tool_call_id,
-                    tool_name=record.tool_name,
-                    arguments=record.arguments,
-                    created_at=format_time(created_at),
-                    deadline=deadline,
-                )
-                interrupts.append(interrupt)
-                writer.write_event(
-                    AgentEventType.INTERRUPT_RAISED,
-                    {
-                        "interrupt_id": interrupt.interrupt_id,
-                        "tool_call_id": interrupt.tool_call_id,
-                        "tool_name": interrupt.tool_name,
-                        "deadline": interrupt.deadline,
-                        "kind": interrupt.kind.value,
-                        "question": None,
-                        "choices": [],
-                        "allows_free_text": True,
-                    },
-                )
-            movements.append(runtime.to_first_step_of(record))
+            calls.record(call, turn_id, len(records) + offset)
         PENDING_INTERRUPTS.set(context, interrupts)
         AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_TOOLS))
-        return go_to_many(*movements, runtime.to_resume_turn(len(outcome.tool_calls)))
-
-
-def _whole_seconds(duration: timedelta) -> timedelta:
-    """Round ``duration`` up to whole seconds, because Dex Timers take whole seconds."""
-    whole = -(-duration // timedelta(seconds=1))
-    return timedelta(seconds=whole)
+        return go_to_many(*calls.movements, runtime.to_resume_turn(len(outcome.tool_calls)))
 
 
 class ResumeTurn(Step[int]):

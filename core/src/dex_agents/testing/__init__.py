@@ -24,6 +24,11 @@ live in ``dex_agents.demos`` and the benchmark helpers in ``dex_agents.bench``.
 
 ``stored_calls_without_result`` checks that a stored transcript has no tool call without its result, as
 a steered, cancelled or failed turn must leave it.
+
+Scripted tools can also ask the user before they take effect (``ScriptedToolCall.asks``, a list of
+``ScriptedQuestion``) and start a remote task that ``ScriptedRunner`` polls and cancels
+(``ScriptedToolCall.task``, a ``ScriptedTask``); ``AgentTestStack.skip_durable_wait`` ends a waiting
+``durable_wait`` with ``SkipTimer``.
 """
 
 # First: registers the pytest modules with pytest's assertion rewriting before anything imports them.
@@ -72,6 +77,7 @@ from dex_agents.testing._script import (
     scripted_summary_response,
 )
 from dex_agents.testing._scripted_runner import ScriptedRunner, render_message, scripted_token_count
+from dex_agents.testing._scripted_tasks import TASK_HANDLE_SAVED_EVENT, ScriptedQuestion, ScriptedTask
 from dex_agents.testing._server import DevServerProcess
 from dex_agents.testing._session_events import read_agent_events, recorded_usage, text_by_model_step
 from dex_agents.testing._session_side import SessionSide
@@ -94,6 +100,7 @@ __all__ = [
     "MCP_INVENTORY_SERVER_MODULE",
     "MCP_TEST_LOG_ENV",
     "STATE_DIR_ENV",
+    "TASK_HANDLE_SAVED_EVENT",
     "WAIT_FOR_COMPLETED_EVENT",
     "WAIT_FOR_FAILED_EVENT",
     "AgentTestStack",
@@ -113,8 +120,10 @@ __all__ = [
     "ProjectedCall",
     "RunnerContractSpec",
     "ScriptStore",
+    "ScriptedQuestion",
     "ScriptedResponse",
     "ScriptedRunner",
+    "ScriptedTask",
     "ScriptedToolCall",
     "SessionSide",
     "StepHistoryEntry",

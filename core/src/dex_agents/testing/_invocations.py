@@ -12,7 +12,9 @@ from typing import Any, Literal
 
 __all__ = ["Invocation", "InvocationKind", "InvocationLog"]
 
-InvocationKind = Literal["model", "tool", "model_cancelled", "summary"]
+InvocationKind = Literal[
+    "model", "tool", "model_cancelled", "summary", "tool_question", "task_start", "task_poll", "task_cancel"
+]
 
 
 @dataclass(frozen=True)
@@ -22,7 +24,9 @@ class Invocation:
     Attributes:
         kind: ``"model"``, ``"tool"``, ``"summary"`` (a context summary call of ``CompactContext``), or
             ``"model_cancelled"`` when a scripted model or summary call's coroutine was cancelled while it
-            waited (the entry repeats the call's session, turn, attempt and Step execution).
+            waited (the entry repeats the call's session, turn, attempt and Step execution). A scripted
+            tool that stops to ask the user logs ``"tool_question"`` instead of ``"tool"``, and a scripted
+            task logs ``"task_start"``, ``"task_poll"`` and ``"task_cancel"``.
         session_id: The session (Flow) ID.
         turn_id: ``"turn-<n>"``.
         attempt: The Step attempt that made the call.
@@ -32,6 +36,8 @@ class Invocation:
         idempotency_key: The key the tool received (tool calls).
         model_input: The model-visible input texts (model calls), oldest first.
         pid: The Worker process that made the call.
+        offered_tools: The tool names the model was offered (model calls), when the scripted model says.
+        task_id: The task a task event belongs to.
     """
 
     kind: InvocationKind
@@ -44,6 +50,8 @@ class Invocation:
     idempotency_key: str = ""
     model_input: tuple[str, ...] = field(default=())
     pid: int = 0
+    offered_tools: tuple[str, ...] = field(default=())
+    task_id: str = ""
 
     @property
     def model_input_text(self) -> str:
@@ -98,6 +106,7 @@ class InvocationLog:
             except json.JSONDecodeError:
                 continue  # a Worker killed mid-write leaves a torn last line
             data["model_input"] = tuple(data.get("model_input", ()))
+            data["offered_tools"] = tuple(data.get("offered_tools", ()))
             invocations.append(Invocation(**data))
         return invocations
 
@@ -163,6 +172,27 @@ class InvocationLog:
             if call.kind == "tool"
             and call.session_id == session_id
             and tool_name in (None, call.tool_name)
+            and tool_call_id in (None, call.tool_call_id)
+        ]
+
+    def tool_task_events(
+        self, session_id: str, kind: InvocationKind, tool_call_id: str | None = None
+    ) -> list[Invocation]:
+        """Return the entries of one kind, such as ``"task_start"``, of one session, optionally one call.
+
+        Args:
+            session_id: The session ID.
+            kind: The kind of entry.
+            tool_call_id: Only this tool call, when given.
+
+        Returns:
+            The entries, oldest first.
+        """
+        return [
+            call
+            for call in self.read()
+            if call.kind == kind
+            and call.session_id == session_id
             and tool_call_id in (None, call.tool_call_id)
         ]
 

@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from dex_agents import (
+    BUILT_IN_TOOL_NAMES,
     AgentFrameworkRunner,
     AgentSessionClient,
     AgentSessionFlow,
@@ -29,15 +30,18 @@ class MatrixFlows:
     Attributes:
         main: The agent with explicit policies for the four matrix tools.
         with_deadline: The same agent with an approval deadline.
+        with_built_ins: The same agent with every built-in tool enabled, when the spec supports them.
     """
 
     main: AgentSessionFlow
     with_deadline: AgentSessionFlow
+    with_built_ins: AgentSessionFlow | None = None
 
     @property
     def all(self) -> tuple[AgentSessionFlow, ...]:
-        """Both Flows, for the Worker's and the Client's Registry."""
-        return (self.main, self.with_deadline)
+        """Every Flow, for the Worker's and the Client's Registry."""
+        extra = () if self.with_built_ins is None else (self.with_built_ins,)
+        return (self.main, self.with_deadline, *extra)
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,11 @@ class MatrixSpec:
             result for every tool call of a steered or cancelled turn (``build_unfinished_turn_messages``,
             or no stored calls at all) and its model call stops when its coroutine is cancelled. ``False``
             (the default) skips both items.
+        supports_built_in_tools: Run item 16: the session's enabled built-in tools are offered to the model
+            like any other tool (the scripted model passes ``offered_tools`` to
+            ``scripted_model_response``), and an ``ask_user`` call round-trips through ``answer_question``
+            with the answer reaching the model. It registers a third Flow, ``<prefix>MatrixBuiltIns``, with
+            every built-in enabled. ``False`` (the default) skips item 16.
     """
 
     build_runner: Callable[[], AgentFrameworkRunner]
@@ -82,9 +91,17 @@ class MatrixSpec:
     unknown_tool_message: str | None = None
     runs_reads_inline: bool = False
     supports_turn_control: bool = False
+    supports_built_in_tools: bool = False
 
     def build_flows(self) -> MatrixFlows:
         """Build the matrix Flows (each with its own runner, wrapped for the scripted model)."""
+        with_built_ins = None
+        if self.supports_built_in_tools:
+            with_built_ins = AgentSessionFlow(
+                with_model_call_scope(self.build_runner()),
+                flow_type=f"{self.flow_type_prefix}MatrixBuiltIns",
+                options=matrix_session_options(self.tool_names, built_in_tools=BUILT_IN_TOOL_NAMES),
+            )
         return MatrixFlows(
             main=AgentSessionFlow(
                 with_model_call_scope(self.build_runner()),
@@ -96,6 +113,7 @@ class MatrixSpec:
                 flow_type=f"{self.flow_type_prefix}MatrixDeadline",
                 options=matrix_session_options(self.tool_names, interrupt_deadline=self.approval_deadline),
             ),
+            with_built_ins=with_built_ins,
         )
 
 

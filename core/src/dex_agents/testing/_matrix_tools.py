@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -103,13 +103,17 @@ class MatrixToolNames:
 
 
 def matrix_session_options(
-    names: MatrixToolNames | None = None, *, interrupt_deadline: timedelta | None = None
+    names: MatrixToolNames | None = None,
+    *,
+    interrupt_deadline: timedelta | None = None,
+    built_in_tools: Collection[str] = (),
 ) -> AgentSessionOptions:
     """Return session options with an explicit policy for each matrix tool.
 
     Args:
         names: The tool names; the defaults match :data:`MATRIX_TOOLS`.
         interrupt_deadline: An approval deadline, when the Flow needs one.
+        built_in_tools: The built-in tools to enable.
 
     Returns:
         The options.
@@ -117,4 +121,5 @@ def matrix_session_options(
     return AgentSessionOptions(
         tool_policies=dict((names or MatrixToolNames()).policies()),
         interrupt_deadline=interrupt_deadline,
+        built_in_tools=built_in_tools,
     )

@@ -12,8 +12,8 @@ from dex_agents import (
     ContextSummaryRequest,
     ContextSummaryResult,
     DeferredToolExecution,
+    DeferredToolOutcome,
     FrameworkMessage,
-    ToolExecutionResult,
 )
 from dex_agents.testing._script import ModelCallScope, model_call_scope
 
@@ -69,7 +69,7 @@ class ModelCallScopedRunner:
         with model_call_scope(scope):
             return await self._runner.run_model_step(turn)
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         """Delegate to the wrapped runner.
 
         Args:

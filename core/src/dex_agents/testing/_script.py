@@ -19,13 +19,23 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
 from dex_agents import ToolExecutionError, current_tool_execution
 from dex_agents.testing._gates import FileGate
 from dex_agents.testing._invocations import Invocation, InvocationKind, InvocationLog
+from dex_agents.testing._scripted_tasks import (
+    ScriptedQuestion,
+    ScriptedTask,
+    answers_suffix,
+    ask_scripted_questions,
+    hold_first_arrival,
+    question_from_json,
+    start_scripted_task,
+    task_from_json,
+)
 
 __all__ = [
     "STATE_DIR_ENV",
@@ -66,6 +76,11 @@ class ScriptedToolCall:
         error: When set, the tool raises ``ToolExecutionError(error)`` (the model sees it; not retried).
         output: The tool's result; by default a text naming the tool and its arguments.
         output_size: When positive, the result is this many bytes (for oversized-output tests).
+        asks: Questions the tool asks the user, in order, before it takes effect (through
+            ``dex_agents.ask_user_input``): a run without every answer stops, logged as
+            ``"tool_question"``, and the run with them logs ``"tool"`` and adds the answers to its output.
+        task: A remote task the tool starts (through ``dex_agents.start_tool_task``) instead of returning
+            its result; :class:`ScriptedRunner` polls and cancels it.
     """
 
     tool_name: str
@@ -77,6 +92,8 @@ class ScriptedToolCall:
     error: str | None = None
     output: str | None = None
     output_size: int = 0
+    asks: tuple[ScriptedQuestion, ...] = ()
+    task: ScriptedTask | None = None
 
     @property
     def arguments_json(self) -> str:
@@ -156,6 +173,8 @@ def _response_to_json(response: ScriptedResponse) -> dict[str, Any]:
                 "error": call.error,
                 "output": call.output,
                 "output_size": call.output_size,
+                "asks": [asdict(question) for question in call.asks],
+                "task": None if call.task is None else asdict(call.task),
             }
             for call in response.tool_calls
         ],
@@ -186,6 +205,12 @@ def _response_from_json(data: Mapping[str, Any]) -> ScriptedResponse:
             error=call["error"],
             output=call["output"],
             output_size=call["output_size"],
+            asks=tuple(
+                question
+                for question in (question_from_json(item) for item in call.get("asks", ()))
+                if question is not None
+            ),
+            task=task_from_json(call.get("task")),
         )
         for call in data["tool_calls"]
     )
@@ -493,6 +518,7 @@ async def scripted_model_response(
     store: ScriptStore | None = None,
     *,
     on_partial_text: Callable[[str], object] | None = None,
+    offered_tools: Sequence[str] = (),
 ) -> ScriptedResponse:
     """Answer one model call from the session's script; call it from a scripted model.
 
@@ -513,6 +539,8 @@ async def scripted_model_response(
         store: The script store; by default the one named by ``DEX_AGENTS_TEST_STATE_DIR``.
         on_partial_text: Receives the response's ``partial_text`` before a gate or failure (pass the
             framework's streaming hook, or ``turn.events.write_text_delta``).
+        offered_tools: The names of the tools the framework offers the model in this call, built-ins
+            included; logged with the call, so tests check what the model was offered.
 
     Returns:
         The scripted response.
@@ -530,7 +558,9 @@ async def scripted_model_response(
         return await scripted_summary_response(model_input, scope, store, on_partial_text=on_partial_text)
     store = store or ScriptStore.from_environment()
     response = store.response_for(scope.session_id, scope.turn_id, scope.recorded_tool_call_ids)
-    return await _answer(store, _invocation("model", scope, model_input), response, on_partial_text)
+    return await _answer(
+        store, _invocation("model", scope, model_input, offered_tools), response, on_partial_text
+    )
 
 
 async def scripted_summary_response(
@@ -562,7 +592,9 @@ async def scripted_summary_response(
     return await _answer(store, _invocation("summary", scope, model_input), response, on_partial_text)
 
 
-def _invocation(kind: InvocationKind, scope: ModelCallScope, model_input: Sequence[str]) -> Invocation:
+def _invocation(
+    kind: InvocationKind, scope: ModelCallScope, model_input: Sequence[str], offered_tools: Sequence[str] = ()
+) -> Invocation:
     return Invocation(
         kind=kind,
         session_id=scope.session_id,
@@ -570,6 +602,7 @@ def _invocation(kind: InvocationKind, scope: ModelCallScope, model_input: Sequen
         attempt=scope.attempt,
         step_execution_id=scope.step_execution_id,
         model_input=tuple(model_input),
+        offered_tools=tuple(offered_tools),
     )
 
 
@@ -585,25 +618,17 @@ async def _answer(
         on_partial_text(response.partial_text)
     try:
         if response.gate is not None and call.attempt in response.gate_attempts:
-            await _hold_first_arrival(store.gate(call.session_id, response.gate))
+            await hold_first_arrival(store.gate(call.session_id, response.gate))
         if response.block_until_cancelled:
             await asyncio.get_running_loop().create_future()
     except asyncio.CancelledError:
-        store.invocations.record(replace(call, kind="model_cancelled", model_input=()))
+        store.invocations.record(replace(call, kind="model_cancelled", model_input=(), offered_tools=()))
         raise
     if call.attempt in response.fail_attempts:
         raise _FAILURE_TYPES[response.failure_type](
             f"{SCRIPTED_MODEL_FAILURE} on attempt {call.attempt} of {call.turn_id}"
         )
     return response
-
-
-async def _hold_first_arrival(gate: FileGate) -> None:
-    # A gate stops only the first call that reaches it. Dex may hand a task whose Worker died before any
-    # output to another Worker at the same attempt number; that rerun must not wait at the gate again.
-    if gate.is_reached:
-        return
-    await gate.pass_through()
 
 
 def scripted_tool_output(
@@ -633,8 +658,9 @@ async def run_scripted_tool(
 
     It must run inside ``execute_deferred_tool_call``: it reads the call through
     ``dex_agents.current_tool_execution()`` and refuses to run anywhere else (a tool run inside
-    ``RunModel`` would break "one Step per tool call"). It logs the run with its attempt and idempotency
-    key, waits at the call's gate on the listed attempts, then fails or returns as the script says.
+    ``RunModel`` would break "one Step per tool call"). It asks the call's questions first (stopping the
+    call until they are answered), then logs the run with its attempt and idempotency key, waits at the
+    call's gate on the listed attempts, then fails, starts its task, or returns as the script says.
 
     Args:
         tool_name: The tool's name.
@@ -648,6 +674,8 @@ async def run_scripted_tool(
     Raises:
         RuntimeError: Outside ``execute_deferred_tool_call``, or on a scripted failing attempt.
         ToolExecutionError: When the script gives the call an ``error``.
+        ToolInputRequired: While a question of the call has no answer.
+        ToolTaskRunning: Once the call's task started.
     """
     execution = current_tool_execution()
     if execution is None:
@@ -655,6 +683,7 @@ async def run_scripted_tool(
     store = store or _current_store.get() or ScriptStore.from_environment()
     record = execution.tool_call
     call = store.tool_call(execution.flow_id, record.turn_id, record.tool_call_id)
+    answers = ask_scripted_questions(call, store, execution)
     store.invocations.record(
         Invocation(
             kind="tool",
@@ -668,14 +697,16 @@ async def run_scripted_tool(
     )
     if call is not None:
         if call.gate is not None and execution.attempt in call.gate_attempts:
-            await _hold_first_arrival(store.gate(execution.flow_id, call.gate))
+            await hold_first_arrival(store.gate(execution.flow_id, call.gate))
         if execution.attempt in call.fail_attempts:
             raise RuntimeError(
                 f"{SCRIPTED_TOOL_FAILURE} on attempt {execution.attempt} of {record.tool_call_id}"
             )
         if call.error is not None:
             raise ToolExecutionError(call.error)
-    return scripted_tool_output(call, tool_name, arguments)
+        if call.task is not None:
+            await start_scripted_task(call, call.task, store)
+    return scripted_tool_output(call, tool_name, arguments) + answers_suffix(answers)
 
 
 async def run_inline_scripted_tool(
@@ -722,7 +753,7 @@ async def run_inline_scripted_tool(
         )
     )
     if call is not None and call.gate is not None and scope.attempt in call.gate_attempts:
-        await _hold_first_arrival(store.gate(scope.session_id, call.gate))
+        await hold_first_arrival(store.gate(scope.session_id, call.gate))
     return scripted_tool_output(call, tool_name, arguments)
 
 

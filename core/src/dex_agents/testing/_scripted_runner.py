@@ -8,7 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from dex_agents import (
+    BUILT_IN_TOOL_NAMES,
     UNKNOWN_TOOL_POLICY,
+    WRITE_TODOS,
     AgentMessage,
     AgentTurnContext,
     AgentTurnOutcome,
@@ -17,7 +19,9 @@ from dex_agents import (
     ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     FrameworkMessage,
+    InteractionMode,
     MessageRole,
     RunStateFormat,
     RunStateFormatError,
@@ -25,7 +29,11 @@ from dex_agents import (
     ToolExecutionError,
     ToolExecutionResult,
     ToolPolicy,
+    ToolTaskCancellation,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
     TurnCompleted,
+    build_plan_note,
     describe_tool_call_outcome,
     parse_tool_arguments,
 )
@@ -39,6 +47,7 @@ from dex_agents.testing._script import (
     scripted_model_response,
     scripted_summary_response,
 )
+from dex_agents.testing._scripted_tasks import cancel_scripted_task, poll_scripted_task
 
 __all__ = ["ScriptedRunner", "render_message", "scripted_token_count"]
 
@@ -138,6 +147,11 @@ class ScriptedRunner:
     the summary call answers from the session's summary script (:meth:`ScriptStore.set_summaries`), by
     default with ``"summary <generation> through message <sequence>"``.
 
+    It offers the model its tools plus the session's enabled built-ins, and only ``write_todos`` in a
+    planning turn (it supports plan mode), logging the offered names with each model call; the plan note
+    (`build_plan_note`) comes before the turn's messages. It polls and cancels the tasks of scripted
+    tools (``ScriptedToolCall.task``).
+
     Args:
         tools: Tool functions by name; each takes the call's arguments as keyword arguments and returns
             text. Defaults to :data:`MATRIX_TOOLS`.
@@ -161,6 +175,28 @@ class ScriptedRunner:
         self._store = store
         self._default_turns = default_turns
         self._stores_incrementally = stores_incrementally
+
+    @property
+    def supports_plan_mode(self) -> bool:
+        """`True`: a planning turn offers only ``write_todos`` and the model sees the plan note."""
+        return True
+
+    def _store_for_call(self) -> ScriptStore:
+        return self._store or ScriptStore.from_environment(self._default_turns)
+
+    def offered_tools(self, turn: AgentTurnContext) -> list[str]:
+        """Return the tool names the model is offered in ``turn``: the runner's tools and the built-ins.
+
+        Args:
+            turn: The turn.
+
+        Returns:
+            The names; only ``write_todos`` in a planning turn.
+        """
+        built_ins = [name for name in BUILT_IN_TOOL_NAMES if name in turn.enabled_built_in_tools]
+        if turn.interaction_mode is InteractionMode.PLANNING:
+            return [name for name in built_ins if name == WRITE_TODOS]
+        return [name for name in self._tools if name not in built_ins] + built_ins
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         """Return the user message for ``text``.
@@ -196,9 +232,11 @@ class ScriptedRunner:
             recorded_tool_call_ids=frozenset(turn.tool_calls),
         )
         with model_call_scope(scope):
-            store = self._store or ScriptStore.from_environment(self._default_turns)
             response = await scripted_model_response(
-                model_input, store, on_partial_text=turn.events.write_text_delta
+                model_input,
+                self._store_for_call(),
+                on_partial_text=turn.events.write_text_delta,
+                offered_tools=self.offered_tools(turn),
             )
         if response.thread_text:
             await asyncio.to_thread(turn.events.write_text_delta, response.thread_text)
@@ -253,7 +291,16 @@ class ScriptedRunner:
             )
         if turn.context_summary is not None:
             lines.append(f"summary: {turn.context_summary.text}")
-        lines.extend(render_message(message) for message in (*turn.messages, *items))
+        messages = [render_message(message) for message in (*turn.messages, *items)]
+        note = build_plan_note(turn.plan, turn.interaction_mode)
+        if note is not None:
+            # As user text before the turn's own messages.
+            first = next(
+                (index for index, message in enumerate(turn.messages) if message.turn_id == turn.turn_id),
+                len(turn.messages),
+            )
+            messages.insert(first, f"user: {note}")
+        lines.extend(messages)
         return lines
 
     def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
@@ -378,8 +425,11 @@ class ScriptedRunner:
             return UNKNOWN_TOOL_POLICY
         return turn.resolve_tool_policy(tool_name)
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         """Run the real tool once.
+
+        A scripted tool that asks a question or starts a task raises through here; the session reads what
+        it asked for.
 
         Args:
             call: The approved call.
@@ -395,5 +445,24 @@ class ScriptedRunner:
         if tool is None:
             raise ToolExecutionError(f"unknown tool {call.tool_call.tool_name!r}")
         arguments = parse_tool_arguments(call.tool_call.arguments, tool_name=call.tool_call.tool_name)
-        with script_store_scope(self._store or ScriptStore.from_environment(self._default_turns)):
+        with script_store_scope(self._store_for_call()):
             return ToolExecutionResult(await tool(**arguments))
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Poll the scripted task of a call once.
+
+        Args:
+            poll: The poll.
+
+        Returns:
+            The task's result, its question, or that it still runs.
+        """
+        return await poll_scripted_task(poll, self._store_for_call())
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Cancel the scripted task of a call.
+
+        Args:
+            cancellation: The abandoned task.
+        """
+        await cancel_scripted_task(cancellation, self._store_for_call())

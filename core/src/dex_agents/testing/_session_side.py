@@ -17,10 +17,12 @@ from dex_agents import (
     CancellationReason,
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     FrameworkMessage,
     ToolCallsRequested,
     ToolCallStatus,
     ToolEffect,
+    ToolExecutionResult,
     ToolPolicy,
     UnfinishedTurnMessageBuilder,
     cancellation_rejection_message,
@@ -206,13 +208,35 @@ class SessionSide:
 
         Raises:
             ToolExecutionError: As the runner raises it.
+            AssertionError: If the tool asked a question or started a task instead (see `execute_outcome`).
+        """
+        outcome = await self.execute_outcome(runner, tool_call_id)
+        if not isinstance(outcome, ToolExecutionResult):
+            raise AssertionError(f"tool call {tool_call_id!r} did not return a result: {outcome!r}")
+        return outcome.output
+
+    async def execute_outcome(self, runner: AgentFrameworkRunner, tool_call_id: str) -> DeferredToolOutcome:
+        """Run one recorded call as its tool Step does and return its outcome.
+
+        As in the tool Step, a question (`ask_user_input`) or a started task (`start_tool_task`) that the
+        tool's code recorded wins over what the runner returned or raised, because a framework may turn the
+        tool's exception into an error result. Give the record ``input_answers`` (replace it in
+        :attr:`records`) to run the tool again with answers.
+
+        Raises:
+            ToolExecutionError: As the runner raises it, when the tool recorded nothing.
         """
         execution = self.execution(tool_call_id)
         # The session's tool Step makes the call current around the runner, as here, so tool code that
         # reads `current_tool_execution()` sees it.
-        with running_tool_execution(execution):
-            result = await runner.execute_deferred_tool_call(execution)
-        return result.output
+        with running_tool_execution(execution) as requests:
+            try:
+                result = await runner.execute_deferred_tool_call(execution)
+            except Exception:
+                if requests.outcome is not None:
+                    return requests.outcome
+                raise
+        return requests.outcome or result
 
 
 def _record(turn_id: str, deferred: DeferredToolCall, order: int) -> AgentToolCall:

@@ -13,6 +13,8 @@ from dex import AsyncClient
 
 from dex_agents import AgentSessionClient, AgentSessionFlow
 from dex_agents._connection import ClientConnection
+from dex_agents.session._durable_wait import DURABLE_WAIT_TIMER_ID
+from dex_agents.testing._flow_state import skip_waiting_timer
 from dex_agents.testing._gates import FileGate
 from dex_agents.testing._history import StepHistoryEntry, read_step_history
 from dex_agents.testing._invocations import InvocationLog
@@ -246,3 +248,20 @@ class AgentTestStack:
             The Step method events, oldest first.
         """
         return await read_step_history(self.server_address, flow_id)
+
+    async def skip_durable_wait(self, session_id: str, tool_call_id: str | None = None) -> bool:
+        """End a waiting ``durable_wait`` now, with ``SkipTimer`` on its `AwaitTimer` Step's Timer.
+
+        The Timer is the authority of a durable wait, so the call then succeeds as if the wait had ended.
+
+        Args:
+            session_id: The session.
+            tool_call_id: Only this call's wait; `None` skips the first one that waits.
+
+        Returns:
+            Whether a waiting Timer was found and skipped.
+        """
+        skipped = await skip_waiting_timer(
+            self.client, self.server_address, session_id, "AwaitTimer", DURABLE_WAIT_TIMER_ID, tool_call_id
+        )
+        return skipped is not None

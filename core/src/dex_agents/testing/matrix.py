@@ -15,6 +15,13 @@ and the stored transcript has no tool call without its result: the ended turn st
 call when the runner implements ``build_unfinished_turn_messages``, and the steered or cancelled note when
 it does not. They run when the spec sets :attr:`MatrixSpec.supports_turn_control`.
 
+Item 16 is the built-in tools: with every built-in enabled, the model is offered ``ask_user``,
+``durable_wait`` and ``write_todos`` beside the agent's own tools, and an ``ask_user`` call asks the user a
+question that ``answer_question`` answers (a free-text answer to a choices-only question is refused), with
+the answer reaching the next model call as the call's result. It runs when the spec sets
+:attr:`MatrixSpec.supports_built_in_tools`; the scripted model must pass the names it offers as
+``offered_tools`` to ``scripted_model_response``.
+
 An adapter runs the matrix by supplying its runner (built around a scripted model) and a Worker module::
 
     # tests/matrix_spec.py
@@ -74,6 +81,8 @@ from dex import FlowConfig, StartFlowOptions, StepDurability, WorkerTarget
 from dex_agents import (
     AGENT_TOOL_CALLS,
     APPROVAL_DEADLINE_PASSED,
+    ASK_USER,
+    BUILT_IN_TOOL_NAMES,
     OUTCOME_UNKNOWN_TOOL_RESULT,
     TURN_CANCELLED_NOTE_HEADER,
     TURN_FAILURE_NOTE_HEADER,
@@ -83,6 +92,7 @@ from dex_agents import (
     AgentInterrupt,
     AgentMessage,
     AgentSessionClient,
+    InterruptKind,
     MessageRole,
     ToolCallStatus,
 )
@@ -119,6 +129,9 @@ class MatrixHarness:
         self.flows = flows
         self.sessions = stack.sessions(flows.main)
         self.deadline_sessions = stack.sessions(flows.with_deadline)
+        self.built_in_sessions = (
+            None if flows.with_built_ins is None else stack.sessions(flows.with_built_ins)
+        )
         self.tools = spec.tool_names
 
     async def ensure_worker(self) -> None:
@@ -206,7 +219,10 @@ def _assert_tool_step_options(history: Sequence[StepHistoryEntry], step_type: st
 
 
 async def _pending_interrupt(
-    sessions: AgentSessionClient, session_id: str, tool_call_id: str
+    sessions: AgentSessionClient,
+    session_id: str,
+    tool_call_id: str,
+    kind: InterruptKind = InterruptKind.TOOL_APPROVAL,
 ) -> AgentInterrupt:
     return await wait_for_agent_snapshot(
         sessions,
@@ -215,11 +231,11 @@ async def _pending_interrupt(
             (
                 interrupt
                 for interrupt in snapshot.pending_interrupts
-                if interrupt.tool_call_id == tool_call_id
+                if interrupt.tool_call_id == tool_call_id and interrupt.kind is kind
             ),
             None,
         ),
-        description=f"a pending approval of {tool_call_id}",
+        description=f"a pending {kind.value} of {tool_call_id}",
     )
 
 
@@ -726,3 +742,59 @@ class AgentMatrixTests:
         steps = executed_step_types(history)
         assert "FinishTurnCancellation" in steps and "ApplyTurnControl" in steps, steps
         assert "RecordTurnFailure" not in steps, steps
+
+    async def test_16_built_in_tools_are_offered_and_an_ask_user_call_round_trips(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Beyond the design's 11: built-ins are offered like any tool; ask_user waits for the answer."""
+        sessions = harness.built_in_sessions
+        if sessions is None:
+            pytest.skip(
+                "MatrixSpec.supports_built_in_tools is False: the adapter does not offer built-ins yet"
+            )
+        session = harness.stack.new_session_id("m16")
+        question = "Which warehouse takes the return?"
+        ask = ScriptedToolCall(
+            ASK_USER,
+            {"question": question, "choices": ["Berlin", "Lyon"], "allows_free_text": False},
+            "ask-1",
+        )
+        harness.script(session, [ScriptedResponse(tool_calls=(ask,)), ScriptedResponse(text="Lyon it is.")])
+        await sessions.start_session(session, "Return order A-1")
+        interrupt = await _pending_interrupt(sessions, session, "ask-1", InterruptKind.QUESTION)
+        assert (interrupt.question, interrupt.choices, interrupt.allows_free_text) == (
+            question,
+            ("Berlin", "Lyon"),
+            False,
+        ), interrupt
+        assert not await sessions.answer_question(session, "ask-1", "Paris"), "only the choices are allowed"
+        assert await sessions.answer_question(session, "ask-1", "Lyon")
+        assert not await sessions.answer_question(session, "ask-1", "Berlin"), "the question was answered"
+        done = await wait_for_turn_end(sessions, session, 1)
+
+        assert done.state is not None and done.state.last_turn_error is None, done.state
+        first, second = harness.model_calls(session)
+        offered = set(first.offered_tools)
+        assert set(BUILT_IN_TOOL_NAMES) <= offered, ("every enabled built-in is offered", first.offered_tools)
+        assert harness.tools.read in offered, ("the agent's own tools stay offered", first.offered_tools)
+        assert '"answer":"Lyon"' in second.model_input_text, second.model_input_text
+        assert done.messages[-1].text == "Lyon it is.", done.messages
+        assert stored_calls_without_result(done.messages) == [], done.messages
+        assert await harness.executed(session) == [
+            "StartAgentSession",
+            "RunModel",
+            "AwaitQuestionAnswer",
+            "ResumeTurn",
+            "RunModel",
+        ]
+        events = await read_agent_events(sessions, session)
+        [raised] = _payloads(events, AgentEventType.INTERRUPT_RAISED)
+        assert (raised["kind"], raised["question"], raised["choices"]) == (
+            "question",
+            question,
+            ["Berlin", "Lyon"],
+        )
+        [resolved] = _payloads(events, AgentEventType.INTERRUPT_RESOLVED)
+        assert (resolved["interrupt_id"], resolved["approved"], resolved["answered"]) == ("ask-1", True, True)
+        [finished] = _payloads(events, AgentEventType.TOOL_CALL_FINISHED)
+        assert finished == {"tool_call_id": "ask-1", "tool_name": ASK_USER, "status": "succeeded"}, finished

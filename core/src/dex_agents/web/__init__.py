@@ -16,6 +16,7 @@ and its ``session_access``):
   ``POST .../cancel`` ``{"turn_id"}`` (optional): cancel the running turn. A refusal answers 409.
 * ``POST /api/sessions/{session_id}/interrupts/{interrupt_id}/approve`` ``{}``, ``.../reject``
   ``{"rejection_message"}`` (also declines a question), ``.../answer`` ``{"answer"}``.
+* ``POST /api/sessions/{session_id}/plan/execute`` ``{"revision"}``: approve the plan's revision.
 * ``POST /api/sessions/{session_id}/chat``: the AI SDK UI message stream for ``useChat``.
 * ``GET /sessions/{session_id}``: the chat page, with its files under ``/static``.
 """

@@ -34,6 +34,7 @@ from dex_agents.web._requests import (
     checked_id,
     error_response,
     fail,
+    int_field,
     optional_text_field,
     read_json_object,
     text_field,
@@ -127,8 +128,7 @@ def create_agent_web_app(
         Route(api + "/queued/{message_id}/delete", handlers.delete_queued, methods=["POST"]),
         Route(api + "/cancel", handlers.cancel, methods=["POST"]),
         Route(api + "/chat", handlers.chat, methods=["POST"]),
-        # Plan approval (issue 14) plugs in here: POST api + "/plan/execute" with {"revision"} ->
-        # execute_plan, following steer.
+        Route(api + "/plan/execute", handlers.execute_plan, methods=["POST"]),
     ]
     if serve_page:
         page = resources.files("dex_agents.web").joinpath("static", "index.html").read_text(encoding="utf-8")
@@ -263,6 +263,18 @@ class _Handlers:
             fail(409, cancel_refusal(await self._snapshot(session_id), turn_id))
         return JSONResponse({"cancel_requested": True}, status_code=202)
 
+    async def execute_plan(self, request: Request) -> Response:
+        """Approve the plan revision the body names; an executing turn starts with it."""
+        session_id = await self._session_id(request)
+        revision = int_field(await read_json_object(request, self._max_request_bytes), "revision")
+        if not await self._call(session_id, self._sessions.execute_plan(session_id, revision)):
+            fail(
+                409,
+                f"plan revision {revision} cannot be executed now: it is not the plan's current draft or "
+                "active revision, an approval is already pending, or the session is busy",
+            )
+        return JSONResponse({"execution_requested": True}, status_code=202)
+
     async def _resolve(self, request: Request, *, approved: bool) -> Response:
         session_id = await self._session_id(request)
         interrupt_id = self._interrupt_id(request)
@@ -293,14 +305,7 @@ class _Handlers:
         interrupt_id = self._interrupt_id(request)
         body = await read_json_object(request, self._max_request_bytes)
         answer = text_field(body, "answer")
-        # answer_question arrives with tool questions (issue 14); until then a question can only be declined.
-        answer_question = cast(
-            Callable[[str, str, str], Awaitable[bool]] | None,
-            getattr(self._sessions, "answer_question", None),
-        )
-        if answer_question is None:
-            fail(501, "this dex-agents cannot answer questions yet; decline the question with /reject")
-        if not await self._call(session_id, answer_question(session_id, interrupt_id, answer)):
+        if not await self._call(session_id, self._sessions.answer_question(session_id, interrupt_id, answer)):
             fail(409, f"the question {interrupt_id!r} is not pending, or does not take that answer")
         return JSONResponse({"resolved": True})
 

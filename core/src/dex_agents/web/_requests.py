@@ -15,6 +15,7 @@ __all__ = [
     "checked_id",
     "error_response",
     "fail",
+    "int_field",
     "optional_text_field",
     "read_json_object",
     "text_field",
@@ -98,6 +99,18 @@ def text_field(body: dict[str, Any], name: str) -> str:
         fail(400, f"the field {name!r} must be a string")
     if not value.strip():
         fail(422, f"the field {name!r} must not be blank")
+    return value
+
+
+def int_field(body: dict[str, Any], name: str) -> int:
+    """Return the integer field ``name``.
+
+    Raises:
+        BadRequestError: 400 when it is missing or not an integer.
+    """
+    value = body.get(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        fail(400, f"the field {name!r} must be an integer")
     return value
 
 
