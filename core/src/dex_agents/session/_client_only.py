@@ -23,12 +23,18 @@ class ClientOnlyRunner:
     A Flow built for a client registers the same Steps, RPCs, persistence and event Stream as the Worker's,
     so the SDK's Registry accepts it, but a Worker must never serve it: `AgentWorker` refuses it, and an
     `AsyncWorker` built by hand fails each Step that needs the runner with `ClientOnlyFlowError`. It has the
-    `ContextCompactionRunner` methods too, so a client may pass the Worker's options, compaction included.
+    `ContextCompactionRunner` methods and claims plan mode too, so a client may pass the Worker's options,
+    compaction and plan mode included: the Worker's own Flow decides what its runner can do.
     """
 
     def __init__(self, flow_type: str) -> None:
         """Create the stand-in for ``flow_type``."""
         self._flow_type = flow_type
+
+    @property
+    def supports_plan_mode(self) -> bool:
+        """True, so the Worker's options with plan mode build this Flow; the Worker's runner decides."""
+        return True
 
     def _refuse(self) -> NoReturn:
         raise ClientOnlyFlowError(
