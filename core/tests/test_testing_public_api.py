@@ -172,3 +172,16 @@ def test_the_kit_imports_without_pytest_in_worker_children() -> None:
         [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
     )
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_otel_spans_exports_are_pinned_and_the_kit_does_not_import_it() -> None:
+    import dex_agents.testing.otel_spans
+
+    assert dex_agents.testing.otel_spans.__all__ == [
+        "SPAN_FILE_ENV",
+        "ExportedSpan",
+        "JsonLinesSpanExporter",
+        "export_spans_to_file",
+        "read_exported_spans",
+    ]
+    assert "otel_spans" not in dex_agents.testing.__all__

@@ -173,6 +173,9 @@ EXPECTED_EXPORTS = {
     "TurnReplySequence",
     "TurnSessionSettings",
     "UpdateSessionSettingsRequest",
+    # OpenTelemetry GenAI tracing (issue 17)
+    "AGENT_TRACE_CONTEXT",
+    "ModelCallMetadata",
 }
 
 

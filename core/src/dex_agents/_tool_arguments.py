@@ -1,4 +1,4 @@
-"""Reading a tool call's arguments: the JSON object text a model wrote."""
+"""Reading a tool call's arguments, the JSON object text a model wrote, and JSON text shown as a value."""
 
 from __future__ import annotations
 
@@ -7,7 +7,17 @@ from typing import Any, cast
 
 from dex_agents.runner import ToolExecutionError
 
-__all__ = ["parse_tool_arguments"]
+__all__ = ["parse_json_text", "parse_tool_arguments"]
+
+
+def parse_json_text(text: str | None) -> Any:
+    """Return JSON text as a value, or the text itself when it is not JSON (``None`` stays ``None``)."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def parse_tool_arguments(arguments: str, *, tool_name: str) -> dict[str, Any]:

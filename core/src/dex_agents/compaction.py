@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from dex_agents.events import AgentEventWriter
-from dex_agents.runner import AgentTurnContext
+from dex_agents.runner import AgentTurnContext, ModelCallMetadata
 from dex_agents.values import AgentMessage, AgentUsage, ContextSummary
 
 __all__ = [
@@ -112,10 +112,13 @@ class ContextSummaryResult:
     Attributes:
         text: The summary; blank text fails the `CompactContext` attempt.
         usage: Usage of the summary call, added to the session's usage.
+        model_call_metadata: What the framework reports about the summary call; it names the call's
+            ``chat`` span when tracing is on, and the session never stores it.
     """
 
     text: str
     usage: AgentUsage = field(default_factory=AgentUsage)
+    model_call_metadata: ModelCallMetadata | None = None
 
 
 @runtime_checkable

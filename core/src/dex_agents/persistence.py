@@ -39,6 +39,7 @@ __all__ = [
     "AGENT_PLAN",
     "AGENT_STATE",
     "AGENT_TOOL_CALLS",
+    "AGENT_TRACE_CONTEXT",
     "AGENT_USAGE",
     "CONTEXT_SUMMARY",
     "DEFAULT_AGENT_EVENTS_CAPACITY_BYTES",
@@ -87,6 +88,8 @@ TURN_SESSION_SETTINGS: Attribute[TurnSessionSettings] = Attribute("TurnSessionSe
 FRAMEWORK_RUN_STATE: Attribute[str] = Attribute("FrameworkRunState", str)
 #: The active turn's tool call records, keyed by tool call ID and deleted when the turn ends.
 AGENT_TOOL_CALLS: AttributeMap[AgentToolCall] = AttributeMap("AgentToolCalls", AgentToolCall)
+#: The W3C traceparent of the current activation's root span, sampled or not; written only with tracing on.
+AGENT_TRACE_CONTEXT: Attribute[str] = Attribute("AgentTraceContext", str)
 #: Interrupts waiting for the user.
 PENDING_INTERRUPTS: Attribute[list[AgentInterrupt]] = Attribute("PendingInterrupts", list[AgentInterrupt])
 #: Token usage of the whole session.

@@ -68,6 +68,7 @@ __all__ = [
     "DeferredToolCall",
     "DeferredToolExecution",
     "DeferredToolOutcome",
+    "ModelCallMetadata",
     "PlanModeRunner",
     "ToolCallsRequested",
     "ToolExecutionError",
@@ -224,6 +225,35 @@ class DeferredToolCall:
 
 
 @dataclass(frozen=True)
+class ModelCallMetadata:
+    """What the framework reports about one model call, for the ``chat`` span of tracing.
+
+    It only names and annotates the span (``dex_agents.otel``); the session never stores it, so a runner may
+    fill what its framework reports and leave the rest `None`. Use the provider's own values: the model
+    names as sent and as answered, the provider as the GenAI conventions name it (``openai``,
+    ``anthropic``, ``gcp.gemini``, ``aws.bedrock``, ...), the provider's response ID, and its raw finish
+    reasons (``stop``, ``tool_calls``, ``length``, ...).
+
+    Attributes:
+        request_model: The model the request named, as ``gen_ai.request.model``; it also names the span.
+        response_model: The model that answered, as ``gen_ai.response.model``.
+        provider_name: The provider, as ``gen_ai.provider.name``.
+        response_id: The provider's ID of the response, as ``gen_ai.response.id``.
+        finish_reasons: Why the model stopped, one per choice, as ``gen_ai.response.finish_reasons``.
+    """
+
+    request_model: str | None = None
+    response_model: str | None = None
+    provider_name: str | None = None
+    response_id: str | None = None
+    finish_reasons: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        # A caller's list could change after the outcome is returned; the span reads one set of reasons.
+        object.__setattr__(self, "finish_reasons", tuple(self.finish_reasons))
+
+
+@dataclass(frozen=True)
 class TurnCompleted:
     """The model gave its final answer; the turn ends.
 
@@ -234,11 +264,13 @@ class TurnCompleted:
         usage: Usage of this model call only.
         turn_error: When set, the turn ends as failed with this error and is not retried. Use it for a
             failure a retry would only repeat, such as a tripped guardrail.
+        model_call_metadata: What the framework reports about the model call, for tracing only.
     """
 
     new_messages: Sequence[FrameworkMessage]
     usage: AgentUsage = field(default_factory=AgentUsage)
     turn_error: str | None = None
+    model_call_metadata: ModelCallMetadata | None = None
 
 
 @dataclass(frozen=True)
@@ -252,12 +284,14 @@ class ToolCallsRequested:
         new_messages: Items to store now, in the commit that records the tool calls, for a runner that
             stores its messages incrementally. Such a runner must implement
             `UnfinishedTurnMessageBuilder`, or the turn fails without a retry.
+        model_call_metadata: What the framework reports about the model call, for tracing only.
     """
 
     framework_run_state: str
     tool_calls: Sequence[DeferredToolCall]
     usage: AgentUsage = field(default_factory=AgentUsage)
     new_messages: Sequence[FrameworkMessage] = ()
+    model_call_metadata: ModelCallMetadata | None = None
 
 
 @dataclass(frozen=True)
@@ -273,11 +307,13 @@ class TurnContinued:
         new_messages: Items to store now, in order; they may end with a user message. A runner that sets
             them must implement ``build_unfinished_turn_messages``, or the turn fails without a retry.
         usage: Usage of this model call only.
+        model_call_metadata: What the framework reports about the model call, for tracing only.
     """
 
     framework_run_state: str
     new_messages: Sequence[FrameworkMessage] = ()
     usage: AgentUsage = field(default_factory=AgentUsage)
+    model_call_metadata: ModelCallMetadata | None = None
 
 
 #: What one `run_model_step` returns.

@@ -398,7 +398,9 @@ class AgentToolCall:
             that steering or `cancel_turn` abandoned.
         deferral_order: Zero-based position of the call within its turn, in model order.
         tool_source_reference: Opaque text a tool source keeps with the call.
-        trace_context: Reserved for tracing.
+        trace_context: The W3C traceparent of the activation root whose trace the call's ``execute_tool``
+            spans join: `RunModel` copies the session's root onto the record and an approval replaces it
+            with its own. `None` while tracing is off.
         wait_until: When a `durable_wait` call's wait ends, RFC 3339 in UTC.
         input_continuation: Opaque text from the tool's last `ToolInputRequested`, or from a task's last
             `ToolTaskPending`; the tool or the task's poll reads it back.

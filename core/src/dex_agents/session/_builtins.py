@@ -82,6 +82,7 @@ class ResponseCalls:
         self._interrupts = interrupt_list
         self._planning = interaction_mode is InteractionMode.PLANNING
         self._created_at = now()
+        self._trace_context = runtime.tracing.current_root(context)
         enabled = runtime.options.built_in_tools
         self._built_ins = frozenset(enabled)
         self._write_todos_calls = sum(
@@ -104,6 +105,7 @@ class ResponseCalls:
             status=ToolCallStatus.AWAITING_APPROVAL if requires_approval else ToolCallStatus.APPROVED,
             deferral_order=order,
             tool_source_reference=call.tool_source_reference,
+            trace_context=self._trace_context,
         )
         self._writer.write_event(
             AgentEventType.TOOL_CALL_DEFERRED,

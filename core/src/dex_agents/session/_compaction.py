@@ -157,15 +157,35 @@ class CompactContext(Step[CompactContextInput | None]):
             input_token_budget=0 if policy is None else policy.context_window_tokens,
             session_settings=read_turn_session_settings(context, turn_id),
         )
-        runner = cast(ContextCompactionRunner, runtime.runner)
         await context.heartbeat()
+        return await runtime.tracing.trace_model_call(
+            context,
+            turn_id,
+            messages,
+            lambda: self._call_summarizer(context, request),
+            lambda result: self._store_summary(context, turn_id, previous, through, result),
+        )
+
+    async def _call_summarizer(
+        self, context: AsyncContext, request: ContextSummaryRequest
+    ) -> ContextSummaryResult:
+        runner = cast(ContextCompactionRunner, self._runtime.runner)
         async with heartbeating(context):
             try:
                 with runner_errors():
-                    result = _check_summary(await runner.summarize_context(request))
+                    return _check_summary(await runner.summarize_context(request))
             finally:
-                writer.close()
-        record_usage(context, runtime, turn_id, result.usage)
+                request.events.close()
+
+    async def _store_summary(
+        self,
+        context: AsyncContext,
+        turn_id: str,
+        previous: ContextSummary | None,
+        through: int,
+        result: ContextSummaryResult,
+    ) -> ContextSummary:
+        record_usage(context, self._runtime, turn_id, result.usage)
         return ContextSummary(
             generation=(0 if previous is None else previous.generation) + 1,
             first_sequence=1,

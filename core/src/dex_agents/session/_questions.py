@@ -230,9 +230,13 @@ class AwaitQuestionAnswer(Step[str]):
     ) -> StepDecision:
         """Apply how the question ended: the call's result, another tool run, or the task's next poll."""
         runtime = self._runtime
+        # The answer, decline or deadline is an input from outside the session: an activation of its own,
+        # whose root the call's next tool or poll span joins.
+        root = runtime.tracing.begin_activation(context, record.turn_id)
         if record.task_id is not None:
             waiting = replace(
                 record,
+                trace_context=root,
                 status=ToolCallStatus.WAITING_FOR_TASK,
                 input_answers=(*record.input_answers, self._answer(record, interrupt_id, resolution, answer)),
                 input_question=None,
@@ -250,6 +254,7 @@ class AwaitQuestionAnswer(Step[str]):
             )
         approved = replace(
             record,
+            trace_context=root,
             status=ToolCallStatus.APPROVED,
             input_answers=(*record.input_answers, self._answer(record, interrupt_id, resolution, answer)),
             input_question=None,

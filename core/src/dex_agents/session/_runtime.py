@@ -52,6 +52,7 @@ from dex_agents.session._tool_steps import (
     RecordToolFailure,
     RecordToolOutcomeUnknown,
 )
+from dex_agents.session._tracing import SessionTracing
 from dex_agents.session._turn_steps import AwaitUserMessage, RecordTurnFailure, ResumeTurn, RunModel
 from dex_agents.values import AgentEvent, AgentToolCall, CompactContextInput, ToolCallStatus, ToolEffect
 
@@ -107,6 +108,8 @@ class SessionRuntime:
         self.flow_type = flow_type
         #: Whether the runner compacts: it then sees only the messages after the summary.
         self.compacts = is_compaction_runner(runner)
+        #: The Steps' tracing calls; pass-throughs without `AgentSessionOptions.tracing`.
+        self.tracing = SessionTracing(options.tracing, flow_type)
 
     def summarized_through(self, context: Context) -> int:
         """The last message the runner no longer receives: the summary's, for a runner that compacts."""

@@ -8,6 +8,7 @@ from datetime import timedelta
 from types import MappingProxyType
 
 from dex_agents._builtin_tools import BUILT_IN_TOOL_NAMES, WRITE_TODOS
+from dex_agents._trace_spans import TraceEmitter
 from dex_agents.compaction import CompactionPolicy
 from dex_agents.limits import MAX_MESSAGE_CHUNK_BYTES
 from dex_agents.persistence import DEFAULT_AGENT_EVENTS_CAPACITY_BYTES
@@ -53,6 +54,9 @@ class AgentSessionOptions:
             least this many messages are stored after them; `None` keeps every message.
         compaction: When to summarize the earlier conversation; needs a runner that implements
             `ContextCompactionRunner`. `None` never compacts (and never deletes a message).
+        tracing: OpenTelemetry GenAI spans for the sessions, a `dex_agents.otel.AgentTracing` (the ``otel``
+            extra). `None`, the default, traces nothing, stores no `AgentTraceContext` and never loads
+            OpenTelemetry.
     """
 
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=dict[str, ToolPolicy])
@@ -67,6 +71,7 @@ class AgentSessionOptions:
     built_in_tools: Collection[str] = ()
     max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT
     plan_mode_enabled: bool = False
+    tracing: TraceEmitter | None = None
 
     def __post_init__(self) -> None:
         for name, policy in self.tool_policies.items():
@@ -110,6 +115,10 @@ class AgentSessionOptions:
             _require_positive_int("retained_message_limit", self.retained_message_limit)
         if self.compaction is not None and not isinstance(self.compaction, CompactionPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"compaction must be a CompactionPolicy, got {type(self.compaction).__name__}")
+        if self.tracing is not None and not isinstance(self.tracing, TraceEmitter):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"tracing must be a dex_agents.otel.AgentTracing, got {type(self.tracing).__name__}"
+            )
         # A caller's dict could change after the Flow is built; the session must see one set of policies.
         object.__setattr__(self, "tool_policies", MappingProxyType(dict(self.tool_policies)))
         object.__setattr__(self, "default_tool_effect", ToolEffect(self.default_tool_effect))

@@ -189,19 +189,30 @@ class PollToolTask(Step[str]):
             heartbeat_function=context.heartbeat,
             pending_answer=pending_answer,
         )
+        return await runtime.tracing.trace_tool_call(
+            context, record, lambda: self._poll(context, record, poller, poll)
+        )
+
+    async def _poll(
+        self,
+        context: AsyncContext,
+        record: AgentToolCall,
+        poller: Callable[[ToolTaskPoll], Awaitable[object]],
+        poll: ToolTaskPoll,
+    ) -> StepDecision:
         # Output before the poll, so Dex does not hand a poll that delivers an answer to a second Worker.
         await context.heartbeat()
         async with heartbeating(context):
             try:
                 outcome: object = await poller(poll)
             except ToolExecutionError as error:
-                return finish_call(context, runtime, record, ToolCallStatus.FAILED, error=error.message)
+                return finish_call(context, self._runtime, record, ToolCallStatus.FAILED, error=error.message)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
                 raise RunnerCallError(describe_exception(error)) from error
             finally:
-                writer.close()
+                poll.events.close()
         return self._store(context, record, outcome)
 
     def _store(self, context: AsyncContext, record: AgentToolCall, outcome: object) -> StepDecision:

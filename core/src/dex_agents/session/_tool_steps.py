@@ -98,6 +98,8 @@ class AwaitToolApproval(Step[str]):
         resolutions = INTERRUPT_RESOLUTIONS.results(context, input)
         if resolutions:
             resolution = resolutions[0]
+            # The answer is an input from outside the session: it starts an activation with its own root.
+            root = runtime.tracing.begin_activation(context, record.turn_id)
             if interrupt is not None:
                 # resolve_interrupt removes the interrupt itself; this only repairs a stray publish.
                 remove_interrupt(context, interrupts, interrupt)
@@ -106,7 +108,7 @@ class AwaitToolApproval(Step[str]):
                 writer, input, approved=resolution.approved, rejection_message=rejection_message
             )
             if resolution.approved:
-                approved = replace(record, status=ToolCallStatus.APPROVED)
+                approved = replace(record, status=ToolCallStatus.APPROVED, trace_context=root)
                 AGENT_TOOL_CALLS.set(context, input, approved)
                 return go_to_many(runtime.to_tool_step(approved))
             return finish_call(
@@ -117,6 +119,7 @@ class AwaitToolApproval(Step[str]):
             # answer is on the way: wait again, and the answer is applied when it arrives.
             return go_to_many(runtime.to_await_tool_approval(input))
         remove_interrupt(context, interrupts, interrupt)
+        runtime.tracing.begin_activation(context, record.turn_id)  # an expired deadline is an activation too
         write_interrupt_resolved(
             writer, interrupt, approved=False, rejection_message=APPROVAL_DEADLINE_PASSED
         )
@@ -218,6 +221,14 @@ async def _run_tool(context: AsyncContext, runtime: SessionRuntime, tool_call_id
     if reason is not None:
         record_call_cancelled(context, runtime, record, reason)
         return dead_end()
+    return await runtime.tracing.trace_tool_call(
+        context, record, lambda: _execute_approved_call(context, runtime, record)
+    )
+
+
+async def _execute_approved_call(
+    context: AsyncContext, runtime: SessionRuntime, record: AgentToolCall
+) -> StepDecision:
     runtime.event_writer(context, record.turn_id).write_tool_call_started(
         record.tool_call_id, record.tool_name
     )

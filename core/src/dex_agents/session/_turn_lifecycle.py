@@ -129,9 +129,11 @@ def begin_turn(
     """Store ``texts`` as the user messages of a new turn in ``interaction_mode`` and move to `RunModel`.
 
     The same commit records where the turn's replies start and copies the session settings into the turn.
-    The turn accepts steering and cancellation: this Worker's Steps wait for them.
+    The turn accepts steering and cancellation: this Worker's Steps wait for them. The user's messages
+    start an activation, whose root the turn's spans join.
     """
     turn_id = f"turn-{state.turn_count + 1}"
+    runtime.tracing.begin_activation(context, turn_id)
     messages = [user_message(runtime, text) for text in texts]
     sequence = state.next_message_sequence
     try:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from dex import AsyncContext, Step, StepDecision, StepOptions, Wait, force_fail, go_to_many
 
-from dex_agents.events import AgentEventType
+from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.limits import (
     MAX_STORED_VALUE_BYTES,
     MAX_USER_MESSAGE_BYTES,
@@ -26,6 +26,8 @@ from dex_agents.persistence import (
     TURN_CONTROL_REQUESTS,
 )
 from dex_agents.runner import (
+    AgentTurnContext,
+    AgentTurnOutcome,
     DeferredToolCall,
     ToolCallsRequested,
     ToolPolicy,
@@ -180,6 +182,9 @@ class StartAgentSession(Step[AgentSessionStartInput]):
                 return force_fail(reason)
             store_session_settings(context, settings)
         text = input.initial_message if input is not None else None  # pyright: ignore[reportUnnecessaryComparison]
+        if text is None or not text.strip() or utf8_size(text) > MAX_USER_MESSAGE_BYTES:
+            # The start is an activation even without a turn; begin_turn starts one for a turn.
+            self._runtime.tracing.begin_activation(context, None)
         if text is None or not text.strip():
             return go_to_many(self._runtime.to_await_user_message())
         size = utf8_size(text)
@@ -352,13 +357,23 @@ class RunModel(Step[CompactContextInput | None]):
         # the same attempt number, so without it a model call killed early would repeat as "attempt 1" and a
         # UI could not tell the two calls apart.
         await context.heartbeat()
+        return await runtime.tracing.trace_model_call(
+            context,
+            turn_id,
+            turn.messages,
+            lambda: self._call_runner(context, turn, writer),
+            lambda outcome: self._store_outcome(context, state, records, outcome),
+        )
+
+    async def _call_runner(
+        self, context: AsyncContext, turn: AgentTurnContext, writer: AgentEventWriter
+    ) -> AgentTurnOutcome:
         async with heartbeating(context):
             try:
                 with runner_errors():
-                    outcome = await runtime.runner.run_model_step(turn)
+                    return await self._runtime.runner.run_model_step(turn)
             finally:
                 writer.close()
-        return await self._store_outcome(context, state, records, outcome)
 
     async def _fail(
         self, context: AsyncContext, state: AgentState, error: str, records: Sequence[AgentToolCall]

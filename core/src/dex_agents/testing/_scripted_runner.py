@@ -23,6 +23,7 @@ from dex_agents import (
     FrameworkMessage,
     InteractionMode,
     MessageRole,
+    ModelCallMetadata,
     RunStateFormat,
     RunStateFormatError,
     ToolCallsRequested,
@@ -67,6 +68,20 @@ def scripted_token_count(text: str) -> int:
 
 
 _RUN_STATE = RunStateFormat("dex-agents-testing/scripted-runner", 1, "ScriptedRunner")
+
+#: The model and provider :class:`ScriptedRunner` reports in ``model_call_metadata``.
+_SCRIPTED_MODEL = "scripted-model"
+_SCRIPTED_PROVIDER = "dex.scripted"
+
+
+def _metadata(response_id: str, finish_reason: str) -> ModelCallMetadata:
+    return ModelCallMetadata(
+        request_model=_SCRIPTED_MODEL,
+        response_model=_SCRIPTED_MODEL,
+        provider_name=_SCRIPTED_PROVIDER,
+        response_id=response_id,
+        finish_reasons=(finish_reason,),
+    )
 
 
 def render_message(message: FrameworkMessage | AgentMessage) -> str:
@@ -139,7 +154,9 @@ class ScriptedRunner:
     the run state holding the unstored items; a final answer returns them in ``TurnCompleted``.
     ``build_unfinished_turn_messages`` returns them too, so a failed, steered or cancelled turn keeps its
     exact transcript with a result for every call. ``execute_deferred_tool_call`` runs the real tool
-    function once.
+    function once. Every model call reports ``model_call_metadata`` for tracing: model ``scripted-model``
+    from provider ``dex.scripted``, the response ID ``<step execution ID>.<attempt>``, and the finish
+    reason ``tool_calls`` or ``stop``.
 
     It also compacts (``ContextCompactionRunner``): a model input line counts
     :func:`scripted_token_count` tokens; the cut keeps the newest messages that fit the budget and falls
@@ -249,8 +266,14 @@ class ScriptedRunner:
         )
         if response.text:
             items.append(_message(MessageRole.ASSISTANT, text=response.text))
+        response_id = f"{turn.events.step_execution_id}.{turn.attempt}"
         if not response.tool_calls:
-            return TurnCompleted(new_messages=items, usage=usage, turn_error=response.turn_error)
+            return TurnCompleted(
+                new_messages=items,
+                usage=usage,
+                turn_error=response.turn_error,
+                model_call_metadata=_metadata(response_id, "stop"),
+            )
         calls: list[DeferredToolCall] = []
         for call in response.tool_calls:
             items.append(
@@ -280,6 +303,7 @@ class ScriptedRunner:
             tool_calls=calls,
             usage=usage,
             new_messages=stored_now,
+            model_call_metadata=_metadata(response_id, "tool_calls"),
         )
 
     @staticmethod
@@ -385,7 +409,11 @@ class ScriptedRunner:
         usage = AgentUsage(
             model_calls=1, input_tokens=response.input_tokens, output_tokens=response.output_tokens
         )
-        return ContextSummaryResult(text=text, usage=usage)
+        return ContextSummaryResult(
+            text=text,
+            usage=usage,
+            model_call_metadata=_metadata(f"{request.events.step_execution_id}.{request.attempt}", "stop"),
+        )
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> list[FrameworkMessage]:
         """Return the turn's unstored items: those in the run state and a result for each pending call.

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
+from dex_agents._tool_arguments import parse_json_text
 from dex_agents.values import AgentEvent, AgentSnapshot
 
 __all__ = ["STEP_ONLY_TOOL_CALL_FIELDS", "event_json", "parse_json_text", "snapshot_json"]
@@ -38,16 +38,6 @@ def snapshot_json(snapshot: AgentSnapshot, resume_token: str) -> dict[str, Any]:
     data["tool_calls"] = [_without(record, STEP_ONLY_TOOL_CALL_FIELDS) for record in data["tool_calls"]]
     data["resume_token"] = resume_token
     return data
-
-
-def parse_json_text(text: str | None) -> Any:
-    """Return JSON text as a value, or the text itself when it is not JSON (``None`` stays ``None``)."""
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def event_json(event: AgentEvent) -> dict[str, Any]:
