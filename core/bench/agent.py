@@ -3,7 +3,8 @@
 The messages have the sizes the Pydantic AI adapter stores for the same turn (user 239 bytes, assistant
 ~1 KiB, tool ~480 bytes, assistant ~880 bytes of ``framework_item``) and the run state is ~1.2 KiB, so the
 values that cross the 1 KiB blob threshold are the same; the figures are the session Flow's, the SDK's and
-the devserver's cost, without any framework work.
+the devserver's cost, without any framework work. The answers stream word by word, as a model's do (and as
+the adapters' scripted models stream them).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing import text_chunks
 
 TOOL_NAME = "lookup_order"
 
@@ -48,7 +50,9 @@ class BareRunner:
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         """Request the read tool on the first call, answer on the second."""
-        turn.events.write_text_delta("Let me look that up. " if turn.framework_run_state is None else "Done.")
+        text = "Let me look that up. " if turn.framework_run_state is None else "Order A-1 has shipped."
+        for chunk in text_chunks(text):
+            turn.events.write_text_delta(chunk)
         usage = AgentUsage(model_calls=1, input_tokens=10, output_tokens=5)
         if turn.framework_run_state is None:
             policy = turn.resolve_tool_policy(TOOL_NAME)

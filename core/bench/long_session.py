@@ -28,7 +28,6 @@ from dex import LongPollTimeoutError
 
 from bench.long_agent import GROW_PREFIX, build_flows
 from bench.long_worker import CHUNK_SIZE_ENV, LOAD_LOG_ENV
-from bench.processes import child_processes, cpu_seconds
 from dex_agents import (
     AgentEventType,
     AgentSessionClient,
@@ -37,6 +36,7 @@ from dex_agents import (
     AgentSnapshot,
     agent_codec_registry,
 )
+from dex_agents.bench import process_cpu_seconds
 from dex_agents.testing import AgentTestStack
 
 CORE_DIR = Path(__file__).resolve().parents[1]
@@ -134,11 +134,11 @@ async def grow_to(session: Session, target: int, grow: int) -> None:
 
 async def measure(session: Session, turns: int) -> Figures:
     """Run ``turns`` measured turns and three snapshots, and return their medians."""
-    children = child_processes()
-    before = {pid: cpu_seconds(pid) for pid in children}
+    before = process_cpu_seconds()
     position = session.log_position()
     walls = [await session.turn("Where is order A-1?") for _ in range(turns)]
-    cpu = {children[pid]: cpu_seconds(pid) - seconds for pid, seconds in before.items()}
+    after = process_cpu_seconds()
+    cpu = {name: seconds - before.get(name, 0.0) for name, seconds in after.items()}
     run_model = session.loads_since(position, "RunModel")
     await session.settled()
     position = session.log_position()

@@ -1,7 +1,7 @@
 """Where one durable turn's time goes, Step by Step, and how much CPU each process spends on it.
 
-    uv run python -m bench.turn_breakdown [--turns 20] [--one-session] [--flow bench.agent:build_flow]
-        [--worker-module bench.worker] [--worker-cwd .]
+    uv run python -m bench.turn_breakdown [--turns 50] [--concurrency 20] [--one-session]
+        [--flow bench.agent:build_flow] [--worker-module bench.worker] [--worker-cwd .]
 
 Each turn is a new session started with one user message; the turn is timed from ``start_session`` to the
 ``turn_completed`` event, as the adapters' ``bench/turn_overhead.py`` does. The default Flow is the
@@ -14,10 +14,12 @@ adapter's environment with the adapter's Flow factory and Worker module (one com
         --flow bench.agent:build_flow --worker-module bench.worker
 
 It prints, per Step method, the median gap between consecutive history events (the time from the previous
-event's commit to this method's commit: dispatch, the Worker's handler, its result, the commit), and the
-CPU time per turn of the devserver, the Worker and this process (the client), which does not depend on
-how busy the machine is. Print the load average with every figure: the machine's other users inflate the
-wall-clock gaps, not the CPU times.
+event's commit to this method's commit: dispatch, the Worker's handler, its result, the commit); the same
+turn in process (the runner driven by ``SessionSide``, no session); the durable turn one session at a time
+and ``--concurrency`` sessions at once on the one Worker, each with its median, p99, max, turns per second
+and the CPU time per turn of the devserver, the Worker and this process (the client), which does not
+depend on how busy the machine is; and the overhead (durable median minus in-process median). Print the
+load average with every figure: the machine's other users inflate the wall-clock gaps, not the CPU times.
 """
 
 from __future__ import annotations
@@ -31,19 +33,23 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
 
 import grpc  # pyright: ignore[reportMissingTypeStubs]
-from dex import LongPollTimeoutError
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
-from bench.processes import child_processes as _children
-from bench.processes import cpu_seconds as _cpu_seconds
-from dex_agents import AgentEventType, AgentSessionClient, AgentSessionFlow
-from dex_agents.testing import AgentTestStack
+from dex_agents import AgentSessionFlow, ToolCallsRequested, ToolCallStatus, TurnCompleted
+from dex_agents.bench import (
+    TurnSeries,
+    describe_cpu,
+    describe_series,
+    process_cpu_seconds,
+    run_durable_turns,
+    wait_for_turn_completed,
+)
+from dex_agents.testing import AgentTestStack, SessionSide
 
 CORE_DIR = Path(__file__).resolve().parents[1]
 
@@ -58,25 +64,6 @@ async def _history(address: str, flow_id: str) -> list[Any]:
             )
         )
         return list(response.events)
-
-
-async def _wait_for_turn_completed(sessions: AgentSessionClient, session_id: str, token: str = "") -> float:
-    return (await _read_to_turn_completed(sessions, session_id, token))[0]
-
-
-async def _read_to_turn_completed(
-    sessions: AgentSessionClient, session_id: str, token: str
-) -> tuple[float, str]:
-    while True:
-        try:
-            message = await sessions.read_agent_event(session_id, token, timeout=timedelta(seconds=10))
-        except LongPollTimeoutError:
-            continue
-        token = message.resume_token
-        if message.value.type == AgentEventType.TURN_COMPLETED:
-            return time.time(), token
-        if message.value.type == AgentEventType.TURN_FAILED:
-            raise RuntimeError(f"turn failed: {message.value.payload}")
 
 
 def _gaps(events: list[Any], started: float, completed: float) -> list[tuple[str, float]]:
@@ -100,41 +87,107 @@ def _gaps(events: list[Any], started: float, completed: float) -> list[tuple[str
     return gaps
 
 
-async def run(flow: AgentSessionFlow, worker_module: str, worker_cwd: Path, turns: int) -> None:
-    """Run ``turns`` timed turns (after one warm-up turn) and print the breakdown."""
+async def in_process_turn_seconds(flow: AgentSessionFlow, question: str, turns: int) -> list[float]:
+    """Time the runner's own work for ``turns`` turns in process: the model calls and the tool, no session.
+
+    `SessionSide` plays the session's side (stored messages, records), so this is what the same turn costs
+    an application that runs the runner without Dex. A framework runner's turn takes as long as its
+    framework's; the framework-free runner's is the floor.
+    """
+    runner = flow.runner
+    durations: list[float] = []
+    for _ in range(turns + 1):
+        started = time.perf_counter()
+        side = SessionSide(tool_policies=flow.options.tool_policies)
+        side.start_turn(runner.build_user_message(question))
+        while True:
+            outcome = await runner.run_model_step(side.context())
+            if isinstance(outcome, TurnCompleted):
+                side.store(outcome.new_messages)
+                break
+            if not isinstance(outcome, ToolCallsRequested):
+                raise RuntimeError(f"the in-process turn cannot follow {type(outcome).__name__}")
+            side.defer(outcome)
+            for call in outcome.tool_calls:
+                output = await side.execute(runner, call.tool_call_id)
+                side.finish(call.tool_call_id, ToolCallStatus.SUCCEEDED, output=output)
+        durations.append(time.perf_counter() - started)
+    return durations[1:]
+
+
+async def run(
+    flow: AgentSessionFlow,
+    worker_module: str,
+    worker_cwd: Path,
+    turns: int,
+    concurrency: int,
+    task_slots: int | None = None,
+) -> None:
+    """Run ``turns`` timed turns one at a time (after one warm-up turn), then many at once; print both.
+
+    The Worker gets ``task_slots``, by default what `agent_worker_task_slots` gives for ``concurrency``
+    turns of one tool call each.
+    """
+    if task_slots is None:
+        from dex_agents import agent_worker_task_slots  # noqa: PLC0415 - absent from older releases
+
+        task_slots = agent_worker_task_slots(max_concurrent_turns=concurrency, max_parallel_tool_calls=1)
+    question = "Where is order A-1?"
+    local = await in_process_turn_seconds(flow, question, turns)
     with tempfile.TemporaryDirectory(prefix="dex-agents-bench-") as directory:
-        async with AgentTestStack(Path(directory), [flow], worker_module, worker_cwd=worker_cwd) as stack:
+        async with AgentTestStack(
+            Path(directory), [flow], worker_module, worker_cwd=worker_cwd, max_concurrent_tasks=task_slots
+        ) as stack:
             sessions = stack.sessions(flow)
             await stack.start_worker()
             timings: list[tuple[str, float, float]] = []
-            cpu_before: dict[int, float] = {}
-            client_before = 0.0
+            cpu_before: dict[str, float] = {}
+            started_all = 0.0
             for number in range(turns + 1):
                 if number == 1:
-                    cpu_before = {pid: _cpu_seconds(pid) for pid in _children()}
-                    client_before = time.process_time()
+                    cpu_before = process_cpu_seconds()
+                    started_all = time.perf_counter()
                 session_id = f"bench-{number}"
                 started = time.time()
-                await sessions.start_session(session_id, "Where is order A-1?")
-                completed = await _wait_for_turn_completed(sessions, session_id)
+                await sessions.start_session(session_id, question)
+                await wait_for_turn_completed(sessions, session_id)
+                completed = time.time()
                 if number:
                     timings.append((session_id, started, completed))
-            names = _children()
-            cpu = {names.get(pid, str(pid)): _cpu_seconds(pid) - before for pid, before in cpu_before.items()}
-            cpu["client (this process)"] = time.process_time() - client_before
+            elapsed = time.perf_counter() - started_all
+            cpu_after = process_cpu_seconds()
+            sequential = TurnSeries(
+                1,
+                tuple(completed - started for _, started, completed in timings),
+                elapsed,
+                {name: cpu_after[name] - before for name, before in cpu_before.items() if name in cpu_after},
+            )
+            concurrent = await run_durable_turns(
+                sessions,
+                question,
+                turns=max(turns, 5 * concurrency),
+                concurrency=concurrency,
+                session_prefix="many",
+            )
             gaps: dict[str, list[float]] = {}
-            totals: list[float] = []
             for session_id, started, completed in timings:
                 for label, gap in _gaps(await _history(stack.server_address, session_id), started, completed):
                     gaps.setdefault(label, []).append(gap * 1000)
-                totals.append((completed - started) * 1000)
-    print(f"load average {os.getloadavg()[0]:.2f}, {turns} turns")
-    print("median gap before each history event (ms):")
+    print(
+        f"load average {os.getloadavg()[0]:.2f}, {turns} turns one at a time, {task_slots} Worker task slots"
+    )
+    print("median gap before each history event, one session at a time (ms):")
     for label, values in gaps.items():
         print(f"  {label:42s} {statistics.median(values):6.1f}  (min {min(values):5.1f})")
-    print(f"turn, start_session to turn_completed: median {statistics.median(totals):.1f} ms")
-    for name, seconds in cpu.items():
-        print(f"CPU per turn, {name}: {seconds / turns * 1000:.1f} ms")
+    print(describe_series("in process (the runner alone)", local))
+    for label, series in (
+        ("durable, 1 session at a time", sequential),
+        (f"durable, {concurrency} sessions at once", concurrent),
+    ):
+        print(describe_series(label, series.durations) + f", {series.turns_per_second:.1f} turns/s")
+        print("  " + describe_cpu(series))
+    overhead = sequential.median - statistics.median(local)
+    print(f"durable overhead per turn (median, 1 at a time, minus in process): {overhead * 1000:.1f} ms")
 
 
 async def run_long_session(flow: AgentSessionFlow, worker_module: str, worker_cwd: Path, turns: int) -> None:
@@ -145,7 +198,7 @@ async def run_long_session(flow: AgentSessionFlow, worker_module: str, worker_cw
             await stack.start_worker()
             token = ""
             window: list[float] = []
-            cpu_before = {pid: _cpu_seconds(pid) for pid in _children()}
+            cpu_before = process_cpu_seconds()
             report_every = max(1, turns // 5)
             print(f"load average {os.getloadavg()[0]:.2f}, one session, {turns} turns (4 messages each)")
             for number in range(1, turns + 1):
@@ -154,14 +207,12 @@ async def run_long_session(flow: AgentSessionFlow, worker_module: str, worker_cw
                     await sessions.start_session("long", "Where is order A-1?")
                 else:
                     await sessions.send_user_message("long", "Where is order A-1?")
-                completed, token = await _read_to_turn_completed(sessions, "long", token)
+                token = await wait_for_turn_completed(sessions, "long", token)
+                completed = time.time()
                 window.append((completed - started) * 1000)
                 if number % report_every == 0:
-                    names = _children()
-                    cpu = {
-                        names.get(pid, str(pid)): _cpu_seconds(pid) - before
-                        for pid, before in cpu_before.items()
-                    }
+                    cpu_after = process_cpu_seconds()
+                    cpu = {name: cpu_after[name] - before for name, before in cpu_before.items()}
                     cpu_text = ", ".join(
                         f"{name} {seconds / len(window) * 1000:.1f}" for name, seconds in cpu.items()
                     )
@@ -170,7 +221,7 @@ async def run_long_session(flow: AgentSessionFlow, worker_module: str, worker_cw
                         f"median {statistics.median(window):.1f} ms; CPU per turn (ms): {cpu_text}"
                     )
                     window = []
-                    cpu_before = {pid: _cpu_seconds(pid) for pid in _children()}
+                    cpu_before = process_cpu_seconds()
 
 
 def _load_flow(reference: str) -> AgentSessionFlow:
@@ -184,7 +235,9 @@ def _load_flow(reference: str) -> AgentSessionFlow:
 def main() -> None:
     """Parse the arguments and run the benchmark."""
     parser = argparse.ArgumentParser(description="Per-Step breakdown of one durable turn")
-    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--turns", type=int, default=50, help="turns one at a time")
+    parser.add_argument("--concurrency", type=int, default=20, help="sessions at once in the throughput run")
+    parser.add_argument("--task-slots", type=int, default=None, help="the Worker's task slots")
     parser.add_argument("--flow", default="bench.agent:build_flow", help="module:function returning the Flow")
     parser.add_argument("--worker-module", default="bench.worker")
     parser.add_argument("--worker-cwd", type=Path, default=CORE_DIR)
@@ -194,8 +247,20 @@ def main() -> None:
     arguments = parser.parse_args()
     sys.path.insert(0, str(arguments.worker_cwd.resolve()))
     flow = _load_flow(arguments.flow)
-    runner = run_long_session if arguments.one_session else run
-    asyncio.run(runner(flow, arguments.worker_module, arguments.worker_cwd.resolve(), arguments.turns))
+    worker_cwd = arguments.worker_cwd.resolve()
+    if arguments.one_session:
+        asyncio.run(run_long_session(flow, arguments.worker_module, worker_cwd, arguments.turns))
+    else:
+        asyncio.run(
+            run(
+                flow,
+                arguments.worker_module,
+                worker_cwd,
+                arguments.turns,
+                arguments.concurrency,
+                arguments.task_slots,
+            )
+        )
 
 
 if __name__ == "__main__":

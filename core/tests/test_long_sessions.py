@@ -5,10 +5,12 @@ messages into chunks. Each test checks where the messages are stored (``storage_
 path returns the same messages, and, where a crash matters, kills the Worker at that point.
 """
 
+import asyncio
 import json
 import tarfile
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +24,12 @@ from dex_agents import (
     AgentEventType,
     AgentMessage,
     AgentSessionClient,
+    AgentSessionFlow,
     AgentSessionStartInput,
     AgentSessionStatus,
     AgentSnapshot,
+    SessionWaitTimeoutError,
+    TurnOutcome,
     UpdateSessionSettingsRequest,
 )
 from dex_agents.session._settings import INVALID_START_SETTINGS_REASON
@@ -380,6 +385,36 @@ async def test_cancel_turn_during_compaction_stops_the_summary_call(long: Long) 
     done = await compacting_turns(long, session, (6,))
     assert done.context_summary is not None and done.context_summary.generation == 1
     assert done.messages[-1].text == answer(6)
+
+
+async def test_the_client_waits_follow_a_turn_that_compacts_first_and_is_steered(long: Long) -> None:
+    flow, session = long.flows.compacting, long.stack.new_session_id("compact-waits")
+    script_answers(long, session, 6)
+    long.stack.scripts.set_summaries(session, {"turn-5": ScriptedResponse(gate="summary")})
+    await compacting_turns(long, session, range(1, 5))
+    # A client process that imports no agent passes the Worker's options, compaction included.
+    client_flow = AgentSessionFlow.for_client(flow_type=flow.flow_type, options=flow.options)
+    async with AgentSessionClient.connect(long.stack.server_address, client_flow) as sessions:
+        assert await sessions.send_user_message(session, question(5))
+        summary = long.stack.gate(session, "summary")
+        await summary.wait_until_reached()
+        follower = asyncio.create_task(sessions.wait_for_turn_end(session))
+        # While the turn compacts, the session is neither idle nor waiting for an approval.
+        with pytest.raises(SessionWaitTimeoutError, match=r"status compacting_context.*active turn turn-5"):
+            await sessions.wait_for_interrupt(session, timeout=timedelta(seconds=1))
+        assert not follower.done()
+        # A message steered in during the summary call ends turn 5 once the summary is stored.
+        assert await sessions.steer_user_message(session, question(6))
+        summary.release()
+        steered = await follower
+        assert (steered.turn_id, steered.outcome, steered.error) == ("turn-5", TurnOutcome.STEERED, None)
+        assert steered.snapshot.context_summary is not None
+        assert steered.snapshot.context_summary.generation == 1
+        assert await sessions.wait_for_interrupt(session) is None
+        following = await sessions.wait_for_turn_end(session)
+        assert (following.turn_id, following.outcome) == ("turn-6", TurnOutcome.COMPLETED)
+        assert [message.text for message in following.snapshot.messages[-2:]] == [question(6), answer(6)]
+    assert long.stack.invocations.model_calls(session, "turn-5") == []
 
 
 async def test_a_summary_call_that_keeps_failing_fails_the_turn_and_the_next_turn_compacts(

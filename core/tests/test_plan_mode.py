@@ -5,11 +5,16 @@ import asyncio
 import pytest
 
 from dex_agents import (
+    ASK_USER,
     PLANNING_TURN_REJECTION_MESSAGE,
     WRITE_TODOS,
     AgentEventType,
+    AgentSessionClient,
+    AgentSessionFlow,
     InteractionMode,
+    InterruptKind,
     PlanStatus,
+    TurnOutcome,
 )
 from dex_agents.testing import ScriptedResponse, ScriptedToolCall, wait_for_turn_end
 from tests.builtin_support import READ, BuiltIns, a_normal_turn_works, call, payloads
@@ -132,3 +137,48 @@ async def test_a_draft_keeps_the_next_turn_planning_and_approvals_wait_for_an_id
     await built_ins.deadline_sessions.start_session(other)
     assert not await built_ins.deadline_sessions.send_user_message(other, "Plan it", plan_mode=True)
     await a_normal_turn_works(built_ins, built_ins.deadline_sessions, other, 1)
+
+
+async def test_the_client_waits_follow_the_turn_execute_plan_starts_and_its_question(
+    built_ins: BuiltIns,
+) -> None:
+    flow = built_ins.flows.main
+    session = built_ins.stack.new_session_id("plan-waits")
+    draft = todos("todos-1", ("Ask which warehouse", "pending"))
+    done_plan = todos("todos-2", ("Ask which warehouse", "completed"))
+    question = ScriptedToolCall(ASK_USER, {"question": "Which warehouse?"}, "ask-1")
+    built_ins.script(
+        session,
+        [ScriptedResponse(tool_calls=(draft,)), ScriptedResponse(text="Review the plan, please.")],
+        [
+            ScriptedResponse(tool_calls=(question,)),
+            ScriptedResponse(tool_calls=(done_plan,)),
+            ScriptedResponse(text="Berlin it is."),
+        ],
+    )
+    # A client process that imports no agent passes the Worker's options, plan mode included.
+    client_flow = AgentSessionFlow.for_client(flow_type=flow.flow_type, options=flow.options)
+    async with AgentSessionClient.connect(built_ins.stack.server_address, client_flow) as sessions:
+        await sessions.start_session(session)
+        assert await sessions.send_user_message(session, "Plan the return of A-1", plan_mode=True)
+        assert await sessions.wait_for_interrupt(session) is None
+        planned = await sessions.wait_for_turn_end(session)
+        assert (planned.turn_id, planned.outcome) == ("turn-1", TurnOutcome.COMPLETED)
+        assert planned.snapshot.plan is not None and planned.snapshot.plan.status is PlanStatus.DRAFT
+        # The approval starts turn 2 from a channel message the snapshot does not show, so until that turn
+        # starts the session looks idle. The client marks the session when the approval is accepted (not
+        # when it is refused), and the waits hold on to the mark until turn 2 starts; the race itself (a
+        # Worker slower than the wait's first read) cannot be forced from outside, so the mark is checked.
+        assert not await sessions.execute_plan(session, 7)
+        assert sessions.send_markers.get(session) is None
+        assert await sessions.execute_plan(session, 1)
+        assert sessions.send_markers.get(session) is not None
+        asked = await sessions.wait_for_interrupt(session)
+        assert asked is not None and (asked.kind, asked.tool_call_id) == (InterruptKind.QUESTION, "ask-1")
+        assert await sessions.answer_question(session, asked.interrupt_id, "Berlin")
+        assert await sessions.wait_for_interrupt(session) is None
+        executed = await sessions.wait_for_turn_end(session)
+        assert (executed.turn_id, executed.outcome) == ("turn-2", TurnOutcome.COMPLETED)
+        assert sessions.send_markers.get(session) is None
+        assert executed.snapshot.messages[-1].text == "Berlin it is."
+        assert executed.snapshot.plan is not None and executed.snapshot.plan.status is PlanStatus.COMPLETED

@@ -57,6 +57,7 @@ TESTING_EXPORTS = {
     "model_call_scope",
     "read_agent_events",
     "read_step_history",
+    "readme_snippets",
     "recorded_usage",
     "refund_order",
     "render_message",
@@ -137,7 +138,17 @@ def test_demos_exports_are_pinned() -> None:
 
 
 def test_bench_exports_are_pinned() -> None:
-    assert dex_agents.bench.__all__ == ["DurableTurn", "InProcessTurn", "run_turn_overhead_bench"]
+    assert dex_agents.bench.__all__ == [
+        "DurableTurn",
+        "InProcessTurn",
+        "TurnSeries",
+        "describe_cpu",
+        "describe_series",
+        "process_cpu_seconds",
+        "run_durable_turns",
+        "run_turn_overhead_bench",
+        "wait_for_turn_completed",
+    ]
     for name in dex_agents.bench.__all__:
         assert getattr(dex_agents.bench, name) is not None
 

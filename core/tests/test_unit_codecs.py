@@ -47,8 +47,7 @@ from dex_agents import (
     UpdateSessionSettingsRequest,
     agent_codec_registry,
 )
-from dex_agents._chunk_cache import DecodedValueCache
-from dex_agents._codecs import STEP_INPUT_UNIONS, CachedJsonCodec, wire_value_types
+from dex_agents._codecs import STEP_INPUT_UNIONS, wire_value_types
 from dex_agents.values import (
     AgentPlan,
     AgentPlanTask,
@@ -431,46 +430,8 @@ def test_the_step_input_union_decodes_its_dataclass_and_the_sdk_has_no_codec_for
         SDK_CODECS.resolve(union)
 
 
-def test_a_chunk_is_decoded_once_and_then_served_from_the_cache() -> None:
-    codec = AGENT_CODECS.resolve(AgentMessageChunk)
-    assert isinstance(codec, CachedJsonCodec)
-    index_codec = AGENT_CODECS.resolve(AgentMessageIndex)
-    assert isinstance(index_codec, CachedJsonCodec) and index_codec.cache is codec.cache  # one bound for both
-    chunk = AgentMessageChunk((MESSAGE,))
-    payload = SDK_CODECS.resolve(AgentMessageChunk).encode(chunk)  # stored by another writer
-    fresh = CachedJsonCodec(AgentMessageChunk, DecodedValueCache(1024 * 1024))
-    first = fresh.decode(payload)
-    assert first == chunk
-    assert fresh.decode(payload) is first  # the same object: nothing was decoded again
-    assert (fresh.cache.hits, fresh.cache.misses) == (1, 1)
-    # Equal bytes from another session or run are the same messages, so they share the decoded chunk.
-    assert fresh.decode(Value(WireKind.JSON, str(payload.data))) is first
-    # Writing a chunk keeps it, so the Worker that rolled the window over never decodes it.
-    written = AgentMessageChunk((MESSAGE, replace(MESSAGE, sequence=MESSAGE.sequence + 1)))
-    assert fresh.decode(fresh.encode(written)) is written
-    with pytest.raises(TypeError, match="requires AgentMessageChunk"):
-        fresh.encode(MESSAGE)
-
-
 def test_a_chunk_holds_consecutive_messages() -> None:
     with pytest.raises(ValueError, match=r"consecutive messages, got \[1, 3\]"):
         AgentMessageChunk((replace(MESSAGE, sequence=1), replace(MESSAGE, sequence=3)))
     with pytest.raises(ValueError, match="at least one message"):
         AgentMessageChunk(())
-
-
-def test_the_decoded_value_cache_is_bounded_by_stored_bytes_least_recently_used_first_out() -> None:
-    payloads = ["a" * 10, "b" * 20, "c" * 30]
-    values = [object(), object(), object()]
-    cache = DecodedValueCache(50)
-    cache.put(payloads[0], values[0])
-    cache.put(payloads[1], values[1])
-    assert cache.get(payloads[0]) is values[0]  # now the most recently used
-    cache.put(payloads[2], values[2])
-    assert cache.size == 40 <= cache.max_bytes
-    assert cache.get(payloads[1]) is None  # the least recently used went first
-    assert cache.get(payloads[2]) is values[2]
-    cache.put("x" * 51, values[0])  # larger than the bound: not kept
-    assert cache.get("x" * 51) is None
-    with pytest.raises(ValueError, match="must not be negative"):
-        DecodedValueCache(-1)

@@ -1,5 +1,8 @@
 """Pins the public API: an accidental export or removal fails here."""
 
+import subprocess
+import sys
+
 import dex_agents
 
 EXPECTED_EXPORTS = {
@@ -90,6 +93,14 @@ EXPECTED_EXPORTS = {
     "build_turn_control_note",
     "cancellation_rejection_message",
     "TurnContinued",
+    # the Worker entry point and the client's waits (issues 19 and 22)
+    "AgentWorker",
+    "ClientOnlyFlowError",
+    "SessionWaitTimeoutError",
+    "TurnEnd",
+    "TurnOutcome",
+    "agent_worker_task_slots",
+    "serve_agent_worker",
     # built-in tools, plan mode, tool questions and tool tasks
     "AGENT_PLAN",
     "ASK_USER",
@@ -148,7 +159,8 @@ EXPECTED_EXPORTS = {
     "MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT",
     "MESSAGE_ROLLOVER_MAX_CHUNKS_PER_COMMIT",
     "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
-    "DEFAULT_DECODED_CHUNK_CACHE_BYTES",
+    "DEFAULT_DECODED_VALUE_CACHE_BYTES",
+    "set_decoded_value_cache_bytes",
     "AgentMessageChunk",
     "AgentMessageChunkRange",
     "AgentMessageIndex",
@@ -227,3 +239,16 @@ def test_turn_failure_note_limits_live_in_limits() -> None:
     ]
     assert limits.MAX_TURN_FAILURE_NOTE_BYTES == 64 * 1024
     assert limits.TURN_FAILURE_NOTE_CUT_MARKER == " [... cut by dex-agents]"
+
+
+def test_a_client_process_imports_no_runner_framework_or_test_kit() -> None:
+    code = (
+        "import sys\n"
+        "from dex_agents import AgentSessionClient, AgentSessionFlow\n"
+        "flow = AgentSessionFlow.for_client(flow_type='OrderDesk')\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] in "
+        "('litellm', 'mcp', 'starlette', 'dex_devserver', 'pydantic_ai', 'agents', 'langgraph')"
+        " or name.startswith('dex_agents.testing')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

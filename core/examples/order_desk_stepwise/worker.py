@@ -2,7 +2,8 @@
 
 Run it next to any Dex server: ``DEX_SERVER_ADDRESS=host:port python -m examples.order_desk_stepwise.worker``.
 ``ORDER_DESK_MODEL`` picks the model (``scripted`` by default, or a LiteLLM model string). An application's
-own main builds the SDK's ``AsyncWorker`` as ``examples.order_desk.worker`` of any adapter shows.
+own main is ``dex_agents.serve_agent_worker([build_flow(...)], server_address=...)``; ``run_agent_worker``
+is that with the test stack's task slots and ready file.
 """
 
 import os

@@ -1,8 +1,9 @@
 """Durable agent sessions on Dex: every model call and every tool call is its own Step.
 
-Register an `AgentSessionFlow` with a framework adapter's `AgentFrameworkRunner`, serve it with an
-`AsyncWorker`, and drive sessions with `AgentSessionClient`. Give every `Registry`
-``codec_registry=agent_codec_registry()``.
+Register an `AgentSessionFlow` with a framework adapter's `AgentFrameworkRunner`, serve it with
+`AgentWorker` (or `serve_agent_worker` as a Worker process's main), and drive sessions with
+`AgentSessionClient` (`AgentSessionClient.connect` on `AgentSessionFlow.for_client` in a process that
+imports no agent).
 """
 
 from dex_agents._builtin_tools import (
@@ -13,11 +14,12 @@ from dex_agents._builtin_tools import (
     WRITE_TODOS,
     BuiltInToolDefinition,
 )
-from dex_agents._chunk_cache import DEFAULT_DECODED_CHUNK_CACHE_BYTES
 from dex_agents._codecs import agent_codec_registry
+from dex_agents._decoded_value_cache import DEFAULT_DECODED_VALUE_CACHE_BYTES, set_decoded_value_cache_bytes
 from dex_agents._mcp_hints import effect_from_mcp_annotations
 from dex_agents._plans import PLANNING_TURN_REJECTION_MESSAGE, WRITE_TODOS_CALLED_TWICE_ERROR, build_plan_note
 from dex_agents._run_state import RunStateFormat, RunStateFormatError
+from dex_agents._session_waits import SessionWaitTimeoutError, TurnEnd, TurnOutcome
 from dex_agents._tool_arguments import parse_tool_arguments
 from dex_agents._tool_requests import (
     ToolCallSuspended,
@@ -28,6 +30,7 @@ from dex_agents._tool_requests import (
     started_tool_task,
 )
 from dex_agents._tool_tasks import ToolTaskHandler, ToolTaskHandlers
+from dex_agents._worker import AgentWorker, agent_worker_task_slots, serve_agent_worker
 from dex_agents.client import AgentSessionClient
 from dex_agents.compaction import (
     CONTEXT_SUMMARY_HEADER,
@@ -123,6 +126,7 @@ from dex_agents.runner import (
     resolve_tool_policy,
 )
 from dex_agents.session import DEFAULT_MAX_DURABLE_WAIT, AgentSessionFlow, AgentSessionOptions
+from dex_agents.session._client_only import ClientOnlyFlowError
 from dex_agents.values import (
     AgentEvent,
     AgentInterrupt,
@@ -189,7 +193,7 @@ __all__ = [
     "CONTEXT_SUMMARY",
     "CONTEXT_SUMMARY_HEADER",
     "DEFAULT_AGENT_EVENTS_CAPACITY_BYTES",
-    "DEFAULT_DECODED_CHUNK_CACHE_BYTES",
+    "DEFAULT_DECODED_VALUE_CACHE_BYTES",
     "DEFAULT_MAX_DURABLE_WAIT",
     "DEFAULT_REJECTION_TOOL_RESULT",
     "DEFAULT_SUMMARY_INSTRUCTIONS",
@@ -254,10 +258,12 @@ __all__ = [
     "AgentTurnOutcome",
     "AgentUsage",
     "AgentUserMessage",
+    "AgentWorker",
     "AnswerQuestionRequest",
     "BuiltInToolDefinition",
     "CancelTurnRequest",
     "CancellationReason",
+    "ClientOnlyFlowError",
     "CompactContextInput",
     "CompactionPolicy",
     "ContextCompactionRunner",
@@ -285,6 +291,7 @@ __all__ = [
     "ResolveInterruptRequest",
     "RunStateFormat",
     "RunStateFormatError",
+    "SessionWaitTimeoutError",
     "SteerUserMessageRequest",
     "ToolCallCancellation",
     "ToolCallCompleted",
@@ -312,11 +319,14 @@ __all__ = [
     "TurnContinued",
     "TurnControlKind",
     "TurnControlRequest",
+    "TurnEnd",
+    "TurnOutcome",
     "TurnReplySequence",
     "TurnSessionSettings",
     "UnfinishedTurnMessageBuilder",
     "UpdateSessionSettingsRequest",
     "agent_codec_registry",
+    "agent_worker_task_slots",
     "ask_user_input",
     "build_plan_note",
     "build_summary_prompt",
@@ -332,6 +342,8 @@ __all__ = [
     "parse_tool_arguments",
     "plan_revision_key",
     "resolve_tool_policy",
+    "serve_agent_worker",
+    "set_decoded_value_cache_bytes",
     "start_tool_task",
     "started_tool_task",
 ]

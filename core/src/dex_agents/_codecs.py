@@ -6,10 +6,13 @@ language, a UI, a raw ``StartFlow``, or a dex-agents 0.1.0 writer that predates 
 bare ``KeyError``. The codecs here decode such JSON with the field's default instead, and name the type and
 the field when a field without a default is missing. They encode exactly as the SDK's automatic codec does
 (compact JSON with sorted keys, enums as their values, tuples as arrays), so stored values are unchanged.
+
+Steps load the same stored values again and again (every `RunModel` reads the message chunks, the window
+and the index), so the codec of every deeply immutable type keeps its decoded values in the process's
+decoded-value cache (``dex_agents/_decoded_value_cache.py``) and hands the same object out again.
 """
 
 import dataclasses
-import json
 import types
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -17,19 +20,24 @@ from enum import Enum
 from functools import cache
 from typing import Any, NamedTuple, Union, cast, get_args, get_origin, get_type_hints
 
-from dex import Codec, CodecRegistry, JsonCodec, Value, WireKind
+from dex import Codec, CodecRegistry, JsonCodec
 
 from dex_agents import persistence, values
-from dex_agents._chunk_cache import DEFAULT_DECODED_CHUNK_CACHE_BYTES, DecodedValueCache
+from dex_agents._decoded_value_cache import CachedJsonCodec, is_immutable_type
 
-__all__ = ["CachedJsonCodec", "agent_codec_registry", "wire_value_types"]
-
-#: The values decoded once per registry: immutable message chunks, and the index that changes only with them.
-CACHED_VALUE_TYPES: tuple[type[Any], ...] = (values.AgentMessageChunk, values.AgentMessageIndex)
+__all__ = ["KEPT_WHEN_WRITTEN", "STEP_INPUT_UNIONS", "agent_codec_registry", "wire_value_types"]
 
 #: The input type of `RunModel`, `CompactContext` and `RecordTurnFailure`: a failure route must share its
 #: Step's input type, and the SDK has no automatic codec for a union.
 STEP_INPUT_UNIONS: tuple[object, ...] = (values.CompactContextInput | None,)
+
+#: Stored state a Worker writes and then reads on its next Step: its codecs keep what they encode, so the
+#: writer never decodes it (see `CachedJsonCodec`).
+KEPT_WHEN_WRITTEN: tuple[object, ...] = (
+    values.AgentMessage,
+    values.AgentMessageChunk,
+    values.AgentMessageIndex,
+)
 
 
 class _Field(NamedTuple):
@@ -174,57 +182,13 @@ def _json_codec(type_hint: object, *, checks_type: bool = True) -> Codec[Any]:
     def decoder(data: Any) -> object:
         return _decode(data, type_hint)
 
-    return JsonCodec(_type_name(type_hint), decoder, _encode, type_hint if checks_type else None)
+    codec = JsonCodec(_type_name(type_hint), decoder, _encode, type_hint if checks_type else None)
+    if not is_immutable_type(type_hint):
+        return codec
+    return CachedJsonCodec(codec, type_hint, keep_encoded=type_hint in KEPT_WHEN_WRITTEN)
 
 
-def _encode_json_text(value: object) -> str:
-    # Exactly the SDK's JsonCodec encoding, so a chunk's stored bytes do not depend on which codec wrote it.
-    return json.dumps(_encode(value), allow_nan=False, separators=(",", ":"), sort_keys=True)
-
-
-class CachedJsonCodec:
-    """The codec of an immutable value that many Steps load unchanged: message chunks and the index.
-
-    It decodes tolerantly, as every session value, and keeps each decoded value under its stored JSON (see
-    `DecodedValueCache`), so a Worker decodes each chunk once. Writing a value keeps it too, because the
-    Worker that moves messages into a chunk is the one most likely to read it next.
-
-    Args:
-        value_type: The dataclass it encodes and decodes.
-        cache: The cache of decoded values, which the codecs of one registry share.
-    """
-
-    wire_kind = WireKind.JSON
-
-    def __init__(self, value_type: type[Any], cache: DecodedValueCache) -> None:
-        self.value_type = value_type
-        self.type_name = _type_name(value_type)
-        self.cache = cache
-
-    def encode(self, value: Any) -> Value:
-        """Encode a value as the SDK's JSON codec would, and keep it in the cache."""
-        if type(value) is not self.value_type:
-            raise TypeError(f"{self.type_name} requires {self.type_name}, got {type(value).__name__}")
-        payload = _encode_json_text(value)
-        self.cache.put(payload, value)
-        return Value(WireKind.JSON, payload)
-
-    def decode(self, value: Value) -> Any:
-        """Return the cached value for this stored JSON, or decode it and keep it."""
-        payload = value.data
-        if value.kind is not WireKind.JSON or not isinstance(payload, str):
-            raise TypeError(f"{self.type_name} requires a JSON value")
-        cached = self.cache.get(payload)
-        if cached is not None:
-            return cached
-        decoded = _decode(json.loads(payload), self.value_type)
-        self.cache.put(payload, decoded)
-        return decoded
-
-
-def agent_codec_registry(
-    *, decoded_chunk_cache_bytes: int = DEFAULT_DECODED_CHUNK_CACHE_BYTES
-) -> CodecRegistry:
+def agent_codec_registry() -> CodecRegistry:
     """Return a codec registry that decodes session values tolerantly; pass it to every `Registry`.
 
     The SDK's automatic dataclass codec requires every field in the JSON, so JSON from a client in
@@ -236,13 +200,9 @@ def agent_codec_registry(
     the SDK's built-in codecs. It also gives the Steps' ``CompactContextInput | None`` input a codec, which
     the SDK cannot derive, so every session Flow needs this registry.
 
-    Message chunks, which never change once stored, and the message index are decoded once per registry:
-    the registry keeps decoded values by their stored JSON, up to ``decoded_chunk_cache_bytes`` of stored
-    JSON (about four times that in memory), least recently used first out.
-
-    Args:
-        decoded_chunk_cache_bytes: The bound of the decoded-value cache, in bytes of stored JSON; 0 keeps
-            nothing.
+    Values of deeply immutable types (message chunks, which never change once stored, the message index,
+    messages, ...) are decoded once per process: every registry's codecs keep them in the process's
+    decoded-value cache by their type and stored JSON, bounded by `set_decoded_value_cache_bytes`.
 
     Returns:
         A new ``dex.CodecRegistry`` with a JSON codec for every dataclass and enum value type of the
@@ -260,7 +220,4 @@ def agent_codec_registry(
     for union in STEP_INPUT_UNIONS:
         # None travels as a null value and never reaches the codec, which sees only the dataclass member.
         codecs[union] = _json_codec(union, checks_type=False)
-    cache = DecodedValueCache(decoded_chunk_cache_bytes)
-    for value_type in CACHED_VALUE_TYPES:
-        codecs[value_type] = CachedJsonCodec(value_type, cache)
     return CodecRegistry(codecs)

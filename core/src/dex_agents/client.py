@@ -4,24 +4,31 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
+from pathlib import Path
+from types import TracebackType
 from typing import TypeVar
 
 from dex import (
     AsyncClient,
     ChannelMessageNotFoundError,
+    Credential,
     RpcLockConflictError,
     StartFlowOptions,
     StreamMessage,
     StreamMessagesPage,
 )
 
+from dex_agents import _session_waits
+from dex_agents._connection import ClientConnection
+from dex_agents._session_waits import SendMarkers, TurnEnd
 from dex_agents.limits import MAX_SESSION_SETTINGS_BYTES, MAX_USER_MESSAGE_BYTES, utf8_size
 from dex_agents.session import AgentSessionFlow
 from dex_agents.session._settings import session_settings_problem
 from dex_agents.values import (
     AgentEvent,
+    AgentInterrupt,
     AgentMessagesPage,
     AgentSessionStartInput,
     AgentSnapshot,
@@ -42,6 +49,8 @@ _ResultT = TypeVar("_ResultT")
 
 _FIRST_RETRY_DELAY = 0.05
 _MAX_RETRY_DELAY = 0.5
+_DEFAULT_WAIT = timedelta(minutes=10)
+_CLIENT_BLOB_CACHE_BYTES = 64 * 1024 * 1024
 
 
 def _check_message_size(text: str, what: str) -> None:
@@ -64,7 +73,12 @@ def _checked_settings(settings: Mapping[str, object]) -> dict[str, object]:
 
 
 class AgentSessionClient:
-    """Starts sessions of one Flow type and calls their RPCs."""
+    """Starts sessions of one Flow type, calls their RPCs, reads their events and waits on them.
+
+    Built on an application's own `AsyncClient`, it owns nothing and needs no closing (close the
+    `AsyncClient`). Built by `connect`, it owns its connection and blob cache: use it as
+    ``async with AgentSessionClient.connect(...) as sessions:`` or call `close` at shutdown.
+    """
 
     def __init__(
         self,
@@ -84,6 +98,8 @@ class AgentSessionClient:
         self._client = client
         self._flow = flow
         self._lock_conflict_retry_timeout = lock_conflict_retry_timeout
+        self._owned: ClientConnection | None = None
+        self._send_markers = SendMarkers()
 
     @property
     def flow(self) -> AgentSessionFlow:
@@ -119,12 +135,16 @@ class AgentSessionClient:
         if initial_message is not None:
             _check_message_size(initial_message, "the initial message")
         settings = None if session_settings is None else _checked_settings(session_settings)
-        return await self._client.start_flow(
+        run_id = await self._client.start_flow(
             self._flow,
             session_id,
             AgentSessionStartInput(initial_message=initial_message, session_settings=settings),
             options if options is not None else StartFlowOptions(),
         )
+        if initial_message is not None and initial_message.strip():
+            # A new session's first turn is the first that starts: every event counts.
+            self._send_markers.mark(session_id, "")
+        return run_id
 
     async def update_session_settings(self, session_id: str, session_settings: Mapping[str, object]) -> bool:
         """Replace the settings that the session's next turn starts with.
@@ -164,8 +184,11 @@ class AgentSessionClient:
         if not text.strip():
             return False
         _check_message_size(text, "the user message")
-        return await self._client.invoke_rpc(
-            self._flow.send_user_message, session_id, AgentUserMessage(text=text, plan_mode=plan_mode)
+        return await self._marked_send(
+            session_id,
+            lambda: self._client.invoke_rpc(
+                self._flow.send_user_message, session_id, AgentUserMessage(text=text, plan_mode=plan_mode)
+            ),
         )
 
     async def answer_question(self, session_id: str, interrupt_id: str, answer: str) -> bool:
@@ -214,8 +237,12 @@ class AgentSessionClient:
             RpcLockConflictError: If the lock stayed taken for the whole retry time.
         """
         request = ExecutePlanRequest(revision=revision)
-        return await self._retry_lock_conflicts(
-            lambda: self._client.invoke_rpc(self._flow.execute_plan, session_id, request)
+        # The executing turn starts from a channel message the snapshot does not show, as a sent message.
+        return await self._marked_send(
+            session_id,
+            lambda: self._retry_lock_conflicts(
+                lambda: self._client.invoke_rpc(self._flow.execute_plan, session_id, request)
+            ),
         )
 
     async def resolve_interrupt(
@@ -281,8 +308,11 @@ class AgentSessionClient:
                 return False
             _check_message_size(text, "the steered message")
         request = SteerUserMessageRequest(message_id=message_id, text=text)
-        return await self._false_when_message_is_gone(
-            self._client.invoke_rpc(self._flow.steer_user_message, session_id, request)
+        return await self._marked_send(
+            session_id,
+            lambda: self._false_when_message_is_gone(
+                self._client.invoke_rpc(self._flow.steer_user_message, session_id, request)
+            ),
         )
 
     async def delete_queued_message(self, session_id: str, message_id: str) -> bool:
@@ -405,3 +435,187 @@ class AgentSessionClient:
         return await self._client.list_stream_messages(
             session_id, self._flow.agent_events, page_size, before_page_token
         )
+
+    # Waiting for sessions, following their events, and the client's own connection.
+
+    @property
+    def send_markers(self) -> SendMarkers:
+        """Where this client's waits find the turn its last message to a session starts."""
+        return self._send_markers
+
+    async def _marked_send(self, session_id: str, send: Callable[[], Awaitable[bool]]) -> bool:
+        """Send a message that starts a turn, marking the session for this client's waits first.
+
+        The mark costs one read of the newest event, which the server answers without a Worker. A send
+        that fails or is refused starts no turn, so its mark is dropped again.
+        """
+        token = await _session_waits.newest_event_token(self, session_id)
+        self._send_markers.mark(session_id, token)
+        sent = False
+        try:
+            sent = await send()
+        finally:
+            if not sent:
+                self._send_markers.clear(session_id, token)
+        return sent
+
+    async def wait_for_interrupt(
+        self,
+        session_id: str,
+        *,
+        timeout: timedelta = _DEFAULT_WAIT,  # noqa: ASYNC109 - a wait deadline, not an I/O timeout
+    ) -> AgentInterrupt | None:
+        """Wait until the session has a pending interrupt (an approval or a question), and return the oldest.
+
+        Call it right after `start_session`, `send_user_message` or `execute_plan`: it waits while the turn
+        runs, and returns `None` once the session is idle (no turn runs, no message waits) with nothing
+        pending, such as when the turn ended without asking. So ``while (interrupt := await
+        sessions.wait_for_interrupt(id)) is not None:`` answers every approval and question of a turn.
+
+        Args:
+            session_id: The session.
+            timeout: How long to wait.
+
+        Returns:
+            The oldest pending interrupt, or `None` when the session went idle without one.
+
+        Raises:
+            SessionWaitTimeoutError: A `TimeoutError` naming what the session was doing, when ``timeout``
+                passes first.
+        """
+        return await _session_waits.wait_for_interrupt(self, session_id, timeout)
+
+    async def wait_for_turn_end(
+        self,
+        session_id: str,
+        *,
+        turn_id: str | None = None,
+        timeout: timedelta = _DEFAULT_WAIT,  # noqa: ASYNC109 - a wait deadline, not an I/O timeout
+    ) -> TurnEnd:
+        """Wait until a turn ended (completed, failed, steered or cancelled), and say how.
+
+        Without ``turn_id`` it waits for the current turn: the active one, else the one a queued message
+        will start, else the last one, which has already ended. So call it after `start_session`,
+        `send_user_message` or `resolve_interrupt` without worrying that the turn may have ended first. A
+        turn waiting for an approval does not end until the approval is answered, or its deadline passes.
+
+        Args:
+            session_id: The session.
+            turn_id: A turn, ``"turn-<n>"``; `None` for the current one.
+            timeout: How long to wait.
+
+        Returns:
+            The `TurnEnd`: the turn's ID, its `TurnOutcome`, the error of a failed turn, and the snapshot.
+
+        Raises:
+            SessionWaitTimeoutError: A `TimeoutError` naming what the session was doing, when ``timeout``
+                passes first.
+            ValueError: If ``turn_id`` is not ``"turn-<n>"``, or the session is idle and never ran a turn.
+        """
+        return await _session_waits.wait_for_turn_end(self, session_id, turn_id, timeout)
+
+    async def wait_for_snapshot(
+        self,
+        session_id: str,
+        probe: Callable[[AgentSnapshot], _ResultT | None],
+        *,
+        description: str = "the snapshot to match",
+        timeout: timedelta = _DEFAULT_WAIT,  # noqa: ASYNC109 - a wait deadline, not an I/O timeout
+    ) -> _ResultT:
+        """Wait until ``probe(snapshot)`` returns something other than `None`, and return it.
+
+        The snapshot is read again soon after each event of the session and at least once a second, so a
+        probe may test anything the snapshot holds.
+
+        Args:
+            session_id: The session.
+            probe: Receives each snapshot; returns `None` for "not yet".
+            description: What is awaited, for the timeout error.
+            timeout: How long to wait.
+
+        Returns:
+            The first result of ``probe`` that is not `None`.
+
+        Raises:
+            SessionWaitTimeoutError: When ``timeout`` passes first.
+        """
+        return await _session_waits.wait_for_snapshot(
+            self, session_id, probe, description=description, timeout=timeout
+        )
+
+    def follow_agent_events(
+        self, session_id: str, resume_token: str = ""
+    ) -> AsyncIterator[StreamMessage[AgentEvent]]:
+        """Iterate over the session's events as they arrive, for ever (``break`` when done).
+
+        Each item is a `StreamMessage`: ``item.value`` is the `AgentEvent` (``type``, ``turn_id``,
+        ``attempt``, ``step_execution_id``, and ``payload`` as JSON text), and ``item.resume_token`` is the
+        position just after it. Store the token of the last event handled and pass it as ``resume_token``
+        to continue exactly after it, in this process or another; ``""`` starts at the oldest retained
+        event. A token the server no longer holds (trimmed by the Stream's capacity) fails the read with
+        the SDK's error: rebuild from `get_agent_snapshot`. Events are best effort; the snapshot is the
+        committed state.
+
+        Args:
+            session_id: The session.
+            resume_token: Where to start: a token from an earlier item, or ``""``.
+
+        Returns:
+            The async iterator.
+        """
+        return _session_waits.follow_events(self, session_id, resume_token)
+
+    @classmethod
+    def connect(
+        cls,
+        server_address: str,
+        flow: AgentSessionFlow,
+        *,
+        blob_cache_directory: str | Path | None = None,
+        credential: Credential | None = None,
+        lock_conflict_retry_timeout: timedelta = timedelta(seconds=5),
+    ) -> AgentSessionClient:
+        """Connect to a Dex server for sessions of ``flow``, owning the connection.
+
+        It builds the `AsyncClient` every application needs: a Registry of ``flow`` with
+        `agent_codec_registry()`, a blob cache, and pull-mode dispatch for the sessions it starts. In a
+        client process, ``flow`` is `AgentSessionFlow.for_client(flow_type=...)`, so the process imports no
+        agent or framework. Close the result with `close`, or use it in ``async with``.
+
+        Args:
+            server_address: The Dex server, ``host:port``.
+            flow: The session Flow type.
+            blob_cache_directory: Where large values are cached; `None` for a temporary directory removed
+                on close.
+            credential: The bearer credential for a server that requires one.
+            lock_conflict_retry_timeout: As for the constructor.
+
+        Returns:
+            The session client.
+        """
+        owned = ClientConnection.open(server_address, [flow], blob_cache_directory, credential)
+        sessions = cls(owned.client, flow, lock_conflict_retry_timeout=lock_conflict_retry_timeout)
+        sessions._owned = owned
+        return sessions
+
+    @property
+    def client(self) -> AsyncClient:
+        """The Dex client underneath."""
+        return self._client
+
+    async def close(self) -> None:
+        """Close the connection and blob cache that `connect` opened; nothing otherwise. Safe to repeat."""
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            await owned.close()
+
+    async def __aenter__(self) -> AgentSessionClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exception_type: type[BaseException] | None,
+        exception: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()

@@ -3,16 +3,12 @@
 Run it next to any Dex server: `DEX_SERVER_ADDRESS=host:port python -m examples.order_desk.worker`.
 `ORDER_DESK_MODEL` picks the model (`scripted` by default, or a Pydantic AI model name).
 
-`run_agent_worker` is the pull-mode `AsyncWorker` main of `dex_agents.testing`, which also tells the demo
-when the Worker is ready; it builds its `Registry` with `dex_agents.agent_codec_registry()`, which decodes
-session values whose JSON leaves out fields that have defaults. An application's own main does the same
-with the SDK directly::
+`run_agent_worker` is the test kit's Worker main (`dex_agents.testing`): `dex_agents.serve_agent_worker`
+with the demo's task slots, plus a ready file that tells the demo when the Worker takes tasks. An
+application's own main is `serve_agent_worker` itself, which sizes the Worker, registers the Flow with
+`agent_codec_registry()`, serves until SIGTERM or SIGINT and then drains::
 
-    registry = Registry([build_flow()], codec_registry=agent_codec_registry(), allow_async_handlers=True)
-    cache = open_blob_cache(BlobCacheConfig(".dex-cache", 64 * 1024 * 1024))
-    worker = AsyncWorker(registry, cache, WorkerOptions(server_address=address,
-                                                        pull=PullWorkerOptions(max_concurrent_tasks=16)))
-    await worker.start()
+    serve_agent_worker([build_flow()], server_address=address, max_parallel_tool_calls=4)
 """
 
 import os

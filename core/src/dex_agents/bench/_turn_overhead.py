@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
-from dex import LongPollTimeoutError
-
-from dex_agents import AgentEventType, AgentSessionClient, AgentSessionFlow
+from dex_agents import AgentSessionFlow, agent_worker_task_slots
+from dex_agents.bench._measure import TurnSeries, describe_cpu, describe_series, run_durable_turns
 from dex_agents.testing import AgentTestStack
 
 __all__ = ["DurableTurn", "InProcessTurn", "run_turn_overhead_bench"]
@@ -61,27 +60,44 @@ async def run_turn_overhead_bench(
     in_process: InProcessTurn,
     durable: DurableTurn,
     run_state_bytes: Callable[[], Awaitable[int]],
+    *,
+    concurrency: int = 20,
+    concurrent_turns: int | None = None,
 ) -> None:
-    """Time ``turns`` turns both ways and print the medians, the overhead and what the session stores.
+    """Time turns in process and as sessions, one at a time and many at once, and print the figures.
 
-    The durable turn is timed from ``start_session`` to the ``turn_completed`` event, after one turn that
-    warms up the Worker's imports and the server's caches.
+    Prints, for each way: the median, p99 and max turn and p99/median; for the durable sessions also the
+    turns per second and the CPU per turn of each process (the Worker, the devserver and this process,
+    the client). The durable turn is timed from ``start_session`` to the ``turn_completed`` event, after
+    one turn that warms up the Worker's imports and the server's caches. The overhead is the durable
+    median, one session at a time, minus the in-process median.
 
     Args:
-        turns: How many timed turns each way.
+        turns: How many timed turns each way, one at a time.
         in_process: The turn without Dex.
         durable: The turn as a Dex session.
         run_state_bytes: Returns the size of the run state the session stores at the turn's tool boundary.
+        concurrency: How many sessions run a turn at once in the throughput series.
+        concurrent_turns: How many turns the throughput series runs; ``None`` for five per session.
     """
     local = await _in_process_seconds(in_process, turns)
-    seconds, item_sizes = await _durable_seconds(durable, turns)
+    sequential, concurrent, item_sizes = await _durable_series(
+        durable, turns, concurrency, concurrent_turns or 5 * concurrency
+    )
     run_state = await run_state_bytes()
-    print(_describe(f"in process ({in_process.label})", local))
-    print(_describe("durable session (devserver, 1 Worker)", seconds))
-    overhead = statistics.median(seconds) - statistics.median(local)
+    print(f"load average {os.getloadavg()[0]:.2f} (other work on the machine inflates wall-clock figures)")
+    print(describe_series(f"in process ({in_process.label})", local))
+    _print_durable("durable, 1 session at a time", sequential)
+    _print_durable(f"durable, {concurrency} sessions at once", concurrent)
+    overhead = sequential.median - statistics.median(local)
     print(f"durable overhead per turn (2 model calls + 1 tool, 5 Steps): {overhead * 1000:.1f} ms")
     print(f"run state at the tool boundary: {run_state} bytes")
     print(f"stored framework_item bytes per message ({durable.message_kinds}): {item_sizes}")
+
+
+def _print_durable(label: str, series: TurnSeries) -> None:
+    print(describe_series(label, series.durations) + f", {series.turns_per_second:.1f} turns/s")
+    print("  " + describe_cpu(series))
 
 
 async def _in_process_seconds(turn: InProcessTurn, turns: int) -> list[float]:
@@ -97,41 +113,34 @@ async def _in_process_seconds(turn: InProcessTurn, turns: int) -> list[float]:
     return durations
 
 
-async def _durable_seconds(turn: DurableTurn, turns: int) -> tuple[list[float], list[int]]:
+async def _durable_series(
+    turn: DurableTurn, turns: int, concurrency: int, concurrent_turns: int
+) -> tuple[TurnSeries, TurnSeries, list[int]]:
     with tempfile.TemporaryDirectory(prefix="turn-overhead-") as directory:
         async with AgentTestStack(
-            Path(directory), [turn.flow], turn.worker_module, worker_cwd=turn.worker_cwd
+            Path(directory),
+            [turn.flow],
+            turn.worker_module,
+            worker_cwd=turn.worker_cwd,
+            # Sized as AgentWorker sizes a Worker for this many turns at once, of one tool call each.
+            max_concurrent_tasks=agent_worker_task_slots(
+                max_concurrent_turns=concurrency, max_parallel_tool_calls=1
+            ),
         ) as stack:
             sessions = stack.sessions(turn.flow)
             await stack.start_worker()
-            durations: list[float] = []
-            for number in range(turns + 1):
-                session_id = f"bench-{number}"
-                started = time.perf_counter()
-                await sessions.start_session(session_id, turn.question)
-                await _wait_for_turn_completed(sessions, session_id)
-                if number:  # the first turn warms up the Worker's imports and the server's caches
-                    durations.append(time.perf_counter() - started)
-            snapshot = await sessions.get_agent_snapshot("bench-1")
-            return durations, [len(message.framework_item.encode()) for message in snapshot.messages]
-
-
-async def _wait_for_turn_completed(sessions: AgentSessionClient, session_id: str) -> None:
-    token = ""
-    while True:
-        try:
-            message = await sessions.read_agent_event(session_id, token, timeout=timedelta(seconds=10))
-        except LongPollTimeoutError:
-            continue
-        token = message.resume_token
-        if message.value.type == AgentEventType.TURN_COMPLETED:
-            return
-        if message.value.type == AgentEventType.TURN_FAILED:
-            raise RuntimeError(f"turn failed: {message.value.payload}")
-
-
-def _describe(label: str, durations: list[float]) -> str:
-    milliseconds = sorted(duration * 1000 for duration in durations)
-    p90 = milliseconds[max(0, round(0.9 * len(milliseconds)) - 1)]
-    median = statistics.median(milliseconds)
-    return f"{label}: median {median:.1f} ms, p90 {p90:.1f} ms over {len(milliseconds)} turns"
+            # The first turn warms up the Worker's imports and the server's caches.
+            await run_durable_turns(sessions, turn.question, turns=1, concurrency=1, session_prefix="warm-up")
+            sequential = await run_durable_turns(
+                sessions, turn.question, turns=turns, concurrency=1, session_prefix="one"
+            )
+            concurrent = await run_durable_turns(
+                sessions,
+                turn.question,
+                turns=concurrent_turns,
+                concurrency=concurrency,
+                session_prefix="many",
+            )
+            snapshot = await sessions.get_agent_snapshot("one-0")
+            sizes = [len(message.framework_item.encode()) for message in snapshot.messages]
+            return sequential, concurrent, sizes

@@ -13,11 +13,12 @@ import contextlib
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from dex_agents import AgentInterrupt, AgentSessionClient, AgentSessionFlow, AgentSessionStatus, AgentSnapshot
-from dex_agents.testing import AgentTestStack, WorkerProcess, wait_for_agent_snapshot, wait_for_turn_end
+from dex_agents import AgentInterrupt, AgentSessionClient, AgentSessionFlow, AgentSnapshot
+from dex_agents.testing import AgentTestStack, WorkerProcess
 
 __all__ = ["ApprovalDecision", "ApprovalDemo", "DemoHooks", "run_approval_demo"]
 
@@ -110,16 +111,12 @@ async def run_approval_demo(demo: ApprovalDemo, state_dir: Path, hooks: DemoHook
         hooks.started(stack, worker)
         await sessions.start_session(demo.session_id, demo.request)
         async with _reading_live_events(demo, sessions) as live:
-            waiting = await wait_for_agent_snapshot(
-                sessions,
-                demo.session_id,
-                _approval_or_turn_end,
-                description="the approval",
-                timeout=demo.approval_timeout,
+            waiting = await sessions.wait_for_interrupt(
+                demo.session_id, timeout=timedelta(seconds=demo.approval_timeout)
             )
-            if not isinstance(waiting, AgentInterrupt):
-                error = waiting.state.last_turn_error if waiting.state else None
-                print(f"\nThe turn ended before any approval was asked: {error}", file=sys.stderr)
+            if waiting is None:
+                ended = await sessions.wait_for_turn_end(demo.session_id)
+                print(f"\nThe turn ended before any approval was asked: {ended.error}", file=sys.stderr)
                 return 1
             hooks.approval_waits(waiting)
             worker.kill()
@@ -133,25 +130,13 @@ async def run_approval_demo(demo: ApprovalDemo, state_dir: Path, hooks: DemoHook
             ):
                 print("the approval was no longer pending", file=sys.stderr)
                 return 1
-            snapshot = await wait_for_turn_end(sessions, demo.session_id, 1, timeout=demo.turn_timeout)
+            ended = await sessions.wait_for_turn_end(
+                demo.session_id, timeout=timedelta(seconds=demo.turn_timeout)
+            )
             if live is not None:
                 # The turn's last events may still be on their way; let the reader show them.
                 await asyncio.wait({live}, timeout=_LIVE_EVENTS_DRAIN_SECONDS)
-        return await hooks.report(stack, snapshot, decision.approved)
-
-
-def _approval_or_turn_end(snapshot: AgentSnapshot) -> AgentInterrupt | AgentSnapshot | None:
-    """The pending approval, or the snapshot of a turn that ended without one (such as a failed turn)."""
-    if snapshot.pending_interrupts:
-        return snapshot.pending_interrupts[0]
-    state = snapshot.state
-    if (
-        state is not None
-        and state.turn_count >= 1
-        and state.status == AgentSessionStatus.WAITING_FOR_USER_MESSAGE
-    ):
-        return snapshot
-    return None
+        return await hooks.report(stack, ended.snapshot, decision.approved)
 
 
 @contextlib.asynccontextmanager

@@ -15,10 +15,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
-
-from dex import LongPollTimeoutError
 
 from dex_agents import (
     AgentEventType,
@@ -120,14 +117,8 @@ async def print_live_events(sessions: AgentSessionClient, session_id: str) -> No
         sessions: The session client.
         session_id: The session to follow.
     """
-    token = ""
     model_call = ""
-    while True:
-        try:
-            message = await sessions.read_agent_event(session_id, token, timeout=timedelta(seconds=5))
-        except LongPollTimeoutError:
-            continue
-        token = message.resume_token
+    async for message in sessions.follow_agent_events(session_id):
         event = message.value
         payload = json.loads(event.payload)
         if event.type == AgentEventType.TEXT_DELTA:

@@ -36,6 +36,7 @@ from dex_agents.persistence import (
 )
 from dex_agents.runner import AgentFrameworkRunner
 from dex_agents.session import _plan, _questions, _turn_control_rpcs
+from dex_agents.session._client_only import ClientOnlyRunner
 from dex_agents.session._compaction import CompactContext
 from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
 from dex_agents.session._durable_wait import AwaitTimer
@@ -182,6 +183,29 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             ApplyTurnControl(runtime),
             FinishTurnCancellation(runtime),
         )
+
+    @classmethod
+    def for_client(cls, *, flow_type: str, options: AgentSessionOptions | None = None) -> AgentSessionFlow:
+        """Build the Flow type for a client process: no runner, so no agent, tools or framework to import.
+
+        It registers the same Steps, RPCs, persistence and `AgentEvents` Stream as the Worker's Flow, so
+        an `AgentSessionClient` on it starts sessions, calls their RPCs and reads their events. It cannot
+        run Steps: `AgentWorker` refuses it, and a Step that reaches its runner fails with
+        `ClientOnlyFlowError`.
+
+        Args:
+            flow_type: The Worker's Flow type name.
+            options: The Worker's options; only ``agent_events_capacity_bytes`` matters to a client.
+
+        Returns:
+            The Flow, for the client process's Registry.
+        """
+        return cls(ClientOnlyRunner(flow_type), flow_type=flow_type, options=options)
+
+    @property
+    def is_client_only(self) -> bool:
+        """Whether this Flow was built with `for_client` and so has no runner."""
+        return isinstance(self._runner, ClientOnlyRunner)
 
     @property
     def runner(self) -> AgentFrameworkRunner:

@@ -24,7 +24,7 @@ from dex import (
 )
 
 from dex_agents.compaction import is_compaction_runner
-from dex_agents.events import AgentEventWriter
+from dex_agents.events import DEFAULT_DELTA_COALESCING, AgentEventWriter
 from dex_agents.persistence import (
     AGENT_MESSAGE_CHUNKS,
     AGENT_MESSAGES,
@@ -138,7 +138,9 @@ class SessionRuntime:
         def write(event: AgentEvent) -> None:
             stream.write(context, event)
 
-        return AgentEventWriter(write, turn_id, context.attempt, context.step_execution_id)
+        return AgentEventWriter(
+            write, turn_id, context.attempt, context.step_execution_id, coalescing=DEFAULT_DELTA_COALESCING
+        )
 
     # Step options. Each Step's get_step_options returns the same value, for a movement without options.
 

@@ -3,9 +3,10 @@
 The newest messages live in the `AgentMessages` window, one instance per message, so storing a message is
 one blind write. When a Step leaves more than ``message_window_size`` messages there, the same commit moves
 the oldest into `AgentMessageChunks` instances that are never rewritten, and records their ranges in
-`AgentMessageIndex`; a Step then loads only the chunks it reads, and a Worker decodes each chunk once (see
-`dex_agents._chunk_cache`). A message too large to share a chunk skips the window and gets a chunk of its
-own. With compaction, chunks entirely behind the summary are deleted while enough messages stay after them.
+`AgentMessageIndex`; a Step then loads only the chunks it reads, and a Worker decodes each chunk once
+(see `dex_agents._decoded_value_cache`). A message too large to share a chunk skips the window and gets a
+chunk of its own. With compaction, chunks entirely behind the summary are deleted while enough messages
+stay after them.
 
 A session without an index (every session dex-agents 0.1.0 stored) has every message in the window from
 sequence 1; the rollover of each Step that stores messages drains it, a few chunks per commit, and readers

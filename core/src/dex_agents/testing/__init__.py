@@ -15,7 +15,8 @@ framework-free runner built on them. The design's matrix is ``dex_agents.testing
 What the adapters share besides: ``SessionSide`` plays the session's side of the runner contract in
 process for framework tests, ``read_agent_events`` / ``text_by_model_step`` / ``recorded_usage`` read a
 session's events back, ``run_example`` / ``check_order_desk_output`` run an example as a user does and
-check what the order-desk driver printed, ``run_mcp_inventory_scenario`` runs the MCP inventory session
+check what the order-desk driver printed, ``readme_snippets`` reads the files a README spells out (so a
+test runs exactly what users copy), ``run_mcp_inventory_scenario`` runs the MCP inventory session
 scenario against an adapter's MCP agent, ``mcp_inventory_server_command`` starts the MCP server it
 expects (``python -m dex_agents.testing.mcp_inventory_server``) on stdio, and
 ``start_mcp_inventory_http_server`` runs the same server on Streamable HTTP on loopback. The demo drivers
@@ -58,6 +59,7 @@ from dex_agents.testing._matrix_tools import (
 from dex_agents.testing._mcp_http_server import McpInventoryHttpServer, start_mcp_inventory_http_server
 from dex_agents.testing._mcp_inventory import McpInventoryRun, run_mcp_inventory_scenario
 from dex_agents.testing._projection import ProjectedCall, check_message_projection
+from dex_agents.testing._readme import readme_snippets
 from dex_agents.testing._runner_contract_spec import RunnerContractSpec
 from dex_agents.testing._scoped_runner import ModelCallScopedRunner, with_model_call_scope
 from dex_agents.testing._script import (
@@ -139,6 +141,7 @@ __all__ = [
     "model_call_scope",
     "read_agent_events",
     "read_step_history",
+    "readme_snippets",
     "recorded_usage",
     "refund_order",
     "render_message",

@@ -9,9 +9,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from dex import AsyncClient, BlobCacheConfig, ClientOptions, Registry, WorkerTarget, open_blob_cache
+from dex import AsyncClient
 
-from dex_agents import AgentSessionClient, AgentSessionFlow, agent_codec_registry
+from dex_agents import AgentSessionClient, AgentSessionFlow
+from dex_agents._connection import ClientConnection
 from dex_agents.session._durable_wait import DURABLE_WAIT_TIMER_ID
 from dex_agents.testing._flow_state import skip_waiting_timer
 from dex_agents.testing._gates import FileGate
@@ -78,6 +79,7 @@ class AgentTestStack:
                 self._tmp_path / "devserver.sqlite3", self._tmp_path / "devserver.log", tuple(server_args)
             )
         self._client: AsyncClient | None = None
+        self._connection: ClientConnection | None = None
         self._workers: list[WorkerProcess] = []
         self._run_token = secrets.token_hex(3)
         self._session_counter = 0
@@ -87,15 +89,10 @@ class AgentTestStack:
         try:
             if self._server is not None:
                 await asyncio.to_thread(self._server.start)
-            cache = open_blob_cache(
-                BlobCacheConfig(str(self._tmp_path / "client-blob-cache"), 64 * 1024 * 1024)
+            self._connection = ClientConnection.open(
+                self.server_address, self._flows, self._tmp_path / "client-blob-cache", None
             )
-            self._client = AsyncClient(
-                Registry(list(self._flows), codec_registry=agent_codec_registry(), allow_async_handlers=True),
-                cache,
-                # Flows started by this Client are dispatched to pull Workers.
-                ClientOptions(server_address=self.server_address, worker_target=WorkerTarget(pull=True)),
-            )
+            self._client = self._connection.client
         except BaseException:
             await self._shutdown()
             raise
@@ -113,8 +110,9 @@ class AgentTestStack:
         for worker in self._workers:
             worker.kill()
         self._workers.clear()
-        if self._client is not None:
-            await self._client.close()
+        if self._connection is not None:
+            await self._connection.close()
+            self._connection = None
             self._client = None
         if self._server is not None:
             await asyncio.to_thread(self._server.stop)

@@ -1,10 +1,11 @@
-"""Polling with deadlines instead of sleeping."""
+"""Polling with deadlines instead of sleeping; session waits are `AgentSessionClient`'s own."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import TypeVar
 
 from dex_agents import AgentSessionClient, AgentSnapshot
@@ -61,7 +62,7 @@ async def wait_for_agent_snapshot(
     description: str = "the agent snapshot to match",
     timeout: float = DEFAULT_WAIT_SECONDS,  # noqa: ASYNC109 - a poll deadline, not an I/O timeout
 ) -> T:
-    """Poll ``get_agent_snapshot`` until ``probe(snapshot)`` is truthy, and return that result.
+    """Wait until ``probe(snapshot)`` is truthy and return it, with `AgentSessionClient.wait_for_snapshot`.
 
     Args:
         sessions: The session client.
@@ -74,10 +75,13 @@ async def wait_for_agent_snapshot(
         The first truthy ``probe`` result.
 
     Raises:
-        TimeoutError: Naming ``description``, when the deadline passes.
+        SessionWaitTimeoutError: A `TimeoutError` naming ``description``, when the deadline passes.
     """
 
-    async def check() -> T | None:
-        return probe(await sessions.get_agent_snapshot(session_id))
+    def truthy(snapshot: AgentSnapshot) -> T | None:
+        result = probe(snapshot)
+        return result if result else None
 
-    return await wait_until(f"{description} in session {session_id!r}", check, timeout)
+    return await sessions.wait_for_snapshot(
+        session_id, truthy, description=description, timeout=timedelta(seconds=timeout)
+    )

@@ -8,14 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 
-from dex import AsyncWorker, BlobCacheConfig, PullWorkerOptions, Registry, WorkerOptions, open_blob_cache
-
-from dex_agents import AgentSessionFlow, agent_codec_registry
+from dex_agents import AgentSessionFlow, AgentWorker, serve_agent_worker
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENT_TASKS",
@@ -191,21 +188,23 @@ async def spawn_worker(
     return worker
 
 
-async def _stop_when_orphaned(stop_requested: asyncio.Event) -> None:
+async def _stop_when_orphaned(worker: AgentWorker) -> None:
     # A test process that dies without cleaning up (SIGKILL, a CI timeout) leaves its Workers in their own
     # process groups; a Worker whose parent is gone stops instead of serving for ever.
     parent = os.getppid()
     while os.getppid() == parent:  # noqa: ASYNC110 - no event tells a process its parent died
         await asyncio.sleep(1)
-    stop_requested.set()
+    await worker.stop()
 
 
 def run_agent_worker(flows: Sequence[AgentSessionFlow], *, server_address: str | None = None) -> None:
-    """Serve ``flows`` with a pull-mode ``AsyncWorker`` until the process is killed or terminated.
+    """Serve ``flows`` with `serve_agent_worker` until the process is killed or terminated.
 
-    This is the main of a Worker child that :meth:`AgentTestStack.start_worker` starts. It reads the
-    server address from ``DEX_SERVER_ADDRESS``, which the stack sets, creates the ready file the stack
-    waits for once every pull queue has registered, and drains on SIGTERM.
+    This is the main of a Worker child that :meth:`AgentTestStack.start_worker` starts: the documented
+    entry point (`dex_agents.serve_agent_worker`, so the same sizing, codecs, blob cache and SDK patch as
+    an application's Worker) with the test stack's task slots. It reads the server address from
+    ``DEX_SERVER_ADDRESS``, which the stack sets, creates the ready file the stack waits for once every
+    pull queue has registered, stops when the test process is gone, and drains on SIGTERM.
 
     Args:
         flows: The session Flows to register; build them exactly as the test process does.
@@ -217,45 +216,22 @@ def run_agent_worker(flows: Sequence[AgentSessionFlow], *, server_address: str |
     address = server_address or os.environ.get(SERVER_ADDRESS_ENV)
     if not address:
         raise RuntimeError(f"run_agent_worker needs {SERVER_ADDRESS_ENV} (AgentTestStack sets it)")
-    asyncio.run(_serve(flows, address))
-
-
-async def _serve(flows: Sequence[AgentSessionFlow], address: str) -> None:
     max_tasks = int(os.environ.get(WORKER_MAX_CONCURRENT_TASKS_ENV, str(DEFAULT_MAX_CONCURRENT_TASKS)))
-    registry = Registry(list(flows), codec_registry=agent_codec_registry(), allow_async_handlers=True)
-    with tempfile.TemporaryDirectory(prefix="dex-agents-worker-cache-") as cache_dir:
-        cache = open_blob_cache(BlobCacheConfig(cache_dir, 64 * 1024 * 1024))
-        worker = AsyncWorker(
-            registry,
-            cache,
-            WorkerOptions(
-                server_address=address,
-                pull=PullWorkerOptions(
-                    max_concurrent_tasks=max_tasks, stop_drain_timeout=timedelta(seconds=5)
-                ),
-            ),
-        )
-        serving = asyncio.create_task(worker.start())
-        stop_requested = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, stop_requested.set)
-        loop.add_signal_handler(signal.SIGINT, stop_requested.set)
-        ready_waiter = asyncio.create_task(worker.wait_pull_registered())
-        done, _ = await asyncio.wait({serving, ready_waiter}, return_when=asyncio.FIRST_COMPLETED)
-        if serving in done:
-            ready_waiter.cancel()
-            await serving  # raises the start failure
-            return
-        ready_file = os.environ.get(WORKER_READY_FILE_ENV)
+    ready_file = os.environ.get(WORKER_READY_FILE_ENV)
+    background: set[asyncio.Task[None]] = set()
+
+    def on_ready(worker: AgentWorker) -> None:
         if ready_file:
             Path(ready_file).write_text(str(os.getpid()), encoding="utf-8")
+            watcher = asyncio.get_running_loop().create_task(_stop_when_orphaned(worker))
+            background.add(watcher)
+            watcher.add_done_callback(background.discard)
         print(f"dex-agents worker ready (pid {os.getpid()}, {max_tasks} task slots)", flush=True)
-        stopping = asyncio.create_task(stop_requested.wait())
-        watching = asyncio.create_task(_stop_when_orphaned(stop_requested)) if ready_file else None
-        await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        if watching is not None:
-            watching.cancel()
-        await worker.close()
-        stopping.cancel()
-        await asyncio.gather(serving, return_exceptions=True)
-        cache.close()
+
+    serve_agent_worker(
+        flows,
+        server_address=address,
+        on_ready=on_ready,
+        max_concurrent_tasks=max_tasks,
+        drain_timeout=timedelta(seconds=5),
+    )

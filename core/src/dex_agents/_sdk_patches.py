@@ -1,0 +1,124 @@
+"""The patches of SDK internals dex-agents applies, and only for a Worker that `AgentWorker` builds.
+
+Both remove work ``dex-python-sdk`` 1.23.0 repeats for every task a pull Worker runs, where no public
+option helps (measured with the core's ``bench/turn_breakdown.py``; see the README's "Performance"):
+
+- **The version lookup.** Every pull stream opens with a registration frame naming the SDK's version, and
+  ``dex._pull_worker`` looks it up with ``importlib.metadata.version("dex-python-sdk")`` each time: a scan of
+  ``sys.path`` for the package's metadata, 23% of a busy Worker's CPU. The version cannot change while the
+  process runs, so the pull module's reference becomes a cached copy of the same function; the frames
+  carry the same text.
+- **Stream churn.** A pull stream carries one task at a time. When it takes a task the Worker opens a new
+  idle stream, and when it finishes it retires itself as soon as enough other idle streams exist, so a
+  Worker running one chain of Steps opened a new stream (a new gRPC call, a registration, a drain) for
+  nearly every task; ``PullWorkerOptions.idle_streams_per_queue`` changes how many idle streams are
+  wanted, not that. The patch keeps one spare: a stream that finished a task retires only when more than
+  the wanted number of other idle streams exist. Streams opened per task fell from about 1 to under 0.1,
+  and Worker CPU per turn by about a quarter.
+
+`apply_sdk_patches` applies them for the SDK version they were written against only; with any other
+version it changes nothing and says so once in the log. ``tests/test_unit_sdk_patches.py`` pins that
+version and the source of every SDK function the patches rely on, so an SDK upgrade fails the test suite
+loudly instead of silently dropping or breaking a patch. Importing dex-agents patches nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any, cast
+
+__all__ = ["PATCHED_SDK_VERSION", "applied_sdk_patches", "apply_sdk_patches"]
+
+PATCHED_SDK_VERSION = "1.23.0"
+"""The ``dex-python-sdk`` release the patches were written for."""
+
+VERSION_LOOKUP_PATCH = "cached-version-lookup"
+SPARE_STREAM_PATCH = "spare-idle-stream"
+
+_PATCH_MARK = "__dex_agents_patch__"
+_logger = logging.getLogger(__name__)
+_lock = threading.Lock()
+
+
+def _installed_sdk_version() -> str | None:
+    try:
+        return metadata.version("dex-python-sdk")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def applied_sdk_patches() -> frozenset[str]:
+    """The patches in force in this process."""
+    from dex import _pull_worker  # noqa: PLC0415 - SDK internals, read only when asked
+
+    applied: set[str] = set()
+    if getattr(getattr(_pull_worker, "sdk_version", None), _PATCH_MARK, False):
+        applied.add(VERSION_LOOKUP_PATCH)
+    stream_type = getattr(_pull_worker, "PullStream", None)
+    if getattr(getattr(stream_type, "try_retire", None), _PATCH_MARK, False):
+        applied.add(SPARE_STREAM_PATCH)
+    return frozenset(applied)
+
+
+def _cached_version_lookup(original: Callable[[], str]) -> Callable[[], str]:
+    cached = functools.cache(original)
+    setattr(cached, _PATCH_MARK, True)
+    return cached
+
+
+def _retire_keeping_a_spare(original: Callable[[Any], None]) -> Callable[[Any], None]:
+    @functools.wraps(original)
+    def try_retire(stream: Any) -> None:
+        if stream.is_busy or stream.is_draining or not stream._is_registered:
+            return
+        runtime = stream.runtime
+        idle_others = sum(
+            other is not stream
+            and other.queue == stream.queue
+            and other._is_registered
+            and not other.is_busy
+            and not other.is_draining
+            for other in runtime._streams
+        )
+        # The SDK retires once the other idle streams reach the wanted number; one more is kept, so the
+        # stream a chained task needs next is already open and registered.
+        if idle_others > runtime.desired_idle_streams_per_queue(stream.queue):
+            original(stream)
+
+    setattr(try_retire, _PATCH_MARK, True)
+    return try_retire
+
+
+def apply_sdk_patches() -> frozenset[str]:
+    """Apply the patches to the installed SDK; safe to call any number of times.
+
+    Returns:
+        The patches in force: both, or none when the installed SDK is not `PATCHED_SDK_VERSION` or lacks
+        what they replace; the Worker then runs as the SDK ships it.
+    """
+    with _lock:
+        from dex import _pull_worker  # noqa: PLC0415 - SDK internals, touched only when patching
+
+        applied = applied_sdk_patches()
+        installed = _installed_sdk_version()
+        lookup: Any = getattr(_pull_worker, "sdk_version", None)
+        stream_type: Any = getattr(_pull_worker, "PullStream", None)
+        retire: Any = getattr(stream_type, "try_retire", None)
+        if installed != PATCHED_SDK_VERSION or not callable(lookup) or not callable(retire):
+            if not applied:
+                _logger.info(
+                    "dex-agents leaves the SDK unpatched: its patches are for dex-python-sdk %s, and %s is "
+                    "installed",
+                    PATCHED_SDK_VERSION,
+                    installed,
+                )
+            return applied
+        if VERSION_LOOKUP_PATCH not in applied:
+            setattr(_pull_worker, "sdk_version", _cached_version_lookup(cast(Callable[[], str], lookup)))  # noqa: B010 - private
+        if SPARE_STREAM_PATCH not in applied:
+            setattr(stream_type, "try_retire", _retire_keeping_a_spare(cast(Callable[[Any], None], retire)))  # noqa: B010 - private
+        return applied_sdk_patches()

@@ -1,0 +1,118 @@
+"""Guards the patches of SDK internals in ``dex_agents/_sdk_patches.py``.
+
+They were written against dex-python-sdk 1.23.0. The first test fails when another SDK version is
+installed, and the second when any SDK function the patches replace or rely on changed: review
+``_sdk_patches.py`` against the new SDK source (does the pull module still look the version up per
+stream? does a stream still retire itself in ``try_retire``?), then update the pins here.
+"""
+
+import asyncio
+import hashlib
+import inspect
+import subprocess
+import sys
+from importlib import metadata
+from types import SimpleNamespace
+from typing import Any
+
+from dex import _pull_worker, _server_protocol
+
+from dex_agents._sdk_patches import (
+    PATCHED_SDK_VERSION,
+    SPARE_STREAM_PATCH,
+    VERSION_LOOKUP_PATCH,
+    applied_sdk_patches,
+    apply_sdk_patches,
+)
+
+# sha256 (first 16 hex digits) of each function's source in dex-python-sdk 1.23.0.
+PINNED_SOURCES = {
+    "_server_protocol.sdk_version": "4de8a65a53e7adaa",
+    "PullStream._poll": "f20707682a6cba58",
+    "PullStream.try_retire": "6172f939e26536f3",
+    "PullWorkerRuntime.desired_idle_streams_per_queue": "24e5234355c44a07",
+    "PullWorkerRuntime._reconcile": "f8974a7618f28945",
+}
+
+
+def _source_digest(function: Any) -> str:
+    original = getattr(function, "__wrapped__", function)
+    return hashlib.sha256(inspect.getsource(original).encode()).hexdigest()[:16]
+
+
+def test_the_installed_sdk_is_the_one_the_patches_were_written_for() -> None:
+    assert metadata.version("dex-python-sdk") == PATCHED_SDK_VERSION == "1.23.0", (
+        "dex-python-sdk changed: review dex_agents/_sdk_patches.py against the new SDK, then update the pins"
+    )
+
+
+def test_the_sdk_functions_the_patches_rely_on_are_unchanged() -> None:
+    current = {
+        "_server_protocol.sdk_version": _source_digest(_server_protocol.sdk_version),
+        "PullStream._poll": _source_digest(_pull_worker.PullStream._poll),  # pyright: ignore[reportPrivateUsage]
+        "PullStream.try_retire": _source_digest(_pull_worker.PullStream.try_retire),
+        "PullWorkerRuntime.desired_idle_streams_per_queue": _source_digest(
+            _pull_worker.PullWorkerRuntime.desired_idle_streams_per_queue
+        ),
+        "PullWorkerRuntime._reconcile": _source_digest(
+            _pull_worker.PullWorkerRuntime._reconcile  # pyright: ignore[reportPrivateUsage]
+        ),
+    }
+    assert current == PINNED_SOURCES, (
+        "an SDK function that dex_agents/_sdk_patches.py patches or relies on changed; review the patches"
+    )
+    # The registration frame of every new pull stream is where the version is looked up.
+    assert "sdk_version()" in inspect.getsource(_pull_worker.PullStream._poll)  # pyright: ignore[reportPrivateUsage]
+
+
+def test_importing_dex_agents_patches_nothing() -> None:
+    code = (
+        "import dex_agents, dex_agents.testing, dex_agents.web, dex_agents.bench\n"
+        "from dex_agents._sdk_patches import applied_sdk_patches\n"
+        "print(sorted(applied_sdk_patches()))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_applying_keeps_the_version_text_and_is_idempotent() -> None:
+    expected = metadata.version("dex-python-sdk")
+    assert apply_sdk_patches() == {VERSION_LOOKUP_PATCH, SPARE_STREAM_PATCH}
+    assert apply_sdk_patches() == applied_sdk_patches() == {VERSION_LOOKUP_PATCH, SPARE_STREAM_PATCH}
+    lookup = getattr(_pull_worker, "sdk_version")  # noqa: B009 - a name the module does not export
+    assert lookup() == expected == _server_protocol.sdk_version()
+
+
+def _stream(queue: str, *, busy: bool = False) -> SimpleNamespace:
+    return SimpleNamespace(
+        queue=queue,
+        is_busy=busy,
+        is_draining=False,
+        _is_registered=True,
+        _is_retiring=False,
+        _retirement_requested=asyncio.Event(),
+    )
+
+
+async def test_a_finished_stream_retires_only_beyond_one_spare() -> None:
+    apply_sdk_patches()
+    finished = _stream("flow")
+    other_idle = _stream("flow")
+    streams = [finished, other_idle, _stream("flow", busy=True), _stream("sticky")]
+
+    def desired_idle_streams_per_queue(queue: str) -> int:
+        del queue
+        return 1
+
+    runtime = SimpleNamespace(_streams=streams, desired_idle_streams_per_queue=desired_idle_streams_per_queue)
+    for stream in streams:
+        stream.runtime = runtime
+    # One other idle stream on the queue is the wanted number: the SDK would retire the finished one, and
+    # the patch keeps it as the spare.
+    _pull_worker.PullStream.try_retire(finished)  # pyright: ignore[reportArgumentType]
+    assert not finished.is_draining
+    # A second idle one makes the finished stream surplus even with the spare: it retires, as the SDK does.
+    streams.append(_stream("flow"))
+    streams[-1].runtime = runtime
+    _pull_worker.PullStream.try_retire(finished)  # pyright: ignore[reportArgumentType]
+    assert finished.is_draining and finished._retirement_requested.is_set()
