@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from dex_agents import AgentSessionClient, AgentSnapshot, InterruptKind, ToolEffect
+from dex_agents import AgentSessionClient, AgentSnapshot, InterruptKind, ToolEffect, TurnEnd
 from dex_agents.testing import (
     AgentTestStack,
     ScriptedResponse,
@@ -45,8 +45,20 @@ class Features:
     shipping_log: Path
     span_file: Path
 
-    def script(self, session: str, *responses: ScriptedResponse) -> None:
-        self.stack.scripts.set_turns(session, [list(responses)])
+    async def start(
+        self, sessions: AgentSessionClient, name: str, message: str, *calls: ScriptedToolCall, answer: str
+    ) -> str:
+        """Start a session whose model asks for ``calls``, then answers ``answer``."""
+        session = self.stack.new_session_id(name)
+        turn = [ScriptedResponse(tool_calls=calls), ScriptedResponse(text=answer)]
+        self.stack.scripts.set_turns(session, [turn])
+        await sessions.start_session(session, message)
+        return session
+
+    async def turn_end(self, sessions: AgentSessionClient, session: str) -> TurnEnd:
+        ended = await sessions.wait_for_turn_end(session)
+        assert ended.error is None, ended.error
+        return ended
 
     def ledger(self) -> list[dict[str, object]]:
         return ledger(self.stack.state_dir)
@@ -96,10 +108,10 @@ def tool_outputs(snapshot: AgentSnapshot) -> dict[str, str]:
 async def test_a_pydantic_ai_tool_asks_before_it_takes_effect_and_runs_once_with_the_answer(
     features: Features,
 ) -> None:
-    session = features.stack.new_session_id("asks")
     call = ScriptedToolCall("return_to_warehouse", {"order_id": "A-1"}, "return-1")
-    features.script(session, ScriptedResponse(tool_calls=(call,)), ScriptedResponse(text="It is on its way."))
-    await features.tools.start_session(session, "Please take order A-1 back")
+    session = await features.start(
+        features.tools, "asks", "Please take order A-1 back", call, answer="It is on its way."
+    )
 
     question = await features.tools.wait_for_interrupt(session)
     assert question is not None
@@ -112,9 +124,8 @@ async def test_a_pydantic_ai_tool_asks_before_it_takes_effect_and_runs_once_with
     assert not [entry for entry in features.ledger() if entry.get("effect")], "the tool took effect first"
     assert not await features.tools.answer_question(session, "return-1-input-1", "Paris"), "only the choices"
     assert await features.tools.answer_question(session, "return-1-input-1", "Lyon")
-    ended = await features.tools.wait_for_turn_end(session)
+    ended = await features.turn_end(features.tools, session)
 
-    assert ended.error is None, ended.error
     assert tool_outputs(ended.snapshot) == {"return-1": "Order A-1 goes back to Lyon."}
     effects = [entry for entry in features.ledger() if entry.get("effect")]
     assert effects == [
@@ -138,15 +149,12 @@ async def test_a_pydantic_ai_tool_asks_before_it_takes_effect_and_runs_once_with
 async def test_a_pydantic_ai_tool_hands_its_job_to_the_session_which_polls_it_to_its_result(
     features: Features,
 ) -> None:
-    session = features.stack.new_session_id("task")
     call = ScriptedToolCall("render_report", {"name": "sales"}, "report-1")
-    features.script(
-        session, ScriptedResponse(tool_calls=(call,)), ScriptedResponse(text="Your report is ready.")
+    session = await features.start(
+        features.tools, "task", "Render the sales report", call, answer="Your report is ready."
     )
-    await features.tools.start_session(session, "Render the sales report")
-    ended = await features.tools.wait_for_turn_end(session)
+    ended = await features.turn_end(features.tools, session)
 
-    assert ended.error is None, ended.error
     job = "job-report-1"
     assert tool_outputs(ended.snapshot) == {"report-1": f"report {job} is ready after {REPORT_POLLS} polls"}
     events = [(entry["event"], entry.get("poll")) for entry in features.ledger() if entry.get("job") == job]
@@ -167,13 +175,11 @@ async def test_a_pydantic_ai_tool_hands_its_job_to_the_session_which_polls_it_to
 async def test_an_mcp_source_runs_a_read_and_an_approved_write_as_steps_with_the_key_in_meta(
     features: Features,
 ) -> None:
-    session = features.stack.new_session_id("mcp-source")
-    calls = (
-        ScriptedToolCall("inventory__count_items", {"sku": "A-1"}, "count-1"),
-        ScriptedToolCall("inventory__reserve_stock", {"sku": "A-1", "count": 2}, "reserve-1"),
+    read = ScriptedToolCall("inventory__count_items", {"sku": "A-1"}, "count-1")
+    write = ScriptedToolCall("inventory__reserve_stock", {"sku": "A-1", "count": 2}, "reserve-1")
+    session = await features.start(
+        features.mcp, "mcp-source", "Check A-1 and reserve 2", read, write, answer="Reserved 2 of A-1."
     )
-    features.script(session, ScriptedResponse(tool_calls=calls), ScriptedResponse(text="Reserved 2 of A-1."))
-    await features.mcp.start_session(session, "Check A-1 and reserve 2")
 
     def read_done_and_write_waiting(snapshot: AgentSnapshot) -> AgentSnapshot | None:
         done = {record.tool_call_id for record in snapshot.tool_calls if record.is_final}
@@ -193,9 +199,8 @@ async def test_an_mcp_source_runs_a_read_and_an_approved_write_as_steps_with_the
     )
     assert not [line for line in features.stdio_requests() if "reserve_stock" in line], "ran before approval"
     assert await features.mcp.resolve_interrupt(session, "reserve-1", approved=True)
-    ended = await features.mcp.wait_for_turn_end(session)
+    ended = await features.turn_end(features.mcp, session)
 
-    assert ended.error is None, ended.error
     assert tool_outputs(ended.snapshot) == {"count-1": "A-1: 7 in stock", "reserve-1": "reserved 2 of A-1"}
     # The server died after its first reservation; CallTool's retry sent the same key, which it recognized.
     key = f"{session}/turn-1/reserve-1"
@@ -222,13 +227,10 @@ async def test_an_mcp_source_runs_a_read_and_an_approved_write_as_steps_with_the
 
 
 async def test_an_mcp_source_task_is_polled_in_the_sessions_steps(features: Features) -> None:
-    session = features.stack.new_session_id("mcp-task")
     call = ScriptedToolCall("shipping__ship_order", {"sku": "K-1", "polls": 2}, "ship-1")
-    features.script(session, ScriptedResponse(tool_calls=(call,)), ScriptedResponse(text="K-1 is shipped."))
-    await features.mcp.start_session(session, "Ship K-1")
-    ended = await features.mcp.wait_for_turn_end(session)
+    session = await features.start(features.mcp, "mcp-task", "Ship K-1", call, answer="K-1 is shipped.")
+    ended = await features.turn_end(features.mcp, session)
 
-    assert ended.error is None, ended.error
     assert tool_outputs(ended.snapshot) == {"ship-1": "shipped K-1"}
     requests = [line for line in features.http_requests() if "K-1" in line]
     assert requests == [
@@ -244,12 +246,9 @@ async def test_an_mcp_source_task_is_polled_in_the_sessions_steps(features: Feat
 async def test_a_traced_sessions_chat_spans_carry_what_pydantic_ai_reports_about_each_model_call(
     features: Features,
 ) -> None:
-    session = features.stack.new_session_id("traced")
     call = ScriptedToolCall("render_report", {"name": "stock"}, "report-1")
-    features.script(session, ScriptedResponse(tool_calls=(call,)), ScriptedResponse(text="Done."))
-    await features.tools.start_session(session, "Render the stock report")
-    ended = await features.tools.wait_for_turn_end(session)
-    assert ended.error is None, ended.error
+    session = await features.start(features.tools, "traced", "Render the stock report", call, answer="Done.")
+    await features.turn_end(features.tools, session)
 
     def chat_spans() -> list[ExportedSpan] | None:
         spans = read_exported_spans(features.span_file, session)
