@@ -39,4 +39,7 @@ SPEC = MatrixSpec(
     # Items 14 and 15: a steered or cancelled turn keeps its messages with a result for every call
     # (`build_unfinished_turn_messages`), and cancelling RunModel cancels Pydantic AI's model request.
     supports_turn_control=True,
+    # Item 16: each model call offers the session's enabled built-ins as external tools and defers their
+    # calls; the scripted model passes the names it is offered to the script store.
+    supports_built_in_tools=True,
 )

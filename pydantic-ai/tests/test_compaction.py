@@ -16,6 +16,7 @@ from dex_agents import (
     AgentTurnContext,
     ContextSummary,
     MessageRole,
+    ModelCallMetadata,
     ToolCallsRequested,
     ToolCallStatus,
     TurnCompleted,
@@ -319,6 +320,14 @@ async def test_the_summary_call_folds_the_previous_summary_and_a_transcript_with
     assert result.text == summary_text
     # The usage the stream reported (FunctionModel estimates its own) for exactly one model call.
     assert result.usage.model_calls == 1 and result.usage.input_tokens > 0 and result.usage.output_tokens > 0
+    # What names the CompactContext attempt's chat span: the turn's model, as it reported the call.
+    assert result.model_call_metadata == ModelCallMetadata(
+        request_model="large",
+        response_model="large",
+        provider_name="dex.scripted",
+        response_id="large-1",
+        finish_reasons=("stop",),
+    )
     assert small.calls == []
     [call] = large.calls
     assert call.tool_names == ()  # a summary call offers no tools

@@ -27,6 +27,7 @@ def test_public_api_is_pinned() -> None:
 def test_the_testing_module_is_pinned() -> None:
     assert dex_agents_pydantic_ai.testing.__all__ == [
         "DEFAULT_SCRIPTED_SUMMARY",
+        "SCRIPTED_PROVIDER_NAME",
         "Answerer",
         "ScriptedAnswer",
         "ScriptedModel",

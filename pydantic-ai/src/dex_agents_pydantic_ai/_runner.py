@@ -19,14 +19,20 @@ as `ToolFailed`), so Pydantic AI writes the tool returns and makes the next mode
 The runner is also a `ContextCompactionRunner`: its token estimate and cut live in `_compaction`, the
 summary call in `_summary`. Session settings reach Pydantic AI through two optional hooks that choose a
 turn's model and add instructions to it.
+
+Beside the agent's own tools, each model call offers the session's enabled built-in tools and the tools
+of an optional `McpToolSource` (`_turn_tools`); their calls are deferred like any other. Tool code can ask
+the user (`dex_agents.ask_user_input`) and hand a remote task to the session (`start_tool_task`); the
+runner polls and cancels such tasks through the user's `ToolTaskHandlers`, and the MCP source's own tasks
+through the source. Every outcome of a model call carries its `ModelCallMetadata` for tracing.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, cast
 
 from dex_agents import (
     DEFAULT_SUMMARY_INSTRUCTIONS,
@@ -39,11 +45,17 @@ from dex_agents import (
     ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     FrameworkMessage,
+    ModelCallMetadata,
     RunStateFormatError,
     ToolCallsRequested,
     ToolExecutionResult,
     ToolPolicy,
+    ToolTaskCancellation,
+    ToolTaskHandlers,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
     TurnCompleted,
 )
 from pydantic import ValidationError
@@ -63,11 +75,12 @@ from pydantic_ai.messages import (
     ModelResponse,
     RetryFeedbackPart,
 )
-from pydantic_ai.models import KnownModelName, Model
+from pydantic_ai.models import KnownModelName, Model, infer_model
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_graph import End
 
+from dex_agents_pydantic_ai._call_metadata import model_call_metadata
 from dex_agents_pydantic_ai._compaction import TokenEstimator, estimate_tokens, select_cutoff, summary_request
 from dex_agents_pydantic_ai._effects import framework_effect
 from dex_agents_pydantic_ai._gate import ModelStepToolGate, ToolCallInModelStepError
@@ -85,6 +98,10 @@ from dex_agents_pydantic_ai._streaming import forward_stream_event
 from dex_agents_pydantic_ai._summary import make_summary_call, summary_call_messages
 from dex_agents_pydantic_ai._system_prompts import system_prompt_request
 from dex_agents_pydantic_ai._tool_execution import ToolCallRunner
+from dex_agents_pydantic_ai._turn_tools import TurnTools, list_turn_tools
+
+if TYPE_CHECKING:
+    from dex_agents.mcp import McpToolSource
 
 __all__ = ["UNKNOWN_TOOL_POLICY", "InstructionsForSettings", "ModelForSettings", "PydanticAiRunner"]
 
@@ -93,6 +110,9 @@ ModelForSettings: TypeAlias = Callable[[Mapping[str, object]], Model | KnownMode
 
 InstructionsForSettings: TypeAlias = Callable[[Mapping[str, object]], str | None]
 """Returns instructions a turn adds to the agent's own, from its session settings; `None` adds none."""
+
+_PollToolTask: TypeAlias = Callable[[ToolTaskPoll], Awaitable[ToolTaskPollOutcome]]
+_CancelToolTask: TypeAlias = Callable[[ToolTaskCancellation], Awaitable[None]]
 
 
 class _Boundary(enum.Enum):
@@ -132,6 +152,18 @@ class PydanticAiRunner(Generic[AgentDepsT]):
     earlier conversation with the turn's model once the next model input reaches the policy's trigger,
     and the model input then starts with the summary (see the package README, "Long sessions").
 
+    Each model call also offers the built-in tools the session enables (`ask_user`, `durable_wait`,
+    `write_todos`), which the session carries out, and the tools of ``mcp_tools``, each call of which runs
+    in its tool Step through the source.
+
+    Attributes:
+        poll_tool_task: Polls a task a tool started (`ToolTaskPoller`): through ``mcp_tools`` for its own
+            calls, else through ``tool_tasks``. `None` when the runner has neither, so the session tells
+            tools that tasks are not polled (`DeferredToolExecution.supports_tool_tasks` is false) and a
+            tool runs its work to the end inside the call.
+        cancel_tool_task: Cancels such a task when `cancel_turn` abandons it (`ToolTaskCanceller`); `None`
+            exactly when ``poll_tool_task`` is.
+
     Args:
         agent: The agent. Its tools are offered to the model unchanged, but never run inside a model
             Step: each call runs in its own tool Step through `execute_deferred_tool_call`.
@@ -147,6 +179,12 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         token_estimator: Counts the tokens of the next model input for compaction, in the unit of the
             session's `CompactionPolicy`; by default `estimate_tokens` (a token per four characters).
         summary_instructions: The summary call's instructions.
+        mcp_tools: An MCP tool source (``dex_agents.mcp.McpToolSource``, the ``mcp`` extra) whose tools
+            each model call offers beside the agent's own, listed in the model Step. Its calls run in
+            their tool Steps through the source, with the session's idempotency key in ``_meta``, and
+            the tasks they start are polled and cancelled through it.
+        tool_tasks: How to poll and cancel the remote tasks the agent's tools start with
+            `dex_agents.start_tool_task`, by tool name.
     """
 
     def __init__(
@@ -160,6 +198,8 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         instructions_for_settings: InstructionsForSettings | None = None,
         token_estimator: TokenEstimator = estimate_tokens,
         summary_instructions: str = DEFAULT_SUMMARY_INSTRUCTIONS,
+        mcp_tools: McpToolSource | None = None,
+        tool_tasks: ToolTaskHandlers | None = None,
     ) -> None:
         if agent.end_strategy == "early":
             # Under 'early', Pydantic AI reports the function calls next to a valid output call as never
@@ -178,6 +218,13 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         self._token_estimator = token_estimator
         self._summary_instructions = summary_instructions
         self._tool_calls = ToolCallRunner(agent, deps=self._deps)
+        self._mcp_tools = mcp_tools
+        self._tool_tasks = tool_tasks
+        # The session polls tasks only when the runner can (it looks for a callable `poll_tool_task`), so
+        # a runner with nothing to poll them with leaves both unset and tools finish their work in the call.
+        polls_tasks = mcp_tools is not None or tool_tasks is not None
+        self.poll_tool_task: _PollToolTask | None = self._poll_tool_task if polls_tasks else None
+        self.cancel_tool_task: _CancelToolTask | None = self._cancel_tool_task if polls_tasks else None
 
     @property
     def agent(self) -> Agent[AgentDepsT, Any]:
@@ -243,9 +290,10 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                 "the session settings chose no usable model or instructions: "
                 f"{type(error).__name__}: {error}",
             )
+        turn_tools = await list_turn_tools(turn, self._mcp_tools)
         # A `UserError` is a configuration or history problem (no API key, an unknown model, a history
-        # Pydantic AI refuses): every attempt would repeat it, so it ends the turn instead of failing
-        # the attempt.
+        # Pydantic AI refuses, a tool name two toolsets share): every attempt would repeat it, so it ends
+        # the turn instead of failing the attempt.
         try:
             system_prompts = await system_prompt_request(self._agent, deps=self._deps, model=model)
             if system_prompts is not None:
@@ -257,6 +305,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                 model=model,
                 instructions=instructions,
                 model_settings=self._model_settings,
+                toolsets=turn_tools.toolsets,
                 capabilities=[ModelStepToolGate()],
             ) as run:
                 try:
@@ -266,22 +315,20 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                         turn,
                         [*earlier_turn_messages, *run.new_messages()],
                         f"Pydantic AI refused the run: {error}",
-                        usage=_model_call_usage(run.new_messages()),
+                        call=_ModelCall.of(run),
                     )
                 except ToolCallInModelStepError as error:
                     # Every attempt would reach the same call. The response that asked for it stays out
                     # of the stored history: none of its calls ran.
-                    return _failed_turn(
-                        turn, earlier_turn_messages, str(error), usage=_model_call_usage(run.new_messages())
-                    )
+                    return _failed_turn(turn, earlier_turn_messages, str(error), call=_ModelCall.of(run))
                 new_messages = run.new_messages()
+                call = _ModelCall.of(run)
         except UserError as error:
             return _failed_turn(turn, earlier_turn_messages, f"Pydantic AI refused the run: {error}")
-        usage = _model_call_usage(new_messages)
         turn_messages = [*earlier_turn_messages, *new_messages]
 
         if stop.boundary is _Boundary.TOOL_CALLS:
-            return _tool_calls_requested(turn, stop, turn_messages, usage)
+            return self._tool_calls_requested(turn, stop, turn_tools, turn_messages, call)
         if stop.boundary is _Boundary.OUTPUT_RETRY:
             assert stop.feedback is not None
             # The feedback answers the response's output tool calls, so the next turn's model sees it.
@@ -290,20 +337,22 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                 [*turn_messages, stop.feedback],
                 "The model's answer could not be used as the agent's output, and retrying it would take "
                 f"another model call: {_feedback_text(stop.feedback)}",
-                usage=usage,
+                call=call,
             )
         if isinstance(stop.output, DeferredToolRequests):
             return _failed_turn(
                 turn,
                 turn_messages,
                 "Pydantic AI deferred tool calls while it resumed the turn; the runner defers every call",
-                usage=usage,
+                call=call,
             )
         # Output that came through an output tool call is not in any text part, so it becomes part of the
         # final response's display text.
         output_text = render_output(stop.output) if stop.output_from_tool else None
         return TurnCompleted(
-            new_messages=project_messages(turn_messages, output_text=output_text), usage=usage
+            new_messages=project_messages(turn_messages, output_text=output_text),
+            usage=call.usage,
+            model_call_metadata=call.metadata,
         )
 
     def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
@@ -379,12 +428,13 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             StoredHistoryError: If the pieces of a stored response are incomplete.
             pydantic_ai.UserError: If no model is configured, or Pydantic AI refuses the request.
         """
-        model = self._turn_model(request.session_settings) or self._agent.model
-        if model is None:
+        chosen = self._turn_model(request.session_settings) or self._agent.model
+        if chosen is None:
             raise UserError(
                 "PydanticAiRunner has no model for the context summary call: give the agent a model, pass "
                 "model= to the runner, or choose one with model_for_settings="
             )
+        model = infer_model(chosen)
         # The answer's tokens come out of the same window as the request's.
         options: dict[str, object] = dict(self._model_settings or {})
         max_tokens = options.get("max_tokens")
@@ -397,29 +447,54 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             estimator=self._token_estimator,
         )
         response = await make_summary_call(model, messages, self._model_settings)
-        return ContextSummaryResult(text=response.text or "", usage=_response_usage(response))
+        return ContextSummaryResult(
+            text=response.text or "",
+            usage=_response_usage(response),
+            model_call_metadata=model_call_metadata(response, model),
+        )
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        """Run the agent's real tool for one approved call, once.
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        """Run the agent's real tool for one approved call, once, or the MCP source's call.
 
-        The tool runs through Pydantic AI's own pipeline (argument validation, `RunContext`, hooks), and
-        `dex_agents.current_tool_execution()` gives it the call and its idempotency key.
+        The agent's tool runs through Pydantic AI's own pipeline (argument validation, `RunContext`,
+        hooks), in this Step's asyncio context, so `dex_agents.current_tool_execution()` gives it the call
+        and its idempotency key, and `ask_user_input` and `start_tool_task` reach the session (also from a
+        plain `def` tool, which Pydantic AI runs in a worker thread with a copy of the context). A call the
+        ``mcp_tools`` source deferred goes to the source, which sends one ``tools/call``.
 
         Args:
             call: The approved call.
 
         Returns:
-            The tool's result as text.
+            The tool's result as text; from the MCP source, also a started task.
 
         Raises:
             ToolExecutionError: For a failure the model should see: invalid arguments, `ModelRetry`,
                 `ToolFailed`, or a tool name the agent does not have.
         """
         record = call.tool_call
+        if self._mcp_tools is not None and self._mcp_tools.owns_tool_call(record):
+            return await self._mcp_tools.call_tool(call)
         output = await self._tool_calls.run(
             tool_name=record.tool_name, tool_call_id=record.tool_call_id, arguments=record.arguments
         )
         return ToolExecutionResult(output)
+
+    async def _poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        if self._mcp_tools is not None and self._mcp_tools.owns_tool_call(poll.tool_call):
+            return await self._mcp_tools.poll_tool_task(poll)
+        if self._tool_tasks is None:
+            raise LookupError(
+                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but "
+                "PydanticAiRunner has no tool_tasks= handlers to poll it with"
+            )
+        return await self._tool_tasks.poll_tool_task(poll)
+
+    async def _cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        if self._mcp_tools is not None and self._mcp_tools.owns_tool_call(cancellation.tool_call):
+            await self._mcp_tools.cancel_tool_task(cancellation)
+        elif self._tool_tasks is not None:
+            await self._tool_tasks.cancel_tool_task(cancellation)
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> list[FrameworkMessage]:
         """Return the messages of a turn that ends without an answer, with a result for every tool call.
@@ -445,6 +520,53 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         state = PydanticAiRunState.from_json(turn.framework_run_state)
         return project_messages(close_open_tool_calls(state.turn_messages, turn.tool_calls))
 
+    def _tool_calls_requested(
+        self,
+        turn: AgentTurnContext,
+        stop: _Stop,
+        turn_tools: TurnTools,
+        turn_messages: Sequence[ModelMessage],
+        call: _ModelCall,
+    ) -> ToolCallsRequested:
+        """Defer every call of the response except the agent's output tools, in model order."""
+        assert stop.response is not None
+        deferred: list[DeferredToolCall] = []
+        output_tool_call_ids: list[str] = []
+        for part in stop.response.tool_calls:
+            tool_def = stop.tool_defs.get(part.tool_call_id)
+            if tool_def is not None and tool_def.kind == "output":
+                output_tool_call_ids.append(part.tool_call_id)
+                continue
+            arguments = part.args_as_json_str()
+            extra = turn_tools.deferred_call(
+                turn,
+                self._mcp_tools,
+                tool_call_id=part.tool_call_id,
+                tool_name=part.tool_name,
+                arguments=arguments,
+            )
+            if extra is not None:
+                deferred.append(extra)
+                continue
+            if tool_def is None:
+                policy = UNKNOWN_TOOL_POLICY
+            else:
+                policy = turn.resolve_tool_policy(part.tool_name, framework_effect(tool_def))
+                if tool_def.kind == "unapproved" and part.tool_name not in turn.tool_policies:
+                    # The agent itself requires approval for this tool (`requires_approval=True`, an
+                    # `ApprovalRequiredToolset`); only an explicit session policy may waive it.
+                    policy = ToolPolicy(policy.effect, requires_approval=True)
+            deferred.append(DeferredToolCall(part.tool_call_id, part.tool_name, arguments, policy))
+        state = PydanticAiRunState(
+            turn_messages=turn_messages, output_tool_call_ids=tuple(output_tool_call_ids)
+        )
+        return ToolCallsRequested(
+            framework_run_state=state.to_json(),
+            tool_calls=deferred,
+            usage=call.usage,
+            model_call_metadata=call.metadata,
+        )
+
     def _turn_model(self, settings: Mapping[str, object]) -> Model | KnownModelName | str | None:
         chosen = None if self._model_for_settings is None else self._model_for_settings(settings)
         return self._model if chosen is None else chosen
@@ -463,47 +585,39 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             return units, []
 
 
+@dataclass(frozen=True)
+class _ModelCall:
+    """The usage and metadata of the one model call a run made, or zero usage when it made none."""
+
+    usage: AgentUsage = field(default_factory=AgentUsage)
+    metadata: ModelCallMetadata | None = None
+
+    @classmethod
+    def of(cls, run: AgentRun[Any, Any]) -> _ModelCall:
+        responses = [message for message in run.new_messages() if isinstance(message, ModelResponse)]
+        if not responses:
+            return cls()
+        return cls(_response_usage(responses[-1]), model_call_metadata(responses[-1], run.ctx.deps.model))
+
+
 def _failed_turn(
     turn: AgentTurnContext,
     turn_messages: Sequence[ModelMessage],
     error: str,
     *,
-    usage: AgentUsage | None = None,
+    call: _ModelCall | None = None,
 ) -> TurnCompleted:
     """End the turn with ``error``, storing what it produced with a result for every tool call in it.
 
     Without messages, the session stores its turn-failure note when tool calls of the turn ran.
     """
+    call = call or _ModelCall()
     return TurnCompleted(
         new_messages=project_messages(close_open_tool_calls(turn_messages, turn.tool_calls)),
-        usage=usage or AgentUsage(),
+        usage=call.usage,
         turn_error=error,
+        model_call_metadata=call.metadata,
     )
-
-
-def _tool_calls_requested(
-    turn: AgentTurnContext, stop: _Stop, turn_messages: Sequence[ModelMessage], usage: AgentUsage
-) -> ToolCallsRequested:
-    """Defer every call of the response except the agent's output tools, in model order."""
-    assert stop.response is not None
-    deferred: list[DeferredToolCall] = []
-    output_tool_call_ids: list[str] = []
-    for call in stop.response.tool_calls:
-        tool_def = stop.tool_defs.get(call.tool_call_id)
-        if tool_def is not None and tool_def.kind == "output":
-            output_tool_call_ids.append(call.tool_call_id)
-            continue
-        if tool_def is None:
-            policy = UNKNOWN_TOOL_POLICY
-        else:
-            policy = turn.resolve_tool_policy(call.tool_name, framework_effect(tool_def))
-            if tool_def.kind == "unapproved" and call.tool_name not in turn.tool_policies:
-                # The agent itself requires approval for this tool (`requires_approval=True`, an
-                # `ApprovalRequiredToolset`); only an explicit session policy may waive it.
-                policy = ToolPolicy(policy.effect, requires_approval=True)
-        deferred.append(DeferredToolCall(call.tool_call_id, call.tool_name, call.args_as_json_str(), policy))
-    state = PydanticAiRunState(turn_messages=turn_messages, output_tool_call_ids=tuple(output_tool_call_ids))
-    return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=deferred, usage=usage)
 
 
 async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter) -> _Stop:
@@ -536,12 +650,6 @@ async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter) ->
                 # Stop before `CallToolsNode`: running it would run the tools inside this model Step.
                 return _Stop(_Boundary.TOOL_CALLS, response=response, tool_defs=tool_defs)
         node = await run.next(node)
-
-
-def _model_call_usage(new_messages: Sequence[ModelMessage]) -> AgentUsage:
-    """Return the usage of the one model call among ``new_messages``, or zero when none was made."""
-    responses = [message for message in new_messages if isinstance(message, ModelResponse)]
-    return _response_usage(responses[-1]) if responses else AgentUsage()
 
 
 def _response_usage(response: ModelResponse) -> AgentUsage:

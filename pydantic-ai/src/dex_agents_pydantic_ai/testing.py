@@ -17,6 +17,11 @@ Pydantic AI's real agent loop with no key and no network. It answers in one of t
 
 Streamed calls send text in word chunks (`dex_agents.testing.text_chunks`), then thinking and tool calls,
 so live `text_delta` events add up to the stored text; a response's text parts stream as one text part.
+Each response reports what a provider's would, for tracing: the model's name, the provider
+``dex.scripted`` (`SCRIPTED_PROVIDER_NAME`), a response ID
+``<model name>-<n>`` for the answer to a call shown n - 1 model responses (so a retried call reports the
+same one), and the finish reason: ``tool_calls`` when it calls tools, else ``stop``, as the provider's
+own reason in ``provider_details`` and Pydantic AI's normalized one (``tool_call``, ``stop``).
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ import dataclasses
 import inspect
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from dex_agents.testing import (
     DEFAULT_SCRIPTED_SUMMARY,  # re-exported: the kit's default, shared by every adapter's scripted model
@@ -49,6 +56,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
     UserPromptPart,
 )
+from pydantic_ai.models import ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.function import (
     AgentInfo,
     BuiltinToolCallsReturns,
@@ -58,18 +66,34 @@ from pydantic_ai.models.function import (
     DeltaToolCalls,
     FunctionModel,
 )
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.tools import RunContext
 
 from dex_agents_pydantic_ai._transcript import render_transcript
 
-__all__ = ["DEFAULT_SCRIPTED_SUMMARY", "Answerer", "ScriptedAnswer", "ScriptedModel", "ScriptedModelCall"]
+__all__ = [
+    "DEFAULT_SCRIPTED_SUMMARY",
+    "SCRIPTED_PROVIDER_NAME",
+    "Answerer",
+    "ScriptedAnswer",
+    "ScriptedModel",
+    "ScriptedModelCall",
+]
 
 ScriptedAnswer: TypeAlias = str | ModelResponse
 """One answer of a `ScriptedModel`: a text, or a whole `ModelResponse` (text, tool calls, thinking)."""
 
 Answerer: TypeAlias = Callable[[list[ModelMessage]], ScriptedAnswer | Awaitable[ScriptedAnswer]]
 """A function that answers a model call from the messages it is shown, plain or `async`."""
+_CallAnswerer: TypeAlias = Callable[
+    [list[ModelMessage], AgentInfo], ScriptedAnswer | Awaitable[ScriptedAnswer]
+]
 _StreamItem: TypeAlias = str | DeltaToolCalls | DeltaThinkingCalls | BuiltinToolCallsReturns
+SCRIPTED_PROVIDER_NAME = "dex.scripted"
+"""The provider a `ScriptedModel` reports (`Model.system`), as the core's `ScriptedRunner` does."""
 _KEPT_CALLS = 200
+# The answer of the streamed call in progress, so `request_stream` can report its identity and finish reason.
+_STREAMED_ANSWER: ContextVar[list[ModelResponse] | None] = ContextVar("_STREAMED_ANSWER", default=None)
 _STREAMABLE_PARTS = (TextPart, ThinkingPart, ToolCallPart, NativeToolCallPart, NativeToolReturnPart)
 
 
@@ -122,12 +146,16 @@ class ScriptedModel(FunctionModel):
 
     def __init__(self, answers: Sequence[ScriptedAnswer] | Answerer, *, model_name: str = "scripted") -> None:
         if callable(answers):
-            self._answerer: Answerer = answers
+            answerer = answers
+            self._answerer: _CallAnswerer = lambda messages, info: answerer(messages)
         else:
             script = [_as_response(answer) for answer in answers]
-            self._answerer = lambda messages: _answer_in_conversation_order(script, messages)
+            self._answerer = lambda messages, info: _answer_in_conversation_order(script, messages)
         self._calls: deque[ScriptedModelCall] = deque(maxlen=_KEPT_CALLS)
         super().__init__(self._answer, stream_function=self._stream, model_name=model_name)
+        # The provider the model reports (`Model.system`, the `gen_ai.provider.name` of its chat spans), as
+        # the core's `ScriptedRunner` reports it; `FunctionModel` would say "function".
+        self._system = SCRIPTED_PROVIDER_NAME
 
     @classmethod
     def from_script_store(cls, store: ScriptStore | None = None) -> ScriptedModel:
@@ -146,15 +174,21 @@ class ScriptedModel(FunctionModel):
             store: The script store; by default the one named by ``DEX_AGENTS_TEST_STATE_DIR``.
         """
 
-        async def answer(messages: list[ModelMessage]) -> ScriptedAnswer:
-            response = await scripted_model_response(render_transcript(messages), store)
+        async def answer(messages: list[ModelMessage], info: AgentInfo) -> ScriptedAnswer:
+            # Every tool the model is offered (the agent's, the session's built-ins, an MCP source's).
+            offered = [tool.name for tool in info.function_tools]
+            response = await scripted_model_response(
+                render_transcript(messages), store, offered_tools=offered
+            )
             scope = current_model_call()
             if scope is not None and scope.is_summary and not response.text:
                 # The summary script leaves the text to the runner; a real summary must not be blank.
                 return DEFAULT_SCRIPTED_SUMMARY
             return _scripted_response(response)
 
-        return cls(answer, model_name="dex-scripted")
+        model = cls((), model_name="dex-scripted")
+        model._answerer = answer
+        return model
 
     @property
     def calls(self) -> list[ScriptedModelCall]:
@@ -169,11 +203,47 @@ class ScriptedModel(FunctionModel):
         self._calls.append(
             ScriptedModelCall(list(messages), tuple(tool.name for tool in info.function_tools))
         )
-        answer = self._answerer(messages)
+        answer = self._answerer(messages, info)
         if inspect.isawaitable(answer):
             answer = await answer
+        response = _as_response(answer)
+        position = sum(1 for message in messages if isinstance(message, ModelResponse))
+        calls_tools = bool(response.tool_calls)
         # A copy: Pydantic AI sets the model name and usage on the response it is given.
-        return dataclasses.replace(_as_response(answer))
+        response = dataclasses.replace(
+            response,
+            provider_response_id=f"{self.model_name}-{position + 1}",
+            provider_details={"finish_reason": "tool_calls" if calls_tools else "stop"},
+            finish_reason="tool_call" if calls_tools else "stop",
+        )
+        streamed = _STREAMED_ANSWER.get()
+        if streamed is not None:
+            streamed.append(response)
+        return response
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        """Stream the answer as `FunctionModel` does, reporting its response ID and finish reason."""
+        answered: list[ModelResponse] = []
+        token = _STREAMED_ANSWER.set(answered)
+        try:
+            async with super().request_stream(
+                messages, model_settings, model_request_parameters, run_context
+            ) as streamed:
+                # Pydantic AI read the stream's first item before handing it over, so the call has answered.
+                if answered:
+                    streamed.provider_response_id = answered[-1].provider_response_id
+                    streamed.provider_details = answered[-1].provider_details
+                    streamed.finish_reason = answered[-1].finish_reason
+                yield streamed
+        finally:
+            _STREAMED_ANSWER.reset(token)
 
     async def _stream(self, messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[_StreamItem]:
         response = await self._answer(messages, info)
