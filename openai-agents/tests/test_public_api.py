@@ -17,6 +17,7 @@ def test_public_api_is_pinned() -> None:
         "OpenAIAgentsRunner",
         "UndeferrableToolError",
         "framework_effect",
+        "idempotency_key_meta",
     ]
     assert dex_agents_openai_agents.testing.__all__ == [
         "SCRIPTED_PROVIDER_NAME",
