@@ -29,6 +29,9 @@ from agents.items import TResponseStreamEvent
 from agents.run_config import CallModelData, ModelInputData
 from dex_agents import (
     BUILT_IN_TOOL_NAMES,
+    AgentSessionFlow,
+    AgentSessionOptions,
+    CompactionPolicy,
     ModelCallMetadata,
     ToolCallsRequested,
     ToolPolicy,
@@ -307,3 +310,18 @@ def test_the_runner_polls_tasks_only_when_something_can_poll_them() -> None:
     # The session tells tools whether `start_tool_task` may be used from this attribute.
     assert plain.poll_tool_task is None
     assert callable(with_tasks.poll_tool_task)
+
+
+def test_compaction_and_plan_mode_are_refused_when_the_flow_is_built() -> None:
+    # The README's limits: this runner neither compacts nor limits a planning turn to write_todos.
+    runner = OpenAIAgentsRunner(_agent(None))
+    with pytest.raises(TypeError, match="does not implement ContextCompactionRunner"):
+        AgentSessionFlow(
+            runner, flow_type="Compacting", options=AgentSessionOptions(compaction=CompactionPolicy(100_000))
+        )
+    planning = AgentSessionOptions(plan_mode_enabled=True, built_in_tools=("write_todos",))
+    with pytest.raises(ValueError, match="does not set supports_plan_mode"):
+        AgentSessionFlow(runner, flow_type="Planning", options=planning)
+    AgentSessionFlow(
+        runner, flow_type="Plain", options=AgentSessionOptions(built_in_tools=BUILT_IN_TOOL_NAMES)
+    )
