@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agents import Agent, FunctionTool
@@ -41,15 +42,21 @@ def _log_lines(log: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
-    log = tmp_path / "mcp.log"
+def _inventory_server(log: Path, **options: Any) -> MCPServerStdio:
+    """The kit's inventory server on stdio, attached the SDK's way."""
     command = mcp_inventory_server_command(log)
-    server = MCPServerStdio(
+    return MCPServerStdio(
         params={"command": command.command, "args": command.args, "env": {**os.environ, **command.env}},
         name="inventory",
         # The SDK's 5 s default covers starting the server process, which a loaded CI machine can exceed.
         client_session_timeout_seconds=30,
+        **options,
     )
+
+
+async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
+    log = tmp_path / "mcp.log"
+    server = _inventory_server(log)
     model = ScriptedResponsesModel.from_answers(
         [
             [
@@ -100,13 +107,7 @@ async def test_an_sdk_mcp_server_with_the_meta_resolver_sends_the_sessions_idemp
     tmp_path: Path,
 ) -> None:
     log = tmp_path / "mcp.log"
-    command = mcp_inventory_server_command(log)
-    server = MCPServerStdio(
-        params={"command": command.command, "args": command.args, "env": {**os.environ, **command.env}},
-        name="inventory",
-        client_session_timeout_seconds=30,
-        tool_meta_resolver=idempotency_key_meta,
-    )
+    server = _inventory_server(log, tool_meta_resolver=idempotency_key_meta)
     model = ScriptedResponsesModel.from_answers(
         [[call_item("reserve_stock", {"sku": "A-1", "count": 2}, "reserve-1")]]
     )

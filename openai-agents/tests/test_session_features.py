@@ -54,6 +54,21 @@ class Sessions:
     def log(self, path: Path) -> list[str]:
         return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
+    async def start(
+        self,
+        client: AgentSessionClient,
+        prefix: str,
+        text: str,
+        calls: tuple[ScriptedToolCall, ...],
+        answer: str,
+    ) -> str:
+        """Start a session whose model calls ``calls``, then answers ``answer``; return its ID."""
+        session = self.stack.new_session_id(prefix)
+        script = [ScriptedResponse(tool_calls=calls), ScriptedResponse(text=answer)]
+        self.stack.scripts.set_turns(session, [script])
+        await client.start_session(session, text)
+        return session
+
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def sessions(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Sessions]:
@@ -113,12 +128,8 @@ async def test_update_session_settings_changes_the_model_of_the_next_turn(sessio
 
 async def test_a_tool_that_asks_before_it_takes_effect_runs_once_with_the_answer(sessions: Sessions) -> None:
     client, stack = sessions.requests, sessions.stack
-    session = stack.new_session_id("question")
     call = ScriptedToolCall("return_order", {"order_id": "A-1"}, "return-1")
-    stack.scripts.set_turns(
-        session, [[ScriptedResponse(tool_calls=(call,)), ScriptedResponse(text="Booked to Lyon.")]]
-    )
-    await client.start_session(session, "Please return A-1")
+    session = await sessions.start(client, "question", "Please return A-1", (call,), "Booked to Lyon.")
 
     question = await client.wait_for_interrupt(session)
     assert question is not None and question.kind is InterruptKind.QUESTION
@@ -152,12 +163,10 @@ async def test_a_tool_that_asks_before_it_takes_effect_runs_once_with_the_answer
 
 async def test_a_tool_that_starts_a_remote_job_is_polled_to_completion_in_steps(sessions: Sessions) -> None:
     client, stack = sessions.requests, sessions.stack
-    session = stack.new_session_id("task")
     call = ScriptedToolCall("render_report", {"order_id": "A-2"}, "report-1")
-    stack.scripts.set_turns(
-        session, [[ScriptedResponse(tool_calls=(call,)), ScriptedResponse(text="Your report is ready.")]]
+    session = await sessions.start(
+        client, "task", "Render the report of A-2", (call,), "Your report is ready."
     )
-    await client.start_session(session, "Render the report of A-2")
     done = await wait_for_turn_end(client, session, 1)
 
     assert done.state is not None and done.state.last_turn_error is None
@@ -178,14 +187,12 @@ async def test_a_tool_that_starts_a_remote_job_is_polled_to_completion_in_steps(
 
 async def test_mcp_source_tools_run_as_steps_with_the_sessions_idempotency_key(sessions: Sessions) -> None:
     client, stack = sessions.mcp, sessions.stack
-    session = stack.new_session_id("mcp")
     calls = (
         ScriptedToolCall("inventory__count_items", {"sku": "A-1"}, "count-1"),
         ScriptedToolCall("inventory__reserve_stock", {"sku": "A-1", "count": 2}, "reserve-1"),
     )
-    stack.scripts.set_turns(session, [[ScriptedResponse(tool_calls=calls), ScriptedResponse(text="Done.")]])
     log = mcp_log_path(stack.state_dir)
-    await client.start_session(session, "Count A-1 and reserve two")
+    session = await sessions.start(client, "mcp", "Count A-1 and reserve two", calls, "Done.")
 
     def approval_pending(snapshot: AgentSnapshot) -> AgentSnapshot | None:
         final = {call.tool_call_id for call in snapshot.tool_calls if call.is_final}
@@ -221,13 +228,10 @@ async def test_mcp_source_tools_run_as_steps_with_the_sessions_idempotency_key(s
 
 async def test_an_mcp_task_over_http_is_polled_in_the_sessions_steps(sessions: Sessions) -> None:
     client, stack = sessions.mcp, sessions.stack
-    session = stack.new_session_id("mcp-task")
     ship = ScriptedToolCall(
         "shipping__ship_order", {"sku": "B-2", "polls": 2, "poll_interval_ms": 1000}, "ship-1"
     )
-    script = [ScriptedResponse(tool_calls=(ship,)), ScriptedResponse(text="Shipped.")]
-    stack.scripts.set_turns(session, [script])
-    await client.start_session(session, "Ship B-2")
+    session = await sessions.start(client, "mcp-task", "Ship B-2", (ship,), "Shipped.")
     done = await wait_for_turn_end(client, session, 1)
 
     assert done.state is not None and done.state.last_turn_error is None
@@ -242,13 +246,9 @@ async def test_an_mcp_task_over_http_is_polled_in_the_sessions_steps(sessions: S
 
 
 async def test_a_traced_sessions_chat_spans_carry_the_model_calls_metadata(sessions: Sessions) -> None:
-    client, stack = sessions.traced, sessions.stack
-    session = stack.new_session_id("traced")
+    client = sessions.traced
     read = ScriptedToolCall("lookup_order", {"order_id": "A-3"}, "read-1")
-    stack.scripts.set_turns(
-        session, [[ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="A-3 has shipped.")]]
-    )
-    await client.start_session(session, "Where is A-3?")
+    session = await sessions.start(client, "traced", "Where is A-3?", (read,), "A-3 has shipped.")
     await wait_for_turn_end(client, session, 1)
 
     def chat_spans() -> list[ExportedSpan] | None:
