@@ -65,11 +65,6 @@ class TurnRunConfig:
         self._model_for_settings = model_for_settings
         self._instructions_for_settings = instructions_for_settings
 
-    @property
-    def base(self) -> RunConfig:
-        """The runner's run configuration, for runs that no turn settings apply to."""
-        return self._base
-
     def for_settings(self, settings: Mapping[str, object]) -> RunConfig:
         """Return the run configuration of a turn that started with ``settings``.
 
