@@ -39,4 +39,6 @@ SPEC = MatrixSpec(
     unknown_tool_message="Tool launch_rocket not found in agent orders",
     # Items 14 and 15: steered and cancelled turns keep their items and a result for every call.
     supports_turn_control=True,
+    # Item 16: the session's built-ins are offered like any tool, and ask_user round-trips.
+    supports_built_in_tools=True,
 )

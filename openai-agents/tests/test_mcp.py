@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
+import pytest
 from agents import Agent, FunctionTool
 from agents.mcp import MCPServerStdio
 from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
@@ -12,7 +14,7 @@ from dex_agents.testing import SessionSide, mcp_inventory_server_command
 from dex_agents.values import ToolCallStatus, ToolEffect
 from mcp.types import ToolAnnotations
 
-from dex_agents_openai_agents import OpenAIAgentsRunner, framework_effect
+from dex_agents_openai_agents import OpenAIAgentsRunner, framework_effect, idempotency_key_meta
 from dex_agents_openai_agents.testing import ScriptedResponsesModel, call_item, text_item
 
 
@@ -40,15 +42,21 @@ def _log_lines(log: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
-    log = tmp_path / "mcp.log"
+def _inventory_server(log: Path, **options: Any) -> MCPServerStdio:
+    """The kit's inventory server on stdio, attached the SDK's way."""
     command = mcp_inventory_server_command(log)
-    server = MCPServerStdio(
+    return MCPServerStdio(
         params={"command": command.command, "args": command.args, "env": {**os.environ, **command.env}},
         name="inventory",
         # The SDK's 5 s default covers starting the server process, which a loaded CI machine can exceed.
         client_session_timeout_seconds=30,
+        **options,
     )
+
+
+async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
+    log = tmp_path / "mcp.log"
+    server = _inventory_server(log)
     model = ScriptedResponsesModel.from_answers(
         [
             [
@@ -93,3 +101,30 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
     assert len(model.calls) == 2
     assert model.calls[1].tool_outputs() == outputs
     assert len([line for line in _log_lines(log) if line.startswith("tools/call")]) == 3
+
+
+async def test_an_sdk_mcp_server_with_the_meta_resolver_sends_the_sessions_idempotency_key(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "mcp.log"
+    server = _inventory_server(log, tool_meta_resolver=idempotency_key_meta)
+    model = ScriptedResponsesModel.from_answers(
+        [[call_item("reserve_stock", {"sku": "A-1", "count": 2}, "reserve-1")]]
+    )
+    async with server:
+        runner = OpenAIAgentsRunner(Agent(name="stock", model=model, mcp_servers=[server]))
+        session = SessionSide()
+        session.start_turn(runner.build_user_message("Reserve two of A-1"))
+        requested = await runner.run_model_step(session.context())
+        assert isinstance(requested, ToolCallsRequested)
+        session.defer(requested)
+        # reserve_stock takes effect, then its server dies before it answers: the Step attempt fails, and
+        # the session's retry would send the same key (McpToolSource reconnects for it; this server is gone).
+        with pytest.raises(Exception):  # noqa: B017 - the SDK's own error for a dropped connection
+            await session.execute(runner, "reserve-1")
+
+    # The server logs the key it read from `_meta` under the core's wire name ("-" for none).
+    key = f"{session.flow_id}/turn-1/reserve-1"
+    assert [line for line in _log_lines(log) if line.startswith("tools/call")] == [
+        f"tools/call reserve_stock A-1 {key}"
+    ]

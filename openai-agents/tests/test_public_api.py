@@ -11,12 +11,16 @@ def test_public_api_is_pinned() -> None:
     assert dex_agents_openai_agents.__all__ == [
         "HANDOFF_EVENT_TYPE",
         "UNKNOWN_TOOL_POLICY",
+        "InstructionsForSettings",
+        "ModelForSettings",
         "OpenAIAgentsRunState",
         "OpenAIAgentsRunner",
         "UndeferrableToolError",
         "framework_effect",
+        "idempotency_key_meta",
     ]
     assert dex_agents_openai_agents.testing.__all__ == [
+        "SCRIPTED_PROVIDER_NAME",
         "Answerer",
         "ScriptedAnswer",
         "ScriptedModelCall",
@@ -47,7 +51,28 @@ def test_the_scripted_model_offers_its_three_ways_of_answering() -> None:
     assert [field.name for field in ScriptedModelCall.__dataclass_fields__.values()] == [
         "input_items",
         "offered_tools",
+        "instructions",
     ]
+    # Tracing reads a model's name and provider from these, as from the SDK's OpenAI models.
+    assert isinstance(inspect.getattr_static(ScriptedResponsesModel, "model"), property)
+    assert ScriptedResponsesModel.provider_name == "dex.scripted"
+
+
+def test_the_runner_takes_the_session_features_by_keyword() -> None:
+    parameters = inspect.signature(dex_agents_openai_agents.OpenAIAgentsRunner).parameters
+    assert list(parameters) == [
+        "agent",
+        "context",
+        "run_config",
+        "max_turns",
+        "enable_tracing",
+        "resume_last_agent",
+        "mcp_tool_source",
+        "tool_tasks",
+        "model_for_settings",
+        "instructions_for_settings",
+    ]
+    assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in list(parameters)[1:])
 
 
 def test_every_exported_name_exists() -> None:

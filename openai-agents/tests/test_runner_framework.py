@@ -350,9 +350,11 @@ class _RecordingProcessor(TracingProcessor):
     def __init__(self) -> None:
         self.traces: list[str] = []
         self.spans: list[str] = []
+        self.exported: list[dict[str, Any]] = []
 
     def on_trace_start(self, trace: Trace) -> None:
         self.traces.append(trace.name)
+        self.exported.append(trace.export() or {})
 
     def on_trace_end(self, trace: Trace) -> None:
         pass
@@ -407,6 +409,15 @@ async def test_tracing_to_openai_is_disabled_unless_the_user_enables_it(
     assert len(model.calls) == 2
     assert recorded_traces.traces == ["orders"]
     assert "agent" in recorded_traces.spans, recorded_traces.spans
+    # Every Step is its own SDK trace: the session ID groups them, and the metadata names the Step.
+    [exported] = recorded_traces.exported
+    assert exported["group_id"] == SessionSide().flow_id, exported
+    assert exported["metadata"] == {
+        "dex.flow.id": SessionSide().flow_id,
+        "dex.agent.turn.id": "turn-1",
+        "dex.step.execution_id": "RunModel-1",
+        "dex.step.attempt": "1",
+    }
 
 
 @dataclass

@@ -2,6 +2,12 @@
 
 Run it next to any Dex server: `DEX_SERVER_ADDRESS=host:port python -m examples.order_desk.worker`.
 `ORDER_DESK_MODEL` picks the model (`scripted` by default, or an OpenAI model name).
+
+The demo starts it with the test kit's `run_agent_worker`, which is `dex_agents.serve_agent_worker` plus
+what a demo needs: the address from the environment and a ready file the demo waits for. Your own Worker's
+main is one call (see the README's "Run it yourself"):
+
+    serve_agent_worker([build_flow()], server_address="localhost:8801")
 """
 
 import os

@@ -8,13 +8,18 @@ from dex_agents_openai_agents._effects import framework_effect
 from dex_agents_openai_agents._gating import UndeferrableToolError
 from dex_agents_openai_agents._run_events import HANDOFF_EVENT_TYPE
 from dex_agents_openai_agents._runner import UNKNOWN_TOOL_POLICY, OpenAIAgentsRunner
+from dex_agents_openai_agents._sdk_mcp import idempotency_key_meta
+from dex_agents_openai_agents._settings import InstructionsForSettings, ModelForSettings
 from dex_agents_openai_agents._state import OpenAIAgentsRunState
 
 __all__ = [
     "HANDOFF_EVENT_TYPE",
     "UNKNOWN_TOOL_POLICY",
+    "InstructionsForSettings",
+    "ModelForSettings",
     "OpenAIAgentsRunState",
     "OpenAIAgentsRunner",
     "UndeferrableToolError",
     "framework_effect",
+    "idempotency_key_meta",
 ]

@@ -6,6 +6,10 @@ approval, so a model response with tool calls ends the run with one interruption
 an approved call reaches the gated tool's invoker, which returns the result the session recorded for
 that call instead of running anything. The user's own agents and tools are left untouched; the tool
 Steps run the original tools.
+
+A model Step may offer every agent more tools than its own (`turn_tools_scope`): the session's enabled
+built-ins and an `McpToolSource`'s tools, which exist only as definitions. They are gated the same way
+(`recorded_result_tool`), and a turn tool hides an agent's own tool of the same name.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import contextvars
 import dataclasses
 import types
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from agents import (
@@ -39,7 +43,9 @@ __all__ = [
     "UndeferrableToolError",
     "listed_mcp_tools",
     "mcp_listing_scope",
+    "recorded_result_tool",
     "recorded_results_scope",
+    "turn_tools_scope",
 ]
 
 # Provider-side tools run inside the model call itself; there is nothing local to defer.
@@ -61,6 +67,25 @@ _recorded_results: contextvars.ContextVar[Mapping[str, str] | None] = contextvar
 _listed_mcp_tools: contextvars.ContextVar[dict[str, FunctionTool] | None] = contextvars.ContextVar(
     "dex_agents_openai_agents_listed_mcp_tools", default=None
 )
+
+
+_turn_tools: contextvars.ContextVar[tuple[FunctionTool, ...]] = contextvars.ContextVar(
+    "dex_agents_openai_agents_turn_tools", default=()
+)
+
+
+@contextlib.contextmanager
+def turn_tools_scope(tools: Sequence[FunctionTool]) -> Iterator[None]:
+    """Offer ``tools`` to every agent of the gated graph while one model Step runs.
+
+    Args:
+        tools: Gated tools (see `recorded_result_tool`) added after each agent's own.
+    """
+    token = _turn_tools.set(tuple(tools))
+    try:
+        yield
+    finally:
+        _turn_tools.reset(token)
 
 
 def listed_mcp_tools() -> dict[str, FunctionTool]:
@@ -107,6 +132,30 @@ async def _return_recorded_result(ctx: ToolContext[Any], arguments: str) -> str:
             "without a recorded result; dex-agents-openai-agents runs tools only in tool Steps"
         )
     return results[ctx.tool_call_id]
+
+
+def recorded_result_tool(name: str, description: str, parameters: Mapping[str, Any]) -> FunctionTool:
+    """Return a gated tool that exists only as a definition: its calls always run in tool Steps.
+
+    Args:
+        name: The name the model calls it by.
+        description: What it does, for the model.
+        parameters: The JSON schema of its arguments, sent to the model as it is (not made strict).
+
+    Returns:
+        A tool that needs approval and, once approved, returns the session's recorded result.
+    """
+    schema = dict(parameters)
+    # The Responses API wants an object schema with properties, as the SDK gives its own MCP tools.
+    schema.setdefault("properties", {})
+    return FunctionTool(
+        name=name,
+        description=description,
+        params_json_schema=schema,
+        on_invoke_tool=_return_recorded_result,
+        strict_json_schema=False,
+        needs_approval=True,
+    )
 
 
 def _gate_function_tool(tool: FunctionTool) -> FunctionTool:
@@ -184,6 +233,7 @@ class GatedAgentGraph:
         self._keep_alive.append(gated)
         if agent.mcp_servers:
             gated.get_mcp_tools = types.MethodType(_gated_get_mcp_tools, gated)  # type: ignore[method-assign]
+        gated.get_all_tools = types.MethodType(_gated_get_all_tools, gated)  # type: ignore[method-assign]
         gated.handoffs = [self._gate_handoff(item) for item in agent.handoffs]
         targets = self._handoff_targets.setdefault(agent.name, {})
         for item in agent.handoffs:
@@ -222,3 +272,13 @@ async def _gated_get_mcp_tools(self: Agent[Any], run_context: RunContextWrapper[
     if listed is not None:
         listed.update((tool.name, tool) for tool in tools if isinstance(tool, FunctionTool))
     return [_gate_function_tool(tool) if isinstance(tool, FunctionTool) else tool for tool in tools]
+
+
+async def _gated_get_all_tools(self: Agent[Any], run_context: RunContextWrapper[Any]) -> list[Tool]:
+    # The SDK asks this for the model call's tools and again to find an approved call's tool on resume.
+    tools = await Agent.get_all_tools(self, run_context)
+    extra = _turn_tools.get()
+    if not extra:
+        return tools
+    names = {tool.name for tool in extra}
+    return [*(tool for tool in tools if getattr(tool, "name", None) not in names), *extra]

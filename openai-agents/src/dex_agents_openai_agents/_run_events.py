@@ -1,8 +1,8 @@
 """What one SDK run reports while a `RunModel` Step drives it.
 
 Streamed text and reasoning deltas become the session's live events; run hooks count the model calls
-(one per agent when the run hands off), keep each call's usage, and stop any model call a Step must not
-make; each handoff becomes an `openai_agents.handoff` event.
+(one per agent when the run hands off), keep each call's usage and what tracing reports about it, and
+stop any model call a Step must not make; each handoff becomes an `openai_agents.handoff` event.
 """
 
 from __future__ import annotations
@@ -12,20 +12,27 @@ from typing import Any
 
 from agents import (
     Agent,
+    Model,
     ModelResponse,
     RawResponsesStreamEvent,
+    RunConfig,
     RunContextWrapper,
     RunHooks,
     StreamEvent,
     TResponseInputItem,
 )
 from dex_agents.events import AgentEventWriter
+from dex_agents.runner import ModelCallMetadata
 from dex_agents.values import AgentUsage
 from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
     ResponseReasoningSummaryTextDeltaEvent,
     ResponseReasoningTextDeltaEvent,
     ResponseTextDeltaEvent,
 )
+
+from dex_agents_openai_agents._model_metadata import model_call_metadata
 
 __all__ = ["HANDOFF_EVENT_TYPE", "StepHooks", "UnexpectedModelCallError", "forward_stream_event"]
 
@@ -52,6 +59,7 @@ def forward_stream_event(event: StreamEvent, events: AgentEventWriter) -> None:
 class _ModelCall:
     agent_name: str
     usage: AgentUsage
+    model: str | Model | None
     response: ModelResponse | None = None
 
 
@@ -68,11 +76,18 @@ def _usage(response: ModelResponse) -> AgentUsage:
 
 @dataclass
 class StepHooks(RunHooks[Any]):
-    """Counts model calls and handoffs, and stops any model call a Step must not make."""
+    """Counts model calls and handoffs, and stops any model call a Step must not make.
 
+    Attributes:
+        run_config: The Step's run configuration: its model, when set, replaces every agent's own, and
+            its provider resolves model names.
+    """
+
+    run_config: RunConfig
     calls: list[_ModelCall] = field(default_factory=list[_ModelCall])
     handoffs: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     _handoff_pending: bool = False
+    _last_streamed: Response | None = None
 
     async def on_llm_start(
         self,
@@ -88,7 +103,8 @@ class StepHooks(RunHooks[Any]):
                 "model repeats a tool call ID of an earlier call in the same turn, which the SDK skips"
             )
         self._handoff_pending = False
-        self.calls.append(_ModelCall(agent.name, AgentUsage()))
+        model = self.run_config.model if self.run_config.model is not None else agent.model
+        self.calls.append(_ModelCall(agent.name, AgentUsage(), model))
 
     async def on_llm_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
@@ -101,6 +117,20 @@ class StepHooks(RunHooks[Any]):
     ) -> None:
         self.handoffs.append((from_agent.name, to_agent.name))
         self._handoff_pending = True
+
+    def observe(self, event: StreamEvent) -> None:
+        """Keep the response of a streamed `ResponseCompletedEvent`, for the Step's tracing metadata."""
+        if isinstance(event, RawResponsesStreamEvent) and isinstance(event.data, ResponseCompletedEvent):
+            self._last_streamed = event.data.response
+
+    def model_call_metadata(self) -> ModelCallMetadata | None:
+        """What tracing reports about the Step's last model call; `None` when it made none.
+
+        With a handoff the Step makes several calls; the last one answered, so it names the span.
+        """
+        if not self.calls:
+            return None
+        return model_call_metadata(self.calls[-1].model, self.run_config.model_provider, self._last_streamed)
 
     @property
     def last_response(self) -> ModelResponse | None:

@@ -17,6 +17,11 @@ hook before it reaches the model, and the turn ends with `turn_error`.
 When steering, `cancel_turn` or a failure ends a turn early, `build_unfinished_turn_messages` returns the
 turn's items from the run state with a recorded result for every call; when `cancel_turn` cancels the
 Step, the SDK's run task (and with it the streamed model call) is cancelled and waited for.
+
+Besides its agents' own tools, every model Step offers the session's enabled built-ins and the tools of
+an optional `McpToolSource` (`_turn_tools`); the turn's session settings may choose the run's model and
+add instructions (`_settings`). Tasks that tools start are polled by user-supplied `ToolTaskHandlers`, or
+by the MCP source for its own calls.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, cast
+from typing import TYPE_CHECKING, Any, Generic, cast
 
 from agents import (
     Agent,
@@ -45,6 +50,12 @@ from agents import (
     UserError,
 )
 from agents.run_context import TContext
+from dex_agents import (
+    ToolTaskCancellation,
+    ToolTaskHandlers,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
+)
 from dex_agents.runner import (
     DEFAULT_REJECTION_TOOL_RESULT,
     UNKNOWN_TOOL_POLICY,
@@ -52,12 +63,13 @@ from dex_agents.runner import (
     AgentTurnOutcome,
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     ToolCallsRequested,
     ToolExecutionResult,
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.values import AgentUsage, FrameworkMessage, ToolCallStatus
+from dex_agents.values import FrameworkMessage, ToolCallStatus
 
 from dex_agents_openai_agents._effects import CallPolicies
 from dex_agents_openai_agents._gating import (
@@ -65,6 +77,7 @@ from dex_agents_openai_agents._gating import (
     listed_mcp_tools,
     mcp_listing_scope,
     recorded_results_scope,
+    turn_tools_scope,
 )
 from dex_agents_openai_agents._messages import (
     build_user_framework_message,
@@ -79,8 +92,20 @@ from dex_agents_openai_agents._run_events import (
     UnexpectedModelCallError,
     forward_stream_event,
 )
+from dex_agents_openai_agents._settings import (
+    InstructionsForSettings,
+    ModelForSettings,
+    SessionSettingsError,
+    TurnRunConfig,
+)
 from dex_agents_openai_agents._state import OpenAIAgentsRunState, TurnInput
 from dex_agents_openai_agents._tool_execution import ToolCallRunner, tool_source_reference
+from dex_agents_openai_agents._turn_tools import OfferedTurnTools, TurnTools
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from dex_agents.mcp import McpToolSource
 
 __all__ = ["HANDOFF_EVENT_TYPE", "UNKNOWN_TOOL_POLICY", "OpenAIAgentsRunner"]
 
@@ -154,6 +179,9 @@ class OpenAIAgentsRunner(Generic[TContext]):
     every model call becomes a `RunModel` Step and every tool call its own tool Step. Keep the runner
     stateless: a Worker builds it once and the session calls it from any Step, in any process.
 
+    Every model Step also offers each agent the session's enabled built-in tools
+    (`AgentSessionOptions.built_in_tools`) and the tools of ``mcp_tool_source``.
+
     Args:
         agent: The starting agent. It is not modified; the runner drives a gated copy of it and of every
             agent reachable through handoffs.
@@ -163,11 +191,25 @@ class OpenAIAgentsRunner(Generic[TContext]):
         run_config: The SDK run configuration of every run (model provider, model settings, handoff
             filters, run-level guardrails). Its `tracing_disabled` is overridden by ``enable_tracing``.
         max_turns: The SDK's turn limit for one model Step (each handoff is a turn).
-        enable_tracing: Send the SDK's traces to OpenAI. Off by default: a durable session should not
-            export conversations anywhere its operator did not choose.
+        enable_tracing: Record the SDK's own traces (sent to OpenAI unless you replace the SDK's trace
+            processors). Off by default: a durable session should not export conversations anywhere its
+            operator did not choose. When on, every run's trace has the session ID as its group ID.
         resume_last_agent: Start each turn with the agent the conversation was last handed off to, as
             `Runner.run(result.last_agent, ...)` does in the SDK's multi-turn examples; `False` starts
             every turn with ``agent``.
+        mcp_tool_source: MCP servers (`dex_agents.mcp.McpToolSource`, built on the Worker) whose tools
+            every agent is offered as ``<server>__<tool>``. Each call runs in its own tool Step through
+            the source, with the session's idempotency key in the request's ``_meta``; the source also
+            polls and cancels the tasks its servers start.
+        tool_tasks: Polls and cancels the remote tasks that the agents' tools start with
+            `dex_agents.start_tool_task`, by tool name. Without it (and without ``mcp_tool_source``) the
+            runner polls no tasks, and `current_tool_execution().supports_tool_tasks` is false.
+        model_for_settings: Chooses each turn's model from the session settings the turn started with
+            (`AgentTurnContext.session_settings`): a model name, an `agents.Model`, or `None` to keep
+            ``run_config.model`` (else each agent's own). It becomes the run's `RunConfig.model`, so it
+            replaces the model of every agent of the run, handoff targets included.
+        instructions_for_settings: Returns instructions that every model call of a turn gets after the
+            agent's own, from the turn's session settings; `None` adds none.
 
     Raises:
         UndeferrableToolError: If an agent has a local tool that the SDK would run in process (shell,
@@ -183,6 +225,10 @@ class OpenAIAgentsRunner(Generic[TContext]):
         max_turns: int = 10,
         enable_tracing: bool = False,
         resume_last_agent: bool = True,
+        mcp_tool_source: McpToolSource | None = None,
+        tool_tasks: ToolTaskHandlers | None = None,
+        model_for_settings: ModelForSettings | None = None,
+        instructions_for_settings: InstructionsForSettings | None = None,
     ) -> None:
         self._agent = agent
         self._graph = GatedAgentGraph(agent)
@@ -194,6 +240,9 @@ class OpenAIAgentsRunner(Generic[TContext]):
         self._resume_last_agent = resume_last_agent
         self._tool_calls = ToolCallRunner(self._graph, context, self._run_config)
         self._policies = CallPolicies(self._graph, context)
+        self._turn_tools = TurnTools(mcp_tool_source)
+        self._tool_tasks = tool_tasks
+        self._turn_configs = TurnRunConfig(self._run_config, model_for_settings, instructions_for_settings)
 
     @property
     def agent(self) -> Agent[TContext]:
@@ -214,8 +263,15 @@ class OpenAIAgentsRunner(Generic[TContext]):
             `ToolCallsRequested` when the model asked for tools, else `TurnCompleted` with every item of
             the turn, or with `turn_error` when the SDK failed in a way a retry would repeat.
         """
+        try:
+            run_config = self._step_run_config(turn)
+        except SessionSettingsError as error:
+            return TurnCompleted(
+                new_messages=(),
+                turn_error=f"the session settings chose no usable model or instructions: {error}",
+            )
         history = input_items_from_stored_messages(turn.messages)
-        hooks = StepHooks()
+        hooks = StepHooks(run_config)
         recorded: dict[str, str] = {}
         try:
             start = await self._start(turn, history, recorded)
@@ -223,21 +279,23 @@ class OpenAIAgentsRunner(Generic[TContext]):
             return TurnCompleted(
                 new_messages=(), turn_error=f"the turn's run state cannot be resumed: {error}"
             )
+        offered = await self._turn_tools.offered(turn)
 
-        with recorded_results_scope(recorded), mcp_listing_scope():
+        with recorded_results_scope(recorded), mcp_listing_scope(), turn_tools_scope(offered.tools):
             result = Runner.run_streamed(
                 start.agent,
                 start.sdk_input,
                 context=self._context,
                 max_turns=self._max_turns,
                 hooks=hooks,
-                run_config=self._run_config,
+                run_config=run_config,
             )
             try:
                 async for event in result.stream_events():
+                    hooks.observe(event)
                     forward_stream_event(event, turn.events)
             except ModelBehaviorError as error:
-                unknown = await self._unknown_tool_outcome(error, turn, hooks, start, result)
+                unknown = await self._unknown_tool_outcome(error, turn, hooks, start, result, offered)
                 if unknown is not None:
                     return unknown
                 return self._failed(turn, hooks, f"the model's response could not be used: {error}")
@@ -254,7 +312,6 @@ class OpenAIAgentsRunner(Generic[TContext]):
             finally:
                 await _stop_run(result)
             hooks.write_handoff_events(turn.events)
-            usage = hooks.total_usage()
             if result.interruptions:
                 unsupported = [
                     item for item in result.interruptions if _raw_type(item.raw_item) != "function_call"
@@ -269,28 +326,37 @@ class OpenAIAgentsRunner(Generic[TContext]):
                         "set require_approval='never' on hosted MCP tools",
                     )
                 # Inside the listing scope: the effects of MCP tools come from what this Step listed.
-                return await self._tool_calls_requested(turn, result, usage, start)
+                return await self._tool_calls_requested(turn, result, hooks, start, offered)
         # The run's own items follow its input, which a handoff input filter may have rewritten; the
         # turn's items from before this run (after an unknown tool) come first.
         new_items = [*start.turn_input.turn_items, *_run_items(result)]
-        return TurnCompleted(new_messages=project_items(new_items), usage=usage)
+        return TurnCompleted(
+            new_messages=project_items(new_items),
+            usage=hooks.total_usage(),
+            model_call_metadata=hooks.model_call_metadata(),
+        )
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         """Run the user's original tool for one approved call, once.
 
-        `dex_agents.current_tool_execution()` gives the tool its call and idempotency key.
+        `dex_agents.current_tool_execution()` gives the tool its call and idempotency key, so the tool
+        can also ask the user a question (`dex_agents.ask_user_input`) or hand a remote task to the
+        session (`dex_agents.start_tool_task`). A call of an ``mcp_tool_source`` tool goes to its server.
 
         Args:
             call: The approved call.
 
         Returns:
-            The tool's result as text.
+            The tool's result as text; from an MCP source, possibly `ToolTaskStarted`.
 
         Raises:
             ToolExecutionError: For a failure the model should see: invalid arguments, or a tool the
                 agent does not have.
         """
         record = call.tool_call
+        source = self._turn_tools.mcp_source
+        if source is not None and source.owns_tool_call(record):
+            return await source.call_tool(call)
         output = await self._tool_calls.run(
             tool_name=record.tool_name,
             tool_call_id=record.tool_call_id,
@@ -298,6 +364,43 @@ class OpenAIAgentsRunner(Generic[TContext]):
             source_reference=record.tool_source_reference,
         )
         return ToolExecutionResult(output)
+
+    @property
+    def poll_tool_task(self) -> Callable[[ToolTaskPoll], Awaitable[ToolTaskPollOutcome]] | None:
+        """Polls a started task once, or `None` when the runner was given nothing that polls tasks.
+
+        The session offers tools `start_tool_task` only when this is not `None`
+        (`DeferredToolExecution.supports_tool_tasks`): with ``tool_tasks`` or ``mcp_tool_source``.
+        """
+        if self._tool_tasks is None and self._turn_tools.mcp_source is None:
+            return None
+        return self._poll_tool_task
+
+    async def _poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        source = self._turn_tools.mcp_source
+        if source is not None and source.owns_tool_call(poll.tool_call):
+            return await source.poll_tool_task(poll)
+        if self._tool_tasks is None:
+            raise LookupError(
+                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but the runner "
+                "has no tool_tasks handlers to poll it"
+            )
+        return await self._tool_tasks.poll_tool_task(poll)
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Ask an abandoned task to stop, through the MCP source for its calls, else ``tool_tasks``.
+
+        A task whose tool has no cancel handler is left running; the session records the call
+        ``outcome_unknown`` either way.
+
+        Args:
+            cancellation: The task `cancel_turn` abandoned.
+        """
+        source = self._turn_tools.mcp_source
+        if source is not None and source.owns_tool_call(cancellation.tool_call):
+            await source.cancel_tool_task(cancellation)
+        elif self._tool_tasks is not None:
+            await self._tool_tasks.cancel_tool_task(cancellation)
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """Return the turn's unstored items when it ends without an answer, each call with its result.
@@ -382,22 +485,64 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 recorded[call_id] = describe_tool_call_outcome(record)
         return state
 
+    def _step_run_config(self, turn: AgentTurnContext) -> RunConfig:
+        """The run configuration of this Step: the turn's settings applied, its SDK trace grouped.
+
+        Raises:
+            SessionSettingsError: If the turn's settings choose no usable model or instructions.
+        """
+        config = self._turn_configs.for_settings(turn.session_settings)
+        if config.tracing_disabled:
+            return config
+        # Each Step is its own SDK run and trace; the session ID groups a session's traces, and the
+        # metadata names the Step, as Dex's own spans do.
+        metadata = {
+            **(config.trace_metadata or {}),
+            "dex.flow.id": turn.flow_id,
+            "dex.agent.turn.id": turn.turn_id,
+            "dex.step.execution_id": turn.events.step_execution_id,
+            "dex.step.attempt": str(turn.attempt),
+        }
+        return dataclasses.replace(config, group_id=config.group_id or turn.flow_id, trace_metadata=metadata)
+
+    async def _defer(
+        self,
+        turn: AgentTurnContext,
+        offered: OfferedTurnTools,
+        agent_name: str,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        arguments: str,
+    ) -> DeferredToolCall:
+        """The deferred call for one call of the model: a built-in, an MCP source tool, or an agent's tool."""
+        turn_tool = offered.defer(turn, tool_call_id=tool_call_id, tool_name=tool_name, arguments=arguments)
+        if turn_tool is not None:
+            return turn_tool
+        return DeferredToolCall(
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            arguments=arguments,
+            policy=await self._policies.policy(turn, agent_name, tool_name, arguments, tool_call_id),
+            tool_source_reference=tool_source_reference(agent_name),
+        )
+
     async def _tool_calls_requested(
         self,
         turn: AgentTurnContext,
         result: RunResultStreaming,
-        usage: AgentUsage,
+        hooks: StepHooks,
         start: _RunStart,
+        offered: OfferedTurnTools,
     ) -> ToolCallsRequested:
         deferred = [
-            DeferredToolCall(
+            await self._defer(
+                turn,
+                offered,
+                item.agent.name,
                 tool_call_id=item.call_id or "",
                 tool_name=item.name or item.tool_name or "",
                 arguments=item.arguments or "{}",
-                policy=await self._policies.policy(
-                    turn, item.agent.name, item.name or item.tool_name or "", item.arguments, item.call_id
-                ),
-                tool_source_reference=tool_source_reference(item.agent.name),
             )
             for item in result.interruptions
         ]
@@ -412,7 +557,12 @@ class OpenAIAgentsRunner(Generic[TContext]):
             run_state=json.dumps(data, separators=(",", ":")),
             run_items=_run_items(result),
         )
-        return ToolCallsRequested(framework_run_state=saved.to_json(), tool_calls=deferred, usage=usage)
+        return ToolCallsRequested(
+            framework_run_state=saved.to_json(),
+            tool_calls=deferred,
+            usage=hooks.total_usage(),
+            model_call_metadata=hooks.model_call_metadata(),
+        )
 
     async def _unknown_tool_outcome(
         self,
@@ -421,6 +571,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
         hooks: StepHooks,
         start: _RunStart,
         result: RunResultStreaming,
+        turn_tools: OfferedTurnTools,
     ) -> AgentTurnOutcome | None:
         """Turn the SDK's abort on an unknown tool name into failed calls the model sees next time."""
         details = error.run_data
@@ -428,11 +579,15 @@ class OpenAIAgentsRunner(Generic[TContext]):
         if details is None or "not found in agent" not in str(error) or response is None:
             return None
         agent = details.last_agent
-        offered = {
-            tool.name
-            for tool in (self._graph.gated_agent(agent.name) or agent).tools
-            if hasattr(tool, "name")
-        } | set(listed_mcp_tools())
+        offered = (
+            {
+                tool.name
+                for tool in (self._graph.gated_agent(agent.name) or agent).tools
+                if hasattr(tool, "name")
+            }
+            | set(listed_mcp_tools())
+            | turn_tools.names
+        )
         handoff_names = {
             cast(Any, handoff).tool_name for handoff in agent.handoffs if hasattr(handoff, "tool_name")
         }
@@ -449,20 +604,19 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 return None
             call_id = str(item.get("call_id", ""))
             arguments = str(item.get("arguments", "{}"))
-            policy = (
-                await self._policies.policy(turn, agent.name, name, arguments, call_id)
-                if name in offered
-                else UNKNOWN_TOOL_POLICY
-            )
-            calls.append(
-                DeferredToolCall(
+            if name in offered:
+                call = await self._defer(
+                    turn, turn_tools, agent.name, tool_call_id=call_id, tool_name=name, arguments=arguments
+                )
+            else:
+                call = DeferredToolCall(
                     tool_call_id=call_id,
                     tool_name=name,
                     arguments=arguments,
-                    policy=policy,
+                    policy=UNKNOWN_TOOL_POLICY,
                     tool_source_reference=tool_source_reference(agent.name),
                 )
-            )
+            calls.append(call)
         # The aborted run's items so far follow its input (the stored conversation, or what a handoff
         # input filter made of it); the response's items follow them. The model call's own input is not
         # kept: a `call_model_input_filter` may have trimmed it, and it would repeat the conversation.
@@ -475,9 +629,17 @@ class OpenAIAgentsRunner(Generic[TContext]):
         )
         hooks.write_handoff_events(turn.events)
         return ToolCallsRequested(
-            framework_run_state=saved.to_json(), tool_calls=calls, usage=hooks.total_usage()
+            framework_run_state=saved.to_json(),
+            tool_calls=calls,
+            usage=hooks.total_usage(),
+            model_call_metadata=hooks.model_call_metadata(),
         )
 
     def _failed(self, turn: AgentTurnContext, hooks: StepHooks, error: str) -> TurnCompleted:
         hooks.write_handoff_events(turn.events)
-        return TurnCompleted(new_messages=(), usage=hooks.total_usage(), turn_error=error)
+        return TurnCompleted(
+            new_messages=(),
+            usage=hooks.total_usage(),
+            turn_error=error,
+            model_call_metadata=hooks.model_call_metadata(),
+        )

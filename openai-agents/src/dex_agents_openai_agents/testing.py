@@ -51,6 +51,7 @@ from openai.types.responses.response_reasoning_item import Summary
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
 __all__ = [
+    "SCRIPTED_PROVIDER_NAME",
     "Answerer",
     "ScriptedAnswer",
     "ScriptedModelCall",
@@ -85,10 +86,12 @@ class ScriptedModelCall:
     Attributes:
         input_items: The call's input items: the conversation the model sees.
         offered_tools: The names of the tools (and handoffs) the call offered the model.
+        instructions: The call's system instructions, if any.
     """
 
     input_items: list[TResponseInputItem] = field(default_factory=list[TResponseInputItem])
     offered_tools: list[str] = field(default_factory=list[str])
+    instructions: str | None = None
 
     def tool_outputs(self) -> dict[str, str]:
         """Return the output of every tool call in the input, by tool call ID."""
@@ -99,6 +102,10 @@ class ScriptedModelCall:
                 outputs[str(item.get("call_id"))] = str(item.get("output"))
         return outputs
 
+
+SCRIPTED_PROVIDER_NAME = "dex.scripted"
+"""The provider a `ScriptedResponsesModel` reports to tracing (``gen_ai.provider.name``), as the core's
+`dex_agents.testing.ScriptedRunner` does."""
 
 Answerer = Callable[[list[TResponseInputItem], Sequence[str]], Awaitable[ScriptedAnswer]]
 """Answers one model call from its input items and the names of the tools (and handoffs) it was offered."""
@@ -256,11 +263,17 @@ def scripted_stream_events(
 class ScriptedResponsesModel(Model):
     """A Responses-style `agents.Model` whose answers come from ``answer``; it streams and never calls out.
 
+    Tracing reports its ``model`` (the model name) as the request and response model and its
+    ``provider_name`` (`SCRIPTED_PROVIDER_NAME`) as the provider, as it would a real model's.
+
     Args:
         answer: Answers each model call from its input items and offered tool names.
         response_id: The ID every response reports.
         model_name: The model name every response reports.
     """
+
+    provider_name: str = SCRIPTED_PROVIDER_NAME
+    """The provider tracing reports for this model's calls."""
 
     def __init__(
         self, answer: Answerer, *, response_id: str = "resp", model_name: str = "dex-scripted"
@@ -332,8 +345,7 @@ class ScriptedResponsesModel(Model):
         """
 
         async def scripted_answer(items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
-            del offered
-            response = await scripted_model_response(render_model_input(items), store)
+            response = await scripted_model_response(render_model_input(items), store, offered_tools=offered)
             output: list[TResponseOutputItem] = [text_item(response.text)] if response.text else []
             output.extend(
                 call_item(call.tool_name, call.arguments, call.tool_call_id) for call in response.tool_calls
@@ -341,6 +353,11 @@ class ScriptedResponsesModel(Model):
             return ScriptedAnswer(output, response.input_tokens, response.output_tokens)
 
         return cls(scripted_answer, model_name=model_name)
+
+    @property
+    def model(self) -> str:
+        """The model name every response reports."""
+        return self._model_name
 
     @property
     def calls(self) -> list[ScriptedModelCall]:
@@ -362,7 +379,7 @@ class ScriptedResponsesModel(Model):
         prompt: Any | None,
     ) -> ModelResponse:
         """Answer one call without streaming."""
-        answer = await self._answer_call(input, tools, handoffs)
+        answer = await self._answer_call(system_instructions, input, tools, handoffs)
         return ModelResponse(output=list(answer.output), usage=_usage(answer), response_id=self._response_id)
 
     async def stream_response(  # pyright: ignore[reportIncompatibleMethodOverride]
@@ -380,14 +397,18 @@ class ScriptedResponsesModel(Model):
         prompt: Any | None,
     ) -> AsyncIterator[TResponseStreamEvent]:
         """Answer one call as a stream (see `scripted_stream_events`)."""
-        answer = await self._answer_call(input, tools, handoffs)
+        answer = await self._answer_call(system_instructions, input, tools, handoffs)
         for event in scripted_stream_events(
             answer, response_id=self._response_id, model_name=self._model_name
         ):
             yield event
 
     async def _answer_call(
-        self, value: str | list[TResponseInputItem], tools: Sequence[Tool], handoffs: Sequence[Handoff]
+        self,
+        instructions: str | None,
+        value: str | list[TResponseInputItem],
+        tools: Sequence[Tool],
+        handoffs: Sequence[Handoff],
     ) -> ScriptedAnswer:
         items = (
             [cast(TResponseInputItem, {"role": "user", "content": value})]
@@ -396,7 +417,7 @@ class ScriptedResponsesModel(Model):
         )
         offered = [str(getattr(tool, "name", type(tool).__name__)) for tool in tools]
         offered.extend(handoff.tool_name for handoff in handoffs)
-        self._calls.append(ScriptedModelCall(items, offered))
+        self._calls.append(ScriptedModelCall(items, offered, instructions))
         return await self._answer(items, offered)
 
 
