@@ -30,7 +30,7 @@ from dex_agents import (
 )
 from dex_agents.mcp import McpHttpServer, McpServer, McpStdioServer, McpToolSource
 from dex_agents.otel import AgentTracing
-from dex_agents.testing import STATE_DIR_ENV, mcp_inventory_server_command
+from dex_agents.testing import STATE_DIR_ENV, mcp_inventory_server_command, with_model_call_scope
 from langchain.agents import create_agent
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph.state import CompiledStateGraph
@@ -131,18 +131,22 @@ def build_flows(
     """The settings agent, the agent whose tools ask and start tasks, and the MCP agent; all traced."""
     tracing = AgentTracing(agent_name="langgraph-test")
     settings = AgentSessionFlow(
-        LangGraphRunner(
-            _agent_factory([]),
-            model_for_settings=model_for_settings,
-            instructions_for_settings=instructions_for_settings,
+        with_model_call_scope(
+            LangGraphRunner(
+                _agent_factory([]),
+                model_for_settings=model_for_settings,
+                instructions_for_settings=instructions_for_settings,
+            )
         ),
         flow_type="LangGraphSettings",
         options=AgentSessionOptions(tracing=tracing),
     )
     asking = AgentSessionFlow(
-        LangGraphRunner(
-            _agent_factory([refund_to_warehouse, render_report]),
-            tool_tasks=ToolTaskHandlers({"render_report": ToolTaskHandler(poll=poll_render)}),
+        with_model_call_scope(
+            LangGraphRunner(
+                _agent_factory([refund_to_warehouse, render_report]),
+                tool_tasks=ToolTaskHandlers({"render_report": ToolTaskHandler(poll=poll_render)}),
+            )
         ),
         flow_type="LangGraphToolRequests",
         options=AgentSessionOptions(
@@ -159,7 +163,7 @@ def build_flows(
         "inventory__reserve_stock": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True)
     }
     mcp = AgentSessionFlow(
-        LangGraphRunner(_agent_factory([]), mcp_tools=source),
+        with_model_call_scope(LangGraphRunner(_agent_factory([]), mcp_tools=source)),
         flow_type="LangGraphMcpSource",
         options=AgentSessionOptions(
             tool_policies=source.merge_tool_policies(approved_write), tracing=tracing
