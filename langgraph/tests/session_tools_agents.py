@@ -129,7 +129,9 @@ def build_flows(
     state_dir: Path, shipping_url: str
 ) -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
     """The settings agent, the agent whose tools ask and start tasks, and the MCP agent; all traced."""
-    tracing = AgentTracing(agent_name="langgraph-test")
+    # AgentTracing's cached `records_message_content` does not match the TraceEmitter protocol's plain
+    # attribute under pyright; it is the documented value for `tracing=`.
+    tracing: Any = AgentTracing(agent_name="langgraph-test")
     settings = AgentSessionFlow(
         with_model_call_scope(
             LangGraphRunner(

@@ -108,13 +108,17 @@ def _model_choice(**models: ScriptedChatModel) -> Any:
     return model_for_settings
 
 
+def _tone_instructions(settings: Mapping[str, object]) -> str | None:
+    return f"Be {settings['tone']}." if "tone" in settings else None
+
+
 async def test_the_turns_settings_choose_its_model_and_add_instructions() -> None:
     default = ScriptedChatModel(responses=["Default answer."], model_name="default")
     large = ScriptedChatModel(responses=["Large answer."], model_name="large")
     runner = _agent(
         default,
         model_for_settings=_model_choice(large=large),
-        instructions_for_settings=lambda settings: f"Be {settings['tone']}." if "tone" in settings else None,
+        instructions_for_settings=_tone_instructions,
     )
     session = SessionSide()
     session.start_turn(runner.build_user_message("Hi"))
