@@ -45,4 +45,6 @@ SPEC = MatrixSpec(
     # Items 14 and 15: the run state keeps the turn's messages (build_unfinished_turn_messages), and a
     # cancelled RunModel cancels the graph's model call.
     supports_turn_control=True,
+    # Item 16: DexToolGate offers the enabled built-ins; ScriptedChatModel reports what it was offered.
+    supports_built_in_tools=True,
 )

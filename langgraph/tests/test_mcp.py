@@ -1,5 +1,5 @@
-"""MCP tools from langchain-mcp-adapters, listed from the kit's real stdio server (run with this package's
-mcp 1.x): tool Steps with effects from their annotations, and one `tools/call` per tool Step."""
+"""MCP tools in process: an `McpToolSource` on the kit's stdio inventory server, and tools of your own that
+carry MCP annotations in their metadata (as langchain-mcp-adapters' do)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dex_agents.runner import ToolCallsRequested, ToolExecutionError, ToolPolicy, TurnCompleted
-from dex_agents.testing import SessionSide
+from dex_agents import ToolExecutionError
+from dex_agents.mcp import McpToolCallInterruptedError, McpToolSource
+from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
+from dex_agents.testing import STATE_DIR_ENV, SessionSide
 from dex_agents.values import ToolCallStatus, ToolEffect
 from langchain.agents import create_agent
-from langchain_core.tools import tool
+from langchain_core.tools import BaseTool, tool
 from langgraph.graph.state import CompiledStateGraph
 
 from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner, framework_effect
 from dex_agents_langgraph.testing import ScriptedChatModel
-from tests.support import inventory_client, respond, tool_call
+from tests.session_tools_agents import mcp_log_path, mcp_source
+from tests.support import respond, tool_call
 
 
 def test_a_tools_metadata_gives_its_effect() -> None:
-    # langchain-mcp-adapters copies a server tool's annotations into `BaseTool.metadata`.
+    # langchain-mcp-adapters copies a server tool's annotations into `BaseTool.metadata`; a tool you bring
+    # keeps its effect that way.
     def annotated(metadata: dict[str, Any] | None) -> Any:
         @tool
         def probe() -> str:
@@ -34,81 +38,97 @@ def test_a_tools_metadata_gives_its_effect() -> None:
     assert framework_effect(annotated({"idempotentHint": True, "destructiveHint": True})) is (
         ToolEffect.IDEMPOTENT_WRITE
     )
+    assert framework_effect(annotated({"read_only_hint": True})) is ToolEffect.READ
     assert framework_effect(annotated({"readOnlyHint": False})) is None
     assert framework_effect(annotated(None)) is None
     assert framework_effect(None) is None
 
 
-async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
-    log = tmp_path / "mcp.log"
-    log.touch()
-    mcp_tools = await inventory_client(log).get_tools()
+def _runner(
+    model: ScriptedChatModel, source: McpToolSource, tools: list[BaseTool] | None = None
+) -> LangGraphRunner:
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        return create_agent(model, tools=tools or [], middleware=[DexToolGate()], checkpointer=checkpointer)
+
+    return LangGraphRunner(build, mcp_tools=source)
+
+
+def _log(state_dir: Path) -> list[str]:
+    path = mcp_log_path(state_dir)
+    return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path))
+    return tmp_path
+
+
+async def test_source_tools_are_offered_and_each_call_runs_through_the_source_in_its_tool_step(
+    state_dir: Path,
+) -> None:
     model = ScriptedChatModel(
         responses=[
             respond(
                 "",
-                tool_call("count_items", {"sku": "A-1"}, "call-1"),
-                tool_call("set_stock", {"sku": "A-1", "count": 9}, "call-2"),
-                tool_call("order_more", {"sku": "A-1"}, "call-3"),
+                tool_call("inventory__count_items", {"sku": "A-1"}, "count-1"),
+                tool_call("inventory__reserve_stock", {"sku": "A-1", "count": 2}, "reserve-1"),
+                tool_call("inventory__order_more", {"sku": "A-1"}, "order-1"),
             ),
-            respond("Stock updated."),
+            respond("Reserved two of A-1."),
         ]
     )
-
-    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
-        return create_agent(model, tools=mcp_tools, middleware=[DexToolGate()], checkpointer=checkpointer)
-
-    runner = LangGraphRunner(build)
-    # An explicit policy still wins over the server's annotations.
-    session = SessionSide(tool_policies={"order_more": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)})
-    session.start_turn(runner.build_user_message("Check A-1, set it to 9, order more"))
-    listed = log.read_text().splitlines()
+    runner = _runner(model, mcp_source(state_dir, ""))
+    # An explicit policy wins over the server's annotations (order_more has none).
+    session = SessionSide(
+        tool_policies={"inventory__order_more": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)}
+    )
+    session.start_turn(runner.build_user_message("Count A-1, reserve two, order more"))
 
     requested = await runner.run_model_step(session.context())
 
     assert isinstance(requested, ToolCallsRequested)
-    assert [(call.tool_name, call.policy) for call in requested.tool_calls] == [
-        ("count_items", ToolPolicy(ToolEffect.READ)),
-        ("set_stock", ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)),
-        ("order_more", ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)),
+    assert {"inventory__count_items", "inventory__reserve_stock"} <= set(model.offered_tools[0])
+    assert [(call.tool_name, call.policy.effect) for call in requested.tool_calls] == [
+        ("inventory__count_items", ToolEffect.READ),
+        ("inventory__reserve_stock", ToolEffect.IDEMPOTENT_WRITE),
+        ("inventory__order_more", ToolEffect.NON_IDEMPOTENT_WRITE),
     ]
-    assert set(listed) == {"tools/list"}
-    assert log.read_text().splitlines() == listed, "the model Step sends the server nothing"
+    assert all(call.tool_source_reference for call in requested.tool_calls), "the tool Step needs no listing"
+    assert _log(state_dir) == ["tools/list"], "the model Step lists the tools and calls none"
 
     session.defer(requested)
-    outputs: dict[str, str] = {}
-    for tool_call_id in ["call-1", "call-2", "call-3"]:
-        before = log.read_text().splitlines()
-        outputs[tool_call_id] = await session.execute(runner, tool_call_id)
-        calls = [
-            line for line in log.read_text().splitlines()[len(before) :] if line.startswith("tools/call")
-        ]
-        assert calls == [f"tools/call {session.records[tool_call_id].tool_name}"], (
-            "one tools/call per tool Step"
-        )
-        session.finish(tool_call_id, ToolCallStatus.SUCCEEDED, output=outputs[tool_call_id])
-    assert outputs == {"call-1": "A-1: 7 in stock", "call-2": "A-1 set to 9", "call-3": "ordered A-1"}
+    assert await session.execute(runner, "count-1") == "A-1: 7 in stock"
+    session.finish("count-1", ToolCallStatus.SUCCEEDED, output="A-1: 7 in stock")
+    # The first request reserves and the server dies before it answers; the retried attempt sends the same
+    # idempotency key in `_meta`, and the server answers without reserving again.
+    with pytest.raises(McpToolCallInterruptedError):
+        await session.execute(runner, "reserve-1")
+    assert await session.execute(runner, "reserve-1") == "reserved 2 of A-1"
+    session.finish("reserve-1", ToolCallStatus.SUCCEEDED, output="reserved 2 of A-1")
+    session.finish("order-1", ToolCallStatus.REJECTED)
+    key = session.execution("reserve-1").idempotency_key
+    assert [line for line in _log(state_dir) if line.startswith("tools/call")] == [
+        "tools/call count_items",
+        f"tools/call reserve_stock A-1 {key}",
+        f"tools/call reserve_stock A-1 {key}",
+    ], "a rejected call never reaches the server"
 
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
     assert model.input_texts(2)[-3:] == [
-        "tool count_items [call-1] success: A-1: 7 in stock",
-        "tool set_stock [call-2] success: A-1 set to 9",
-        "tool order_more [call-3] success: ordered A-1",
+        "tool inventory__count_items [count-1] success: A-1: 7 in stock",
+        "tool inventory__reserve_stock [reserve-1] success: reserved 2 of A-1",
+        "tool inventory__order_more [order-1] error: The user rejected this tool call.",
     ]
-    assert len([line for line in log.read_text().splitlines() if line.startswith("tools/call")]) == 3
 
 
-async def test_an_mcp_error_result_is_a_failure_the_model_sees(tmp_path: Path) -> None:
-    log = tmp_path / "mcp.log"
-    mcp_tools = await inventory_client(log).get_tools()
-    model = ScriptedChatModel(responses=[respond("", tool_call("audit_stock", {"sku": "A-1"}, "call-1"))])
-
-    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
-        return create_agent(model, tools=mcp_tools, middleware=[DexToolGate()], checkpointer=checkpointer)
-
-    runner = LangGraphRunner(build)
+async def test_an_mcp_error_result_is_a_failure_the_model_sees(state_dir: Path) -> None:
+    model = ScriptedChatModel(
+        responses=[respond("", tool_call("inventory__audit_stock", {"sku": "A-1"}, "a-1"))]
+    )
+    runner = _runner(model, mcp_source(state_dir, ""))
     session = SessionSide()
     session.start_turn(runner.build_user_message("Audit A-1"))
     requested = await runner.run_model_step(session.context())
@@ -116,5 +136,32 @@ async def test_an_mcp_error_result_is_a_failure_the_model_sees(tmp_path: Path) -
     session.defer(requested)
 
     with pytest.raises(ToolExecutionError, match="no auditor available for A-1"):
-        await session.execute(runner, "call-1")
-    assert log.read_text().splitlines().count("tools/call audit_stock") == 1
+        await session.execute(runner, "a-1")
+    assert _log(state_dir).count("tools/call audit_stock") == 1
+
+
+async def test_a_graph_tool_keeps_its_name_over_an_mcp_tool_of_the_same_name(
+    state_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    @tool
+    def inventory__count_items(sku: str) -> str:
+        """Count items locally."""
+        return f"{sku}: counted here"
+
+    model = ScriptedChatModel(
+        responses=[respond("", tool_call("inventory__count_items", {"sku": "B"}, "c-1"))]
+    )
+    runner = _runner(model, mcp_source(state_dir, ""), tools=[inventory__count_items])
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Count B"))
+
+    requested = await runner.run_model_step(session.context())
+
+    assert isinstance(requested, ToolCallsRequested)
+    assert model.offered_tools[0].count("inventory__count_items") == 1
+    assert "MCP tool 'inventory__count_items' is left out" in caplog.text
+    [call] = requested.tool_calls
+    assert call.tool_source_reference is None
+    session.defer(requested)
+    assert await session.execute(runner, "c-1") == "B: counted here"
+    assert "tools/call count_items" not in _log(state_dir)

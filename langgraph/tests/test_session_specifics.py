@@ -24,7 +24,6 @@ from dex_agents.testing import (
     executed_step_types,
     read_agent_events,
     recorded_usage,
-    run_mcp_inventory_scenario,
     stored_calls_without_result,
     text_by_model_step,
     wait_for_agent_snapshot,
@@ -33,7 +32,7 @@ from dex_agents.testing import (
 from dex_agents.testing.matrix import wait_for_turn_end
 
 from tests.matrix_spec import PACKAGE_DIR
-from tests.specifics_agents import build_flows, mcp_log_path
+from tests.specifics_agents import build_flows
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -43,7 +42,6 @@ class Session:
     stack: AgentTestStack
     plain: AgentSessionClient
     forecast: AgentSessionClient
-    mcp: AgentSessionClient
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -53,7 +51,7 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
         tmp_path_factory.mktemp("specifics"), flows, "tests.specifics_worker", worker_cwd=PACKAGE_DIR
     ) as stack:
         await stack.start_worker()
-        yield Session(stack, stack.sessions(flows[0]), stack.sessions(flows[1]), stack.sessions(flows[2]))
+        yield Session(stack, stack.sessions(flows[0]), stack.sessions(flows[1]))
 
 
 async def test_structured_output_next_to_a_read_call_ends_the_turn_without_another_model_call(
@@ -120,24 +118,6 @@ async def test_text_streams_as_deltas_of_each_model_call_and_usage_is_per_call(s
     assert [(usage["model_calls"], usage["input_tokens"]) for usage in recorded] == [(1, 30), (1, 45)]
     assert snapshot.usage.model_calls == 2 and snapshot.usage.input_tokens == 75
     assert snapshot.tool_calls == (), "a completed turn keeps no tool call records"
-
-
-async def test_mcp_tools_run_one_tools_call_per_tool_step_with_effects_from_annotations(
-    session: Session,
-) -> None:
-    # The shared scenario asserts the effects, order_more's approval, one tools/call per tool Step beside
-    # any tools/list, and the Step shape.
-    session_id = session.stack.new_session_id("mcp")
-    log = mcp_log_path(session.stack.state_dir)
-    run = await run_mcp_inventory_scenario(session.mcp, session.stack, session_id, log)
-
-    # Besides its one tools/call, a tool Step's fresh connection lists the tools (mcp 1.x's client checks a
-    # result against the listed schema); listing is read-only.
-    assert set(run.requests) - {"tools/list"} == {
-        "tools/call count_items",
-        "tools/call order_more",
-        "tools/call set_stock",
-    }
 
 
 async def test_cancel_turn_stops_the_graphs_model_call_and_the_next_turn_sees_every_call_and_result(

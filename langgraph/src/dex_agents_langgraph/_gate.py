@@ -9,6 +9,10 @@ only the gate hands the request on to the real tool.
 
 LangGraph re-runs a node from its start on resume, so the gate does nothing before `interrupt()` that
 could matter twice.
+
+`DexToolGate` also has a model hook: in a model Step it adds the session's tools (enabled built-ins, MCP
+tools) to the model request and applies the model and instructions the turn's settings chose (see
+`_turn_scope`). Outside a model Step of the runner it changes nothing.
 """
 
 from __future__ import annotations
@@ -20,13 +24,16 @@ from typing import Any, TypedDict, cast
 
 from dex_agents.runner import describe_tool_call_outcome
 from dex_agents.values import AgentToolCall, ToolCallStatus
-from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import AnyMessage, ToolCall, ToolMessage
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ExtendedModelResponse
+from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph import END
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, Send, interrupt
+
+from dex_agents_langgraph._turn_scope import current_turn_scope
 
 __all__ = [
     "GATE_INTERRUPT_KEY",
@@ -125,13 +132,38 @@ async def _agate(
     return _stop_for_session(request)
 
 
+def _with_turn_scope(request: ModelRequest[Any]) -> ModelRequest[Any]:
+    scope = current_turn_scope()
+    return request if scope is None else scope.apply(request)
+
+
 class DexToolGate(AgentMiddleware):
     """The `create_agent` middleware that defers every tool call to the Dex session.
 
     Add it to `create_agent(..., middleware=[...])`, first in the list. Tool middleware listed after it
     (retries, logging) then wraps the real tool in its tool Step only; tool middleware listed before it
     also runs in the model Step, and LangGraph re-runs its code before the gate when the turn resumes.
+
+    Its model hook adds the session's tools (the enabled built-ins, the runner's MCP tools) to each model
+    request of a model Step, and applies the model and instructions that the runner's
+    ``model_for_settings`` and ``instructions_for_settings`` chose from the turn's session settings.
     """
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        """Add the session's tools and apply the turn's model and instructions, then call the model."""
+        return handler(_with_turn_scope(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        """Add the session's tools and apply the turn's model and instructions, then call the model."""
+        return await handler(_with_turn_scope(request))
 
     def wrap_tool_call(
         self,

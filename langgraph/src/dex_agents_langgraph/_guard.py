@@ -8,6 +8,10 @@ body runs, so neither can ever happen silently inside `RunModel`.
 A model call that a middleware makes for itself and that LangChain marks as internal to the middleware
 (`LLMToolSelectorMiddleware` choosing the tools, for example) is part of the Step: it is allowed, counted
 and its usage added to the Step's.
+
+The guard also stops the agent's call when the turn's scope (the session's tools, the model and
+instructions its settings chose) did not reach it, and keeps what the call's start reported for its
+`ModelCallMetadata`.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, LLMResult
+
+from dex_agents_langgraph._turn_scope import TurnScope
 
 __all__ = ["ModelStepGuard", "ModelStepViolation", "is_middleware_model_call", "token_usage"]
 
@@ -59,10 +65,15 @@ def token_usage(usage: UsageMetadata | None) -> AgentUsage:
 class ModelStepGuard(BaseCallbackHandler):
     """Counts the model calls of one graph run and refuses a second call of the agent and every tool run.
 
+    Args:
+        scope: The turn's scope, which must have reached the agent's model call.
+
     Attributes:
         model_calls: Every model call the run started (a call that fails counts too), the middleware's
             own included.
         middleware_usage: The summed tokens of the middleware's own calls that returned.
+        request_parameters: What the agent's model call reported when it started (its LangSmith
+            parameters: ``ls_model_name``, ``ls_provider``, ...), or `None` before it.
     """
 
     # Without `raise_error`, LangChain would log the guard's exception and carry on. The guard runs like any
@@ -71,9 +82,11 @@ class ModelStepGuard(BaseCallbackHandler):
     raise_error: bool = True
     run_inline: bool = False
 
-    def __init__(self) -> None:
+    def __init__(self, scope: TurnScope | None = None) -> None:
         self.model_calls = 0
         self.middleware_usage = AgentUsage()
+        self.request_parameters: Mapping[str, Any] | None = None
+        self._scope = scope
         self._agent_calls = 0
         self._middleware_runs: set[UUID] = set()
 
@@ -86,7 +99,11 @@ class ModelStepGuard(BaseCallbackHandler):
                 "DexToolGate (create_agent) or dex_tool_node (your own graph) before the next model call"
             )
         else:
+            unapplied = None if self._scope is None else self._scope.unapplied()
+            if unapplied is not None:
+                raise ModelStepViolation(unapplied)
             self._agent_calls += 1
+            self.request_parameters = dict(metadata or {})
         self.model_calls += 1
 
     def on_chat_model_start(

@@ -18,16 +18,24 @@ failure ends it early, `build_unfinished_turn_messages` reads them back from the
 deferred call's recorded result. `cancel_turn` cancels the `run_model_step` coroutine; the cancellation
 reaches the graph's own model task, whose streaming response closes, and the run's private thread is
 deleted on the way out.
+
+Each model Step runs inside a `TurnScope`: the session's enabled built-in tools and the MCP source's tools
+are offered to the model next to the graph's own (their calls stop at the gate like any other), and the
+model and instructions the runner's hooks choose from the turn's session settings replace the graph's.
+A tool Step of an MCP tool calls the source, not the graph; tasks that tools start are polled and
+cancelled by the source or by the user's `ToolTaskHandlers`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
+from dex_agents import ToolTaskHandlers
 from dex_agents.events import AgentEventWriter
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
@@ -35,8 +43,11 @@ from dex_agents.runner import (
     AgentTurnOutcome,
     DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
     ToolCallsRequested,
-    ToolExecutionResult,
+    ToolTaskCancellation,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
     TurnCompleted,
 )
 from dex_agents.values import AgentUsage, FrameworkMessage
@@ -62,9 +73,20 @@ from dex_agents_langgraph._messages import (
     project_messages,
     tool_arguments_json,
 )
+from dex_agents_langgraph._model_metadata import model_call_metadata
 from dex_agents_langgraph._refusals import refuse_conversation_rewriting_middleware
 from dex_agents_langgraph._state import DexCheckpointSaver, LangGraphRunState
 from dex_agents_langgraph._tool_execution import ToolStepExecutor, single_tool_node
+from dex_agents_langgraph._turn_scope import TurnScope, turn_scope
+from dex_agents_langgraph._turn_setup import (
+    InstructionsForSettings,
+    ModelForSettings,
+    TurnSetup,
+    TurnSetupError,
+)
+
+if TYPE_CHECKING:
+    from dex_agents.mcp import McpToolSource
 
 __all__ = ["UNKNOWN_TOOL_POLICY", "GraphFactory", "LangGraphRunner"]
 
@@ -81,6 +103,11 @@ class LangGraphRunner:
     for the tools and `route_tool_calls` as the edge after the model node. The runner builds the graph
     once and keeps no state between Steps.
 
+    Each model Step also offers the model the session's enabled built-in tools and the MCP source's tools,
+    and may choose the turn's model and instructions from its session settings: `DexToolGate` applies all
+    of it to a `create_agent` agent; a graph of your own binds `dex_session_tools()` and reads
+    `current_session_settings()` in its model node.
+
     Args:
         build_graph: Builds the compiled graph; called once with the runner's `DexCheckpointSaver`.
         config: Extra `RunnableConfig` for every graph run (tags, metadata, `recursion_limit`,
@@ -89,6 +116,19 @@ class LangGraphRunner:
             `Runtime.context`, `ToolRuntime.context`), the same for every session of this Flow.
         allowed_msgpack_modules: Extra ``(module, class)`` pairs the run state may hold, for custom types
             in your graph's state; by default only LangGraph's safe types are allowed.
+        model_for_settings: Chooses each turn's chat model from the session settings the turn started with
+            (`AgentTurnContext.session_settings`): a `BaseChatModel`, a name for `init_chat_model`
+            (``"openai:gpt-5"``, one client per name and Worker), or `None` to keep the graph's model.
+            Needs `DexToolGate`. When it raises, the turn ends with `turn_error` (the session stays usable).
+        instructions_for_settings: Returns instructions each turn adds to the agent's system message, from
+            its session settings; `None` adds none. Needs `DexToolGate`.
+        mcp_tools: An `McpToolSource` (``dex_agents.mcp``, the ``mcp`` extra) whose tools are offered to the
+            model; each call is deferred with the source's policy and run in its tool Step by the source.
+            Pass ``mcp_tools.merge_tool_policies(...)`` as the session's ``tool_policies``.
+        tool_tasks: The pollers (and cancellers) of the remote tasks your tools start with
+            `dex_agents.start_tool_task`, by tool name. With neither this nor ``mcp_tools``, the runner
+            polls no tasks, so `DeferredToolExecution.supports_tool_tasks` is false and tools finish their
+            work inside the call.
 
     Raises:
         TypeError: If the factory does not return a compiled graph that uses the given checkpoint saver,
@@ -102,7 +142,13 @@ class LangGraphRunner:
         config: RunnableConfig | None = None,
         context: object = None,
         allowed_msgpack_modules: Iterable[tuple[str, ...]] = (),
+        model_for_settings: ModelForSettings | None = None,
+        instructions_for_settings: InstructionsForSettings | None = None,
+        mcp_tools: McpToolSource | None = None,
+        tool_tasks: ToolTaskHandlers | None = None,
     ) -> None:
+        if tool_tasks is not None and not isinstance(tool_tasks, ToolTaskHandlers):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"tool_tasks must be a ToolTaskHandlers, got {type(tool_tasks).__name__}")
         self._context = context
         self._saver = DexCheckpointSaver(allowed_msgpack_modules=allowed_msgpack_modules)
         graph = build_graph(self._saver)
@@ -110,6 +156,19 @@ class LangGraphRunner:
         self._tool_node = single_tool_node(self._graph)
         self._config: RunnableConfig = config or {}
         self._tool_step = ToolStepExecutor(self._tool_node, self._graph, context)
+        self._mcp_tools = mcp_tools
+        self._tool_tasks = tool_tasks
+        self._turn_setup = TurnSetup(
+            frozenset(self._tool_node.tools_by_name),
+            model_for_settings=model_for_settings,
+            instructions_for_settings=instructions_for_settings,
+            mcp_tools=mcp_tools,
+        )
+        if mcp_tools is not None or tool_tasks is not None:
+            # Only a runner with someone to ask polls tasks: the session reads the capability from these
+            # methods and tells tools (`supports_tool_tasks`) whether they may hand work over.
+            self.poll_tool_task = self._poll_tool_task
+            self.cancel_tool_task = self._cancel_tool_task
 
     @property
     def graph(self) -> Pregel[Any, Any, Any, Any]:
@@ -142,8 +201,12 @@ class LangGraphRunner:
             return TurnCompleted(new_messages=(), turn_error=str(error))
         if turn.framework_run_state is None and not history:
             return TurnCompleted(new_messages=(), turn_error="the turn has no user message to answer")
-        with self._private_thread(turn) as (thread_id, thread_config):
-            return await self._run_graph(turn, history, thread_id, thread_config)
+        try:
+            scope = await self._turn_setup.scope_for(turn)
+        except TurnSetupError as error:
+            return TurnCompleted(new_messages=(), turn_error=str(error))
+        with turn_scope(scope), self._private_thread(turn) as (thread_id, thread_config):
+            return await self._run_graph(turn, history, thread_id, thread_config, scope)
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> list[FrameworkMessage]:
         """Return the turn's messages that are not stored yet, with a result for every deferred call.
@@ -204,9 +267,10 @@ class LangGraphRunner:
         history: Sequence[BaseMessage],
         thread_id: str,
         thread_config: RunnableConfig,
+        scope: TurnScope,
     ) -> AgentTurnOutcome:
         history_ids = {message.id for message in history}
-        guard = ModelStepGuard()
+        guard = ModelStepGuard(scope)
         if turn.framework_run_state is None:
             graph_input: object = {"messages": history}
             known_ids = set(history_ids)
@@ -216,24 +280,36 @@ class LangGraphRunner:
                 return resumed
             graph_input, known_ids = resumed
         try:
-            await self._stream(graph_input, thread_id, guard, known_ids, turn.events)
+            await self._stream(graph_input, turn.flow_id, thread_id, guard, known_ids, turn.events)
         except ModelStepViolation as error:
-            return TurnCompleted(new_messages=(), usage=_no_usage(guard), turn_error=str(error))
+            return TurnCompleted(
+                new_messages=(),
+                usage=_no_usage(guard),
+                turn_error=str(error),
+                model_call_metadata=model_call_metadata(guard.request_parameters, None),
+            )
         except (GraphRecursionError, InvalidUpdateError) as error:
             return TurnCompleted(
-                new_messages=(), usage=_no_usage(guard), turn_error=f"LangGraph refused the run: {error}"
+                new_messages=(),
+                usage=_no_usage(guard),
+                turn_error=f"LangGraph refused the run: {error}",
+                model_call_metadata=model_call_metadata(guard.request_parameters, None),
             )
         snapshot = await self._graph.aget_state(thread_config)
         messages = cast(Sequence[BaseMessage], snapshot.values.get("messages") or ())
         new_messages = [message for message in messages if message.id not in history_ids]
-        usage = _model_call_usage(guard, [m for m in messages if m.id not in known_ids])
+        responses = [m for m in messages if m.id not in known_ids and isinstance(m, AIMessage)]
+        usage = _model_call_usage(guard, responses)
+        metadata = model_call_metadata(guard.request_parameters, responses[-1] if responses else None)
         if snapshot.interrupts:
             interrupts = snapshot.interrupts
-            return self._tool_calls_requested(turn, thread_id, interrupts, messages, history_ids, usage)
+            outcome = self._tool_calls_requested(turn, thread_id, interrupts, messages, history_ids, usage)
+            return dataclasses.replace(outcome, model_call_metadata=metadata)
         if snapshot.next:
             return TurnCompleted(
                 new_messages=(),
                 usage=usage,
+                model_call_metadata=metadata,
                 turn_error=(
                     f"the graph stopped before {list(snapshot.next)} without a tool call; "
                     "remove interrupt_before/interrupt_after from the graph"
@@ -242,20 +318,22 @@ class LangGraphRunner:
         structured = snapshot.values.get("structured_response")
         answer_text = None if structured is None else _render_json(structured)
         projected = project_messages(new_messages, answer_text=answer_text)
-        return TurnCompleted(new_messages=projected, usage=usage)
+        return TurnCompleted(new_messages=projected, usage=usage, model_call_metadata=metadata)
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        """Run the graph's real tool for one approved call, once, through its `ToolNode`.
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        """Run the real tool for one approved call, once: the graph's through its `ToolNode`, or an MCP tool.
 
-        The call goes through LangGraph's own tool pipeline (argument validation, `wrap_tool_call`
-        middleware, `handle_tool_errors`), and `dex_agents.current_tool_execution()` gives the tool the
-        call and its idempotency key.
+        A graph tool's call goes through LangGraph's own tool pipeline (argument validation,
+        `wrap_tool_call` middleware, `handle_tool_errors`) in this asyncio context, so
+        `dex_agents.current_tool_execution()` gives the tool the call and its idempotency key, and the tool
+        may ask the user (`dex_agents.ask_user_input`) or hand a remote task to the session
+        (`dex_agents.start_tool_task`). A call of the MCP source's tool goes to `McpToolSource.call_tool`.
 
         Args:
             call: The approved call.
 
         Returns:
-            The tool's result as text.
+            The tool's result as text, or the MCP source's outcome (a task it started, say).
 
         Raises:
             ToolExecutionError: When the model should see an error instead of a result: the arguments are
@@ -263,7 +341,27 @@ class LangGraphRunner:
                 has status `error`. Any other exception the tool raises propagates unchanged, so the
                 session retries or records the call by its effect.
         """
-        return await self._tool_step.execute(call, self._run_config(None))
+        if self._mcp_tools is not None and self._mcp_tools.owns_tool_call(call.tool_call):
+            return await self._mcp_tools.call_tool(call)
+        return await self._tool_step.execute(call, self._run_config(None, call.flow_id))
+
+    async def _poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Poll a started task: the MCP source's own, else with the tool's handler in ``tool_tasks``."""
+        if self._mcp_tools is not None and self._mcp_tools.owns_tool_call(poll.tool_call):
+            return await self._mcp_tools.poll_tool_task(poll)
+        if self._tool_tasks is None:
+            raise LookupError(
+                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but the runner "
+                "has no tool_tasks handlers; pass LangGraphRunner(..., tool_tasks=ToolTaskHandlers({...}))"
+            )
+        return await self._tool_tasks.poll_tool_task(poll)
+
+    async def _cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Cancel an abandoned task: the MCP source's own, else with the tool's handler, if it has one."""
+        if self._mcp_tools is not None and self._mcp_tools.owns_tool_call(cancellation.tool_call):
+            await self._mcp_tools.cancel_tool_task(cancellation)
+        elif self._tool_tasks is not None:
+            await self._tool_tasks.cancel_tool_task(cancellation)
 
     async def _resume_input(
         self,
@@ -297,12 +395,18 @@ class LangGraphRunner:
         messages = cast(Sequence[BaseMessage], snapshot.values.get("messages") or ())
         return Command(resume=answers), {message.id for message in messages}
 
-    def _run_config(self, thread_id: str | None, guard: ModelStepGuard | None = None) -> RunnableConfig:
+    def _run_config(
+        self, thread_id: str | None, session_id: str, guard: ModelStepGuard | None = None
+    ) -> RunnableConfig:
         config: dict[str, Any] = dict(self._config)
         configurable = dict(cast(Mapping[str, Any], config.get("configurable") or {}))
         if thread_id is not None:
             configurable["thread_id"] = thread_id
         config["configurable"] = configurable
+        # LangGraph copies the private thread's ID into the run's metadata unless it holds one, and
+        # LangSmith groups traces into threads by it: the session ID keeps every Step of a session together.
+        metadata = cast(Mapping[str, Any], config.get("metadata") or {})
+        config["metadata"] = {"thread_id": session_id, **metadata}
         callbacks = list(cast(Sequence[Any], config.get("callbacks") or ()))
         if guard is not None:
             callbacks.append(guard)
@@ -312,6 +416,7 @@ class LangGraphRunner:
     async def _stream(
         self,
         graph_input: object,
+        session_id: str,
         thread_id: str,
         guard: ModelStepGuard,
         known_ids: set[str | None],
@@ -323,7 +428,7 @@ class LangGraphRunner:
             AsyncGenerator[Any, None],
             self._graph.astream(
                 graph_input,
-                self._run_config(thread_id, guard),
+                self._run_config(thread_id, session_id, guard),
                 context=self._context,
                 stream_mode="messages",
                 version="v2",
@@ -401,18 +506,10 @@ class LangGraphRunner:
                     "its own task (create_agent does; use route_tool_calls in your own graph)"
                 ),
             )
-        deferred: list[DeferredToolCall] = []
-        for tool_call_id in sorted(gated, key=order.index):
-            payload = gated[tool_call_id]
-            name = str(payload.get("name"))
-            tool = self._tool_node.tools_by_name.get(name)
-            policy = (
-                UNKNOWN_TOOL_POLICY
-                if tool is None
-                else turn.resolve_tool_policy(name, framework_effect(tool))
-            )
-            arguments = tool_arguments_json(payload.get("args") or {})
-            deferred.append(DeferredToolCall(tool_call_id, name, arguments, policy))
+        deferred = [
+            self._deferred_call(turn, tool_call_id, gated[tool_call_id])
+            for tool_call_id in sorted(gated, key=order.index)
+        ]
         state = LangGraphRunState(
             self._saver.export_thread(
                 thread_id, stored_message_ids={message_id for message_id in history_ids if message_id}
@@ -420,6 +517,30 @@ class LangGraphRunner:
             tuple(call.tool_call_id for call in deferred),
         )
         return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=deferred, usage=usage)
+
+    def _deferred_call(
+        self, turn: AgentTurnContext, tool_call_id: str, payload: Mapping[str, Any]
+    ) -> DeferredToolCall:
+        """One gated call with its policy.
+
+        A built-in's policy does not matter (the session routes it); a graph tool's comes from the session
+        and the tool's metadata; the MCP source resolves its own (and adds the reference its tool Step
+        calls by); a name nobody has gets `UNKNOWN_TOOL_POLICY`.
+        """
+        name = str(payload.get("name"))
+        arguments = tool_arguments_json(payload.get("args") or {})
+        tool = self._tool_node.tools_by_name.get(name)
+        if name in turn.enabled_built_in_tools:
+            policy = turn.resolve_tool_policy(name)
+        elif tool is not None:
+            policy = turn.resolve_tool_policy(name, framework_effect(tool))
+        elif self._mcp_tools is not None and self._mcp_tools.tool(name) is not None:
+            return self._mcp_tools.deferred_tool_call(
+                turn, tool_call_id=tool_call_id, tool_name=name, arguments=arguments
+            )
+        else:
+            policy = UNKNOWN_TOOL_POLICY
+        return DeferredToolCall(tool_call_id, name, arguments, policy)
 
 
 def _checked_graph(graph: object, saver: DexCheckpointSaver) -> Pregel[Any, Any, Any, Any]:
@@ -503,11 +624,10 @@ def _no_usage(guard: ModelStepGuard) -> AgentUsage:
     return AgentUsage(model_calls=guard.model_calls).plus(guard.middleware_usage)
 
 
-def _model_call_usage(guard: ModelStepGuard, produced: Sequence[BaseMessage]) -> AgentUsage:
+def _model_call_usage(guard: ModelStepGuard, responses: Sequence[AIMessage]) -> AgentUsage:
     """The usage of this Step's model calls, the calls middleware made for itself included.
 
     The agent's tokens come from the `usage_metadata` of the response it produced.
     """
-    responses = [message for message in produced if isinstance(message, AIMessage)]
     agent_tokens = token_usage(responses[-1].usage_metadata if responses else None)
     return _no_usage(guard).plus(agent_tokens)

@@ -21,12 +21,13 @@ It answers in one of two ways:
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, cast
 
 from dex_agents.testing import current_model_call, scripted_model_response, text_chunks
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -99,7 +100,10 @@ class ScriptedChatModel(BaseChatModel):
         agent = create_agent(model, tools=[lookup_order])
 
     The model keeps what every call saw (``inputs``, ``offered_tools``), for tests to assert on; a
-    long-running process keeps all of it.
+    long-running process keeps all of it. Each answer reports, as a provider's does, the model name and a
+    finish reason (``tool_calls`` or ``stop``) and a response ID (``scripted-<hex>``) in
+    ``response_metadata``; its provider (``ls_provider``, which LangSmith and the runner's tracing
+    metadata read) is ``dex.scripted``.
 
     Attributes:
         responses: The answers in conversation order, each text made an `AIMessage`, or `None` to answer
@@ -125,6 +129,12 @@ class ScriptedChatModel(BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return "dex-scripted"
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        params = super()._get_ls_params(stop=stop, **kwargs)
+        params["ls_provider"] = "dex.scripted"
+        params["ls_model_name"] = self.model_name
+        return params
 
     def input_texts(self, call_number: int) -> list[str]:
         """Return what model call ``call_number`` (one-based) saw, rendered by `render_model_input`."""
@@ -177,8 +187,8 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        self._record(messages, kwargs)
-        return ChatResult(generations=[ChatGeneration(message=await self._answer(messages))])
+        offered = self._record(messages, kwargs)
+        return ChatResult(generations=[ChatGeneration(message=await self._answer(messages, offered))])
 
     async def _astream(
         self,
@@ -187,16 +197,19 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        self._record(messages, kwargs)
-        for chunk in _chunks(await self._answer(messages)):
+        offered = self._record(messages, kwargs)
+        for chunk in _chunks(await self._answer(messages, offered)):
             yield chunk
 
-    def _record(self, messages: list[BaseMessage], call_options: dict[str, Any]) -> None:
+    def _record(self, messages: list[BaseMessage], call_options: dict[str, Any]) -> list[str]:
+        """Keep the call's input and the names of the tools it was offered, and return those names."""
         self.inputs.append(list(messages))
         tools = cast(Sequence[dict[str, Any]], call_options.get("tools") or ())
-        self.offered_tools.append([_tool_name(tool) for tool in tools])
+        offered = [_tool_name(tool) for tool in tools]
+        self.offered_tools.append(offered)
+        return offered
 
-    async def _answer(self, messages: list[BaseMessage]) -> AIMessage:
+    async def _answer(self, messages: list[BaseMessage], offered_tools: Sequence[str]) -> AIMessage:
         if self.responses is not None:
             return self._listed_answer(messages, "ainvoke")
         if current_model_call() is None:
@@ -207,7 +220,7 @@ class ScriptedChatModel(BaseChatModel):
             )
         # Awaited inside the model call, so cancelling the call (cancel_turn) cancels this wait, and the
         # script's log records the cancellation.
-        response = await scripted_model_response(render_model_input(messages))
+        response = await scripted_model_response(render_model_input(messages), offered_tools=offered_tools)
         calls = [
             ToolCall(name=call.tool_name, args=dict(call.arguments), id=call.tool_call_id, type="tool_call")
             for call in response.tool_calls
@@ -234,7 +247,12 @@ class ScriptedChatModel(BaseChatModel):
         return self._answer_message(answer)
 
     def _answer_message(self, answer: AIMessage) -> AIMessage:
-        answer.response_metadata = {"model_name": self.model_name, **answer.response_metadata}
+        answer.response_metadata = {
+            "model_name": self.model_name,
+            "finish_reason": "tool_calls" if answer.tool_calls else "stop",
+            "id": f"scripted-{uuid.uuid4().hex}",
+            **answer.response_metadata,
+        }
         return answer
 
 

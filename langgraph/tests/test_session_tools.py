@@ -1,0 +1,243 @@
+"""Whole sessions (devserver, Worker child, real agent loop): settings, tool questions and tasks, MCP, spans.
+
+The turn's settings choose its model, a tool asks the user before it takes effect, a tool hands a task to
+the session, an `McpToolSource`'s tools run as Steps (the idempotency key in `_meta`, an HTTP task polled
+as Steps), and the `chat` spans carry the model call's metadata.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from dex_agents import AgentSessionClient, AgentSnapshot, InterruptKind, MessageRole, TurnOutcome
+from dex_agents.testing import (
+    AgentTestStack,
+    ScriptedResponse,
+    ScriptedToolCall,
+    executed_step_types,
+    start_mcp_inventory_http_server,
+    wait_until,
+)
+from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
+
+from tests.matrix_spec import PACKAGE_DIR
+from tests.session_tools_agents import (
+    SHIPPING_URL_ENV,
+    build_flows,
+    mcp_log_path,
+    tool_runs_path,
+)
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@dataclass
+class Sessions:
+    stack: AgentTestStack
+    settings: AgentSessionClient
+    asking: AgentSessionClient
+    mcp: AgentSessionClient
+    span_file: Path
+
+    def lines(self, path: Path, prefix: str) -> list[str]:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        return [line for line in text.splitlines() if line.startswith(prefix)]
+
+    def chat_spans(self, session_id: str) -> list[ExportedSpan]:
+        spans = read_exported_spans(self.span_file, session_id)
+        return [span for span in spans if span.attribute("gen_ai.operation.name") == "chat"]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def sessions(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Sessions]:
+    state_dir = tmp_path_factory.mktemp("session-tools")
+    span_file = state_dir / "spans.jsonl"
+    async with await start_mcp_inventory_http_server(mcp_log_path(state_dir)) as shipping:
+        flows = build_flows(state_dir, shipping.url)
+        worker_env = {SHIPPING_URL_ENV: shipping.url, SPAN_FILE_ENV: str(span_file)}
+        async with AgentTestStack(
+            state_dir, flows, "tests.session_tools_worker", worker_cwd=PACKAGE_DIR, worker_env=worker_env
+        ) as stack:
+            await stack.start_worker()
+            clients = [stack.sessions(flow) for flow in flows]
+            yield Sessions(stack, *clients, span_file=span_file)
+
+
+def _response_models(snapshot: AgentSnapshot) -> list[str]:
+    """The model that wrote each stored answer, from the `AIMessage` each keeps in its framework item."""
+    return [
+        json.loads(message.framework_item)["data"]["response_metadata"]["model_name"]
+        for message in snapshot.messages
+        if message.role is MessageRole.ASSISTANT
+    ]
+
+
+async def test_updated_session_settings_choose_the_next_turns_model_and_instructions(
+    sessions: Sessions,
+) -> None:
+    stack, client = sessions.stack, sessions.settings
+    session = stack.new_session_id("settings")
+    answers = ["Small answer.", "Large answer.", "Never given.", "Default answer."]
+    stack.scripts.set_turns(session, [[ScriptedResponse(text=answer)] for answer in answers])
+
+    await client.start_session(session, "Hi", session_settings={"model": "small"})
+    first = await client.wait_for_turn_end(session)
+    assert await client.update_session_settings(session, {"model": "large", "tone": "formal"})
+    assert await client.send_user_message(session, "Again")
+    second = await client.wait_for_turn_end(session)
+
+    assert (first.outcome, second.outcome) == (TurnOutcome.COMPLETED, TurnOutcome.COMPLETED)
+    assert _response_models(second.snapshot) == ["scripted-small", "scripted-large"]
+    calls = stack.invocations.model_calls(session)
+    assert [call.model_input[0] for call in calls] == [
+        "system: You handle orders.",
+        "system: You handle orders.\n\nAnswer in a formal tone.",
+    ]
+
+    # Settings that choose no model end the next turn with a clear error, before any model call ...
+    assert await client.update_session_settings(session, {"model": "huge"})
+    assert await client.send_user_message(session, "Once more")
+    failed = await client.wait_for_turn_end(session)
+    assert failed.outcome is TurnOutcome.FAILED
+    assert failed.error == "the session settings chose no usable model or instructions: KeyError: 'huge'"
+    assert len(stack.invocations.model_calls(session)) == 2
+    # ... and the session goes on once they are fixed: cleared settings keep the agent's own model.
+    assert await client.update_session_settings(session, {})
+    assert await client.send_user_message(session, "And now?")
+    fixed = await client.wait_for_turn_end(session)
+    assert fixed.outcome is TurnOutcome.COMPLETED
+    assert _response_models(fixed.snapshot)[-1] == "dex-scripted"
+    # The failed turn's RunModel called the runner but no model: its chat span is INTERNAL, with no model.
+    await wait_until("the four chat spans", lambda: len(sessions.chat_spans(session)) == 4)
+    assert [(span.kind, span.attribute("gen_ai.request.model")) for span in sessions.chat_spans(session)] == [
+        ("CLIENT", "scripted-small"),
+        ("CLIENT", "scripted-large"),
+        ("INTERNAL", None),
+        ("CLIENT", "dex-scripted"),
+    ]
+
+
+async def test_a_tool_that_asks_before_it_takes_effect_runs_once_with_the_answer(sessions: Sessions) -> None:
+    stack, client = sessions.stack, sessions.asking
+    session = stack.new_session_id("ask")
+    refund = ScriptedToolCall("refund_to_warehouse", {"order_id": "A-1"}, "refund-1")
+    stack.scripts.set_turns(
+        session, [[ScriptedResponse(tool_calls=(refund,)), ScriptedResponse(text="Refunded via Lyon.")]]
+    )
+
+    await client.start_session(session, "Refund A-1")
+    question = await client.wait_for_interrupt(session)
+
+    assert question is not None and question.kind is InterruptKind.QUESTION
+    assert (question.question, question.choices) == ("Which warehouse takes the return?", ("Berlin", "Lyon"))
+    runs_path = tool_runs_path(stack.state_dir)
+    assert sessions.lines(runs_path, "refund_to_warehouse") == [], "the tool stopped before its effect"
+    assert not await client.answer_question(session, question.interrupt_id, "Paris"), "only the choices"
+    assert await client.answer_question(session, question.interrupt_id, "Lyon")
+    ended = await client.wait_for_turn_end(session)
+
+    assert ended.outcome is TurnOutcome.COMPLETED
+    assert sessions.lines(runs_path, "refund_to_warehouse") == [
+        f"refund_to_warehouse A-1 Lyon {session}/turn-1/refund-1"
+    ]
+    [_, resumed] = stack.invocations.model_calls(session)
+    assert (
+        resumed.model_input[-1] == "tool refund_to_warehouse [refund-1] success: refund of A-1 goes to Lyon"
+    )
+    steps = executed_step_types(await stack.read_step_history(session))
+    # The tool Step ran twice: once to ask, once with the answer; only the second took effect.
+    assert "AwaitQuestionAnswer" in steps and steps.count("CallSingleAttemptTool") == 2, steps
+
+
+async def test_a_tool_that_starts_a_task_is_polled_to_completion_and_the_chat_spans_carry_the_model_call(
+    sessions: Sessions,
+) -> None:
+    stack, client = sessions.stack, sessions.asking
+    session = stack.new_session_id("task")
+    render = ScriptedToolCall("render_report", {"name": "q3"}, "render-1")
+    stack.scripts.set_turns(
+        session, [[ScriptedResponse(tool_calls=(render,)), ScriptedResponse(text="The report is ready.")]]
+    )
+
+    await client.start_session(session, "Render the Q3 report")
+    ended = await client.wait_for_turn_end(session)
+
+    assert ended.outcome is TurnOutcome.COMPLETED
+    assert sessions.lines(tool_runs_path(stack.state_dir), "render_report") == [
+        "render_report start render-q3",
+        "render_report poll render-q3 1",
+        "render_report poll render-q3 2",
+    ]
+    [_, resumed] = stack.invocations.model_calls(session)
+    assert resumed.model_input[-1] == "tool render_report [render-1] success: report render-q3 is ready"
+    steps = executed_step_types(await stack.read_step_history(session))
+    assert steps.count("PollToolTask") == 2 and steps.count("CallTool") == 1, steps
+
+    await wait_until("both chat spans", lambda: len(sessions.chat_spans(session)) == 2)
+    chat = sessions.chat_spans(session)
+    assert [
+        (
+            span.name,
+            span.kind,
+            span.attribute("gen_ai.request.model"),
+            span.attribute("gen_ai.response.model"),
+            span.attribute("gen_ai.provider.name"),
+            span.attribute("gen_ai.response.finish_reasons"),
+        )
+        for span in chat
+    ] == [
+        ("chat dex-scripted", "CLIENT", "dex-scripted", "dex-scripted", "dex.scripted", ["tool_calls"]),
+        ("chat dex-scripted", "CLIENT", "dex-scripted", "dex-scripted", "dex.scripted", ["stop"]),
+    ]
+    response_ids = [str(span.attribute("gen_ai.response.id")) for span in chat]
+    assert all(response_id.startswith("scripted-") for response_id in response_ids), response_ids
+    assert len(set(response_ids)) == 2
+
+
+async def test_mcp_source_tools_run_as_steps_with_the_key_in_meta_and_an_http_task_is_polled_as_steps(
+    sessions: Sessions,
+) -> None:
+    stack, client = sessions.stack, sessions.mcp
+    session = stack.new_session_id("mcp")
+    calls = (
+        ScriptedToolCall("inventory__count_items", {"sku": "A-1"}, "count-1"),
+        ScriptedToolCall("inventory__reserve_stock", {"sku": "A-1", "count": 2}, "reserve-1"),
+        ScriptedToolCall(
+            "shipping__ship_order", {"sku": "A-1", "polls": 2, "poll_interval_ms": 1000}, "ship-1"
+        ),
+    )
+    stack.scripts.set_turns(session, [[ScriptedResponse(tool_calls=calls), ScriptedResponse(text="Done.")]])
+    log = mcp_log_path(stack.state_dir)
+
+    await client.start_session(session, "Count A-1, reserve two, ship it")
+    approval = await client.wait_for_interrupt(session)
+
+    assert approval is not None and approval.kind is InterruptKind.TOOL_APPROVAL
+    assert approval.tool_name == "inventory__reserve_stock"
+    assert sessions.lines(log, "tools/call reserve_stock") == [], "nothing before the approval"
+    assert await client.resolve_interrupt(session, approval.interrupt_id, approved=True)
+    ended = await client.wait_for_turn_end(session)
+
+    assert ended.outcome is TurnOutcome.COMPLETED
+    outputs = {m.tool_call_id: m.tool_output for m in ended.snapshot.messages if m.role is MessageRole.TOOL}
+    assert outputs == {
+        "count-1": "A-1: 7 in stock",
+        "reserve-1": "reserved 2 of A-1",
+        "ship-1": "shipped A-1",
+    }
+    assert sessions.lines(log, "tools/call count_items") == ["tools/call count_items"]
+    # The first request reserved and the server died before answering; the retried Step sent the same key.
+    key = f"{session}/turn-1/reserve-1"
+    assert sessions.lines(log, "tools/call reserve_stock") == [f"tools/call reserve_stock A-1 {key}"] * 2
+    assert sessions.lines(log, "tasks/create ship_order A-1") == ["tasks/create ship_order A-1"]
+    assert sessions.lines(log, "tasks/get ship_order A-1") == [
+        "tasks/get ship_order A-1 working",
+        "tasks/get ship_order A-1 completed",
+    ]
+    steps = executed_step_types(await stack.read_step_history(session))
+    assert steps.count("PollToolTask") == 2 and "AwaitToolApproval" in steps, steps
