@@ -91,7 +91,7 @@ async def test_adks_confirmation_is_a_durable_approval_and_the_rejection_text_re
     assert not session.stack.invocations.tool_calls(session_id, "purge_order")
     assert len(session.stack.invocations.tool_calls(session_id, "lookup_order")) == 1
     seen = session.stack.invocations.model_calls(session_id)[-1].model_input_text
-    assert "tool purge_order [purge-1]: error: Purging is for admins only." in seen
+    assert 'tool purge_order [purge-1]: {"error":"Purging is for admins only."}' in seen
     assert "This tool call is rejected." not in seen, "ADK's fixed rejection text replaced the user's"
 
 
@@ -269,8 +269,8 @@ async def test_a_turn_cancelled_during_a_model_call_keeps_the_split_response_and
     seen = session.stack.invocations.model_calls(session_id, "turn-2")[0].model_input_text
     for expected in (
         "assistant: Let me look A-1 up, then purge it.",
-        "tool lookup_order [read-1]: result: A-1 shipped on Monday",
-        "tool purge_order [purge-1]: error: Only admins purge.",
+        'tool lookup_order [read-1]: {"result":"A-1 shipped on Monday"}',
+        'tool purge_order [purge-1]: {"error":"Only admins purge."}',
     ):
         assert expected in seen, (expected, seen)
     assert not session.stack.invocations.tool_calls(session_id, "purge_order")
