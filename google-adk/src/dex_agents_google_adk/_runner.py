@@ -403,6 +403,7 @@ class GoogleAdkRunner:
         output = await run_tool_call(
             self._app,
             self._services,
+            run_config=self._run_config,
             user_id=self._user_id,
             session_id=call.flow_id,
             agent_name=_agent_name(record.tool_source_reference),
