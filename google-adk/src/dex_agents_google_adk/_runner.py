@@ -73,6 +73,7 @@ from google.adk.sessions import InMemorySessionService
 from google.adk.tools.set_model_response_tool import SetModelResponseTool
 from google.genai import types
 
+from dex_agents_google_adk._adk_patches import skip_failing_a2a_import
 from dex_agents_google_adk._app import (
     AdkServices,
     close_toolsets,
@@ -148,6 +149,9 @@ class GoogleAdkRunner:
             start.
         tool_tasks: Polls and cancels the remote tasks your own tools start with
             `dex_agents.start_tool_task`, by tool name.
+        patch_adk: Apply the adapter's work-around for ADK's import of an optional module on every
+            invocation (``dex_agents_google_adk/_adk_patches.py``): process-wide, only for the ADK release
+            it was written for, and only when that module cannot be imported anyway.
 
     Raises:
         TypeError: An agent's `code_executor` runs model-written code itself (anything but
@@ -170,12 +174,15 @@ class GoogleAdkRunner:
         instructions_for_settings: InstructionsForSettings | None = None,
         mcp_tools: McpToolSource | None = None,
         tool_tasks: ToolTaskHandlers | None = None,
+        patch_adk: bool = True,
     ) -> None:
         if isinstance(app_or_agent, App):
             self._app = app_or_agent
         else:
             self._app = App(name=app_or_agent.name, root_agent=app_or_agent)
         _refuse_local_code_executors(cast(BaseAgent, self._app.root_agent))
+        if patch_adk:
+            skip_failing_a2a_import()
         self._user_id = user_id
         self._run_config = run_config or RunConfig(streaming_mode=StreamingMode.SSE)
         self._services = services or AdkServices()
