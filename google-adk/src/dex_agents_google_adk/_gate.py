@@ -29,6 +29,8 @@ inside the model call itself (a README limit), and an agent's local `code_execut
 - Every model response gets tool call IDs that are non-empty, free of `/`, and unique within the turn.
 - A second model request in one `run_model_step` raises `SecondModelCallError` instead of reaching the
   model, so a model call is never hidden inside another call's Step.
+- The request gets the instructions the turn's session settings chose after the agent's own, and the
+  gate keeps the model the request named, for the call's tracing metadata.
 """
 
 from __future__ import annotations
