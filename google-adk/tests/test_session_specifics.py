@@ -347,12 +347,18 @@ async def test_update_session_settings_changes_the_next_turns_model_and_instruct
     assert fourth.messages[-1].text is not None and fourth.messages[-1].text.startswith("house-model read: ")
 
 
-async def test_a_tool_that_asks_before_it_takes_effect_runs_once_with_the_answer(session: Session) -> None:
-    session_id = session.stack.new_session_id("ask")
-    refund = ScriptedToolCall("refund_to_warehouse", {"order_id": "A-1"}, "refund-1")
+def _one_call_then(session: Session, prefix: str, call: ScriptedToolCall, answer: str) -> str:
+    """A new session ID whose script makes ``call``, then answers ``answer``."""
+    session_id = session.stack.new_session_id(prefix)
     session.stack.scripts.set_turns(
-        session_id, [[ScriptedResponse(tool_calls=(refund,)), ScriptedResponse(text="Refunded via Lyon.")]]
+        session_id, [[ScriptedResponse(tool_calls=(call,)), ScriptedResponse(text=answer)]]
     )
+    return session_id
+
+
+async def test_a_tool_that_asks_before_it_takes_effect_runs_once_with_the_answer(session: Session) -> None:
+    refund = ScriptedToolCall("refund_to_warehouse", {"order_id": "A-1"}, "refund-1")
+    session_id = _one_call_then(session, "ask", refund, "Refunded via Lyon.")
     await session.tool_requests.start_session(session_id, "Refund A-1")
     interrupt = await wait_for_agent_snapshot(
         session.tool_requests,
@@ -391,11 +397,8 @@ async def test_a_tool_that_asks_before_it_takes_effect_runs_once_with_the_answer
 async def test_a_tool_that_starts_a_task_is_polled_by_its_handler_until_the_task_finishes(
     session: Session,
 ) -> None:
-    session_id = session.stack.new_session_id("task")
     export = ScriptedToolCall("export_orders", {"month": "2026-11"}, "export-1")
-    session.stack.scripts.set_turns(
-        session_id, [[ScriptedResponse(tool_calls=(export,)), ScriptedResponse(text="The export is ready.")]]
-    )
+    session_id = _one_call_then(session, "task", export, "The export is ready.")
     await session.tool_requests.start_session(session_id, "Export November")
     done = await wait_for_turn_end(session.tool_requests, session_id, 1)
 
@@ -417,11 +420,8 @@ async def test_a_tool_that_starts_a_task_is_polled_by_its_handler_until_the_task
 async def test_a_traced_sessions_chat_spans_carry_adks_model_call_metadata_and_no_adk_spans(
     session: Session,
 ) -> None:
-    session_id = session.stack.new_session_id("traced")
     read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
-    session.stack.scripts.set_turns(
-        session_id, [[ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="A-1 shipped.")]]
-    )
+    session_id = _one_call_then(session, "traced", read, "A-1 shipped.")
     await session.traced.start_session(session_id, "Where is A-1?")
     done = await wait_for_turn_end(session.traced, session_id, 1)
     assert done.state is not None and done.state.last_turn_error is None, done.state
