@@ -9,6 +9,9 @@ an application without Dex does. The durable turn runs on a private devserver wi
 on this machine; its time is measured from `start_session` to the `turn_completed` event. It also reports
 what the session stores: the framework run state at the tool boundary and the stored messages'
 `framework_item` sizes. The timing and the figures are ``dex_agents.bench.run_turn_overhead_bench``.
+
+Building the Flow builds a `GoogleAdkRunner`, which applies the adapter's ADK import work-around
+(``_adk_patches``) in this process and in the Worker, so the in-process turn gets it too.
 """
 
 from __future__ import annotations

@@ -41,4 +41,6 @@ SPEC = MatrixSpec(
     # Items 14 and 15: the runner keeps a result for every call of a turn that ends early, and a
     # cancelled model call stops.
     supports_turn_control=True,
+    # Item 16: the session's built-ins are offered to the model as declared ADK tools.
+    supports_built_in_tools=True,
 )

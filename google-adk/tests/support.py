@@ -32,6 +32,8 @@ class CannedLlm(ScriptedLlm):
     seen: list[list[types.Content]] = Field(default_factory=list[list[types.Content]])
     offered_tools: list[list[str]] = Field(default_factory=list[list[str]])
     instructions_seen: list[str] = Field(default_factory=list[str])
+    declarations: list[dict[str, object]] = Field(default_factory=list[dict[str, object]])
+    """The JSON Schema of each declared function's arguments, by name, per call."""
 
     @property
     def calls(self) -> int:
@@ -40,6 +42,13 @@ class CannedLlm(ScriptedLlm):
     async def choose_response(self, llm_request: LlmRequest) -> ScriptedAnswer:
         self.seen.append([content.model_copy(deep=True) for content in llm_request.contents])
         self.offered_tools.append(sorted(llm_request.tools_dict))
+        self.declarations.append(
+            {
+                declaration.name or "": declaration.parameters_json_schema
+                for tool in llm_request.config.tools or ()
+                for declaration in getattr(tool, "function_declarations", None) or ()
+            }
+        )
         instruction = cast(object, llm_request.config.system_instruction)  # pyright: ignore[reportUnknownMemberType]
         self.instructions_seen.append(str(instruction or ""))
         responses = self.responses or []

@@ -8,8 +8,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from dex_agents.mcp import McpStdioServer, McpToolSource
 from dex_agents.runner import ToolCallsRequested, ToolPolicy, TurnCompleted
-from dex_agents.testing import SessionSide
+from dex_agents.testing import SessionSide, mcp_inventory_server_command
 from dex_agents.values import ToolCallStatus, ToolEffect
 from google.adk.agents import LlmAgent
 from google.adk.tools.mcp_tool.mcp_tool import McpTool
@@ -130,3 +131,45 @@ async def test_an_mcp_call_without_a_result_fails_the_step_instead_of_succeeding
     finally:
         await runner.close()
     assert "tools/call restock_and_crash A-1" in log.read_text()
+
+
+def _source(log: Path, *, fail_listing: bool = False) -> McpToolSource:
+    command = mcp_inventory_server_command(log, fail_listing=fail_listing)
+    return McpToolSource([McpStdioServer("inventory", command.command, command.args, env=command.env)])
+
+
+async def test_a_source_tool_offered_by_its_mcp_schema_resumes_even_when_its_server_cannot_be_listed_again(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "mcp.log"
+    model = CannedLlm(
+        responses=[respond(call("inventory__count_items", {"sku": "A-1"}, "call-1")), respond("7 in stock.")]
+    )
+    agent = LlmAgent(name="inventory", model=model, instruction="Keep stock.")
+    session = SessionSide()
+    session.start_turn(GoogleAdkRunner(agent).build_user_message("How many A-1?"))
+    first = GoogleAdkRunner(agent, mcp_tools=_source(log))
+
+    requested = await first.run_model_step(session.context())
+
+    assert isinstance(requested, ToolCallsRequested)
+    [deferred] = requested.tool_calls
+    assert (deferred.tool_name, deferred.policy) == ("inventory__count_items", ToolPolicy(ToolEffect.READ))
+    # The declaration is the server's own JSON Schema of the arguments.
+    schema = json.dumps(model.declarations[0]["inventory__count_items"])
+    assert '"properties": {"sku"' in schema, schema
+    session.defer(requested)
+    output = await session.execute(first, "call-1")
+    assert output == "A-1: 7 in stock"
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output=output)
+
+    # The turn resumes in another Worker, where the same server cannot be listed any more.
+    second = GoogleAdkRunner(agent, mcp_tools=_source(log, fail_listing=True))
+    final = await second.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted), final
+    assert final.turn_error is None
+    assert model.responses_seen(2) == [{"result": "A-1: 7 in stock"}]
+    assert "inventory__count_items" not in model.offered_tools[1], (
+        "a tool the server did not list is not offered"
+    )

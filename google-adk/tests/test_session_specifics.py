@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -14,6 +15,7 @@ from dex_agents import (
     AgentSessionClient,
     AgentSessionStatus,
     AgentSnapshot,
+    InterruptKind,
     MessageRole,
     ToolCallStatus,
 )
@@ -21,6 +23,7 @@ from dex_agents.testing import (
     AgentTestStack,
     ScriptedResponse,
     ScriptedToolCall,
+    executed_step_types,
     read_agent_events,
     recorded_usage,
     run_mcp_inventory_scenario,
@@ -29,9 +32,16 @@ from dex_agents.testing import (
     wait_until,
 )
 from dex_agents.testing.matrix import wait_for_turn_end
+from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
 
 from tests.matrix_spec import PACKAGE_DIR
-from tests.specifics_agents import build_flows, mcp_log_path
+from tests.specifics_agents import (
+    MODEL_CLIENT_SPAN,
+    build_flows,
+    export_jobs,
+    mcp_log_path,
+    refund_ledger,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -43,16 +53,26 @@ class Session:
     pipeline: AgentSessionClient
     structured: AgentSessionClient
     inventory: AgentSessionClient
+    settings: AgentSessionClient
+    tool_requests: AgentSessionClient
+    traced: AgentSessionClient
+    span_file: Path
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Session]:
     flows = build_flows()
+    state_dir = tmp_path_factory.mktemp("specifics")
+    span_file = state_dir / "spans.jsonl"
     async with AgentTestStack(
-        tmp_path_factory.mktemp("specifics"), flows, "tests.specifics_worker", worker_cwd=PACKAGE_DIR
+        state_dir,
+        flows.all,
+        "tests.specifics_worker",
+        worker_cwd=PACKAGE_DIR,
+        worker_env={SPAN_FILE_ENV: str(span_file)},
     ) as stack:
         await stack.start_worker()
-        yield Session(stack, *(stack.sessions(flow) for flow in flows))
+        yield Session(stack, *(stack.sessions(flow) for flow in flows.all), span_file=span_file)
 
 
 async def test_adks_confirmation_is_a_durable_approval_and_the_rejection_text_reaches_the_model(
@@ -91,7 +111,7 @@ async def test_adks_confirmation_is_a_durable_approval_and_the_rejection_text_re
     assert not session.stack.invocations.tool_calls(session_id, "purge_order")
     assert len(session.stack.invocations.tool_calls(session_id, "lookup_order")) == 1
     seen = session.stack.invocations.model_calls(session_id)[-1].model_input_text
-    assert "tool purge_order [purge-1]: error: Purging is for admins only." in seen
+    assert 'tool purge_order [purge-1]: {"error":"Purging is for admins only."}' in seen
     assert "This tool call is rejected." not in seen, "ADK's fixed rejection text replaced the user's"
 
 
@@ -269,8 +289,8 @@ async def test_a_turn_cancelled_during_a_model_call_keeps_the_split_response_and
     seen = session.stack.invocations.model_calls(session_id, "turn-2")[0].model_input_text
     for expected in (
         "assistant: Let me look A-1 up, then purge it.",
-        "tool lookup_order [read-1]: result: A-1 shipped on Monday",
-        "tool purge_order [purge-1]: error: Only admins purge.",
+        'tool lookup_order [read-1]: {"result":"A-1 shipped on Monday"}',
+        'tool purge_order [purge-1]: {"error":"Only admins purge."}',
     ):
         assert expected in seen, (expected, seen)
     assert not session.stack.invocations.tool_calls(session_id, "purge_order")
@@ -287,3 +307,159 @@ async def test_mcp_tools_run_one_tools_call_per_tool_step_with_effects_from_anno
     run = await run_mcp_inventory_scenario(session.inventory, session.stack, session_id, log)
 
     assert run.snapshot.messages[-1].text == "Stock updated."
+
+
+async def test_update_session_settings_changes_the_next_turns_model_and_instructions(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("settings")
+    await session.settings.start_session(
+        session_id, "Where is A-1?", session_settings={"model": "small-model", "tone": "brief"}
+    )
+    first = await wait_for_turn_end(session.settings, session_id, 1)
+    assert first.messages[-1].text is not None
+    assert first.messages[-1].text.startswith("small-model read: "), first.messages[-1].text
+    assert "You handle orders." in first.messages[-1].text, "the agent's own instructions stay"
+    assert first.messages[-1].text.endswith("Answer in a brief tone."), first.messages[-1].text
+
+    assert await session.settings.update_session_settings(session_id, {"model": "large-model"})
+    assert await session.settings.send_user_message(session_id, "And A-2?")
+    second = await wait_for_turn_end(session.settings, session_id, 2)
+    assert second.messages[-1].text is not None
+    assert second.messages[-1].text.startswith("large-model read: "), second.messages[-1].text
+    assert "tone" not in second.messages[-1].text, "the new settings add no instructions"
+
+    # A setting the hook cannot use ends that turn with an error naming it, without a retry.
+    assert await session.settings.update_session_settings(session_id, {"model": 42})
+    assert await session.settings.send_user_message(session_id, "And A-3?")
+    failed = await wait_for_turn_end(session.settings, session_id, 3)
+    assert failed.state is not None and failed.state.last_turn_error is not None
+    assert (
+        "the session settings chose no usable model or instructions: ValueError: the setting 'model' "
+        "must be a model name, not 42" in failed.state.last_turn_error
+    ), failed.state.last_turn_error
+
+    # The session goes on: without settings, the agent's own model answers.
+    assert await session.settings.update_session_settings(session_id, {})
+    assert await session.settings.send_user_message(session_id, "And A-4?")
+    fourth = await wait_for_turn_end(session.settings, session_id, 4)
+    assert fourth.state is not None and fourth.state.last_turn_error is None, fourth.state
+    assert fourth.messages[-1].text is not None and fourth.messages[-1].text.startswith("house-model read: ")
+
+
+def _one_call_then(session: Session, prefix: str, call: ScriptedToolCall, answer: str) -> str:
+    """A new session ID whose script makes ``call``, then answers ``answer``."""
+    session_id = session.stack.new_session_id(prefix)
+    session.stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(tool_calls=(call,)), ScriptedResponse(text=answer)]]
+    )
+    return session_id
+
+
+async def test_a_tool_that_asks_before_it_takes_effect_runs_once_with_the_answer(session: Session) -> None:
+    refund = ScriptedToolCall("refund_to_warehouse", {"order_id": "A-1"}, "refund-1")
+    session_id = _one_call_then(session, "ask", refund, "Refunded via Lyon.")
+    await session.tool_requests.start_session(session_id, "Refund A-1")
+    interrupt = await wait_for_agent_snapshot(
+        session.tool_requests,
+        session_id,
+        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+        description="the tool's question",
+    )
+    assert (interrupt.kind, interrupt.interrupt_id, interrupt.question, interrupt.choices) == (
+        InterruptKind.QUESTION,
+        "refund-1-input-1",
+        "Which warehouse takes the return?",
+        ("Berlin", "Lyon"),
+    )
+    ledger = refund_ledger(session.stack.state_dir)
+    assert not ledger.exists(), "the tool asked before it took effect"
+    assert not await session.tool_requests.answer_question(session_id, interrupt.interrupt_id, "Paris")
+    assert await session.tool_requests.answer_question(session_id, interrupt.interrupt_id, "Lyon")
+    done = await wait_for_turn_end(session.tool_requests, session_id, 1)
+
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    [entry] = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert (entry["order_id"], entry["warehouse"], entry["key"]) == (
+        "A-1",
+        "Lyon",
+        f"{session_id}/turn-1/refund-1",
+    )
+    assert entry["thread"].startswith("adk_tool_executor"), "the synchronous tool ran on ADK's thread pool"
+    tool_results = [message.tool_output for message in done.messages if message.role is MessageRole.TOOL]
+    assert tool_results == ["refunded A-1 through Lyon"]
+    model_input = session.stack.invocations.model_calls(session_id)[-1].model_input_text
+    assert '{"result":"refunded A-1 through Lyon"}' in model_input, model_input
+    steps = executed_step_types(await session.stack.read_step_history(session_id))
+    assert steps.count("CallSingleAttemptTool") == 2 and "AwaitQuestionAnswer" in steps, steps
+
+
+async def test_a_tool_that_starts_a_task_is_polled_by_its_handler_until_the_task_finishes(
+    session: Session,
+) -> None:
+    export = ScriptedToolCall("export_orders", {"month": "2026-11"}, "export-1")
+    session_id = _one_call_then(session, "task", export, "The export is ready.")
+    await session.tool_requests.start_session(session_id, "Export November")
+    done = await wait_for_turn_end(session.tool_requests, session_id, 1)
+
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    outputs = {m.tool_call_id: m.tool_output for m in done.messages if m.role is MessageRole.TOOL}
+    assert outputs == {"export-1": "export of 2026-11 ready after 2 polls"}, outputs
+    [job] = export_jobs(session.stack.state_dir).iterdir()
+    assert json.loads(job.read_text()) == {"month": "2026-11", "polls": 2}, "one job started, polled twice"
+    history = await session.stack.read_step_history(session_id)
+    steps = executed_step_types(history)
+    assert steps.count("PollToolTask") == 2 and steps.count("CallTool") == 1, steps
+    events = await read_agent_events(session.tool_requests, session_id)
+    started = [json.loads(e.payload) for e in events if e.type == AgentEventType.TOOL_TASK_STARTED]
+    assert [(item["tool_call_id"], item["task_id"]) for item in started] == [("export-1", job.stem)]
+    model_input = session.stack.invocations.model_calls(session_id)[-1].model_input_text
+    assert "export of 2026-11 ready after 2 polls" in model_input, model_input
+
+
+async def test_a_traced_sessions_chat_spans_carry_adks_model_call_metadata_and_no_adk_spans(
+    session: Session,
+) -> None:
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    session_id = _one_call_then(session, "traced", read, "A-1 shipped.")
+    await session.traced.start_session(session_id, "Where is A-1?")
+    done = await wait_for_turn_end(session.traced, session_id, 1)
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+
+    def spans_of_the_turn() -> list[ExportedSpan] | None:
+        spans = read_exported_spans(session.span_file, session_id)
+        return spans if sum(span.name.startswith("chat") for span in spans) == 2 else None
+
+    await wait_until("both chat spans", spans_of_the_turn)
+    spans = read_exported_spans(session.span_file, session_id)
+    chats = [span for span in spans if span.name.startswith("chat")]
+    # The final answer's stored event is ADK's response event; its interaction ID is the response ID.
+    final_event = json.loads(done.messages[-1].framework_item)
+    for chat in chats:
+        assert (chat.name, chat.kind) == ("chat dex-scripted", "CLIENT"), chat
+        assert chat.attribute("gen_ai.request.model") == "dex-scripted"
+        assert chat.attribute("gen_ai.response.model") == "dex-scripted"
+        assert chat.attribute("gen_ai.provider.name") == "dex.scripted"
+        assert chat.attribute("gen_ai.response.finish_reasons") == ["stop"]
+    assert [chat.attribute("gen_ai.response.id") for chat in chats][-1] == final_event["interaction_id"]
+    assert len({chat.attribute("gen_ai.response.id") for chat in chats}) == 2
+
+    # With ADK's spans off, the session's traces hold only Dex's spans and the spans the model's client
+    # starts, which join the activation's root instead of losing their parent.
+    traces = {span.trace_id for span in spans}
+    everything = [span for span in read_exported_spans(session.span_file) if span.trace_id in traces]
+    by_id = {span.span_id: span for span in everything}
+    client_spans = [span for span in everything if span.name == MODEL_CLIENT_SPAN]
+    assert len(client_spans) == 2
+    for span in client_spans:
+        parent = by_id.get(span.parent_span_id or "")
+        assert parent is not None and parent.name == "invoke_agent orders", span
+        assert parent.attribute("dex.flow.id") == session_id
+    others = [span for span in everything if span.name != MODEL_CLIENT_SPAN]
+    assert all(span.attribute("dex.flow.id") == session_id for span in others), [s.name for s in others]
+    assert sorted(span.name for span in others) == [
+        "chat dex-scripted",
+        "chat dex-scripted",
+        "execute_tool lookup_order",
+        "invoke_agent orders",
+    ]

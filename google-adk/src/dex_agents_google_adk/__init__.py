@@ -9,18 +9,24 @@ from dex_agents_google_adk._app import AdkServices
 from dex_agents_google_adk._effects import framework_effect
 from dex_agents_google_adk._gate import DexToolGate, SecondModelCallError, UnrecordedConfirmationError
 from dex_agents_google_adk._runner import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, GoogleAdkRunner
+from dex_agents_google_adk._settings import InstructionsForSettings, ModelForSettings
 from dex_agents_google_adk._state import GoogleAdkRunState
 from dex_agents_google_adk._tool_execution import McpCallInterruptedError
+from dex_agents_google_adk._tracing import ADK_INSTRUMENTATION_SCOPE, without_adk_spans
 
 __all__ = [
+    "ADK_INSTRUMENTATION_SCOPE",
     "DEFAULT_USER_ID",
     "UNKNOWN_TOOL_POLICY",
     "AdkServices",
     "DexToolGate",
     "GoogleAdkRunState",
     "GoogleAdkRunner",
+    "InstructionsForSettings",
     "McpCallInterruptedError",
+    "ModelForSettings",
     "SecondModelCallError",
     "UnrecordedConfirmationError",
     "framework_effect",
+    "without_adk_spans",
 ]

@@ -5,19 +5,21 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.apps import App, ResumabilityConfig
 from google.adk.artifacts import BaseArtifactService
 from google.adk.auth.credential_service.base_credential_service import BaseCredentialService
 from google.adk.memory import BaseMemoryService
+from google.adk.models import BaseLlm
 from google.adk.plugins import BasePlugin
 from google.adk.runners import Runner
 from google.adk.sessions import BaseSessionService
+from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset
 
-__all__ = ["AdkServices", "close_toolsets", "iter_agents", "resumable_app"]
+__all__ = ["AdkServices", "close_toolsets", "iter_agents", "resumable_app", "step_root_agent"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,45 @@ def resumable_app(app: App, plugins_first: Sequence[BasePlugin] = ()) -> App:
             "events_compaction_config": None,
         }
     )
+
+
+def step_root_agent(
+    root: BaseAgent, *, extra_tools: Sequence[BaseTool] = (), model: str | BaseLlm | None = None
+) -> BaseAgent:
+    """Return the root agent one model Step runs: ``root`` itself, or a copy with the Step's changes.
+
+    Args:
+        root: The application's root agent, which stays unchanged.
+        extra_tools: Tools every `LlmAgent` of the tree is offered after its own (the session's built-ins,
+            an MCP source's tools).
+        model: A model for the root agent instead of its own; its sub-agents without a model of their own
+            inherit it, as ADK resolves models.
+
+    Returns:
+        The agent tree to run.
+
+    Raises:
+        TypeError: If ``model`` is given and the root is not an `LlmAgent`.
+    """
+    if model is not None and not isinstance(root, LlmAgent):
+        raise TypeError(
+            f"the root agent {root.name!r} is a {type(root).__name__}, which has no model to replace; "
+            "choose the model per turn only for an LlmAgent root"
+        )
+    if not extra_tools and model is None:
+        return root
+    return _copy_with(root, extra_tools, model)
+
+
+def _copy_with(agent: BaseAgent, extra_tools: Sequence[BaseTool], model: str | BaseLlm | None) -> BaseAgent:
+    # `clone` copies the fields shallowly, so toolsets (and their open MCP sessions) stay shared.
+    update: dict[str, Any] = {"sub_agents": [_copy_with(sub, extra_tools, None) for sub in agent.sub_agents]}
+    if isinstance(agent, LlmAgent):
+        if extra_tools:
+            update["tools"] = [*cast(list[object], agent.tools), *extra_tools]  # pyright: ignore[reportUnknownMemberType]
+        if model is not None:
+            update["model"] = model
+    return agent.clone(update=update)
 
 
 def iter_agents(agent: BaseAgent) -> Iterator[BaseAgent]:

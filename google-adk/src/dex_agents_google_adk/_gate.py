@@ -29,6 +29,8 @@ inside the model call itself (a README limit), and an agent's local `code_execut
 - Every model response gets tool call IDs that are non-empty, free of `/`, and unique within the turn.
 - A second model request in one `run_model_step` raises `SecondModelCallError` instead of reaching the
   model, so a model call is never hidden inside another call's Step.
+- The request gets the instructions the turn's session settings chose after the agent's own, and the
+  gate keeps the model the request named, for the call's tracing metadata.
 """
 
 from __future__ import annotations
@@ -115,15 +117,22 @@ class DexToolGate(BasePlugin):
     Args:
         events: The turn's event writer, for text deltas.
         used_tool_call_ids: IDs the turn has used already, which new calls must not repeat.
+        instructions: Instructions the request gets after the agent's own (chosen by the turn's session
+            settings), or `None`.
     """
 
-    def __init__(self, events: AgentEventWriter, used_tool_call_ids: frozenset[str]) -> None:
+    def __init__(
+        self, events: AgentEventWriter, used_tool_call_ids: frozenset[str], instructions: str | None = None
+    ) -> None:
         super().__init__(name="dex_tool_gate")
         self._events = events
         self._used_ids = set(used_tool_call_ids)
+        self._instructions = instructions
         self._offered_tools: dict[str, BaseTool] = {}
         self.model_requests = 0
         """Model requests ADK made (or was refused) in this model Step."""
+        self.request_model: str | None = None
+        """The model the request named (`LlmRequest.model`)."""
         self.tool_calls: list[ModelToolCall] = []
         """The tool calls of the model response, in model order (see `take_response`)."""
         self.confirmation_required: set[str] = set()
@@ -142,7 +151,7 @@ class DexToolGate(BasePlugin):
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
     ) -> LlmResponse | None:
-        """Count the request, refuse a second one, and note the tools the model is offered."""
+        """Count the request, refuse a second one, add the turn's instructions, and note the tools."""
         del callback_context
         self.model_requests += 1
         if self.model_requests > 1:
@@ -150,6 +159,9 @@ class DexToolGate(BasePlugin):
                 "Google ADK asked for a second model call within one Dex model Step; the adapter stops "
                 "the turn rather than hide a model call inside another call's Step"
             )
+        if self._instructions:
+            llm_request.append_instructions([self._instructions])
+        self.request_model = llm_request.model
         self._offered_tools = dict(llm_request.tools_dict)
         return None
 

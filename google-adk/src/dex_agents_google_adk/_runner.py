@@ -14,6 +14,12 @@ message of `adk_request_confirmation` responses, each carrying the call's record
 with its message, a failure or unknown outcome with the session's text), which the gate hands to ADK as
 the tool's answer before ADK makes the next model call itself.
 
+Besides the application's own tools, every `LlmAgent` of the Step's agent tree is offered the session's
+enabled built-ins and the tools of the runner's `McpToolSource`, as declared ADK tools (`_declared_tools`);
+their calls are deferred like any other, the session carries out the built-ins' calls, and the source runs
+its calls in their tool Steps. The turn's session settings may choose the root agent's model and add
+instructions (`_settings`).
+
 A valid structured answer (ADK's `set_model_response`, see `_structured_answer`) ends the turn as ADK
 ends it. When it came alone, the model Step completes the turn. When it came next to other tool calls,
 those calls are deferred as usual, and the Step that resumes the turn completes it with their recorded
@@ -31,10 +37,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence, Set
-from enum import Enum
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
+from dex_agents import (
+    BUILT_IN_TOOL_DEFINITIONS,
+    BUILT_IN_TOOL_NAMES,
+    DeferredToolOutcome,
+    ModelCallMetadata,
+    ToolTaskCancellation,
+    ToolTaskHandlers,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
+)
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
     AgentTurnContext,
@@ -44,16 +59,8 @@ from dex_agents.runner import (
     ToolCallsRequested,
     ToolExecutionResult,
     TurnCompleted,
-    describe_tool_call_outcome,
 )
-from dex_agents.values import (
-    AgentMessage,
-    AgentToolCall,
-    AgentUsage,
-    FrameworkMessage,
-    MessageRole,
-    ToolCallStatus,
-)
+from dex_agents.values import AgentMessage, AgentUsage, FrameworkMessage, MessageRole
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.agents.run_config import (
     RunConfig,
@@ -66,9 +73,17 @@ from google.adk.sessions import InMemorySessionService
 from google.adk.tools.set_model_response_tool import SetModelResponseTool
 from google.genai import types
 
-from dex_agents_google_adk._app import AdkServices, close_toolsets, iter_agents, resumable_app
+from dex_agents_google_adk._adk_patches import skip_failing_a2a_import
+from dex_agents_google_adk._app import (
+    AdkServices,
+    close_toolsets,
+    iter_agents,
+    resumable_app,
+    step_root_agent,
+)
+from dex_agents_google_adk._declared_tools import DeclaredTool
 from dex_agents_google_adk._effects import framework_effect
-from dex_agents_google_adk._gate import CONFIRMATION_RESPONSE_KEY, DexToolGate
+from dex_agents_google_adk._gate import DexToolGate
 from dex_agents_google_adk._messages import (
     REQUEST_CONFIRMATION_FUNCTION_NAME,
     build_user_event,
@@ -76,12 +91,29 @@ from dex_agents_google_adk._messages import (
     events_from_stored_messages,
     project_turn_events,
     text_of,
-    text_to_function_response,
     user_content_of,
+)
+from dex_agents_google_adk._model_call import (
+    code_text,
+    model_call_metadata,
+    model_call_usage,
+    provider_name,
+    terminal_model_error,
+)
+from dex_agents_google_adk._recorded_results import recorded_confirmations, with_recorded_results
+from dex_agents_google_adk._settings import (
+    InstructionsForSettings,
+    ModelForSettings,
+    TurnChoices,
+    choose_for_turn,
 )
 from dex_agents_google_adk._state import GoogleAdkRunState
 from dex_agents_google_adk._structured_answer import SET_MODEL_RESPONSE, find_structured_answer
 from dex_agents_google_adk._tool_execution import TRANSFER_TO_AGENT, run_tool_call
+
+if TYPE_CHECKING:
+    # `dex_agents.mcp` needs the `mcp` extra; a runner without a source never imports it.
+    from dex_agents.mcp import McpToolSource
 
 __all__ = ["DEFAULT_USER_ID", "UNKNOWN_TOOL_POLICY", "GoogleAdkRunner"]
 
@@ -106,11 +138,30 @@ class GoogleAdkRunner:
             Step. The session service is always a fresh in-memory one per Step, restored from the
             session's stored messages; give persistent services here when tools need artifacts, memory or
             credentials across Steps and Worker processes.
+        model_for_settings: Chooses each turn's model from the session settings the turn started with
+            (`AgentTurnContext.session_settings`): a model name ADK knows or a `BaseLlm`, which replaces
+            the root agent's model for the turn (an `LlmAgent` root only); `None` keeps the agent's own.
+        instructions_for_settings: Returns instructions that every model request of a turn gets after the
+            agent's own, from the turn's session settings; `None` adds none.
+        mcp_tools: An `McpToolSource` (`dex_agents.mcp`, the ``mcp`` extra) whose servers' tools every
+            `LlmAgent` is offered next to its own; each call runs in its tool Step through the source,
+            with the session's idempotency key, and the source polls and cancels the MCP tasks its calls
+            start.
+        tool_tasks: Polls and cancels the remote tasks your own tools start with
+            `dex_agents.start_tool_task`, by tool name.
+        patch_adk: Apply the adapter's work-around for ADK's import of an optional module on every
+            invocation (``dex_agents_google_adk/_adk_patches.py``): process-wide, only for the ADK release
+            it was written for, and only when that module cannot be imported anyway.
 
     Raises:
         TypeError: An agent's `code_executor` runs model-written code itself (anything but
             `BuiltInCodeExecutor`).
     """
+
+    poll_tool_task: Callable[[ToolTaskPoll], Awaitable[ToolTaskPollOutcome]]
+    """Polls a started task (`ToolTaskPoller`); present only with ``tool_tasks`` or ``mcp_tools``."""
+    cancel_tool_task: Callable[[ToolTaskCancellation], Awaitable[None]]
+    """Cancels an abandoned task (`ToolTaskCanceller`); present only with ``tool_tasks`` or ``mcp_tools``."""
 
     def __init__(
         self,
@@ -119,15 +170,31 @@ class GoogleAdkRunner:
         user_id: str = DEFAULT_USER_ID,
         run_config: RunConfig | None = None,
         services: AdkServices | None = None,
+        model_for_settings: ModelForSettings | None = None,
+        instructions_for_settings: InstructionsForSettings | None = None,
+        mcp_tools: McpToolSource | None = None,
+        tool_tasks: ToolTaskHandlers | None = None,
+        patch_adk: bool = True,
     ) -> None:
         if isinstance(app_or_agent, App):
             self._app = app_or_agent
         else:
             self._app = App(name=app_or_agent.name, root_agent=app_or_agent)
         _refuse_local_code_executors(cast(BaseAgent, self._app.root_agent))
+        if patch_adk:
+            skip_failing_a2a_import()
         self._user_id = user_id
         self._run_config = run_config or RunConfig(streaming_mode=StreamingMode.SSE)
         self._services = services or AdkServices()
+        self._model_for_settings = model_for_settings
+        self._instructions_for_settings = instructions_for_settings
+        self._mcp = mcp_tools
+        self._tool_tasks = tool_tasks
+        if mcp_tools is not None or tool_tasks is not None:
+            # The session offers tools a task only when the runner polls them (`supports_tool_tasks`), so
+            # without anything to poll with, a tool finishes its work inside the call instead.
+            self.poll_tool_task = self._poll_tool_task
+            self.cancel_tool_task = self._cancel_tool_task
 
     @property
     def app(self) -> App:
@@ -169,10 +236,35 @@ class GoogleAdkRunner:
                 return TurnCompleted(new_messages=(), turn_error=str(error))
             if find_structured_answer(state.turn_events) is not None:
                 return _finish_with_structured_answer(state, turn)
-        earlier = [message for message in turn.messages if message is not turn_message]
+        declared_tools = await self._declared_tools(turn)
+        try:
+            choices = choose_for_turn(
+                turn.session_settings, self._model_for_settings, self._instructions_for_settings
+            )
+            root = step_root_agent(
+                cast(BaseAgent, self._app.root_agent), extra_tools=declared_tools, model=choices.model
+            )
+        except Exception as error:
+            # The settings stay the same on every attempt of the turn, so a retry would fail alike.
+            return TurnCompleted(
+                new_messages=(),
+                turn_error="the session settings chose no usable model or instructions: "
+                f"{type(error).__name__}: {error}",
+            )
+        return await self._run_adk(turn, turn_message, state, root, choices)
 
-        gate = DexToolGate(turn.events, frozenset(turn.tool_calls))
-        app = resumable_app(self._app, [gate])
+    async def _run_adk(
+        self,
+        turn: AgentTurnContext,
+        turn_message: AgentMessage,
+        state: GoogleAdkRunState | None,
+        root: BaseAgent,
+        choices: TurnChoices,
+    ) -> AgentTurnOutcome:
+        """Run one model call of ``root`` in a fresh session service restored from the session."""
+        earlier = [message for message in turn.messages if message is not turn_message]
+        gate = DexToolGate(turn.events, frozenset(turn.tool_calls), choices.instructions)
+        app = resumable_app(self._app.model_copy(update={"root_agent": root}), [gate])
         service = InMemorySessionService()
         runner = self._services.runner(app, service)
         session = await service.create_session(
@@ -191,9 +283,9 @@ class GoogleAdkRunner:
                 for response in event.get_function_responses()
                 if response.name == SET_MODEL_RESPONSE and response.id
             }
-            for event in _with_recorded_results(state.turn_events, turn, answered_in_model_step):
+            for event in with_recorded_results(state.turn_events, turn, answered_in_model_step):
                 await service.append_event(session, event)
-            new_message = _recorded_confirmations(state, turn)
+            new_message = recorded_confirmations(state, turn)
             invocation_id = state.invocation_id
         invocation_events: list[Event] = []
         model_error: Event | None = None
@@ -221,14 +313,18 @@ class GoogleAdkRunner:
             return TurnCompleted(new_messages=(), turn_error=str(gate.refused_confirmation))
         if model_error is not None:
             # A failed model call was still a model call, unless a callback answered with the error.
-            usage = AgentUsage() if gate.final_response is None else _model_call_usage(model_error)
-            turn_error = _terminal_model_error(model_error)
+            model_called = gate.final_response is not None
+            usage = model_call_usage(model_error) if model_called else AgentUsage()
+            metadata = _metadata(gate, root, model_error) if model_called else None
+            turn_error = terminal_model_error(model_error)
             if turn_error is None:
                 # Transient or unknown: fail the Step, and `RunModel` retries the call.
-                code = _code_text(model_error.error_code)
+                code = code_text(model_error.error_code)
                 message = model_error.error_message or ""
                 raise RuntimeError(f"the model call failed: {code}{': ' + message if message else ''}")
-            return TurnCompleted(new_messages=(), usage=usage, turn_error=turn_error)
+            return TurnCompleted(
+                new_messages=(), usage=usage, turn_error=turn_error, model_call_metadata=metadata
+            )
 
         stored = await service.get_session(app_name=app.name, user_id=self._user_id, session_id=turn.flow_id)
         if stored is None:
@@ -247,17 +343,22 @@ class GoogleAdkRunner:
             raise RuntimeError("Google ADK finished the model Step without a model response")
         gate.take_response(last_response)
         # A response an agent callback gave instead of the model is not a model call.
-        usage = AgentUsage() if gate.answered_by_callback else _model_call_usage(last_response)
+        if gate.answered_by_callback:
+            usage, metadata = AgentUsage(), None
+        else:
+            usage, metadata = model_call_usage(last_response), _metadata(gate, root, last_response)
         if not gate.streamed_text:
             # A model that does not stream (or a non-streaming run_config) still shows its text live.
             turn.events.write_text_delta(text_of(last_response.content))
         deferred = self._deferred_calls(turn, gate)
         if deferred:
-            return self._tool_calls_requested(gate, deferred, turn_events, state, usage)
+            return self._tool_calls_requested(gate, deferred, turn_events, state, usage, metadata)
         if structured_answer is not None:
             turn.events.write_text_delta(text_of(structured_answer.content))
         # The first event of the invocation is the turn's user message, which the session stored already.
-        return TurnCompleted(new_messages=project_turn_events(turn_events[1:]), usage=usage)
+        return TurnCompleted(
+            new_messages=project_turn_events(turn_events[1:]), usage=usage, model_call_metadata=metadata
+        )
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """Return the items of a turn that ends without an answer, each tool call with its recorded result.
@@ -280,31 +381,36 @@ class GoogleAdkRunner:
         if turn.framework_run_state is None:
             return ()
         state = GoogleAdkRunState.from_json(turn.framework_run_state)
-        events = _with_recorded_results(state.turn_events, turn, set(turn.tool_calls))
+        events = with_recorded_results(state.turn_events, turn, set(turn.tool_calls))
         # The first event of the invocation is the turn's user message, which the session stored already.
         return project_turn_events(events[1:])
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         """Run the application's real tool for one approved call, once.
 
         The tool runs through ADK's own pipeline (plugin and agent tool callbacks, error callbacks,
         `ToolContext`), and `dex_agents.current_tool_execution()` gives it the call and its idempotency
-        key.
+        key, so it may also ask the user (`dex_agents.ask_user_input`) or hand over a remote task
+        (`dex_agents.start_tool_task`). A call of an `McpToolSource` tool runs through the source instead:
+        one ``tools/call`` on a new connection.
 
         Args:
             call: The approved call.
 
         Returns:
-            The tool's result as text.
+            The tool's result as text, or the MCP source's outcome (a result, or a task it started).
 
         Raises:
             ToolExecutionError: For a failure the model should see, such as a tool name the agent does not
                 have.
         """
         record = call.tool_call
+        if self._mcp is not None and self._mcp.owns_tool_call(record):
+            return await self._mcp.call_tool(call)
         output = await run_tool_call(
             self._app,
             self._services,
+            run_config=self._run_config,
             user_id=self._user_id,
             session_id=call.flow_id,
             agent_name=_agent_name(record.tool_source_reference),
@@ -314,10 +420,74 @@ class GoogleAdkRunner:
         )
         return ToolExecutionResult(output)
 
+    async def _poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Poll a started task: an MCP source's own, else with the tool's handler in ``tool_tasks``."""
+        if self._mcp is not None and self._mcp.owns_tool_call(poll.tool_call):
+            return await self._mcp.poll_tool_task(poll)
+        if self._tool_tasks is None:
+            raise LookupError(
+                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but "
+                "GoogleAdkRunner has no tool_tasks to poll it with"
+            )
+        return await self._tool_tasks.poll_tool_task(poll)
+
+    async def _cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Cancel an abandoned task: an MCP source's own, else with the tool's handler, if it has one."""
+        if self._mcp is not None and self._mcp.owns_tool_call(cancellation.tool_call):
+            await self._mcp.cancel_tool_task(cancellation)
+        elif self._tool_tasks is not None:
+            await self._tool_tasks.cancel_tool_task(cancellation)
+
+    async def _declared_tools(self, turn: AgentTurnContext) -> list[DeclaredTool]:
+        """The tools a model Step adds to the application's own: the MCP source's, then the built-ins."""
+        built_ins = [name for name in BUILT_IN_TOOL_NAMES if name in turn.enabled_built_in_tools]
+        tools: list[DeclaredTool] = []
+        if self._mcp is not None:
+            listed = await self._mcp.list_tools()
+            # An enabled built-in's name is the built-in's.
+            tools.extend(
+                DeclaredTool(
+                    name=tool.name,
+                    description=tool.description,
+                    parameters_json_schema=tool.input_schema,
+                    kind="mcp",
+                )
+                for tool in listed
+                if tool.name not in built_ins
+            )
+            names = {tool.name for tool in listed}
+            # A call of the turn to a tool the server no longer lists (it could not be listed again after
+            # a Worker restart) still needs an ADK tool to hand its recorded result to.
+            tools.extend(
+                DeclaredTool(name=record.tool_name, description="", parameters_json_schema=None, kind="mcp")
+                for record in turn.tool_calls.values()
+                if record.tool_name not in names and self._mcp.owns_tool_call(record)
+            )
+        for name in built_ins:
+            definition = BUILT_IN_TOOL_DEFINITIONS[name]
+            tools.append(
+                DeclaredTool(
+                    name=name,
+                    description=definition.description,
+                    parameters_json_schema=definition.parameters_json_schema,
+                    kind="built_in",
+                )
+            )
+        return tools
+
     def _deferred_calls(self, turn: AgentTurnContext, gate: DexToolGate) -> list[DeferredToolCall]:
         """Return a `DeferredToolCall` for every call of the response that needs a tool Step."""
         deferred: list[DeferredToolCall] = []
         for call in gate.tool_calls:
+            arguments = json.dumps(dict(call.arguments), ensure_ascii=False, sort_keys=True)
+            if isinstance(call.tool, DeclaredTool) and call.tool.kind == "mcp" and self._mcp is not None:
+                # The source resolves the policy from the tool's annotations and names its server.
+                deferred.append(
+                    self._mcp.deferred_tool_call(
+                        turn, tool_call_id=call.tool_call_id, tool_name=call.tool_name, arguments=arguments
+                    )
+                )
+                continue
             if call.tool is None:
                 policy = UNKNOWN_TOOL_POLICY
             elif isinstance(call.tool, SetModelResponseTool):
@@ -329,6 +499,7 @@ class GoogleAdkRunner:
                 # Its tool Step only records that transfers are not supported; nothing runs.
                 policy = UNKNOWN_TOOL_POLICY
             else:
+                # A built-in's policy is the session's own; it replaces this one.
                 policy = turn.resolve_tool_policy(call.tool_name, framework_effect(call.tool))
                 if (
                     call.tool_call_id in gate.confirmation_required
@@ -341,7 +512,7 @@ class GoogleAdkRunner:
                 DeferredToolCall(
                     tool_call_id=call.tool_call_id,
                     tool_name=call.tool_name,
-                    arguments=json.dumps(dict(call.arguments), ensure_ascii=False, sort_keys=True),
+                    arguments=arguments,
                     policy=policy,
                     tool_source_reference=json.dumps({"agent": call.agent_name}),
                 )
@@ -355,6 +526,7 @@ class GoogleAdkRunner:
         turn_events: Sequence[Event],
         earlier_state: GoogleAdkRunState | None,
         usage: AgentUsage,
+        metadata: ModelCallMetadata | None,
     ) -> ToolCallsRequested:
         unknown = [
             *(earlier_state.unknown_tool_call_ids if earlier_state else ()),
@@ -365,7 +537,19 @@ class GoogleAdkRunner:
             turn_events=turn_events,
             unknown_tool_call_ids=tuple(unknown),
         )
-        return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=deferred, usage=usage)
+        return ToolCallsRequested(
+            framework_run_state=state.to_json(),
+            tool_calls=deferred,
+            usage=usage,
+            model_call_metadata=metadata,
+        )
+
+
+def _metadata(gate: DexToolGate, root: BaseAgent, response: Event) -> ModelCallMetadata:
+    """The tracing metadata of the Step's model call, from ADK's request and the response event."""
+    agent = root.find_agent(response.author)
+    provider = provider_name(agent.canonical_model) if isinstance(agent, LlmAgent) else None
+    return model_call_metadata(gate.request_model, response, provider)
 
 
 def _refuse_local_code_executors(root: BaseAgent) -> None:
@@ -393,99 +577,17 @@ def _turn_user_message(turn: AgentTurnContext) -> AgentMessage | None:
     return None
 
 
-def _recorded_response(record: AgentToolCall) -> dict[str, Any]:
-    """Return the function response the model sees for a final record."""
-    if record.status is ToolCallStatus.SUCCEEDED:
-        return text_to_function_response(record.output or "")
-    # ADK's convention for a call that did not produce a result; the text is the session's own.
-    return {"error": describe_tool_call_outcome(record)}
-
-
-def _with_recorded_results(
-    turn_events: Sequence[Event], turn: AgentTurnContext, call_ids: Set[str]
-) -> list[Event]:
-    """Return the paused invocation's events with the answer of each recorded call in ``call_ids`` replaced.
-
-    ADK answered these calls itself in the model Step (a tool name the agent does not have, a structured
-    answer that failed its check) or with the gate's placeholder; the session's record is what the model
-    must see.
-    """
-    events: list[Event] = []
-    for event in turn_events:
-        content = event.content
-        if (
-            not call_ids
-            or content is None
-            or not any(
-                part.function_response is not None and part.function_response.id in call_ids
-                for part in content.parts or ()
-            )
-        ):
-            events.append(event)
-            continue
-        parts: list[types.Part] = []
-        for part in content.parts or ():
-            response = part.function_response
-            if (
-                response is not None
-                and response.id is not None
-                and response.id in call_ids
-                and response.id in turn.tool_calls
-            ):
-                recorded = types.FunctionResponse(
-                    id=response.id,
-                    name=response.name,
-                    response=_recorded_response(turn.tool_calls[response.id]),
-                )
-                parts.append(types.Part(function_response=recorded))
-            else:
-                parts.append(part)
-        events.append(event.model_copy(update={"content": types.Content(role=content.role, parts=parts)}))
-    return events
-
-
 def _finish_with_structured_answer(state: GoogleAdkRunState, turn: AgentTurnContext) -> TurnCompleted:
     """Complete a turn whose paused invocation already holds a valid structured answer.
 
     ADK ends an invocation after a structured answer, so resuming it would only hand over the recorded
     results; they replace the placeholders here, and no model call is made.
     """
-    events = _with_recorded_results(state.turn_events, turn, set(turn.tool_calls))
+    events = with_recorded_results(state.turn_events, turn, set(turn.tool_calls))
     answer = find_structured_answer(events)
     turn.events.write_text_delta(text_of(answer.content if answer is not None else None))
     # The first event of the invocation is the turn's user message, which the session stored already.
     return TurnCompleted(new_messages=project_turn_events(events[1:]), usage=AgentUsage())
-
-
-def _recorded_confirmations(state: GoogleAdkRunState, turn: AgentTurnContext) -> types.Content | None:
-    """Return the confirmation responses that carry every recorded result back into ADK."""
-    answered = {
-        response.id
-        for event in state.turn_events
-        for response in event.get_function_responses()
-        if response.id
-    }
-    parts: list[types.Part] = []
-    for event in state.turn_events:
-        for call in event.get_function_calls():
-            if call.name != REQUEST_CONFIRMATION_FUNCTION_NAME or not call.id or call.id in answered:
-                continue
-            original = cast(Mapping[str, Any], (call.args or {}).get("originalFunctionCall") or {})
-            record = turn.recorded_tool_call(str(original.get("id")))
-            confirmation = {
-                "confirmed": True,
-                "payload": {CONFIRMATION_RESPONSE_KEY: _recorded_response(record)},
-            }
-            parts.append(
-                types.Part(
-                    function_response=types.FunctionResponse(
-                        id=call.id, name=REQUEST_CONFIRMATION_FUNCTION_NAME, response=confirmation
-                    )
-                )
-            )
-    # A turn whose calls all named unknown tools has nothing to confirm; resuming the invocation by its
-    # ID alone makes ADK continue with the next model call.
-    return types.Content(role="user", parts=parts) if parts else None
 
 
 def _is_model_response(event: Event) -> bool:
@@ -495,75 +597,6 @@ def _is_model_response(event: Event) -> bool:
     return not all(
         part.function_call is not None and part.function_call.name == REQUEST_CONFIRMATION_FUNCTION_NAME
         for part in content.parts
-    )
-
-
-# Why the provider blocked the prompt (`prompt_feedback.block_reason`, which ADK puts in `error_code` with
-# no `finish_reason`): the same prompt is blocked again on every attempt. Only
-# BLOCKED_REASON_UNSPECIFIED, which names no reason, is left to the retry.
-_TERMINAL_BLOCK_REASONS = frozenset(
-    reason.value
-    for reason in (
-        types.BlockedReason.SAFETY,
-        types.BlockedReason.OTHER,
-        types.BlockedReason.BLOCKLIST,
-        types.BlockedReason.PROHIBITED_CONTENT,
-        types.BlockedReason.IMAGE_SAFETY,
-        types.BlockedReason.MODEL_ARMOR,
-        types.BlockedReason.JAILBREAK,
-    )
-)
-# Finish reasons ADK reports as `error_code` (a response without content, or any non-STOP finish when
-# streaming) that judge the request itself, so a retry pays for the same answer again: content filters,
-# recitation, an unsupported language, and the output limit of the request's own configuration.
-# Left to the retry are the reasons a new sample can cure or that say nothing: MALFORMED_FUNCTION_CALL,
-# UNEXPECTED_TOOL_CALL and TOO_MANY_TOOL_CALLS (the model wrote a bad call this time), OTHER,
-# FINISH_REASON_UNSPECIFIED, NO_IMAGE, IMAGE_OTHER, CONTINUATION, and every code that is not a finish
-# reason (ADK's MODEL_RETURNED_NO_CONTENT, other providers' own codes).
-_TERMINAL_FINISH_REASONS = frozenset(
-    reason.value
-    for reason in (
-        types.FinishReason.SAFETY,
-        types.FinishReason.RECITATION,
-        types.FinishReason.LANGUAGE,
-        types.FinishReason.BLOCKLIST,
-        types.FinishReason.PROHIBITED_CONTENT,
-        types.FinishReason.SPII,
-        types.FinishReason.IMAGE_SAFETY,
-        types.FinishReason.IMAGE_PROHIBITED_CONTENT,
-        types.FinishReason.IMAGE_RECITATION,
-        types.FinishReason.MAX_TOKENS,
-    )
-)
-
-
-def _code_text(code: object) -> str:
-    return code.value if isinstance(code, Enum) else str(code)
-
-
-def _terminal_model_error(event: Event) -> str | None:
-    """Return the turn error for a failed model call that a retry would repeat, else `None`."""
-    code = _code_text(event.error_code)
-    message = event.error_message or ""
-    if event.finish_reason is None and code in _TERMINAL_BLOCK_REASONS:
-        return f"the model provider blocked the prompt ({code}){': ' + message if message else ''}"
-    if event.finish_reason is not None and code in _TERMINAL_FINISH_REASONS:
-        if not message and code == types.FinishReason.MAX_TOKENS.value:
-            message = "the answer reached the output token limit (max_output_tokens)"
-        return f"the model call ended without a usable answer ({code}){': ' + message if message else ''}"
-    return None
-
-
-def _model_call_usage(response: Event) -> AgentUsage:
-    metadata = response.usage_metadata
-    if metadata is None:
-        return AgentUsage(model_calls=1)
-    return AgentUsage(
-        model_calls=1,
-        input_tokens=metadata.prompt_token_count or 0,
-        output_tokens=(metadata.candidates_token_count or 0) + (metadata.thoughts_token_count or 0),
-        cached_input_tokens=metadata.cached_content_token_count or 0,
-        reasoning_tokens=metadata.thoughts_token_count or 0,
     )
 
 

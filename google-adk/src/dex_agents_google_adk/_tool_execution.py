@@ -16,6 +16,7 @@ from dex_agents import parse_tool_arguments
 from dex_agents.runner import ToolExecutionError
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.agents.readonly_context import ReadonlyContext
+from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
 from google.adk.events import Event
 from google.adk.flows.llm_flows.functions import handle_function_calls_async
@@ -75,6 +76,7 @@ async def run_tool_call(
     app: App,
     services: AdkServices,
     *,
+    run_config: RunConfig,
     user_id: str,
     session_id: str,
     agent_name: str | None,
@@ -87,6 +89,9 @@ async def run_tool_call(
     Args:
         app: The user's application (without the adapter's gate).
         services: The ADK services the runner was given.
+        run_config: The runner's run configuration; its `tool_thread_pool_config` runs synchronous tools
+            on ADK's thread pool, which copies the asyncio context (and the current Dex tool call) into
+            the thread.
         user_id: The ADK user ID of the session.
         session_id: The ADK session ID (the Dex session ID).
         agent_name: The agent whose model made the call; the root agent when `None` or unknown.
@@ -112,7 +117,7 @@ async def run_tool_call(
     service = InMemorySessionService()
     runner = services.runner(app, service)
     session = await service.create_session(app_name=app.name, user_id=user_id, session_id=session_id)
-    context = runner._new_invocation_context(session)  # pyright: ignore[reportPrivateUsage]
+    context = runner._new_invocation_context(session, run_config=run_config)  # pyright: ignore[reportPrivateUsage]
     context.agent = agent
     tools = {tool.name: tool for tool in await agent.canonical_tools(ReadonlyContext(context))}
     structured_answer = structured_answer_tool(agent) if tool_name == SET_MODEL_RESPONSE else None

@@ -23,15 +23,22 @@ It has two modes:
   of responses refuses every such script-only field.
 
 What the model reads is rendered as one text per part (`render_model_input`): ``user: <text>``,
-``assistant: <text>``, ``assistant calls <tool> <arguments> [<id>]`` and ``tool <tool> [<id>]: <key>:
-<value>; ...``; the script store logs these texts. A model that decides from the conversation overrides
-`ScriptedLlm.choose_response`.
+``assistant: <text>``, ``assistant calls <tool> <arguments> [<id>]`` and ``tool <tool> [<id>]:
+{"<key>":<value>,...}``, the function response as compact JSON whose strings are left unescaped (so a
+recorded text is found as it was written); the script store logs these texts, with the names of the tools
+ADK offered. A model that decides from the conversation overrides `ScriptedLlm.choose_response`.
+
+Each complete response reports the model's name as its ``model_version`` and a fresh ``interaction_id``,
+and the class names its provider (``dex.scripted``) for tracing, so the session's ``chat`` spans show what
+a real provider's would.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Sequence
+import uuid
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import ClassVar
 
 from dex_agents.testing import ScriptedResponse, ScriptedToolCall, scripted_model_response, text_chunks
 from google.adk.models import BaseLlm
@@ -63,8 +70,18 @@ and completed like a scripted response with its default usage; or an `LlmRespons
 provider's error, say)."""
 
 
-def _render_value(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+def _render_response(response: Mapping[str, object] | None) -> str:
+    # Compact JSON, except that strings stay unescaped, so a test finds a recorded text (a rejection that
+    # holds JSON, say) in what the model read exactly as it was written.
+    fields = (
+        f'"{key}":"{value}"' if isinstance(value, str) else f'"{key}":{_compact_json(value)}'
+        for key, value in (response or {}).items()
+    )
+    return "{" + ",".join(fields) + "}"
+
+
+def _compact_json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def render_model_input(contents: Sequence[types.Content]) -> list[str]:
@@ -87,10 +104,7 @@ def render_model_input(contents: Sequence[types.Content]) -> list[str]:
                 texts.append(f"assistant calls {call.name} {arguments} [{call.id}]")
             elif part.function_response is not None:
                 response = part.function_response
-                rendered = "; ".join(
-                    f"{key}: {_render_value(value)}" for key, value in (response.response or {}).items()
-                )
-                texts.append(f"tool {response.name} [{response.id}]: {rendered}")
+                texts.append(f"tool {response.name} [{response.id}]: {_render_response(response.response)}")
     return texts
 
 
@@ -128,7 +142,7 @@ def _response_content(response: ScriptedResponse) -> types.Content:
     return types.Content(role="model", parts=parts)
 
 
-def _blocked_prompt(response: ScriptedResponse) -> LlmResponse:
+def _blocked_prompt(response: ScriptedResponse, model: str) -> LlmResponse:
     """A prompt the provider blocks, turned into ADK's `LlmResponse` as ADK's Gemini model does."""
     feedback = types.GenerateContentResponsePromptFeedback(
         block_reason=types.BlockedReason.PROHIBITED_CONTENT, block_reason_message=response.turn_error
@@ -136,11 +150,13 @@ def _blocked_prompt(response: ScriptedResponse) -> LlmResponse:
     usage = types.GenerateContentResponseUsageMetadata(
         prompt_token_count=response.input_tokens, total_token_count=response.input_tokens
     )
-    return LlmResponse.create(types.GenerateContentResponse(prompt_feedback=feedback, usage_metadata=usage))
+    return LlmResponse.create(
+        types.GenerateContentResponse(prompt_feedback=feedback, usage_metadata=usage, model_version=model)
+    )
 
 
 def _streamed(
-    content: types.Content, input_tokens: int, output_tokens: int, *, stream: bool
+    content: types.Content, input_tokens: int, output_tokens: int, *, stream: bool, model: str
 ) -> list[LlmResponse]:
     chunks = (
         [
@@ -165,16 +181,20 @@ def _streamed(
         partial=False,
         turn_complete=True,
         finish_reason=types.FinishReason.STOP,
+        model_version=model,
+        # ADK keeps no `response_id`; the Interactions API's ID stands for the provider's response ID.
+        interaction_id=f"scripted-{uuid.uuid4().hex}",
     )
     return [*chunks, complete]
 
 
-def _llm_responses(answer: ScriptedAnswer, *, stream: bool) -> list[LlmResponse]:
+def _llm_responses(answer: ScriptedAnswer, *, stream: bool, model: str) -> list[LlmResponse]:
     """Return what ADK receives for one answer: the streamed chunks, then the complete response.
 
     Args:
         answer: The answer.
         stream: Whether ADK asked for streaming.
+        model: The model's name, reported as each response's ``model_version``.
 
     Returns:
         Fresh objects on every call: ADK gives function calls their IDs in place.
@@ -184,11 +204,17 @@ def _llm_responses(answer: ScriptedAnswer, *, stream: bool) -> list[LlmResponse]
     if isinstance(answer, types.Content):
         defaults = ScriptedResponse()
         return _streamed(
-            answer.model_copy(deep=True), defaults.input_tokens, defaults.output_tokens, stream=stream
+            answer.model_copy(deep=True),
+            defaults.input_tokens,
+            defaults.output_tokens,
+            stream=stream,
+            model=model,
         )
     if answer.turn_error is not None:
-        return [_blocked_prompt(answer)]
-    return _streamed(_response_content(answer), answer.input_tokens, answer.output_tokens, stream=stream)
+        return [_blocked_prompt(answer, model)]
+    return _streamed(
+        _response_content(answer), answer.input_tokens, answer.output_tokens, stream=stream, model=model
+    )
 
 
 class ScriptedLlm(BaseLlm):
@@ -214,8 +240,10 @@ class ScriptedLlm(BaseLlm):
         model: The model's name, as ADK reports it.
         responses: The answers in conversation order; `None` answers from the session's script instead
             (see the module docstring).
+        gen_ai_provider_name: The provider tracing reports for this model (a class attribute).
     """
 
+    gen_ai_provider_name: ClassVar[str] = "dex.scripted"
     model: str = "dex-scripted"
     responses: list[ScriptedAnswer] | None = None
 
@@ -248,7 +276,9 @@ class ScriptedLlm(BaseLlm):
                 the call runs outside a `RunModel` scope or the script fails it.
         """
         if self.responses is None:
-            return await scripted_model_response(render_model_input(llm_request.contents))
+            return await scripted_model_response(
+                render_model_input(llm_request.contents), offered_tools=list(llm_request.tools_dict)
+            )
         index = _model_responses_in(llm_request.contents)
         if index >= len(self.responses):
             raise RuntimeError(
@@ -262,5 +292,5 @@ class ScriptedLlm(BaseLlm):
     ) -> AsyncGenerator[LlmResponse, None]:
         """Answer one model call (see the class docstring)."""
         answer = await self.choose_response(llm_request)
-        for response in _llm_responses(answer, stream=stream):
+        for response in _llm_responses(answer, stream=stream, model=self.model):
             yield response
