@@ -1,0 +1,38 @@
+"""The one stack of the session feature tests: a devserver, a Worker serving `tests.feature_agents`, and the
+core kit's inventory MCP server on Streamable HTTP, shared by every test module that asks for `features`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+import pytest_asyncio
+from dex_agents import AgentSessionClient
+from dex_agents.testing import AgentTestStack, McpInventoryHttpServer, start_mcp_inventory_http_server
+
+from tests.feature_agents import build_flows, http_url_file
+from tests.matrix_spec import PACKAGE_DIR
+
+
+@dataclass
+class Features:
+    """The feature stack and a session client per Flow of `tests.feature_agents`."""
+
+    stack: AgentTestStack
+    shipping: McpInventoryHttpServer
+    settings: AgentSessionClient
+    tool_requests: AgentSessionClient
+    mcp: AgentSessionClient
+    traced: AgentSessionClient
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def features(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Features]:
+    state_dir = tmp_path_factory.mktemp("features")
+    async with await start_mcp_inventory_http_server(state_dir / "mcp-http-requests.log") as shipping:
+        http_url_file(state_dir).write_text(shipping.url, encoding="utf-8")
+        flows = build_flows(state_dir)
+        async with AgentTestStack(state_dir, flows, "tests.feature_agents", worker_cwd=PACKAGE_DIR) as stack:
+            await stack.start_worker()
+            yield Features(stack, shipping, *(stack.sessions(flow) for flow in flows))
