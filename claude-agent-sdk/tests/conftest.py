@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -26,11 +27,20 @@ class Features:
     mcp: AgentSessionClient
     traced: AgentSessionClient
 
+    def shipping_requests(self) -> list[str]:
+        """The Streamable HTTP inventory server's request log, one request a line."""
+        log = _http_log(self.stack.state_dir)
+        return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+
+def _http_log(state_dir: Path) -> Path:
+    return state_dir / "mcp-http-requests.log"
+
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def features(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Features]:
     state_dir = tmp_path_factory.mktemp("features")
-    async with await start_mcp_inventory_http_server(state_dir / "mcp-http-requests.log") as shipping:
+    async with await start_mcp_inventory_http_server(_http_log(state_dir)) as shipping:
         http_url_file(state_dir).write_text(shipping.url, encoding="utf-8")
         flows = build_flows(state_dir)
         async with AgentTestStack(state_dir, flows, "tests.feature_agents", worker_cwd=PACKAGE_DIR) as stack:

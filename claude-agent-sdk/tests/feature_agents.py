@@ -212,4 +212,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-

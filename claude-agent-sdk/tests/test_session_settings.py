@@ -14,7 +14,9 @@ from tests.conftest import Features
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-async def test_update_session_settings_changes_the_next_turns_model_and_system_prompt(features: Features) -> None:
+async def test_update_session_settings_changes_the_next_turns_model_and_system_prompt(
+    features: Features,
+) -> None:
     sessions = features.settings
     session = features.stack.new_session_id("settings")
     await sessions.start_session(session, "Hi", session_settings={"model": "small"})
