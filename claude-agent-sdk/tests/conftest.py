@@ -9,8 +9,15 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from dex_agents import AgentSessionClient
-from dex_agents.testing import AgentTestStack, McpInventoryHttpServer, start_mcp_inventory_http_server
+from dex_agents import AgentSessionClient, AgentSnapshot
+from dex_agents.testing import (
+    AgentTestStack,
+    McpInventoryHttpServer,
+    ScriptedResponse,
+    ScriptedToolCall,
+    start_mcp_inventory_http_server,
+    wait_for_turn_end,
+)
 
 from tests.feature_agents import build_flows, http_url_file
 from tests.matrix_spec import PACKAGE_DIR
@@ -26,6 +33,30 @@ class Features:
     tool_requests: AgentSessionClient
     mcp: AgentSessionClient
     traced: AgentSessionClient
+
+    async def start(
+        self, sessions: AgentSessionClient, prefix: str, prompt: str, *responses: ScriptedResponse
+    ) -> str:
+        """Start a new session whose first turn the scripted model answers with ``responses``."""
+        session = self.stack.new_session_id(prefix)
+        self.stack.scripts.set_turns(session, [list(responses)])
+        await sessions.start_session(session, prompt)
+        return session
+
+    async def one_call_turn(
+        self, sessions: AgentSessionClient, prefix: str, prompt: str, call: ScriptedToolCall, answer: str
+    ) -> tuple[str, AgentSnapshot]:
+        """Run a new session's first turn, one tool call then ``answer``, to its end without a turn error."""
+        session = await self.start(
+            sessions, prefix, prompt, ScriptedResponse(tool_calls=(call,)), ScriptedResponse(text=answer)
+        )
+        done = await wait_for_turn_end(sessions, session, 1, timeout=120)
+        assert done.state is not None and done.state.last_turn_error is None, done.state
+        return session, done
+
+    def last_model_input(self, session: str) -> str:
+        """What the session's last model call saw, as the scripted model rendered it."""
+        return self.stack.invocations.model_calls(session)[-1].model_input_text
 
     def shipping_requests(self) -> list[str]:
         """The Streamable HTTP inventory server's request log, one request a line."""

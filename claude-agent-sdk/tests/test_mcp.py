@@ -90,7 +90,7 @@ async def test_a_read_runs_inline_and_each_write_is_a_step_with_the_key_in_meta(
         f"tools/call reserve_stock K-9 {key}",
         "tools/call order_more",
     ]
-    last_input = stack.invocations.model_calls(session)[-1].model_input_text
+    last_input = features.last_model_input(session)
     assert "tool inventory__count_items [count-1] ok: K-9: 7 in stock" in last_input
     assert "tool inventory__reserve_stock [reserve-1] ok: reserved 2 of K-9" in last_input
     assert "tool inventory__order_more [order-1] ok: ordered K-9" in last_input
@@ -100,16 +100,10 @@ async def test_an_http_tool_that_answers_with_a_task_is_polled_in_the_sessions_s
     features: Features,
 ) -> None:
     stack, sessions = features.stack, features.mcp
-    session = stack.new_session_id("mcp-task")
     ship = ScriptedToolCall(
         "shipping__ship_order", {"sku": "K-9", "polls": 2, "poll_interval_ms": 1000}, "ship-1"
     )
-    stack.scripts.set_turns(
-        session, [[ScriptedResponse(tool_calls=(ship,)), ScriptedResponse(text="K-9 is on its way.")]]
-    )
-    await sessions.start_session(session, "Ship K-9")
-    done = await wait_for_turn_end(sessions, session, 1, timeout=120)
-    assert done.state is not None and done.state.last_turn_error is None, done.state
+    session, _ = await features.one_call_turn(sessions, "mcp-task", "Ship K-9", ship, "K-9 is on its way.")
 
     requests = [line for line in features.shipping_requests() if "ship_order K-9" in line]
     # One task, created by the one tools/call, then read with tasks/get until it completed.
@@ -117,7 +111,4 @@ async def test_an_http_tool_that_answers_with_a_task_is_polled_in_the_sessions_s
     assert [line.rsplit(" ", 1)[-1] for line in requests[2:]] == ["working", "completed"], requests
     steps = executed_step_types(await stack.read_step_history(session))
     assert steps.count("CallTool") == 1 and steps.count("PollToolTask") >= 1, steps
-    assert (
-        "tool shipping__ship_order [ship-1] ok: shipped K-9"
-        in stack.invocations.model_calls(session)[-1].model_input_text
-    )
+    assert "tool shipping__ship_order [ship-1] ok: shipped K-9" in features.last_model_input(session)

@@ -25,12 +25,11 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 async def test_a_tool_that_asks_before_it_takes_effect_runs_once_with_the_answer(features: Features) -> None:
     stack, sessions = features.stack, features.tool_requests
-    session = stack.new_session_id("ask")
     refund = ScriptedToolCall("refund_order", {"order_id": "A-1"}, "refund-1")
-    stack.scripts.set_turns(
-        session, [[ScriptedResponse(tool_calls=(refund,)), ScriptedResponse(text="Refunded through Lyon.")]]
+    answer = ScriptedResponse(text="Refunded through Lyon.")
+    session = await features.start(
+        sessions, "ask", "Refund A-1", ScriptedResponse(tool_calls=(refund,)), answer
     )
-    await sessions.start_session(session, "Refund A-1")
     question = await sessions.wait_for_interrupt(session)
     assert question is not None and question.kind is InterruptKind.QUESTION, question
     assert (question.question, question.choices, question.allows_free_text) == (
@@ -49,10 +48,7 @@ async def test_a_tool_that_asks_before_it_takes_effect_runs_once_with_the_answer
     assert [line for line in effect_log(stack.state_dir) if line.startswith("refund")] == [
         "refund A-1 via Lyon"
     ]
-    assert (
-        "tool refund_order [refund-1] ok: refunded A-1 via Lyon"
-        in stack.invocations.model_calls(session)[-1].model_input_text
-    )
+    assert "tool refund_order [refund-1] ok: refunded A-1 via Lyon" in features.last_model_input(session)
     assert done.messages[-1].text == "Refunded through Lyon."
     # The tool Step ran the tool twice, asking, then with the answer; only the second took effect.
     steps = executed_step_types(await stack.read_step_history(session))
@@ -61,15 +57,10 @@ async def test_a_tool_that_asks_before_it_takes_effect_runs_once_with_the_answer
 
 async def test_a_tool_that_starts_a_task_is_polled_by_the_session_until_done(features: Features) -> None:
     stack, sessions = features.stack, features.tool_requests
-    session = stack.new_session_id("task")
     render = ScriptedToolCall("render_report", {"month": "2026-11"}, "render-1")
-    stack.scripts.set_turns(
-        session, [[ScriptedResponse(tool_calls=(render,)), ScriptedResponse(text="Your report is ready.")]]
+    session, done = await features.one_call_turn(
+        sessions, "task", "Render November's report", render, "Your report is ready."
     )
-    await sessions.start_session(session, "Render November's report")
-    done = await wait_for_turn_end(sessions, session, 1, timeout=120)
-
-    assert done.state is not None and done.state.last_turn_error is None, done.state
     job_lines = [line for line in effect_log(stack.state_dir) if "job-2026-11" in line]
     # Started once (with the call's idempotency key), then polled until done by the runner's task handler.
     assert job_lines == [
@@ -80,30 +71,20 @@ async def test_a_tool_that_starts_a_task_is_polled_by_the_session_until_done(fea
     assert outputs == {"render-1": "report job-2026-11 is ready"}
     steps = executed_step_types(await stack.read_step_history(session))
     assert steps.count("PollToolTask") == TASK_POLLS_UNTIL_DONE, steps
-    assert (
-        "tool render_report [render-1] ok: report job-2026-11 is ready"
-        in stack.invocations.model_calls(session)[-1].model_input_text
+    assert "tool render_report [render-1] ok: report job-2026-11 is ready" in features.last_model_input(
+        session
     )
 
 
 async def test_an_inline_read_that_asks_the_user_is_refused_clearly(features: Features) -> None:
     stack, sessions = features.stack, features.tool_requests
-    session = stack.new_session_id("inline-ask")
     check = ScriptedToolCall("check_region", {"order_id": "A-1"}, "region-1")
-    stack.scripts.set_turns(
-        session,
-        [[ScriptedResponse(tool_calls=(check,)), ScriptedResponse(text="I cannot check the region.")]],
+    session, done = await features.one_call_turn(
+        sessions, "inline-ask", "Which region is A-1 in?", check, "I cannot check the region."
     )
-    await sessions.start_session(session, "Which region is A-1 in?")
-    done = await wait_for_turn_end(sessions, session, 1, timeout=90)
-
     # The read ran inline, inside RunModel, where no question can wait: the model reads why, nothing waits.
-    assert done.state is not None and done.state.last_turn_error is None, done.state
     assert not done.pending_interrupts
     refusal = INLINE_TOOL_REQUEST_MESSAGE.format(tool="check_region")
-    assert (
-        f"tool check_region [region-1] error: {refusal}"
-        in stack.invocations.model_calls(session)[-1].model_input_text
-    )
+    assert f"tool check_region [region-1] error: {refusal}" in features.last_model_input(session)
     assert not [line for line in effect_log(stack.state_dir) if line.startswith("region")]
     assert executed_step_types(await stack.read_step_history(session)) == ["StartAgentSession", "RunModel"]
