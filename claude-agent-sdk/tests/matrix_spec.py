@@ -35,4 +35,6 @@ SPEC = MatrixSpec(
     unknown_tool_message=None,
     runs_reads_inline=True,
     supports_turn_control=True,
+    # Item 16: the session's built-ins are tools of the runner's MCP server, and their calls are deferred.
+    supports_built_in_tools=True,
 )

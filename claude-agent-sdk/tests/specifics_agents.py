@@ -17,18 +17,11 @@ from dex_agents import AgentSessionFlow
 from dex_agents.testing import (
     STATE_DIR_ENV,
     matrix_session_options,
-    mcp_inventory_server_command,
     with_model_call_scope,
 )
 
-from dex_agents_claude_agent_sdk import ClaudeAgentRunner, McpStdioServer
+from dex_agents_claude_agent_sdk import ClaudeAgentRunner
 from tests.scripted_claude import matrix_tools, scripted_options, scripted_options_with
-
-
-def mcp_log_path(state_dir: Path) -> Path:
-    """Where the MCP server of the MCP agent logs its requests."""
-    return state_dir / "mcp-requests.log"
-
 
 BASH_REFUSAL = "Bash is off limits in this deployment."
 
@@ -51,12 +44,8 @@ async def refuse_bash(
 
 
 def build_flows() -> tuple[AgentSessionFlow, ...]:
-    """The matrix agent, a Bash agent, an agent with an MCP server, one that defers reads too, and an agent
-    whose `can_use_tool` refuses Bash next to the matrix tools."""
-    # The test process builds the Flows only to talk to sessions; the server runs when a Worker lists tools.
-    state_dir = Path(os.environ.get(STATE_DIR_ENV, "."))
-    server = mcp_inventory_server_command(mcp_log_path(state_dir))
-    inventory = McpStdioServer(server.command, server.args, env=server.env)
+    """The matrix agent, a Bash agent, one that defers reads too, and an agent whose `can_use_tool`
+    refuses Bash next to the matrix tools."""
     return (
         AgentSessionFlow(
             with_model_call_scope(ClaudeAgentRunner(scripted_options, matrix_tools())),
@@ -69,10 +58,6 @@ def build_flows() -> tuple[AgentSessionFlow, ...]:
                 ClaudeAgentRunner(scripted_options_with(tools=["Bash"], allowed_tools=["Bash"]))
             ),
             flow_type="ClaudeBuiltins",
-        ),
-        # No explicit policies: every effect comes from the server's annotations or the default.
-        AgentSessionFlow(
-            with_model_call_scope(ClaudeAgentRunner(scripted_options, [inventory])), flow_type="ClaudeMcp"
         ),
         AgentSessionFlow(
             with_model_call_scope(

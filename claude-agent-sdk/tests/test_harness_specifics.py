@@ -61,8 +61,8 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
             stack,
             stack.sessions(flows[0]),
             stack.sessions(flows[1]),
+            stack.sessions(flows[2]),
             stack.sessions(flows[3]),
-            stack.sessions(flows[4]),
             worker_home,
         )
 

@@ -7,15 +7,23 @@ the whole response in view. These tests stream events into a run by hand and che
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from typing import Any, cast
 
 from claude_agent_sdk import StreamEvent, ToolAnnotations, tool
 from claude_agent_sdk.types import HookContext, HookInput
-from dex_agents import AgentEvent, AgentEventWriter, AgentTurnContext, ToolEffect, ToolPolicy
+from dex_agents import (
+    ASK_USER,
+    AgentEvent,
+    AgentEventWriter,
+    AgentTurnContext,
+    ModelCallMetadata,
+    ToolEffect,
+    ToolPolicy,
+)
 
 from dex_agents_claude_agent_sdk import REFUSED_TOOL_CALL_MESSAGE
 from dex_agents_claude_agent_sdk._harness_run import HarnessRun
+from dex_agents_claude_agent_sdk._run_tools import gather_run_tools
 
 
 @tool("lookup", "Read.", {"id": str}, annotations=ToolAnnotations(readOnlyHint=True))
@@ -32,7 +40,9 @@ async def _heartbeat() -> None:
     return None
 
 
-def make_run() -> tuple[HarnessRun, list[AgentEvent]]:
+async def make_run(
+    policies: dict[str, ToolPolicy] | None = None, built_ins: tuple[str, ...] = ()
+) -> tuple[HarnessRun, list[AgentEvent]]:
     events: list[AgentEvent] = []
     writer = AgentEventWriter(events.append, "turn-1", 1, "RunModel-1")
     turn = AgentTurnContext(
@@ -43,11 +53,13 @@ def make_run() -> tuple[HarnessRun, list[AgentEvent]]:
         framework_run_state=None,
         tool_calls={},
         events=writer,
-        tool_policies={"refund": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE)},
+        tool_policies=policies or {"refund": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE)},
         default_tool_effect=ToolEffect.UNCLASSIFIED,
         heartbeat_function=_heartbeat,
+        enabled_built_in_tools=built_ins,
     )
-    return HarnessRun(turn=turn, tools={"lookup": lookup, "refund": refund}, inline_read_tools=True), events
+    tools = await gather_run_tools(turn, {"lookup": lookup, "refund": refund}, ())
+    return HarnessRun(turn=turn, tools=tools, inline_read_tools=True), events
 
 
 def stream(run: HarnessRun, *uses: tuple[str, str], text: str = "") -> list[StreamEvent]:
@@ -71,7 +83,7 @@ async def decide(run: HarnessRun, tool_use_id: str, name: str) -> dict[str, Any]
 
 
 async def test_the_hook_waits_for_the_whole_response_and_defers_its_last_tool_use() -> None:
-    run, _ = make_run()
+    run, _ = await make_run()
     events = stream(run, ("w1", "mcp__dex__refund"), ("w2", "mcp__dex__refund"), ("r1", "mcp__dex__lookup"))
     # The CLI asks about w1 while the response still streams: the hook must not decide yet.
     first = asyncio.ensure_future(decide(run, "w1", "mcp__dex__refund"))
@@ -93,7 +105,7 @@ async def test_the_hook_waits_for_the_whole_response_and_defers_its_last_tool_us
 
 
 async def test_reads_alone_run_inline_and_tools_the_runner_does_not_own_get_no_decision() -> None:
-    run, _ = make_run()
+    run, _ = await make_run()
     uses = [("r1", "mcp__dex__lookup"), ("b1", "Bash"), ("x1", "mcp__other__delete_everything")]
     for event in stream(run, *uses, ("r2", "mcp__dex__lookup")):
         run.observe(event, run.turn.events)
@@ -106,7 +118,7 @@ async def test_reads_alone_run_inline_and_tools_the_runner_does_not_own_get_no_d
 
 
 async def test_a_write_before_a_built_in_is_refused_and_nothing_is_deferred() -> None:
-    run, _ = make_run()
+    run, _ = await make_run()
     for event in stream(run, ("r1", "mcp__dex__lookup"), ("w1", "mcp__dex__refund"), ("b1", "Bash")):
         run.observe(event, run.turn.events)
     assert (await decide(run, "r1", "mcp__dex__lookup"))["permissionDecision"] == "allow"
@@ -116,26 +128,49 @@ async def test_a_write_before_a_built_in_is_refused_and_nothing_is_deferred() ->
 
 
 async def test_text_deltas_are_forwarded_as_they_stream() -> None:
-    run, events = make_run()
+    run, events = await make_run()
     for event in stream(run, text="Hello"):
         run.observe(event, run.turn.events)
     assert [(event.type, event.payload) for event in events] == [("text_delta", '{"text":"Hello"}')]
 
 
 async def test_a_read_that_needs_approval_is_deferred_like_a_write() -> None:
-    run, _ = make_run()
-    run.turn = dataclasses.replace(
-        run.turn, tool_policies={"lookup": ToolPolicy(ToolEffect.READ, requires_approval=True)}
-    )
+    run, _ = await make_run({"lookup": ToolPolicy(ToolEffect.READ, requires_approval=True)})
     for event in stream(run, ("r1", "mcp__dex__lookup")):
         run.observe(event, run.turn.events)
     assert (await decide(run, "r1", "mcp__dex__lookup"))["permissionDecision"] == "defer"
 
 
 async def test_without_inline_reads_every_call_of_the_runner_is_deferred_or_refused() -> None:
-    run, _ = make_run()
+    run, _ = await make_run()
     run.inline_read_tools = False
     for event in stream(run, ("r1", "mcp__dex__lookup"), ("r2", "mcp__dex__lookup")):
         run.observe(event, run.turn.events)
     assert (await decide(run, "r1", "mcp__dex__lookup"))["permissionDecision"] == "deny"
     assert (await decide(run, "r2", "mcp__dex__lookup"))["permissionDecision"] == "defer"
+
+
+async def test_a_built_in_call_is_always_deferred_and_a_user_tool_of_its_name_is_not_offered() -> None:
+    run, _ = await make_run(built_ins=(ASK_USER,))
+    assert run.tools.by_name[ASK_USER].is_built_in
+    # The session carries a built-in out: even beside reads only, it never runs inline.
+    for event in stream(run, ("r1", "mcp__dex__lookup"), ("a1", "mcp__dex__ask_user")):
+        run.observe(event, run.turn.events)
+    assert (await decide(run, "r1", "mcp__dex__lookup"))["permissionDecision"] == "allow"
+    assert (await decide(run, "a1", "mcp__dex__ask_user"))["permissionDecision"] == "defer"
+    assert [call.tool_name for call in run.deferrals] == [ASK_USER]
+
+
+async def test_the_run_reports_the_last_model_responses_metadata() -> None:
+    run, _ = await make_run()
+    for event in [
+        {"type": "message_start", "message": {"id": "msg_1", "model": "claude-x-1"}},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        {"type": "message_stop"},
+        {"type": "message_start", "message": {"id": "msg_2", "model": "claude-x-1"}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+        {"type": "message_stop"},
+    ]:
+        run.observe(StreamEvent(uuid="u", session_id="cli", event=event), run.turn.events)
+    metadata = run.model_call_metadata("claude-x")
+    assert metadata == ModelCallMetadata("claude-x", "claude-x-1", "anthropic", "msg_2", ("end_turn",))

@@ -3,7 +3,8 @@
 The core's harness runs every item. Items 4, 5, 7, 8, 9, 10 and 11 run unchanged. Item 12 (an unknown
 tool, beyond the design's 11) is skipped: the CLI refuses a tool name the agent does not have itself,
 inside `RunModel`, and asks the model again in the same run, so no tool Step records the call.
-Items 13 and 14 run unchanged (item 13 with `MatrixSpec.runs_reads_inline`). Items 1, 2, 3, 6 and 15 are
+Items 13, 14 and 16 run unchanged (item 13 with `MatrixSpec.runs_reads_inline`; item 16 offers the
+built-ins through the runner's MCP server and defers the `ask_user` call). Items 1, 2, 3, 6 and 15 are
 about read tools, which the whole-turn harness runs inline in the CLI rather than in `CallTool` Steps, so
 this class replaces them with what holds in harness mode, and proves it:
 

@@ -1,14 +1,18 @@
-"""MCP tools through the runner: effects from a real stdio server's annotations, one `tools/call` per Step."""
+"""An `McpToolSource` given to the runner, against the core kit's inventory server on stdio and HTTP.
+
+The source's tools (`inventory__<tool>` on stdio, `shipping__<tool>` on Streamable HTTP) go through the
+runner's hook like the user's own: a read runs inline in `RunModel`, every other call is a Step that
+sends its one `tools/call` with the session's idempotency key in `_meta`, and a tool that answers with an
+MCP task is polled in the session's `PollToolTask` Steps. The shared `run_mcp_inventory_scenario` does not
+fit the harness: its model asks for a read and two writes in one response, of which the CLI keeps one
+waiting and the runner refuses the other (see the README's "One deferred call per response").
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
-from dex_agents import AgentSessionClient, ToolEffect
+from dex_agents import ToolEffect
 from dex_agents.testing import (
-    AgentTestStack,
     ScriptedResponse,
     ScriptedToolCall,
     executed_step_types,
@@ -16,78 +20,95 @@ from dex_agents.testing import (
     wait_for_turn_end,
 )
 
-from tests.matrix_spec import PACKAGE_DIR
-from tests.specifics_agents import build_flows, mcp_log_path
+from tests.conftest import Features
+from tests.feature_agents import mcp_log
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def mcp_session(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> AsyncIterator[tuple[AgentTestStack, AgentSessionClient]]:
-    flows = build_flows()
-    async with AgentTestStack(
-        tmp_path_factory.mktemp("mcp"), flows, "tests.specifics_worker", worker_cwd=PACKAGE_DIR
-    ) as stack:
-        await stack.start_worker()
-        yield stack, stack.sessions(flows[2])
+pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-async def test_mcp_annotations_give_effects_and_each_write_step_sends_one_tools_call(
-    mcp_session: tuple[AgentTestStack, AgentSessionClient],
-) -> None:
-    stack, sessions = mcp_session
-    session_id = stack.new_session_id("mcp")
-    count = ScriptedToolCall("count_items", {"sku": "K-9"}, "count-1")
-    set_stock = ScriptedToolCall("set_stock", {"sku": "K-9", "count": 3}, "set-1")
-    order = ScriptedToolCall("order_more", {"sku": "K-9"}, "order-1")
+async def test_a_read_runs_inline_and_each_write_is_a_step_with_the_key_in_meta(features: Features) -> None:
+    stack, sessions = features.stack, features.mcp
+    session = stack.new_session_id("mcp")
+    sku = {"sku": "K-9"}
     stack.scripts.set_turns(
-        session_id,
+        session,
         [
             [
-                ScriptedResponse(tool_calls=(count,)),
-                ScriptedResponse(tool_calls=(set_stock,)),
-                ScriptedResponse(tool_calls=(order,)),
+                ScriptedResponse(tool_calls=(ScriptedToolCall("inventory__count_items", sku, "count-1"),)),
+                ScriptedResponse(
+                    tool_calls=(ScriptedToolCall("inventory__set_stock", {**sku, "count": 3}, "set-1"),)
+                ),
+                ScriptedResponse(
+                    tool_calls=(
+                        ScriptedToolCall("inventory__reserve_stock", {**sku, "count": 2}, "reserve-1"),
+                    )
+                ),
+                ScriptedResponse(tool_calls=(ScriptedToolCall("inventory__order_more", sku, "order-1"),)),
                 ScriptedResponse(text="Stock fixed and more ordered."),
             ]
         ],
     )
-    await sessions.start_session(session_id, "Fix the stock of K-9")
+    await sessions.start_session(session, "Fix the stock of K-9")
     interrupt = await wait_for_agent_snapshot(
         sessions,
-        session_id,
+        session,
         lambda snapshot: next(iter(snapshot.pending_interrupts), None),
         description="the approval of order_more",
-        timeout=90,
+        timeout=120,
     )
-    # No hint and no policy: unclassified, so the call waits for approval.
+    # No hint and no policy: unclassified, so the call waits for approval and has not reached the server.
     assert interrupt.tool_call_id == "order-1"
-    snapshot = await sessions.get_agent_snapshot(session_id)
+    snapshot = await sessions.get_agent_snapshot(session)
     assert [(call.tool_name, call.effect) for call in snapshot.tool_calls] == [
-        ("set_stock", ToolEffect.IDEMPOTENT_WRITE),
-        ("order_more", ToolEffect.UNCLASSIFIED),
+        ("inventory__set_stock", ToolEffect.IDEMPOTENT_WRITE),
+        ("inventory__reserve_stock", ToolEffect.IDEMPOTENT_WRITE),
+        ("inventory__order_more", ToolEffect.UNCLASSIFIED),
     ]
-    assert await sessions.resolve_interrupt(session_id, interrupt.interrupt_id, approved=True)
-    done = await wait_for_turn_end(sessions, session_id, 1, timeout=90)
-    assert done.state is not None and done.state.last_turn_error is None
+    assert "tools/call order_more" not in mcp_log(stack.state_dir).read_text()
+    assert await sessions.resolve_interrupt(session, interrupt.interrupt_id, approved=True)
+    done = await wait_for_turn_end(sessions, session, 1, timeout=120)
+    assert done.state is not None and done.state.last_turn_error is None, done.state
 
-    # readOnlyHint: inline in RunModel; idempotentHint: a CallTool Step; no hint: approval + single attempt.
-    assert executed_step_types(await stack.read_step_history(session_id)) == [
-        "StartAgentSession",
-        "RunModel",
+    steps = executed_step_types(await stack.read_step_history(session))
+    # readOnlyHint: inline in the first RunModel; idempotentHint: a CallTool Step each (reserve_stock's
+    # first attempt dies with its server, and the Step's second attempt sends the same key); no hint:
+    # approval, then a single attempt.
+    assert [step for step in steps if step.startswith(("Call", "Await"))] == [
         "CallTool",
-        "ResumeTurn",
-        "RunModel",
+        "CallTool",
         "AwaitToolApproval",
         "CallSingleAttemptTool",
-        "ResumeTurn",
-        "RunModel",
+    ], steps
+    calls = [
+        line for line in mcp_log(stack.state_dir).read_text().splitlines() if line.startswith("tools/call")
     ]
-    log = mcp_log_path(stack.state_dir).read_text().splitlines()
-    calls = [line for line in log if line.startswith("tools/call")]
-    assert calls == ["tools/call count_items", "tools/call set_stock", "tools/call order_more"]
-    # Besides those calls the server only lists its tools (the runner for each Step, the MCP client
-    # again before a call).
-    assert {line for line in log if not line.startswith("tools/call")} == {"tools/list"}
-    assert "[order-1] ok: ordered K-9" in stack.invocations.model_calls(session_id)[-1].model_input_text
+    key = f"{session}/turn-1/reserve-1"
+    assert calls == [
+        "tools/call count_items",
+        "tools/call set_stock",
+        f"tools/call reserve_stock K-9 {key}",
+        f"tools/call reserve_stock K-9 {key}",
+        "tools/call order_more",
+    ]
+    last_input = features.last_model_input(session)
+    assert "tool inventory__count_items [count-1] ok: K-9: 7 in stock" in last_input
+    assert "tool inventory__reserve_stock [reserve-1] ok: reserved 2 of K-9" in last_input
+    assert "tool inventory__order_more [order-1] ok: ordered K-9" in last_input
+
+
+async def test_an_http_tool_that_answers_with_a_task_is_polled_in_the_sessions_steps(
+    features: Features,
+) -> None:
+    stack, sessions = features.stack, features.mcp
+    ship = ScriptedToolCall(
+        "shipping__ship_order", {"sku": "K-9", "polls": 2, "poll_interval_ms": 1000}, "ship-1"
+    )
+    session, _ = await features.one_call_turn(sessions, "mcp-task", "Ship K-9", ship, "K-9 is on its way.")
+
+    requests = [line for line in features.shipping_requests() if "ship_order K-9" in line]
+    # One task, created by the one tools/call, then read with tasks/get until it completed.
+    assert requests[:2] == ["tools/call ship_order K-9", "tasks/create ship_order K-9"], requests
+    assert [line.rsplit(" ", 1)[-1] for line in requests[2:]] == ["working", "completed"], requests
+    steps = executed_step_types(await stack.read_step_history(session))
+    assert steps.count("CallTool") == 1 and steps.count("PollToolTask") >= 1, steps
+    assert "tool shipping__ship_order [ship-1] ok: shipped K-9" in features.last_model_input(session)

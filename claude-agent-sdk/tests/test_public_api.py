@@ -6,11 +6,13 @@ import dex_agents_claude_agent_sdk.testing
 
 def test_public_api_is_pinned() -> None:
     assert dex_agents_claude_agent_sdk.__all__ == [
+        "INLINE_TOOL_REQUEST_MESSAGE",
         "ISOLATION_ENV",
         "REFUSED_TOOL_CALL_MESSAGE",
         "ClaudeAgentRunner",
         "ClaudeRunState",
-        "McpStdioServer",
+        "InstructionsForSettings",
+        "ModelForSettings",
         "OptionsFactory",
         "PendingToolUse",
         "TranscriptStore",

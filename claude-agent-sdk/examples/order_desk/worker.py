@@ -3,6 +3,13 @@
 Run it next to any Dex server: `DEX_SERVER_ADDRESS=host:port python -m examples.order_desk.worker`.
 `ORDER_DESK_MODEL` picks the model (`scripted` by default, or a Claude model name with
 `ANTHROPIC_API_KEY` set).
+
+`run_agent_worker` is the test kit's Worker main (`dex_agents.testing`): `dex_agents.serve_agent_worker`
+with the demo's task slots, plus a ready file that tells the demo when the Worker takes tasks. An
+application's own main is `serve_agent_worker` itself, which sizes the Worker, registers the Flow with
+`agent_codec_registry()`, serves until SIGTERM or SIGINT and then drains::
+
+    serve_agent_worker([build_flow("claude-sonnet-4-5")], server_address=address)
 """
 
 import os

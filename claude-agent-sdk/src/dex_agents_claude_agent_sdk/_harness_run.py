@@ -14,12 +14,18 @@ Claude Code's permission system decides about it, as it would without the runner
 
 A resumed run lets the deferred call through, and the shim that the CLI's `tools/call` names by that call's
 tool use ID answers with the recorded result instead of running the tool.
+
+The session's built-ins are among the runner's tools and are always deferred: the session carries them out.
+An inline read runs inside the model Step, where the user cannot be asked and no task can be handed over,
+so a read that calls `ask_user_input` or `start_tool_task` gets `INLINE_TOOL_REQUEST_MESSAGE` as its error
+result (and a warning is logged) instead of the core's error for a call outside a tool Step.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -36,15 +42,22 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput, Message
 from dex_agents.events import AgentEventWriter
-from dex_agents.runner import AgentTurnContext, ToolPolicy
+from dex_agents.runner import AgentTurnContext, ModelCallMetadata, ToolPolicy
 from dex_agents.values import ToolEffect
 
-from dex_agents_claude_agent_sdk._effects import tool_effect
 from dex_agents_claude_agent_sdk._messages import TOOL_NAME_PREFIX
+from dex_agents_claude_agent_sdk._run_tools import RunTools
 from dex_agents_claude_agent_sdk._shim_server import current_tool_use_id
 from dex_agents_claude_agent_sdk._state import PendingToolUse
 
-__all__ = ["REFUSED_TOOL_CALL_MESSAGE", "RESPONSE_WAIT_SECONDS", "HarnessRun", "ResumedCall"]
+__all__ = [
+    "ANTHROPIC_PROVIDER",
+    "INLINE_TOOL_REQUEST_MESSAGE",
+    "REFUSED_TOOL_CALL_MESSAGE",
+    "RESPONSE_WAIT_SECONDS",
+    "HarnessRun",
+    "ResumedCall",
+]
 
 REFUSED_TOOL_CALL_MESSAGE = (
     "Not run: this call was not executed, because only one tool call of a response can wait for its "
@@ -52,6 +65,20 @@ REFUSED_TOOL_CALL_MESSAGE = (
     "the other results."
 )
 """What the model reads for a refused call ({tool}: the tool's name); see the module docstring."""
+
+INLINE_TOOL_REQUEST_MESSAGE = (
+    "{tool} could not finish: it needs the user's answer or a long-running task, which this deployment "
+    "cannot give a tool that runs inline, inside the model call. Nothing after its request ran. Tell the "
+    "user that {tool} is unavailable; calling it again fails the same way."
+)
+"""What the model reads when an inline read calls `ask_user_input` or `start_tool_task` ({tool}: its name)."""
+
+ANTHROPIC_PROVIDER = "anthropic"
+"""The provider of the Claude Code CLI's model calls, as the OpenTelemetry GenAI conventions spell it."""
+
+_logger = logging.getLogger("dex_agents_claude_agent_sdk")
+# The core module whose functions refuse outside a tool Step (`ask_user_input`, `start_tool_task`).
+_TOOL_REQUESTS_MODULE = "dex_agents._tool_requests"
 
 # How long the hook waits for the rest of a response before it decides about a call; the runner raises the
 # CLI's own hook timeout (60 s by default) above it, so a long response never fails the hook.
@@ -77,7 +104,7 @@ class HarnessRun:
     """One CLI run: decides tool calls in the hook, runs shims, and collects what the CLI streams."""
 
     turn: AgentTurnContext
-    tools: Mapping[str, SdkMcpTool[Any]]
+    tools: RunTools
     inline_read_tools: bool
     resumed: ResumedCall | None = None
     deferrals: list[PendingToolUse] = field(default_factory=list[PendingToolUse])
@@ -93,14 +120,31 @@ class HarnessRun:
     )
     """For each tool use of a response that finished streaming, all of that response's tool uses."""
     response_completed: asyncio.Event = field(default_factory=asyncio.Event)
+    response_model: str | None = None
+    """The model that answered the run's last model call, as the API named it."""
+    response_id: str | None = None
+    """The API's ID of the run's last model response."""
+    finish_reason: str | None = None
+    """The API's stop reason of the run's last model response (`tool_use`, `end_turn`, ...)."""
 
     def policy(self, tool_name: str) -> ToolPolicy:
-        tool = self.tools.get(tool_name)
-        return self.turn.resolve_tool_policy(tool_name, tool_effect(tool) if tool is not None else None)
+        return self.tools.policy(tool_name)
 
     def runs_inline(self, tool_name: str) -> bool:
-        policy = self.policy(tool_name)
-        return self.inline_read_tools and policy.effect is ToolEffect.READ and not policy.is_approval_required
+        tool = self.tools.by_name.get(tool_name)
+        if tool is None or tool.is_built_in or not self.inline_read_tools:
+            return False
+        return tool.policy.effect is ToolEffect.READ and not tool.policy.is_approval_required
+
+    def model_call_metadata(self, request_model: str | None) -> ModelCallMetadata:
+        """What the run's last model call reported, for the `chat` span (the run may have made several)."""
+        return ModelCallMetadata(
+            request_model=request_model,
+            response_model=self.response_model,
+            provider_name=ANTHROPIC_PROVIDER,
+            response_id=self.response_id,
+            finish_reasons=(self.finish_reason,) if self.finish_reason else (),
+        )
 
     async def pre_tool_use(
         self, input_data: HookInput, tool_use_id: str | None, context: HookContext
@@ -135,7 +179,10 @@ class HarnessRun:
 
     def owns(self, cli_name: str) -> bool:
         """Whether a CLI tool name is one of the runner's tools."""
-        return cli_name.startswith(TOOL_NAME_PREFIX) and cli_name.removeprefix(TOOL_NAME_PREFIX) in self.tools
+        return (
+            cli_name.startswith(TOOL_NAME_PREFIX)
+            and cli_name.removeprefix(TOOL_NAME_PREFIX) in self.tools.by_name
+        )
 
     def is_deferrable(self, cli_name: str) -> bool:
         """Whether a call of this CLI tool name must run in its own Step (it is not an inline read)."""
@@ -166,7 +213,7 @@ class HarnessRun:
                 resumed.delivered = True
                 return {"content": [{"type": "text", "text": resumed.text}], "is_error": resumed.is_error}
             if self.runs_inline(tool.name):
-                return await tool.handler(arguments)
+                return await _run_inline(tool, arguments)
             return {
                 "content": [{"type": "text", "text": f"{tool.name} was not run: it runs in its own step."}],
                 "is_error": True,
@@ -218,6 +265,13 @@ class HarnessRun:
         kind = event.get("type")
         if kind == "message_start":
             self.streaming_tool_uses = []
+            message = cast(Mapping[str, Any], event.get("message") or {})
+            self.response_id = _text_or_none(message.get("id"))
+            self.response_model = _text_or_none(message.get("model")) or self.response_model
+            self.finish_reason = None
+        elif kind == "message_delta":
+            delta = cast(Mapping[str, Any], event.get("delta") or {})
+            self.finish_reason = _text_or_none(delta.get("stop_reason")) or self.finish_reason
         elif kind == "content_block_start":
             block = cast(Mapping[str, Any], event.get("content_block") or {})
             if block.get("type") == "tool_use":
@@ -228,6 +282,36 @@ class HarnessRun:
                 self.completed_tool_uses[use_id] = uses
             completed, self.response_completed = self.response_completed, asyncio.Event()
             completed.set()
+
+
+async def _run_inline(tool: SdkMcpTool[Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """Run a read's own handler inside the model Step, refusing clearly what only a tool Step can do."""
+    try:
+        return await tool.handler(arguments)
+    except RuntimeError as error:
+        if not _raised_by_tool_requests(error):
+            raise
+        _logger.warning(
+            "tool %r asked for the user's input or started a task while it ran inline in the CLI, which only "
+            "a tool Step can do; give it a ToolPolicy that runs it in its own Step (an effect other than "
+            "read, or requires_approval=True), or build the runner with inline_read_tools=False: %s",
+            tool.name,
+            error,
+        )
+        text = INLINE_TOOL_REQUEST_MESSAGE.format(tool=tool.name)
+        return {"content": [{"type": "text", "text": text}], "is_error": True}
+
+
+def _raised_by_tool_requests(error: RuntimeError) -> bool:
+    """Whether ``error`` is `ask_user_input`'s or `start_tool_task`'s refusal outside a tool Step."""
+    frame = error.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    return frame is not None and frame.tb_frame.f_globals.get("__name__") == _TOOL_REQUESTS_MODULE
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _decision(decision: str, reason: str | None = None) -> HookJSONOutput:

@@ -1,82 +1,119 @@
-"""Tools of a stdio MCP server, offered through the runner instead of the CLI's own MCP client.
+"""The tools of an `McpToolSource` as tools of the runner's in-process MCP server, for one CLI run.
 
-A server listed in `ClaudeAgentOptions.mcp_servers` is run by the CLI, so each of its tool calls would
-run inside `RunModel`, at least once. Handing the server to the runner as an `McpStdioServer` instead
-makes its tools ordinary runner tools: the runner lists them (`tools/list`) for each run, their MCP
-annotations give their effects, and a deferred call sends its one `tools/call` from its own tool Step.
+A server in `ClaudeAgentOptions.mcp_servers` is the CLI's own: its calls run inline, at least once, under
+Claude Code's permission system. The tools of an `McpToolSource` given to the runner are the runner's
+instead. Their calls go through the runner's hook like any tool of the user: a `read` runs inline here,
+through `McpToolSource.call_tool` with the same idempotency key a tool Step would send, and every other call
+becomes a Step whose `DeferredToolCall` the source builds (policy and `tool_source_reference`).
+
+The source has no call outside a tool Step, so an inline read gets a `DeferredToolExecution` of its own:
+the model's tool use ID, the turn's events and heartbeat, and no task polling by the session (a task the
+server starts is polled inside the call, bounded by the source's `task_wait_timeout`).
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+import json
+from collections.abc import Mapping
+from typing import Any, cast
 
 from claude_agent_sdk import SdkMcpTool
-from mcp import StdioServerParameters
-from mcp.client.client import Client
+from dex_agents import AgentToolCall, ToolCallStatus
+from dex_agents.mcp import McpToolCallInterruptedError, McpToolDefinition, McpToolSource
+from dex_agents.runner import (
+    AgentTurnContext,
+    DeferredToolCall,
+    DeferredToolExecution,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolPolicy,
+)
 
-__all__ = ["McpStdioServer"]
+from dex_agents_claude_agent_sdk._shim_server import current_tool_use_id
+
+__all__ = ["mcp_sdk_tool", "source_policy"]
+
+# `deferred_tool_call` wants a call ID; the policy does not depend on it.
+_POLICY_PROBE_ID = "policy"
 
 
-@dataclass(frozen=True)
-class McpStdioServer:
-    """A stdio MCP server whose tools the runner offers to the model.
+def source_policy(source: McpToolSource, turn: AgentTurnContext, name: str) -> ToolPolicy:
+    """The policy the source gives its tool ``name`` in ``turn``, as its deferred calls will carry it."""
+    return source.deferred_tool_call(
+        turn, tool_call_id=_POLICY_PROBE_ID, tool_name=name, arguments="{}"
+    ).policy
 
-    Each listing and each call starts the server, speaks MCP over its stdin and stdout, and stops it,
-    so no connection outlives a Step.
 
-    Attributes:
-        command: The executable that starts the server.
-        args: Its arguments.
-        env: Its environment (the MCP SDK's default environment when `None`).
+def mcp_sdk_tool(
+    source: McpToolSource, definition: McpToolDefinition, turn: AgentTurnContext
+) -> SdkMcpTool[Any]:
+    """Return the SDK tool the CLI is offered for one of the source's tools in ``turn``.
+
+    Its handler is the inline run of a read: one ``tools/call`` through the source, with the key
+    ``<flow>/<turn>/<tool use ID>`` in ``_meta``. A failure becomes an error result the model reads.
     """
 
-    command: str
-    args: Sequence[str] = ()
-    env: Mapping[str, str] | None = field(default=None)
-
-    def _parameters(self) -> StdioServerParameters:
-        return StdioServerParameters(
-            command=self.command, args=list(self.args), env=dict(self.env) if self.env is not None else None
+    async def handler(arguments: dict[str, Any]) -> dict[str, Any]:
+        tool_use_id = current_tool_use_id()
+        if not tool_use_id:
+            return _error(f"{definition.name} was not run: the Claude Code CLI did not name the tool use")
+        call = source.deferred_tool_call(
+            turn, tool_call_id=tool_use_id, tool_name=definition.name, arguments=json.dumps(arguments)
         )
-
-    async def list_tools(self) -> list[SdkMcpTool[Any]]:
-        """Ask the server for its tools (`tools/list`).
-
-        Returns:
-            One SDK tool per server tool, with its schema and annotations; calling its handler sends
-            `tools/call`.
-        """
-        async with Client(self._parameters()) as client:
-            listed = await client.list_tools()
-        return [
-            SdkMcpTool(
-                name=tool.name,
-                description=tool.description or "",
-                input_schema=dict(tool.input_schema),
-                handler=functools.partial(self.call_tool, tool.name),
-                annotations=tool.annotations,
+        try:
+            outcome = await source.call_tool(_inline_execution(turn, call))
+        except ToolExecutionError as error:
+            return _error(str(error))
+        except McpToolCallInterruptedError as error:
+            return _error(f"{definition.name} was sent but no result came back: {error}")
+        if not isinstance(outcome, ToolExecutionResult):
+            return _error(
+                f"{definition.name} answered {type(outcome).__name__}, which an inline read cannot use"
             )
-            for tool in listed.tools
-        ]
+        return {"content": [{"type": "text", "text": outcome.output}]}
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Call one tool (`tools/call`) and return its result in the SDK's tool result shape.
+    return SdkMcpTool(
+        name=definition.name,
+        description=definition.description,
+        input_schema=_object_schema(definition.input_schema),
+        handler=handler,
+    )
 
-        Args:
-            name: The tool.
-            arguments: Its arguments.
 
-        Returns:
-            `{"content": [...], "is_error": ...}` with the result's text blocks.
-        """
-        async with Client(self._parameters()) as client:
-            result = await client.call_tool(name, arguments)
-        texts = [
-            str(getattr(block, "text", ""))
-            for block in result.content
-            if getattr(block, "type", "") == "text"
-        ]
-        return {"content": [{"type": "text", "text": "\n".join(texts)}], "is_error": bool(result.is_error)}
+def _inline_execution(turn: AgentTurnContext, call: DeferredToolCall) -> DeferredToolExecution:
+    record = AgentToolCall(
+        tool_call_id=call.tool_call_id,
+        turn_id=turn.turn_id,
+        tool_name=call.tool_name,
+        arguments=call.arguments,
+        effect=call.policy.effect,
+        requires_approval=False,
+        status=ToolCallStatus.APPROVED,
+        tool_source_reference=call.tool_source_reference,
+    )
+    return DeferredToolExecution(
+        flow_id=turn.flow_id,
+        tool_call=record,
+        idempotency_key=f"{turn.flow_id}/{turn.turn_id}/{call.tool_call_id}",
+        attempt=turn.attempt,
+        events=turn.events,
+        heartbeat_function=turn.heartbeat_function,
+        checkpoint_function=_keep_no_checkpoint,
+    )
+
+
+async def _keep_no_checkpoint(checkpoint: str) -> None:
+    # A retried RunModel runs the whole CLI run again, reads included, so a task handle has no later reader.
+    del checkpoint
+
+
+def _object_schema(schema: Mapping[str, object]) -> dict[str, Any]:
+    # The SDK reads a schema as JSON Schema only when it has "type" and "properties"; else as {name: type}.
+    fields = dict(schema)
+    fields.setdefault("type", "object")
+    fields.setdefault("properties", {})
+    return cast(dict[str, Any], fields)
+
+
+def _error(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "is_error": True}

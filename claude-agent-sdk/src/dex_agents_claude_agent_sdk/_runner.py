@@ -12,6 +12,11 @@ A cancelled `run_model_step` (`cancel_turn`) kills the run's CLI and every proce
 client closes, so the model call stops and nothing of the run is kept. A turn that ends without an answer
 (steered, cancelled, failed) keeps the items of its last deferral with a result for every call
 (`build_unfinished_turn_messages`).
+
+The runner's MCP server also offers the session's enabled built-ins (always deferred: the session carries
+them out) and the tools of its `McpToolSource`s. The tasks that tools start are polled and cancelled by the
+source that owns the call, else by the user's `ToolTaskHandlers`. Session settings choose a turn's model and
+add to its system prompt through two optional hooks (`_settings`).
 """
 
 from __future__ import annotations
@@ -32,26 +37,30 @@ from claude_agent_sdk import (
     SdkMcpTool,
     Transport,
 )
+from dex_agents import AgentToolCall, ToolTaskHandlers
+from dex_agents.mcp import McpToolSource
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
-    DeferredToolCall,
     DeferredToolExecution,
+    DeferredToolOutcome,
+    ModelCallMetadata,
     ToolCallsRequested,
-    ToolExecutionResult,
+    ToolTaskCancellation,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
     TurnCompleted,
 )
 from dex_agents.values import AgentUsage, FrameworkMessage
 
 from dex_agents_claude_agent_sdk._cli_process import ended_when_cancelled
-from dex_agents_claude_agent_sdk._effects import tool_effect
 from dex_agents_claude_agent_sdk._harness_run import (
+    ANTHROPIC_PROVIDER,
     REFUSED_TOOL_CALL_MESSAGE,
     RESPONSE_WAIT_SECONDS,
     HarnessRun,
     ResumedCall,
 )
-from dex_agents_claude_agent_sdk._mcp import McpStdioServer
 from dex_agents_claude_agent_sdk._messages import (
     MCP_SERVER_NAME,
     TOOL_NAME_PREFIX,
@@ -60,6 +69,13 @@ from dex_agents_claude_agent_sdk._messages import (
     read_stored_conversation,
     recorded_tool_result,
     unfinished_turn_messages,
+)
+from dex_agents_claude_agent_sdk._run_tools import gather_run_tools
+from dex_agents_claude_agent_sdk._settings import (
+    InstructionsForSettings,
+    ModelForSettings,
+    SessionSettingsError,
+    options_for_settings,
 )
 from dex_agents_claude_agent_sdk._shim_server import create_shim_server
 from dex_agents_claude_agent_sdk._state import ClaudeRunState, PendingToolUse, TranscriptStore
@@ -93,13 +109,22 @@ class ClaudeAgentRunner:
             them. The runner sets what it owns on top: the in-process MCP server `dex` with the tools,
             its `PreToolUse` hook (before any of yours), partial messages, the session store, `resume`,
             and a fresh `HOME` and `CLAUDE_CONFIG_DIR` per run (and working directory, unless `cwd` is
-            set). Built-in tools are off unless `options.tools` names them; those run inline, at least
-            once.
-        tools: The user's tools, made with the SDK's `@tool` decorator, and `McpStdioServer`s whose
-            tools the runner lists for every run. Their `annotations` (`readOnlyHint`,
-            `idempotentHint`) give their effect unless a `ToolPolicy` says otherwise.
+            set). Claude Code's own tools are off unless `options.tools` names them; those run inline,
+            at least once.
+        tools: The user's tools, made with the SDK's `@tool` decorator, and `dex_agents.mcp.McpToolSource`s
+            whose tools the runner lists for every run (named `<server>__<tool>`). A tool's MCP
+            annotations (`readOnlyHint`, `idempotentHint`) give its effect unless a `ToolPolicy` says
+            otherwise. The session's enabled built-ins are offered besides them.
         inline_read_tools: Run `read` calls inline in the CLI (the default). With `False`, reads are
             deferred like any other call and run in their own `CallTool` Step.
+        model_for_settings: Chooses each turn's model (`ClaudeAgentOptions.model`) from the session
+            settings the turn started with (`AgentTurnContext.session_settings`); `None` keeps the
+            options' model.
+        instructions_for_settings: Returns instructions each turn adds after the options' system prompt,
+            from the turn's session settings; `None` adds none. With this hook the CLI rebuilds the
+            system prompt on every run (`snapshot: False`), so a change reaches the next turn.
+        task_handlers: Poll and cancel the tasks that your tools start with `dex_agents.start_tool_task`,
+            by tool name. The tasks of an `McpToolSource`'s tools go to their source.
         transport_factory: Builds the SDK `Transport` of one run from that run's final options, in
             place of the bundled CLI subprocess (the default, `None`). Meant for tests that script the
             CLI's stream-JSON protocol. The SDK applies no CLI flags to such a transport and does not
@@ -107,40 +132,51 @@ class ClaudeAgentRunner:
 
     Raises:
         ValueError: If two tools share a name.
+        TypeError: If a tool is neither an SDK tool nor an `McpToolSource`.
     """
 
     def __init__(
         self,
         options: ClaudeAgentOptions | OptionsFactory | None = None,
-        tools: Sequence[SdkMcpTool[Any] | McpStdioServer] = (),
+        tools: Sequence[SdkMcpTool[Any] | McpToolSource] = (),
         *,
         inline_read_tools: bool = True,
+        model_for_settings: ModelForSettings | None = None,
+        instructions_for_settings: InstructionsForSettings | None = None,
+        task_handlers: ToolTaskHandlers | None = None,
         transport_factory: Callable[[ClaudeAgentOptions], Transport] | None = None,
     ) -> None:
-        static = [tool for tool in tools if isinstance(tool, SdkMcpTool)]
+        static: list[SdkMcpTool[Any]] = []
+        sources: list[McpToolSource] = []
+        for tool in tools:
+            if isinstance(tool, SdkMcpTool):
+                static.append(tool)
+            elif isinstance(tool, McpToolSource):  # pyright: ignore[reportUnnecessaryIsInstance]
+                sources.append(tool)
+            else:
+                raise TypeError(
+                    "ClaudeAgentRunner takes SDK tools (@tool) and dex_agents.mcp.McpToolSource, got "
+                    f"{type(tool).__name__}"
+                )
         _check_unique([tool.name for tool in static])
         self._options = options if options is not None else ClaudeAgentOptions()
         self._tools: dict[str, SdkMcpTool[Any]] = {tool.name: tool for tool in static}
-        self._servers = [tool for tool in tools if isinstance(tool, McpStdioServer)]
+        self._sources = tuple(sources)
         self._inline_read_tools = inline_read_tools
+        self._model_for_settings = model_for_settings
+        self._instructions_for_settings = instructions_for_settings
+        self._task_handlers = task_handlers
         self._transport_factory = transport_factory
 
     @property
     def tools(self) -> Mapping[str, SdkMcpTool[Any]]:
-        """The user's `@tool` tools by name (without the MCP servers' tools)."""
+        """The user's `@tool` tools by name (without the MCP sources' tools)."""
         return dict(self._tools)
 
-    async def list_tools(self) -> dict[str, SdkMcpTool[Any]]:
-        """Return every tool by name, listing each MCP server's tools (`tools/list`).
-
-        Raises:
-            ValueError: If two tools share a name.
-        """
-        tools = list(self._tools.values())
-        for server in self._servers:
-            tools.extend(await server.list_tools())
-        _check_unique([tool.name for tool in tools])
-        return {tool.name: tool for tool in tools}
+    @property
+    def mcp_sources(self) -> tuple[McpToolSource, ...]:
+        """The `McpToolSource`s whose tools the runner offers."""
+        return self._sources
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         """Return a user message holding ``text``."""
@@ -158,7 +194,7 @@ class ClaudeAgentRunner:
         Returns:
             `ToolCallsRequested` with the one deferred call, or `TurnCompleted` with the turn's messages
             (with `turn_error` for a failure that a retry would only repeat, such as a run state that
-            another runner wrote).
+            another runner wrote, or session settings the hooks refuse).
 
         Raises:
             RuntimeError: For a failure that a retry may cure (an API error, a CLI that ended early).
@@ -168,15 +204,31 @@ class ClaudeAgentRunner:
             if turn.framework_run_state is not None:
                 state = ClaudeRunState.from_json(turn.framework_run_state)
             stored = read_stored_conversation(turn.messages)
-            tools = await self.list_tools()
+            tools = await gather_run_tools(turn, self._tools, self._sources)
         except ValueError as error:  # RunStateFormatError included
-            return TurnCompleted(new_messages=(), turn_error=str(error))
+            return TurnCompleted(new_messages=(), turn_error=str(error), model_call_metadata=_no_call())
+        base = self._options if isinstance(self._options, ClaudeAgentOptions) else await self._options(turn)
+        try:
+            base = options_for_settings(
+                base,
+                turn.session_settings,
+                model_for_settings=self._model_for_settings,
+                instructions_for_settings=self._instructions_for_settings,
+            )
+        except SessionSettingsError as error:
+            # The turn's items so far (after a deferral) are kept, with a result for every call.
+            kept = [] if state is None else unfinished_turn_messages(state, turn.tool_calls)
+            return TurnCompleted(new_messages=kept, turn_error=str(error), model_call_metadata=_no_call())
         run = HarnessRun(turn=turn, tools=tools, inline_read_tools=self._inline_read_tools)
         store = TranscriptStore()
         prompt: str | None
         if state is None:
             if not stored.prompt:
-                return TurnCompleted(new_messages=(), turn_error="the turn has no user message to answer")
+                return TurnCompleted(
+                    new_messages=(),
+                    turn_error="the turn has no user message to answer",
+                    model_call_metadata=_no_call(base.model),
+                )
             prompt = "\n\n".join(stored.prompt)
             session_id = stored.session_id
             turn_entries: list[dict[str, Any]] = []
@@ -192,7 +244,6 @@ class ClaudeAgentRunner:
             earlier = stored.entries if stored.session_id == session_id else []
             store.preload(session_id, [*earlier, *turn_entries])
 
-        base = self._options if isinstance(self._options, ClaudeAgentOptions) else await self._options(turn)
         with tempfile.TemporaryDirectory(prefix="dex-claude-run-") as root:
             options = _run_options(base, run, store, Path(root), resume=session_id)
             transport = self._transport_factory(options) if self._transport_factory is not None else None
@@ -201,7 +252,7 @@ class ClaudeAgentRunner:
                     await client.query(prompt)
                 async for message in client.receive_response():
                     run.observe(message, turn.events)
-        return self._outcome(turn, run, store, turn_entries, turn_items)
+        return _outcome(turn, run, store, turn_entries, turn_items, request_model=options.model)
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """Return the messages of a turn that ends without an answer (steered, cancelled or failed).
@@ -227,70 +278,18 @@ class ClaudeAgentRunner:
             return []
         return unfinished_turn_messages(ClaudeRunState.from_json(turn.framework_run_state), turn.tool_calls)
 
-    def _outcome(
-        self,
-        turn: AgentTurnContext,
-        run: HarnessRun,
-        store: TranscriptStore,
-        turn_entries: list[dict[str, Any]],
-        turn_items: list[dict[str, Any]],
-    ) -> AgentTurnOutcome:
-        result = run.result
-        if result is None or run.session_id is None:
-            raise RuntimeError("the Claude Code CLI ended the run without a result")
-        usage = _run_usage(result, len(run.model_message_ids))
-        entries = [*turn_entries, *store.new_entries(run.session_id)]
-        items = [*turn_items, *run.items]
-        if result.is_error:
-            detail = "; ".join(result.errors or []) or result.result or result.subtype
-            status = result.api_error_status
-            if status is not None and status not in _DETERMINISTIC_API_STATUSES:
-                raise RuntimeError(f"the model API failed with status {status}: {detail}")
-            return TurnCompleted(
-                new_messages=project_items(items),
-                usage=usage,
-                turn_error=f"the Claude Code CLI ended the turn with an error ({result.subtype}): {detail}",
-            )
-        if run.resumed is not None and not run.resumed.delivered:
-            # The model never read what the deferred call did (a write may have run in its Step), and
-            # would be free to call it again: this run must not count.
-            raise RuntimeError(
-                f"the Claude Code CLI did not resume the deferred tool call {run.resumed.tool_use_id}: no "
-                "tools/call of the run named it, so the model never read its recorded result"
-            )
-        if result.stop_reason == "tool_deferred":
-            if not run.deferrals:
-                return TurnCompleted(
-                    new_messages=project_items(items),
-                    usage=usage,
-                    turn_error="a PreToolUse hook other than the runner's deferred a tool call",
-                )
-            pending = _agreed_deferral(result.deferred_tool_use, run.deferrals)
-            tool = run.tools[pending.tool_name]
-            call = DeferredToolCall(
-                tool_call_id=pending.tool_use_id,
-                tool_name=pending.tool_name,
-                arguments=json.dumps(dict(pending.input), sort_keys=True),
-                policy=turn.resolve_tool_policy(pending.tool_name, tool_effect(tool)),
-            )
-            state = ClaudeRunState(
-                session_id=run.session_id, turn_entries=entries, turn_items=items, pending=pending
-            )
-            return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=[call], usage=usage)
-        cli_session = {"session_id": run.session_id, "entries": entries}
-        return TurnCompleted(new_messages=project_items(items, cli_session), usage=usage)
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        """Run one approved call once: the user's tool, or an `McpToolSource`'s (`call_tool`).
 
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        """Run the user's tool for one approved call, once.
-
-        The tool's handler gets the call's arguments; `dex_agents.current_tool_execution()` gives it the
-        call and its idempotency key.
+        The user's tool handler gets the call's arguments; `dex_agents.current_tool_execution()` gives it
+        the call and its idempotency key, and it may ask the user (`ask_user_input`) or hand over a task
+        (`start_tool_task`). An MCP tool's call carries the key in `_meta`.
 
         Args:
             call: The approved call.
 
         Returns:
-            The tool's text result.
+            The tool's text result, or the task an MCP tool started (`ToolTaskStarted`).
 
         Raises:
             ToolExecutionError: When the tool is unknown, its arguments are not a JSON object, or its
@@ -298,10 +297,100 @@ class ClaudeAgentRunner:
                 the call by its effect.
         """
         record = call.tool_call
-        tool = self._tools.get(record.tool_name)
-        if tool is None and self._servers:
-            tool = (await self.list_tools()).get(record.tool_name)
-        return await run_tool(tool, record)
+        source = self._owning_source(record)
+        if source is not None:
+            return await source.call_tool(call)
+        return await run_tool(self._tools.get(record.tool_name), record)
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Poll a started task: through the `McpToolSource` that owns the call, else `task_handlers`.
+
+        Raises:
+            LookupError: If no source owns the call and no task handler has its tool; the poll fails and
+                the call is recorded by its effect.
+        """
+        source = self._owning_source(poll.tool_call)
+        if source is not None:
+            return await source.poll_tool_task(poll)
+        if self._task_handlers is None:
+            raise LookupError(
+                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but the "
+                "ClaudeAgentRunner has no task_handlers to poll it"
+            )
+        return await self._task_handlers.poll_tool_task(poll)
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Cancel an abandoned task through its `McpToolSource` or task handler; others are left alone."""
+        source = self._owning_source(cancellation.tool_call)
+        if source is not None:
+            await source.cancel_tool_task(cancellation)
+        elif self._task_handlers is not None:
+            await self._task_handlers.cancel_tool_task(cancellation)
+
+    def _owning_source(self, record: AgentToolCall) -> McpToolSource | None:
+        return next((source for source in self._sources if source.owns_tool_call(record)), None)
+
+
+def _outcome(
+    turn: AgentTurnContext,
+    run: HarnessRun,
+    store: TranscriptStore,
+    turn_entries: list[dict[str, Any]],
+    turn_items: list[dict[str, Any]],
+    *,
+    request_model: str | None,
+) -> AgentTurnOutcome:
+    result = run.result
+    if result is None or run.session_id is None:
+        raise RuntimeError("the Claude Code CLI ended the run without a result")
+    usage = _run_usage(result, len(run.model_message_ids))
+    metadata = run.model_call_metadata(request_model)
+    entries = [*turn_entries, *store.new_entries(run.session_id)]
+    items = [*turn_items, *run.items]
+    if result.is_error:
+        detail = "; ".join(result.errors or []) or result.result or result.subtype
+        status = result.api_error_status
+        if status is not None and status not in _DETERMINISTIC_API_STATUSES:
+            raise RuntimeError(f"the model API failed with status {status}: {detail}")
+        return TurnCompleted(
+            new_messages=project_items(items),
+            usage=usage,
+            turn_error=f"the Claude Code CLI ended the turn with an error ({result.subtype}): {detail}",
+            model_call_metadata=metadata,
+        )
+    if run.resumed is not None and not run.resumed.delivered:
+        # The model never read what the deferred call did (a write may have run in its Step), and
+        # would be free to call it again: this run must not count.
+        raise RuntimeError(
+            f"the Claude Code CLI did not resume the deferred tool call {run.resumed.tool_use_id}: no "
+            "tools/call of the run named it, so the model never read its recorded result"
+        )
+    if result.stop_reason == "tool_deferred":
+        if not run.deferrals:
+            return TurnCompleted(
+                new_messages=project_items(items),
+                usage=usage,
+                turn_error="a PreToolUse hook other than the runner's deferred a tool call",
+                model_call_metadata=metadata,
+            )
+        pending = _agreed_deferral(result.deferred_tool_use, run.deferrals)
+        arguments = json.dumps(dict(pending.input), sort_keys=True)
+        call = run.tools.deferred_call(turn, pending.tool_use_id, pending.tool_name, arguments)
+        state = ClaudeRunState(
+            session_id=run.session_id, turn_entries=entries, turn_items=items, pending=pending
+        )
+        return ToolCallsRequested(
+            framework_run_state=state.to_json(), tool_calls=[call], usage=usage, model_call_metadata=metadata
+        )
+    cli_session = {"session_id": run.session_id, "entries": entries}
+    return TurnCompleted(
+        new_messages=project_items(items, cli_session), usage=usage, model_call_metadata=metadata
+    )
+
+
+def _no_call(request_model: str | None = None) -> ModelCallMetadata:
+    """The metadata of an outcome that ended the turn before the CLI made any model call."""
+    return ModelCallMetadata(request_model=request_model, provider_name=ANTHROPIC_PROVIDER)
 
 
 def _agreed_deferral(reported: DeferredToolUse | None, deferrals: Sequence[PendingToolUse]) -> PendingToolUse:
@@ -354,7 +443,7 @@ def _run_options(
         cwd = Path(base.cwd)
     if not isinstance(base.mcp_servers, dict):
         raise TypeError("ClaudeAgentRunner needs ClaudeAgentOptions.mcp_servers as a dict")
-    server = create_shim_server(MCP_SERVER_NAME, [run.shim(tool) for tool in run.tools.values()])
+    server = create_shim_server(MCP_SERVER_NAME, [run.shim(tool.tool) for tool in run.tools.by_name.values()])
     hooks = dict(base.hooks or {})
     matcher = HookMatcher(hooks=[run.pre_tool_use], timeout=RESPONSE_WAIT_SECONDS + 60)
     hooks["PreToolUse"] = [matcher, *hooks.get("PreToolUse", [])]

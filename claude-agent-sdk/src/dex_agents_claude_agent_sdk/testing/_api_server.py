@@ -37,8 +37,10 @@ class ApiToolUse:
     Attributes:
         tool_use_id: The block's ID, which becomes the tool call ID.
         name: The tool's name: one of the runner's tools by its own name (the model sends it as
-            `mcp__dex__<name>`), or a name the CLI knows as it is: a built-in (`Bash`, starting with a
-            capital letter) or a tool of another MCP server (`mcp__<server>__<tool>`).
+            `mcp__dex__<name>`), an `McpToolSource`'s tool (`<server>__<tool>`) and a session built-in
+            (`ask_user`) included, or a name the CLI knows as it is: one of Claude Code's own tools
+            (`Bash`, starting with a capital letter) or a tool of an MCP server in the options
+            (`mcp__<server>__<tool>`).
         input: The call's arguments.
     """
 
@@ -49,7 +51,7 @@ class ApiToolUse:
     @property
     def cli_name(self) -> str:
         """The name the model sends to the CLI."""
-        if "__" in self.name or self.name[:1].isupper():
+        if self.name.startswith("mcp__") or self.name[:1].isupper():
             return self.name
         return f"{TOOL_NAME_PREFIX}{self.name}"
 

@@ -141,8 +141,9 @@ class ScriptedClaudeApi:
         Each `RunModel` call's requests reach the API under a path of their own, so each answer comes
         from the script of that call's session and turn (`scripted_model_response`, with the request
         rendered as texts: `user: ...`, `assistant calls <tool> <arguments> [<id>]`,
-        `tool <tool> [<id>] ok: <result>`). The position in the turn's script counts the tool calls
-        that have records and those whose results the request holds (reads run inline). A scripted
+        `tool <tool> [<id>] ok: <result>`), with the tools it offers under the names a script uses (the
+        runner's without the `mcp__dex__` prefix). The position in the turn's script counts the tool
+        calls that have records and those whose results the request holds (reads run inline). A scripted
         `turn_error` is answered 400, which ends the turn; a failing attempt is answered 500. Wrap the
         runner with `dex_agents.testing.with_model_call_scope` (the matrix harness does).
 
@@ -242,8 +243,9 @@ class ScriptedClaudeApi:
         texts, answered = _render(request)
         recorded = scope.recorded_tool_call_ids | answered
         call_scope = dataclasses.replace(scope, recorded_tool_call_ids=recorded)
+        offered = [name.removeprefix(TOOL_NAME_PREFIX) for name in request.tool_names]
         with model_call_scope(call_scope):
-            response = await scripted_model_response(texts, self._store)
+            response = await scripted_model_response(texts, self._store, offered_tools=offered)
         if response.turn_error is not None:
             # A request the API refuses, which a retry would only repeat.
             return ApiReply(error_status=400, error_message=response.turn_error)
