@@ -7,7 +7,6 @@ spans to the module's span file.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +18,7 @@ import pytest_asyncio
 from dex_agents import (
     BUILT_IN_TOOL_NAMES,
     WRITE_TODOS,
-    AgentEvent,
     AgentEventType,
-    AgentInterrupt,
     AgentSessionClient,
     AgentSnapshot,
     InteractionMode,
@@ -35,11 +32,11 @@ from dex_agents.testing import (
     executed_step_types,
     read_agent_events,
     start_mcp_inventory_http_server,
-    wait_for_agent_snapshot,
     wait_for_turn_end,
     wait_until,
 )
 from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
+from tests.builtin_support import payloads, pending_interrupt
 from tests.stepwise_agents import CORE_DIR
 from tests.stepwise_desk import (
     MODEL_NAME,
@@ -72,8 +69,7 @@ class Desk:
         return executed_step_types(await self.stack.read_step_history(session))
 
     async def events(self, session: str, event_type: str) -> list[dict[str, Any]]:
-        events: list[AgentEvent] = await read_agent_events(self.sessions, session)
-        return [json.loads(event.payload) for event in events if event.type == event_type]
+        return payloads(await read_agent_events(self.sessions, session), event_type)
 
     async def a_normal_turn_works(self, session: str, turn_count: int) -> None:
         self.stack.scripts.add_turn(session, ScriptedResponse(text="Still here."))
@@ -105,13 +101,6 @@ async def desk(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Desk]:
 def todos(tool_call_id: str, *tasks: tuple[str, str]) -> ScriptedToolCall:
     items = [{"content": content, "status": status} for content, status in tasks]
     return ScriptedToolCall(WRITE_TODOS, {"todos": items}, tool_call_id)
-
-
-async def pending_interrupt(desk: Desk, session: str, interrupt_id: str) -> AgentInterrupt:
-    def pending(snapshot: AgentSnapshot) -> AgentInterrupt | None:
-        return next((item for item in snapshot.pending_interrupts if item.interrupt_id == interrupt_id), None)
-
-    return await wait_for_agent_snapshot(desk.sessions, session, pending, description=interrupt_id)
 
 
 def tool_outputs(snapshot: AgentSnapshot) -> dict[str, str]:
@@ -209,7 +198,7 @@ async def test_a_sync_function_tool_asks_before_it_takes_effect_and_runs_once_wi
     cancel = ScriptedToolCall("cancel_order", {"order_id": "A-1"}, "cancel-1")
     desk.script(session, [ScriptedResponse(tool_calls=(cancel,)), ScriptedResponse(text="Cancelled.")])
     await desk.sessions.start_session(session, "Cancel A-1, it arrived broken")
-    question = await pending_interrupt(desk, session, "cancel-1-input-1")
+    question = await pending_interrupt(desk.sessions, session, "cancel-1-input-1")
 
     assert (question.kind, question.question, question.choices, question.allows_free_text) == (
         InterruptKind.QUESTION,
