@@ -24,8 +24,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from dex_agents._builtin_tools import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, WRITE_TODOS
-from dex_agents._plans import build_plan_note
 from dex_agents._run_state import RunStateFormatError
 from dex_agents._tool_tasks import (
     ToolTaskCancellation,
@@ -74,31 +72,24 @@ from dex_agents.stepwise._model import (
     ModelRequest,
     ModelResponse,
     ModelToolCall,
-    ToolChoice,
     model_call_metadata,
+)
+from dex_agents.stepwise._offer import (
+    OfferedTools,
+    offered_tools,
+    planning_tool_choice,
+    replay_with_plan_note,
 )
 from dex_agents.stepwise._run_state import StepwiseRunState
 from dex_agents.stepwise._tasks import without_tool_tasks
 from dex_agents.stepwise._tools import (
     ListedTool,
-    ToolDefinition,
     ToolDefinitionError,
     ToolSource,
 )
-from dex_agents.values import AgentToolCall, AgentUsage, FrameworkMessage, InteractionMode, PlanStatus
+from dex_agents.values import AgentToolCall, AgentUsage, FrameworkMessage
 
 __all__ = ["StepwiseRunner"]
-
-#: The built-ins as the model is offered them. The session carries out their calls with a policy of its own,
-#: so a runner's policy for one is never read.
-_BUILT_IN_TOOLS = {
-    name: ToolDefinition(name, definition.description, definition.parameters_json_schema)
-    for name, definition in BUILT_IN_TOOL_DEFINITIONS.items()
-}
-
-#: Each offered tool by name, with the source that runs its calls (`None` for a built-in, which the session
-#: carries out).
-_OfferedTools = dict[str, tuple[ListedTool, ToolSource | None]]
 
 
 def _with_usable_tool_call_ids(response: ModelResponse, turn: AgentTurnContext) -> ModelResponse:
@@ -185,12 +176,12 @@ class StepwiseRunner:
             items.append(user_message(state.continuation))
         definition = self._definition
         client = definition.model_client_for(turn.session_settings)
-        tool_choice = self._tool_choice(turn)
+        tool_choice = planning_tool_choice(turn, definition.planning_tool_choice)
         if tool_choice == "required":
             problem = definition.forced_planning_problem(client)
             if problem is not None:
                 return TurnCompleted(new_messages=items, usage=AgentUsage(), turn_error=problem)
-        offered = await self._offered_tools(turn)
+        offered = await offered_tools(turn, self._listed_tools)
         request = ModelRequest(
             messages=await self._model_input(turn, items),
             tools=[tool for tool, _ in offered.values()],
@@ -326,7 +317,7 @@ class StepwiseRunner:
         if items is None:
             return 0
         messages = await self._model_input(turn, items)
-        tools = [tool for tool, _ in (await self._offered_tools(turn)).values()]
+        tools = [tool for tool, _ in (await offered_tools(turn, self._listed_tools)).values()]
         model_name = self._definition.model_client_for(turn.session_settings).model_name
         return count_tokens(model_name, messages, tools)
 
@@ -427,45 +418,8 @@ class StepwiseRunner:
         )
         if turn.context_summary is not None:
             messages.append(summary_chat_message(turn.context_summary))
-        note = build_plan_note(turn.plan, turn.interaction_mode)
-        if note is None:
-            messages.extend(replay_chat_messages([*turn.messages, *items]))
-            return messages
-        # The plan is shown as user text right before the turn's own messages, so the model reads it as the
-        # context of the request it answers; it is never stored.
-        first = next(
-            (index for index, message in enumerate(turn.messages) if message.turn_id == turn.turn_id),
-            len(turn.messages),
-        )
-        messages.extend(replay_chat_messages(turn.messages[:first]))
-        messages.append({"role": "user", "content": note})
-        messages.extend(replay_chat_messages([*turn.messages[first:], *items]))
+        messages.extend(replay_with_plan_note(turn, items))
         return messages
-
-    def _tool_choice(self, turn: AgentTurnContext) -> ToolChoice | None:
-        """``required`` for a planning turn's first model call without a draft, if the agent forces it."""
-        forces = (
-            self._definition.planning_tool_choice == "required"
-            and turn.interaction_mode is InteractionMode.PLANNING
-            and not turn.is_resuming
-            and (turn.plan is None or turn.plan.status is not PlanStatus.DRAFT)
-        )
-        return "required" if forces else None
-
-    async def _offered_tools(self, turn: AgentTurnContext) -> _OfferedTools:
-        """What the model is offered in ``turn``: only ``write_todos`` when it plans, else every tool.
-
-        The session's enabled built-ins come after the sources' tools, and an enabled built-in's name is
-        the built-in's: a function or MCP tool of that name is not offered while it is enabled.
-        """
-        built_ins = [name for name in BUILT_IN_TOOL_NAMES if name in turn.enabled_built_in_tools]
-        if turn.interaction_mode is InteractionMode.PLANNING:
-            return {WRITE_TODOS: (_BUILT_IN_TOOLS[WRITE_TODOS], None)} if WRITE_TODOS in built_ins else {}
-        offered: _OfferedTools = {
-            name: entry for name, entry in (await self._listed_tools()).items() if name not in built_ins
-        }
-        offered.update((name, (_BUILT_IN_TOOLS[name], None)) for name in built_ins)
-        return offered
 
     async def _listed_tools(self) -> dict[str, tuple[ListedTool, ToolSource]]:
         """Every tool of every source by name, in the sources' order."""
@@ -487,7 +441,7 @@ class StepwiseRunner:
 
     @staticmethod
     def _defer(
-        turn: AgentTurnContext, calls: Sequence[ModelToolCall], offered: _OfferedTools
+        turn: AgentTurnContext, calls: Sequence[ModelToolCall], offered: OfferedTools
     ) -> list[DeferredToolCall]:
         deferred: list[DeferredToolCall] = []
         for call in calls:
