@@ -50,6 +50,7 @@ SPEC = MatrixSpec(
     approval_deadline=timedelta(seconds=4),
     unknown_tool_message="unknown tool 'launch_rocket'",
     supports_turn_control=True,
+    supports_built_in_tools=True,
 )
 
 

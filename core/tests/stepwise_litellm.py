@@ -29,19 +29,22 @@ class ChunkModel(CustomLLM):
     """A provider that streams the chunks a test gives it, for what a script cannot express.
 
     Each model name has its answers, one list of chunks per call; the last answer repeats. Each call's
-    messages, as LiteLLM hands them to a provider, are kept in `requests`.
+    messages, as LiteLLM hands them to a provider, are kept in `requests`, and its request options (the
+    tools, the tool choice, ...) in `options`.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.answers: dict[str, list[list[object]]] = {}
         self.requests: dict[str, list[list[dict[str, Any]]]] = {}
+        self.options: dict[str, list[dict[str, Any]]] = {}
 
     async def astreaming(  # pyright: ignore[reportIncompatibleMethodOverride]
         self, model: str, messages: list[Any], *args: Any, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """Stream the model's next answer."""
         self.requests.setdefault(model, []).append(copy.deepcopy(messages))
+        self.options.setdefault(model, []).append(copy.deepcopy(dict(kwargs.get("optional_params") or {})))
         answers = self.answers[model]
         for piece in answers.pop(0) if len(answers) > 1 else answers[0]:
             yield piece
@@ -51,11 +54,17 @@ CHUNK_MODEL = ChunkModel()
 litellm.custom_provider_map.append({"provider": "dex-test-chunks", "custom_handler": CHUNK_MODEL})
 
 
-def chunk_model(name: str, *chunks: object, answers: Sequence[Sequence[object]] = ()) -> LiteLLMModelClient:
+def chunk_model(
+    name: str,
+    *chunks: object,
+    answers: Sequence[Sequence[object]] = (),
+    forced_tool_choice: bool | None = None,
+) -> LiteLLMModelClient:
     """A client for ``dex-test-chunks/<name>``, which answers ``chunks``, or each of ``answers`` in turn."""
     CHUNK_MODEL.answers[name] = [list(answer) for answer in answers] or [list(chunks)]
     CHUNK_MODEL.requests[name] = []
-    return LiteLLMModelClient(f"dex-test-chunks/{name}")
+    CHUNK_MODEL.options[name] = []
+    return LiteLLMModelClient(f"dex-test-chunks/{name}", forced_tool_choice=forced_tool_choice)
 
 
 def chunk(**delta: Any) -> ModelResponseStream:

@@ -274,7 +274,7 @@ async def test_functions_and_tool_sources_are_offered_together_and_a_duplicate_n
         name="shop", model="openai/gpt-4.1-mini", tools=[InventorySource(), InventorySource()]
     )
     with pytest.raises(ToolDefinitionError, match="agent 'shop' offers two tools named 'count_stock'"):
-        await StepwiseRunner(clash)._offered_tools()  # pyright: ignore[reportPrivateUsage]
+        await StepwiseRunner(clash)._listed_tools()  # pyright: ignore[reportPrivateUsage]
 
 
 def test_forced_tool_choice_follows_the_model_map_and_thinking() -> None:
@@ -356,6 +356,7 @@ STEPWISE_EXPORTS = {
     "ModelResponse",
     "ModelSettings",
     "ModelToolCall",
+    "PlanningToolChoice",
     "StepwiseHistoryError",
     "StepwiseRunner",
     "ToolChoice",

@@ -3,7 +3,8 @@
 Everything an application writes is in this file. `build_flow` is called twice with the same arguments:
 by the Worker process that runs the session's Steps, and by the process whose Client starts and drives
 sessions, so both register the same Flow type. The tools carry their own effects, so the Flow needs no
-tool policies.
+tool policies. The session has plan mode: a message sent with ``plan_mode=True`` starts a turn in which the
+agent may only draft a plan with the ``write_todos`` built-in, and ``execute_plan`` approves it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import os
 from pathlib import Path
 
-from dex_agents import AgentSessionFlow, current_tool_execution
+from dex_agents import WRITE_TODOS, AgentSessionFlow, AgentSessionOptions, current_tool_execution
 from dex_agents.stepwise import AgentDefinition, ModelClient, StepwiseRunner, function_tool
 from examples.order_desk_stepwise.scripted import scripted_model
 
@@ -73,12 +74,14 @@ def build_agent(model_name: str = "scripted") -> AgentDefinition:
         model=resolve_model(model_name),
         instructions=(
             "You are the order desk of a small shop. Look orders up before you act. "
-            "Refund what the customer paid when an item arrived broken."
+            "Refund what the customer paid when an item arrived broken. "
+            "When there is a plan, keep its tasks' statuses current with write_todos as you work."
         ),
         tools=[lookup_order, refund_order],
     )
 
 
 def build_flow(model_name: str = "scripted") -> AgentSessionFlow:
-    """The session Flow: the agent run by `StepwiseRunner`."""
-    return AgentSessionFlow(StepwiseRunner(build_agent(model_name)), flow_type=FLOW_TYPE)
+    """The session Flow: the agent run by `StepwiseRunner`, with plan mode on."""
+    options = AgentSessionOptions(built_in_tools=(WRITE_TODOS,), plan_mode_enabled=True)
+    return AgentSessionFlow(StepwiseRunner(build_agent(model_name)), flow_type=FLOW_TYPE, options=options)

@@ -7,7 +7,10 @@ makes one streaming ``litellm.acompletion`` call, and each tool call runs in its
 Needs the ``stepwise`` extra (``pip install "dex-agents[stepwise]"``); ``import dex_agents`` never loads
 LiteLLM. `dex_agents.stepwise.testing` has a scripted model that plugs into LiteLLM as a custom provider.
 The runner compacts (`dex_agents.ContextCompactionRunner`), and `dex_agents.mcp.McpToolSource` is a tool
-source as it is: ``AgentDefinition(tools=[lookup_order, McpToolSource([...])])``.
+source as it is: ``AgentDefinition(tools=[lookup_order, McpToolSource([...])])``. It offers the session's
+built-in tools, supports plan mode (``AgentDefinition.planning_tool_choice``), lets function tools ask the
+user (`dex_agents.ask_user_input`) and start tasks (`dex_agents.start_tool_task`, polled by a
+`dex_agents.ToolTaskHandler`), polls MCP tasks, and reports `dex_agents.ModelCallMetadata` for tracing.
 """
 
 from dex_agents.stepwise._definition import (
@@ -17,6 +20,7 @@ from dex_agents.stepwise._definition import (
     InstructionContext,
     Instructions,
     ModelResolver,
+    PlanningToolChoice,
     TurnContinuation,
     TurnContinuationContext,
     TurnContinuationDecider,
@@ -62,6 +66,7 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "ModelToolCall",
+    "PlanningToolChoice",
     "StepwiseHistoryError",
     "StepwiseRunner",
     "ToolChoice",

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
+from dex_agents._tool_tasks import ToolTaskHandlers
 from dex_agents.compaction import DEFAULT_SUMMARY_INSTRUCTIONS
 from dex_agents.stepwise._model import LiteLLMModelClient, ModelClient, ModelSettings, ModelToolCall
 from dex_agents.stepwise._tools import FunctionTool, FunctionToolSource, ToolDefinitionError, ToolSource
@@ -23,6 +24,7 @@ __all__ = [
     "InstructionContext",
     "Instructions",
     "ModelResolver",
+    "PlanningToolChoice",
     "TurnContinuation",
     "TurnContinuationContext",
     "TurnContinuationDecider",
@@ -92,6 +94,11 @@ class TurnContinuationContext:
         return bool(self.tool_calls)
 
 
+PlanningToolChoice = Literal["auto", "required"]
+"""How the first model call of a planning turn may use ``write_todos``: as it likes, or it must call it."""
+
+_PLANNING_TOOL_CHOICES: Final = ("auto", "required")
+
 TurnContinuationDecision = TurnContinuation | Literal["end"] | None
 """`None` for the usual loop, a `TurnContinuation`, or `END_TURN`."""
 
@@ -138,11 +145,21 @@ class AgentDefinition:
             `RunModel` of the same turn; after tool calls, right after their results.
             `END_TURN` after tool calls ends the turn once they have results, with no further model call.
             More than `MAX_CONSECUTIVE_CONTINUATIONS` continuations in a row end the turn as failed.
+        planning_tool_choice: In plan mode, ``"auto"`` (the default) lets a planning turn answer in text,
+            such as with a clarifying question, and end without a draft; ``"required"`` forces
+            ``write_todos`` on the first model call of a planning turn while no draft exists. Only a model
+            whose client's ``supports_forced_tool_choice(model_settings)`` is true can be forced: the
+            definition refuses ``"required"`` for its ``model``, and a planning turn whose
+            ``resolve_model`` returns such a model fails with ``turn_error``.
+        task_handlers: Poll and cancel the tasks of function tools (by name) that have no
+            ``function_tool(task_handler=...)`` of their own.
 
     Raises:
-        ValueError: If the name is blank, or neither ``model`` nor ``resolve_model`` is given.
+        ValueError: If the name is blank, neither ``model`` nor ``resolve_model`` is given, or
+            ``planning_tool_choice`` is unknown or ``"required"`` for a model that cannot be forced.
         TypeError: If a field has the wrong kind of value.
-        ToolDefinitionError: If a tool cannot be offered to a model, or two functions share a name.
+        ToolDefinitionError: If a tool cannot be offered to a model, two functions share a name, or
+            ``task_handlers`` names a tool that is not a function of this agent.
     """
 
     name: str
@@ -153,6 +170,8 @@ class AgentDefinition:
     resolve_model: ModelResolver | None = None
     decide_turn_continuation: TurnContinuationDecider | None = None
     summary_instructions: str = DEFAULT_SUMMARY_INSTRUCTIONS
+    planning_tool_choice: PlanningToolChoice = "auto"
+    task_handlers: ToolTaskHandlers | None = None
     tool_sources: tuple[ToolSource, ...] = field(init=False, repr=False)
     _default_client: ModelClient | None = field(init=False, repr=False, compare=False)
 
@@ -200,11 +219,41 @@ class AgentDefinition:
                     f"{where}: a tool must be a function, a FunctionTool or a ToolSource, "
                     f"got {type(tool).__name__}"
                 )
-        if functions:
-            sources.insert(0, FunctionToolSource(functions))
+        if functions or self.task_handlers is not None:
+            sources.insert(0, FunctionToolSource(functions, task_handlers=self.task_handlers))
+        self._check_planning_tool_choice(default_client)
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "tool_sources", tuple(sources))
         object.__setattr__(self, "_default_client", default_client)
+
+    def _check_planning_tool_choice(self, default_client: ModelClient | None) -> None:
+        if self.planning_tool_choice not in _PLANNING_TOOL_CHOICES:
+            raise ValueError(
+                f"agent {self.name!r}: planning_tool_choice must be 'auto' or 'required', got "
+                f"{self.planning_tool_choice!r}"
+            )
+        if self.resolve_model is None and default_client is not None:
+            problem = self.forced_planning_problem(default_client)
+            if problem is not None:
+                raise ValueError(problem)
+
+    def forced_planning_problem(self, client: ModelClient) -> str | None:
+        """Say why ``planning_tool_choice="required"`` cannot force ``client``, or return `None`.
+
+        Args:
+            client: The model client of a planning turn.
+
+        Returns:
+            The error, when the choice is ``"required"`` and the client cannot force a tool choice with
+            the definition's ``model_settings``; else `None`.
+        """
+        if self.planning_tool_choice != "required" or client.supports_forced_tool_choice(self.model_settings):
+            return None
+        return (
+            f"agent {self.name!r}: planning_tool_choice='required' must force write_todos, but model "
+            f"{client.model_name!r} does not accept a forced tool choice with these model_settings "
+            "(supports_forced_tool_choice is false); use planning_tool_choice='auto' or another model"
+        )
 
     def model_client_for(self, session_settings: Mapping[str, object]) -> ModelClient:
         """Return the model client of a call in a turn with these session settings.

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from dex_agents.events import AgentEventWriter
+from dex_agents.runner import ModelCallMetadata
 from dex_agents.stepwise._litellm import litellm
 from dex_agents.stepwise._tools import ListedTool, chat_tool
 from dex_agents.values import AgentUsage
 
 __all__ = [
+    "GENAI_PROVIDER_NAMES",
     "LiteLLMModelClient",
     "ModelClient",
     "ModelRequest",
@@ -25,6 +27,7 @@ __all__ = [
     "ModelSettings",
     "ModelToolCall",
     "ToolChoice",
+    "model_call_metadata",
 ]
 
 ToolChoice = Literal["auto", "required", "none"]
@@ -120,7 +123,9 @@ class ModelResponse:
         finish_reason: Why the answer ended, as the provider says.
         response_model: The model that answered, as the provider names it.
         response_id: The provider's ID of the answer.
-        provider_name: LiteLLM's name of the provider.
+        provider_name: LiteLLM's name of the provider (``openai``, ``anthropic``, ``gemini``, ...).
+        request_model: The model the request named, as the provider knows it (``gpt-4.1-mini`` for
+            ``openai/gpt-4.1-mini``); `None` leaves the client's ``model_name``.
     """
 
     message: Mapping[str, object]
@@ -132,6 +137,7 @@ class ModelResponse:
     response_model: str | None = None
     response_id: str | None = None
     provider_name: str | None = None
+    request_model: str | None = None
 
 
 @runtime_checkable
@@ -229,7 +235,7 @@ class _StreamedAnswer:
             )
             self.thinking_parts.clear()
 
-    def response(self, provider_name: str | None) -> ModelResponse:
+    def response(self, provider_name: str | None, request_model: str | None) -> ModelResponse:
         text = "".join(self.text)
         reasoning = "".join(self.reasoning) or None
         calls = tuple(
@@ -255,6 +261,7 @@ class _StreamedAnswer:
             response_model=self.response_model,
             response_id=self.response_id,
             provider_name=provider_name,
+            request_model=request_model,
         )
 
 
@@ -376,4 +383,49 @@ class LiteLLMModelClient:
         async with stream:
             async for chunk in stream:
                 answer.add(chunk, request.events)
-        return answer.response(getattr(stream, "custom_llm_provider", None))
+        return answer.response(getattr(stream, "custom_llm_provider", None), self._provider_model())
+
+    def _provider_model(self) -> str | None:
+        """The model name the provider receives: the model string without LiteLLM's provider prefix."""
+        try:
+            model, *_ = litellm.get_llm_provider(model=self._model)
+        except Exception:
+            return None  # a model LiteLLM cannot route fails the call itself; the span keeps the string
+        return model or None
+
+
+GENAI_PROVIDER_NAMES: Mapping[str, str] = {
+    "azure": "azure.ai.openai",
+    "azure_ai": "azure.ai.inference",
+    "bedrock": "aws.bedrock",
+    "cohere_chat": "cohere",
+    "gemini": "gcp.gemini",
+    "mistral": "mistral_ai",
+    "vertex_ai": "gcp.vertex_ai",
+    "vertex_ai_beta": "gcp.vertex_ai",
+    "watsonx": "ibm.watsonx.ai",
+    "xai": "x_ai",
+}
+"""LiteLLM's provider names that the GenAI conventions spell differently; any other name is the same in both
+(``openai``, ``anthropic``, ``cohere``, ``groq``, ``deepseek``, ``perplexity``) or has no conventional
+name and is kept as LiteLLM spells it."""
+
+
+def model_call_metadata(client: ModelClient, response: ModelResponse) -> ModelCallMetadata:
+    """Return what tracing records about one model call: the models, the provider, the ID, the finish reason.
+
+    Args:
+        client: The client that made the call.
+        response: Its answer.
+
+    Returns:
+        The metadata, with the provider as the GenAI conventions name it.
+    """
+    provider = response.provider_name
+    return ModelCallMetadata(
+        request_model=response.request_model or client.model_name,
+        response_model=response.response_model,
+        provider_name=None if provider is None else GENAI_PROVIDER_NAMES.get(provider, provider),
+        response_id=response.response_id,
+        finish_reasons=() if response.finish_reason is None else (response.finish_reason,),
+    )

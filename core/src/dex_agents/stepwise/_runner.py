@@ -12,6 +12,11 @@ without an answer needs only those results from `build_unfinished_turn_messages`
 
 It compacts (`ContextCompactionRunner`, see `_compaction`): once the session has a summary, every model input
 starts, after the instructions, with the summary under `dex_agents.CONTEXT_SUMMARY_HEADER`.
+
+It has every other optional capability of the runner contract too: it offers the session's enabled built-in
+tools like its own (the session carries out their calls), supports plan mode (`PlanModeRunner`), passes the
+polls and cancellations of started tasks to the tool source that owns the call (`ToolTaskPoller`,
+`ToolTaskCanceller`), and reports each model call's `ModelCallMetadata` for tracing.
 """
 
 from __future__ import annotations
@@ -20,6 +25,13 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from dex_agents._run_state import RunStateFormatError
+from dex_agents._tool_tasks import (
+    ToolTaskCancellation,
+    ToolTaskCanceller,
+    ToolTaskPoll,
+    ToolTaskPoller,
+    ToolTaskPollOutcome,
+)
 from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
@@ -56,14 +68,26 @@ from dex_agents.stepwise._messages import (
     tool_result_message,
     user_message,
 )
-from dex_agents.stepwise._model import ModelRequest, ModelResponse, ModelToolCall
+from dex_agents.stepwise._model import (
+    ModelRequest,
+    ModelResponse,
+    ModelToolCall,
+    model_call_metadata,
+)
+from dex_agents.stepwise._offer import (
+    OfferedTools,
+    offered_tools,
+    planning_tool_choice,
+    replay_with_plan_note,
+)
 from dex_agents.stepwise._run_state import StepwiseRunState
+from dex_agents.stepwise._tasks import without_tool_tasks
 from dex_agents.stepwise._tools import (
     ListedTool,
     ToolDefinitionError,
     ToolSource,
 )
-from dex_agents.values import AgentUsage, FrameworkMessage
+from dex_agents.values import AgentToolCall, AgentUsage, FrameworkMessage
 
 __all__ = ["StepwiseRunner"]
 
@@ -110,6 +134,11 @@ class StepwiseRunner:
         """The agent."""
         return self._definition
 
+    @property
+    def supports_plan_mode(self) -> bool:
+        """`True`: a planning turn offers only ``write_todos``, and every turn with a plan shows it first."""
+        return True
+
     def build_user_message(self, text: str) -> FrameworkMessage:
         """Return a user chat message holding ``text``.
 
@@ -129,8 +158,10 @@ class StepwiseRunner:
 
         Returns:
             `ToolCallsRequested` for an answer with tool calls, `TurnContinued` for an answer that
-            ``decide_turn_continuation`` continues, else `TurnCompleted`. A run state this release did not
-            write ends the turn with its error as ``turn_error``, before any model call.
+            ``decide_turn_continuation`` continues, else `TurnCompleted`, each with the call's
+            `ModelCallMetadata`. A run state this release did not write, and a planning turn that must
+            force ``write_todos`` on a model that cannot be forced, end the turn with ``turn_error`` before
+            any model call.
         """
         try:
             state = StepwiseRunState.from_json(turn.framework_run_state)
@@ -145,15 +176,21 @@ class StepwiseRunner:
             items.append(user_message(state.continuation))
         definition = self._definition
         client = definition.model_client_for(turn.session_settings)
-        offered = await self._offered_tools()
-        tools = [tool for tool, _ in offered.values()]
+        tool_choice = planning_tool_choice(turn, definition.planning_tool_choice)
+        if tool_choice == "required":
+            problem = definition.forced_planning_problem(client)
+            if problem is not None:
+                return TurnCompleted(new_messages=items, usage=AgentUsage(), turn_error=problem)
+        offered = await offered_tools(turn, self._listed_tools)
         request = ModelRequest(
             messages=await self._model_input(turn, items),
-            tools=tools,
+            tools=[tool for tool, _ in offered.values()],
             settings=definition.model_settings,
             events=turn.events,
+            tool_choice=tool_choice,
         )
         response = _with_usable_tool_call_ids(await client.complete(request), turn)
+        metadata = model_call_metadata(client, response)
         items.extend(response_messages(response))
         decision, turn_error = await self._decide(turn, response, state.consecutive_continuations)
         continuation = decision if isinstance(decision, TurnContinuation) and turn_error is None else None
@@ -171,14 +208,18 @@ class StepwiseRunner:
                 tool_calls=self._defer(turn, response.tool_calls, offered),
                 usage=response.usage,
                 new_messages=items,
+                model_call_metadata=metadata,
             )
         if continuation is not None:
             return TurnContinued(
                 framework_run_state=StepwiseRunState(consecutive_continuations=consecutive).to_json(),
                 new_messages=[*items, user_message(continuation.message)],
                 usage=response.usage,
+                model_call_metadata=metadata,
             )
-        return TurnCompleted(new_messages=items, usage=response.usage, turn_error=turn_error)
+        return TurnCompleted(
+            new_messages=items, usage=response.usage, turn_error=turn_error, model_call_metadata=metadata
+        )
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """Return the results of the last answer's tool calls when the turn ends without an answer.
@@ -202,34 +243,69 @@ class StepwiseRunner:
         """Run one tool call once, through the tool source that deferred it.
 
         The source is found by the call's record (`ToolSource.owns_tool_call`), so an MCP call reaches its
-        server with no listing; only a call no source owns lists them, for its error.
+        server with no listing; only a call no source owns lists them, for its error. The tools of a
+        source that polls no tasks run with ``supports_tool_tasks`` false.
 
         Args:
             call: The approved call.
 
         Returns:
-            What the model sees.
+            What the model sees, a question the tool asks, or a task it started.
 
         Raises:
             ToolExecutionError: For an unknown tool, arguments the tool cannot take, or as the tool raises it.
         """
-        for source in self._definition.tool_sources:
-            if source.owns_tool_call(call.tool_call):
-                return await source.call_tool(call)
-        names = ", ".join(sorted(await self._offered_tools())) or "none"
-        raise ToolExecutionError(
-            f"unknown tool {call.tool_call.tool_name!r}; the tools of this agent are: {names}"
-        )
+        source = self._source_of(call.tool_call)
+        if source is None:
+            names = ", ".join(sorted(await self._listed_tools())) or "none"
+            raise ToolExecutionError(
+                f"unknown tool {call.tool_call.tool_name!r}; the tools of this agent are: {names}"
+            )
+        if isinstance(source, ToolTaskPoller):
+            return await source.call_tool(call)
+        with without_tool_tasks(call) as execution:
+            return await source.call_tool(execution)
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Poll a started task once, through the tool source that owns its call.
+
+        Args:
+            poll: The poll.
+
+        Returns:
+            What the source's ``poll_tool_task`` returns.
+
+        Raises:
+            LookupError: If no source owns the call or its source polls no tasks; after three attempts the
+                call is recorded by its effect.
+        """
+        source = self._source_of(poll.tool_call)
+        if not isinstance(source, ToolTaskPoller):
+            owner = "no tool source owns it" if source is None else f"{type(source).__name__} polls no tasks"
+            raise LookupError(
+                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but {owner}"
+            )
+        return await source.poll_tool_task(poll)
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Cancel an abandoned task through the tool source that owns its call, if that source can.
+
+        Args:
+            cancellation: The abandoned task.
+        """
+        source = self._source_of(cancellation.tool_call)
+        if isinstance(source, ToolTaskCanceller):
+            await source.cancel_tool_task(cancellation)
 
     async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
         """Count the tokens of the model input `run_model_step` would send for ``turn``.
 
-        It builds the input as the model call does: the instructions, the summary, the stored messages after
-        it, the turn's unstored tool results and continuation, and the offered tools (listed as the model
-        call lists them; an MCP source answers from its cache). It counts them with LiteLLM's
-        ``token_counter`` for a model in LiteLLM's model map and a token per 4 characters for any other. A
-        turn that ends with no model call (``END_TURN``, or a run state another release wrote) counts 0, so
-        it never compacts.
+        It builds the input as the model call does: the instructions, the summary, the plan note, the stored
+        messages after the summary, the turn's unstored tool results and continuation, and the offered tools
+        (listed as the model call lists them; an MCP source answers from its cache). It counts them with
+        LiteLLM's ``token_counter`` for a model in LiteLLM's model map and a token per 4 characters for any
+        other. A turn that ends with no model call (``END_TURN``, or a run state another release wrote)
+        counts 0, so it never compacts.
 
         Args:
             turn: The turn's committed state.
@@ -241,7 +317,7 @@ class StepwiseRunner:
         if items is None:
             return 0
         messages = await self._model_input(turn, items)
-        tools = [tool for tool, _ in (await self._offered_tools()).values()]
+        tools = [tool for tool, _ in (await offered_tools(turn, self._listed_tools)).values()]
         model_name = self._definition.model_client_for(turn.session_settings).model_name
         return count_tokens(model_name, messages, tools)
 
@@ -285,7 +361,7 @@ class StepwiseRunner:
             request: The messages to summarize and the summary so far.
 
         Returns:
-            The answer's text and the call's usage.
+            The answer's text, the call's usage and its `ModelCallMetadata`.
 
         Raises:
             StepwiseHistoryError: If a message to summarize is not one Stepwise stores.
@@ -306,7 +382,8 @@ class StepwiseRunner:
             count=count,
         )
         response = await client.complete(ModelRequest(messages=messages, settings=definition.model_settings))
-        return ContextSummaryResult(text=response.text, usage=response.usage)
+        metadata = model_call_metadata(client, response)
+        return ContextSummaryResult(text=response.text, usage=response.usage, model_call_metadata=metadata)
 
     @staticmethod
     def _tool_results(turn: AgentTurnContext, tool_call_ids: Sequence[str]) -> list[FrameworkMessage]:
@@ -341,38 +418,42 @@ class StepwiseRunner:
         )
         if turn.context_summary is not None:
             messages.append(summary_chat_message(turn.context_summary))
-        messages.extend(replay_chat_messages([*turn.messages, *items]))
+        messages.extend(replay_with_plan_note(turn, items))
         return messages
 
-    async def _offered_tools(self) -> dict[str, tuple[ListedTool, ToolSource]]:
+    async def _listed_tools(self) -> dict[str, tuple[ListedTool, ToolSource]]:
         """Every tool of every source by name, in the sources' order."""
-        offered: dict[str, tuple[ListedTool, ToolSource]] = {}
+        listed: dict[str, tuple[ListedTool, ToolSource]] = {}
         for source in self._definition.tool_sources:
             for tool in await source.list_tools():
-                if tool.name in offered:
+                if tool.name in listed:
                     raise ToolDefinitionError(
                         f"agent {self._definition.name!r} offers two tools named {tool.name!r}; tool names "
                         "must be unique across its tool sources"
                     )
-                offered[tool.name] = (tool, source)
-        return offered
+                listed[tool.name] = (tool, source)
+        return listed
+
+    def _source_of(self, record: AgentToolCall) -> ToolSource | None:
+        """The source that deferred the call, found from its record alone."""
+        sources = self._definition.tool_sources
+        return next((source for source in sources if source.owns_tool_call(record)), None)
 
     @staticmethod
     def _defer(
-        turn: AgentTurnContext,
-        calls: Sequence[ModelToolCall],
-        offered: Mapping[str, tuple[ListedTool, ToolSource]],
+        turn: AgentTurnContext, calls: Sequence[ModelToolCall], offered: OfferedTools
     ) -> list[DeferredToolCall]:
         deferred: list[DeferredToolCall] = []
         for call in calls:
             arguments = call.arguments or "{}"
-            if call.tool_name not in offered:
-                # Nothing runs for a name the agent lacks; its Step only records the failure for the model.
+            _, source = offered.get(call.tool_name, (None, None))
+            if source is None:
+                # A built-in is the session's to carry out, and nothing runs for a name the agent lacks (or
+                # a planning turn does not offer): its Step only records the failure for the model.
                 deferred.append(
                     DeferredToolCall(call.tool_call_id, call.tool_name, arguments, UNKNOWN_TOOL_POLICY)
                 )
                 continue
-            _, source = offered[call.tool_name]
             deferred.append(
                 source.deferred_tool_call(
                     turn, tool_call_id=call.tool_call_id, tool_name=call.tool_name, arguments=arguments

@@ -22,6 +22,13 @@ import pydantic
 import pydantic_core
 
 from dex_agents._tool_arguments import parse_tool_arguments
+from dex_agents._tool_tasks import (
+    ToolTaskCancellation,
+    ToolTaskHandler,
+    ToolTaskHandlers,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
+)
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
     AgentTurnContext,
@@ -38,6 +45,7 @@ from dex_agents.stepwise._schema import (
     build_arguments_model,
     parse_docstring,
 )
+from dex_agents.stepwise._tasks import without_tool_tasks
 from dex_agents.values import AgentToolCall, ToolEffect
 
 __all__ = [
@@ -122,6 +130,11 @@ class ToolSource(Protocol):
     Step, which may be another Worker that never listed the source, so a source keeps whatever it needs to
     find the tool again in the call (``DeferredToolCall.tool_source_reference``) rather than in memory.
     `dex_agents.mcp.McpToolSource` implements this protocol as it is.
+
+    A source whose tools start remote tasks (`dex_agents.ToolTaskStarted`) also implements
+    `dex_agents.ToolTaskPoller` and, optionally, `dex_agents.ToolTaskCanceller` for the calls it owns; the
+    runner passes each poll and cancellation of such a call to it. The tools of a source without
+    ``poll_tool_task`` run with ``supports_tool_tasks`` false.
     """
 
     async def list_tools(self) -> Sequence[ListedTool]:
@@ -195,7 +208,8 @@ class FunctionTool:
     first section the tool's description, and the ``Args:`` entries the arguments' descriptions. A call's
     arguments are validated against the same schema before the function runs; invalid arguments reach the
     model as a failed call. A sync function runs in a worker thread, so a slow one does not stop the
-    Step's heartbeat.
+    Step's heartbeat; the thread sees the current tool call, so it may call `dex_agents.ask_user_input`,
+    and it hands a task over by returning ``start_tool_task(...)``, which is awaited on the event loop.
 
     Args:
         function: The tool's code. It returns text, or a value with a JSON form.
@@ -205,6 +219,9 @@ class FunctionTool:
             `None` leaves it to the session's ``default_tool_effect`` (``unclassified``: one attempt and
             an approval).
         requires_approval: Whether a call waits for approval; `None` uses the effect's default.
+        task_handler: Polls, and optionally cancels, the remote tasks the function hands to the session
+            with `dex_agents.start_tool_task`; without it the function runs with ``supports_tool_tasks``
+            false and must finish its work inside the call.
 
     Raises:
         ToolDefinitionError: If the function cannot be offered to a model.
@@ -218,6 +235,7 @@ class FunctionTool:
         description: str | None = None,
         effect: ToolEffect | str | None = None,
         requires_approval: bool | None = None,
+        task_handler: ToolTaskHandler | None = None,
     ) -> None:
         if not callable(function):
             raise ToolDefinitionError(f"a tool must be a function, got {type(function).__name__}")
@@ -238,6 +256,10 @@ class FunctionTool:
             raise ToolDefinitionError(
                 f"tool {tool_name!r}: effect {effect!r} is not one of {choices}"
             ) from error
+        if task_handler is not None and not isinstance(task_handler, ToolTaskHandler):  # pyright: ignore[reportUnnecessaryIsInstance]
+            kind = type(task_handler).__name__
+            raise ToolDefinitionError(f"tool {tool_name!r}: task_handler must be ToolTaskHandler, got {kind}")
+        self.task_handler = task_handler
         docstring_description, argument_descriptions = parse_docstring(inspect.getdoc(function))
         self._function = function
         self._arguments: ArgumentsModel = build_arguments_model(function, tool_name, argument_descriptions)
@@ -303,6 +325,7 @@ def function_tool(
     description: str | None = None,
     effect: ToolEffect | str | None = None,
     requires_approval: bool | None = None,
+    task_handler: ToolTaskHandler | None = None,
 ) -> FunctionTool: ...
 
 
@@ -314,6 +337,7 @@ def function_tool(
     description: str | None = None,
     effect: ToolEffect | str | None = None,
     requires_approval: bool | None = None,
+    task_handler: ToolTaskHandler | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -324,6 +348,7 @@ def function_tool(
     description: str | None = None,
     effect: ToolEffect | str | None = None,
     requires_approval: bool | None = None,
+    task_handler: ToolTaskHandler | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a function a tool with an effect, as a call (``function_tool(f, effect="read")``) or decorator.
 
@@ -333,6 +358,7 @@ def function_tool(
         description: What the tool does; defaults to the docstring.
         effect: What running the tool may change (see `ToolEffect`).
         requires_approval: Whether a call waits for approval; `None` uses the effect's default.
+        task_handler: Polls (and optionally cancels) the tasks the function starts (see `FunctionTool`).
 
     Returns:
         The tool, or a decorator that makes one.
@@ -343,7 +369,12 @@ def function_tool(
 
     def make(target: Callable[..., Any]) -> FunctionTool:
         return FunctionTool(
-            target, name=name, description=description, effect=effect, requires_approval=requires_approval
+            target,
+            name=name,
+            description=description,
+            effect=effect,
+            requires_approval=requires_approval,
+            task_handler=task_handler,
         )
 
     return make if function is None else make(function)
@@ -353,15 +384,23 @@ def function_tool(
 class FunctionToolSource:
     """A `ToolSource` over Python functions; the form every plain function of an agent takes.
 
+    It is the `dex_agents.ToolTaskPoller` and `dex_agents.ToolTaskCanceller` of its functions' tasks: each
+    poll goes to the function's `ToolTaskHandler` (``function_tool(task_handler=...)``) or to
+    ``task_handlers``. A function with neither runs with ``supports_tool_tasks`` false.
+
     Args:
         tools: Functions or `FunctionTool` objects.
+        task_handlers: Task handlers by function name, for functions that have none of their own.
 
     Raises:
-        ToolDefinitionError: If a function cannot be a tool, or two tools share a name.
+        ToolDefinitionError: If a function cannot be a tool, two tools share a name, or ``task_handlers``
+            names a function that is not here or has a handler of its own.
     """
 
     tools: Iterable[FunctionTool | Callable[..., Any]]
+    task_handlers: ToolTaskHandlers | None = None
     _by_name: dict[str, FunctionTool] = field(init=False, repr=False)
+    _own_task_handlers: ToolTaskHandlers = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._by_name = {}
@@ -371,6 +410,68 @@ class FunctionToolSource:
                 raise ToolDefinitionError(f"two tools are named {tool.name!r}; tool names must be unique")
             self._by_name[tool.name] = tool
         self.tools = tuple(self._by_name.values())
+        self._own_task_handlers = ToolTaskHandlers(
+            {name: tool.task_handler for name, tool in self._by_name.items() if tool.task_handler is not None}
+        )
+        self._check_task_handlers()
+
+    def _check_task_handlers(self) -> None:
+        shared = self.task_handlers
+        if shared is None:
+            return
+        if not isinstance(shared, ToolTaskHandlers):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ToolDefinitionError(f"task_handlers must be ToolTaskHandlers, got {type(shared).__name__}")
+        for name in sorted(shared.tool_names):
+            if name not in self._by_name:
+                known = ", ".join(self._by_name) or "none"
+                raise ToolDefinitionError(
+                    f"task_handlers has a handler for {name!r}, which is not a function tool of this agent "
+                    f"(its function tools: {known}); an MCP source polls its own tasks"
+                )
+            if name in self._own_task_handlers.tool_names:
+                raise ToolDefinitionError(
+                    f"tool {name!r} has a task_handler of its own and one in task_handlers; give it one"
+                )
+
+    def _task_handlers_of(self, tool_name: str) -> ToolTaskHandlers | None:
+        for handlers in (self._own_task_handlers, self.task_handlers):
+            if handlers is not None and tool_name in handlers.tool_names:
+                return handlers
+        return None
+
+    def polls_tasks_of(self, tool_name: str) -> bool:
+        """Whether the function ``tool_name`` has a task handler, so it may start tasks."""
+        return self._task_handlers_of(tool_name) is not None
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Poll a function's task once with its handler.
+
+        Args:
+            poll: The poll.
+
+        Returns:
+            The handler's outcome.
+
+        Raises:
+            LookupError: If the function has no task handler (any more); the call is recorded by its effect.
+        """
+        handlers = self._task_handlers_of(poll.tool_call.tool_name)
+        if handlers is None:
+            raise LookupError(
+                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but it has no "
+                "task handler; give it function_tool(task_handler=...) or AgentDefinition(task_handlers=...)"
+            )
+        return await handlers.poll_tool_task(poll)
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Cancel a function's task with its handler's ``cancel``; a task without one is left alone.
+
+        Args:
+            cancellation: The abandoned task.
+        """
+        handlers = self._task_handlers_of(cancellation.tool_call.tool_name)
+        if handlers is not None:
+            await handlers.cancel_tool_task(cancellation)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -420,6 +521,8 @@ class FunctionToolSource:
     async def call_tool(self, execution: DeferredToolExecution) -> ToolExecutionResult:
         """Run one call of a function: validate its arguments, then run it once.
 
+        A function without a task handler runs with ``supports_tool_tasks`` false.
+
         Args:
             execution: The approved call.
 
@@ -435,4 +538,7 @@ class FunctionToolSource:
         if tool is None:
             raise ToolExecutionError(f"unknown tool {record.tool_name!r}")
         arguments = parse_tool_arguments(record.arguments, tool_name=record.tool_name)
-        return ToolExecutionResult(await tool.call(arguments))
+        if self.polls_tasks_of(tool.name):
+            return ToolExecutionResult(await tool.call(arguments))
+        with without_tool_tasks(execution):
+            return ToolExecutionResult(await tool.call(arguments))

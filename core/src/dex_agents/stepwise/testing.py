@@ -7,9 +7,11 @@ stream wrapper, and the runner reads them as it reads any provider's stream.
 
 On each call the provider renders what the model sees as texts (``system: ...``, ``user: ...``,
 ``assistant: ...``, ``assistant calls <tool> <arguments> [<id>]``, ``tool <tool> [<id>]: <result>``),
-hands them to `dex_agents.testing.scripted_model_response`, which logs the call and honours the script's
-gates and failures, and streams the scripted answer: its ``partial_text`` at once, its text in word
-chunks, each tool call in two argument chunks, and a last chunk with the scripted usage. Like every
+hands them with the names of the offered tools to `dex_agents.testing.scripted_model_response`, which logs
+the call (``Invocation.offered_tools``) and honours the script's gates and failures, and streams the
+scripted answer: its ``partial_text`` at once, its text in word chunks, each tool call in two argument
+chunks, and a last chunk with the scripted usage. A call with ``tool_choice="required"`` whose scripted
+answer calls no tool fails, as no provider answers so. Like every
 scripted model, it needs the `RunModel` scope that `dex_agents.testing.with_model_call_scope` (and the
 matrix harness) provides. There a context summary call (``summarize_context``) answers from the
 session's summary script (`dex_agents.testing.ScriptStore.set_summaries`), with
@@ -136,6 +138,11 @@ def scripted_chunks(response: ScriptedResponse) -> Iterator[object]:
     yield _last_chunk(response)
 
 
+def _offered_tool_names(request: Mapping[str, Any]) -> list[str]:
+    tools = cast(list[Mapping[str, Any]], request.get("tools") or [])
+    return [str(cast(Mapping[str, Any], tool.get("function") or {}).get("name")) for tool in tools]
+
+
 class ScriptedLiteLLM(CustomLLM):
     """A LiteLLM custom provider that answers from a `ScriptStore`; it only streams, as Stepwise calls it.
 
@@ -162,11 +169,15 @@ class ScriptedLiteLLM(CustomLLM):
     async def astreaming(  # pyright: ignore[reportIncompatibleMethodOverride]
         self, model: str, messages: list[Any], *args: Any, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        """Answer one streaming call from the script."""
+        """Answer one streaming call from the script, logging the names of the tools it offers."""
+        request = cast(Mapping[str, Any], kwargs.get("optional_params") or {})
         partial: asyncio.Queue[str] = asyncio.Queue()
         answering = asyncio.ensure_future(
             scripted_model_response(
-                render_model_input(messages), self._store(model), on_partial_text=partial.put_nowait
+                render_model_input(messages),
+                self._store(model),
+                on_partial_text=partial.put_nowait,
+                offered_tools=_offered_tool_names(request),
             )
         )
         waiting: asyncio.Future[str] | None = None
@@ -190,6 +201,11 @@ class ScriptedLiteLLM(CustomLLM):
             answering.cancel()
             if waiting is not None:
                 waiting.cancel()
+        if request.get("tool_choice") == "required" and not response.tool_calls:
+            # A provider never answers a forced call without one, so such a script would test nothing real.
+            raise CustomLLMError(
+                status_code=400, message="tool_choice was 'required', but the scripted answer calls no tool"
+            )
         for chunk in scripted_chunks(response):
             yield chunk
 
