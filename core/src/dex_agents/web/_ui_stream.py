@@ -10,8 +10,15 @@ The mapping:
   turn's tool call records, or its stored messages once the turn ended), never from events alone, so a
   part never shows a call that a dead attempt asked for.
 * A pending approval is ``tool-approval-request`` whose ``approvalId`` is the interrupt ID.
-* The stream finishes with ``tool-calls`` when the turn waits only for approvals still pending, so
-  ``useChat`` can send the answers; it carries the Dex resume token in the message metadata
+* A pending question is a dynamic ``ask_user`` tool part awaiting its output, whose ``toolCallId`` is the
+  question's interrupt ID: the ``ask_user`` call's own part, or, for a question a tool asks
+  (``<tool_call_id>-input-<n>``), a part added after the asking call's, with input ``{question, choices,
+  allows_free_text, deadline, tool_call_id, tool_name}``. ``useChat`` answers it with ``addToolOutput``.
+* The plan is one data part, ``data-dex-plan`` with ``id`` ``plan``, sent again (the client replaces it in
+  place) each time the turn changes the plan.
+* The stream finishes with ``tool-calls`` when the turn waits only for the user: approvals and questions
+  still pending that the browser was shown and has not answered, so ``useChat`` can send the answers; it
+  carries the Dex resume token in the message metadata
   (``{"dex": {"resume_token", "turn_id", "turn_end"}}``) so the request with the answers continues where
   it stopped. A turn that ended finishes with ``stop`` (completed), ``error`` (failed) or ``other``
   (steered or cancelled), and ``turn_end`` names its end event (``null`` while approvals wait, or when the
@@ -26,8 +33,21 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from dex import StreamMessage
+
+from dex_agents._builtin_tools import ASK_USER
 from dex_agents.client import AgentSessionClient
-from dex_agents.values import AgentEvent, AgentSnapshot, AgentToolCall, MessageRole, ToolCallStatus
+from dex_agents.values import (
+    AgentEvent,
+    AgentInterrupt,
+    AgentPlan,
+    AgentSnapshot,
+    AgentToolCall,
+    InterruptKind,
+    MessageRole,
+    QuestionResolution,
+    ToolCallStatus,
+)
 from dex_agents.web._event_stream import EventStreamTimings
 from dex_agents.web._json import parse_json_text
 from dex_agents.web._stream_reads import (
@@ -41,6 +61,8 @@ from dex_agents.web._stream_reads import (
 )
 
 __all__ = [
+    "PLAN_DATA_PART",
+    "QUESTION_TOOL_NAME",
     "UI_MESSAGE_STREAM_HEADERS",
     "BrowserToolState",
     "TurnTarget",
@@ -51,7 +73,13 @@ __all__ = [
 #: Headers of a UI message stream response (``text/event-stream`` comes from the SSE response).
 UI_MESSAGE_STREAM_HEADERS = {"x-vercel-ai-ui-message-stream": "v1", "x-accel-buffering": "no"}
 
+#: The data part that carries the session's plan (``id`` ``plan``).
+PLAN_DATA_PART = "data-dex-plan"
+#: The tool name of every question part, whether the model's ``ask_user`` call or a tool's question.
+QUESTION_TOOL_NAME = ASK_USER
+
 _MODEL_STEP_PREFIX = "RunModel-"
+_PLAN_PART_ID = "plan"
 # A steered or cancelled turn did not finish its work, and it did not fail either: the AI SDK's "other".
 _FINISH_REASONS = {
     "turn_completed": "stop",
@@ -109,10 +137,17 @@ class _TurnTranslator:
         self._finished: set[str] = set()
         # Approvals the events showed rejected: once the turn ended, stored messages cannot tell.
         self._rejected: set[str] = set()
+        # The parts of the questions tools asked, by interrupt ID: the asking call's ID.
+        self._tool_questions: dict[str, str] = {}
+        # Questions the events showed answered (True) or declined or expired (False).
+        self._question_ends: dict[str, bool] = {}
+        # The plan a plan_updated event announced, until committed state shows it; the plan last sent.
+        self._plan_announced: tuple[int, str] | None = None
+        self._plan_sent: tuple[int, str] | None = None
 
     @property
     def needs_sync(self) -> bool:
-        return bool(self._announced) or bool(self._finished)
+        return bool(self._announced) or bool(self._finished) or self._plan_announced is not None
 
     def _new_part_id(self, kind: str) -> str:
         self._part_count += 1
@@ -158,13 +193,23 @@ class _TurnTranslator:
                 self._announced = {
                     call: source for call, source in self._announced.items() if source[0] != current[0]
                 }
+                # Its plan never commits; a retry that writes the plan announces it again.
+                self._plan_announced = None
             elif event.attempt < current[1]:
                 return []
             chunks += self._model_step_event(event, payload)
-        elif event.type == "tool_call_finished":
+        if event.type == "tool_call_finished":
             self._finished.add(str(payload.get("tool_call_id", "")))
-        elif event.type == "interrupt_resolved" and payload.get("approved") is False:
-            self._rejected.add(str(payload.get("interrupt_id", "")))
+        elif event.type == "interrupt_resolved":
+            interrupt_id = str(payload.get("interrupt_id", ""))
+            if payload.get("approved") is False:
+                self._rejected.add(interrupt_id)
+            if payload.get("kind") == InterruptKind.QUESTION.value:
+                self._question_ends[interrupt_id] = payload.get("answered") is True
+        elif event.type == "plan_updated":
+            revision, status = payload.get("revision"), payload.get("status")
+            if isinstance(revision, int) and isinstance(status, str):
+                self._plan_announced = (revision, status)
         return chunks
 
     def _model_step_event(self, event: AgentEvent, payload: dict[str, Any]) -> list[Chunk]:
@@ -223,6 +268,7 @@ class _TurnTranslator:
                     {"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call_id}
                 )
                 self.tools[call_id] = BrowserToolState.APPROVAL
+        chunks += self._question_parts(snapshot.pending_interrupts, records)
         for record in records:
             call_id = record.tool_call_id
             if record.is_final:
@@ -230,14 +276,120 @@ class _TurnTranslator:
                 if self.tools[call_id] < BrowserToolState.OUTPUT:
                     chunks.append(_tool_outcome(record))
                     self.tools[call_id] = BrowserToolState.OUTPUT
+        chunks += self._resolved_tool_questions(snapshot.pending_interrupts, records)
         known = {record.tool_call_id for record in records}
         # A finished call without a record belongs to an ended turn; the end's reconciliation shows it.
         self._finished &= known
+        return chunks + self.plan_part(snapshot.plan)
+
+    def _question_parts(
+        self, interrupts: Sequence[AgentInterrupt], records: Sequence[AgentToolCall]
+    ) -> list[Chunk]:
+        """Add a part for each pending question a tool asked (an ``ask_user`` call's own part asks)."""
+        calls = {record.tool_call_id for record in records}
+        chunks: list[Chunk] = []
+        for interrupt in interrupts:
+            question_id = interrupt.interrupt_id
+            if (
+                interrupt.kind is not InterruptKind.QUESTION
+                or interrupt.tool_call_id not in calls
+                or question_id == interrupt.tool_call_id
+            ):
+                continue
+            self._tool_questions[question_id] = interrupt.tool_call_id
+            if question_id in self.tools:
+                continue  # the browser's message has the part already
+            question = {
+                "question": interrupt.question,
+                "choices": list(interrupt.choices),
+                "allows_free_text": interrupt.allows_free_text,
+                "deadline": interrupt.deadline,
+                "tool_call_id": interrupt.tool_call_id,
+                "tool_name": interrupt.tool_name,
+            }
+            chunks += self.close_parts()
+            chunks.append(
+                {
+                    "type": "tool-input-available",
+                    "toolCallId": question_id,
+                    "toolName": QUESTION_TOOL_NAME,
+                    "input": question,
+                    "dynamic": True,
+                }
+            )
+            self.tools[question_id] = BrowserToolState.INPUT
         return chunks
+
+    def _resolved_tool_questions(
+        self, interrupts: Sequence[AgentInterrupt] | None, records: Sequence[AgentToolCall]
+    ) -> list[Chunk]:
+        """End the parts of tools' questions that are no longer pending and the browser did not answer.
+
+        Args:
+            interrupts: The pending interrupts; `None` once the turn ended (nothing is pending).
+            records: The turn's tool call records (none once the turn ended).
+        """
+        pending = {interrupt.interrupt_id for interrupt in interrupts or ()}
+        answers = {
+            answer.interrupt_id: answer
+            for record in records
+            for answer in record.input_answers
+            if answer.resolution is QuestionResolution.ANSWERED
+        }
+        final = {record.tool_call_id for record in records if record.is_final}
+        chunks: list[Chunk] = []
+        for question_id, call_id in self._tool_questions.items():
+            if question_id in pending or self.tools.get(question_id, 0) >= BrowserToolState.OUTPUT:
+                continue
+            answer = answers.get(question_id)
+            answered = self._question_ends.get(question_id)
+            if answer is not None:
+                output: object = {"status": "answered", "answer": answer.answer}
+            elif answered is True:
+                output = {"status": "answered"}
+            elif answered is False or call_id in final or interrupts is None:
+                chunks.append({"type": "tool-output-denied", "toolCallId": question_id})
+                self.tools[question_id] = BrowserToolState.OUTPUT
+                continue
+            else:
+                continue  # resolved, but neither the events nor the record tell how yet
+            chunks.append(
+                {
+                    "type": "tool-output-available",
+                    "toolCallId": question_id,
+                    "output": output,
+                    "dynamic": True,
+                }
+            )
+            self.tools[question_id] = BrowserToolState.OUTPUT
+        return chunks
+
+    def plan_part(self, plan: AgentPlan | None) -> list[Chunk]:
+        """Send the plan once committed state shows the revision the turn's events announced."""
+        announced = self._plan_announced
+        if announced is None or plan is None or plan.revision < announced[0]:
+            return []
+        if plan.revision == announced[0] and plan.status.value != announced[1]:
+            return []
+        self._plan_announced = None
+        shown = (plan.revision, plan.status.value)
+        if shown == self._plan_sent:
+            return []
+        self._plan_sent = shown
+        tasks = [{"content": task.content, "status": task.status.value} for task in plan.tasks]
+        data = {
+            "revision": plan.revision,
+            "status": plan.status.value,
+            "tasks": tasks,
+            "updated_at": plan.updated_at,
+        }
+        return [{"type": PLAN_DATA_PART, "id": _PLAN_PART_ID, "data": data}]
 
     def reconcile_ended_turn(self, snapshot: AgentSnapshot, turn_id: str) -> list[Chunk]:
         """Show what the ended turn stored that the stream has not shown: its tool calls and answer."""
         chunks = self._stored_tool_calls(snapshot, turn_id)
+        chunks += self._resolved_tool_questions(None, ())
+        chunks += self.plan_part(snapshot.plan)
         if not self.streamed_text:
             chunks += self._stored_answer([m for m in snapshot.messages if m.turn_id == turn_id])
         return chunks
@@ -289,18 +441,25 @@ class _TurnTranslator:
             {"type": "text-end", "id": part_id},
         ]
 
-    def waits_only_for_approvals(self, snapshot: AgentSnapshot, turn_id: str) -> bool:
-        """Whether every unfinished call of the turn waits for an approval the browser was asked for."""
-        pending = {interrupt.tool_call_id for interrupt in snapshot.pending_interrupts}
+    def waits_only_for_the_user(self, snapshot: AgentSnapshot, turn_id: str) -> bool:
+        """Whether every unfinished call of the turn waits for the browser's approval or answer.
+
+        The browser must have been shown the approval or question and not have answered it yet.
+        """
+        asked = {interrupt.tool_call_id: interrupt for interrupt in snapshot.pending_interrupts}
         unfinished = [
             record for record in snapshot.tool_calls if record.turn_id == turn_id and not record.is_final
         ]
-        return bool(unfinished) and all(
-            record.status is ToolCallStatus.AWAITING_APPROVAL
-            and record.tool_call_id in pending
-            and self.tools.get(record.tool_call_id) == BrowserToolState.APPROVAL
-            for record in unfinished
-        )
+        return bool(unfinished) and all(self._waits_for_the_browser(record, asked) for record in unfinished)
+
+    def _waits_for_the_browser(self, record: AgentToolCall, asked: Mapping[str, AgentInterrupt]) -> bool:
+        interrupt = asked.get(record.tool_call_id)
+        if interrupt is None:
+            return False
+        shown = self.tools.get(interrupt.interrupt_id)
+        if record.status is ToolCallStatus.AWAITING_APPROVAL:
+            return shown == BrowserToolState.APPROVAL
+        return record.status is ToolCallStatus.AWAITING_ANSWER and shown == BrowserToolState.INPUT
 
 
 def _tool_input(call_id: str, tool_name: str, arguments: str | None) -> Chunk:
@@ -383,16 +542,18 @@ async def ui_message_chunks(
     translator = _TurnTranslator(browser_tools)
     turn_id = target.turn_id
     started = False
+    pending: StreamMessage[AgentEvent] | None = None
     while True:
         wait = (
             timings.settle_seconds if translator.needs_sync or turn_id is None else timings.long_poll_seconds
         )
         try:
-            message = await read_next_event(sessions, session_id, token, wait)
+            message = pending or await read_next_event(sessions, session_id, token, wait)
         except RejectedResumeTokenError:
             # The previous response's token expired: committed state fills in what the events would have.
             token = await newest_token(sessions, session_id)
             continue
+        pending = None
         if message is None:
             snapshot = await snapshot_or_none(sessions, session_id)
             if snapshot is None:
@@ -404,13 +565,21 @@ async def ui_message_chunks(
             if not started:
                 started = True
                 yield _start(turn_id)
+            # The snapshot may show Steps that ran after the empty wait; their events were written before
+            # their commit, so they are in the Stream now. Show them before anything the snapshot says.
+            try:
+                pending = await read_next_event(sessions, session_id, token, timings.settle_seconds)
+            except RejectedResumeTokenError:
+                continue  # the next read starts again from the newest event
+            if pending is not None:
+                continue
             if turn_has_ended(snapshot, turn_id):
                 for chunk in _ended(translator, snapshot, turn_id, None, token):
                     yield chunk
                 return
             for chunk in translator.sync(snapshot, turn_id):
                 yield chunk
-            if translator.waits_only_for_approvals(snapshot, turn_id):
+            if translator.waits_only_for_the_user(snapshot, turn_id):
                 for chunk in [*translator.close_step(), _finish("tool-calls", turn_id, token)]:
                     yield chunk
                 return
