@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from dex_agents.web._requests import fail
-from dex_agents.web._ui_stream import BrowserToolState
+from dex_agents.web._ui_translator import BrowserToolState
 
 __all__ = ["PLAN_APPROVAL_PART", "ApprovalAnswer", "BrowserToolOutput", "ChatRequest", "parse_chat_request"]
 
