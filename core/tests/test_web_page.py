@@ -11,7 +11,6 @@ Playwright wait, 60 s for the session's own), because the machines that run this
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 
 import pytest
@@ -21,13 +20,10 @@ from playwright.async_api import Page, expect
 from dex_agents.testing import ScriptedResponse, wait_for_turn_end, wait_until
 from dex_agents.testing.matrix import MatrixHarness
 from dex_agents.web import EventStreamTimings, create_agent_web_app
-from tests.web_support import serve
+from tests.web_support import save_screenshot, serve
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-#: Set to a path to save a screenshot of the page while an approval and two queued messages wait (the
-#: README's picture).
-SCREENSHOT_ENV = "DEX_AGENTS_WEB_SCREENSHOT"
 #: Waits on the session itself (a gate reached, a turn ended) span Worker restarts and several Steps.
 SESSION_WAIT_SECONDS = 60.0
 
@@ -166,8 +162,7 @@ async def test_queued_messages_are_deleted_and_steered_from_the_page_and_the_mod
     queued = page.locator('.pending[data-kind="queued"]')
     await expect(queued.locator(".bubble")).to_have_text(["Forget this", "Where is A-3?"])
     await expect(queued.locator('[data-action="steer-now"]')).to_have_count(2)
-    if screenshot := os.environ.get(SCREENSHOT_ENV):
-        await page.screenshot(path=screenshot)
+    await save_screenshot(page, "web-chat")
     await queued.filter(has_text="Forget this").locator('[data-action="delete"]').click()
     await expect(queued.locator(".bubble")).to_have_text(["Where is A-3?"])
 

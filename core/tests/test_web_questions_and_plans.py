@@ -43,7 +43,15 @@ from tests.builtin_support import (
     pending_interrupt,
     tool_call_record,
 )
-from tests.web_support import answered_message, api, chat, chunk_types, serve, user_message
+from tests.web_support import (
+    answered_message,
+    api,
+    chat,
+    chunk_types,
+    save_screenshot,
+    serve,
+    user_message,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -106,7 +114,8 @@ async def test_questions_are_answered_and_declined_from_the_page_and_the_answers
 
     # A blank answer is refused with the server's reason; the card stays and takes the next answer.
     await asked.locator('[data-action="answer"]').click()
-    await expect(asked.locator("[data-error]")).to_have_text("the field 'answer' must not be blank")
+    await expect(asked.locator("[data-error]")).to_have_text("the answer must not be blank")
+    await save_screenshot(page, "web-questions")
     await asked.locator('[data-field="answer"]').fill("Hamburg")
     await asked.locator('[data-action="answer"]').click()
     await tool_question.locator('[data-action="choose"]', has_text="Lyon").click()
@@ -195,6 +204,7 @@ async def test_a_plan_is_drafted_approved_from_the_page_and_its_tasks_update_as_
     await expect(plan).to_have_attribute("data-status", "active")
     await expect(plan.locator(".tasks .task-status")).to_have_text(["completed", "in progress"])
     await expect(approve).to_be_disabled()
+    await save_screenshot(page, "web-plan")
     built_ins.stack.gate(session, "finish").release()
     await expect(page.locator('.msg[data-role="assistant"]').last).to_have_text("Done: A-1 is refunded.")
     await expect(plan).to_have_attribute("data-status", "completed")

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import uvicorn
+from playwright.async_api import Page
 from starlette.types import ASGIApp
 
 from dex_agents.testing import wait_until
@@ -66,6 +68,15 @@ async def sse_events(response: httpx.Response) -> AsyncIterator[SseEvent]:
 
 
 JSON_HEADERS = {"content-type": "application/json"}
+
+#: Set to a directory to save the README's pictures of the page (``web-chat.png`` and others) there.
+SCREENSHOTS_ENV = "DEX_AGENTS_WEB_SCREENSHOTS"
+
+
+async def save_screenshot(page: Page, name: str) -> None:
+    """Save the page as ``<name>.png`` in the `SCREENSHOTS_ENV` directory, when it is set."""
+    if directory := os.environ.get(SCREENSHOTS_ENV):
+        await page.screenshot(path=os.path.join(directory, f"{name}.png"))
 
 
 def api(session_id: str) -> str:

@@ -320,6 +320,8 @@ class _Handlers:
         session_id = await self._session_id(request)
         interrupt_id = self._interrupt_id(request)
         body = await read_json_object(request, self._max_request_bytes)
+        if isinstance(body.get("answer"), str) and not body["answer"].strip():
+            fail(422, "the answer must not be blank")
         answer = text_field(body, "answer")
         if not await self._call(session_id, self._sessions.answer_question(session_id, interrupt_id, answer)):
             refusal = answer_refusal(await self._snapshot(session_id), interrupt_id, answer)

@@ -546,6 +546,7 @@
   function planBlocker(snap) {
     const state = snap.state;
     if (!state) return "the session has not started";
+    if (state.active_turn_id && state.interaction_mode === "executing") return "the running turn carries it out";
     if (state.active_turn_id || state.status !== "waiting_for_user_message") return "approve it once the turn has ended";
     if (snap.queued_messages.length || snap.steered_messages.length) return "messages wait for the next turn";
     if (snap.pending_interrupts.length) return "the session waits for an answer";
