@@ -1,6 +1,12 @@
-"""A stack per test module: a private devserver (or DEX_SERVER_ADDRESS) and one scripted-agent Worker."""
+"""A stack per test module: a private devserver (or DEX_SERVER_ADDRESS) and one scripted-agent Worker.
+
+The browser tests of the chat page share a headless Chromium per module (Debian's ``/usr/bin/chromium``,
+driven by Playwright for Python) and a fresh browser context per test.
+"""
 
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
@@ -10,6 +16,24 @@ from dex_agents.testing.matrix import MatrixHarness
 from tests.agents import CORE_DIR, SPEC
 from tests.builtin_agents import build_built_in_flows
 from tests.builtin_support import BuiltIns
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, Page
+
+CHROMIUM = Path("/usr/bin/chromium")
+# Without the networking flags Chromium keeps calling out, and this machine refuses every such connection.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+#: Each Playwright wait of the browser tests, in milliseconds; generous, because the machines are shared.
+BROWSER_WAIT_MS = 30_000
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -56,3 +80,27 @@ async def built_ins(built_ins_stack: BuiltIns) -> BuiltIns:
     if not built_ins_stack.stack.workers:
         await built_ins_stack.stack.start_worker()
     return built_ins_stack
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser() -> "AsyncIterator[Browser]":
+    """Headless Chromium for the module's browser tests."""
+    from playwright.async_api import async_playwright, expect
+
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing; ci.sh installs Debian's chromium package")
+    expect.set_options(timeout=BROWSER_WAIT_MS)
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        await launched.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def page(browser: "Browser") -> "AsyncIterator[Page]":
+    """A page in a fresh browser context."""
+    context = await browser.new_context(viewport={"width": 900, "height": 900})
+    opened = await context.new_page()
+    opened.set_default_timeout(BROWSER_WAIT_MS)
+    yield opened
+    await context.close()

@@ -1,8 +1,9 @@
 """The chat page in headless Chromium (Debian's ``/usr/bin/chromium``, driven by Playwright for Python).
 
-One browser for the module. The page streams a turn, takes an approval, survives a Worker killed inside a
-model call (the retried call's text replaces the dropped attempt's), rebuilds after a reload, shows the
-model's reaction to a rejected approval, steers and deletes queued messages, and stops a turn.
+One browser for the module (``tests/conftest.py``). The page streams a turn, takes an approval, survives a
+Worker killed inside a model call (the retried call's text replaces the dropped attempt's), rebuilds after a
+reload, shows the model's reaction to a rejected approval, steers and deletes queued messages, and stops a
+turn.
 
 Every wait is for a condition the page or the session shows, with generous deadlines (30 s for each
 Playwright wait, 60 s for the session's own), because the machines that run this are shared.
@@ -10,40 +11,21 @@ Playwright wait, 60 s for the session's own), because the machines that run this
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Page, expect
 
 from dex_agents.testing import ScriptedResponse, wait_for_turn_end, wait_until
 from dex_agents.testing.matrix import MatrixHarness
 from dex_agents.web import EventStreamTimings, create_agent_web_app
-from tests.web_support import serve
+from tests.web_support import save_screenshot, serve
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-CHROMIUM = Path("/usr/bin/chromium")
-# Without the networking flags Chromium keeps calling out, and this machine refuses every such connection.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-#: Set to a path to save a screenshot of the page while an approval and two queued messages wait (the
-#: README's picture).
-SCREENSHOT_ENV = "DEX_AGENTS_WEB_SCREENSHOT"
-WAIT_MS = 30_000
 #: Waits on the session itself (a gate reached, a turn ended) span Worker restarts and several Steps.
 SESSION_WAIT_SECONDS = 60.0
-expect.set_options(timeout=WAIT_MS)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -53,25 +35,6 @@ async def base_url(module_harness: MatrixHarness) -> AsyncIterator[str]:
     )
     async with serve(app) as url:
         yield url
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing; ci.sh installs Debian's chromium package")
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        await launched.close()
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def page(browser: Browser) -> AsyncIterator[Page]:
-    context = await browser.new_context(viewport={"width": 900, "height": 900})
-    opened = await context.new_page()
-    opened.set_default_timeout(WAIT_MS)
-    yield opened
-    await context.close()
 
 
 async def test_a_turn_streams_an_approval_is_granted_and_a_killed_worker_is_survived(
@@ -199,8 +162,7 @@ async def test_queued_messages_are_deleted_and_steered_from_the_page_and_the_mod
     queued = page.locator('.pending[data-kind="queued"]')
     await expect(queued.locator(".bubble")).to_have_text(["Forget this", "Where is A-3?"])
     await expect(queued.locator('[data-action="steer-now"]')).to_have_count(2)
-    if screenshot := os.environ.get(SCREENSHOT_ENV):
-        await page.screenshot(path=screenshot)
+    await save_screenshot(page, "web-chat")
     await queued.filter(has_text="Forget this").locator('[data-action="delete"]').click()
     await expect(queued.locator(".bubble")).to_have_text(["Where is A-3?"])
 

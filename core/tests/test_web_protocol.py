@@ -16,14 +16,17 @@ from dex_agents.testing import (
     read_agent_events,
     wait_for_agent_snapshot,
     wait_for_turn_end,
+    wait_until,
 )
 from dex_agents.testing.matrix import MatrixHarness
 from dex_agents.web import EventStreamTimings, create_agent_web_app
 from tests.web_support import (
     JSON_HEADERS,
     SseEvent,
+    answered_message,
     api,
     chat,
+    chat_response,
     chunk_types,
     serve,
     sse_events,
@@ -176,7 +179,7 @@ async def test_every_bad_input_is_a_clear_4xx_and_the_session_stays_usable(
         ),
         (await web.post(f"{base}/interrupts/nope/answer", json={"answer": "yes"}), 409, "not pending"),
         (await web.post(f"{base}/plan/execute", json={"revision": "1"}), 400, "must be an integer"),
-        (await web.post(f"{base}/plan/execute", json={"revision": 1}), 409, "cannot be executed now"),
+        (await web.post(f"{base}/plan/execute", json={"revision": 1}), 409, "has no plan to execute"),
         (await web.post(f"{base}/chat", json={"messages": []}), 400, "non-empty 'messages'"),
         (
             await web.post(f"{base}/chat", json={"messages": [{"role": "user", "parts": NO_PARTS}]}),
@@ -197,32 +200,6 @@ async def test_every_bad_input_is_a_clear_4xx_and_the_session_stays_usable(
     assert sent.status_code == 202
     snapshot = await wait_for_turn_end(harness.sessions, session, 2)
     assert [message.text for message in snapshot.messages] == ["One", "First.", "Two", "Second."]
-
-
-def _answered(chunks: list[dict[str, Any]], approved: bool, reason: str | None = None) -> dict[str, Any]:
-    """The assistant message useChat sends back once the user answered its approval requests."""
-    parts: list[dict[str, Any]] = []
-    for chunk in chunks:
-        if chunk["type"] == "tool-output-available":
-            next(part for part in parts if part["toolCallId"] == chunk["toolCallId"])["state"] = (
-                "output-available"
-            )
-        if chunk["type"] == "tool-input-available":
-            parts.append(
-                {
-                    "type": "dynamic-tool",
-                    "toolName": chunk["toolName"],
-                    "toolCallId": chunk["toolCallId"],
-                    "state": "input-available",
-                    "input": chunk["input"],
-                }
-            )
-        elif chunk["type"] == "tool-approval-request":
-            part = next(part for part in parts if part["toolCallId"] == chunk["toolCallId"])
-            part["state"] = "approval-responded"
-            part["approval"] = {"id": chunk["approvalId"], "approved": approved, "reason": reason}
-    finish = chunks[-1]
-    return {"id": "a1", "role": "assistant", "parts": parts, "metadata": finish["messageMetadata"]}
 
 
 async def test_ai_sdk_stream_asks_for_approval_then_continues_after_it(
@@ -260,7 +237,7 @@ async def test_ai_sdk_stream_asks_for_approval_then_continues_after_it(
     assert first[-1]["finishReason"] == "tool-calls"
     assert first[-1]["messageMetadata"]["dex"]["turn_id"] == "turn-1"
 
-    second = await chat(web, session, _answered(first, approved=True))
+    second = await chat(web, session, answered_message(first, approvals={"refund-1": (True, None)}))
     assert chunk_types(second) == [
         "start",
         "tool-output-available",
@@ -285,7 +262,9 @@ async def test_ai_sdk_stream_shows_a_rejection_and_the_model_reaction(
     await harness.sessions.start_session(session)
     first = await chat(web, session, user_message("Refund A-1"))
     assert first[-1]["finishReason"] == "tool-calls"
-    second = await chat(web, session, _answered(first, approved=False, reason="too expensive"))
+    second = await chat(
+        web, session, answered_message(first, approvals={"refund-1": (False, "too expensive")})
+    )
     assert chunk_types(second)[:2] == ["start", "tool-output-denied"]
     assert "".join(c["delta"] for c in second if c["type"] == "text-delta") == "Not refunded."
     assert not harness.tool_runs(session, harness.tools.approval_write)
@@ -298,10 +277,21 @@ async def test_ai_sdk_stream_resets_the_step_after_a_worker_kill_in_run_model(
     session = harness.stack.new_session_id("web-ui-reset")
     harness.script(session, [ScriptedResponse(text="Shipped.", partial_text="Draft ", gate="answer")])
     await harness.sessions.start_session(session)
-    streaming = asyncio.create_task(chat(web, session, user_message("Where is A-1?")))
+    chunks: list[dict[str, Any]] = []
+
+    async def read_the_stream() -> None:
+        async for chunk in chat_response(web, session, user_message("Where is A-1?")):
+            chunks.append(chunk)
+
+    streaming = asyncio.create_task(read_the_stream())
     await harness.stack.gate(session, "answer").wait_until_reached()
+    # The model call reaches its gate as soon as it hands "Draft " to the Worker, which sends it on a
+    # moment later; killed before that, the attempt leaves no event. Kill it once the browser has the text.
+    await wait_until(
+        "the first attempt's text to stream", lambda: "text-delta" in chunk_types(chunks) or streaming.done()
+    )
     await harness.replace_worker()
-    chunks = await streaming
+    await streaming
     assert chunk_types(chunks) == [
         "start",
         "start-step",

@@ -1,12 +1,14 @@
-"""When a held turn end counts as committed, on scripted event and snapshot sequences.
+"""When a held turn end counts as committed, and what a stream shows first, on scripted sequences.
 
-Real sessions cannot hold a Step between writing its events and committing, so the interleavings that
-matter are scripted here: the Stream's next events and the snapshots the server answers, in order.
+Real sessions cannot hold a Step between writing its events and committing, nor a stream between an empty
+poll and its snapshot read, so the interleavings that matter are scripted here: the Stream's next events
+and the snapshots the server answers, in order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import cast
 
@@ -15,7 +17,9 @@ from dex import ErrorSubStatus, LongPollTimeoutError, StreamMessage
 
 from dex_agents import AgentSessionClient, AgentSessionStatus, AgentSnapshot, AgentState, AgentUsage
 from dex_agents.values import AgentEvent
+from dex_agents.web import EventStreamTimings
 from dex_agents.web._stream_reads import committed_turn_end
+from dex_agents.web._ui_stream import TurnTarget, ui_message_chunks
 
 
 def _snapshot(active_turn_id: str | None) -> AgentSnapshot:
@@ -33,11 +37,19 @@ def _message(token: str, event_type: str, turn_id: str) -> StreamMessage[AgentEv
     return StreamMessage(event, token, datetime.now(UTC), "#ApplyTurnControl-1")
 
 
+_Answer = StreamMessage[AgentEvent] | None
+
+
 class _ScriptedSession:
-    """Answers snapshots from a list (the last repeats) and event reads from a token -> next event map."""
+    """Answers snapshots from a list (the last repeats) and event reads from a token -> next event map.
+
+    A token may map to a list of answers, one per read (the last repeats); ``None`` is an empty long poll.
+    """
 
     def __init__(
-        self, snapshots: Sequence[AgentSnapshot], events_after: dict[str, StreamMessage[AgentEvent]]
+        self,
+        snapshots: Sequence[AgentSnapshot],
+        events_after: dict[str, StreamMessage[AgentEvent] | list[_Answer]],
     ) -> None:
         self._snapshots = list(snapshots)
         self._events_after = events_after
@@ -52,7 +64,10 @@ class _ScriptedSession:
     ) -> StreamMessage[AgentEvent]:
         del wait
         self.reads.append(after)
-        message = self._events_after.get(after)
+        answer = self._events_after.get(after)
+        message = answer.pop(0) if isinstance(answer, list) and len(answer) > 1 else answer
+        if isinstance(message, list):
+            message = message[0]
         if message is None:
             raise LongPollTimeoutError(
                 grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -99,3 +114,31 @@ async def test_an_end_that_commits_after_a_quiet_wait_is_kept() -> None:
     committed = await _committed(session)
     assert committed is not None and committed.state is not None and committed.state.active_turn_id is None
     assert session.reads == ["end"]
+
+
+async def test_the_ai_sdk_stream_shows_events_written_between_an_empty_poll_and_its_snapshot() -> None:
+    # The poll after "draft" comes back empty; before the stream reads the snapshot, the retried model call
+    # writes its text and commits the turn's end. The snapshot then shows the turn ended, but its events
+    # are in the Stream: the stream must show them, not finish from the snapshot without them.
+    retried = _message("retry", "text_delta", "turn-1")
+    retried = replace(retried, value=replace(retried.value, attempt=2, payload='{"text":"Shipped."}'))
+    retried = replace(retried, value=replace(retried.value, step_execution_id="RunModel-1"))
+    end = _message("end", "turn_completed", "turn-1")
+    session = _ScriptedSession([_snapshot(None)], {"draft": [None, retried], "retry": end})
+    sessions = cast(AgentSessionClient, session)
+    timings = EventStreamTimings(long_poll_seconds=1, settle_seconds=1)
+    chunks = [
+        chunk
+        async for chunk in ui_message_chunks(sessions, "s-1", "draft", TurnTarget("turn-1"), {}, timings)
+    ]
+    assert [chunk["type"] for chunk in chunks] == [
+        "start",
+        "start-step",
+        "text-start",
+        "text-delta",
+        "text-end",
+        "finish-step",
+        "finish",
+    ]
+    assert chunks[3]["delta"] == "Shipped." and chunks[-1]["finishReason"] == "stop"
+    assert session.reads == ["draft", "draft", "retry"]

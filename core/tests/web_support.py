@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import uvicorn
+from playwright.async_api import Page
 from starlette.types import ASGIApp
 
 from dex_agents.testing import wait_until
@@ -67,6 +69,15 @@ async def sse_events(response: httpx.Response) -> AsyncIterator[SseEvent]:
 
 JSON_HEADERS = {"content-type": "application/json"}
 
+#: Set to a directory to save the README's pictures of the page (``web-chat.png`` and others) there.
+SCREENSHOTS_ENV = "DEX_AGENTS_WEB_SCREENSHOTS"
+
+
+async def save_screenshot(page: Page, name: str) -> None:
+    """Save the page as ``<name>.png`` in the `SCREENSHOTS_ENV` directory, when it is set."""
+    if directory := os.environ.get(SCREENSHOTS_ENV):
+        await page.screenshot(path=os.path.join(directory, f"{name}.png"))
+
 
 def api(session_id: str) -> str:
     """The app's API path of one session."""
@@ -107,3 +118,51 @@ async def chat_response(
 async def chat(web: httpx.AsyncClient, session_id: str, message: dict[str, Any]) -> list[dict[str, Any]]:
     """POST ``message`` to the chat endpoint and return the whole stream's UI message chunks."""
     return [chunk async for chunk in chat_response(web, session_id, message)]
+
+
+def answered_message(
+    chunks: list[dict[str, Any]],
+    *,
+    approvals: dict[str, tuple[bool, str | None]] | None = None,
+    outputs: dict[str, object] | None = None,
+    declines: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The assistant message ``useChat`` sends back once the user answered what the stream asked.
+
+    Args:
+        chunks: The stream's UI message chunks.
+        approvals: ``{approvalId: (approved, reason)}`` for its approval requests.
+        outputs: ``{toolCallId: output}`` the user gave tool parts (``addToolOutput``), such as answers.
+        declines: ``{toolCallId: errorText}`` for tool parts the user set to ``output-error``.
+    """
+    approvals, outputs, declines = approvals or {}, outputs or {}, declines or {}
+    parts: list[dict[str, Any]] = []
+
+    def part_of(call_id: str) -> dict[str, Any]:
+        return next(part for part in parts if part["toolCallId"] == call_id)
+
+    for chunk in chunks:
+        if chunk["type"] == "tool-input-available":
+            parts.append(
+                {
+                    "type": "dynamic-tool",
+                    "toolName": chunk["toolName"],
+                    "toolCallId": chunk["toolCallId"],
+                    "state": "input-available",
+                    "input": chunk["input"],
+                }
+            )
+        elif chunk["type"] == "tool-output-available":
+            part_of(chunk["toolCallId"]).update(state="output-available", output=chunk["output"])
+        elif chunk["type"] == "tool-approval-request" and chunk["approvalId"] in approvals:
+            approved, reason = approvals[chunk["approvalId"]]
+            part_of(chunk["toolCallId"]).update(
+                state="approval-responded",
+                approval={"id": chunk["approvalId"], "approved": approved, "reason": reason},
+            )
+    for call_id, output in outputs.items():
+        part_of(call_id).update(state="output-available", output=output)
+    for call_id, error_text in declines.items():
+        part_of(call_id).update(state="output-error", errorText=error_text)
+    finish = chunks[-1]
+    return {"id": "a1", "role": "assistant", "parts": parts, "metadata": finish["messageMetadata"]}

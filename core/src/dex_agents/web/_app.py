@@ -22,11 +22,13 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from dex_agents._plans import build_plan_approval_message
 from dex_agents.client import AgentSessionClient
 from dex_agents.session import AgentSessionFlow
 from dex_agents.values import AgentSnapshot
-from dex_agents.web._chat_request import parse_chat_request
+from dex_agents.web._chat_request import ChatRequest, parse_chat_request
 from dex_agents.web._event_stream import EventStreamTimings, open_event_stream
+from dex_agents.web._interactions import answer_refusal, browser_answers, plan_refusal, resolve_refusal
 from dex_agents.web._json import snapshot_json
 from dex_agents.web._requests import (
     DEFAULT_MAX_REQUEST_BYTES,
@@ -35,6 +37,7 @@ from dex_agents.web._requests import (
     error_response,
     fail,
     int_field,
+    optional_bool_field,
     optional_text_field,
     read_json_object,
     text_field,
@@ -196,6 +199,16 @@ class _Handlers:
     async def _snapshot(self, session_id: str) -> AgentSnapshot:
         return await self._call(session_id, self._sessions.get_agent_snapshot(session_id))
 
+    @property
+    def _plan_mode_enabled(self) -> bool:
+        return self._sessions.flow.options.plan_mode_enabled
+
+    def _snapshot_response(self, snapshot: AgentSnapshot, token: str) -> Response:
+        data = snapshot_json(snapshot, token)
+        # The Flow type's options, which the snapshot does not carry: whether the page offers plan mode.
+        data["plan_mode_enabled"] = self._plan_mode_enabled
+        return JSONResponse(data, headers={"cache-control": "no-store"})
+
     async def snapshot(self, request: Request) -> Response:
         session_id = await self._session_id(request)
         before = await self._snapshot(session_id)
@@ -206,10 +219,10 @@ class _Handlers:
             after = await self._snapshot(session_id)
             after_active = after.state.active_turn_id if after.state is not None else None
             if after_active == active or after_active is None:
-                return JSONResponse(snapshot_json(after, token), headers={"cache-control": "no-store"})
+                return self._snapshot_response(after, token)
             # A turn started between the two reads; its first events may precede the token. Read again.
             before = after
-        return JSONResponse(snapshot_json(before, token), headers={"cache-control": "no-store"})
+        return self._snapshot_response(before, token)
 
     async def events(self, request: Request) -> Response:
         session_id = await self._session_id(request)
@@ -230,12 +243,19 @@ class _Handlers:
             stream, ping=_SSE_PING_SECONDS, sep="\n", headers={"x-accel-buffering": "no"}
         )
 
+    async def _send_user_message(self, session_id: str, text: str, *, plan_mode: bool) -> None:
+        if plan_mode and not self._plan_mode_enabled:
+            fail(422, f"plan mode is not enabled for {self._sessions.flow.flow_type} sessions")
+        call = self._sessions.send_user_message(session_id, text, plan_mode=plan_mode)
+        if not await self._call(session_id, call):
+            fail(422, "the session refused the message")
+
     async def send_message(self, request: Request) -> Response:
+        """Send a user message (``plan_mode``: start a planning turn)."""
         session_id = await self._session_id(request)
         body = await read_json_object(request, self._max_request_bytes)
         text = text_field(body, "text")
-        if not await self._call(session_id, self._sessions.send_user_message(session_id, text)):
-            fail(422, "the session refused the message")
+        await self._send_user_message(session_id, text, plan_mode=optional_bool_field(body, "plan_mode"))
         return JSONResponse({"queued": True}, status_code=202)
 
     async def steer(self, request: Request) -> Response:
@@ -267,13 +287,12 @@ class _Handlers:
         """Approve the plan revision the body names; an executing turn starts with it."""
         session_id = await self._session_id(request)
         revision = int_field(await read_json_object(request, self._max_request_bytes), "revision")
-        if not await self._call(session_id, self._sessions.execute_plan(session_id, revision)):
-            fail(
-                409,
-                f"plan revision {revision} cannot be executed now: it is not the plan's current draft or "
-                "active revision, an approval is already pending, or the session is busy",
-            )
+        await self._execute_plan(session_id, revision)
         return JSONResponse({"execution_requested": True}, status_code=202)
+
+    async def _execute_plan(self, session_id: str, revision: int) -> None:
+        if not await self._call(session_id, self._sessions.execute_plan(session_id, revision)):
+            fail(409, plan_refusal(await self._snapshot(session_id), revision))
 
     async def _resolve(self, request: Request, *, approved: bool) -> Response:
         session_id = await self._session_id(request)
@@ -287,10 +306,7 @@ class _Handlers:
             ),
         )
         if not resolved:
-            fail(
-                409,
-                f"the interrupt {interrupt_id!r} is not pending (answered, unknown, or past its deadline)",
-            )
+            fail(409, resolve_refusal(await self._snapshot(session_id), interrupt_id, approved=approved))
         return JSONResponse({"resolved": True})
 
     async def approve(self, request: Request) -> Response:
@@ -304,50 +320,72 @@ class _Handlers:
         session_id = await self._session_id(request)
         interrupt_id = self._interrupt_id(request)
         body = await read_json_object(request, self._max_request_bytes)
+        if isinstance(body.get("answer"), str) and not body["answer"].strip():
+            fail(422, "the answer must not be blank")
         answer = text_field(body, "answer")
         if not await self._call(session_id, self._sessions.answer_question(session_id, interrupt_id, answer)):
-            fail(409, f"the question {interrupt_id!r} is not pending, or does not take that answer")
+            refusal = answer_refusal(await self._snapshot(session_id), interrupt_id, answer)
+            fail(409, refusal or f"the session refused the answer to {interrupt_id!r}; load it again")
         return JSONResponse({"resolved": True})
 
     async def chat(self, request: Request) -> Response:
-        """The AI SDK chat endpoint: send a message or approval answers, and stream the turn."""
+        """The AI SDK chat endpoint: send a message, a plan approval or answers, and stream the turn."""
         session_id = await self._session_id(request)
         chat = parse_chat_request(await read_json_object(request, self._max_request_bytes))
         snapshot = await self._snapshot(session_id)
         state = snapshot.state
         active_turn_id = state.active_turn_id if state is not None else None
-        if chat.user_text is not None:
+        if chat.user_text is not None or chat.plan_revision is not None:
             token = await self._call(session_id, newest_token(self._sessions, session_id))
             after_sequence = max((message.sequence for message in snapshot.messages), default=0)
-            if not await self._call(session_id, self._sessions.send_user_message(session_id, chat.user_text)):
-                fail(422, "the session refused the message")
-            target = TurnTarget(None, active_turn_id, chat.user_text, after_sequence)
+            if chat.plan_revision is not None:
+                await self._execute_plan(session_id, chat.plan_revision)
+                user_text = build_plan_approval_message(chat.plan_revision)
+            else:
+                user_text = chat.user_text or ""
+                await self._send_user_message(session_id, user_text, plan_mode=chat.plan_mode)
+            target = TurnTarget(None, active_turn_id, user_text, after_sequence)
             browser_tools: dict[str, int] = {}
         else:
             turn_id = active_turn_id
             if turn_id is None or (chat.turn_id is not None and chat.turn_id != turn_id):
-                fail(409, "the turn these approvals belong to has ended; load the conversation again")
+                fail(409, "the turn these answers belong to has ended; load the conversation again")
             token = chat.resume_token if chat.resume_token and chat.turn_id == turn_id else None
             if token is None:
                 token = await self._call(session_id, newest_token(self._sessions, session_id))
-            pending = {interrupt.interrupt_id for interrupt in snapshot.pending_interrupts}
-            for approval in chat.approvals:
-                if approval.approval_id in pending:
-                    await self._call(
-                        session_id,
-                        self._sessions.resolve_interrupt(
-                            session_id,
-                            approval.approval_id,
-                            approved=approval.approved,
-                            rejection_message=approval.reason,
-                        ),
-                    )
+            await self._answer_from_chat(session_id, snapshot, chat)
             target = TurnTarget(turn_id)
             browser_tools = chat.browser_tools or {}
         chunks = ui_message_chunks(self._sessions, session_id, token, target, browser_tools, self._timings)
         return EventSourceResponse(
             _ui_events(chunks), ping=_SSE_PING_SECONDS, sep="\n", headers=UI_MESSAGE_STREAM_HEADERS
         )
+
+    async def _answer_from_chat(self, session_id: str, snapshot: AgentSnapshot, chat: ChatRequest) -> None:
+        """Resolve the approvals and questions the browser answered that are still pending in ``snapshot``.
+
+        Every answer is checked before any is sent; a refusal that comes later (the question was answered
+        elsewhere meanwhile) changes nothing, as for approvals.
+        """
+        answers = browser_answers(snapshot, chat.tool_outputs)
+        pending = {interrupt.interrupt_id for interrupt in snapshot.pending_interrupts}
+        for approval in chat.approvals:
+            if approval.approval_id in pending:
+                call = self._sessions.resolve_interrupt(
+                    session_id,
+                    approval.approval_id,
+                    approved=approval.approved,
+                    rejection_message=approval.reason,
+                )
+                await self._call(session_id, call)
+        for answer in answers:
+            if answer.answer is None:
+                call = self._sessions.resolve_interrupt(
+                    session_id, answer.interrupt_id, approved=False, rejection_message=answer.decline_message
+                )
+            else:
+                call = self._sessions.answer_question(session_id, answer.interrupt_id, answer.answer)
+            await self._call(session_id, call)
 
     def page_route(self, page: str) -> Callable[[Request], Awaitable[Response]]:
         async def chat_page(request: Request) -> Response:

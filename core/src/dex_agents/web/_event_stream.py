@@ -103,6 +103,7 @@ class _EventStream:
                         self._sessions, self._session_id, self._token, self._timings.settle_seconds
                     )
                     if pending is None:
+                        self._followed_turn = None
                         yield ended
                         continue
             message, pending = pending, None
@@ -140,7 +141,6 @@ class _EventStream:
         if not turn_has_ended(snapshot, self._followed_turn):
             return None
         turn_id = self._followed_turn
-        self._followed_turn = None
         payload = {
             "turn_id": turn_id,
             "turn_count": snapshot.state.turn_count,

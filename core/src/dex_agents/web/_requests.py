@@ -16,6 +16,7 @@ __all__ = [
     "error_response",
     "fail",
     "int_field",
+    "optional_bool_field",
     "optional_text_field",
     "read_json_object",
     "text_field",
@@ -126,3 +127,17 @@ def optional_text_field(body: dict[str, Any], name: str) -> str | None:
     if not isinstance(value, str):
         fail(400, f"the field {name!r} must be a string or null")
     return value if value.strip() else None
+
+
+def optional_bool_field(body: dict[str, Any], name: str) -> bool:
+    """Return the boolean field ``name``; missing or null is `False`.
+
+    Raises:
+        BadRequestError: 400 when it is present and not a boolean.
+    """
+    value = body.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        fail(400, f"the field {name!r} must be true, false or null")
+    return value

@@ -10,8 +10,15 @@ The mapping:
   turn's tool call records, or its stored messages once the turn ended), never from events alone, so a
   part never shows a call that a dead attempt asked for.
 * A pending approval is ``tool-approval-request`` whose ``approvalId`` is the interrupt ID.
-* The stream finishes with ``tool-calls`` when the turn waits only for approvals still pending, so
-  ``useChat`` can send the answers; it carries the Dex resume token in the message metadata
+* A pending question is a dynamic ``ask_user`` tool part awaiting its output, whose ``toolCallId`` is the
+  question's interrupt ID: the ``ask_user`` call's own part, or, for a question a tool asks
+  (``<tool_call_id>-input-<n>``), a part added after the asking call's, with input ``{question, choices,
+  allows_free_text, deadline, tool_call_id, tool_name}``. ``useChat`` answers it with ``addToolOutput``.
+* The plan is one data part, ``data-dex-plan`` with ``id`` ``plan``, sent again (the client replaces it in
+  place) each time the turn changes the plan.
+* The stream finishes with ``tool-calls`` when the turn waits only for the user: approvals and questions
+  still pending that the browser was shown and has not answered, so ``useChat`` can send the answers; it
+  carries the Dex resume token in the message metadata
   (``{"dex": {"resume_token", "turn_id", "turn_end"}}``) so the request with the answers continues where
   it stopped. A turn that ended finishes with ``stop`` (completed), ``error`` (failed) or ``other``
   (steered or cancelled), and ``turn_end`` names its end event (``null`` while approvals wait, or when the
@@ -22,14 +29,14 @@ The mapping:
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+
+from dex import StreamMessage
 
 from dex_agents.client import AgentSessionClient
-from dex_agents.values import AgentEvent, AgentSnapshot, AgentToolCall, MessageRole, ToolCallStatus
+from dex_agents.values import AgentEvent, AgentSnapshot, MessageRole
 from dex_agents.web._event_stream import EventStreamTimings
-from dex_agents.web._json import parse_json_text
 from dex_agents.web._stream_reads import (
     TURN_END_EVENT_TYPES,
     RejectedResumeTokenError,
@@ -39,10 +46,10 @@ from dex_agents.web._stream_reads import (
     snapshot_or_none,
     turn_has_ended,
 )
+from dex_agents.web._ui_translator import Chunk, TurnTranslator, is_model_step
 
 __all__ = [
     "UI_MESSAGE_STREAM_HEADERS",
-    "BrowserToolState",
     "TurnTarget",
     "encode_chunk",
     "ui_message_chunks",
@@ -51,7 +58,6 @@ __all__ = [
 #: Headers of a UI message stream response (``text/event-stream`` comes from the SSE response).
 UI_MESSAGE_STREAM_HEADERS = {"x-vercel-ai-ui-message-stream": "v1", "x-accel-buffering": "no"}
 
-_MODEL_STEP_PREFIX = "RunModel-"
 # A steered or cancelled turn did not finish its work, and it did not fail either: the AI SDK's "other".
 _FINISH_REASONS = {
     "turn_completed": "stop",
@@ -59,16 +65,6 @@ _FINISH_REASONS = {
     "turn_steered": "other",
     "turn_cancelled": "other",
 }
-
-Chunk = dict[str, Any]
-
-
-class BrowserToolState:
-    """How far the browser's message shows a tool call: its input, an approval request, or its output."""
-
-    INPUT = 1
-    APPROVAL = 2
-    OUTPUT = 3
 
 
 @dataclass(frozen=True)
@@ -86,250 +82,6 @@ class TurnTarget:
     skip_turn_id: str | None = None
     user_text: str | None = None
     after_sequence: int = 0
-
-
-def _is_model_step(event: AgentEvent) -> bool:
-    return event.step_execution_id.startswith(_MODEL_STEP_PREFIX)
-
-
-class _TurnTranslator:
-    """Turns one turn's events and committed records into UI message chunks."""
-
-    def __init__(self, browser_tools: Mapping[str, int]) -> None:
-        self.tools: dict[str, int] = dict(browser_tools)
-        self._step: tuple[str, int] | None = None
-        self._step_open = False
-        self._text_id: str | None = None
-        self._reasoning_id: str | None = None
-        self._part_count = 0
-        self.streamed_text = False
-        # Tool calls that events announced and committed state does not show yet, by the attempt that
-        # announced them; a replaced attempt's calls never commit.
-        self._announced: dict[str, tuple[str, int]] = {}
-        self._finished: set[str] = set()
-        # Approvals the events showed rejected: once the turn ended, stored messages cannot tell.
-        self._rejected: set[str] = set()
-
-    @property
-    def needs_sync(self) -> bool:
-        return bool(self._announced) or bool(self._finished)
-
-    def _new_part_id(self, kind: str) -> str:
-        self._part_count += 1
-        return f"{kind}-{self._part_count}"
-
-    def close_parts(self) -> list[Chunk]:
-        chunks: list[Chunk] = []
-        if self._reasoning_id is not None:
-            chunks.append({"type": "reasoning-end", "id": self._reasoning_id})
-            self._reasoning_id = None
-        if self._text_id is not None:
-            chunks.append({"type": "text-end", "id": self._text_id})
-            self._text_id = None
-        return chunks
-
-    def close_step(self) -> list[Chunk]:
-        chunks = self.close_parts()
-        if self._step_open:
-            chunks.append({"type": "finish-step"})
-            self._step_open = False
-        return chunks
-
-    def model_step_begins(self, event: AgentEvent) -> bool:
-        """Whether ``event`` comes from a model Step execution this stream has not seen."""
-        return _is_model_step(event) and (self._step is None or self._step[0] != event.step_execution_id)
-
-    def on_event(self, event: AgentEvent) -> list[Chunk]:
-        chunks: list[Chunk] = []
-        parsed = parse_json_text(event.payload)
-        payload = cast(dict[str, Any], parsed) if isinstance(parsed, dict) else {}
-        if _is_model_step(event):
-            current = self._step
-            if current is None or current[0] != event.step_execution_id:
-                chunks += self.close_step()
-                chunks.append({"type": "start-step"})
-                self._step = (event.step_execution_id, event.attempt)
-                self._step_open = True
-            elif event.attempt > current[1]:
-                # A retry replaced the attempt: drop its partial parts and the calls it announced.
-                chunks.append({"type": "reset-step"})
-                self._text_id = self._reasoning_id = None
-                self._step = (event.step_execution_id, event.attempt)
-                self._announced = {
-                    call: source for call, source in self._announced.items() if source[0] != current[0]
-                }
-            elif event.attempt < current[1]:
-                return []
-            chunks += self._model_step_event(event, payload)
-        elif event.type == "tool_call_finished":
-            self._finished.add(str(payload.get("tool_call_id", "")))
-        elif event.type == "interrupt_resolved" and payload.get("approved") is False:
-            self._rejected.add(str(payload.get("interrupt_id", "")))
-        return chunks
-
-    def _model_step_event(self, event: AgentEvent, payload: dict[str, Any]) -> list[Chunk]:
-        text = payload.get("text")
-        if event.type == "text_delta" and isinstance(text, str):
-            chunks: list[Chunk] = []
-            if self._reasoning_id is not None:
-                chunks.append({"type": "reasoning-end", "id": self._reasoning_id})
-                self._reasoning_id = None
-            if self._text_id is None:
-                self._text_id = self._new_part_id("text")
-                chunks.append({"type": "text-start", "id": self._text_id})
-            chunks.append({"type": "text-delta", "id": self._text_id, "delta": text})
-            self.streamed_text = True
-            return chunks
-        if event.type == "reasoning_delta" and isinstance(text, str):
-            chunks = []
-            if self._reasoning_id is None:
-                self._reasoning_id = self._new_part_id("reasoning")
-                chunks.append({"type": "reasoning-start", "id": self._reasoning_id})
-            chunks.append({"type": "reasoning-delta", "id": self._reasoning_id, "delta": text})
-            return chunks
-        if event.type == "tool_call_deferred":
-            call_id = str(payload.get("tool_call_id", ""))
-            if call_id not in self.tools:
-                self._announced[call_id] = (event.step_execution_id, event.attempt)
-        return []
-
-    def sync(self, snapshot: AgentSnapshot, turn_id: str) -> list[Chunk]:
-        """Bring the tool parts up to the turn's committed records, or its stored messages once it ended."""
-        if turn_has_ended(snapshot, turn_id):
-            self._announced.clear()
-            self._finished.clear()
-            return self._stored_tool_calls(snapshot, turn_id)
-        pending = {interrupt.tool_call_id: interrupt for interrupt in snapshot.pending_interrupts}
-        records = [record for record in snapshot.tool_calls if record.turn_id == turn_id]
-        chunks: list[Chunk] = []
-        # Inputs first, then approvals, then outcomes: the same order however far the calls have got.
-        for record in records:
-            call_id = record.tool_call_id
-            self._announced.pop(call_id, None)
-            if call_id not in self.tools:
-                chunks += self.close_parts()
-                chunks.append(_tool_input(call_id, record.tool_name, record.arguments))
-                self.tools[call_id] = BrowserToolState.INPUT
-        for record in records:
-            call_id = record.tool_call_id
-            interrupt = pending.get(call_id)
-            if (
-                record.status is ToolCallStatus.AWAITING_APPROVAL
-                and interrupt is not None
-                and self.tools[call_id] < BrowserToolState.APPROVAL
-            ):
-                approval_id = interrupt.interrupt_id
-                chunks.append(
-                    {"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call_id}
-                )
-                self.tools[call_id] = BrowserToolState.APPROVAL
-        for record in records:
-            call_id = record.tool_call_id
-            if record.is_final:
-                self._finished.discard(call_id)
-                if self.tools[call_id] < BrowserToolState.OUTPUT:
-                    chunks.append(_tool_outcome(record))
-                    self.tools[call_id] = BrowserToolState.OUTPUT
-        known = {record.tool_call_id for record in records}
-        # A finished call without a record belongs to an ended turn; the end's reconciliation shows it.
-        self._finished &= known
-        return chunks
-
-    def reconcile_ended_turn(self, snapshot: AgentSnapshot, turn_id: str) -> list[Chunk]:
-        """Show what the ended turn stored that the stream has not shown: its tool calls and answer."""
-        chunks = self._stored_tool_calls(snapshot, turn_id)
-        if not self.streamed_text:
-            chunks += self._stored_answer([m for m in snapshot.messages if m.turn_id == turn_id])
-        return chunks
-
-    def _stored_tool_calls(self, snapshot: AgentSnapshot, turn_id: str) -> list[Chunk]:
-        """The tool parts of an ended turn that the stream has not shown, from its stored messages."""
-        messages = [message for message in snapshot.messages if message.turn_id == turn_id]
-        chunks: list[Chunk] = []
-        for message in messages:
-            call_id = message.tool_call_id
-            if call_id is None:
-                continue
-            if message.role is MessageRole.ASSISTANT and call_id not in self.tools:
-                chunks += self.close_parts()
-                chunks.append(_tool_input(call_id, message.tool_name or "", message.tool_arguments))
-                self.tools[call_id] = BrowserToolState.INPUT
-            elif message.role is MessageRole.TOOL and self.tools.get(call_id, 0) < BrowserToolState.OUTPUT:
-                if call_id not in self.tools:
-                    chunks.append(_tool_input(call_id, message.tool_name or "", message.tool_arguments))
-                if call_id in self._rejected:
-                    chunks.append({"type": "tool-output-denied", "toolCallId": call_id})
-                else:
-                    output = parse_json_text(message.tool_output)
-                    chunks.append(
-                        {
-                            "type": "tool-output-available",
-                            "toolCallId": call_id,
-                            "output": output,
-                            "dynamic": True,
-                        }
-                    )
-                self.tools[call_id] = BrowserToolState.OUTPUT
-        return chunks
-
-    def _stored_answer(self, messages: Sequence[Any]) -> list[Chunk]:
-        """The turn's last answer text, for a stream whose text deltas the Stream lost."""
-        answer: list[str] = []
-        for message in messages:
-            if message.role is MessageRole.TOOL:
-                answer = []
-            elif message.role is MessageRole.ASSISTANT and message.text and message.tool_call_id is None:
-                answer.append(message.text)
-        if not answer:
-            return []
-        part_id = self._new_part_id("text")
-        return [
-            {"type": "text-start", "id": part_id},
-            {"type": "text-delta", "id": part_id, "delta": "\n\n".join(answer)},
-            {"type": "text-end", "id": part_id},
-        ]
-
-    def waits_only_for_approvals(self, snapshot: AgentSnapshot, turn_id: str) -> bool:
-        """Whether every unfinished call of the turn waits for an approval the browser was asked for."""
-        pending = {interrupt.tool_call_id for interrupt in snapshot.pending_interrupts}
-        unfinished = [
-            record for record in snapshot.tool_calls if record.turn_id == turn_id and not record.is_final
-        ]
-        return bool(unfinished) and all(
-            record.status is ToolCallStatus.AWAITING_APPROVAL
-            and record.tool_call_id in pending
-            and self.tools.get(record.tool_call_id) == BrowserToolState.APPROVAL
-            for record in unfinished
-        )
-
-
-def _tool_input(call_id: str, tool_name: str, arguments: str | None) -> Chunk:
-    return {
-        "type": "tool-input-available",
-        "toolCallId": call_id,
-        "toolName": tool_name,
-        "input": parse_json_text(arguments) if arguments else {},
-        "dynamic": True,
-    }
-
-
-def _tool_outcome(record: AgentToolCall) -> Chunk:
-    if record.status is ToolCallStatus.SUCCEEDED:
-        return {
-            "type": "tool-output-available",
-            "toolCallId": record.tool_call_id,
-            "output": parse_json_text(record.output),
-            "dynamic": True,
-        }
-    if record.status is ToolCallStatus.REJECTED:
-        return {"type": "tool-output-denied", "toolCallId": record.tool_call_id}
-    error = record.error or f"the tool call ended as {record.status.value}"
-    return {
-        "type": "tool-output-error",
-        "toolCallId": record.tool_call_id,
-        "errorText": error,
-        "dynamic": True,
-    }
 
 
 def _find_target_turn(snapshot: AgentSnapshot, target: TurnTarget) -> str | None:
@@ -380,19 +132,21 @@ async def ui_message_chunks(
     Yields:
         UI message chunks, ending with ``finish``.
     """
-    translator = _TurnTranslator(browser_tools)
+    translator = TurnTranslator(browser_tools)
     turn_id = target.turn_id
     started = False
+    pending: StreamMessage[AgentEvent] | None = None
     while True:
         wait = (
             timings.settle_seconds if translator.needs_sync or turn_id is None else timings.long_poll_seconds
         )
         try:
-            message = await read_next_event(sessions, session_id, token, wait)
+            message = pending or await read_next_event(sessions, session_id, token, wait)
         except RejectedResumeTokenError:
             # The previous response's token expired: committed state fills in what the events would have.
             token = await newest_token(sessions, session_id)
             continue
+        pending = None
         if message is None:
             snapshot = await snapshot_or_none(sessions, session_id)
             if snapshot is None:
@@ -404,13 +158,21 @@ async def ui_message_chunks(
             if not started:
                 started = True
                 yield _start(turn_id)
+            # The snapshot may show Steps that ran after the empty wait; their events were written before
+            # their commit, so they are in the Stream now. Show them before anything the snapshot says.
+            try:
+                pending = await read_next_event(sessions, session_id, token, timings.settle_seconds)
+            except RejectedResumeTokenError:
+                continue  # the next read starts again from the newest event
+            if pending is not None:
+                continue
             if turn_has_ended(snapshot, turn_id):
                 for chunk in _ended(translator, snapshot, turn_id, None, token):
                     yield chunk
                 return
             for chunk in translator.sync(snapshot, turn_id):
                 yield chunk
-            if translator.waits_only_for_approvals(snapshot, turn_id):
+            if translator.waits_only_for_the_user(snapshot, turn_id):
                 for chunk in [*translator.close_step(), _finish("tool-calls", turn_id, token)]:
                     yield chunk
                 return
@@ -438,7 +200,7 @@ async def ui_message_chunks(
             for chunk in _ended(translator, snapshot, turn_id, event.type, message.resume_token):
                 yield chunk
             return
-        if translator.needs_sync and (translator.model_step_begins(event) or not _is_model_step(event)):
+        if translator.needs_sync and (translator.model_step_begins(event) or not is_model_step(event)):
             # Tool Steps and the next model call start only after the last model call committed its
             # records, so committed state now shows the calls the events announced.
             snapshot = await snapshot_or_none(sessions, session_id)
@@ -451,7 +213,7 @@ async def ui_message_chunks(
 
 
 def _ended(
-    translator: _TurnTranslator, snapshot: AgentSnapshot, turn_id: str, end_type: str | None, token: str
+    translator: TurnTranslator, snapshot: AgentSnapshot, turn_id: str, end_type: str | None, token: str
 ) -> list[Chunk]:
     chunks = translator.reconcile_ended_turn(snapshot, turn_id)
     chunks += translator.close_step()

@@ -7,7 +7,9 @@
 // the events from the snapshot's resume token (EventSource resumes through Last-Event-ID by itself).
 // While a turn that accepts steering runs, the page lists the queued messages (steer now, delete), offers
 // a steer box and a Stop button; a turn that ended steered or cancelled gets a marker, and the calls it
-// abandoned show as cancelled.
+// abandoned show as cancelled. Questions get their choices, an answer box when free text is allowed, and
+// Decline; a refused answer shows the server's reason on its card. The plan shows with its tasks and an
+// approve button, and the composer offers plan mode when the Flow type has it.
 "use strict";
 
 (() => {
@@ -18,7 +20,7 @@
   const EVENT_TYPES = [
     "turn_started", "text_delta", "reasoning_delta", "tool_call_deferred", "tool_call_started",
     "tool_call_finished", "interrupt_raised", "interrupt_resolved", "usage_recorded", "timer_started",
-    "plan_updated", "web.turn_ended", ...TURN_ENDS,
+    "tool_task_started", "plan_updated", "plan_execution_started", "web.turn_ended", ...TURN_ENDS,
   ];
   const FINAL = new Set(["succeeded", "failed", "rejected", "outcome_unknown"]);
   // The structured result of a call that steering or cancel_turn abandoned, by its reason.
@@ -28,6 +30,11 @@
     turn_steered: "You steered: this turn ended at its next step, and your message started the next one.",
     turn_cancelled: "You stopped this turn.",
   };
+  const WAITING_LABELS = { awaiting_approval: "waiting for approval", awaiting_answer: "waiting for your answer", waiting_for_task: "task running" };
+  // The user message the session starts an approved plan's turn with (dex_agents' build_plan_approval_message).
+  const PLAN_APPROVAL_MESSAGE = /^\[Dex\] The user approved plan revision (\d+)\./;
+  const APPROVABLE_PLANS = new Set(["draft", "active"]);
+  const TASK_MARKS = { pending: "○", in_progress: "◐", completed: "●" };
 
   const page = {
     snapshot: null,
@@ -37,11 +44,17 @@
     // turn ID -> "turn_steered" or "turn_cancelled", from the events: committed state does not keep it.
     turnEnds: new Map(),
     stopping: null, // the turn whose cancellation this page asked for
+    // The plan approval this page sent: {revision, sending, accepted, error}; accepted holds the button
+    // until the approved turn starts.
+    planApproval: null,
     pendingNodes: new Map(), // "queued|<message ID>" or "steered|<message ID>" -> {node, steerNow}
     source: null,
     cards: new Map(), // interrupt ID -> its card, kept across renders so typed text survives
     waits: [], // predicates on the next snapshots: an event's committed state, not shown yet
+    snapshotReads: 0, // snapshot reads started
+    appliedRead: 0, // the number of the read the page shows
     refreshing: false,
+    wakeRefresh: null, // ends the refresh loop's current backoff
   };
 
   const $ = (id) => document.getElementById(id);
@@ -73,13 +86,15 @@
   }
 
   // Snapshot: the truth about committed state. A 503 (no Worker answers, say while one restarts) is retried.
+  // Reads are numbered as they start, so a read that answers after a later one never replaces it.
   async function fetchSnapshot() {
+    const read = ++page.snapshotReads;
     for (let delay = 250; ; delay = Math.min(delay * 2, 4000)) {
       try {
         const snap = await request("/snapshot", { cache: "no-store" });
         // A failed read said "reconnecting"; the events never stopped if their stream is still open.
         if (page.source && page.source.readyState === EventSource.OPEN) setConnection("live");
-        return snap;
+        return { snap, read };
       } catch (error) {
         if (error.status && error.status < 500) throw error;
         setConnection("reconnecting");
@@ -95,13 +110,19 @@
     return snap.state.active_turn_id !== turnId && snap.messages.some((m) => m.turn_id === turnId);
   }
 
-  function applySnapshot(snap) {
+  function applySnapshot(snap, read) {
+    if (read < page.appliedRead) return;
+    page.appliedRead = read;
     page.snapshot = snap;
     for (const key of [...page.live.keys()]) {
       if (turnHasEnded(page.live.get(key).turnId)) page.live.delete(key);
     }
     const pendingIds = new Set(snap.pending_interrupts.map((item) => item.interrupt_id));
     for (const id of [...page.cards.keys()]) if (!pendingIds.has(id)) page.cards.delete(id);
+    const approval = page.planApproval;
+    if (approval && approval.accepted && ((snap.state && snap.state.active_turn_id) || !snap.plan || snap.plan.revision !== approval.revision)) {
+      page.planApproval = null;
+    }
     render();
   }
 
@@ -109,9 +130,9 @@
   async function rebuild() {
     if (page.source) page.source.close();
     setConnection("connecting");
-    let snap;
+    let fetched;
     try {
-      snap = await fetchSnapshot();
+      fetched = await fetchSnapshot();
     } catch (error) {
       notice(error.message);
       return;
@@ -119,27 +140,39 @@
     page.live.clear();
     page.toolStep.clear();
     page.endedTurns.clear();
-    applySnapshot(snap);
-    openEvents(snap.resume_token);
+    applySnapshot(fetched.snap, fetched.read);
+    openEvents(fetched.snap.resume_token);
   }
 
   // Refresh the snapshot until it shows what the waiting events announced (a Step writes its events just
-  // before its result commits), or the turn they belong to has ended.
+  // before its result commits), or the turn they belong to has ended. Only a read that started after a wait
+  // was registered can satisfy it: a read already under way may answer from before the event (a turn end
+  // arriving mid-read would otherwise be "satisfied" by a snapshot that still shows the turn running).
+  // A new wait cuts short the loop's backoff, so a new event is not shown late.
   function refreshUntil(turnId, shows) {
-    page.waits.push({ turnId, shows });
-    if (!page.refreshing) refreshLoop();
+    page.waits.push({ turnId, shows, after: page.snapshotReads });
+    if (page.wakeRefresh) page.wakeRefresh();
+    else if (!page.refreshing) refreshLoop();
   }
   async function refreshLoop() {
     page.refreshing = true;
     try {
-      for (let delay = 100; page.waits.length; delay = Math.min(delay * 2, 2000)) {
-        const snap = await fetchSnapshot();
-        applySnapshot(snap);
-        page.waits = page.waits.filter((wait) => !(turnHasEnded(wait.turnId) || wait.shows(snap)));
-        if (page.waits.length) await sleep(delay);
+      let delay = 100;
+      while (page.waits.length) {
+        const { snap, read } = await fetchSnapshot();
+        applySnapshot(snap, read);
+        page.waits = page.waits.filter((wait) => wait.after >= read || !(turnHasEnded(wait.turnId) || wait.shows(snap)));
+        if (!page.waits.length) break;
+        const woken = await new Promise((resolve) => {
+          page.wakeRefresh = () => resolve(true);
+          setTimeout(() => resolve(false), delay);
+        });
+        page.wakeRefresh = null;
+        delay = woken ? 100 : Math.min(delay * 2, 2000);
       }
     } finally {
       page.refreshing = false;
+      page.wakeRefresh = null;
     }
   }
   const record = (snap, id) => snap.tool_calls.find((call) => call.tool_call_id === id);
@@ -206,6 +239,17 @@
       case "tool_call_finished":
         refreshUntil(turnId, (snap) => FINAL.has((record(snap, payload.tool_call_id) || {}).status));
         return;
+      case "timer_started":
+        refreshUntil(turnId, (snap) => !!(record(snap, payload.tool_call_id) || {}).wait_until);
+        return;
+      case "tool_task_started":
+        refreshUntil(turnId, (snap) => !!(record(snap, payload.tool_call_id) || {}).task_id);
+        return;
+      case "plan_updated":
+        // The plan of this revision and status, or a later one.
+        refreshUntil(turnId, (snap) => !!snap.plan && (snap.plan.revision > payload.revision
+          || (snap.plan.revision === payload.revision && snap.plan.status === payload.status)));
+        return;
       default:
         refreshUntil(turnId, () => true);
     }
@@ -230,7 +274,15 @@
     renderFacts();
     const main = $("conversation");
     const nearBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+    // Cards are kept across renders, but moving a node out of the document drops its focus: give the
+    // field being typed in its focus and selection back, or the next keystrokes would go nowhere.
+    const focused = main.contains(document.activeElement) ? document.activeElement : null;
+    const selection = focused && typeof focused.selectionStart === "number" ? [focused.selectionStart, focused.selectionEnd] : null;
     main.replaceChildren(...storedMessages(), ...activeTurn(), ...pendingMessages());
+    if (focused && focused.isConnected && document.activeElement !== focused) {
+      focused.focus({ preventScroll: true });
+      if (selection) focused.setSelectionRange(...selection);
+    }
     renderTurnControls();
     renderPlan();
     if (nearBottom) window.scrollTo(0, document.body.scrollHeight);
@@ -242,6 +294,11 @@
     const status = snap && snap.state ? snap.state.status : "not started";
     $("status").dataset.status = status;
     $("status").textContent = status.replaceAll("_", " ");
+    // A planning turn may only write the plan; an executing one carries out an approved plan.
+    const mode = snap && snap.state && snap.state.active_turn_id ? snap.state.interaction_mode : "chat";
+    $("mode").hidden = !mode || mode === "chat";
+    $("mode").dataset.mode = mode || "chat";
+    $("mode").textContent = mode || "";
     if (snap) {
       const usage = snap.usage;
       $("usage").textContent = `${usage.model_calls} model calls · ${usage.input_tokens} in / ${usage.output_tokens} out tokens`;
@@ -269,7 +326,9 @@
     }
     const rendered = [];
     nodes.forEach((item, index) => {
-      rendered.push(item.tool_call_id ? toolCard(item, null) : bubble(item.role, item.text, { "data-sequence": item.sequence }));
+      const approved = !item.tool_call_id && item.role === "user" && PLAN_APPROVAL_MESSAGE.exec(item.text);
+      if (approved) rendered.push(el("div", { class: "plan-note", "data-plan-approval": approved[1], text: `You approved plan revision ${approved[1]}.` }));
+      else rendered.push(item.tool_call_id ? toolCard(item, null) : bubble(item.role, item.text, { "data-sequence": item.sequence }));
       const end = page.turnEnds.get(item.turn_id);
       const next = nodes[index + 1];
       if (end && (!next || next.turn_id !== item.turn_id)) rendered.push(turnEndMarker(item.turn_id, end));
@@ -385,13 +444,13 @@
     const cancelled = cancellationOf(call);
     const recorded = call.status || (call.output !== undefined ? "done" : "requested");
     const status = cancelled && (recorded === "rejected" || !call.status) ? "cancelled" : recorded;
-    const label = status === "cancelled" ? CANCELLED_LABELS[cancelled] || "cancelled" : status.replaceAll("_", " ");
-    const card = el("div", { class: "tool", "data-tool-call-id": call.tool_call_id, "data-status": status, "data-cancellation-reason": cancelled },
+    const card = el("div", { class: "tool", "data-tool-call-id": call.tool_call_id, "data-status": status, "data-cancellation-reason": cancelled, "data-wait-until": status === "waiting_for_timer" && call.wait_until, "data-task-id": call.task_id },
       el("div", { class: "head" },
         el("span", { class: "name", text: call.tool_name || "tool" }),
         call.effect ? el("span", { class: "effect", text: call.effect.replaceAll("_", " ") }) : null,
-        el("span", { class: "state", text: label })),
+        el("span", { class: "state", text: statusLabel(status, call, cancelled) })),
       el("div", { class: "args", text: call.arguments || "" }));
+    if (status === "waiting_for_task") card.append(el("div", { class: "result", "data-task": true, text: `task ${call.task_id}: polled every ${call.task_poll_interval_seconds || "?"} s until it ends` }));
     const result = call.output ?? null;
     if (cancelled && status === "cancelled") {
       card.append(el("div", { class: "result", "data-output": true, text: "not run" }));
@@ -408,6 +467,20 @@
     return card;
   }
 
+  // Durable waits hold no Worker: the card says until when. A started task runs remotely until it ends.
+  function statusLabel(status, call, cancelled) {
+    if (status === "cancelled") return CANCELLED_LABELS[cancelled] || "cancelled";
+    if (status === "waiting_for_timer") return call.wait_until ? `waiting until ${when(call.wait_until)}` : "waiting";
+    return WAITING_LABELS[status] || status.replaceAll("_", " ");
+  }
+
+  function when(iso) {
+    const date = new Date(iso);
+    if (Number.isNaN(date.getTime())) return iso;
+    const sameDay = date.toDateString() === new Date().toDateString();
+    return sameDay ? date.toLocaleTimeString() : date.toLocaleString();
+  }
+
   function interruptCard(interrupt) {
     const cached = page.cards.get(interrupt.interrupt_id);
     if (cached) return cached;
@@ -417,30 +490,40 @@
       placeholder: question ? "Your answer" : "Why not? (optional, the model reads it)",
     });
     const buttons = [];
+    const refusal = el("div", { class: "ask-error", role: "alert", "data-error": true, hidden: true });
     const act = (path, body) => async () => {
       for (const button of buttons) button.disabled = true;
+      refusal.hidden = true;
       try {
         await post(`/interrupts/${encodeURIComponent(interrupt.interrupt_id)}/${path}`, body());
-        notice("");
+        page.cards.delete(interrupt.interrupt_id);
+        refreshUntil(null, (snap) => !pending(snap, interrupt.interrupt_id));
       } catch (error) {
-        notice(error.message);
+        // The card stays, with what was typed: the server says why it refused (a blank answer, one that is
+        // not among the choices, a question no longer pending). A refresh drops it if it is gone.
+        refusal.textContent = error.message;
+        refusal.hidden = false;
+        for (const button of buttons) button.disabled = false;
+        refreshUntil(null, () => true);
       }
-      page.cards.delete(interrupt.interrupt_id);
-      refreshUntil(null, (snap) => !pending(snap, interrupt.interrupt_id));
     };
+    const deadline = interrupt.deadline ? el("div", { class: "deadline", text: `${question ? "answer" : "decide"} by ${when(interrupt.deadline)}` }) : null;
     let box;
     if (question) {
       const choices = (interrupt.choices || []).map((choice) => el("button", { type: "button", "data-action": "choose", text: choice, onclick: act("answer", () => ({ answer: choice })) }));
       buttons.push(...choices);
       if (interrupt.allows_free_text) buttons.push(el("button", { type: "button", class: "primary", "data-action": "answer", text: "Answer", onclick: act("answer", () => ({ answer: input.value })) }));
       buttons.push(el("button", { type: "button", "data-action": "decline", text: "Decline", onclick: act("reject", () => ({})) }));
+      input.addEventListener("keydown", (event) => {
+        if (event.key === "Enter") { event.preventDefault(); buttons.find((b) => b.dataset.action === "answer").click(); }
+      });
       box = el("div", { class: "ask", "data-interrupt-id": interrupt.interrupt_id, "data-kind": "question" },
-        el("div", { class: "question", text: interrupt.question || "" }), interrupt.allows_free_text ? input : null, ...buttons);
+        el("div", { class: "question", text: interrupt.question || "" }), deadline, interrupt.allows_free_text ? input : null, ...buttons, refusal);
     } else {
       buttons.push(el("button", { type: "button", "data-action": "approve", text: "Approve", onclick: act("approve", () => ({})) }));
       buttons.push(el("button", { type: "button", "data-action": "reject", text: "Reject", onclick: act("reject", () => ({ rejection_message: input.value || null })) }));
       box = el("div", { class: "ask", "data-interrupt-id": interrupt.interrupt_id, "data-kind": "tool_approval" },
-        el("div", { class: "question", text: "This call needs your approval." }), input, ...buttons);
+        el("div", { class: "question", text: "This call needs your approval." }), deadline, input, ...buttons, refusal);
     }
     page.cards.set(interrupt.interrupt_id, box);
     return box;
@@ -459,20 +542,83 @@
     $("message").placeholder = active ? "Message the agent (queued for the next turn)" : "Message the agent";
   }
 
-  // Plan mode plugs in here: render snapshot.plan into #plan, with an approve button that posts its revision.
-  function renderPlan() {}
+  // Why the session would refuse to execute the plan now (execute_plan's conditions the snapshot shows).
+  function planBlocker(snap) {
+    const state = snap.state;
+    if (!state) return "the session has not started";
+    if (state.active_turn_id && state.interaction_mode === "executing") return "the running turn carries it out";
+    if (state.active_turn_id || state.status !== "waiting_for_user_message") return "approve it once the turn has ended";
+    if (snap.queued_messages.length || snap.steered_messages.length) return "messages wait for the next turn";
+    if (snap.pending_interrupts.length) return "the session waits for an answer";
+    const approval = page.planApproval;
+    if (approval && approval.revision === snap.plan.revision && (approval.sending || approval.accepted)) return "approved; its turn is starting";
+    return null;
+  }
+
+  function renderPlan() {
+    const snap = page.snapshot;
+    const section = $("plan");
+    const plan = snap && snap.plan;
+    $("plan-mode-label").hidden = !(snap && snap.plan_mode_enabled);
+    if (!plan || plan.status === "cleared") {
+      section.hidden = true;
+      section.replaceChildren();
+      return;
+    }
+    section.hidden = false;
+    section.dataset.revision = plan.revision;
+    section.dataset.status = plan.status;
+    const tasks = el("ol", { class: "tasks" }, ...plan.tasks.map((task) => el("li", { "data-status": task.status },
+      el("span", { class: "mark", "aria-hidden": "true", text: TASK_MARKS[task.status] || "·" }),
+      el("span", { class: "content", text: task.content }),
+      el("span", { class: "task-status", text: task.status.replaceAll("_", " ") }))));
+    const head = el("div", { class: "plan-head" },
+      el("span", { class: "plan-title", text: "Plan" }),
+      el("span", { class: "pill", "data-plan-status": plan.status, text: plan.status }),
+      el("span", { class: "revision", text: `revision ${plan.revision}` }));
+    const children = [head, tasks];
+    if (APPROVABLE_PLANS.has(plan.status)) {
+      const blocker = planBlocker(snap);
+      const approval = page.planApproval && page.planApproval.revision === plan.revision ? page.planApproval : null;
+      const button = el("button", {
+        type: "button", class: "primary", "data-action": "execute-plan", disabled: !!blocker,
+        text: plan.status === "draft" ? "Approve plan" : "Execute plan", title: blocker || `Start a turn that carries out revision ${plan.revision}`,
+        onclick: () => approvePlan(plan.revision),
+      });
+      children.push(el("div", { class: "plan-actions" }, button,
+        blocker ? el("span", { class: "hint", "data-plan-blocker": true, text: blocker }) : null,
+        approval && approval.error ? el("span", { class: "ask-error", role: "alert", "data-plan-error": true, text: approval.error }) : null));
+    }
+    section.replaceChildren(...children);
+  }
+
+  async function approvePlan(revision) {
+    page.planApproval = { revision, sending: true };
+    renderPlan();
+    try {
+      await post("/plan/execute", { revision });
+      page.planApproval = { revision, accepted: true };
+      refreshUntil(null, (snap) => !!(snap.state && snap.state.active_turn_id));
+    } catch (error) {
+      // The session refused: the server names why (a stale revision, a turn or a message in the way).
+      page.planApproval = { revision, error: error.message };
+      refreshUntil(null, () => true);
+    }
+    renderPlan();
+  }
 
   // A form that posts its text box: sending queues a message, steering hands it to the running turn.
-  function textForm(formId, inputId, buttonId, path) {
+  function textForm(formId, inputId, buttonId, path, extra) {
     $(formId).addEventListener("submit", async (event) => {
       event.preventDefault();
       const text = $(inputId).value;
       if (!text.trim()) return;
       $(buttonId).disabled = true;
       try {
-        await post(path, { text });
+        await post(path, { text, ...(extra ? extra() : {}) });
         // Clear only what was sent: the user may have typed the next message meanwhile.
         if ($(inputId).value === text) $(inputId).value = "";
+        if (formId === "send-form") $("plan-mode").checked = false;
         notice("");
       } catch (error) {
         notice(error.message);
@@ -482,7 +628,8 @@
       }
     });
   }
-  textForm("send-form", "message", "send", "/messages");
+  // Plan mode: the message starts a planning turn, which may only write the plan for the user to approve.
+  textForm("send-form", "message", "send", "/messages", () => ($("plan-mode-label").hidden ? {} : { plan_mode: $("plan-mode").checked }));
   textForm("steer-form", "steer-text", "steer", "/steer");
   $("stop").addEventListener("click", async () => {
     const snap = page.snapshot;
