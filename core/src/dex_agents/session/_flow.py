@@ -6,7 +6,7 @@ from typing import Any
 
 from dex import Channel, Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream, rpc
 
-from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
+from dex_agents.limits import MAX_USER_MESSAGE_BYTES, unencodable_index, utf8_size
 from dex_agents.persistence import (
     AGENT_MESSAGES,
     AGENT_STATE,
@@ -188,11 +188,15 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
 
     @rpc(is_transactional=True)
     def send_user_message(self, context: Context, message: AgentUserMessage) -> RPCResult[bool]:
-        """Queue a user message; `False` for blank, oversized, or plan-mode text."""
+        """Queue a user message; `False` for blank, oversized, plan-mode, or not UTF-8 encodable text."""
         text = message.text
         if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             return RPCResult(False)
-        if message.plan_mode or utf8_size(text) > MAX_USER_MESSAGE_BYTES:
+        if (
+            message.plan_mode
+            or utf8_size(text) > MAX_USER_MESSAGE_BYTES
+            or unencodable_index(text) is not None
+        ):
             return RPCResult(False)
         QUEUED_USER_MESSAGES.publish(context, AgentUserMessage(text=text))
         return RPCResult(True)
