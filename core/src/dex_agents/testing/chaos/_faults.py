@@ -10,6 +10,7 @@ injector does not want is released at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 from collections import Counter
@@ -77,6 +78,19 @@ class GateWatcher:
             del self._claims[prefix]
         # A gate handed over just as the wait timed out is still the caller's to use.
         return claim.result() if claim.done() else None
+
+    def forget_session(self, session_id: str) -> None:
+        """Delete the gates of a session that is done, so the watched folder holds only live ones.
+
+        Args:
+            session_id: A session that is idle after its last planned turn (no Step of it runs).
+        """
+        prefix = f"{session_id}."
+        with contextlib.suppress(FileNotFoundError):
+            for entry in os.scandir(self._directory):
+                if entry.name.startswith(prefix):
+                    Path(entry.path).unlink(missing_ok=True)
+                    self._seen.discard(entry.name)
 
     async def run(self) -> None:
         """Watch for reached gates until cancelled."""

@@ -7,10 +7,10 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from dex_agents import AgentSessionClient, AgentSnapshot
+from dex_agents import AgentMessage, AgentSessionClient, AgentSnapshot
 from dex_agents.testing._invocations import Invocation
 from dex_agents.testing._stack import AgentTestStack
 from dex_agents.testing.chaos._faults import FaultInjector, GateWatcher
@@ -26,6 +26,7 @@ from dex_agents.testing.chaos._report import ChaosReport
 from dex_agents.testing.chaos._sessions import (
     SessionDriver,
     SessionStalledError,
+    TurnEnds,
     read_stored_messages,
     read_turn_ends,
 )
@@ -70,6 +71,8 @@ class _Session:
     driver: SessionDriver
     failure: BaseException | None = None
     check: AgentSnapshot | None = None
+    stored: list[AgentMessage] = field(default_factory=list[AgentMessage])
+    ends: TurnEnds = field(default_factory=TurnEnds)
 
 
 async def run_chaos(
@@ -120,15 +123,15 @@ async def run_chaos(
                     settings.worker_kills, settings.engine_crashes, loop.time() + settings.max_seconds
                 )
             )
-            runs = await _run_sessions_until(faults, sessions, stack, spec, settings, plan_rng)
+            runs = await _run_sessions_until(faults, sessions, stack, spec, settings, plan_rng, gates)
             await faults
             log(
                 f"{settings.name}: faults done ({injector.counts.worker_kills} Worker kills, "
                 f"{injector.counts.engine_crashes} engine crashes); checking {len(runs)} sessions"
             )
-            await _run_check_turns(runs)
+            await _run_check_turns(runs, sessions)
             log(f"{settings.name}: check turns done after {time.monotonic() - started:.0f} s")
-            report = await _check(runs, sessions, stack.invocations.read(), spec, settings, injector)
+            report = _check(runs, stack.invocations.read(), spec, settings, injector)
         finally:
             watching.cancel()
     return _with_time(report, time.monotonic() - started)
@@ -141,6 +144,7 @@ async def _run_sessions_until(
     spec: ChaosSpec,
     settings: ChaosSettings,
     plan_rng: random.Random,
+    gates: GateWatcher,
 ) -> list[_Session]:
     """Keep ``concurrent_sessions`` sessions running until the faults end, then let the last ones finish."""
     runs: list[_Session] = []
@@ -164,7 +168,11 @@ async def _run_sessions_until(
         done, _ = await asyncio.wait({*running, faults}, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             run = running.pop(task, None)
-            if run is not None and task.exception() is not None:
+            if run is None:
+                continue
+            if task.exception() is None:
+                gates.forget_session(run.driver.session_id)
+            else:
                 run.failure = task.exception()
         if faults.done() and faults.exception() is not None:
             for task in running:
@@ -173,23 +181,24 @@ async def _run_sessions_until(
             return runs
 
 
-async def _run_check_turns(runs: list[_Session]) -> None:
-    """Take one more normal turn in every session that finished its planned turns."""
+async def _run_check_turns(runs: list[_Session], sessions: AgentSessionClient) -> None:
+    """Take one more normal turn in every session that finished its planned turns, then read it back."""
     limit = asyncio.Semaphore(_CHECK_CONCURRENCY)
 
     async def check(run: _Session) -> None:
         async with limit:
             try:
                 run.check = await run.driver.run_check_turn()
+                run.stored = await read_stored_messages(sessions, run.driver.session_id)
+                run.ends = await read_turn_ends(sessions, run.driver.session_id)
             except Exception as error:
                 run.failure = error
 
     await asyncio.gather(*(check(run) for run in runs if run.failure is None))
 
 
-async def _check(
+def _check(
     runs: list[_Session],
-    sessions: AgentSessionClient,
     invocations: list[Invocation],
     spec: ChaosSpec,
     settings: ChaosSettings,
@@ -200,41 +209,12 @@ async def _check(
         *single_attempt_violations(invocations, {tools.approval_write, tools.single_attempt_write}),
         *idempotency_key_violations(invocations, {tools.idempotent_write}),
     ]
-    failed_turns: list[str] = []
-    statuses: Counter[str] = Counter()
-    turns = 0
     for run in runs:
-        session_id = run.driver.session_id
-        turns += len(run.driver.sent)
-        if run.failure is not None:
-            invariant = "session_not_idle" if isinstance(run.failure, SessionStalledError) else "driver_error"
-            violations.append(
-                Violation(invariant, session_id, f"{type(run.failure).__name__}: {run.failure}")
-            )
-            continue
-        stored = await read_stored_messages(sessions, session_id)
-        violations.extend(user_message_violations(session_id, run.driver.sent, stored))
-        violations.extend(transcript_violations(session_id, stored))
-        check = run.check
-        state = check.state if check is not None else None
-        if (
-            state is None
-            or state.last_turn_error is not None
-            or not stored
-            or stored[-1].text != CHECK_TURN_ANSWER
-        ):
-            violations.append(
-                Violation(
-                    "next_request_refused",
-                    session_id,
-                    f"the turn after the chaos did not answer normally: last_turn_error "
-                    f"{None if state is None else state.last_turn_error!r}, last stored message "
-                    f"{stored[-1].text if stored else None!r}",
-                )
-            )
-        ends = await read_turn_ends(sessions, session_id)
-        failed_turns.extend(ends.failed)
-        statuses.update(ends.tool_statuses)
+        violations.extend(_session_violations(run))
+    failed_turns = [error for run in runs for error in run.ends.failed]
+    statuses: Counter[str] = Counter()
+    for run in runs:
+        statuses.update(run.ends.tool_statuses)
     tool_runs = Counter(call.tool_name for call in invocations if call.kind == "tool")
     retrying = {tools.read, tools.idempotent_write}
     calls = Counter(
@@ -256,7 +236,7 @@ async def _check(
         stopped_by_time_limit=(counts.worker_kills, counts.engine_crashes)
         != (settings.worker_kills, settings.engine_crashes),
         sessions=len(runs),
-        turns=turns,
+        turns=sum(len(run.driver.sent) for run in runs),
         failed_turns=len(failed_turns),
         turn_failures=sorted(set(failed_turns)),
         tool_runs=dict(sorted(tool_runs.items())),
@@ -269,6 +249,35 @@ async def _check(
         violations=violations,
         replay=settings.replay,
     )
+
+
+def _session_violations(run: _Session) -> list[Violation]:
+    session_id = run.driver.session_id
+    if run.failure is not None:
+        invariant = "session_not_idle" if isinstance(run.failure, SessionStalledError) else "driver_error"
+        return [Violation(invariant, session_id, f"{type(run.failure).__name__}: {run.failure}")]
+    stored = run.stored
+    violations = [
+        *user_message_violations(session_id, run.driver.sent, stored),
+        *transcript_violations(session_id, stored),
+    ]
+    state = run.check.state if run.check is not None else None
+    if (
+        state is None
+        or state.last_turn_error is not None
+        or not stored
+        or stored[-1].text != CHECK_TURN_ANSWER
+    ):
+        violations.append(
+            Violation(
+                "next_request_refused",
+                session_id,
+                "the turn after the chaos did not answer normally: last_turn_error "
+                f"{None if state is None else state.last_turn_error!r}, last stored message "
+                f"{stored[-1].text if stored else None!r}",
+            )
+        )
+    return violations
 
 
 def _with_time(report: ChaosReport, seconds: float) -> ChaosReport:
