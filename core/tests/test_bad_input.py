@@ -160,6 +160,19 @@ async def _queue_is_empty_and_nothing_stored(case: Case, before: AgentSnapshot) 
     assert after.state == before.state
 
 
+async def _refund_waiting_for_approval(case: Case) -> None:
+    """Start a turn whose refund (`refund-1`) waits for approval; the model then answers "Done."."""
+    write = case.harness.call(case.harness.tools.approval_write, "refund-1")
+    case.script([ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Done.")])
+    await case.sessions.start_session(case.session, "Refund A-1")
+    await wait_for_agent_snapshot(
+        case.sessions,
+        case.session,
+        lambda snapshot: bool(snapshot.pending_interrupts),
+        description="an approval",
+    )
+
+
 # The client: AgentSessionClient refuses before anything reaches the session.
 
 
@@ -303,10 +316,7 @@ async def oversized_steered_message(case: Case) -> None:
 
 @bad_input("client")
 async def non_utf8_rejection_message(case: Case) -> None:
-    write = case.harness.call(case.harness.tools.approval_write, "refund-1")
-    case.script([ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Refunded.")])
-    await case.sessions.start_session(case.session, "Refund A-1")
-    await _pending_approval(case)
+    await _refund_waiting_for_approval(case)
     with pytest.raises(ValueError, match="the rejection message is not valid UTF-8 text"):
         await case.sessions.resolve_interrupt(
             case.session, "refund-1", approved=False, rejection_message="\udcff"
@@ -339,15 +349,6 @@ async def event_page_size_of_zero(case: Case) -> None:
 
 
 # The RPCs, called by a client that skips AgentSessionClient's checks: they refuse as their contract says.
-
-
-async def _pending_approval(case: Case) -> None:
-    await wait_for_agent_snapshot(
-        case.sessions,
-        case.session,
-        lambda snapshot: bool(snapshot.pending_interrupts),
-        description="an approval",
-    )
 
 
 @bad_input("rpc")
@@ -411,11 +412,7 @@ async def raw_session_settings(case: Case) -> None:
 
 @bad_input("rpc")
 async def unknown_interrupt(case: Case) -> None:
-    write = case.harness.call(case.harness.tools.approval_write, "refund-1")
-    case.script([ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Refunded.")])
-    await case.sessions.start_session(case.session, "Refund A-1")
-    assert not await case.sessions.resolve_interrupt(case.session, "no-such-interrupt", approved=True)
-    await _pending_approval(case)
+    await _refund_waiting_for_approval(case)
     assert not await case.sessions.resolve_interrupt(case.session, "no-such-interrupt", approved=True)
     assert not await case.sessions.resolve_interrupt(case.session, "", approved=True)
     assert await case.sessions.resolve_interrupt(case.session, "refund-1", approved=True)
@@ -424,10 +421,7 @@ async def unknown_interrupt(case: Case) -> None:
 
 @bad_input("rpc")
 async def interrupt_resolved_twice(case: Case) -> None:
-    write = case.harness.call(case.harness.tools.approval_write, "refund-1")
-    case.script([ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Refunded.")])
-    await case.sessions.start_session(case.session, "Refund A-1")
-    await _pending_approval(case)
+    await _refund_waiting_for_approval(case)
     assert await case.sessions.resolve_interrupt(case.session, "refund-1", approved=True)
     assert not await case.sessions.resolve_interrupt(case.session, "refund-1", approved=False)
     await wait_for_turn_end(case.sessions, case.session, 1)
@@ -438,10 +432,7 @@ async def interrupt_resolved_twice(case: Case) -> None:
 @bad_input("rpc")
 async def interrupt_answered_after_its_deadline(case: Case) -> None:
     case.use_deadline_agent()
-    write = case.harness.call(case.harness.tools.approval_write, "refund-1")
-    case.script([ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Too late.")])
-    await case.sessions.start_session(case.session, "Refund A-1")
-    await _pending_approval(case)
+    await _refund_waiting_for_approval(case)
     await wait_for_turn_end(case.sessions, case.session, 1)
     assert not await case.sessions.resolve_interrupt(case.session, "refund-1", approved=True)
     assert not case.harness.tool_runs(case.session, case.harness.tools.approval_write)
