@@ -140,7 +140,7 @@ class SessionDriver:
         """
         turns = self._plan.turns
         await self._start(turns[0].message)
-        await self._drive(lambda snapshot: self._send_due_message(snapshot), len(turns))
+        await self._drive(self._send_due_message, len(turns))
 
     async def run_check_turn(self) -> AgentSnapshot:
         """Take one more normal turn and return the idle snapshot after it.
