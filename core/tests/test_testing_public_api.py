@@ -6,6 +6,7 @@ import sys
 import dex_agents.bench
 import dex_agents.demos
 import dex_agents.testing
+import dex_agents.testing.chaos
 import dex_agents.testing.matrix
 import dex_agents.testing.mcp_inventory_server
 import dex_agents.testing.runner_contract
@@ -186,3 +187,37 @@ def test_otel_spans_exports_are_pinned_and_the_kit_does_not_import_it() -> None:
         "read_exported_spans",
     ]
     assert "otel_spans" not in dex_agents.testing.__all__
+
+
+def test_chaos_exports_are_pinned() -> None:
+    assert dex_agents.testing.chaos.__all__ == [
+        "CHECK_TURN_ANSWER",
+        "CHECK_TURN_MESSAGE",
+        "REPORT_FORMAT",
+        "ChaosReport",
+        "ChaosSettings",
+        "ChaosSpec",
+        "PlannedTurn",
+        "SessionPlan",
+        "Violation",
+        "idempotency_key_violations",
+        "load_chaos_spec",
+        "plan_session",
+        "run_chaos",
+        "single_attempt_violations",
+        "transcript_violations",
+        "user_message_violations",
+    ]
+
+
+def test_the_chaos_driver_imports_neither_pytest_nor_a_framework() -> None:
+    # It runs in every package's environment with that package's spec; it brings no framework of its own.
+    code = (
+        "import sys; sys.modules['pytest'] = None; import dex_agents.testing.chaos.__main__; "
+        "print(sorted(m for m in sys.modules if m.startswith("
+        "('litellm', 'pydantic_ai', 'agents', 'langgraph', 'langchain', 'google.adk', 'claude_agent_sdk'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.strip() == "[]", result.stderr

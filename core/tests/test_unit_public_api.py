@@ -235,6 +235,7 @@ def test_turn_failure_note_limits_live_in_limits() -> None:
         "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
         "TURN_FAILURE_NOTE_CUT_MARKER",
         "bounded_text",
+        "unencodable_index",
         "utf8_size",
     ]
     assert limits.MAX_TURN_FAILURE_NOTE_BYTES == 64 * 1024

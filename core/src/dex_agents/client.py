@@ -23,7 +23,7 @@ from dex import (
 from dex_agents import _session_waits
 from dex_agents._connection import ClientConnection
 from dex_agents._session_waits import SendMarkers, TurnEnd
-from dex_agents.limits import MAX_SESSION_SETTINGS_BYTES, MAX_USER_MESSAGE_BYTES, utf8_size
+from dex_agents.limits import MAX_SESSION_SETTINGS_BYTES, MAX_USER_MESSAGE_BYTES, unencodable_index, utf8_size
 from dex_agents.session import AgentSessionFlow
 from dex_agents.session._settings import session_settings_problem
 from dex_agents.values import (
@@ -53,7 +53,15 @@ _DEFAULT_WAIT = timedelta(minutes=10)
 _CLIENT_BLOB_CACHE_BYTES = 64 * 1024 * 1024
 
 
-def _check_message_size(text: str, what: str) -> None:
+def _check_message_text(text: object, what: str) -> None:
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be str, got {type(text).__name__}; decode bytes before sending them")
+    index = unencodable_index(text)
+    if index is not None:
+        raise ValueError(
+            f"{what} is not valid UTF-8 text: character {index} is the lone surrogate {text[index]!r}, which "
+            "no provider accepts; decode input bytes with errors='replace' instead of 'surrogateescape'"
+        )
     size = utf8_size(text)
     if size > MAX_USER_MESSAGE_BYTES:
         raise ValueError(
@@ -94,7 +102,15 @@ class AgentSessionClient:
             flow: The session Flow type.
             lock_conflict_retry_timeout: How long `resolve_interrupt`, `answer_question`, `execute_plan`
                 and `cancel_turn` retry while a Step holds a lock they need.
+
+        Raises:
+            TypeError: If ``flow`` is not an `AgentSessionFlow`.
         """
+        if not isinstance(flow, AgentSessionFlow):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"AgentSessionClient needs an AgentSessionFlow, got {type(flow).__name__}; "
+                "call the RPCs of other Flow types through the AsyncClient"
+            )
         self._client = client
         self._flow = flow
         self._lock_conflict_retry_timeout = lock_conflict_retry_timeout
@@ -128,12 +144,16 @@ class AgentSessionClient:
             The run ID.
 
         Raises:
-            ValueError: If ``initial_message`` is larger than `MAX_USER_MESSAGE_BYTES`, or the settings are
-                not a JSON object or are too large; nothing is started.
+            TypeError: If ``initial_message`` is not a str.
+            ValueError: If ``session_id`` is empty, ``initial_message`` is larger than
+                `MAX_USER_MESSAGE_BYTES` or not valid UTF-8 text, or the settings are not a JSON object or
+                are too large; nothing is started.
             FlowAlreadyStartedError: If the session ID is in use.
         """
+        if not isinstance(session_id, str) or not session_id:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"session_id must be a non-empty str, got {session_id!r}")
         if initial_message is not None:
-            _check_message_size(initial_message, "the initial message")
+            _check_message_text(initial_message, "the initial message")
         settings = None if session_settings is None else _checked_settings(session_settings)
         run_id = await self._client.start_flow(
             self._flow,
@@ -179,11 +199,13 @@ class AgentSessionClient:
             else `True`.
 
         Raises:
-            ValueError: If ``text`` is larger than `MAX_USER_MESSAGE_BYTES`; nothing is sent.
+            TypeError: If ``text`` is not a str; nothing is sent.
+            ValueError: If ``text`` is larger than `MAX_USER_MESSAGE_BYTES` or not valid UTF-8 text; nothing
+                is sent.
         """
+        _check_message_text(text, "the user message")
         if not text.strip():
             return False
-        _check_message_size(text, "the user message")
         return await self._marked_send(
             session_id,
             lambda: self._client.invoke_rpc(
@@ -207,12 +229,14 @@ class AgentSessionClient:
             ended), its deadline passed, or the answer is blank or not one of the choices it requires.
 
         Raises:
-            ValueError: If ``answer`` is larger than `MAX_USER_MESSAGE_BYTES`; nothing is sent.
+            TypeError: If ``answer`` is not a str; nothing is sent.
+            ValueError: If ``answer`` is larger than `MAX_USER_MESSAGE_BYTES` or not valid UTF-8 text;
+                nothing is sent.
             RpcLockConflictError: If the lock stayed taken for the whole retry time.
         """
+        _check_message_text(answer, "the answer")
         if not answer.strip():
             return False
-        _check_message_size(answer, "the answer")
         request = AnswerQuestionRequest(interrupt_id=interrupt_id, answer=answer)
         return await self._retry_lock_conflicts(
             lambda: self._client.invoke_rpc(self._flow.answer_question, session_id, request)
@@ -268,8 +292,13 @@ class AgentSessionClient:
             `False` when the interrupt is unknown, already resolved, or past its deadline.
 
         Raises:
+            TypeError: If ``rejection_message`` is neither a str nor `None`; nothing is sent.
+            ValueError: If ``rejection_message`` is larger than `MAX_USER_MESSAGE_BYTES` or not valid UTF-8
+                text; nothing is sent.
             RpcLockConflictError: If the lock stayed taken for the whole retry time.
         """
+        if rejection_message is not None:
+            _check_message_text(rejection_message, "the rejection message")
         request = ResolveInterruptRequest(
             interrupt_id=interrupt_id, approved=approved, rejection_message=rejection_message
         )
@@ -298,15 +327,16 @@ class AgentSessionClient:
             a turn that a Worker without steering started; else `True`.
 
         Raises:
+            TypeError: If ``text`` is not a str; nothing is sent.
             ValueError: If both or neither of ``text`` and ``message_id`` are given, or ``text`` is larger
-                than `MAX_USER_MESSAGE_BYTES`; nothing is sent.
+                than `MAX_USER_MESSAGE_BYTES` or not valid UTF-8 text; nothing is sent.
         """
         if (text is None) == (message_id is None):
             raise ValueError("steer_user_message takes exactly one of text and message_id")
         if text is not None:
+            _check_message_text(text, "the steered message")
             if not text.strip():
                 return False
-            _check_message_size(text, "the steered message")
         request = SteerUserMessageRequest(message_id=message_id, text=text)
         return await self._marked_send(
             session_id,

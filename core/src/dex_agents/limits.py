@@ -23,6 +23,7 @@ __all__ = [
     "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
     "TURN_FAILURE_NOTE_CUT_MARKER",
     "bounded_text",
+    "unencodable_index",
     "utf8_size",
 ]
 
@@ -93,3 +94,16 @@ def bounded_text(text: str, limit: int = MAX_NOTE_TEXT_BYTES) -> str:
 def utf8_size(text: str) -> int:
     """Return the size of ``text`` in UTF-8 bytes."""
     return len(text.encode("utf-8", errors="surrogatepass"))
+
+
+def unencodable_index(text: str) -> int | None:
+    """Return the index of the first character UTF-8 cannot encode (a lone surrogate), or `None`.
+
+    Such text (bytes decoded with ``errors="surrogateescape"``, or a JSON escape of a lone surrogate) would
+    be stored, then refused by every provider the transcript is sent to, so the session refuses it at once.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return error.start
+    return None

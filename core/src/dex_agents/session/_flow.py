@@ -7,7 +7,7 @@ from typing import Any
 from dex import Channel, Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream, rpc
 
 from dex_agents.compaction import is_compaction_runner
-from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
+from dex_agents.limits import MAX_USER_MESSAGE_BYTES, unencodable_index, utf8_size
 from dex_agents.persistence import (
     AGENT_MESSAGE_CHUNKS,
     AGENT_MESSAGE_INDEX,
@@ -266,11 +266,11 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
 
     @rpc(is_transactional=True)
     def send_user_message(self, context: Context, message: AgentUserMessage) -> RPCResult[bool]:
-        """Queue a user message; `False` for blank or oversized text, or ``plan_mode`` without plan mode."""
+        """Queue a user message; `False` for blank, oversized or non-UTF-8 text, or plan mode it lacks."""
         text = message.text
         if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             return RPCResult(False)
-        if utf8_size(text) > MAX_USER_MESSAGE_BYTES:
+        if utf8_size(text) > MAX_USER_MESSAGE_BYTES or unencodable_index(text) is not None:
             return RPCResult(False)
         plan_mode = message.plan_mode is True
         if plan_mode and not self._options.plan_mode_enabled:

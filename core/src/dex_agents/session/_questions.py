@@ -33,7 +33,7 @@ from dex import (
 )
 from dex.condition import Condition
 
-from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
+from dex_agents.limits import MAX_USER_MESSAGE_BYTES, unencodable_index, utf8_size
 from dex_agents.persistence import (
     AGENT_TOOL_CALLS,
     INTERRUPT_RESOLUTIONS,
@@ -283,7 +283,12 @@ def answer_question(context: Context, request: AnswerQuestionRequest) -> RPCResu
     if interrupt is None or interrupt.kind is not InterruptKind.QUESTION or has_passed(interrupt.deadline):
         return RPCResult(False)
     answer = request.answer
-    if not isinstance(answer, str) or not answer.strip() or utf8_size(answer) > MAX_USER_MESSAGE_BYTES:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if (
+        not isinstance(answer, str)  # pyright: ignore[reportUnnecessaryIsInstance]
+        or not answer.strip()
+        or utf8_size(answer) > MAX_USER_MESSAGE_BYTES
+        or unencodable_index(answer) is not None
+    ):
         return RPCResult(False)
     if not interrupt.allows_free_text and answer not in interrupt.choices:
         return RPCResult(False)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from dex import ChannelMessage, Context, RPCResult, Step
 
-from dex_agents.limits import MAX_USER_MESSAGE_BYTES, utf8_size
+from dex_agents.limits import MAX_USER_MESSAGE_BYTES, unencodable_index, utf8_size
 from dex_agents.persistence import (
     QUEUED_USER_MESSAGES,
     STEERED_USER_MESSAGES,
@@ -57,7 +57,12 @@ started task to `CancelToolTask`."""
 
 
 def _is_usable_text(text: object) -> bool:
-    return isinstance(text, str) and bool(text.strip()) and utf8_size(text) <= MAX_USER_MESSAGE_BYTES
+    return (
+        isinstance(text, str)
+        and bool(text.strip())
+        and utf8_size(text) <= MAX_USER_MESSAGE_BYTES
+        and unencodable_index(text) is None
+    )
 
 
 def _find_queued(context: Context, message_id: object) -> ChannelMessage[AgentUserMessage] | None:

@@ -14,6 +14,7 @@ from dex_agents.limits import (
     MAX_STORED_VALUE_BYTES,
     MAX_USER_MESSAGE_BYTES,
     bounded_text,
+    unencodable_index,
     utf8_size,
 )
 from dex_agents.persistence import (
@@ -144,6 +145,18 @@ def _fail_turn(
     return go_to_many(runtime.to_await_user_message())
 
 
+def _initial_message_problem(text: str) -> str | None:
+    index = unencodable_index(text)
+    if index is not None:
+        return f"the initial message is not valid UTF-8 text (character {index} is a lone surrogate)"
+    size = utf8_size(text)
+    if size > MAX_USER_MESSAGE_BYTES:
+        return (
+            f"the initial message is {size} bytes of UTF-8, more than the {MAX_USER_MESSAGE_BYTES}-byte limit"
+        )
+    return None
+
+
 class StartAgentSession(Step[AgentSessionStartInput]):
     """Start Step: initialises the session and starts the first turn when there is a first message."""
 
@@ -182,25 +195,16 @@ class StartAgentSession(Step[AgentSessionStartInput]):
                 return force_fail(reason)
             store_session_settings(context, settings)
         text = input.initial_message if input is not None else None  # pyright: ignore[reportUnnecessaryComparison]
-        if text is None or not text.strip() or utf8_size(text) > MAX_USER_MESSAGE_BYTES:
+        problem = None if text is None or not text.strip() else _initial_message_problem(text)
+        if text is None or not text.strip() or problem is not None:
             # The start is an activation even without a turn; begin_turn starts one for a turn.
             self._runtime.tracing.begin_activation(context, None)
         if text is None or not text.strip():
             return go_to_many(self._runtime.to_await_user_message())
-        size = utf8_size(text)
-        if size > MAX_USER_MESSAGE_BYTES:
+        if problem is not None:
             # AgentSessionClient refuses this before starting; a raw start_flow gets an idle session that
             # says why, instead of a start Step that fails on every retry.
-            AGENT_STATE.set(
-                context,
-                replace(
-                    state,
-                    last_turn_error=(
-                        f"the initial message is {size} bytes of UTF-8, more than the "
-                        f"{MAX_USER_MESSAGE_BYTES}-byte limit, so no turn started"
-                    ),
-                ),
-            )
+            AGENT_STATE.set(context, replace(state, last_turn_error=f"{problem}, so no turn started"))
             return go_to_many(self._runtime.to_await_user_message())
         mode = decide_interaction_mode(context, self._runtime, [False])
         return begin_turn(context, self._runtime, state, [text], interaction_mode=mode)

@@ -1,0 +1,60 @@
+"""The agents of the bad-input table, as the test process and the Worker child build them.
+
+`ModelMistakesRunner` is the core's `ScriptedRunner` whose model can also write arguments that are not a
+JSON object: a scripted call whose arguments hold `RAW_ARGUMENTS` sends that text as the call's arguments.
+`NotASessionFlow` is a Flow of another kind, which a session client must not be pointed at.
+"""
+
+import json
+from dataclasses import replace
+
+from dex import Context, Flow, PersistenceSchema, Step, StepDecision, StepList, dead_end
+
+from dex_agents import AgentTurnContext, AgentTurnOutcome, ToolCallsRequested
+from dex_agents.testing import MatrixSpec, ScriptedRunner
+from tests.agents import CORE_DIR
+
+RAW_ARGUMENTS = "raw_arguments"
+"""The argument whose value a `ModelMistakesRunner` call sends as its whole argument text."""
+
+
+class ModelMistakesRunner(ScriptedRunner):
+    """A scripted runner whose model may write malformed tool arguments."""
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        outcome = await super().run_model_step(turn)
+        if not isinstance(outcome, ToolCallsRequested):
+            return outcome
+        calls = [
+            replace(call, arguments=arguments[RAW_ARGUMENTS])
+            if RAW_ARGUMENTS in (arguments := json.loads(call.arguments))
+            else call
+            for call in outcome.tool_calls
+        ]
+        return replace(outcome, tool_calls=calls)
+
+
+class _Idle(Step[str]):
+    def execute(self, context: Context, input: str) -> StepDecision:
+        return dead_end()
+
+
+class NotASessionFlow(Flow[str]):
+    """A Flow that is not an agent session: it has none of the session's RPCs."""
+
+    def get_flow_type(self) -> str:
+        return "BadInputNotASession"
+
+    def get_steps(self) -> StepList[str]:
+        return StepList[str].start_step(_Idle())
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of()
+
+
+BAD_INPUT_SPEC = MatrixSpec(
+    build_runner=ModelMistakesRunner,
+    worker_module="tests.bad_input_worker",
+    flow_type_prefix="BadInput",
+    worker_cwd=CORE_DIR,
+)
