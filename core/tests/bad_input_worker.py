@@ -1,8 +1,11 @@
-"""The Worker child of the bad-input table: its session Flows and a Flow that is not a session."""
+"""The Worker child of the bad-input table: its session Flows only.
+
+`AgentWorker` serves nothing but session Flows, so no Worker registers `NotASessionFlow`: a session RPC sent
+to one of its Flows finds no Worker, which is the refusal the table's row checks.
+"""
 
 from dex_agents.testing import run_agent_worker
-from tests.bad_input_agents import BAD_INPUT_SPEC, NotASessionFlow
+from tests.bad_input_agents import BAD_INPUT_SPEC
 
 if __name__ == "__main__":
-    # run_agent_worker serves session Flows; the Registry takes any Flow, which this table needs.
-    run_agent_worker((*BAD_INPUT_SPEC.build_flows().all, NotASessionFlow()))  # pyright: ignore[reportArgumentType]
+    run_agent_worker(BAD_INPUT_SPEC.build_flows().all)

@@ -302,8 +302,11 @@ async def session_client_for_a_flow_that_is_not_a_session(case: Case) -> None:
 async def session_call_to_a_flow_that_is_not_a_session(case: Case) -> None:
     other = f"{case.session}-other"
     await case.harness.stack.client.start_flow(case.not_a_session, other, "x", StartFlowOptions())
-    # No Worker serves a session RPC for that Flow type; the error names both.
-    with pytest.raises(WorkerInvocationError, match=r"Flow type 'BadInputNotASession'.*'get_agent_snapshot'"):
+    # No Worker serves a session RPC for that Flow type; the error names both and says why.
+    with pytest.raises(
+        WorkerInvocationError,
+        match=r"'get_agent_snapshot'.*Flow type 'BadInputNotASession'.*no pull Worker is registered for it",
+    ):
         await case.sessions.get_agent_snapshot(other)
     await case.start_idle()
 
