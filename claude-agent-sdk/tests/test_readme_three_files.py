@@ -4,13 +4,9 @@ The Worker runs the real Claude Code CLI against the README's scripted model; th
 framework. The only change to the files is the devserver's address (a free port instead of 8801).
 """
 
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
-from dex_agents.testing import STATE_DIR_ENV, DevServerProcess, readme_snippets
+from dex_agents.testing import STATE_DIR_ENV, readme_snippets, run_readme_files
 
 from tests.matrix_spec import PACKAGE_DIR
 
@@ -25,35 +21,14 @@ def test_the_worker_and_client_files_run_as_written(tmp_path: Path) -> None:
     client_imports = [line for line in snippets["client.py"].splitlines() if "import" in line]
     assert client_imports == ["import asyncio", "from dex_agents import AgentSessionClient, AgentSessionFlow"]
 
-    server = DevServerProcess(tmp_path / "devserver.sqlite3", tmp_path / "devserver.log")
-    server.start()
-    try:
-        for name in ("worker.py", "client.py"):
-            code = snippets[name]
-            assert "localhost:8801" in code, name
-            (tmp_path / name).write_text(code.replace("localhost:8801", server.address), encoding="utf-8")
-        env = {**os.environ, STATE_DIR_ENV: str(tmp_path)}
-        with (tmp_path / "worker.log").open("wb") as log:
-            worker = subprocess.Popen(
-                [sys.executable, "worker.py"], cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT
-            )
-        try:
-            client = subprocess.run(
-                [sys.executable, "client.py"],
-                check=False,
-                cwd=tmp_path,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=150,
-            )
-        finally:
-            worker.send_signal(signal.SIGTERM)
-            worker_exit = worker.wait(timeout=60)
-    finally:
-        server.stop()
-    assert client.returncode == 0, client.stderr
-    assert client.stdout.splitlines() == [
+    # run_readme_files refuses a Worker or client file that does not name localhost:8801.
+    files = {name: snippets[name] for name in ("worker.py", "client.py")}
+    # The scripted model keeps its scripts and invocation log in the directory STATE_DIR_ENV names; the
+    # real CLI makes the turn slower than the other adapters', hence the longer timeout.
+    env = {STATE_DIR_ENV: str(tmp_path)}
+    run = run_readme_files(tmp_path, files, worker="worker.py", client="client.py", env=env, timeout=150)
+    assert run.client_returncode == 0, run.client_stderr
+    assert run.client_stdout.splitlines() == [
         'approving refund_order {"order_id": "7"}',
         "turn-1 completed",
         "user: Please refund order 7, it arrived broken.",
@@ -64,4 +39,4 @@ def test_the_worker_and_client_files_run_as_written(tmp_path: Path) -> None:
         "tool: refund_order",
         "assistant: Order 7 is refunded.",
     ]
-    assert worker_exit == 0, (tmp_path / "worker.log").read_text()
+    assert run.worker_exit == 0, run.worker_log

@@ -7,12 +7,9 @@ them: the client starts a session, waits for the refund's approval, approves it 
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
-from dex_agents.testing import DevServerProcess, readme_snippets
+from dex_agents.testing import readme_snippets, run_readme_files
 
 from tests.matrix_spec import PACKAGE_DIR
 
@@ -29,31 +26,10 @@ def test_the_worker_and_client_files_run_as_written(tmp_path: Path) -> None:
         "the client imports no framework"
     )
 
-    server = DevServerProcess(tmp_path / "devserver.sqlite3", tmp_path / "devserver.log")
-    server.start()
-    try:
-        for name, code in snippets.items():
-            assert "localhost:8801" in code, name
-            (tmp_path / name).write_text(code.replace("localhost:8801", server.address), encoding="utf-8")
-        with (tmp_path / "worker.log").open("wb") as log:
-            worker = subprocess.Popen([sys.executable, "worker.py"], cwd=tmp_path, stdout=log, stderr=log)
-        try:
-            client = subprocess.run(
-                [sys.executable, "client.py"],
-                check=False,
-                cwd=tmp_path,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-        finally:
-            worker.send_signal(signal.SIGTERM)
-            worker_exit = worker.wait(timeout=60)
-    finally:
-        server.stop()
-
-    assert client.returncode == 0, client.stderr
-    assert client.stdout.splitlines() == [
+    # run_readme_files refuses a Worker or client file that does not name localhost:8801.
+    run = run_readme_files(tmp_path, snippets, worker="worker.py", client="client.py")
+    assert run.client_returncode == 0, run.client_stderr
+    assert run.client_stdout.splitlines() == [
         'approving refund_order {"order_id": "7"}',
         "turn-1 completed",
         "user: Please refund order 7, it arrived broken.",
@@ -62,4 +38,4 @@ def test_the_worker_and_client_files_run_as_written(tmp_path: Path) -> None:
         "tool: refund_order",
         "assistant: Order 7 is refunded.",
     ]
-    assert worker_exit == 0, (tmp_path / "worker.log").read_text()
+    assert run.worker_exit == 0, run.worker_log

@@ -5,13 +5,9 @@ exactly as the README spells them, except for the server's address: the test's p
 on a free port instead of 8801.
 """
 
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
-from dex_agents.testing import DevServerProcess, readme_snippets
+from dex_agents.testing import readme_snippets, run_readme_files
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -27,38 +23,11 @@ def test_the_readmes_three_files_run_as_written(tmp_path: Path) -> None:
         "from dex_agents import AgentSessionClient, AgentSessionFlow",
     ], "the client imports no framework"
 
-    server = DevServerProcess(tmp_path / "devserver.sqlite3", tmp_path / "devserver.log")
-    server.start()
-    try:
-        for name in ("agent_worker.py", "client.py"):
-            assert "localhost:8801" in snippets[name]
-            code = snippets[name].replace("localhost:8801", server.address)
-            (tmp_path / name).write_text(code, encoding="utf-8")
-        with (tmp_path / "worker.log").open("wb") as log:
-            worker = subprocess.Popen(
-                [sys.executable, "agent_worker.py"],
-                cwd=tmp_path,
-                env=dict(os.environ),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        try:
-            client = subprocess.run(
-                [sys.executable, "client.py"],
-                check=False,
-                cwd=tmp_path,
-                env=dict(os.environ),
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-        finally:
-            worker.send_signal(signal.SIGTERM)
-            worker_exit = worker.wait(timeout=60)
-    finally:
-        server.stop()
-    assert client.returncode == 0, client.stderr
-    assert client.stdout.splitlines() == [
+    # run_readme_files refuses a Worker or client file that does not name localhost:8801.
+    files = {name: snippets[name] for name in ("agent_worker.py", "client.py")}
+    run = run_readme_files(tmp_path, files, worker="agent_worker.py", client="client.py")
+    assert run.client_returncode == 0, run.client_stderr
+    assert run.client_stdout.splitlines() == [
         'approving refund_order {"order_id":"7"}',
         "turn-1 completed",
         "user: Order 7 arrived broken, please refund it.",
@@ -67,4 +36,4 @@ def test_the_readmes_three_files_run_as_written(tmp_path: Path) -> None:
         "tool: refund_order",
         "assistant: Order 7 is refunded.",
     ]
-    assert worker_exit == 0, (tmp_path / "worker.log").read_text()
+    assert run.worker_exit == 0, run.worker_log

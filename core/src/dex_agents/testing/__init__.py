@@ -15,12 +15,13 @@ framework-free runner built on them. The design's matrix is ``dex_agents.testing
 What the adapters share besides: ``SessionSide`` plays the session's side of the runner contract in
 process for framework tests, ``read_agent_events`` / ``text_by_model_step`` / ``recorded_usage`` read a
 session's events back, ``run_example`` / ``check_order_desk_output`` run an example as a user does and
-check what the order-desk driver printed, ``readme_snippets`` reads the files a README spells out (so a
-test runs exactly what users copy), ``run_mcp_inventory_scenario`` runs the MCP inventory session
-scenario against an adapter's MCP agent, ``mcp_inventory_server_command`` starts the MCP server it
-expects (``python -m dex_agents.testing.mcp_inventory_server``) on stdio, and
-``start_mcp_inventory_http_server`` runs the same server on Streamable HTTP on loopback. The demo drivers
-live in ``dex_agents.demos`` and the benchmark helpers in ``dex_agents.bench``.
+check what the order-desk driver printed, ``readme_snippets`` reads the files a README spells out and
+``run_readme_files`` runs its Worker and client files on a private devserver (so a test runs exactly what
+users copy), ``run_mcp_inventory_scenario`` runs the MCP inventory session scenario against an adapter's
+MCP agent, ``mcp_inventory_server_command`` starts the MCP server it expects
+(``python -m dex_agents.testing.mcp_inventory_server``) on stdio, and ``start_mcp_inventory_http_server``
+runs the same server on Streamable HTTP on loopback. The demo drivers live in ``dex_agents.demos`` and the
+benchmark helpers in ``dex_agents.bench``.
 
 ``stored_calls_without_result`` checks that a stored transcript has no tool call without its result, as
 a steered, cancelled or failed turn must leave it.
@@ -59,7 +60,7 @@ from dex_agents.testing._matrix_tools import (
 from dex_agents.testing._mcp_http_server import McpInventoryHttpServer, start_mcp_inventory_http_server
 from dex_agents.testing._mcp_inventory import McpInventoryRun, run_mcp_inventory_scenario
 from dex_agents.testing._projection import ProjectedCall, check_message_projection
-from dex_agents.testing._readme import readme_snippets
+from dex_agents.testing._readme import ReadmeRun, readme_snippets, run_readme_files
 from dex_agents.testing._runner_contract_spec import RunnerContractSpec
 from dex_agents.testing._scoped_runner import ModelCallScopedRunner, with_model_call_scope
 from dex_agents.testing._script import (
@@ -120,6 +121,7 @@ __all__ = [
     "ModelCallScope",
     "ModelCallScopedRunner",
     "ProjectedCall",
+    "ReadmeRun",
     "RunnerContractSpec",
     "ScriptStore",
     "ScriptedQuestion",
@@ -150,6 +152,7 @@ __all__ = [
     "run_inline_scripted_tool",
     "run_matrix_worker",
     "run_mcp_inventory_scenario",
+    "run_readme_files",
     "run_scripted_tool",
     "script_store_scope",
     "scripted_model_response",
