@@ -2,6 +2,8 @@
 
 `ModelMistakesRunner` is the core's `ScriptedRunner` whose model can also write arguments that are not a
 JSON object: a scripted call whose arguments hold `RAW_ARGUMENTS` sends that text as the call's arguments.
+A scripted `turn_error` that starts with `DROPS_ITS_MESSAGES` comes back without the turn's new messages, as
+a framework that stops a run by raising (a recursion limit, a refused confirmation) returns it.
 `NotASessionFlow` is a Flow of another kind, which a session client must not be pointed at.
 """
 
@@ -10,12 +12,14 @@ from dataclasses import replace
 
 from dex import Context, Flow, PersistenceSchema, Step, StepDecision, StepList, dead_end
 
-from dex_agents import AgentTurnContext, AgentTurnOutcome, ToolCallsRequested
+from dex_agents import AgentTurnContext, AgentTurnOutcome, ToolCallsRequested, TurnCompleted
 from dex_agents.testing import MatrixSpec, ScriptedRunner
 from tests.agents import CORE_DIR
 
 RAW_ARGUMENTS = "raw_arguments"
 """The argument whose value a `ModelMistakesRunner` call sends as its whole argument text."""
+DROPS_ITS_MESSAGES = "the run stopped"
+"""The start of a scripted turn_error that a `ModelMistakesRunner` returns with no new messages."""
 
 
 class ModelMistakesRunner(ScriptedRunner):
@@ -23,6 +27,8 @@ class ModelMistakesRunner(ScriptedRunner):
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         outcome = await super().run_model_step(turn)
+        if isinstance(outcome, TurnCompleted) and (outcome.turn_error or "").startswith(DROPS_ITS_MESSAGES):
+            return replace(outcome, new_messages=())
         if not isinstance(outcome, ToolCallsRequested):
             return outcome
         calls = [

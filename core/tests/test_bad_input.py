@@ -30,6 +30,7 @@ from dex_agents import (
     AgentSessionStatus,
     AgentSnapshot,
     AgentUserMessage,
+    MessageRole,
     SteerUserMessageRequest,
     UpdateSessionSettingsRequest,
 )
@@ -42,7 +43,7 @@ from dex_agents.testing import (
     wait_for_turn_end,
 )
 from dex_agents.testing.matrix import MatrixHarness
-from tests.bad_input_agents import BAD_INPUT_SPEC, RAW_ARGUMENTS, NotASessionFlow
+from tests.bad_input_agents import BAD_INPUT_SPEC, DROPS_ITS_MESSAGES, RAW_ARGUMENTS, NotASessionFlow
 
 NORMAL_QUESTION = "Still there?"
 NORMAL_ANSWER = "Yes, still here."
@@ -610,6 +611,21 @@ async def turn_error_from_the_runner(case: Case) -> None:
     await case.sessions.start_session(case.session, "Refund everything")
     assert await case.failed_turn(1) == "guardrail tripped: refund policy"
     assert len(case.harness.model_calls(case.session)) == 1
+
+
+@bad_input("runner")
+async def turn_error_without_the_turns_messages_after_a_tool_ran(case: Case) -> None:
+    # The read's result lives only in the runner's state; failing the turn must still store it, or the
+    # stored call has no result and the next provider request is refused.
+    read = case.harness.call(case.harness.tools.read, "read-1")
+    error = f"{DROPS_ITS_MESSAGES}: recursion limit reached"
+    case.script([ScriptedResponse(tool_calls=(read,)), ScriptedResponse(turn_error=error)])
+    await case.sessions.start_session(case.session, "Look up A-1")
+    assert await case.failed_turn(1) == error
+    snapshot = await case.sessions.get_agent_snapshot(case.session)
+    results = [message for message in snapshot.messages if message.role == MessageRole.TOOL]
+    assert [message.tool_call_id for message in results] == ["read-1"], snapshot.messages
+    assert len(case.harness.tool_runs(case.session, case.harness.tools.read)) == 1
 
 
 async def _finish_with_a_normal_turn(case: Case) -> None:

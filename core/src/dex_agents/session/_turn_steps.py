@@ -436,7 +436,9 @@ class RunModel(Step[CompactContextInput | None]):
                     AgentEventType.TURN_FAILED, {"error": ended.last_turn_error}
                 )
                 return go_to_many(runtime.to_await_user_message())
-            return _fail_turn(context, runtime, advanced, error, records)
+            # A runner that stops by raising returns no messages; its unstored items (a tool's result
+            # among them) would leave a stored call without its result, so ask it for them first.
+            return await self._fail(context, advanced, error, records)
         _end_turn(context, advanced, records, None)
         runtime.event_writer(context, turn_id).write_event(
             AgentEventType.TURN_COMPLETED,
