@@ -37,7 +37,7 @@ from claude_agent_sdk import (
     SdkMcpTool,
     Transport,
 )
-from dex_agents import AgentToolCall, ToolTaskHandlers
+from dex_agents import AgentToolCall, ToolTaskHandlers, ToolTaskRouter
 from dex_agents.mcp import McpToolSource
 from dex_agents.runner import (
     AgentTurnContext,
@@ -165,7 +165,9 @@ class ClaudeAgentRunner:
         self._inline_read_tools = inline_read_tools
         self._model_for_settings = model_for_settings
         self._instructions_for_settings = instructions_for_settings
-        self._task_handlers = task_handlers
+        self._tasks = ToolTaskRouter(
+            "ClaudeAgentRunner", "task_handlers", task_handlers, sources=self._sources
+        )
         self._transport_factory = transport_factory
 
     @property
@@ -309,23 +311,11 @@ class ClaudeAgentRunner:
             LookupError: If no source owns the call and no task handler has its tool; the poll fails and
                 the call is recorded by its effect.
         """
-        source = self._owning_source(poll.tool_call)
-        if source is not None:
-            return await source.poll_tool_task(poll)
-        if self._task_handlers is None:
-            raise LookupError(
-                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but the "
-                "ClaudeAgentRunner has no task_handlers to poll it"
-            )
-        return await self._task_handlers.poll_tool_task(poll)
+        return await self._tasks.poll_tool_task(poll)
 
     async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
         """Cancel an abandoned task through its `McpToolSource` or task handler; others are left alone."""
-        source = self._owning_source(cancellation.tool_call)
-        if source is not None:
-            await source.cancel_tool_task(cancellation)
-        elif self._task_handlers is not None:
-            await self._task_handlers.cancel_tool_task(cancellation)
+        await self._tasks.cancel_tool_task(cancellation)
 
     def _owning_source(self, record: AgentToolCall) -> McpToolSource | None:
         return next((source for source in self._sources if source.owns_tool_call(record)), None)

@@ -29,7 +29,7 @@ from dex_agents._tool_requests import (
     start_tool_task,
     started_tool_task,
 )
-from dex_agents._tool_tasks import ToolTaskHandler, ToolTaskHandlers
+from dex_agents._tool_tasks import ToolTaskHandler, ToolTaskHandlers, ToolTaskRouter, ToolTaskSource
 from dex_agents._worker import AgentWorker, agent_worker_task_slots, serve_agent_worker
 from dex_agents.client import AgentSessionClient
 from dex_agents.compaction import (
@@ -312,7 +312,9 @@ __all__ = [
     "ToolTaskPoll",
     "ToolTaskPollOutcome",
     "ToolTaskPoller",
+    "ToolTaskRouter",
     "ToolTaskRunning",
+    "ToolTaskSource",
     "ToolTaskStarted",
     "TurnCancellationRequest",
     "TurnCompleted",

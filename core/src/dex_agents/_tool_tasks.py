@@ -8,7 +8,7 @@ a poll only reads the task (and delivers the answer to a question the task asked
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -24,6 +24,8 @@ __all__ = [
     "ToolTaskPoll",
     "ToolTaskPollOutcome",
     "ToolTaskPoller",
+    "ToolTaskRouter",
+    "ToolTaskSource",
 ]
 
 #: What one `poll_tool_task` returns: the task's result, a question it asks, or that it still runs.
@@ -194,3 +196,100 @@ class ToolTaskHandlers:
         handler = self._handlers.get(cancellation.tool_call.tool_name)
         if handler is not None and handler.cancel is not None:
             await handler.cancel(cancellation)
+
+
+class ToolTaskSource(Protocol):
+    """A tool source that polls and cancels the tasks of the calls it owns, as `McpToolSource` does.
+
+    Only a source found by the call's record alone fits: every poll may run in another Worker.
+    """
+
+    def owns_tool_call(self, record: AgentToolCall) -> bool:
+        """Whether the call is this source's, from its record alone."""
+        ...
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Read one of this source's tasks once (see `ToolTaskPoller.poll_tool_task`)."""
+        ...
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Ask one of this source's tasks to stop (see `ToolTaskCanceller.cancel_tool_task`)."""
+        ...
+
+
+class ToolTaskRouter:
+    """Routes a started task's poll and cancel to the source that owns its call, else to the user's handlers.
+
+    What an adapter's `poll_tool_task` and `cancel_tool_task` delegate to when it takes both tool sources
+    (an `McpToolSource`, say) and `ToolTaskHandlers`: the first source whose ``owns_tool_call`` accepts the
+    call's record gets it; any other call goes to ``handlers``. A runner should offer polling only when
+    `can_poll` is true, so the session tells tools to finish their work in the call otherwise.
+
+    Args:
+        runner_name: The runner's class name, for the error that asks for handlers.
+        handlers_argument: The runner's constructor argument that takes ``handlers``, for the same error.
+        handlers: The user's handlers by tool name, or `None`.
+        sources: The tool sources whose calls' tasks they poll and cancel themselves.
+
+    Examples:
+        >>> router = ToolTaskRouter("MyRunner", "tool_tasks", tool_tasks, sources=[mcp_tools])
+        >>> outcome = await router.poll_tool_task(poll)
+    """
+
+    def __init__(
+        self,
+        runner_name: str,
+        handlers_argument: str,
+        handlers: ToolTaskHandlers | None,
+        sources: Iterable[ToolTaskSource] = (),
+    ) -> None:
+        self._runner_name = runner_name
+        self._handlers_argument = handlers_argument
+        self._handlers = handlers
+        self._sources = tuple(sources)
+
+    @property
+    def can_poll(self) -> bool:
+        """Whether anything can poll a task: a source or the handlers."""
+        return bool(self._sources) or self._handlers is not None
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Poll the task through the source that owns its call, else through the handlers.
+
+        Args:
+            poll: The poll.
+
+        Returns:
+            What the source or the tool's handler reports.
+
+        Raises:
+            LookupError: If no source owns the call and there are no handlers, or the handlers have none
+                for its tool; the poll fails, and the call is recorded by its effect.
+        """
+        record = poll.tool_call
+        source = self._owner(record)
+        if source is not None:
+            return await source.poll_tool_task(poll)
+        if self._handlers is None:
+            runner, argument, tool = self._runner_name, self._handlers_argument, record.tool_name
+            raise LookupError(
+                f"tool {tool!r} started task {record.task_id!r}, but no tool source owns the call and "
+                f"{runner} was given no {argument}; pass "
+                f"{runner}(..., {argument}=ToolTaskHandlers({{{tool!r}: ToolTaskHandler(poll=...)}}))"
+            )
+        return await self._handlers.poll_tool_task(poll)
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Cancel the task through the source that owns its call, else the handlers; else leave it alone.
+
+        Args:
+            cancellation: The abandoned task.
+        """
+        source = self._owner(cancellation.tool_call)
+        if source is not None:
+            await source.cancel_tool_task(cancellation)
+        elif self._handlers is not None:
+            await self._handlers.cancel_tool_task(cancellation)
+
+    def _owner(self, record: AgentToolCall) -> ToolTaskSource | None:
+        return next((source for source in self._sources if source.owns_tool_call(record)), None)

@@ -49,6 +49,7 @@ from dex_agents import (
     ToolTaskHandlers,
     ToolTaskPoll,
     ToolTaskPollOutcome,
+    ToolTaskRouter,
 )
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
@@ -189,12 +190,15 @@ class GoogleAdkRunner:
         self._model_for_settings = model_for_settings
         self._instructions_for_settings = instructions_for_settings
         self._mcp = mcp_tools
-        self._tool_tasks = tool_tasks
-        if mcp_tools is not None or tool_tasks is not None:
+        # A started task's poll and cancel go to the MCP source that owns its call, else to `tool_tasks`.
+        tasks = ToolTaskRouter(
+            "GoogleAdkRunner", "tool_tasks", tool_tasks, sources=() if mcp_tools is None else (mcp_tools,)
+        )
+        if tasks.can_poll:
             # The session offers tools a task only when the runner polls them (`supports_tool_tasks`), so
             # without anything to poll with, a tool finishes its work inside the call instead.
-            self.poll_tool_task = self._poll_tool_task
-            self.cancel_tool_task = self._cancel_tool_task
+            self.poll_tool_task = tasks.poll_tool_task
+            self.cancel_tool_task = tasks.cancel_tool_task
 
     @property
     def app(self) -> App:
@@ -419,24 +423,6 @@ class GoogleAdkRunner:
             arguments=record.arguments,
         )
         return ToolExecutionResult(output)
-
-    async def _poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        """Poll a started task: an MCP source's own, else with the tool's handler in ``tool_tasks``."""
-        if self._mcp is not None and self._mcp.owns_tool_call(poll.tool_call):
-            return await self._mcp.poll_tool_task(poll)
-        if self._tool_tasks is None:
-            raise LookupError(
-                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but "
-                "GoogleAdkRunner has no tool_tasks to poll it with"
-            )
-        return await self._tool_tasks.poll_tool_task(poll)
-
-    async def _cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
-        """Cancel an abandoned task: an MCP source's own, else with the tool's handler, if it has one."""
-        if self._mcp is not None and self._mcp.owns_tool_call(cancellation.tool_call):
-            await self._mcp.cancel_tool_task(cancellation)
-        elif self._tool_tasks is not None:
-            await self._tool_tasks.cancel_tool_task(cancellation)
 
     async def _declared_tools(self, turn: AgentTurnContext) -> list[DeclaredTool]:
         """The tools a model Step adds to the application's own: the MCP source's, then the built-ins."""

@@ -35,7 +35,7 @@ import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from dex_agents import ToolTaskHandlers
+from dex_agents import ToolTaskHandlers, ToolTaskRouter
 from dex_agents.events import AgentEventWriter
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
@@ -45,9 +45,6 @@ from dex_agents.runner import (
     DeferredToolExecution,
     DeferredToolOutcome,
     ToolCallsRequested,
-    ToolTaskCancellation,
-    ToolTaskPoll,
-    ToolTaskPollOutcome,
     TurnCompleted,
 )
 from dex_agents.values import AgentUsage, FrameworkMessage
@@ -157,18 +154,21 @@ class LangGraphRunner:
         self._config: RunnableConfig = config or {}
         self._tool_step = ToolStepExecutor(self._tool_node, self._graph, context)
         self._mcp_tools = mcp_tools
-        self._tool_tasks = tool_tasks
         self._turn_setup = TurnSetup(
             frozenset(self._tool_node.tools_by_name),
             model_for_settings=model_for_settings,
             instructions_for_settings=instructions_for_settings,
             mcp_tools=mcp_tools,
         )
-        if mcp_tools is not None or tool_tasks is not None:
+        # A started task's poll and cancel go to the MCP source that owns its call, else to `tool_tasks`.
+        tasks = ToolTaskRouter(
+            "LangGraphRunner", "tool_tasks", tool_tasks, sources=() if mcp_tools is None else (mcp_tools,)
+        )
+        if tasks.can_poll:
             # Only a runner with someone to ask polls tasks: the session reads the capability from these
             # methods and tells tools (`supports_tool_tasks`) whether they may hand work over.
-            self.poll_tool_task = self._poll_tool_task
-            self.cancel_tool_task = self._cancel_tool_task
+            self.poll_tool_task = tasks.poll_tool_task
+            self.cancel_tool_task = tasks.cancel_tool_task
 
     @property
     def graph(self) -> Pregel[Any, Any, Any, Any]:
@@ -344,24 +344,6 @@ class LangGraphRunner:
         if self._mcp_tools is not None and self._mcp_tools.owns_tool_call(call.tool_call):
             return await self._mcp_tools.call_tool(call)
         return await self._tool_step.execute(call, self._run_config(None, call.flow_id))
-
-    async def _poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        """Poll a started task: the MCP source's own, else with the tool's handler in ``tool_tasks``."""
-        if self._mcp_tools is not None and self._mcp_tools.owns_tool_call(poll.tool_call):
-            return await self._mcp_tools.poll_tool_task(poll)
-        if self._tool_tasks is None:
-            raise LookupError(
-                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but the runner "
-                "has no tool_tasks handlers; pass LangGraphRunner(..., tool_tasks=ToolTaskHandlers({...}))"
-            )
-        return await self._tool_tasks.poll_tool_task(poll)
-
-    async def _cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
-        """Cancel an abandoned task: the MCP source's own, else with the tool's handler, if it has one."""
-        if self._mcp_tools is not None and self._mcp_tools.owns_tool_call(cancellation.tool_call):
-            await self._mcp_tools.cancel_tool_task(cancellation)
-        elif self._tool_tasks is not None:
-            await self._tool_tasks.cancel_tool_task(cancellation)
 
     async def _resume_input(
         self,

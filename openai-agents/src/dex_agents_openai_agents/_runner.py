@@ -55,6 +55,7 @@ from dex_agents import (
     ToolTaskHandlers,
     ToolTaskPoll,
     ToolTaskPollOutcome,
+    ToolTaskRouter,
 )
 from dex_agents.runner import (
     DEFAULT_REJECTION_TOOL_RESULT,
@@ -241,7 +242,13 @@ class OpenAIAgentsRunner(Generic[TContext]):
         self._tool_calls = ToolCallRunner(self._graph, context, self._run_config)
         self._policies = CallPolicies(self._graph, context)
         self._turn_tools = TurnTools(mcp_tool_source)
-        self._tool_tasks = tool_tasks
+        # A started task's poll and cancel go to the MCP source that owns its call, else to `tool_tasks`.
+        self._tasks = ToolTaskRouter(
+            "OpenAIAgentsRunner",
+            "tool_tasks",
+            tool_tasks,
+            sources=() if mcp_tool_source is None else (mcp_tool_source,),
+        )
         self._turn_configs = TurnRunConfig(self._run_config, model_for_settings, instructions_for_settings)
 
     @property
@@ -372,20 +379,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
         The session offers tools `start_tool_task` only when this is not `None`
         (`DeferredToolExecution.supports_tool_tasks`): with ``tool_tasks`` or ``mcp_tool_source``.
         """
-        if self._tool_tasks is None and self._turn_tools.mcp_source is None:
-            return None
-        return self._poll_tool_task
-
-    async def _poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        source = self._turn_tools.mcp_source
-        if source is not None and source.owns_tool_call(poll.tool_call):
-            return await source.poll_tool_task(poll)
-        if self._tool_tasks is None:
-            raise LookupError(
-                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but the runner "
-                "has no tool_tasks handlers to poll it"
-            )
-        return await self._tool_tasks.poll_tool_task(poll)
+        return self._tasks.poll_tool_task if self._tasks.can_poll else None
 
     async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
         """Ask an abandoned task to stop, through the MCP source for its calls, else ``tool_tasks``.
@@ -396,11 +390,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
         Args:
             cancellation: The task `cancel_turn` abandoned.
         """
-        source = self._turn_tools.mcp_source
-        if source is not None and source.owns_tool_call(cancellation.tool_call):
-            await source.cancel_tool_task(cancellation)
-        elif self._tool_tasks is not None:
-            await self._tool_tasks.cancel_tool_task(cancellation)
+        await self._tasks.cancel_tool_task(cancellation)
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """Return the turn's unstored items when it ends without an answer, each call with its result.

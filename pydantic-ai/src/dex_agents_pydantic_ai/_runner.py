@@ -56,6 +56,7 @@ from dex_agents import (
     ToolTaskHandlers,
     ToolTaskPoll,
     ToolTaskPollOutcome,
+    ToolTaskRouter,
     TurnCompleted,
 )
 from pydantic import ValidationError
@@ -219,12 +220,13 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         self._summary_instructions = summary_instructions
         self._tool_calls = ToolCallRunner(agent, deps=self._deps)
         self._mcp_tools = mcp_tools
-        self._tool_tasks = tool_tasks
+        tasks = ToolTaskRouter(
+            "PydanticAiRunner", "tool_tasks", tool_tasks, sources=() if mcp_tools is None else (mcp_tools,)
+        )
         # The session polls tasks only when the runner can (it looks for a callable `poll_tool_task`), so
         # a runner with nothing to poll them with leaves both unset and tools finish their work in the call.
-        polls_tasks = mcp_tools is not None or tool_tasks is not None
-        self.poll_tool_task: _PollToolTask | None = self._poll_tool_task if polls_tasks else None
-        self.cancel_tool_task: _CancelToolTask | None = self._cancel_tool_task if polls_tasks else None
+        self.poll_tool_task: _PollToolTask | None = tasks.poll_tool_task if tasks.can_poll else None
+        self.cancel_tool_task: _CancelToolTask | None = tasks.cancel_tool_task if tasks.can_poll else None
 
     @property
     def agent(self) -> Agent[AgentDepsT, Any]:
@@ -479,22 +481,6 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             tool_name=record.tool_name, tool_call_id=record.tool_call_id, arguments=record.arguments
         )
         return ToolExecutionResult(output)
-
-    async def _poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        if self._mcp_tools is not None and self._mcp_tools.owns_tool_call(poll.tool_call):
-            return await self._mcp_tools.poll_tool_task(poll)
-        if self._tool_tasks is None:
-            raise LookupError(
-                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but "
-                "PydanticAiRunner has no tool_tasks= handlers to poll it with"
-            )
-        return await self._tool_tasks.poll_tool_task(poll)
-
-    async def _cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
-        if self._mcp_tools is not None and self._mcp_tools.owns_tool_call(cancellation.tool_call):
-            await self._mcp_tools.cancel_tool_task(cancellation)
-        elif self._tool_tasks is not None:
-            await self._tool_tasks.cancel_tool_task(cancellation)
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> list[FrameworkMessage]:
         """Return the messages of a turn that ends without an answer, with a result for every tool call.
