@@ -19,8 +19,8 @@ the `turn_completed` event. The timing and the figures are ``dex_agents.bench.ru
 
 That function's CPU figures count the Worker's own process only, not the CLI processes it starts and
 reaps, so this module adds the CLI's CPU per turn: in process (this process's reaped children) and in the
-Worker (its reaped children, over every durable turn, warm-up included). Its overhead line names the
-other adapters' five Steps; the line after it gives this turn's. Its "run state at the tool boundary" is
+Worker (its reaped children, over every durable turn, warm-up included); its overhead line names this
+turn's two Steps. Its "run state at the tool boundary" is
 measured with the read deferred (`inline_read_tools=False`), since an inline read leaves the session no
 run state: it is what a turn that waits for one call stores, the CLI transcript's share included.
 
@@ -204,6 +204,7 @@ async def main(turns: int, concurrency: int, concurrent_turns: int) -> None:
                         PACKAGE_DIR,
                         QUESTION,
                         "user, assistant text, assistant call, tool, assistant",
+                        shape="2 model calls in 1 CLI run, read inline; 2 Steps: StartAgentSession, RunModel",
                     ),
                     run_state_bytes,
                     concurrency=concurrency,
@@ -215,9 +216,6 @@ async def main(turns: int, concurrency: int, concurrent_turns: int) -> None:
     # The in-process warm-up turn is left out, as its time is.
     in_process_cli = statistics.median(agent.cli_cpu_seconds[1:])
     durable_turns = 1 + turns + concurrent_turns
-    print(
-        "this turn: 2 Steps (StartAgentSession, RunModel), 1 CLI run making both model calls, the read inline"
-    )
     print(
         f"CLI CPU per turn (ms), not in the figures above: in process median {in_process_cli * 1000:.0f}, "
         f"Worker's CLI runs {worker_cli.seconds / durable_turns * 1000:.0f} "

@@ -46,6 +46,8 @@ class DurableTurn:
         question: The user message that starts each session.
         message_kinds: What the stored messages of one turn are, for the figures
             ("user, assistant, tool, assistant").
+        shape: What one turn runs, named in the overhead line; an adapter whose turn takes other Steps
+            says so here.
     """
 
     flow: AgentSessionFlow
@@ -53,6 +55,7 @@ class DurableTurn:
     worker_cwd: Path
     question: str
     message_kinds: str
+    shape: str = "2 model calls + 1 tool, 5 Steps"
 
 
 async def run_turn_overhead_bench(
@@ -90,7 +93,7 @@ async def run_turn_overhead_bench(
     _print_durable("durable, 1 session at a time", sequential)
     _print_durable(f"durable, {concurrency} sessions at once", concurrent)
     overhead = sequential.median - statistics.median(local)
-    print(f"durable overhead per turn (2 model calls + 1 tool, 5 Steps): {overhead * 1000:.1f} ms")
+    print(f"durable overhead per turn ({durable.shape}): {overhead * 1000:.1f} ms")
     print(f"run state at the tool boundary: {run_state} bytes")
     print(f"stored framework_item bytes per message ({durable.message_kinds}): {item_sizes}")
 
