@@ -24,9 +24,15 @@ class RunnerContractSpec:
         tool_names: The names the agent gives the four matrix tools.
         unknown_tool_message: A fragment of what the framework tells the model about a call to a tool name
             the agent does not have (the tests call ``launch_rocket``); ``None`` skips that test.
+        runs_reads_inline: ``True`` for a harness that runs reads inline inside its model Step (the Claude
+            Agent SDK adapter's CLI run) and defers only writes. The tests then take the inline path where
+            it differs: a read turn completes in one ``run_model_step``, a read's result is its scripted
+            ``output``, and a test that needs a deferred call uses a write. The two tests that assume every
+            call of a response is deferred still assume it; such an adapter marks them ``xfail``.
     """
 
     build_runner: Callable[[], AgentFrameworkRunner]
     foreign_run_state_error: str
     tool_names: MatrixToolNames = field(default_factory=MatrixToolNames)
     unknown_tool_message: str | None = None
+    runs_reads_inline: bool = False

@@ -23,8 +23,10 @@ replays the stored conversation; a run state another runner wrote is refused wit
 any model call; a call to a tool name the agent does not have is deferred with `UNKNOWN_TOOL_POLICY` and
 fails in its tool Step with a message the model sees at its next call; and, for a runner that implements
 ``build_unfinished_turn_messages``, a turn that steering or a cancellation ends keeps its items and a result
-for every call, which the next turn's model call sees. Like ``dex_agents.testing.matrix``, this module needs
-pytest and pytest-asyncio; the kit registers it for pytest's assertion rewriting.
+for every call, which the next turn's model call sees. A harness that runs reads inline inside its model
+Step sets ``RunnerContractSpec.runs_reads_inline``, and the tests take their inline path where it differs.
+Like ``dex_agents.testing.matrix``, this module needs pytest and pytest-asyncio; the kit registers it for
+pytest's assertion rewriting.
 """
 
 from __future__ import annotations
@@ -86,9 +88,11 @@ class RunnerContract:
         """Write the session's script, one sequence of responses per turn."""
         self.store.set_turns(self.session.flow_id, turns)
 
-    def call(self, tool_name: str, tool_call_id: str, order_id: str) -> ScriptedToolCall:
-        """Build a scripted call of a matrix tool."""
-        return ScriptedToolCall(tool_name, {"order_id": order_id}, tool_call_id)
+    def call(
+        self, tool_name: str, tool_call_id: str, order_id: str, output: str | None = None
+    ) -> ScriptedToolCall:
+        """Build a scripted call of a matrix tool; ``output`` is its result when it runs (inline reads)."""
+        return ScriptedToolCall(tool_name, {"order_id": order_id}, tool_call_id, output=output)
 
     def one_call_per_tool(self) -> tuple[ScriptedToolCall, ...]:
         """One scripted call per matrix tool, ``call-1`` to ``call-4``, in the order of `MatrixToolNames`."""
@@ -196,17 +200,21 @@ class RunnerContractTests:
     ) -> None:
         """Text on its own assistant message, one assistant message per call, one tool message per result."""
         tools = contract.tools
-        read = contract.call(tools.read, "call-1", "A-1")
+        outputs = {"call-1": "Order A-1 has shipped.", "call-3": "Receipt for C-3 sent."}
+        read = contract.call(tools.read, "call-1", "A-1", output=outputs["call-1"])
         mail = contract.call(tools.idempotent_write, "call-3", "C-3")
         asks = ScriptedResponse(text="Let me check both.", tool_calls=(read, mail))
         contract.script([asks, ScriptedResponse(text="Done.")])
         contract.start_turn("Look up A-1 and mail C-3")
         requested = await contract.run_model_step()
         assert isinstance(requested, ToolCallsRequested), requested
+        deferred = list(outputs)
+        if self.spec.runs_reads_inline:
+            deferred = ["call-3"]
+            assert [call.tool_call_id for call in requested.tool_calls] == deferred, requested.tool_calls
         contract.session.defer(requested)
-        outputs = {"call-1": "Order A-1 has shipped.", "call-3": "Receipt for C-3 sent."}
-        for tool_call_id, output in outputs.items():
-            contract.session.finish(tool_call_id, ToolCallStatus.SUCCEEDED, output=output)
+        for tool_call_id in deferred:
+            contract.session.finish(tool_call_id, ToolCallStatus.SUCCEEDED, output=outputs[tool_call_id])
 
         final = await contract.run_model_step()
 
@@ -220,17 +228,19 @@ class RunnerContractTests:
 
     async def test_the_next_turn_replays_the_stored_history(self, contract: RunnerContract) -> None:
         """A new turn's model call sees the earlier turn's messages, rebuilt from what the session stored."""
-        read = contract.call(contract.tools.read, "call-1", "A-1")
+        result = "A-1: in transit since Monday"
+        read = contract.call(contract.tools.read, "call-1", "A-1", output=result)
         contract.script(
             [ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="Order A-1 has shipped.")],
             [ScriptedResponse(text="You are welcome.")],
         )
         contract.start_turn("Where is order A-1?")
-        requested = await contract.run_model_step()
-        assert isinstance(requested, ToolCallsRequested), requested
-        contract.session.defer(requested)
-        contract.session.finish("call-1", ToolCallStatus.SUCCEEDED, output="A-1: in transit since Monday")
         completed = await contract.run_model_step()
+        if not self.spec.runs_reads_inline:
+            assert isinstance(completed, ToolCallsRequested), completed
+            contract.session.defer(completed)
+            contract.session.finish("call-1", ToolCallStatus.SUCCEEDED, output=result)
+            completed = await contract.run_model_step()
         assert isinstance(completed, TurnCompleted), completed
         contract.session.store(completed.new_messages)
         contract.start_turn("Thanks!")
@@ -253,13 +263,17 @@ class RunnerContractTests:
         self, contract: RunnerContract
     ) -> None:
         """Another runner's run state is refused with a clear error, before any model call."""
-        read = contract.call(contract.tools.read, "call-1", "A-1")
-        contract.script([ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="Never said.")])
-        contract.start_turn("Where is order A-1?")
+        if self.spec.runs_reads_inline:
+            deferred = contract.call(contract.tools.idempotent_write, "call-3", "C-3")
+            contract.start_turn("Mail C-3")
+        else:
+            deferred = contract.call(contract.tools.read, "call-1", "A-1")
+            contract.start_turn("Where is order A-1?")
+        contract.script([ScriptedResponse(tool_calls=(deferred,)), ScriptedResponse(text="Never said.")])
         requested = await contract.run_model_step()
         assert isinstance(requested, ToolCallsRequested), requested
         contract.session.defer(requested)
-        contract.session.finish("call-1", ToolCallStatus.SUCCEEDED, output="shipped")
+        contract.session.finish(deferred.tool_call_id, ToolCallStatus.SUCCEEDED, output="done")
         contract.session.framework_run_state = _FOREIGN_RUN_STATE
 
         try:
@@ -269,6 +283,9 @@ class RunnerContractTests:
 
         assert len(contract.model_calls()) == 1, "the model was called with another runner's state"
         assert contract.tool_runs() == []
+        if self.spec.runs_reads_inline:
+            # A harness reports what went wrong in its run as the turn's error; it does not raise.
+            assert isinstance(outcome, TurnCompleted), outcome
         message = _error_text(outcome)
         assert self.spec.foreign_run_state_error in message, message
 
@@ -312,6 +329,9 @@ class RunnerContractTests:
         runner = contract.runner
         if not isinstance(runner, UnfinishedTurnMessageBuilder):
             pytest.skip("the runner has no build_unfinished_turn_messages; an early turn end stores a note")
+        if self.spec.runs_reads_inline:
+            await self._end_a_turn_early_with_the_read_inline(contract, runner)
+            return
         calls = contract.one_call_per_tool()
         contract.script(
             [ScriptedResponse(text="Let me see.", tool_calls=calls)],
@@ -342,3 +362,52 @@ class RunnerContractTests:
         seen = contract.model_calls()[-1].model_input_text
         for record in records:
             assert describe_tool_call_outcome(record) in seen, (record.tool_call_id, seen)
+
+    async def _end_a_turn_early_with_the_read_inline(
+        self, contract: RunnerContract, runner: UnfinishedTurnMessageBuilder
+    ) -> None:
+        """The inline form: the read runs in the first model call, a write is done, the next is abandoned."""
+        tools = contract.tools
+        read = contract.call(tools.read, "call-1", "A-1", output="Order A-1 has shipped.")
+        mail = contract.call(tools.idempotent_write, "call-3", "C-3")
+        cancel = contract.call(tools.single_attempt_write, "call-4", "D-4")
+        contract.script(
+            [
+                ScriptedResponse(text="Let me see.", tool_calls=(read, mail)),
+                ScriptedResponse(tool_calls=(cancel,)),
+            ],
+            [ScriptedResponse(text="Understood.")],
+        )
+        contract.start_turn("Look up A-1, mail C-3, cancel D-4")
+        session = contract.session
+        first = await contract.run_model_step()
+        assert isinstance(first, ToolCallsRequested), first
+        assert [call.tool_call_id for call in first.tool_calls] == ["call-3"], first.tool_calls
+        session.defer(first)
+        session.finish("call-3", ToolCallStatus.SUCCEEDED, output="Receipt for C-3 sent.")
+        second = await contract.run_model_step()
+        assert isinstance(second, ToolCallsRequested), second
+        assert [call.tool_call_id for call in second.tool_calls] == ["call-4"], second.tool_calls
+        session.defer(second)
+        session.abandon("call-4", CancellationReason.TURN_CANCELLED)
+        abandoned = session.records["call-4"]
+        runs = len(contract.tool_runs())
+
+        await session.end_turn_early(runner)
+
+        assert len(contract.model_calls()) == 2, "building the unstored items made a model call"
+        assert len(contract.tool_runs()) == runs == 1, "only the inline read ran, in the first model call"
+        assert stored_calls_without_result(session.messages) == [], session.messages
+        results = {m.tool_call_id: m.tool_output for m in session.messages if m.role is MessageRole.TOOL}
+        assert results == {
+            "call-1": "Order A-1 has shipped.",
+            "call-3": "Receipt for C-3 sent.",
+            "call-4": describe_tool_call_outcome(abandoned),
+        }, session.messages
+        contract.start_turn("Stop, do nothing more")
+        answer = await contract.run_model_step()
+        assert isinstance(answer, TurnCompleted), answer
+        seen = contract.model_calls()[-1].model_input_text
+        for text in (*results.values(), "Stop, do nothing more"):
+            assert text in seen, (text, seen)
+        assert "Tool result missing" not in seen, seen
