@@ -15,6 +15,7 @@ from ._blobs import ValueRefusedError
 from ._dispatch import INVALID_WORKER_RESPONSE, MethodResult, ProgressFrame, WorkerFailure
 from ._fit import ResponseTooLargeError, fit
 from ._model import Execution, FlowRun
+from ._sizes import WORKER_REQUEST
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -61,6 +62,7 @@ def _build_request(
         )
     except ResponseTooLargeError as error:
         return WorkerFailure(str(error), INVALID_WORKER_RESPONSE)
+    engine.blobs.sizes.saw(WORKER_REQUEST, request.ByteSize())
     return request
 
 

@@ -12,6 +12,7 @@ from collections import OrderedDict
 
 from dex.dexpb import dex_pb2 as pb
 
+from ._sizes import STORED_VALUE, SizeRecord
 from ._store import Store
 
 __all__ = [
@@ -93,12 +94,19 @@ class Blobs:
         threshold: Values with a payload above this many bytes are offloaded.
         max_value_bytes: Values above this many bytes are refused.
         cache_bytes: How many bytes of blob content to keep in memory.
+        sizes: Where the largest value accepted is noted.
     """
 
     def __init__(
-        self, store: Store, threshold: int, max_value_bytes: int, cache_bytes: int = DEFAULT_BLOB_CACHE_BYTES
+        self,
+        store: Store,
+        threshold: int,
+        max_value_bytes: int,
+        cache_bytes: int = DEFAULT_BLOB_CACHE_BYTES,
+        sizes: SizeRecord | None = None,
     ) -> None:
         self._store = store
+        self.sizes = sizes or SizeRecord()
         self.threshold = threshold
         self.max_value_bytes = max_value_bytes
         self.cache_bytes = cache_bytes
@@ -122,6 +130,7 @@ class Blobs:
         size = value_size(value)
         if size > self.max_value_bytes:
             raise ValueTooLargeError(what, size, self.max_value_bytes)
+        self.sizes.saw(STORED_VALUE, size)
 
     def ingest(self, value: pb.Value, what: str, owner: Owner) -> pb.Value:
         """Checks a value and offloads it when it is large.

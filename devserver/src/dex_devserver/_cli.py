@@ -72,6 +72,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="on SIGTERM/SIGINT, how long attempts that reached a Worker may take to finish",
     )
+    serve.add_argument(
+        "--size-report",
+        metavar="PATH",
+        help="keep the largest message sent and value accepted, per kind, in this JSON file",
+    )
     serve.add_argument("--log-level", default="WARNING")
     history = commands.add_parser("history", help="print a Flow's history as JSON")
     history.add_argument("flow_id", metavar="FLOW_ID")
@@ -113,6 +118,7 @@ def _serve(args: argparse.Namespace) -> int:
         blob_cache_bytes=args.blob_cache_bytes,
         retain_closed=args.retain_closed,
         stop_grace=args.stop_grace,
+        size_report=args.size_report,
     )
 
     def ready(address: str) -> None:

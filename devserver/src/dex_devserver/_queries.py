@@ -20,6 +20,7 @@ from . import _rows as rows
 from ._blobs import BLOB_REFERENCE_KINDS
 from ._fit import RESPONSE_BUDGET, ResponseTooLargeError, fit
 from ._model import FlowRun, Phase
+from ._sizes import LOAD_BLOBS_RESPONSE, QUERY_RESPONSE
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -51,6 +52,7 @@ async def _reply(engine: Engine, run: FlowRun, response: Message, what: str) -> 
         fit(response, lambda value: engine.blobs.offload(value, (run.flow_id, run.run_id)), what)
     except ResponseTooLargeError as error:
         raise errors.response_too_large(str(error)) from None
+    engine.blobs.sizes.saw(QUERY_RESPONSE, response.ByteSize())
     await engine.journal.settle(run)
 
 
@@ -299,6 +301,7 @@ async def load_blobs(engine: Engine, request: pb.LoadBlobsRequest) -> pb.LoadBlo
             f"the {len(response.values)} blobs asked for in one LoadBlobs call are {size} bytes together,"
             " above the 4 MiB the SDK can receive; keep fewer large values in the Flow's Attributes"
         )
+    engine.blobs.sizes.saw(LOAD_BLOBS_RESPONSE, size)
     return response
 
 

@@ -9,9 +9,10 @@ from dex.dexpb import dex_pb2 as pb
 from . import _effects as effects
 from . import _errors as errors
 from . import _requests as requests
-from ._blobs import ValueRefusedError
+from ._blobs import ValueRefusedError, value_size
 from ._dispatch import WorkerFailure
 from ._fit import ResponseTooLargeError, fit
+from ._sizes import RPC_OUTPUT, WORKER_REQUEST
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -81,6 +82,7 @@ async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.Value:
         )
     except ResponseTooLargeError as error:
         raise errors.response_too_large(str(error)) from None
+    engine.blobs.sizes.saw(WORKER_REQUEST, worker_request.ByteSize())
     timeout = min(float(request.timeout_seconds) or _RPC_TIMEOUT_CAP, _RPC_TIMEOUT_CAP)
     rt.locks.update(keys)
     try:
@@ -113,6 +115,7 @@ async def invoke_rpc(engine: Engine, request: pb.InvokeRPCRequest) -> pb.Value:
     )
     output = pb.Value()
     output.CopyFrom(outcome.output)
+    engine.blobs.sizes.saw(RPC_OUTPUT, value_size(output))
     try:
         effects.ingest(engine.blobs, output, f"the output of RPC {request.rpc_name!r}", owner)
         effects.ingest_effects(

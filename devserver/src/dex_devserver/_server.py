@@ -29,6 +29,7 @@ from ._history import event_json
 from ._journal import CommitFailedError
 from ._restore import restore
 from ._retention import keep_expiring
+from ._sizes import SizeRecord
 from ._store import Store
 from ._streams import Streams
 
@@ -78,6 +79,8 @@ class ServerOptions:
         blob_cache_bytes: How many bytes of blob content to keep in memory.
         retain_closed: Seconds a closed run's data is kept before it is deleted; None keeps it forever.
         stop_grace: Seconds a stopping devserver waits for attempts that reached a Worker to finish.
+        size_report: A JSON file that keeps the largest message sent and value accepted, per kind
+            (see ``_sizes.py``); None keeps them in memory only.
     """
 
     host: str = "127.0.0.1"
@@ -90,6 +93,7 @@ class ServerOptions:
     blob_cache_bytes: int = DEFAULT_BLOB_CACHE_BYTES
     retain_closed: float | None = None
     stop_grace: float = 5.0
+    size_report: str | None = None
 
 
 class _FlowService(pbg.FlowServiceServicer):
@@ -367,11 +371,13 @@ class DevServer:
     def __init__(self, options: ServerOptions | None = None) -> None:
         self.options = options or ServerOptions()
         self.store = Store(self.options.db_path)
+        self.sizes = SizeRecord(self.options.size_report)
         self.blobs = Blobs(
             self.store,
             self.options.blob_threshold,
             self.options.max_value_bytes,
             self.options.blob_cache_bytes,
+            self.sizes,
         )
         self.dispatcher = Dispatcher(self.options.dispatch_wait)
         self.streams = Streams(self.store)
