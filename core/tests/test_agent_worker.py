@@ -26,7 +26,12 @@ from dex_agents import (
     TurnOutcome,
     agent_worker_task_slots,
 )
-from dex_agents._sdk_patches import SPARE_STREAM_PATCH, VERSION_LOOKUP_PATCH, applied_sdk_patches
+from dex_agents._sdk_patches import (
+    BLOB_LOADS_IN_PIECES_PATCH,
+    SPARE_STREAM_PATCH,
+    VERSION_LOOKUP_PATCH,
+    applied_sdk_patches,
+)
 from dex_agents.testing import AgentTestStack, wait_until
 from tests.agents import SPEC
 
@@ -100,7 +105,7 @@ async def test_stop_drains_a_running_tool_and_its_result_is_kept(tmp_path: Path)
         worker = AgentWorker([flow], server_address=stack.server_address, drain_timeout=timedelta(seconds=60))
         await worker.start()
         assert worker.is_serving
-        assert applied_sdk_patches() == {VERSION_LOOKUP_PATCH, SPARE_STREAM_PATCH}
+        assert applied_sdk_patches() == {VERSION_LOOKUP_PATCH, SPARE_STREAM_PATCH, BLOB_LOADS_IN_PIECES_PATCH}
         with pytest.raises(RuntimeError, match="starts once"):
             await worker.start()
 

@@ -15,15 +15,20 @@ from importlib import metadata
 from types import SimpleNamespace
 from typing import Any
 
-from dex import _pull_worker, _server_protocol
+import grpc
+import pytest
+from dex import _async_value_hydrator, _pull_worker, _server_protocol
 
 from dex_agents._sdk_patches import (
+    BLOB_LOADS_IN_PIECES_PATCH,
     PATCHED_SDK_VERSION,
     SPARE_STREAM_PATCH,
     VERSION_LOOKUP_PATCH,
     applied_sdk_patches,
     apply_sdk_patches,
 )
+
+ALL_PATCHES = {VERSION_LOOKUP_PATCH, SPARE_STREAM_PATCH, BLOB_LOADS_IN_PIECES_PATCH}
 
 # sha256 (first 16 hex digits) of each function's source in dex-python-sdk 1.23.0.
 PINNED_SOURCES = {
@@ -32,6 +37,7 @@ PINNED_SOURCES = {
     "PullStream.try_retire": "6172f939e26536f3",
     "PullWorkerRuntime.desired_idle_streams_per_queue": "24e5234355c44a07",
     "PullWorkerRuntime._reconcile": "f8974a7618f28945",
+    "AsyncValueHydrator._load_misses": "ad4dfc6688212e42",
 }
 
 
@@ -57,6 +63,9 @@ def test_the_sdk_functions_the_patches_rely_on_are_unchanged() -> None:
         "PullWorkerRuntime._reconcile": _source_digest(
             _pull_worker.PullWorkerRuntime._reconcile  # pyright: ignore[reportPrivateUsage]
         ),
+        "AsyncValueHydrator._load_misses": _source_digest(
+            _async_value_hydrator.AsyncValueHydrator._load_misses  # pyright: ignore[reportPrivateUsage]
+        ),
     }
     assert current == PINNED_SOURCES, (
         "an SDK function that dex_agents/_sdk_patches.py patches or relies on changed; review the patches"
@@ -77,8 +86,8 @@ def test_importing_dex_agents_patches_nothing() -> None:
 
 def test_applying_keeps_the_version_text_and_is_idempotent() -> None:
     expected = metadata.version("dex-python-sdk")
-    assert apply_sdk_patches() == {VERSION_LOOKUP_PATCH, SPARE_STREAM_PATCH}
-    assert apply_sdk_patches() == applied_sdk_patches() == {VERSION_LOOKUP_PATCH, SPARE_STREAM_PATCH}
+    assert apply_sdk_patches() == ALL_PATCHES
+    assert apply_sdk_patches() == applied_sdk_patches() == ALL_PATCHES
     lookup = getattr(_pull_worker, "sdk_version")  # noqa: B009 - a name the module does not export
     assert lookup() == expected == _server_protocol.sdk_version()
 
@@ -116,3 +125,60 @@ async def test_a_finished_stream_retires_only_beyond_one_spare() -> None:
     streams[-1].runtime = runtime
     _pull_worker.PullStream.try_retire(finished)  # pyright: ignore[reportArgumentType]
     assert finished.is_draining and finished._retirement_requested.is_set()
+
+
+class _TooLarge(grpc.aio.AioRpcError):
+    def __init__(self, code: grpc.StatusCode = grpc.StatusCode.RESOURCE_EXHAUSTED) -> None:
+        super().__init__(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details="too large")
+
+
+class _Blob:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.hydrated: object = None
+
+
+class _LoadBlobsService:
+    """Answers a call for at most ``limit`` bytes of blobs and refuses larger ones, as a server does."""
+
+    def __init__(self, limit: int, code: grpc.StatusCode = grpc.StatusCode.RESOURCE_EXHAUSTED) -> None:
+        self.limit = limit
+        self.code = code
+        self.calls: list[int] = []
+
+    async def load(self, hydrator: object, misses: list[Any]) -> None:
+        del hydrator
+        total = sum(blob.size for blob in misses)
+        self.calls.append(len(misses))
+        if total > self.limit:
+            raise _TooLarge(self.code)
+        for blob in misses:
+            blob.hydrated = blob.size
+
+
+async def test_blob_loads_too_large_for_one_call_are_loaded_in_halves() -> None:
+    from dex_agents._sdk_patches import _loading_in_pieces  # pyright: ignore[reportPrivateUsage]
+
+    service = _LoadBlobsService(limit=4)
+    load = _loading_in_pieces(service.load)
+    blobs = [_Blob(1) for _ in range(10)]
+    await load(None, blobs)
+    assert all(blob.hydrated == 1 for blob in blobs)
+    # 10 fail, each half of 5 fails, and its pieces of 2 and 3 fit.
+    assert service.calls == [10, 5, 2, 3, 5, 2, 3]
+    small = _LoadBlobsService(limit=100)
+    await _loading_in_pieces(small.load)(None, [_Blob(1) for _ in range(10)])
+    assert small.calls == [10]  # a load that fits one call makes exactly that call
+
+
+async def test_a_single_blob_that_is_too_large_and_other_errors_are_not_split() -> None:
+    from dex_agents._sdk_patches import _loading_in_pieces  # pyright: ignore[reportPrivateUsage]
+
+    single = _LoadBlobsService(limit=4)
+    with pytest.raises(grpc.aio.AioRpcError):
+        await _loading_in_pieces(single.load)(None, [_Blob(5)])
+    assert single.calls == [1]
+    unavailable = _LoadBlobsService(limit=0, code=grpc.StatusCode.UNAVAILABLE)
+    with pytest.raises(grpc.aio.AioRpcError):
+        await _loading_in_pieces(unavailable.load)(None, [_Blob(1), _Blob(1)])
+    assert unavailable.calls == [2]

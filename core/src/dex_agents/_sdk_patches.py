@@ -1,7 +1,17 @@
 """The patches of SDK internals dex-agents applies, and only for a Worker that `AgentWorker` builds.
 
-Both remove work ``dex-python-sdk`` 1.23.0 repeats for every task a pull Worker runs, where no public
-option helps (measured with the core's ``bench/turn_breakdown.py``; see the README's "Performance"):
+The first lets a Worker serve a session of any size; ``dex-python-sdk`` 1.23.0 has no option for it:
+
+- **Blob loads in pieces.** The SDK hydrates every blob reference of a request it lacks in its blob cache
+  with one ``LoadBlobs`` call, and its gRPC channel receives at most 4 MiB per call, so a Worker with an
+  empty cache could not serve a Step or RPC whose loads add up to more: the call failed with
+  ``RESOURCE_EXHAUSTED`` on every retry, and the session stopped being servable by any fresh Worker. The
+  patch splits such a call in halves, again and again, until each piece fits; a stored value is at most a
+  server's value limit (2 MiB on the development server), so a single blob always does. Warm Workers, whose
+  misses fit one call, make exactly the calls they made before.
+
+The other two remove work the SDK repeats for every task a pull Worker runs, where no public option helps
+(measured with the core's ``bench/turn_breakdown.py``; see the README's "Performance"):
 
 - **The version lookup.** Every pull stream opens with a registration frame naming the SDK's version, and
   ``dex._pull_worker`` looks it up with ``importlib.metadata.version("dex-python-sdk")`` each time: a scan of
@@ -17,7 +27,8 @@ option helps (measured with the core's ``bench/turn_breakdown.py``; see the READ
   and Worker CPU per turn by about a quarter.
 
 `apply_sdk_patches` applies them for the SDK version they were written against only; with any other
-version it changes nothing and says so once in the log. ``tests/test_unit_sdk_patches.py`` pins that
+version it changes nothing and says so once in the log (and sessions whose loads exceed 4 MiB cannot be
+served by a Worker with an empty blob cache). ``tests/test_unit_sdk_patches.py`` pins that
 version and the source of every SDK function the patches rely on, so an SDK upgrade fails the test suite
 loudly instead of silently dropping or breaking a patch. Importing dex-agents patches nothing.
 """
@@ -27,17 +38,27 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from importlib import metadata
 from typing import Any, cast
 
-__all__ = ["PATCHED_SDK_VERSION", "applied_sdk_patches", "apply_sdk_patches"]
+import grpc
+
+__all__ = [
+    "BLOB_LOADS_IN_PIECES_PATCH",
+    "PATCHED_SDK_VERSION",
+    "SPARE_STREAM_PATCH",
+    "VERSION_LOOKUP_PATCH",
+    "applied_sdk_patches",
+    "apply_sdk_patches",
+]
 
 PATCHED_SDK_VERSION = "1.23.0"
 """The ``dex-python-sdk`` release the patches were written for."""
 
 VERSION_LOOKUP_PATCH = "cached-version-lookup"
 SPARE_STREAM_PATCH = "spare-idle-stream"
+BLOB_LOADS_IN_PIECES_PATCH = "blob-loads-in-pieces"
 
 _PATCH_MARK = "__dex_agents_patch__"
 _logger = logging.getLogger(__name__)
@@ -53,9 +74,12 @@ def _installed_sdk_version() -> str | None:
 
 def applied_sdk_patches() -> frozenset[str]:
     """The patches in force in this process."""
-    from dex import _pull_worker  # noqa: PLC0415 - SDK internals, read only when asked
+    from dex import _async_value_hydrator, _pull_worker  # noqa: PLC0415 - SDK internals, read only when asked
 
     applied: set[str] = set()
+    hydrator_type = getattr(_async_value_hydrator, "AsyncValueHydrator", None)
+    if getattr(getattr(hydrator_type, "_load_misses", None), _PATCH_MARK, False):
+        applied.add(BLOB_LOADS_IN_PIECES_PATCH)
     if getattr(getattr(_pull_worker, "sdk_version", None), _PATCH_MARK, False):
         applied.add(VERSION_LOOKUP_PATCH)
     stream_type = getattr(_pull_worker, "PullStream", None)
@@ -93,22 +117,58 @@ def _retire_keeping_a_spare(original: Callable[[Any], None]) -> Callable[[Any], 
     return try_retire
 
 
+_LoadMisses = Callable[[Any, list[Any]], Awaitable[None]]
+
+
+def _is_response_too_large(error: grpc.aio.AioRpcError) -> bool:
+    return error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def _loading_in_pieces(original: _LoadMisses) -> _LoadMisses:
+    @functools.wraps(original)
+    async def load_misses(hydrator: Any, misses: list[Any]) -> None:
+        try:
+            await original(hydrator, misses)
+        except grpc.aio.AioRpcError as error:
+            # The server refuses a response above the SDK's receive limit, or the channel refuses to
+            # receive it; either way nothing was hydrated, and halves are smaller. One blob that is still
+            # too large cannot be split, so its error stands.
+            if not _is_response_too_large(error) or len(misses) < 2:
+                raise
+            middle = len(misses) // 2
+            await load_misses(hydrator, misses[:middle])
+            await load_misses(hydrator, misses[middle:])
+
+    setattr(load_misses, _PATCH_MARK, True)
+    return load_misses
+
+
 def apply_sdk_patches() -> frozenset[str]:
     """Apply the patches to the installed SDK; safe to call any number of times.
 
     Returns:
-        The patches in force: both, or none when the installed SDK is not `PATCHED_SDK_VERSION` or lacks
-        what they replace; the Worker then runs as the SDK ships it.
+        The patches in force: all three, or none when the installed SDK is not `PATCHED_SDK_VERSION` or
+        lacks what they replace; the Worker then runs as the SDK ships it.
     """
     with _lock:
-        from dex import _pull_worker  # noqa: PLC0415 - SDK internals, touched only when patching
+        from dex import (  # noqa: PLC0415 - SDK internals, touched only when patching
+            _async_value_hydrator,
+            _pull_worker,
+        )
 
         applied = applied_sdk_patches()
         installed = _installed_sdk_version()
         lookup: Any = getattr(_pull_worker, "sdk_version", None)
         stream_type: Any = getattr(_pull_worker, "PullStream", None)
         retire: Any = getattr(stream_type, "try_retire", None)
-        if installed != PATCHED_SDK_VERSION or not callable(lookup) or not callable(retire):
+        hydrator_type: Any = getattr(_async_value_hydrator, "AsyncValueHydrator", None)
+        load_misses: Any = getattr(hydrator_type, "_load_misses", None)
+        if not (
+            installed == PATCHED_SDK_VERSION
+            and callable(lookup)
+            and callable(retire)
+            and callable(load_misses)
+        ):
             if not applied:
                 _logger.info(
                     "dex-agents leaves the SDK unpatched: its patches are for dex-python-sdk %s, and %s is "
@@ -121,4 +181,6 @@ def apply_sdk_patches() -> frozenset[str]:
             setattr(_pull_worker, "sdk_version", _cached_version_lookup(cast(Callable[[], str], lookup)))  # noqa: B010 - private
         if SPARE_STREAM_PATCH not in applied:
             setattr(stream_type, "try_retire", _retire_keeping_a_spare(cast(Callable[[Any], None], retire)))  # noqa: B010 - private
+        if BLOB_LOADS_IN_PIECES_PATCH not in applied:
+            setattr(hydrator_type, "_load_misses", _loading_in_pieces(cast(_LoadMisses, load_misses)))  # noqa: B010 - private
         return applied_sdk_patches()

@@ -101,7 +101,8 @@ class AgentWorker:
     ``async with AgentWorker([flow], server_address="localhost:8801"): await stop_requested.wait()``
     serves until the application decides; `serve_agent_worker` is the whole main of a Worker process.
 
-    Starting applies `dex_agents`' one patch of SDK internals (a cached version lookup, see
+    Starting applies `dex_agents`' patches of SDK internals (blob loads in pieces, so an empty blob cache
+    can serve a session of any size; a cached version lookup; a spare pull stream; see
     ``dex_agents/_sdk_patches.py``) unless ``patch_sdk=False``.
     """
 
@@ -137,7 +138,8 @@ class AgentWorker:
             blob_cache_bytes: The blob cache's size.
             credential: The bearer credential for a server that requires one.
             app_worker_id: The Worker's identity for sticky routing; empty generates one.
-            patch_sdk: Apply the cached SDK version lookup (``dex_agents/_sdk_patches.py``).
+            patch_sdk: Apply the patches of SDK internals (``dex_agents/_sdk_patches.py``). Without them a
+                Worker whose blob cache lacks more than 4 MiB of a Step's loads cannot serve that Step.
 
         Raises:
             ValueError: If a Flow is not an `AgentSessionFlow` with a runner, two share a Flow type, or a
