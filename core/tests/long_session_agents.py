@@ -1,4 +1,4 @@
-"""The Flows of the long-session tests (message storage, compaction, settings), as test and Worker build them.
+"""The Flows of the long-session tests (storage, compaction, settings, sizes), as test and Worker build them.
 
 Their windows and chunks are tiny so a few turns roll messages over. ``StorageTestFlow`` adds one RPC a real
 session does not have: ``storage_layout`` reads the raw storage (index, chunks, window, reply sequence), so
@@ -29,6 +29,8 @@ TINY_STORAGE = {"message_window_size": 4, "message_chunk_size": 2, "message_chun
 CONTEXT_WINDOW_TOKENS = 1000
 #: The compacting Flow keeps at least this many messages when it deletes chunks behind the summary.
 RETAINED_MESSAGES = 6
+#: The largest tool output the large-outputs Flow keeps inline; larger ones are stored apart.
+INLINE_TOOL_OUTPUT_BYTES = 2048
 
 
 @dataclass(frozen=True)
@@ -93,10 +95,11 @@ class LongSessionFlows:
     storage: StorageTestFlow
     compacting: StorageTestFlow
     upgrade: StorageTestFlow
+    large_outputs: StorageTestFlow
 
     @property
     def all(self) -> tuple[StorageTestFlow, ...]:
-        return (self.storage, self.compacting, self.upgrade)
+        return (self.storage, self.compacting, self.upgrade, self.large_outputs)
 
 
 def tiny_storage_options() -> AgentSessionOptions:
@@ -113,4 +116,10 @@ def build_long_session_flows() -> LongSessionFlows:
         storage=StorageTestFlow(ScriptedRunner(), flow_type="CoreStorage", options=tiny_storage_options()),
         compacting=StorageTestFlow(ScriptedRunner(), flow_type="CoreCompacting", options=compacting),
         upgrade=StorageTestFlow(ScriptedRunner(), flow_type="CoreUpgrade", options=tiny_storage_options()),
+        # Compacting with retention, and tool outputs above 2 KiB stored apart.
+        large_outputs=StorageTestFlow(
+            ScriptedRunner(),
+            flow_type="CoreLargeOutputs",
+            options=replace(compacting, max_inline_tool_output_bytes=INLINE_TOOL_OUTPUT_BYTES),
+        ),
     )

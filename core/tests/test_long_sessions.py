@@ -9,7 +9,7 @@ import asyncio
 import json
 import tarfile
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -111,12 +111,26 @@ def tool_turn(number: int, **behaviour: Any) -> list[ScriptedResponse]:
     ]
 
 
-async def all_pages(sessions: AgentSessionClient, session: str, limit: int = 3) -> list[AgentMessage]:
+def without_items(messages: Sequence[AgentMessage]) -> tuple[AgentMessage, ...]:
+    """Messages as this release's snapshot holds them: without their runner items."""
+    return tuple(replace(message, framework_item="") for message in messages)
+
+
+async def stored_messages(sessions: AgentSessionClient, session: str) -> list[AgentMessage]:
+    """Every stored message with its runner item, as the model input renders it."""
+    return await all_pages(sessions, session, limit=200, include_framework_items=True)
+
+
+async def all_pages(
+    sessions: AgentSessionClient, session: str, limit: int = 3, *, include_framework_items: bool = False
+) -> list[AgentMessage]:
     """Every stored message, read page by page from the newest, as a UI scrolling back does."""
     found: list[AgentMessage] = []
     before: int | None = None
     while True:
-        page = await sessions.list_agent_messages(session, before_sequence=before, limit=limit)
+        page = await sessions.list_agent_messages(
+            session, before_sequence=before, limit=limit, include_framework_items=include_framework_items
+        )
         found[:0] = page.messages
         if page.next_before_sequence is None:
             return found
@@ -149,7 +163,8 @@ async def test_a_session_past_the_window_rolls_into_chunks_and_reads_back_identi
     assert await all_pages(long.sessions(flow), session) == list(snapshot.messages)
     # The model saw every stored message, in order: the last call got turn 4's question and its tool call.
     last_call = long.stack.invocations.model_calls(session, "turn-4")[-1]
-    assert list(last_call.model_input[:13]) == [render_message(message) for message in snapshot.messages[:13]]
+    stored = await stored_messages(long.sessions(flow), session)
+    assert list(last_call.model_input[:13]) == [render_message(message) for message in stored[:13]]
     # That model call loaded each stored message once: the chunks of the older ones and the window.
     history = await long.stack.read_step_history(session)
     last_run = [entry for entry in history if entry.step_type == "RunModel"][-1]
@@ -181,7 +196,8 @@ async def test_an_oversized_message_gets_its_own_chunk(long: Long) -> None:
     assert snapshot.messages[2].tool_output == "x" * 12_000
     assert await all_pages(long.sessions(flow), session, limit=2) == list(snapshot.messages)
     seen = long.stack.invocations.model_calls(session, "turn-3")[-1].model_input
-    assert list(seen) == [render_message(message) for message in snapshot.messages[:9]]
+    stored = await stored_messages(long.sessions(flow), session)
+    assert list(seen) == [render_message(message) for message in stored[:9]]
 
 
 async def test_a_worker_killed_in_the_step_that_rolls_over_loses_nothing(long: Long) -> None:
@@ -253,7 +269,8 @@ async def test_a_session_the_previous_release_stored_keeps_working_and_migrates(
     busy = await wait_for_turn_end(sessions, mid_turn, 3)
     rerun = long.stack.invocations.model_calls(mid_turn, "turn-3")
     assert [(call.attempt, call.pid == old.pid) for call in rerun] == [(1, True), (2, False)]
-    assert busy.messages[:9] == before_busy.messages
+    # The previous release's snapshot carried each message's runner item; this release's leaves it out.
+    assert busy.messages[:9] == without_items(before_busy.messages)
     busy_layout = await long.layout(flow, mid_turn)
     check_layout(busy_layout, 10)
     assert (busy_layout.reply_turn_id, busy_layout.reply_sequence) == ("turn-3", 10)
@@ -271,7 +288,7 @@ async def test_a_session_the_previous_release_stored_keeps_working_and_migrates(
         snapshot = await sessions.get_agent_snapshot(session)
         assert [message.sequence for message in snapshot.messages] == list(range(1, last + 1))
         assert await all_pages(sessions, session) == list(snapshot.messages)
-    assert (await sessions.get_agent_snapshot(idle)).messages[:8] == before_idle.messages
+    assert (await sessions.get_agent_snapshot(idle)).messages[:8] == without_items(before_idle.messages)
 
 
 # Compaction. ScriptedRunner counts a token per 4 characters, so each of these messages is 100 tokens.
@@ -301,20 +318,21 @@ async def test_a_session_past_the_trigger_compacts_once_then_the_model_sees_the_
     flow, session = long.flows.compacting, long.stack.new_session_id("compact")
     sessions = long.sessions(flow)
     script_answers(long, session, 6)
-    early = await compacting_turns(long, session, range(1, 5))
+    await compacting_turns(long, session, range(1, 5))
+    early = await stored_messages(sessions, session)
     # Turn 5's model input would be 900 tokens, past 85% of the 1,000-token window. The runner keeps the
     # newest 300 tokens (30%): it summarizes through turn 3's answer, sequence 6.
     await compacting_turns(long, session, (5, 6))
     summary_text = "summary 1 through message 6"
     summaries = long.stack.invocations.summary_calls(session)
     assert [(call.turn_id, call.attempt) for call in summaries] == [("turn-5", 1)]
-    assert list(summaries[0].model_input) == [render_message(message) for message in early.messages[:6]]
+    assert list(summaries[0].model_input) == [render_message(message) for message in early[:6]]
     snapshot = await sessions.get_agent_snapshot(session)
     assert snapshot.context_summary is not None
     assert (snapshot.context_summary.generation, snapshot.context_summary.last_sequence) == (1, 6)
     assert snapshot.context_summary.text == summary_text
     fifth = long.stack.invocations.model_calls(session, "turn-5")
-    kept = [render_message(message) for message in early.messages[6:8]]
+    kept = [render_message(message) for message in early[6:8]]
     assert [list(call.model_input) for call in fifth] == [
         [f"summary: {summary_text}", *kept, f"user: {question(5)}"]
     ]

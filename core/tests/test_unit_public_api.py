@@ -184,6 +184,19 @@ EXPECTED_EXPORTS = {
     "build_summary_prompt",
     "context_summary_text",
     "left_out_messages_note",
+    # sessions at realistic sizes (issue 26): byte budgets and tool outputs stored apart
+    "AGENT_TOOL_OUTPUTS",
+    "DEFAULT_CONTEXT_WINDOW_BYTES",
+    "DEFAULT_INLINE_TOOL_OUTPUT_BYTES",
+    "DEFAULT_MESSAGE_WINDOW_MAX_BYTES",
+    "MAX_CONTEXT_SUMMARY_BYTES",
+    "MAX_RPC_OUTPUT_BYTES",
+    "MAX_TOOL_OUTPUT_BYTES",
+    "TOOL_OUTPUT_CUT_NOTE",
+    "GetToolOutputRequest",
+    "StoredToolOutput",
+    "tool_output_key",
+    "tool_output_view",
 }
 
 
@@ -222,14 +235,19 @@ def test_turn_failure_note_limits_live_in_limits() -> None:
     from dex_agents import limits
 
     assert limits.__all__ == [
+        "DEFAULT_INLINE_TOOL_OUTPUT_BYTES",
+        "DEFAULT_MESSAGE_WINDOW_MAX_BYTES",
+        "MAX_CONTEXT_SUMMARY_BYTES",
         "MAX_MESSAGE_CHUNK_BYTES",
         "MAX_NOTE_TEXT_BYTES",
         "MAX_PLAN_TASKS",
         "MAX_PLAN_TASK_BYTES",
         "MAX_QUESTION_BYTES",
         "MAX_QUESTION_CHOICES",
+        "MAX_RPC_OUTPUT_BYTES",
         "MAX_SESSION_SETTINGS_BYTES",
         "MAX_STORED_VALUE_BYTES",
+        "MAX_TOOL_OUTPUT_BYTES",
         "MAX_TURN_FAILURE_NOTE_BYTES",
         "MAX_USER_MESSAGE_BYTES",
         "MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT",

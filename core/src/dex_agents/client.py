@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -14,6 +15,7 @@ from dex import (
     AsyncClient,
     ChannelMessageNotFoundError,
     Credential,
+    RPCInvokeOptions,
     RpcLockConflictError,
     StartFlowOptions,
     StreamMessage,
@@ -24,6 +26,12 @@ from dex_agents import _session_waits
 from dex_agents._connection import ClientConnection
 from dex_agents._session_waits import SendMarkers, TurnEnd
 from dex_agents.limits import MAX_SESSION_SETTINGS_BYTES, MAX_USER_MESSAGE_BYTES, unencodable_index, utf8_size
+from dex_agents.persistence import (
+    AGENT_MESSAGE_CHUNKS,
+    AGENT_TOOL_OUTPUTS,
+    message_sequence_key,
+    tool_output_key,
+)
 from dex_agents.session import AgentSessionFlow
 from dex_agents.session._settings import session_settings_problem
 from dex_agents.values import (
@@ -37,6 +45,7 @@ from dex_agents.values import (
     CancelTurnRequest,
     DeleteQueuedMessageRequest,
     ExecutePlanRequest,
+    GetToolOutputRequest,
     ListAgentMessagesRequest,
     ResolveInterruptRequest,
     SteerUserMessageRequest,
@@ -46,11 +55,17 @@ from dex_agents.values import (
 __all__ = ["AgentSessionClient"]
 
 _ResultT = TypeVar("_ResultT")
+_PageT = TypeVar("_PageT", AgentSnapshot, AgentMessagesPage)
 
 _FIRST_RETRY_DELAY = 0.05
 _MAX_RETRY_DELAY = 0.5
 _DEFAULT_WAIT = timedelta(minutes=10)
 _CLIENT_BLOB_CACHE_BYTES = 64 * 1024 * 1024
+# Each call that names missing chunks is followed by one that loads them; the index can change in between
+# (a rollover), so a few rounds, and then the reader gets the partial answer, which says what it lacks.
+_CHUNK_ROUNDS = 4
+# Sessions whose snapshot chunks the client remembers, so a UI's repeated snapshot takes one call.
+_REMEMBERED_SNAPSHOT_LOADS = 1024
 
 
 def _check_message_text(text: object, what: str) -> None:
@@ -116,6 +131,7 @@ class AgentSessionClient:
         self._lock_conflict_retry_timeout = lock_conflict_retry_timeout
         self._owned: ClientConnection | None = None
         self._send_markers = SendMarkers()
+        self._snapshot_chunks: OrderedDict[str, tuple[int, ...]] = OrderedDict()
 
     @property
     def flow(self) -> AgentSessionFlow:
@@ -410,11 +426,24 @@ class AgentSessionClient:
             return False
 
     async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
-        """Return the session's state, recent messages, interrupts, tool calls and usage.
+        """Return the session's state, newest messages, interrupts, tool calls and usage.
 
-        Works for running sessions and for closed ones the server still retains.
+        Works for running sessions and for closed ones the server still retains. The snapshot is one
+        stored value, so it holds the newest messages that fit (see `AgentSnapshot`); read older ones with
+        `list_agent_messages` from its ``next_before_sequence``. The client loads the message chunks the
+        snapshot names and remembers them for the session's next snapshot.
         """
-        return await self._client.invoke_rpc(self._flow.get_agent_snapshot, session_id)
+        remembered = self._snapshot_chunks.get(session_id, ())
+
+        async def invoke(loads: RPCInvokeOptions) -> AgentSnapshot:
+            return await self._client.invoke_rpc(self._flow.get_agent_snapshot, session_id, options=loads)
+
+        snapshot, loaded = await self._with_missing_chunks(invoke, remembered)
+        self._snapshot_chunks[session_id] = loaded
+        self._snapshot_chunks.move_to_end(session_id)
+        while len(self._snapshot_chunks) > _REMEMBERED_SNAPSHOT_LOADS:
+            self._snapshot_chunks.popitem(last=False)
+        return snapshot
 
     async def list_agent_messages(
         self,
@@ -422,19 +451,83 @@ class AgentSessionClient:
         *,
         before_sequence: int | None = None,
         limit: int = 50,
+        include_framework_items: bool = False,
     ) -> AgentMessagesPage:
         """Return stored messages, oldest first, that come before ``before_sequence``.
+
+        A page is one stored value, so it may hold fewer than ``limit`` messages; page on with its
+        ``next_before_sequence`` until that is `None`.
 
         Args:
             session_id: The session.
             before_sequence: Pass the previous page's `next_before_sequence`; `None` for the newest page.
             limit: Messages per page, clamped to 1..200.
+            include_framework_items: Return each message's ``framework_item`` too (the runner's copy of
+                the message, about as large again); otherwise it is an empty string.
 
         Returns:
             The page.
         """
-        request = ListAgentMessagesRequest(before_sequence=before_sequence, limit=limit)
-        return await self._client.invoke_rpc(self._flow.list_agent_messages, session_id, request)
+        request = ListAgentMessagesRequest(
+            before_sequence=before_sequence, limit=limit, include_framework_items=include_framework_items
+        )
+
+        async def invoke(loads: RPCInvokeOptions) -> AgentMessagesPage:
+            return await self._client.invoke_rpc(
+                self._flow.list_agent_messages, session_id, request, options=loads
+            )
+
+        page, _ = await self._with_missing_chunks(invoke, ())
+        return page
+
+    @staticmethod
+    async def _with_missing_chunks(
+        invoke: Callable[[RPCInvokeOptions], Awaitable[_PageT]], first_loads: tuple[int, ...]
+    ) -> tuple[_PageT, tuple[int, ...]]:
+        """Call a reading RPC, then again with the message chunks it named as missing, until it has them.
+
+        Returns:
+            The last answer, and the chunks that call loaded.
+        """
+        loads = first_loads
+        rounds = 1
+        while True:
+            answer = await invoke(
+                RPCInvokeOptions(
+                    load_attribute_map_instances=tuple(
+                        AGENT_MESSAGE_CHUNKS.load(message_sequence_key(sequence)) for sequence in loads
+                    )
+                )
+            )
+            if not answer.missing_chunks or rounds == _CHUNK_ROUNDS:
+                return answer, loads
+            loads = tuple(sorted({*loads, *answer.missing_chunks}))
+            rounds += 1
+
+    async def get_tool_output(self, session_id: str, turn_id: str, tool_call_id: str) -> str | None:
+        """Return the whole output of a call whose output the session stored apart.
+
+        A tool output larger than ``AgentSessionOptions.max_inline_tool_output_bytes`` is kept apart: the
+        call's record (``stored_output_bytes`` set) and its stored tool message hold only the part the model
+        saw. Retention deletes it with its turn's messages.
+
+        Args:
+            session_id: The session.
+            turn_id: The call's turn (`AgentMessage.turn_id` of its tool message).
+            tool_call_id: The call.
+
+        Returns:
+            The whole output, or `None` when the call's output was not stored apart (its record or tool
+            message holds all of it) or retention deleted it.
+        """
+        key = tool_output_key(turn_id, tool_call_id)
+        output = await self._client.invoke_rpc(
+            self._flow.get_tool_output,
+            session_id,
+            GetToolOutputRequest(turn_id=turn_id, tool_call_id=tool_call_id),
+            options=RPCInvokeOptions(load_attribute_map_instances=(AGENT_TOOL_OUTPUTS.load(key),)),
+        )
+        return output or None
 
     async def read_agent_event(
         self,

@@ -8,14 +8,19 @@ transport error that a retry would only repeat.
 from __future__ import annotations
 
 __all__ = [
+    "DEFAULT_INLINE_TOOL_OUTPUT_BYTES",
+    "DEFAULT_MESSAGE_WINDOW_MAX_BYTES",
+    "MAX_CONTEXT_SUMMARY_BYTES",
     "MAX_MESSAGE_CHUNK_BYTES",
     "MAX_NOTE_TEXT_BYTES",
     "MAX_PLAN_TASKS",
     "MAX_PLAN_TASK_BYTES",
     "MAX_QUESTION_BYTES",
     "MAX_QUESTION_CHOICES",
+    "MAX_RPC_OUTPUT_BYTES",
     "MAX_SESSION_SETTINGS_BYTES",
     "MAX_STORED_VALUE_BYTES",
+    "MAX_TOOL_OUTPUT_BYTES",
     "MAX_TURN_FAILURE_NOTE_BYTES",
     "MAX_USER_MESSAGE_BYTES",
     "MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT",
@@ -35,6 +40,30 @@ MAX_USER_MESSAGE_BYTES = 256 * 1024
 #: result carries several values, and servers refuse single values above their own limit (2 MiB on the
 #: development server), so the session stays well below both.
 MAX_STORED_VALUE_BYTES = 1024 * 1024
+
+#: The most bytes of an RPC's output, in its stored JSON: `get_agent_snapshot` and `list_agent_messages` end
+#: their messages early to stay below it, and say where the next page starts. A server stores an RPC's
+#: output like any other value, so it stays below the 2 MiB a development server (and a Dex Server on
+#: Temporal's default payload limits) stores, with room for the output's own fields.
+MAX_RPC_OUTPUT_BYTES = 1536 * 1024
+
+#: The default of ``AgentSessionOptions.message_window_max_bytes``: the stored bytes of the messages the
+#: `AgentMessages` window keeps before the oldest roll over into chunks. Every Step that stores a message
+#: loads the whole window, so it is bounded by bytes as well as by count.
+DEFAULT_MESSAGE_WINDOW_MAX_BYTES = 1024 * 1024
+
+#: The default of ``AgentSessionOptions.max_inline_tool_output_bytes``: a tool output larger than this is
+#: stored apart (`AgentToolOutputs`) and the model receives its first part with a note
+#: (`tool_output_view`).
+DEFAULT_INLINE_TOOL_OUTPUT_BYTES = 64 * 1024
+
+#: The largest tool output the session keeps, in UTF-8 bytes: one stored value. A larger output records the
+#: call ``failed`` with an error the model reads.
+MAX_TOOL_OUTPUT_BYTES = MAX_STORED_VALUE_BYTES
+
+#: The largest context summary, in UTF-8 bytes. Every Step request and every snapshot carries the summary,
+#: so a summary call that returns more fails its attempt with an error that names the size.
+MAX_CONTEXT_SUMMARY_BYTES = 256 * 1024
 
 #: The largest ``message_chunk_max_bytes`` a session accepts. A chunk is one stored value, and a commit that
 #: rolls the window over writes at most `MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT` of them.

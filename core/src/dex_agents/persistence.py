@@ -39,6 +39,7 @@ __all__ = [
     "AGENT_PLAN",
     "AGENT_STATE",
     "AGENT_TOOL_CALLS",
+    "AGENT_TOOL_OUTPUTS",
     "AGENT_TRACE_CONTEXT",
     "AGENT_USAGE",
     "CONTEXT_SUMMARY",
@@ -60,6 +61,7 @@ __all__ = [
     "agent_events_stream",
     "message_sequence_key",
     "plan_revision_key",
+    "tool_output_key",
 ]
 
 #: Default byte budget of a Flow type's `AgentEvents` Stream: 10 MiB.
@@ -88,6 +90,9 @@ TURN_SESSION_SETTINGS: Attribute[TurnSessionSettings] = Attribute("TurnSessionSe
 FRAMEWORK_RUN_STATE: Attribute[str] = Attribute("FrameworkRunState", str)
 #: The active turn's tool call records, keyed by tool call ID and deleted when the turn ends.
 AGENT_TOOL_CALLS: AttributeMap[AgentToolCall] = AttributeMap("AgentToolCalls", AgentToolCall)
+#: Tool outputs larger than the session keeps inline, keyed by `tool_output_key`; each is written once, by the
+#: Step that records the call's result, and read only by `get_tool_output`, so no Step loads them.
+AGENT_TOOL_OUTPUTS: AttributeMap[str] = AttributeMap("AgentToolOutputs", str)
 #: The W3C traceparent of the current activation's root span, sampled or not; written only with tracing on.
 AGENT_TRACE_CONTEXT: Attribute[str] = Attribute("AgentTraceContext", str)
 #: Interrupts waiting for the user.
@@ -134,6 +139,21 @@ def plan_revision_key(revision: int) -> str:
         The instance key, such as ``"3"``.
     """
     return str(int(revision))
+
+
+def tool_output_key(turn_id: str, tool_call_id: str) -> str:
+    """Return the `AgentToolOutputs` instance key of a call's output: ``<turn_id>:<tool_call_id>``.
+
+    Tool call IDs are unique within a turn only, and turn IDs never repeat in a session.
+
+    Args:
+        turn_id: The call's turn.
+        tool_call_id: The call.
+
+    Returns:
+        The instance key, such as ``"turn-3:call_1"``.
+    """
+    return f"{turn_id}:{tool_call_id}"
 
 
 def message_sequence_key(sequence: int) -> str:

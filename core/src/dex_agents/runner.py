@@ -55,6 +55,7 @@ __all__ = [
     "QUESTION_DECLINED_TOOL_RESULT",
     "STEERED_REJECTION_MESSAGE",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
+    "TOOL_OUTPUT_CUT_NOTE",
     "TOOL_TASK_CANCELLED_ERROR",
     "TURN_CANCELLED_NOTE_HEADER",
     "TURN_CANCELLED_REJECTION_MESSAGE",
@@ -117,6 +118,13 @@ TURN_FAILURE_NOTE_FOOTER = "Do not repeat these tool calls unless the user asks 
 #: Start of the error of a call whose Step never reached a Worker; the recovery detail follows after ": ".
 TOOL_CALL_NOT_RUN_ERROR_PREFIX = "the tool did not run, so it is safe to call again"
 #: The rejection message of a call that a steered user message abandoned before it started.
+TOOL_OUTPUT_CUT_NOTE = (
+    "[Dex] The tool's output was cut: it is {size} bytes, and only the first {shown} are shown here. "
+    "The whole output is stored with the session, where the user can read it; if you need more of it, "
+    "call the tool again for a narrower part."
+)
+"""The note after the part of a large tool output that the model sees (`tool_output_view`)."""
+
 STEERED_REJECTION_MESSAGE = '{"status":"cancelled","reason":"superseded_by_steered_user_message"}'
 #: The rejection message of a call that `cancel_turn` abandoned before it started.
 TURN_CANCELLED_REJECTION_MESSAGE = '{"status":"cancelled","reason":"turn_cancelled_by_user"}'
@@ -603,6 +611,31 @@ def describe_tool_call_outcome(record: AgentToolCall) -> str:
     raise ValueError(
         f"tool call {record.tool_call_id!r} is {status.value}, not final, so it has no outcome yet"
     )
+
+
+def tool_output_view(output: str, max_bytes: int) -> str:
+    """Return what the model sees of a tool output: all of it, or its first part and `TOOL_OUTPUT_CUT_NOTE`.
+
+    The session keeps an output larger than ``AgentSessionOptions.max_inline_tool_output_bytes`` apart and
+    gives every runner this view as the call's result, so each framework shows its model the same text.
+
+    Args:
+        output: The tool's whole output.
+        max_bytes: The view's largest size in UTF-8 bytes, note included.
+
+    Returns:
+        ``output`` when it fits; otherwise its first part, cut at a character boundary, a blank line, and
+        the note, together at most ``max_bytes``.
+    """
+    size = utf8_size(output)
+    if size <= max_bytes:
+        return output
+    # The note is longest when it names max_bytes as shown, so leaving room for that one always fits.
+    longest_note = TOOL_OUTPUT_CUT_NOTE.format(size=f"{size:,}", shown=f"{max_bytes:,}")
+    room = max(0, max_bytes - utf8_size(longest_note) - 2)
+    head = output.encode("utf-8", errors="surrogatepass")[:room].decode("utf-8", errors="ignore")
+    note = TOOL_OUTPUT_CUT_NOTE.format(size=f"{size:,}", shown=f"{utf8_size(head):,}")
+    return f"{head}\n\n{note}"
 
 
 def build_turn_failure_note(

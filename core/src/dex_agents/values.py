@@ -45,6 +45,7 @@ __all__ = [
     "DeleteQueuedMessageRequest",
     "ExecutePlanRequest",
     "FrameworkMessage",
+    "GetToolOutputRequest",
     "InteractionMode",
     "InterruptKind",
     "ListAgentMessagesRequest",
@@ -57,6 +58,7 @@ __all__ = [
     "QuestionResolution",
     "ResolveInterruptRequest",
     "SteerUserMessageRequest",
+    "StoredToolOutput",
     "ToolCallCancellation",
     "ToolCallCompleted",
     "ToolCallStatus",
@@ -414,6 +416,10 @@ class AgentToolCall:
         task_id: The remote task the tool started (`ToolTaskStarted`); kept after the task ends.
         task_poll_interval_seconds: Whole seconds, at least 1, until the task's next poll.
         task_answer_pending: The last entry of ``input_answers`` has not reached the task yet.
+        stored_output_bytes: The size, in UTF-8 bytes, of a succeeded call's whole output when it was
+            larger than the session keeps inline: the whole output is stored apart in `AgentToolOutputs`
+            (read it with `AgentSessionClient.get_tool_output`), and ``output`` holds the part the model
+            reads, with a note (`tool_output_view`). `None` when ``output`` is the whole output.
     """
 
     tool_call_id: str
@@ -439,6 +445,7 @@ class AgentToolCall:
     task_id: str | None = None
     task_poll_interval_seconds: int | None = None
     task_answer_pending: bool = False
+    stored_output_bytes: int | None = None
 
     def __post_init__(self) -> None:
         _set(self, "effect", ToolEffect(self.effect))
@@ -643,9 +650,28 @@ class AgentMessageChunkRange:
     Attributes:
         first_sequence: Its first message, also its instance key.
         last_sequence: Its last message.
+        stored_bytes: The chunk's stored size in bytes, so a reader knows what loading it costs; 0 for a
+            chunk an earlier release wrote.
     """
 
     first_sequence: int
+    last_sequence: int
+    stored_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class StoredToolOutput:
+    """A tool output stored apart in `AgentToolOutputs`, listed in the index so retention can delete it.
+
+    Attributes:
+        turn_id: The call's turn.
+        tool_call_id: The call.
+        last_sequence: The last message of its turn: retention deletes the output once it deletes the
+            messages through this one.
+    """
+
+    turn_id: str
+    tool_call_id: str
     last_sequence: int
 
 
@@ -660,14 +686,19 @@ class AgentMessageIndex:
             oversized messages that sit among the window's sequences.
         first_sequence: The oldest stored message; retention deleted the ones before it.
         window_first_sequence: The oldest message in `AgentMessages`.
+        tool_outputs: The tool outputs of ended turns that are stored apart, for a session with retention
+            (compaction and a ``retained_message_limit``); retention deletes each with its turn's messages.
+            A session without retention keeps every output, as it keeps every message, and lists none.
     """
 
     chunks: tuple[AgentMessageChunkRange, ...]
     first_sequence: int
     window_first_sequence: int
+    tool_outputs: tuple[StoredToolOutput, ...] = ()
 
     def __post_init__(self) -> None:
         _set(self, "chunks", _coerce_tuple(self.chunks, AgentMessageChunkRange))
+        _set(self, "tool_outputs", _coerce_tuple(self.tool_outputs, StoredToolOutput))
 
 
 @dataclass(frozen=True)
@@ -866,18 +897,35 @@ class ToolCallCancellation:
 class AgentSnapshot:
     """Everything needed to draw a session, returned by `get_agent_snapshot`.
 
+    A snapshot is one stored value, so it is bounded by bytes (`MAX_RPC_OUTPUT_BYTES`) as well as by count:
+    it holds the newest messages that fit, and the rest is read page by page with `list_agent_messages`
+    from ``next_before_sequence``. Its messages carry no ``framework_item`` (an empty string): that is the
+    runner's copy of the same message, which only the session's Steps read.
+
     Attributes:
         state: The session state; `None` until `StartAgentSession` commits.
-        messages: The last 200 stored messages, in sequence order.
+        messages: The newest stored messages, in sequence order: at most 200, and as many as fit the
+            snapshot's byte budget beside everything else it holds.
         pending_interrupts: Interrupts waiting for the user.
-        tool_calls: The active turn's tool call records, in deferral order.
+        tool_calls: The active turn's tool call records, in deferral order. When they would not fit beside
+            the rest, their long texts are cut, each with a marker (`bounded_text`).
         usage: Token usage of the whole session.
         queued_message_count: User messages waiting for the current turn to end.
         plan: The session's plan, or `None` before `write_todos` first wrote one.
-        queued_messages: The queued user messages with their IDs, oldest first.
-        steered_messages: Steered user messages not applied yet, oldest first.
+        queued_messages: The queued user messages with their IDs, oldest first: as many as fit a quarter of
+            the snapshot's budget; ``queued_message_count`` counts them all.
+        steered_messages: Steered user messages not applied yet, oldest first, within the same quarter;
+            ``steered_message_count`` counts them all.
         context_summary: The summary of the earlier messages, once the session compacted.
         session_settings: The settings the next turn starts with; `None` when there are none.
+        next_before_sequence: Pass as ``before_sequence`` to `list_agent_messages` for the messages before
+            ``messages``; `None` when ``messages`` starts at the oldest stored message.
+        missing_chunks: Non-empty when the call did not load message chunks the snapshot needed: the first
+            sequences of those `AgentMessageChunks` instances. ``messages`` then holds only the newest
+            messages the call could read; calling again with the instances loaded
+            (``RPCInvokeOptions(load_attribute_map_instances=...)``) returns the whole snapshot.
+            `AgentSessionClient` does this itself.
+        steered_message_count: Steered user messages not applied yet.
     """
 
     state: AgentState | None
@@ -891,6 +939,9 @@ class AgentSnapshot:
     steered_messages: tuple[PendingUserMessage, ...] = ()
     context_summary: ContextSummary | None = None
     session_settings: dict[str, object] | None = None
+    next_before_sequence: int | None = None
+    missing_chunks: tuple[int, ...] = ()
+    steered_message_count: int = 0
 
     def __post_init__(self) -> None:
         _set(self, "state", _coerce_optional(self.state, AgentState))
@@ -902,6 +953,7 @@ class AgentSnapshot:
         _set(self, "queued_messages", _coerce_tuple(self.queued_messages, PendingUserMessage))
         _set(self, "steered_messages", _coerce_tuple(self.steered_messages, PendingUserMessage))
         _set(self, "context_summary", _coerce_optional(self.context_summary, ContextSummary))
+        _set(self, "missing_chunks", tuple(int(sequence) for sequence in self.missing_chunks))
 
 
 @dataclass(frozen=True)
@@ -911,27 +963,53 @@ class ListAgentMessagesRequest:
     Attributes:
         before_sequence: Return messages before this sequence; `None` starts after the newest message.
         limit: The most messages to return, clamped to 1..200.
+        include_framework_items: Return each message's ``framework_item``, the runner's copy of it, which
+            roughly doubles a page's bytes; without it the field is an empty string.
     """
 
     before_sequence: int | None = None
     limit: int = 50
+    include_framework_items: bool = False
 
 
 @dataclass(frozen=True)
 class AgentMessagesPage:
     """One page of stored messages, oldest first.
 
+    A page is one stored value, so it ends early when its next message would take it past
+    `MAX_RPC_OUTPUT_BYTES`; it always holds at least one message when one is left to read.
+
     Attributes:
         messages: The page's messages in sequence order.
         next_before_sequence: Pass as `before_sequence` for the previous page; `None` when the page starts
-            at the oldest stored message.
+            at the oldest stored message, or holds nothing because of ``missing_chunks``.
         deleted_before_sequence: The oldest stored message once retention deleted the ones before it;
             `None` while every message since the first is stored.
+        missing_chunks: Non-empty when the call did not load message chunks the page needed: the first
+            sequences of those `AgentMessageChunks` instances. ``messages`` then holds only the newest
+            part the call could read (perhaps none); calling again with the instances loaded
+            (``RPCInvokeOptions(load_attribute_map_instances=...)``) returns the whole page.
+            `AgentSessionClient` does this itself.
     """
 
     messages: tuple[AgentMessage, ...] = ()
     next_before_sequence: int | None = None
     deleted_before_sequence: int | None = None
+    missing_chunks: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         _set(self, "messages", _coerce_tuple(self.messages, AgentMessage))
+        _set(self, "missing_chunks", tuple(int(sequence) for sequence in self.missing_chunks))
+
+
+@dataclass(frozen=True)
+class GetToolOutputRequest:
+    """Input of the `get_tool_output` RPC.
+
+    Attributes:
+        turn_id: The call's turn.
+        tool_call_id: The call.
+    """
+
+    turn_id: str
+    tool_call_id: str

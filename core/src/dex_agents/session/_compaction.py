@@ -18,12 +18,19 @@ from dex import AsyncContext, Step, StepDecision, StepOptions, go_to_many
 
 from dex_agents.compaction import ContextCompactionRunner, ContextSummaryRequest, ContextSummaryResult
 from dex_agents.events import AgentEventType
-from dex_agents.limits import MAX_STORED_VALUE_BYTES, utf8_size
+from dex_agents.limits import MAX_CONTEXT_SUMMARY_BYTES, utf8_size
 from dex_agents.persistence import AGENT_STATE, CONTEXT_SUMMARY
 from dex_agents.runner import AgentTurnContext
 from dex_agents.session._errors import RunnerCallError, SessionStateError, runner_errors
 from dex_agents.session._settings import read_turn_session_settings
-from dex_agents.session._state import format_time, heartbeating, now, read_context_summary, read_state
+from dex_agents.session._state import (
+    format_time,
+    heartbeating,
+    now,
+    read_context_summary,
+    read_state,
+    stored_size,
+)
 from dex_agents.session._storage import read_messages, settle_storage
 from dex_agents.session._turn_lifecycle import record_usage
 from dex_agents.values import (
@@ -61,11 +68,17 @@ async def compaction_cutoff(runtime: SessionRuntime, state: AgentState, turn: Ag
     if policy is None:
         return None
     runner = cast(ContextCompactionRunner, runtime.runner)
+    input_bytes = sum(stored_size(message) for message in turn.messages)
     with runner_errors():
         estimate = _whole_number(await _call(runner.estimate_input_tokens(turn)), "estimate_input_tokens")
-        if estimate < policy.trigger_tokens:
+        over_bytes = input_bytes >= policy.trigger_bytes
+        if estimate < policy.trigger_tokens and not over_bytes:
             return None
-        cutoff = await _call(runner.select_compaction_cutoff(turn, policy.retained_token_budget))
+        budget = policy.retained_token_budget
+        if over_bytes:
+            # The runner cuts by its own tokens; keeping the bytes' share of them keeps about that many bytes.
+            budget = min(budget, estimate * policy.retained_bytes // max(input_bytes, 1))
+        cutoff = await _call(runner.select_compaction_cutoff(turn, budget))
     if cutoff is None:
         return None
     through = _whole_number(cutoff, "select_compaction_cutoff")
@@ -90,10 +103,11 @@ def _check_summary(result: object) -> ContextSummaryResult:
     if not isinstance(result.usage, AgentUsage):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise RunnerCallError(f"the summary's usage must be AgentUsage, got {type(result.usage).__name__}")
     size = utf8_size(result.text)
-    if size > MAX_STORED_VALUE_BYTES:
+    if size > MAX_CONTEXT_SUMMARY_BYTES:
         raise RunnerCallError(
-            f"summarize_context returned a {size}-byte summary, more than the {MAX_STORED_VALUE_BYTES}-byte "
-            "limit of one stored value"
+            f"summarize_context returned a {size}-byte summary, more than the "
+            f"{MAX_CONTEXT_SUMMARY_BYTES}-byte limit of a context summary (every Step request and snapshot "
+            "carries it); ask for a shorter one"
         )
     return result
 

@@ -319,7 +319,7 @@ async def end_turn_by_control(
                 reason.value,
                 describe_exception(note_error),
             )
-    ended = end_turn(context, advanced, records, None)
+    ended = end_turn(context, runtime.options, advanced, records, None)
     message_count = reply_count(context, turn_id, ended.next_message_sequence)
     writer = runtime.event_writer(context, turn_id)
     if reason is CancellationReason.TURN_CANCELLED:

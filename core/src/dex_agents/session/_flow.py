@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from dex import Channel, Context, Flow, PersistenceSchema, RPCResult, Step, StepList, Stream, rpc
+from dex import (
+    AttributeMapNotLoadedError,
+    Context,
+    Flow,
+    PersistenceSchema,
+    RPCResult,
+    Step,
+    StepList,
+    Stream,
+    rpc,
+)
 
 from dex_agents.compaction import is_compaction_runner
 from dex_agents.limits import MAX_USER_MESSAGE_BYTES, unencodable_index, utf8_size
@@ -15,6 +25,7 @@ from dex_agents.persistence import (
     AGENT_PLAN,
     AGENT_STATE,
     AGENT_TOOL_CALLS,
+    AGENT_TOOL_OUTPUTS,
     AGENT_TRACE_CONTEXT,
     AGENT_USAGE,
     CONTEXT_SUMMARY,
@@ -33,6 +44,7 @@ from dex_agents.persistence import (
     TURN_REPLY_SEQUENCE,
     TURN_SESSION_SETTINGS,
     agent_events_stream,
+    tool_output_key,
 )
 from dex_agents.runner import AgentFrameworkRunner
 from dex_agents.session import _plan, _questions, _turn_control_rpcs
@@ -44,19 +56,16 @@ from dex_agents.session._questions import AwaitQuestionAnswer
 from dex_agents.session._runtime import SessionRuntime
 from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._settings import (
-    read_session_settings,
     session_settings_problem,
     store_session_settings,
 )
+from dex_agents.session._snapshot import SNAPSHOT_MESSAGE_LIMIT, build_snapshot, list_messages
 from dex_agents.session._state import (
     now,
     parse_time,
-    read_context_summary,
     read_interrupts,
     read_state,
-    read_usage,
 )
-from dex_agents.session._storage import read_last_messages
 from dex_agents.session._tasks import CancelToolTask, PollToolTask
 from dex_agents.session._tool_steps import (
     AwaitToolApproval,
@@ -75,39 +84,27 @@ from dex_agents.session._turn_steps import (
 from dex_agents.values import (
     AgentEvent,
     AgentInterruptResolution,
-    AgentMessage,
     AgentMessagesPage,
     AgentSessionStartInput,
     AgentSnapshot,
-    AgentToolCall,
     AgentUserMessage,
     AnswerQuestionRequest,
     CancelTurnRequest,
     DeleteQueuedMessageRequest,
     ExecutePlanRequest,
+    GetToolOutputRequest,
     InterruptKind,
     ListAgentMessagesRequest,
-    PendingUserMessage,
     ResolveInterruptRequest,
     SteerUserMessageRequest,
     UpdateSessionSettingsRequest,
 )
 
-__all__ = ["SNAPSHOT_MESSAGE_LIMIT", "AgentSessionFlow"]
+__all__ = ["SNAPSHOT_MESSAGE_LIMIT", "AgentSessionFlow", "ToolOutputNotLoadedError"]
 
 
-def _pending_user_messages(
-    context: Context, channel: Channel[AgentUserMessage]
-) -> tuple[PendingUserMessage, ...]:
-    return tuple(
-        PendingUserMessage(message_id=message.message_id, message=message.value)
-        for message in channel.pending_messages(context)
-    )
-
-
-#: Messages a snapshot returns: the newest ones.
-SNAPSHOT_MESSAGE_LIMIT = 200
-_PAGE_LIMIT_MAX = 200
+class ToolOutputNotLoadedError(ValueError):
+    """A `get_tool_output` call did not load the `AgentToolOutputs` instance it reads."""
 
 
 class AgentSessionFlow(Flow[AgentSessionStartInput]):
@@ -248,6 +245,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             TURN_SESSION_SETTINGS,
             FRAMEWORK_RUN_STATE,
             AGENT_TOOL_CALLS,
+            AGENT_TOOL_OUTPUTS,
             PENDING_INTERRUPTS,
             AGENT_USAGE,
             AGENT_TRACE_CONTEXT,
@@ -380,66 +378,50 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         return RPCResult(True)
 
     @rpc(
-        load_attribute_maps=(AGENT_MESSAGES, AGENT_MESSAGE_CHUNKS, AGENT_TOOL_CALLS),
+        load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
         load_channels=(QUEUED_USER_MESSAGES, STEERED_USER_MESSAGES),
     )
     def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
-        """Return the session's state and last messages, with everything a UI draws beside them.
+        """Return the session's state and newest messages, with everything a UI draws beside them.
 
         That is the pending interrupts, the active turn's tool calls, usage, the waiting user messages, the
-        context summary and the settings the next turn starts with.
+        context summary and the settings the next turn starts with, within `MAX_RPC_OUTPUT_BYTES`. It
+        loads the window; the message chunks it reads come from the caller's load options, and it names
+        the ones it lacked in ``missing_chunks``.
         """
-        state = read_state(context)
-        records: list[AgentToolCall] = []
-        if state is not None and state.active_turn_id is not None:
-            keys = AGENT_TOOL_CALLS.get_all_instance_keys(context)
-            records = sorted(
-                (
-                    record
-                    for record in (AGENT_TOOL_CALLS.get(context, key) for key in keys)
-                    if record.turn_id == state.active_turn_id
-                ),
-                key=lambda record: record.deferral_order,
-            )
-        messages: list[AgentMessage] = []
-        if state is not None:
-            messages, _ = read_last_messages(context, state.next_message_sequence, SNAPSHOT_MESSAGE_LIMIT)
-        return RPCResult(
-            AgentSnapshot(
-                state=state,
-                messages=tuple(messages),
-                pending_interrupts=tuple(read_interrupts(context)),
-                tool_calls=tuple(records),
-                usage=read_usage(context),
-                queued_message_count=QUEUED_USER_MESSAGES.size(context),
-                plan=_plan.read_plan(context),
-                queued_messages=_pending_user_messages(context, QUEUED_USER_MESSAGES),
-                steered_messages=_pending_user_messages(context, STEERED_USER_MESSAGES),
-                context_summary=read_context_summary(context),
-                session_settings=read_session_settings(context),
-            )
-        )
+        return RPCResult(build_snapshot(context))
 
-    @rpc(load_attribute_maps=(AGENT_MESSAGES, AGENT_MESSAGE_CHUNKS))
+    @rpc(load_attribute_maps=(AGENT_MESSAGES,))
     def list_agent_messages(
         self, context: Context, request: ListAgentMessagesRequest
     ) -> RPCResult[AgentMessagesPage]:
         """Return a page of stored messages, oldest first, ending before ``before_sequence``.
 
-        ``deleted_before_sequence`` is the oldest stored message once retention deleted older ones.
+        ``deleted_before_sequence`` is the oldest stored message once retention deleted older ones. The
+        page ends early to stay within `MAX_RPC_OUTPUT_BYTES`. It loads the window; the message chunks it
+        reads come from the caller's load options, and it names the ones it lacked in ``missing_chunks``.
         """
-        limit = min(max(request.limit, 1), _PAGE_LIMIT_MAX)
-        state = read_state(context)
-        if state is None:
-            return RPCResult(AgentMessagesPage())
-        page, first_sequence = read_last_messages(
-            context, state.next_message_sequence, limit, request.before_sequence
-        )
-        next_before = page[0].sequence if page and page[0].sequence > first_sequence else None
-        return RPCResult(
-            AgentMessagesPage(
-                messages=tuple(page),
-                next_before_sequence=next_before,
-                deleted_before_sequence=first_sequence if first_sequence > 1 else None,
-            )
-        )
+        return RPCResult(list_messages(context, request))
+
+    @rpc()
+    def get_tool_output(self, context: Context, request: GetToolOutputRequest) -> RPCResult[str]:
+        """Return a call's whole output when the session stored it apart, else an empty string.
+
+        A stored output is never empty: only outputs above ``max_inline_tool_output_bytes`` (at least
+        1 KiB) are stored apart. The output travels as plain text, not JSON, so its size is its own.
+
+        The caller loads the one `AgentToolOutputs` instance (`tool_output_key`) in its load options.
+
+        Raises:
+            ToolOutputNotLoadedError: If the call did not load that instance.
+        """
+        key = tool_output_key(request.turn_id, request.tool_call_id)
+        try:
+            output = AGENT_TOOL_OUTPUTS.get(context, key)
+        except AttributeMapNotLoadedError as error:
+            raise ToolOutputNotLoadedError(
+                f"get_tool_output reads AgentToolOutputs instance {key!r}, which this call did not load: "
+                "pass RPCInvokeOptions(load_attribute_map_instances=(AGENT_TOOL_OUTPUTS.load(key),)) "
+                "(AgentSessionClient.get_tool_output does)"
+            ) from error
+        return RPCResult(cast(str | None, output) or "")

@@ -10,12 +10,20 @@ from types import MappingProxyType
 from dex_agents._builtin_tools import BUILT_IN_TOOL_NAMES, WRITE_TODOS
 from dex_agents._trace_spans import TraceEmitter
 from dex_agents.compaction import CompactionPolicy
-from dex_agents.limits import MAX_MESSAGE_CHUNK_BYTES
+from dex_agents.limits import (
+    DEFAULT_INLINE_TOOL_OUTPUT_BYTES,
+    DEFAULT_MESSAGE_WINDOW_MAX_BYTES,
+    MAX_MESSAGE_CHUNK_BYTES,
+    MAX_TOOL_OUTPUT_BYTES,
+)
 from dex_agents.persistence import DEFAULT_AGENT_EVENTS_CAPACITY_BYTES
 from dex_agents.runner import ToolPolicy
 from dex_agents.values import ToolEffect
 
-__all__ = ["DEFAULT_MAX_DURABLE_WAIT", "AgentSessionOptions"]
+__all__ = ["DEFAULT_MAX_DURABLE_WAIT", "MIN_INLINE_TOOL_OUTPUT_BYTES", "AgentSessionOptions"]
+
+#: The smallest ``max_inline_tool_output_bytes``: room for the note `tool_output_view` adds and some output.
+MIN_INLINE_TOOL_OUTPUT_BYTES = 1024
 
 #: The longest ``durable_wait`` a session allows unless its options say otherwise.
 DEFAULT_MAX_DURABLE_WAIT = timedelta(days=7)
@@ -46,10 +54,18 @@ class AgentSessionOptions:
             needs ``write_todos`` and a runner whose ``supports_plan_mode`` is `True`.
         message_window_size: The most messages kept one per `AgentMessages` instance; a Step that leaves
             more moves the oldest into immutable chunks.
+        message_window_max_bytes: The most stored bytes of messages the window keeps; a Step that leaves
+            more moves the oldest into chunks too. Every Step that stores a message loads the whole
+            window, so this bounds what it loads whatever the size of the messages.
         message_chunk_size: The most messages in one chunk.
         message_chunk_max_bytes: The largest chunk, in bytes of its stored JSON, at most
             `MAX_MESSAGE_CHUNK_BYTES`; a message too large for a chunk of its own skips the window. Keep
             it below the server's largest value.
+        max_inline_tool_output_bytes: The largest tool output, in UTF-8 bytes, that the call's record
+            and the model keep whole. A larger one (up to `MAX_TOOL_OUTPUT_BYTES`) is stored apart in
+            `AgentToolOutputs`, readable with `AgentSessionClient.get_tool_output`, and the model receives
+            its first part with a note (`tool_output_view`); a still larger one records the call
+            ``failed``.
         retained_message_limit: With compaction, chunks entirely before the summary are deleted while at
             least this many messages are stored after them; `None` keeps every message.
         compaction: When to summarize the earlier conversation; needs a runner that implements
@@ -66,6 +82,8 @@ class AgentSessionOptions:
     message_window_size: int = 64
     message_chunk_size: int = 32
     message_chunk_max_bytes: int = 1024 * 1024
+    message_window_max_bytes: int = DEFAULT_MESSAGE_WINDOW_MAX_BYTES
+    max_inline_tool_output_bytes: int = DEFAULT_INLINE_TOOL_OUTPUT_BYTES
     retained_message_limit: int | None = 1000
     compaction: CompactionPolicy | None = None
     built_in_tools: Collection[str] = ()
@@ -110,6 +128,18 @@ class AgentSessionOptions:
             raise ValueError(
                 f"message_chunk_max_bytes must be at most {MAX_MESSAGE_CHUNK_BYTES} (8 MiB), "
                 f"got {self.message_chunk_max_bytes}"
+            )
+        _require_positive_int("message_window_max_bytes", self.message_window_max_bytes)
+        _require_positive_int("max_inline_tool_output_bytes", self.max_inline_tool_output_bytes)
+        if self.max_inline_tool_output_bytes > MAX_TOOL_OUTPUT_BYTES:
+            raise ValueError(
+                "max_inline_tool_output_bytes must be at most MAX_TOOL_OUTPUT_BYTES "
+                f"({MAX_TOOL_OUTPUT_BYTES}), got {self.max_inline_tool_output_bytes}"
+            )
+        if self.max_inline_tool_output_bytes < MIN_INLINE_TOOL_OUTPUT_BYTES:
+            raise ValueError(
+                f"max_inline_tool_output_bytes must be at least {MIN_INLINE_TOOL_OUTPUT_BYTES}, so the model "
+                f"sees part of a large output beside the note, got {self.max_inline_tool_output_bytes}"
             )
         if self.retained_message_limit is not None:
             _require_positive_int("retained_message_limit", self.retained_message_limit)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import cast
+from typing import Any, cast
 
 from dex import AsyncContext, Context
 
@@ -42,6 +43,7 @@ __all__ = [
     "format_time",
     "heartbeating",
     "iter_final",
+    "json_size",
     "now",
     "parse_time",
     "read_context_summary",
@@ -123,9 +125,25 @@ def read_turn_records(context: Context, turn_id: str | None) -> list[AgentToolCa
     return sorted((record for record in records if record.turn_id == turn_id), key=lambda r: r.deferral_order)
 
 
+# Window messages are measured on every Step that stores a message; a decoded message is shared by every
+# read of it (the decoded-value cache), so its size is kept beside it for as long as it lives.
+_message_sizes: weakref.WeakKeyDictionary[AgentMessage, int] = weakref.WeakKeyDictionary()
+
+
+def json_size(value: object) -> int:
+    """Return the size of a dataclass value's JSON encoding, as the SDK writes it, in UTF-8 bytes."""
+    return utf8_size(json.dumps(asdict(cast(Any, value)), separators=(",", ":"), sort_keys=True))
+
+
 def stored_size(value: AgentMessage | AgentToolCall) -> int:
     """Return the stored size of a value: its JSON encoding, as the SDK writes it, in UTF-8 bytes."""
-    return utf8_size(json.dumps(asdict(value), separators=(",", ":"), sort_keys=True))
+    if not isinstance(value, AgentMessage):
+        return json_size(value)
+    size = _message_sizes.get(value)
+    if size is None:
+        size = json_size(value)
+        _message_sizes[value] = size
+    return size
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,16 @@
 """Message storage: the window, immutable chunks, the index, retention, reads, and a turn's reply count.
 
 The newest messages live in the `AgentMessages` window, one instance per message, so storing a message is
-one blind write. When a Step leaves more than ``message_window_size`` messages there, the same commit moves
-the oldest into `AgentMessageChunks` instances that are never rewritten, and records their ranges in
-`AgentMessageIndex`; a Step then loads only the chunks it reads, and a Worker decodes each chunk once
-(see `dex_agents._decoded_value_cache`). A message too large to share a chunk skips the window and gets a
-chunk of its own. With compaction, chunks entirely behind the summary are deleted while enough messages
-stay after them.
+one blind write. When a Step leaves more than ``message_window_size`` messages, or more than
+``message_window_max_bytes`` of them, there, the same commit moves the oldest into `AgentMessageChunks`
+instances that are never rewritten, and records their ranges and sizes in `AgentMessageIndex`; a Step then
+loads only the chunks it reads, and a Worker decodes each chunk once (see
+`dex_agents._decoded_value_cache`). A message too large to share a chunk skips the window and gets a chunk
+of its own. With compaction, chunks entirely behind the summary are deleted while enough messages stay after
+them, and so are the tool outputs stored apart for the turns they held.
+
+Readers of pages (the snapshot and listing RPCs) load the window and only the chunks their caller named,
+and stop by bytes as well as by count: `read_page` says which chunks it lacked, so the caller can name them.
 
 A session without an index (every session dex-agents 0.1.0 stored) has every message in the window from
 sequence 1; the rollover of each Step that stores messages drains it, a few chunks per commit, and readers
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import cast
 
@@ -28,8 +32,10 @@ from dex_agents.persistence import (
     AGENT_MESSAGE_CHUNKS,
     AGENT_MESSAGE_INDEX,
     AGENT_MESSAGES,
+    AGENT_TOOL_OUTPUTS,
     TURN_REPLY_SEQUENCE,
     message_sequence_key,
+    tool_output_key,
 )
 from dex_agents.session._errors import SessionStateError
 from dex_agents.session._session_options import AgentSessionOptions
@@ -46,21 +52,25 @@ from dex_agents.values import (
     AgentMessageChunkRange,
     AgentMessageIndex,
     AgentState,
+    AgentToolCall,
     MessageRole,
+    StoredToolOutput,
     TurnReplySequence,
 )
 
 __all__ = [
     "CHUNK_ENCODING_OVERHEAD_BYTES",
     "ChunkLoads",
+    "MessagePage",
     "MessagesNotLoadedError",
     "RolloverPlan",
     "append_messages",
     "chunk_loads",
     "plan_rollover",
     "read_index",
-    "read_last_messages",
     "read_messages",
+    "read_page",
+    "register_stored_tool_outputs",
     "reply_count",
     "settle_storage",
 ]
@@ -217,44 +227,113 @@ def read_messages(context: Context, after: int, through: int) -> list[AgentMessa
     return found
 
 
-def read_last_messages(
-    context: Context, next_sequence: int, limit: int, before_sequence: int | None = None
-) -> tuple[list[AgentMessage], int]:
-    """Return the last ``limit`` stored messages before ``before_sequence`` and the oldest stored sequence.
+@dataclass(frozen=True)
+class MessagePage:
+    """Messages read back from the newest one, within a count and a byte budget.
 
-    The messages are oldest first. Only the chunks it returns messages from are read, newest first. Needs
-    the whole window and every chunk loaded (the snapshot and listing RPCs load both maps).
+    Attributes:
+        messages: The messages, oldest first.
+        first_sequence: The oldest stored sequence (`AgentMessageIndex.first_sequence`, 1 without one).
+        next_before_sequence: Where the page before this one ends: the first message's sequence, or
+            `None` when the page starts at the oldest stored message or holds nothing.
+        missing_chunks: The first sequences of the chunks the page needed and the Context did not load;
+            empty when the page is whole.
+    """
+
+    messages: tuple[AgentMessage, ...]
+    first_sequence: int
+    next_before_sequence: int | None
+    missing_chunks: tuple[int, ...] = ()
+
+
+def _chunks_to_load(
+    chunks: Sequence[AgentMessageChunkRange], position: int, count_left: int, bytes_left: int
+) -> tuple[int, ...]:
+    """The chunks from ``position`` back whose messages and stored bytes cover what the page still needs.
+
+    A chunk whose size an earlier release did not record counts as filling the rest of the budget, so such
+    chunks are asked for one at a time.
+    """
+    needed: list[int] = []
+    while position >= 0 and count_left > 0 and bytes_left > 0:
+        span = chunks[position]
+        needed.append(span.first_sequence)
+        count_left -= span.last_sequence - span.first_sequence + 1
+        bytes_left -= span.stored_bytes or bytes_left
+        position -= 1
+    return tuple(needed)
+
+
+def read_page(
+    context: Context,
+    next_sequence: int,
+    *,
+    limit: int,
+    byte_budget: int,
+    size_of: Callable[[AgentMessage], int],
+    before_sequence: int | None = None,
+    at_least_one: bool = True,
+) -> MessagePage:
+    """Read the newest messages before ``before_sequence``, at most ``limit`` and ``byte_budget`` bytes.
+
+    The page ends before the message that would take it past the budget (with ``at_least_one``, the
+    first message is taken whatever its size, so a page always moves on). Only the chunks it returns
+    messages from are read. Needs the whole window loaded; a chunk the Context did not load ends the page
+    there, and `MessagePage.missing_chunks` names it and the older chunks the page would still need.
 
     Args:
-        context: An RPC or Step context.
+        context: An RPC or Step context with the window loaded.
         next_sequence: `AgentState.next_message_sequence`.
-        limit: The most messages to return.
+        limit: The most messages.
+        byte_budget: The most bytes of messages, each measured with ``size_of``.
+        size_of: A message's size as the page will hold it.
         before_sequence: Return messages before this one; `None` starts after the newest.
+        at_least_one: Take the newest message even when it alone exceeds the budget.
 
     Returns:
-        The messages, and the first stored sequence (`AgentMessageIndex.first_sequence`, 1 without one).
+        The page.
     """
     layout = _Layout.of(context)
     top = next_sequence - 1 if before_sequence is None else min(before_sequence - 1, next_sequence - 1)
     found: list[AgentMessage] = []
+    used = 0
+    missing: tuple[int, ...] = ()
     firsts = [span.first_sequence for span in layout.chunks]
+
+    def take(message: AgentMessage) -> bool:
+        nonlocal used
+        if len(found) >= limit:
+            return False
+        size = size_of(message)
+        if used + size > byte_budget and (found or not at_least_one):
+            return False
+        found.append(message)
+        used += size
+        return True
+
     sequence = top
     while sequence >= layout.first_sequence and len(found) < limit:
         position = bisect.bisect_right(firsts, sequence) - 1
         span = layout.chunks[position] if position >= 0 else None
         if span is not None and span.last_sequence >= sequence:
-            for message in reversed(_read_chunk(context, span)):
-                if message.sequence <= sequence and len(found) < limit:
-                    found.append(message)
+            try:
+                chunk = _read_chunk(context, span)
+            except MessagesNotLoadedError:
+                missing = _chunks_to_load(layout.chunks, position, limit - len(found), byte_budget - used)
+                break
+            if not all(take(message) for message in reversed(chunk) if message.sequence <= sequence):
+                break
             sequence = span.first_sequence - 1
             continue
         key = layout.window.get(sequence)
         if key is None:
             raise SessionStateError(f"stored message {sequence} is neither in a chunk nor in the window")
-        found.append(AGENT_MESSAGES.get(context, key))
+        if not take(AGENT_MESSAGES.get(context, key)):
+            break
         sequence -= 1
     found.reverse()
-    return found, layout.first_sequence
+    next_before = found[0].sequence if found and found[0].sequence > layout.first_sequence else None
+    return MessagePage(tuple(found), layout.first_sequence, next_before, missing)
 
 
 # Turn reply counts.
@@ -317,11 +396,12 @@ def plan_rollover(
 ) -> RolloverPlan:
     """Decide which window messages one commit moves into chunks.
 
-    While more than ``message_window_size`` messages would stay, the oldest form the next chunk: it closes
-    at ``message_chunk_size`` messages, before a message that would take its stored size past
-    ``message_chunk_max_bytes``, and before a gap (an oversized message's own chunk sits there). One commit
-    moves at most `MESSAGE_ROLLOVER_MAX_CHUNKS_PER_COMMIT` chunks and
-    `MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT` bytes, unless its first chunk alone is larger.
+    While more than ``message_window_size`` messages, or more than ``message_window_max_bytes`` of them,
+    would stay, the oldest form the next chunk: it closes at ``message_chunk_size`` messages, before a
+    message that would take its stored size past ``message_chunk_max_bytes``, and before a gap (an
+    oversized message's own chunk sits there). One commit moves at most
+    `MESSAGE_ROLLOVER_MAX_CHUNKS_PER_COMMIT` chunks and `MESSAGE_ROLLOVER_MAX_BYTES_PER_COMMIT` bytes,
+    unless its first chunk alone is larger.
 
     Args:
         sequences: The window's sequences, ascending.
@@ -335,10 +415,15 @@ def plan_rollover(
     chunk_sizes: list[int] = []
     position = 0
     total = 0
-    while (
-        len(sequences) - position > options.message_window_size
-        and len(chunks) < MESSAGE_ROLLOVER_MAX_CHUNKS_PER_COMMIT
-    ):
+    window_bytes = sum(sizes)
+
+    def window_too_large() -> bool:
+        staying = len(sequences) - position
+        return staying > options.message_window_size or (
+            staying > 0 and window_bytes > options.message_window_max_bytes
+        )
+
+    while window_too_large() and len(chunks) < MESSAGE_ROLLOVER_MAX_CHUNKS_PER_COMMIT:
         taken = [position]
         size = CHUNK_ENCODING_OVERHEAD_BYTES + sizes[position]
         following = position + 1
@@ -356,6 +441,7 @@ def plan_rollover(
         chunks.append(tuple(taken))
         chunk_sizes.append(size)
         total += size
+        window_bytes -= sum(sizes[index] for index in taken)
         position = following
     return RolloverPlan(tuple(chunks), tuple(chunk_sizes))
 
@@ -370,7 +456,10 @@ def _with_chunks(
         if span.first_sequence == first_in_window:
             first_in_window = span.last_sequence + 1
     return AgentMessageIndex(
-        chunks=tuple(chunks), first_sequence=_first_sequence(index), window_first_sequence=first_in_window
+        chunks=tuple(chunks),
+        first_sequence=_first_sequence(index),
+        window_first_sequence=first_in_window,
+        tool_outputs=() if index is None else index.tool_outputs,
     )
 
 
@@ -382,8 +471,6 @@ def _roll_over(
     except MessagesNotLoadedError:
         # Scheduled by an earlier release without the window: a later Step that loads it rolls over.
         return index
-    if len(keys) <= options.message_window_size:
-        return index
     messages = [AGENT_MESSAGES.get(context, key) for key in keys]
     plan = plan_rollover(
         [message.sequence for message in messages],
@@ -393,22 +480,26 @@ def _roll_over(
     if not plan.chunks:
         return index
     added: list[AgentMessageChunkRange] = []
-    for positions in plan.chunks:
+    for positions, size in zip(plan.chunks, plan.sizes, strict=True):
         chunk = tuple(messages[position] for position in positions)
         AGENT_MESSAGE_CHUNKS.set(context, message_sequence_key(chunk[0].sequence), AgentMessageChunk(chunk))
         for message in chunk:
             AGENT_MESSAGES.delete(context, message_sequence_key(message.sequence))
-        added.append(AgentMessageChunkRange(chunk[0].sequence, chunk[-1].sequence))
+        added.append(AgentMessageChunkRange(chunk[0].sequence, chunk[-1].sequence, size))
     return _with_chunks(index, added, window_first=added[-1].last_sequence + 1)
 
 
 def _apply_retention(
     context: Context, options: AgentSessionOptions, index: AgentMessageIndex | None, next_sequence: int
 ) -> AgentMessageIndex | None:
-    """Delete the oldest chunks behind the summary while enough messages stay after them."""
-    limit = options.retained_message_limit
-    if options.compaction is None or limit is None or index is None:
+    """Delete the oldest chunks behind the summary while enough messages stay after them.
+
+    The tool outputs stored apart for turns that ended before the first message left are deleted with
+    them.
+    """
+    if not _has_retention(options) or index is None:
         return index
+    limit = cast(int, options.retained_message_limit)
     summary = read_context_summary(context)
     if summary is None:
         return index
@@ -426,7 +517,38 @@ def _apply_retention(
         first = oldest.last_sequence + 1
     if first == index.first_sequence:
         return index
-    return replace(index, chunks=tuple(chunks), first_sequence=first)
+    kept: list[StoredToolOutput] = []
+    for output in index.tool_outputs:
+        if output.last_sequence < first:
+            AGENT_TOOL_OUTPUTS.delete(context, tool_output_key(output.turn_id, output.tool_call_id))
+        else:
+            kept.append(output)
+    return replace(index, chunks=tuple(chunks), first_sequence=first, tool_outputs=tuple(kept))
+
+
+def _has_retention(options: AgentSessionOptions) -> bool:
+    return options.compaction is not None and options.retained_message_limit is not None
+
+
+def register_stored_tool_outputs(
+    context: Context, options: AgentSessionOptions, state: AgentState, records: Sequence[AgentToolCall]
+) -> None:
+    """List an ending turn's tool outputs that are stored apart in the index, so retention deletes them.
+
+    Only a session with retention lists them: one without keeps every output, as it keeps every message.
+    ``state`` is the session state once the turn's last message is stored.
+    """
+    if not _has_retention(options):
+        return
+    stored = [
+        StoredToolOutput(record.turn_id, record.tool_call_id, state.next_message_sequence - 1)
+        for record in records
+        if record.stored_output_bytes is not None
+    ]
+    if not stored:
+        return
+    index = read_index(context) or AgentMessageIndex(chunks=(), first_sequence=1, window_first_sequence=1)
+    AGENT_MESSAGE_INDEX.set(context, replace(index, tool_outputs=(*index.tool_outputs, *stored)))
 
 
 def settle_storage(context: Context, options: AgentSessionOptions, next_sequence: int) -> None:
@@ -495,9 +617,10 @@ def append_messages(
     for item in checked:
         message = item.message
         key = message_sequence_key(message.sequence)
-        if CHUNK_ENCODING_OVERHEAD_BYTES + item.size > options.message_chunk_max_bytes:
+        chunk_size = CHUNK_ENCODING_OVERHEAD_BYTES + item.size
+        if chunk_size > options.message_chunk_max_bytes:
             AGENT_MESSAGE_CHUNKS.set(context, key, AgentMessageChunk((message,)))
-            own_chunks.append(AgentMessageChunkRange(message.sequence, message.sequence))
+            own_chunks.append(AgentMessageChunkRange(message.sequence, message.sequence, chunk_size))
         else:
             AGENT_MESSAGES.set(context, key, message)
     if own_chunks:

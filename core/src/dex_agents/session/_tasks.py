@@ -28,8 +28,9 @@ from dex_agents._tool_outcomes import (
 )
 from dex_agents._tool_tasks import ToolTaskCancellation, ToolTaskPoll
 from dex_agents.events import AgentEventType
-from dex_agents.persistence import AGENT_TOOL_CALLS
-from dex_agents.runner import TOOL_TASK_CANCELLED_ERROR
+from dex_agents.limits import MAX_TOOL_OUTPUT_BYTES, unencodable_index, utf8_size
+from dex_agents.persistence import AGENT_TOOL_CALLS, AGENT_TOOL_OUTPUTS, tool_output_key
+from dex_agents.runner import TOOL_TASK_CANCELLED_ERROR, tool_output_view
 from dex_agents.session._control import is_turn_cancelled
 from dex_agents.session._errors import RunnerCallError, describe_exception
 from dex_agents.session._records import (
@@ -79,13 +80,44 @@ def poll_interval_seconds(value: object) -> int | None:
 def record_result(
     context: AsyncContext, runtime: SessionRuntime, record: AgentToolCall, result: ToolExecutionResult
 ) -> StepDecision:
-    """Record a tool's or a task's result, or `failed` when it is too large to store."""
+    """Record a tool's or a task's result, or `failed` when it is too large to store.
+
+    An output above ``max_inline_tool_output_bytes`` is stored apart in `AgentToolOutputs` in the same
+    commit, and the record keeps the part the model sees (`tool_output_view`) and the whole size.
+    """
+    output = result.output
+    size = utf8_size(output)
+    inline = runtime.options.max_inline_tool_output_bytes
+    if size > inline:
+        if size > MAX_TOOL_OUTPUT_BYTES:
+            return finish_call(
+                context,
+                runtime,
+                record,
+                ToolCallStatus.FAILED,
+                error=(
+                    f"the tool's output is {size} bytes, more than the {MAX_TOOL_OUTPUT_BYTES}-byte limit of "
+                    "one stored tool output; return less, or store it elsewhere and return a reference"
+                ),
+            )
+        AGENT_TOOL_OUTPUTS.set(
+            context, tool_output_key(record.turn_id, record.tool_call_id), _storable_text(output)
+        )
+        record = replace(record, stored_output_bytes=size)
+        output = tool_output_view(output, inline)
     problem = oversized_record_error(
-        replace(record, status=ToolCallStatus.SUCCEEDED, output=result.output), "the tool's output"
+        replace(record, status=ToolCallStatus.SUCCEEDED, output=output), "the tool's output"
     )
     if problem is not None:
         return finish_call(context, runtime, record, ToolCallStatus.FAILED, error=problem)
-    return finish_call(context, runtime, record, ToolCallStatus.SUCCEEDED, output=result.output)
+    return finish_call(context, runtime, record, ToolCallStatus.SUCCEEDED, output=output)
+
+
+def _storable_text(text: str) -> str:
+    """Return ``text`` with lone surrogates, which a stored string cannot hold, as U+FFFD."""
+    if unencodable_index(text) is None:
+        return text
+    return text.encode("utf-16", errors="surrogatepass").decode("utf-16", errors="replace")
 
 
 def store_task_started(

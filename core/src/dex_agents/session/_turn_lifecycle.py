@@ -28,6 +28,7 @@ from dex_agents.persistence import (
 )
 from dex_agents.runner import AgentTurnContext
 from dex_agents.session._errors import SessionStateError, describe_exception
+from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._settings import copy_settings_into_turn, read_turn_session_settings
 from dex_agents.session._state import (
     InvalidRunnerOutput,
@@ -40,7 +41,13 @@ from dex_agents.session._state import (
     to_agent_message,
     usage_payload,
 )
-from dex_agents.session._storage import MessagesNotLoadedError, append_messages, read_index, read_messages
+from dex_agents.session._storage import (
+    MessagesNotLoadedError,
+    append_messages,
+    read_index,
+    read_messages,
+    register_stored_tool_outputs,
+)
 from dex_agents.values import (
     AgentMessage,
     AgentPlan,
@@ -161,11 +168,17 @@ def begin_turn(
 
 def end_turn(
     context: AsyncContext,
+    options: AgentSessionOptions,
     state: AgentState,
     records: Sequence[AgentToolCall],
     last_turn_error: str | None,
 ) -> AgentState:
-    """Clear the turn's records, run state and interrupts, and store the idle state."""
+    """Clear the turn's records, run state and interrupts, and store the idle state.
+
+    Its tool outputs stored apart stay, for the client to read; with retention they are listed in the index
+    to be deleted with the turn's messages.
+    """
+    register_stored_tool_outputs(context, options, state, records)
     for record in records:
         AGENT_TOOL_CALLS.delete(context, record.tool_call_id)
     FRAMEWORK_RUN_STATE.delete(context)

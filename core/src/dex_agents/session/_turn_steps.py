@@ -139,7 +139,7 @@ def _fail_turn(
                 turn_id,
                 describe_exception(note_error),
             )
-    ended = _end_turn(context, state, records, error)
+    ended = _end_turn(context, runtime.options, state, records, error)
     writer = runtime.event_writer(context, turn_id)
     writer.write_event(AgentEventType.TURN_FAILED, {"error": ended.last_turn_error})
     return go_to_many(runtime.to_await_user_message())
@@ -431,7 +431,7 @@ class RunModel(Step[CompactContextInput | None]):
         if outcome.turn_error is not None:
             error = str(outcome.turn_error) or "the runner ended the turn with an empty turn_error"
             if stored:
-                ended = _end_turn(context, advanced, records, error)
+                ended = _end_turn(context, runtime.options, advanced, records, error)
                 runtime.event_writer(context, turn_id).write_event(
                     AgentEventType.TURN_FAILED, {"error": ended.last_turn_error}
                 )
@@ -439,7 +439,7 @@ class RunModel(Step[CompactContextInput | None]):
             # A runner that stops by raising returns no messages; its unstored items (a tool's result
             # among them) would leave a stored call without its result, so ask it for them first.
             return await self._fail(context, advanced, error, records)
-        _end_turn(context, advanced, records, None)
+        _end_turn(context, runtime.options, advanced, records, None)
         runtime.event_writer(context, turn_id).write_event(
             AgentEventType.TURN_COMPLETED,
             {"message_count": reply_count(context, turn_id, advanced.next_message_sequence)},

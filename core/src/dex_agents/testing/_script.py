@@ -39,12 +39,15 @@ from dex_agents.testing._scripted_tasks import (
 
 __all__ = [
     "DEFAULT_SCRIPTED_SUMMARY",
+    "LOGGED_MODEL_INPUT_BYTES",
+    "LOGGED_TEXT_CUT",
     "STATE_DIR_ENV",
     "ModelCallScope",
     "ScriptStore",
     "ScriptedResponse",
     "ScriptedToolCall",
     "current_model_call",
+    "logged_model_input",
     "model_call_scope",
     "run_inline_scripted_tool",
     "run_scripted_tool",
@@ -59,6 +62,8 @@ DEFAULT_SCRIPTED_SUMMARY = "The scripted summary of the earlier conversation."
 blank)."""
 STATE_DIR_ENV = "DEX_AGENTS_TEST_STATE_DIR"
 """The directory holding scripts, gates and the invocation log; the stack sets it for Workers."""
+LOGGED_TEXT_CUT = " [... {size} bytes in all, cut in the invocation log ...] "
+"""What replaces the middle of a long text in the invocation log of a large model input."""
 SCRIPTED_MODEL_FAILURE = "scripted model failure"
 """The start of the message a scripted model raises on a failing attempt."""
 SCRIPTED_TOOL_FAILURE = "scripted tool failure"
@@ -596,6 +601,33 @@ async def scripted_summary_response(
     return await _answer(store, _invocation("summary", scope, model_input), response, on_partial_text)
 
 
+#: A model input up to this size is logged whole; in a larger one (a session of megabytes) each long text
+#: keeps its head and tail, so the log of a long session's model calls does not grow with its square.
+LOGGED_MODEL_INPUT_BYTES = 1024 * 1024
+_LOGGED_TEXT_END_BYTES = 2048
+
+
+def _logged_text(text: str) -> str:
+    data = text.encode("utf-8", errors="surrogatepass")
+    if len(data) <= 2 * _LOGGED_TEXT_END_BYTES:
+        return text
+    head = data[:_LOGGED_TEXT_END_BYTES].decode("utf-8", errors="ignore")
+    tail = data[-_LOGGED_TEXT_END_BYTES:].decode("utf-8", errors="ignore")
+    return f"{head}{LOGGED_TEXT_CUT.format(size=len(data))}{tail}"
+
+
+def logged_model_input(model_input: Sequence[str]) -> tuple[str, ...]:
+    """Return a model input as the invocation log keeps it: whole up to `LOGGED_MODEL_INPUT_BYTES`.
+
+    In a larger input each text longer than 4 KiB keeps its first and last 2 KiB around
+    `LOGGED_TEXT_CUT`, which names the text's whole size in UTF-8 bytes.
+    """
+    texts = tuple(model_input)
+    if sum(len(text) for text in texts) <= LOGGED_MODEL_INPUT_BYTES:
+        return texts
+    return tuple(_logged_text(text) for text in texts)
+
+
 def _invocation(
     kind: InvocationKind, scope: ModelCallScope, model_input: Sequence[str], offered_tools: Sequence[str] = ()
 ) -> Invocation:
@@ -605,7 +637,7 @@ def _invocation(
         turn_id=scope.turn_id,
         attempt=scope.attempt,
         step_execution_id=scope.step_execution_id,
-        model_input=tuple(model_input),
+        model_input=logged_model_input(model_input),
         offered_tools=tuple(offered_tools),
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 from collections.abc import Mapping, Sequence
@@ -76,7 +77,9 @@ class AgentTestStack:
         self._server: DevServerProcess | None = None
         if self._external_address is None:
             self._server = DevServerProcess(
-                self._tmp_path / "devserver.sqlite3", self._tmp_path / "devserver.log", tuple(server_args)
+                self._tmp_path / "devserver.sqlite3",
+                self._tmp_path / "devserver.log",
+                ("--size-report", str(self._size_report_path), *server_args),
             )
         self._client: AsyncClient | None = None
         self._connection: ClientConnection | None = None
@@ -124,6 +127,23 @@ class AgentTestStack:
             return self._external_address
         assert self._server is not None
         return self._server.address
+
+    @property
+    def _size_report_path(self) -> Path:
+        return self._tmp_path / "devserver-sizes.json"
+
+    def largest_sizes(self) -> dict[str, int] | None:
+        """The largest message the development server sent and value it accepted so far, per kind.
+
+        The kinds are ``worker_request`` (a Step or RPC request, blob references included),
+        ``load_blobs_response`` (one ``LoadBlobs`` call), ``query_response``, ``rpc_output`` and
+        ``stored_value``, each in bytes. `None` on an external server (``DEX_SERVER_ADDRESS``), which keeps
+        no such report.
+        """
+        if self._server is None or not self._size_report_path.exists():
+            return None
+        report = json.loads(self._size_report_path.read_text(encoding="utf-8"))
+        return {str(kind): int(size) for kind, size in report.items()}
 
     @property
     def uses_external_server(self) -> bool:
