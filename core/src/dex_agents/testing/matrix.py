@@ -83,6 +83,7 @@ from dex_agents import (
     APPROVAL_DEADLINE_PASSED,
     ASK_USER,
     BUILT_IN_TOOL_NAMES,
+    MAX_RPC_OUTPUT_BYTES,
     OUTCOME_UNKNOWN_TOOL_RESULT,
     TURN_CANCELLED_NOTE_HEADER,
     TURN_FAILURE_NOTE_HEADER,
@@ -103,6 +104,7 @@ from dex_agents.testing._history import (
     executed_step_types,
 )
 from dex_agents.testing._invocations import Invocation
+from dex_agents.testing._large_session import LARGE_MESSAGE_BYTES, run_large_session
 from dex_agents.testing._matrix_spec import MatrixFlows, MatrixSpec, wait_for_turn_end
 from dex_agents.testing._model_call_rule import model_call_problems
 from dex_agents.testing._script import ScriptedResponse, ScriptedToolCall
@@ -112,6 +114,9 @@ from dex_agents.testing._transcript import stored_calls_without_result
 from dex_agents.testing._waiting import wait_for_agent_snapshot, wait_until
 
 __all__ = ["AgentMatrixTests", "MatrixFlows", "MatrixHarness", "MatrixSpec", "wait_for_turn_end"]
+
+#: What one call of the SDK can receive: gRPC's default receive limit, which SDK 1.23.0 keeps.
+SDK_RECEIVE_LIMIT_BYTES = 4 * 1024 * 1024
 
 
 class MatrixHarness:
@@ -798,3 +803,32 @@ class AgentMatrixTests:
         assert (resolved["interrupt_id"], resolved["approved"], resolved["answered"]) == ("ask-1", True, True)
         [finished] = _payloads(events, AgentEventType.TOOL_CALL_FINISHED)
         assert finished == {"tool_call_id": "ask-1", "tool_name": ASK_USER, "status": "succeeded"}, finished
+
+    async def test_17_a_session_of_large_messages_past_20_mib_stays_servable_by_fresh_workers(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Item 17: 100 KiB user messages and tool results, past 20 MiB, a Worker killed every few turns.
+
+        Every turn ends without an error, the snapshot and a page answer after every turn (each within one
+        RPC output's byte budget), each read's whole output stays readable while the model sees its first
+        part and a note, and paging returns every message once. The largest request the server sent a
+        Worker, and the largest ``LoadBlobs`` answer, stay within what the SDK can receive.
+        """
+        session = harness.stack.new_session_id("m17")
+        run = await run_large_session(
+            harness.sessions,
+            session,
+            read=lambda tool_call_id, order_id: harness.call(
+                harness.tools.read, tool_call_id, order_id, output_size=LARGE_MESSAGE_BYTES
+            ),
+            script=lambda turns: harness.script(session, *turns),
+            replace_worker=harness.replace_worker,
+            model_calls=lambda: harness.model_calls(session),
+        )
+        sizes = harness.stack.largest_sizes()
+        print(f"item 17 ({self.spec.flow_type_prefix}): {run}; largest sent by the server: {sizes}")
+        assert run.worker_kills >= 3, run
+        if sizes is not None:
+            assert sizes.get("worker_request", 0) <= SDK_RECEIVE_LIMIT_BYTES, sizes
+            assert sizes.get("load_blobs_response", 0) <= SDK_RECEIVE_LIMIT_BYTES, sizes
+            assert sizes.get("rpc_output", 0) <= MAX_RPC_OUTPUT_BYTES, sizes
