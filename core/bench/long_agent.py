@@ -8,9 +8,15 @@ the devserver's 1 KiB blob threshold are the same as a real adapter's.
 
 It compacts: a token is 4 bytes of ``framework_item``, any cut after an assistant or tool message is valid
 (no tool call is ever open in what it stores), and the summary call returns a fixed 2 KiB text.
+
+The large-message profile (``LargeRunner``, ``build_large_flows``) stores what an agent reading documents
+does: every grown message, user message and tool output is ``message_bytes`` (100 KiB), and each stored
+message holds its text twice, as a real adapter's does (the text and the framework item that repeats it).
 """
 
 from __future__ import annotations
+
+import json
 
 from bench.agent import TOOL_NAME, BareRunner, item_of_size
 from dex_agents import (
@@ -23,9 +29,13 @@ from dex_agents import (
     CompactionPolicy,
     ContextSummaryRequest,
     ContextSummaryResult,
+    DeferredToolCall,
+    DeferredToolExecution,
     FrameworkMessage,
     MessageRole,
+    ToolCallsRequested,
     ToolEffect,
+    ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
 )
@@ -102,4 +112,75 @@ def build_flows(message_chunk_size: int = 32) -> tuple[AgentSessionFlow, AgentSe
     return (
         AgentSessionFlow(BulkRunner(), flow_type="LongBench", options=plain),
         AgentSessionFlow(BulkRunner(), flow_type="LongBenchCompacting", options=compacting),
+    )
+
+
+#: The large profile's compacting Flow's context window in the runner's tokens: about 800 KB of items.
+LARGE_CONTEXT_WINDOW_TOKENS = 200_000
+
+
+def _item(role: str, text: str | None = None, **fields: str | None) -> str:
+    return json.dumps({"role": role, "text": text, **fields})
+
+
+class LargeRunner(BulkRunner):
+    """The large-message profile: every grown message and tool output is ``message_bytes`` of text."""
+
+    def __init__(self, message_bytes: int) -> None:
+        self.message_bytes = message_bytes
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        """Return the user message, its text repeated in its item as an adapter's is."""
+        return FrameworkMessage(role=MessageRole.USER, framework_item=_item("user", text), text=text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        """Grow the session by large messages, or make the measured turn's two model calls."""
+        question = turn.messages[-1].text or ""
+        usage = AgentUsage(model_calls=1, input_tokens=10, output_tokens=5)
+        if question.startswith(GROW_PREFIX) and turn.framework_run_state is None:
+            count = int(question.removeprefix(GROW_PREFIX).split()[0])
+            text = "d" * self.message_bytes
+            item = _item("assistant", text)
+            grown = [FrameworkMessage(MessageRole.ASSISTANT, item, text) for _ in range(count)]
+            return TurnCompleted(grown, usage)
+        if turn.framework_run_state is None:
+            call = DeferredToolCall(
+                "lookup-1", TOOL_NAME, '{"order_id":"A-1"}', turn.resolve_tool_policy(TOOL_NAME)
+            )
+            return ToolCallsRequested(item_of_size("run_state", 1167), (call,), usage)
+        record = turn.tool_calls["lookup-1"]
+        calls = FrameworkMessage(
+            role=MessageRole.ASSISTANT,
+            framework_item=_item("assistant", tool_call_id="lookup-1", tool_arguments=record.arguments),
+            tool_call_id="lookup-1",
+            tool_name=TOOL_NAME,
+            tool_arguments=record.arguments,
+        )
+        result = FrameworkMessage(
+            role=MessageRole.TOOL,
+            framework_item=_item("tool", tool_call_id="lookup-1", output=record.output),
+            tool_call_id="lookup-1",
+            tool_name=TOOL_NAME,
+            tool_output=record.output,
+        )
+        answer = FrameworkMessage(
+            role=MessageRole.ASSISTANT, framework_item=_item("assistant", "It shipped."), text="It shipped."
+        )
+        return TurnCompleted((calls, result, answer), usage)
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        """Return a document of ``message_bytes``."""
+        return ToolExecutionResult("r" * self.message_bytes)
+
+
+def build_large_flows(message_bytes: int) -> tuple[AgentSessionFlow, AgentSessionFlow]:
+    """Return the large profile's Flows, default storage options: without compaction, and with it."""
+    policies = {TOOL_NAME: ToolPolicy(ToolEffect.READ)}
+    compacting = AgentSessionOptions(
+        tool_policies=policies, compaction=CompactionPolicy(context_window_tokens=LARGE_CONTEXT_WINDOW_TOKENS)
+    )
+    plain = AgentSessionOptions(tool_policies=policies)
+    return (
+        AgentSessionFlow(LargeRunner(message_bytes), flow_type="LargeBench", options=plain),
+        AgentSessionFlow(LargeRunner(message_bytes), flow_type="LargeBenchCompacting", options=compacting),
     )

@@ -1,6 +1,7 @@
 """How a turn's cost grows with a session's history, with and without compaction.
 
     uv run python -m bench.long_session [--sizes 64,1000,10000] [--turns 10] [--grow 120] [--chunk-size 32]
+    uv run python -m bench.long_session --profile large [--sizes-mib 1,10,50] [--message-kib 100]
 
 One session per Flow (``bench.long_agent``: default storage options; one Flow also compacts) grows fast
 (``grow <n>`` turns store ``n`` messages at once) to each size, then runs ``--turns`` measured turns of a
@@ -9,6 +10,13 @@ Worker loaded from the server per ``RunModel`` (the request plus the blobs its c
 ``bench.long_worker``), the same for ``get_agent_snapshot`` and the snapshot's own size, the Worker's and
 the devserver's CPU per turn, and the wall time per turn. Print the load average with the figures: other
 work on the machine inflates wall time, not CPU time.
+
+The large profile grows one session per Flow (``bench.long_agent.LargeRunner``: 100 KiB messages and tool
+outputs, default storage options; one Flow also compacts) to each size in MiB of stored messages (their JSON,
+runner items included, read back by paging). At each size it runs three measured turns on the warm Worker,
+then SIGKILLs it and runs one turn, a snapshot and a page on a fresh Worker with an empty blob cache, and
+prints the bytes each loaded, the Worker's and the devserver's resident memory, and the largest single
+``LoadBlobs`` answer the devserver sent (it must stay below the SDK's 4 MiB).
 """
 
 from __future__ import annotations
@@ -20,14 +28,14 @@ import os
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 from pathlib import Path
 
 from dex import LongPollTimeoutError
 
-from bench.long_agent import GROW_PREFIX, build_flows
-from bench.long_worker import CHUNK_SIZE_ENV, LOAD_LOG_ENV
+from bench.long_agent import GROW_PREFIX, build_flows, build_large_flows
+from bench.long_worker import CHUNK_SIZE_ENV, LOAD_LOG_ENV, MESSAGE_BYTES_ENV
 from dex_agents import (
     AgentEventType,
     AgentSessionClient,
@@ -37,6 +45,7 @@ from dex_agents import (
     agent_codec_registry,
 )
 from dex_agents.bench import process_cpu_seconds
+from dex_agents.bench._measure import child_processes
 from dex_agents.testing import AgentTestStack
 
 CORE_DIR = Path(__file__).resolve().parents[1]
@@ -225,14 +234,141 @@ async def _grow_and_measure(
     return rows
 
 
+@dataclass(frozen=True)
+class LargeFigures:
+    """One size of the large profile."""
+
+    stored_mib: float
+    run_model_warm: float
+    run_model_fresh: int
+    largest_step_fresh: int
+    snapshot_fresh: int
+    snapshot_size: int
+    worker_rss_mib: float
+    devserver_rss_mib: float
+
+
+def _rss_mib() -> dict[str, float]:
+    """Resident memory of each child process, in MiB, by name."""
+    found: dict[str, float] = {}
+    for pid, name in child_processes().items():
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        found[name] = found.get(name, 0.0) + int(line.split()[1]) / 1024
+        except FileNotFoundError:
+            continue
+    return found
+
+
+async def _stored_mib(session: Session) -> float:
+    """The session's stored messages, their JSON with runner items, read back page by page."""
+    total = 0
+    before: int | None = None
+    while True:
+        page = await session.sessions.list_agent_messages(
+            session.session_id, before_sequence=before, limit=200, include_framework_items=True
+        )
+        total += sum(len(json.dumps(asdict(message), separators=(",", ":"))) for message in page.messages)
+        if page.next_before_sequence is None:
+            return total / 1024 / 1024
+        before = page.next_before_sequence
+
+
+def _entries_since(session: Session, position: int) -> list[dict[str, int | str]]:
+    with session.load_log.open(encoding="utf-8") as log:
+        log.seek(position)
+        return [json.loads(line) for line in log if line.strip()]
+
+
+async def _measure_large(stack: AgentTestStack, session: Session, text: str) -> LargeFigures:
+    position = session.log_position()
+    for _ in range(3):
+        await session.turn(text)
+    warm = session.loads_since(position, "RunModel")
+    await session.settled()
+    stack.kill_workers()
+    await stack.start_worker()
+    position = session.log_position()
+    await session.turn(text)
+    await session.settled()
+    snapshot = await session.sessions.get_agent_snapshot(session.session_id)
+    await session.sessions.list_agent_messages(session.session_id, limit=50)
+    fresh = _entries_since(session, position)
+    loads = [int(entry["request"]) + int(entry["blobs"]) for entry in fresh]
+    rss = _rss_mib()
+    return LargeFigures(
+        stored_mib=await _stored_mib(session),
+        run_model_warm=statistics.median(warm),
+        run_model_fresh=max(session.loads_since(position, "RunModel")),
+        largest_step_fresh=max(loads),
+        snapshot_fresh=max(session.loads_since(position, "rpc:get_agent_snapshot")),
+        snapshot_size=len(str(_SNAPSHOT_CODEC.encode(snapshot).data)),
+        worker_rss_mib=rss.get("worker", 0.0),
+        devserver_rss_mib=rss.get("devserver", 0.0),
+    )
+
+
+async def run_large(sizes_mib: list[int], message_bytes: int) -> None:
+    """Grow one large-message session per Flow through ``sizes_mib`` and print the figures."""
+    flows = build_large_flows(message_bytes)
+    text = "u" * message_bytes
+    # Each growth turn stores about this much: eight messages, each its text twice.
+    per_growth = 8 * 2 * message_bytes / 1024 / 1024
+    with tempfile.TemporaryDirectory(prefix="dex-agents-large-bench-") as directory:
+        load_log = Path(directory) / "loads.jsonl"
+        async with AgentTestStack(
+            Path(directory),
+            list(flows),
+            "bench.long_worker",
+            worker_cwd=CORE_DIR,
+            worker_env={LOAD_LOG_ENV: str(load_log), MESSAGE_BYTES_ENV: str(message_bytes)},
+        ) as stack:
+            await stack.start_worker()
+            for flow, label in zip(flows, ("without compaction", "with compaction"), strict=True):
+                session = Session(stack.sessions(flow), stack.new_session_id(flow.flow_type), load_log)
+                rows: list[LargeFigures] = []
+                grown = 0.0
+                for size in sizes_mib:
+                    while grown < size:
+                        await session.turn(f"{GROW_PREFIX}8")
+                        grown += per_growth
+                    rows.append(await _measure_large(stack, session, text))
+                    print(f"  {flow.flow_type}: measured at {rows[-1].stored_mib:.1f} MiB", flush=True)
+                _print_large(f"{label}, {message_bytes // 1024} KiB messages", rows)
+            print(f"\nlargest sent by the devserver, bytes: {stack.largest_sizes()}")
+
+
+def _print_large(label: str, rows: list[LargeFigures]) -> None:
+    print(f"\n{label} (load average {os.getloadavg()[0]:.2f})")
+    print(
+        "stored MiB | RunModel KiB loaded, warm | fresh Worker: RunModel KiB | largest Step KiB | "
+        "snapshot KiB loaded | snapshot KiB | Worker RSS MiB | devserver RSS MiB"
+    )
+    for row in rows:
+        print(
+            f"{row.stored_mib:.1f} | {_kib(row.run_model_warm)} | {_kib(row.run_model_fresh)} | "
+            f"{_kib(row.largest_step_fresh)} | {_kib(row.snapshot_fresh)} | {_kib(row.snapshot_size)} | "
+            f"{row.worker_rss_mib:.0f} | {row.devserver_rss_mib:.0f}"
+        )
+
+
 def main() -> None:
     """Parse the arguments and run the benchmark."""
     parser = argparse.ArgumentParser(description="Turn cost as a session grows, with and without compaction")
+    parser.add_argument("--profile", choices=("small", "large"), default="small", help="message sizes")
     parser.add_argument("--sizes", default="64,1000,10000", help="comma-separated message counts")
     parser.add_argument("--turns", type=int, default=10, help="measured turns per size")
     parser.add_argument("--grow", type=int, default=120, help="messages per growth turn")
     parser.add_argument("--chunk-size", type=int, default=32, help="message_chunk_size of both Flows")
+    parser.add_argument("--sizes-mib", default="1,10,50", help="large profile: stored MiB to measure at")
+    parser.add_argument("--message-kib", type=int, default=100, help="large profile: KiB per message")
     arguments = parser.parse_args()
+    if arguments.profile == "large":
+        sizes_mib = [int(size) for size in arguments.sizes_mib.split(",")]
+        asyncio.run(run_large(sizes_mib, arguments.message_kib * 1024))
+        return
     sizes = [int(size) for size in arguments.sizes.split(",")]
     asyncio.run(run(sizes, arguments.turns, arguments.grow, arguments.chunk_size))
 

@@ -17,11 +17,12 @@ from typing import Any
 from dex._async_value_hydrator import AsyncValueHydrator, _PendingBlob  # pyright: ignore[reportPrivateUsage]
 from dex.dexpb import dex_pb2 as pb
 
-from bench.long_agent import build_flows
+from bench.long_agent import build_flows, build_large_flows
 from dex_agents.testing import run_agent_worker
 
 LOAD_LOG_ENV = "DEX_AGENTS_BENCH_LOAD_LOG"
 CHUNK_SIZE_ENV = "DEX_AGENTS_BENCH_CHUNK_SIZE"
+MESSAGE_BYTES_ENV = "DEX_AGENTS_BENCH_MESSAGE_BYTES"
 
 _fetched: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("fetched", default=None)
 
@@ -67,4 +68,8 @@ def _instrument() -> None:
 
 if __name__ == "__main__":
     _instrument()
-    run_agent_worker(build_flows(int(os.environ.get(CHUNK_SIZE_ENV, "32"))))
+    large = os.environ.get(MESSAGE_BYTES_ENV)
+    if large:
+        run_agent_worker(build_large_flows(int(large)))
+    else:
+        run_agent_worker(build_flows(int(os.environ.get(CHUNK_SIZE_ENV, "32"))))
