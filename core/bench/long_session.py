@@ -14,7 +14,7 @@ work on the machine inflates wall time, not CPU time.
 The large profile grows one session per Flow (``bench.long_agent.LargeRunner``: 100 KiB messages and tool
 outputs, default storage options; one Flow also compacts) to each size in MiB of stored messages (their JSON,
 runner items included, read back by paging). At each size it runs three measured turns on the warm Worker,
-then SIGKILLs it and runs one turn, a snapshot and a page on a fresh Worker with an empty blob cache, and
+then SIGKILLs it and takes a snapshot, one turn and a page on a fresh Worker with an empty blob cache, and
 prints the bytes each loaded, the Worker's and the devserver's resident memory, and the largest single
 ``LoadBlobs`` answer the devserver sent (it must stay below the SDK's 4 MiB).
 """
@@ -291,9 +291,10 @@ async def _measure_large(stack: AgentTestStack, session: Session, text: str) -> 
     stack.kill_workers()
     await stack.start_worker()
     position = session.log_position()
+    # The snapshot first, so it meets the empty cache too; then the turn's Steps do.
+    snapshot = await session.sessions.get_agent_snapshot(session.session_id)
     await session.turn(text)
     await session.settled()
-    snapshot = await session.sessions.get_agent_snapshot(session.session_id)
     await session.sessions.list_agent_messages(session.session_id, limit=50)
     fresh = _entries_since(session, position)
     loads = [int(entry["request"]) + int(entry["blobs"]) for entry in fresh]

@@ -95,6 +95,19 @@ def _checked_settings(settings: Mapping[str, object]) -> dict[str, object]:
     return dict(settings)
 
 
+def _chunks_read(loaded: tuple[int, ...], snapshot: AgentSnapshot) -> tuple[int, ...]:
+    """The loaded chunks a snapshot's messages come from: the one holding its oldest message, and newer.
+
+    A chunk is keyed by its first sequence, so the chunk holding a message is the loaded one with the
+    greatest first sequence at or before it. Older ones, loaded before the session grew, are not kept.
+    """
+    if not snapshot.messages:
+        return ()
+    oldest = snapshot.messages[0].sequence
+    floor = max((first for first in loaded if first <= oldest), default=oldest)
+    return tuple(first for first in loaded if first >= floor)
+
+
 class AgentSessionClient:
     """Starts sessions of one Flow type, calls their RPCs, reads their events and waits on them.
 
@@ -439,7 +452,7 @@ class AgentSessionClient:
             return await self._client.invoke_rpc(self._flow.get_agent_snapshot, session_id, options=loads)
 
         snapshot, loaded = await self._with_missing_chunks(invoke, remembered)
-        self._snapshot_chunks[session_id] = loaded
+        self._snapshot_chunks[session_id] = _chunks_read(loaded, snapshot)
         self._snapshot_chunks.move_to_end(session_id)
         while len(self._snapshot_chunks) > _REMEMBERED_SNAPSHOT_LOADS:
             self._snapshot_chunks.popitem(last=False)

@@ -14,7 +14,7 @@ from . import _requests as requests
 from ._blobs import ValueRefusedError
 from ._dispatch import INVALID_WORKER_RESPONSE, MethodResult, ProgressFrame, WorkerFailure
 from ._fit import ResponseTooLargeError, fit
-from ._model import Execution, FlowRun
+from ._model import Execution, FlowRun, detached
 from ._sizes import WORKER_REQUEST
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def _on_progress(engine: Engine, run: FlowRun, exe: Execution, frame: ProgressFr
         Why the frame is refused (the attempt then fails), or None.
     """
     if isinstance(frame, pb.StepMethodHeartbeat):
-        exe.heartbeat = frame.value if frame.HasField("value") else None
+        exe.heartbeat = detached(frame.value) if frame.HasField("value") else None
         if run.executions.get(exe.exe_id) is exe:
             engine.journal.persist(run, durable=False)
         return None

@@ -9,17 +9,33 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from dex.dexpb import dex_pb2 as pb
+from google.protobuf.message import Message
 
 from ._runtime import Runtime
 
-__all__ = ["START_FROM", "Execution", "FlowRun", "Phase", "RunChanges", "is_reserved_name"]
+__all__ = ["START_FROM", "Execution", "FlowRun", "Phase", "RunChanges", "detached", "is_reserved_name"]
 
 # The SDK documents an empty predecessor at Flow start (the older server used "__start__"); the SDK wins.
 START_FROM = ""
 _RESERVED_CHARACTERS = ("/", "$", ":")
+
+
+_MessageT = TypeVar("_MessageT", bound=Message)
+
+
+def detached(message: _MessageT) -> _MessageT:
+    """Returns a copy of a message that shares no memory with the message it came from.
+
+    A field of a parsed protobuf message keeps the whole parsed message's memory alive (upb allocates a
+    message and all its fields in one arena), so state that outlives a Worker's result, such as an
+    Attribute's blob reference from a result that carried megabytes of other writes, keeps a copy instead.
+    """
+    copy = type(message)()
+    copy.CopyFrom(message)
+    return copy
 
 
 def is_reserved_name(name: str) -> bool:
@@ -214,11 +230,11 @@ class FlowRun:
     # ----- attributes
 
     def set_attribute(self, key: str, value: pb.Value | None) -> None:
-        """Writes an Attribute (None deletes it)."""
+        """Writes an Attribute (None deletes it), as a copy of its own."""
         if value is None:
             self.attributes.pop(key, None)
         else:
-            self.attributes[key] = value
+            self.attributes[key] = detached(value)
         self.changes.attributes.add(key)
 
     # ----- channels

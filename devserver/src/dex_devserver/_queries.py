@@ -44,6 +44,8 @@ _DEFAULT_HISTORY_PAGE = 100
 _MAX_HISTORY_PAGE = 1000
 # What an event costs in a page beyond its own bytes (the repeated field's tag and length).
 _EVENT_OVERHEAD = 8
+# What a LoadBlobs map entry costs beyond its key and value: the tags and lengths of both and the entry's.
+_MAP_ENTRY_OVERHEAD = 16
 
 
 async def _reply(engine: Engine, run: FlowRun, response: Message, what: str) -> None:
@@ -283,7 +285,8 @@ async def load_blobs(engine: Engine, request: pb.LoadBlobsRequest) -> pb.LoadBlo
     # A reference may have been issued moments ago; its blob is committed before it is served.
     await engine.journal.durable()
     response = pb.LoadBlobsResponse()
-    for entry in request.entries:
+    size = 0
+    for position, entry in enumerate(request.entries, start=1):
         value = entry.blob_value
         kind = value.WhichOneof("kind")
         if kind == "internal_blob_id_for_string_value":
@@ -293,15 +296,20 @@ async def load_blobs(engine: Engine, request: pb.LoadBlobsRequest) -> pb.LoadBlo
         else:
             raise errors.invalid_argument("LoadBlobs accepts only blob references")
         resolved = engine.blobs.resolve(entry.flow_id, blob_id)
-        if resolved is not None:
-            response.values[blob_id].CopyFrom(resolved)
-    size = response.ByteSize()
-    if size > RESPONSE_BUDGET:
-        raise errors.response_too_large(
-            f"the {len(response.values)} blobs asked for in one LoadBlobs call are {size} bytes together,"
-            " above the 4 MiB the SDK can receive; keep fewer large values in the Flow's Attributes"
-        )
-    engine.blobs.sizes.saw(LOAD_BLOBS_RESPONSE, size)
+        if resolved is None:
+            continue
+        # A map entry costs its key and its value, each with a tag and a length.
+        size += resolved.ByteSize() + len(blob_id) + _MAP_ENTRY_OVERHEAD
+        if size > RESPONSE_BUDGET:
+            # Refused before the rest is read: a caller that splits its request should not make the server
+            # build a response of every blob first.
+            raise errors.response_too_large(
+                f"the {len(request.entries)} blobs asked for in one LoadBlobs call are more than {size} bytes"
+                f" together (counted {position} of them), above the 4 MiB the SDK can receive; ask for fewer"
+                " at a time, or keep fewer large values in the Flow's Attributes"
+            )
+        response.values[blob_id].CopyFrom(resolved)
+    engine.blobs.sizes.saw(LOAD_BLOBS_RESPONSE, response.ByteSize())
     return response
 
 

@@ -14,7 +14,7 @@ from . import _attempts as attempts
 from . import _effects as effects
 from . import _requests as requests
 from ._dispatch import MethodResult, WorkerFailure
-from ._model import Execution, FlowRun, Phase
+from ._model import Execution, FlowRun, Phase, detached
 
 if TYPE_CHECKING:
     from ._engine import Engine
@@ -146,7 +146,7 @@ def _after_wait_for(
         return
     assert isinstance(outcome, pb.InvokeWaitForMethodResponse)
     effects.apply_effects(run, outcome)
-    exe.locals = list(outcome.upsert_step_exe_locals)
+    exe.locals = [detached(local) for local in outcome.upsert_step_exe_locals]
     context = _method_event_context(engine, run, exe, "wait_for")
     durable = context.durability == pb.STEP_DURABILITY_SYNC
 
