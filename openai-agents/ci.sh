@@ -4,7 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 source ../scripts/lib/ensure-uv.sh
 export UV_PYTHON="${UV_PYTHON:-3.11}"
-uv sync --locked --all-extras --quiet
+# Compiled once here, so the many Worker processes the tests start read bytecode instead of compiling their
+# imports each time (PYTHONDONTWRITEBYTECODE, which CI machines set, keeps Python from caching it itself).
+uv sync --locked --all-extras --quiet --compile-bytecode
 uv run --locked --no-sync ruff check .
 uv run --locked --no-sync ruff format --check .
 uv run --locked --no-sync pyright

@@ -222,3 +222,14 @@ async def test_the_records_of_a_turn_of_many_large_results_are_cut_in_the_snapsh
     stack.gate(session, "held").release()
     done = await wait_for_turn_end(sessions, session, 1)
     assert done.state is not None and done.state.last_turn_error is None
+
+
+async def test_an_output_stored_apart_is_plain_text_without_lone_surrogates() -> None:
+    from dex_agents.session._tasks import _storable_text  # pyright: ignore[reportPrivateUsage]
+
+    class Accessor(str):
+        """Like LangChain's message text accessor: a str subclass, which the SDK's string codec refuses."""
+
+    stored = _storable_text(Accessor("x" * 10))
+    assert type(stored) is str and stored == "x" * 10
+    assert _storable_text("a\udc80b") == "a\ufffdb"

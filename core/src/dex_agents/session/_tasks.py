@@ -114,10 +114,14 @@ def record_result(
 
 
 def _storable_text(text: str) -> str:
-    """Return ``text`` with lone surrogates, which a stored string cannot hold, as U+FFFD."""
-    if unencodable_index(text) is None:
-        return text
-    return text.encode("utf-16", errors="surrogatepass").decode("utf-16", errors="replace")
+    """Return ``text`` as a plain `str`, its lone surrogates (which a stored string cannot hold) as U+FFFD.
+
+    The SDK's string codec refuses a subclass of `str`, such as the text accessor of a LangChain message.
+    """
+    plain = str.__str__(text)
+    if unencodable_index(plain) is None:
+        return plain
+    return plain.encode("utf-16", errors="surrogatepass").decode("utf-16", errors="replace")
 
 
 def store_task_started(

@@ -815,15 +815,20 @@ class AgentMatrixTests:
         Worker, and the largest ``LoadBlobs`` answer, stay within what the SDK can receive.
         """
         session = harness.stack.new_session_id("m17")
+        # A whole-turn harness runs reads inside its model call and defers one other call per response, so
+        # its large results come from idempotent writes, one per response, each in a tool Step of its own.
+        inline = self.spec.runs_reads_inline
+        tool = harness.tools.idempotent_write if inline else harness.tools.read
         run = await run_large_session(
             harness.sessions,
             session,
             read=lambda tool_call_id, order_id: harness.call(
-                harness.tools.read, tool_call_id, order_id, output_size=LARGE_MESSAGE_BYTES
+                tool, tool_call_id, order_id, output_size=LARGE_MESSAGE_BYTES
             ),
             script=lambda turns: harness.script(session, *turns),
             replace_worker=harness.replace_worker,
             model_calls=lambda: harness.model_calls(session),
+            one_call_per_response=inline,
         )
         sizes = harness.stack.largest_sizes()
         print(f"item 17 ({self.spec.flow_type_prefix}): {run}; largest sent by the server: {sizes}")
