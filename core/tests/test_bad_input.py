@@ -24,6 +24,8 @@ from dex import (
 
 from dex_agents import (
     APPROVAL_DEADLINE_PASSED,
+    DEFAULT_INLINE_TOOL_OUTPUT_BYTES,
+    MAX_TOOL_OUTPUT_BYTES,
     MAX_USER_MESSAGE_BYTES,
     AgentSessionClient,
     AgentSessionStartInput,
@@ -33,6 +35,7 @@ from dex_agents import (
     MessageRole,
     SteerUserMessageRequest,
     UpdateSessionSettingsRequest,
+    tool_output_view,
 )
 from dex_agents.limits import MAX_SESSION_SETTINGS_BYTES, MAX_STORED_VALUE_BYTES
 from dex_agents.testing import (
@@ -637,7 +640,66 @@ async def _finish_with_a_normal_turn(case: Case) -> None:
     done = await wait_for_turn_end(case.sessions, case.session, state.turn_count + 1)
     assert done.state is not None and done.state.last_turn_error is None, done.state
     assert [message.text for message in done.messages[-2:]] == [NORMAL_QUESTION, NORMAL_ANSWER]
-    assert done.messages[: len(snapshot.messages)] == snapshot.messages, "a stored message changed"
+    # A snapshot holds the newest messages that fit its budget; every one both hold is unchanged.
+    before = {message.sequence: message for message in snapshot.messages}
+    changed = [message for message in done.messages if before.get(message.sequence, message) != message]
+    assert not changed, "a stored message changed"
+
+
+# The largest inputs each limit allows: taken, stored, and followed by a normal turn on a fresh Worker.
+
+#: 87,381 three-byte characters and one more byte: exactly MAX_USER_MESSAGE_BYTES of UTF-8, which JSON
+#: escapes to six bytes a character (seven in the runner's item).
+LARGEST_CJK_MESSAGE = "中" * (MAX_USER_MESSAGE_BYTES // 3) + "!"
+
+
+@bad_input("client")
+async def largest_message_of_cjk_text(case: Case) -> None:
+    assert len(LARGEST_CJK_MESSAGE.encode()) == MAX_USER_MESSAGE_BYTES
+    case.script([ScriptedResponse(text="Read it.")])
+    await case.sessions.start_session(case.session, LARGEST_CJK_MESSAGE)
+    done = await wait_for_turn_end(case.sessions, case.session, 1)
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    assert [message.text for message in done.messages] == [LARGEST_CJK_MESSAGE, "Read it."]
+    case.model_saw(LARGEST_CJK_MESSAGE[:1000])
+    await case.harness.replace_worker()
+
+
+@bad_input("rpc")
+async def message_whose_runner_message_cannot_be_stored(case: Case) -> None:
+    # 65,536 emoji are exactly MAX_USER_MESSAGE_BYTES of UTF-8, but JSON escapes each to a surrogate pair
+    # of twelve bytes (fourteen in the runner's item): the runner's message would not fit one stored value,
+    # so the RPC refuses it before it is queued, instead of a turn that could never start.
+    before = await case.start_with_one_turn()
+    emoji = "\U0001f600" * (MAX_USER_MESSAGE_BYTES // 4)
+    assert len(emoji.encode()) == MAX_USER_MESSAGE_BYTES
+    assert not await case.sessions.send_user_message(case.session, emoji)
+    assert not await case.sessions.steer_user_message(case.session, emoji)
+    await _queue_is_empty_and_nothing_stored(case, before)
+
+
+@bad_input("runner")
+async def largest_tool_output(case: Case) -> None:
+    read = case.harness.call(case.harness.tools.read, "read-1", output_size=MAX_TOOL_OUTPUT_BYTES)
+    await _turn_with_calls(case, read)
+    done = await wait_for_turn_end(case.sessions, case.session, 1)
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    whole = "x" * MAX_TOOL_OUTPUT_BYTES
+    assert await case.sessions.get_tool_output(case.session, "turn-1", "read-1") == whole
+    case.model_saw(tool_output_view(whole, DEFAULT_INLINE_TOOL_OUTPUT_BYTES))
+    await case.harness.replace_worker()
+
+
+@bad_input("client")
+async def largest_settings(case: Case) -> None:
+    # {"notes":"..."} of exactly MAX_SESSION_SETTINGS_BYTES of compact JSON.
+    settings = {"notes": "s" * (MAX_SESSION_SETTINGS_BYTES - len('{"notes":""}'))}
+    case.script([ScriptedResponse(text="Noted.")])
+    await case.sessions.start_session(case.session, "Hi", session_settings=settings)
+    done = await wait_for_turn_end(case.sessions, case.session, 1)
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    assert done.session_settings == settings
+    await case.harness.replace_worker()
 
 
 def test_the_table_covers_the_client_the_rpcs_and_runner_outcomes() -> None:

@@ -434,7 +434,8 @@ async def test_a_traced_sessions_chat_spans_carry_adks_model_call_metadata_and_n
     spans = read_exported_spans(session.span_file, session_id)
     chats = [span for span in spans if span.name.startswith("chat")]
     # The final answer's stored event is ADK's response event; its interaction ID is the response ID.
-    final_event = json.loads(done.messages[-1].framework_item)
+    stored = await session.traced.list_agent_messages(session_id, include_framework_items=True)
+    final_event = json.loads(stored.messages[-1].framework_item)
     for chat in chats:
         assert (chat.name, chat.kind) == ("chat dex-scripted", "CLIENT"), chat
         assert chat.attribute("gen_ai.request.model") == "dex-scripted"

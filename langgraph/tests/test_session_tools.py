@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from dex_agents import AgentSessionClient, AgentSnapshot, InterruptKind, MessageRole, TurnOutcome
+from dex_agents import AgentSessionClient, InterruptKind, MessageRole, TurnOutcome
 from dex_agents.testing import (
     AgentTestStack,
     ScriptedResponse,
@@ -68,11 +68,12 @@ async def sessions(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Se
             yield Sessions(stack, *clients, span_file=span_file)
 
 
-def _response_models(snapshot: AgentSnapshot) -> list[str]:
+async def _response_models(client: AgentSessionClient, session: str) -> list[str]:
     """The model that wrote each stored answer, from the `AIMessage` each keeps in its framework item."""
+    page = await client.list_agent_messages(session, include_framework_items=True)
     return [
         json.loads(message.framework_item)["data"]["response_metadata"]["model_name"]
-        for message in snapshot.messages
+        for message in page.messages
         if message.role is MessageRole.ASSISTANT
     ]
 
@@ -92,7 +93,7 @@ async def test_updated_session_settings_choose_the_next_turns_model_and_instruct
     second = await client.wait_for_turn_end(session)
 
     assert (first.outcome, second.outcome) == (TurnOutcome.COMPLETED, TurnOutcome.COMPLETED)
-    assert _response_models(second.snapshot) == ["scripted-small", "scripted-large"]
+    assert await _response_models(client, session) == ["scripted-small", "scripted-large"]
     calls = stack.invocations.model_calls(session)
     assert [call.model_input[0] for call in calls] == [
         "system: You handle orders.",
@@ -111,7 +112,7 @@ async def test_updated_session_settings_choose_the_next_turns_model_and_instruct
     assert await client.send_user_message(session, "And now?")
     fixed = await client.wait_for_turn_end(session)
     assert fixed.outcome is TurnOutcome.COMPLETED
-    assert _response_models(fixed.snapshot)[-1] == "dex-scripted"
+    assert (await _response_models(client, session))[-1] == "dex-scripted"
     # The failed turn's RunModel called the runner but no model: its chat span is INTERNAL, with no model.
     await wait_until("the four chat spans", lambda: len(sessions.chat_spans(session)) == 4)
     assert [(span.kind, span.attribute("gen_ai.request.model")) for span in sessions.chat_spans(session)] == [

@@ -36,10 +36,11 @@ __all__ = [
 MAX_USER_MESSAGE_BYTES = 256 * 1024
 
 #: The largest framework run state, stored message, or tool call record (with its output), in bytes of its
-#: stored encoding. Worker requests and results travel over gRPC with a 4 MiB message limit by default, a
-#: result carries several values, and servers refuse single values above their own limit (2 MiB on the
-#: development server), so the session stays well below both.
-MAX_STORED_VALUE_BYTES = 1024 * 1024
+#: stored encoding. Servers refuse single values above their own limit (2 MiB on the development server), so
+#: the session stays below it with room for the value's key. It is 1.5 MiB so that any user message of
+#: `MAX_USER_MESSAGE_BYTES` of ordinary text (CJK text included, which JSON escapes to six bytes a character
+#: in the text and seven in the runner's item) can be stored.
+MAX_STORED_VALUE_BYTES = 1536 * 1024
 
 #: The most bytes of an RPC's output, in its stored JSON: `get_agent_snapshot` and `list_agent_messages` end
 #: their messages early to stay below it, and say where the next page starts. A server stores an RPC's

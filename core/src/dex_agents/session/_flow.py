@@ -74,6 +74,7 @@ from dex_agents.session._tool_steps import (
     RecordToolFailure,
     RecordToolOutcomeUnknown,
 )
+from dex_agents.session._turn_lifecycle import user_message_problem
 from dex_agents.session._turn_steps import (
     AwaitUserMessage,
     RecordTurnFailure,
@@ -264,7 +265,11 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
 
     @rpc(is_transactional=True)
     def send_user_message(self, context: Context, message: AgentUserMessage) -> RPCResult[bool]:
-        """Queue a user message; `False` for blank, oversized or non-UTF-8 text, or plan mode it lacks."""
+        """Queue a user message; `False` for blank, oversized or non-UTF-8 text, or plan mode it lacks.
+
+        Also `False` when the runner's message for the text is too large to store (the text repeats in its
+        ``framework_item``, escaped by the framework's JSON).
+        """
         text = message.text
         if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             return RPCResult(False)
@@ -272,6 +277,8 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             return RPCResult(False)
         plan_mode = message.plan_mode is True
         if plan_mode and not self._options.plan_mode_enabled:
+            return RPCResult(False)
+        if user_message_problem(self._runtime, text) is not None:
             return RPCResult(False)
         QUEUED_USER_MESSAGES.publish(context, AgentUserMessage(text=text, plan_mode=plan_mode))
         return RPCResult(True)
@@ -311,7 +318,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         consumed between the read and the commit fails the RPC with CHANNEL_MESSAGE_NOT_FOUND, and nothing
         commits. Locks nothing.
         """
-        return _turn_control_rpcs.steer_user_message(context, request)
+        return _turn_control_rpcs.steer_user_message(context, request, self._runtime)
 
     @rpc(is_transactional=True, load_channels=(QUEUED_USER_MESSAGES,))
     def delete_queued_message(self, context: Context, request: DeleteQueuedMessageRequest) -> RPCResult[bool]:

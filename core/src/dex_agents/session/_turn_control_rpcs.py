@@ -25,6 +25,7 @@ from dex_agents.session._questions import AwaitQuestionAnswer
 from dex_agents.session._state import format_time, now, read_state
 from dex_agents.session._tasks import PollToolTask
 from dex_agents.session._tool_steps import AwaitToolApproval
+from dex_agents.session._turn_lifecycle import user_message_problem
 from dex_agents.session._turn_steps import RecordTurnFailure, RunModel
 from dex_agents.values import (
     AgentUserMessage,
@@ -78,12 +79,14 @@ def _find_queued(context: Context, message_id: object) -> ChannelMessage[AgentUs
     )
 
 
-def steer_user_message(context: Context, request: SteerUserMessageRequest) -> RPCResult[bool]:
+def steer_user_message(
+    context: Context, request: SteerUserMessageRequest, runtime: SessionRuntime
+) -> RPCResult[bool]:
     """Steer the active turn with a new message or a queued one; see `AgentSessionFlow.steer_user_message`."""
     message_id, text = request.message_id, request.text
     if (message_id is None) == (text is None):
         return RPCResult(False)
-    if text is not None and not _is_usable_text(text):
+    if text is not None and (not _is_usable_text(text) or user_message_problem(runtime, text) is not None):
         return RPCResult(False)
     queued = None if message_id is None else _find_queued(context, message_id)
     if message_id is not None and queued is None:

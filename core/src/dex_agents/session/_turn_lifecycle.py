@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from dex_agents.session._runtime import SessionRuntime
 
 __all__ = [
+    "UNSTORABLE_USER_MESSAGE",
     "begin_turn",
     "end_turn",
     "has_unfinished_turn_builder",
@@ -72,7 +73,11 @@ __all__ = [
     "store_unfinished_turn_messages",
     "turn_context",
     "user_message",
+    "user_message_problem",
 ]
+
+#: How `last_turn_error` starts when a user message could not be stored, so no turn started.
+UNSTORABLE_USER_MESSAGE = "the user message could not be stored"
 
 _logger = logging.getLogger("dex_agents")
 
@@ -80,6 +85,19 @@ _UNFINISHED_TURN_BUILDER = "build_unfinished_turn_messages"
 
 #: The smallest note budget `storable_note` tries before it gives up on the note.
 _SMALLEST_NOTE_BUDGET_BYTES = 1024
+
+
+def user_message_problem(runtime: SessionRuntime, text: str) -> str | None:
+    """Return why the runner's user message for ``text`` cannot be stored, or `None` when it can.
+
+    The RPCs that accept a user message ask before they queue it: the size the session checks is the
+    message's stored size, and the runner's ``framework_item`` repeats the text, escaped by its own JSON.
+    """
+    try:
+        to_agent_message(user_message(runtime, text), 1, "turn-1", format_time(now()))
+    except InvalidRunnerOutput as error:
+        return str(error)
+    return None
 
 
 def user_message(runtime: SessionRuntime, text: str) -> FrameworkMessage:
@@ -148,9 +166,12 @@ def begin_turn(
             context, runtime.options, state, turn_id, messages, user_message_count=len(messages)
         )
     except InvalidRunnerOutput as error:
-        raise SessionStateError(
-            f"build_user_message returned a message that cannot be stored: {error}"
-        ) from error
+        # The message left its Channel with this Step, and retrying cannot make it fit: the session says
+        # why in last_turn_error and waits for the next message (the RPCs refuse such a message first).
+        reason = bounded_text(f"{UNSTORABLE_USER_MESSAGE}: {error}, so no turn started")
+        _logger.warning("session %s: %s", context.flow_id, reason)
+        AGENT_STATE.set(context, replace(state, last_turn_error=reason))
+        return go_to_many(runtime.to_await_user_message())
     copy_settings_into_turn(context, turn_id)
     AGENT_STATE.set(
         context,
