@@ -2,6 +2,7 @@
 
     uv run python -m bench.long_session [--sizes 64,1000,10000] [--turns 10] [--grow 120] [--chunk-size 32]
     uv run python -m bench.long_session --profile large [--sizes-mib 1,10,50] [--message-kib 100]
+        [--blob-cache-mib 64]
 
 One session per Flow (``bench.long_agent``: default storage options; one Flow also compacts) grows fast
 (``grow <n>`` turns store ``n`` messages at once) to each size, then runs ``--turns`` measured turns of a
@@ -311,7 +312,7 @@ async def _measure_large(stack: AgentTestStack, session: Session, text: str) -> 
     )
 
 
-async def run_large(sizes_mib: list[int], message_bytes: int) -> None:
+async def run_large(sizes_mib: list[int], message_bytes: int, blob_cache_mib: int | None = None) -> None:
     """Grow one large-message session per Flow through ``sizes_mib`` and print the figures."""
     flows = build_large_flows(message_bytes)
     text = "u" * message_bytes
@@ -325,6 +326,9 @@ async def run_large(sizes_mib: list[int], message_bytes: int) -> None:
             "bench.long_worker",
             worker_cwd=CORE_DIR,
             worker_env={LOAD_LOG_ENV: str(load_log), MESSAGE_BYTES_ENV: str(message_bytes)},
+            server_args=()
+            if blob_cache_mib is None
+            else ("--blob-cache-bytes", str(blob_cache_mib * 1024 * 1024)),
         ) as stack:
             await stack.start_worker()
             for flow, label in zip(flows, ("without compaction", "with compaction"), strict=True):
@@ -365,10 +369,13 @@ def main() -> None:
     parser.add_argument("--chunk-size", type=int, default=32, help="message_chunk_size of both Flows")
     parser.add_argument("--sizes-mib", default="1,10,50", help="large profile: stored MiB to measure at")
     parser.add_argument("--message-kib", type=int, default=100, help="large profile: KiB per message")
+    parser.add_argument(
+        "--blob-cache-mib", type=int, default=None, help="large profile: the devserver's --blob-cache-bytes"
+    )
     arguments = parser.parse_args()
     if arguments.profile == "large":
         sizes_mib = [int(size) for size in arguments.sizes_mib.split(",")]
-        asyncio.run(run_large(sizes_mib, arguments.message_kib * 1024))
+        asyncio.run(run_large(sizes_mib, arguments.message_kib * 1024, arguments.blob_cache_mib))
         return
     sizes = [int(size) for size in arguments.sizes.split(",")]
     asyncio.run(run(sizes, arguments.turns, arguments.grow, arguments.chunk_size))
