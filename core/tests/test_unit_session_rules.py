@@ -9,7 +9,6 @@ import pytest
 from dex_agents import (
     AgentMessage,
     AgentSessionFlow,
-    AgentSessionOptions,
     AgentToolCall,
     AgentTurnContext,
     AgentUsage,
@@ -30,7 +29,6 @@ from dex_agents.limits import MAX_STORED_VALUE_BYTES, MAX_TURN_FAILURE_NOTE_BYTE
 from dex_agents.session._control import TurnControlState, may_abandon_waiting_call
 from dex_agents.session._errors import describe_exception, plain_recovery_detail
 from dex_agents.session._interrupts import whole_seconds
-from dex_agents.session._runtime import SessionRuntime
 from dex_agents.session._state import format_time, parse_time, stored_size, to_agent_message
 from dex_agents.session._tool_steps import _never_ran  # pyright: ignore[reportPrivateUsage]
 from dex_agents.session._turn_lifecycle import storable_note
@@ -154,12 +152,11 @@ class _WordyRunner:
 
 def test_a_note_the_runner_stores_verbosely_is_shortened_until_it_can_be_stored() -> None:
     flow = AgentSessionFlow(_WordyRunner(), flow_type="T")
-    runtime = SessionRuntime(flow.runner, AgentSessionOptions(), flow.agent_events, flow_type="T")
     big = replace(record("read-1"), status=ToolCallStatus.SUCCEEDED, output="x" * 600_000)
     write = replace(record("write-1"), status=ToolCallStatus.SUCCEEDED, output="sent", deferral_order=1)
 
     note = storable_note(
-        runtime, lambda budget: build_turn_failure_note([big, write], max_bytes=budget), 7, "turn-3"
+        flow.runner, lambda budget: build_turn_failure_note([big, write], max_bytes=budget), 7, "turn-3"
     )
 
     # 64 KiB of note twenty-one times over is too large to store; a quarter of it is not.

@@ -24,8 +24,9 @@ from dex_agents import (
 )
 from dex_agents.runner import AgentTurnContext
 from dex_agents.session._control import FinishTurnCancellation
-from dex_agents.session._runtime import SessionRuntime
+from dex_agents.session._deps import SessionDeps
 from dex_agents.session._session_options import AgentSessionOptions
+from dex_agents.session._step_options import STEP_RULES, failure_route_of
 from dex_agents.session._tool_steps import (
     AwaitToolApproval,
     CallSingleAttemptTool,
@@ -33,6 +34,7 @@ from dex_agents.session._tool_steps import (
     RecordToolFailure,
     RecordToolOutcomeUnknown,
 )
+from dex_agents.session._transitions import SessionTransitions, build_session_steps
 from dex_agents.session._turn_steps import RecordTurnFailure
 
 
@@ -47,9 +49,10 @@ class _Runner:
         return ToolExecutionResult("")
 
 
-def runtime() -> SessionRuntime:
+def runtime() -> SessionTransitions:
     flow = AgentSessionFlow(_Runner(), flow_type="T")
-    return SessionRuntime(flow.runner, AgentSessionOptions(), flow.agent_events, flow_type=flow.flow_type)
+    deps = SessionDeps.of(flow.runner, AgentSessionOptions(), flow.agent_events, flow.flow_type)
+    return build_session_steps(deps).moves
 
 
 def record(effect: ToolEffect, status: ToolCallStatus = ToolCallStatus.APPROVED) -> AgentToolCall:
@@ -77,7 +80,7 @@ def failure_route(options: StepOptions) -> tuple[object, StepOptions]:
 
 
 def test_run_model_movement_has_timeouts_retries_loads_and_failure_route() -> None:
-    options = runtime().run_model_options()
+    options = runtime().options_of("RunModel")
     assert_sync(options)
     assert options.execute_method_timeout == timedelta(minutes=15)
     assert options.heartbeat_timeout == timedelta(minutes=2)
@@ -155,7 +158,7 @@ def test_only_short_steps_take_the_cancellation_and_interrupt_locks() -> None:
         TURN_CANCELLATION_REQUEST,
         PENDING_PLAN_EXECUTION,
     ]
-    apply = session.apply_turn_control_options()
+    apply = session.options_of("ApplyTurnControl")
     assert_sync(apply)
     assert [lock.attribute for lock in apply.execute_lock_attributes] == [TURN_CANCELLATION_REQUEST]
     assert set(apply.execute_load_attribute_maps) == {AGENT_MESSAGES, AGENT_TOOL_CALLS}
@@ -180,3 +183,38 @@ def test_every_step_declares_sync_durability_itself() -> None:
         options = definition.step.get_step_options()
         assert options is not None, definition.step.get_step_type()
         assert_sync(options)
+
+
+def test_the_table_has_a_rule_for_every_step_and_the_designs_timeouts_and_retries() -> None:
+    flow = AgentSessionFlow(_Runner(), flow_type="T")
+    assert {definition.step.get_step_type() for definition in flow.get_steps()} == set(STEP_RULES)
+    design = {
+        # Step type: (execute timeout, heartbeat timeout, attempts, retry window, failure route)
+        "RunModel": (
+            timedelta(minutes=15),
+            timedelta(minutes=2),
+            3,
+            timedelta(minutes=30),
+            "RecordTurnFailure",
+        ),
+        "CompactContext": (
+            timedelta(minutes=15),
+            timedelta(minutes=2),
+            3,
+            timedelta(minutes=30),
+            "RecordTurnFailure",
+        ),
+        "CallTool": (timedelta(hours=2), None, 3, None, "RecordToolFailure"),
+        "CallSingleAttemptTool": (timedelta(hours=2), None, 1, None, "RecordToolOutcomeUnknown"),
+        "PollToolTask": (timedelta(minutes=10), None, 3, None, "RecordToolFailure"),
+        "CancelToolTask": (timedelta(seconds=30), None, 3, timedelta(minutes=2), "RecordToolOutcomeUnknown"),
+    }
+    for step_type, rule in STEP_RULES.items():
+        expected = design.get(step_type, (None, None, None, None, None))
+        attempts = None if rule.retry is None else rule.retry.maximum_attempts
+        window = None if rule.retry is None else rule.retry.total_duration
+        found = (rule.execute_timeout, rule.heartbeat_timeout, attempts, window, failure_route_of(step_type))
+        assert found == expected, step_type
+    # A started task of a write that may have taken effect ends outcome_unknown when its polls run out.
+    assert failure_route_of("PollToolTask", ToolEffect.NON_IDEMPOTENT_WRITE) == "RecordToolOutcomeUnknown"
+    assert failure_route_of("PollToolTask", ToolEffect.IDEMPOTENT_WRITE) == "RecordToolFailure"

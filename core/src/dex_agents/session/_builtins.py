@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from dex import AsyncContext, StepMovement
 
@@ -33,7 +32,9 @@ from dex_agents._plans import (
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.persistence import AGENT_TOOL_CALLS
 from dex_agents.runner import DeferredToolCall, ToolPolicy
+from dex_agents.session._deps import SessionDeps
 from dex_agents.session._interrupts import deadline_after, question_interrupt, raise_interrupt
+from dex_agents.session._moves import Moves
 from dex_agents.session._plan import write_plan
 from dex_agents.session._records import store_final_call
 from dex_agents.session._state import format_time, now
@@ -46,9 +47,6 @@ from dex_agents.values import (
     ToolEffect,
 )
 
-if TYPE_CHECKING:
-    from dex_agents.session._runtime import SessionRuntime
-
 __all__ = ["BUILT_IN_TOOL_POLICY", "ResponseCalls"]
 
 #: The policy of every built-in call: nothing to approve, and nothing that takes effect outside the session.
@@ -60,7 +58,8 @@ class ResponseCalls:
 
     Args:
         context: `RunModel`'s context.
-        runtime: The Flow type's runtime.
+        deps: The Flow type's dependencies.
+        moves: Where each call goes next.
         writer: `RunModel`'s event writer for the turn.
         interrupt_list: The pending interrupts, which ``record`` extends; store them after the last call.
         interaction_mode: The turn's mode.
@@ -70,20 +69,22 @@ class ResponseCalls:
     def __init__(
         self,
         context: AsyncContext,
-        runtime: SessionRuntime,
+        deps: SessionDeps,
+        moves: Moves,
         writer: AgentEventWriter,
         interrupt_list: list[AgentInterrupt],
         interaction_mode: InteractionMode,
         calls: list[DeferredToolCall],
     ) -> None:
         self._context = context
-        self._runtime = runtime
+        self._deps = deps
+        self._moves = moves
         self._writer = writer
         self._interrupts = interrupt_list
         self._planning = interaction_mode is InteractionMode.PLANNING
         self._created_at = now()
-        self._trace_context = runtime.tracing.current_root(context)
-        enabled = runtime.options.built_in_tools
+        self._trace_context = deps.tracing.current_root(context)
+        enabled = deps.options.built_in_tools
         self._built_ins = frozenset(enabled)
         self._write_todos_calls = sum(
             1 for call in calls if call.tool_name == WRITE_TODOS and WRITE_TODOS in enabled
@@ -137,7 +138,7 @@ class ResponseCalls:
     ) -> None:
         store_final_call(
             self._context,
-            self._runtime,
+            self._deps,
             record,
             status,
             output=output,
@@ -158,13 +159,13 @@ class ResponseCalls:
                     tool_name=record.tool_name,
                     arguments=record.arguments,
                     created_at=format_time(self._created_at),
-                    deadline=deadline_after(self._created_at, self._runtime.options.interrupt_deadline),
+                    deadline=deadline_after(self._created_at, self._deps.options.interrupt_deadline),
                 ),
             )
-        self.movements.append(self._runtime.to_first_step_of(record))
+        self.movements.append(self._moves.to_first_step_of(record))
 
     def _record_built_in(self, record: AgentToolCall) -> None:
-        runtime = self._runtime
+        options = self._deps.options
         if record.tool_name == ASK_USER:
             arguments = parse_ask_user_arguments(record.arguments)
             waiting = replace(
@@ -176,12 +177,12 @@ class ResponseCalls:
             )
             AGENT_TOOL_CALLS.set(self._context, waiting.tool_call_id, waiting)
             interrupt = question_interrupt(
-                waiting, waiting.tool_call_id, self._created_at, runtime.options.interrupt_deadline
+                waiting, waiting.tool_call_id, self._created_at, options.interrupt_deadline
             )
             raise_interrupt(self._writer, self._interrupts, interrupt)
-            self.movements.append(runtime.to_await_question_answer(waiting))
+            self.movements.append(self._moves.to_await_question_answer(waiting))
         elif record.tool_name == DURABLE_WAIT:
-            wait = parse_durable_wait_arguments(record.arguments, runtime.options.max_durable_wait)
+            wait = parse_durable_wait_arguments(record.arguments, options.max_durable_wait)
             wait_until = format_time(self._created_at + timedelta(seconds=wait.seconds))
             waiting = replace(record, status=ToolCallStatus.WAITING_FOR_TIMER, wait_until=wait_until)
             AGENT_TOOL_CALLS.set(self._context, waiting.tool_call_id, waiting)
@@ -189,7 +190,7 @@ class ResponseCalls:
                 AgentEventType.TIMER_STARTED,
                 {"tool_call_id": record.tool_call_id, "wait_until": wait_until, "reason": wait.reason},
             )
-            self.movements.append(runtime.to_await_timer(waiting.tool_call_id))
+            self.movements.append(self._moves.to_await_timer(waiting.tool_call_id))
         elif self._write_todos_calls > 1:
             self._final(record, ToolCallStatus.FAILED, error=WRITE_TODOS_CALLED_TWICE_ERROR)
         else:

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import replace
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
-from dex import AsyncContext, Step, StepDecision, StepOptions, go_to_many
+from dex import AsyncContext, StepDecision, go_to_many
 
 from dex_agents.compaction import ContextCompactionRunner, ContextSummaryRequest, ContextSummaryResult
 from dex_agents.events import AgentEventType
 from dex_agents.limits import MAX_CONTEXT_SUMMARY_BYTES, utf8_size
 from dex_agents.persistence import AGENT_STATE, CONTEXT_SUMMARY
 from dex_agents.runner import AgentTurnContext
+from dex_agents.session._deps import SessionDeps
 from dex_agents.session._errors import RunnerCallError, SessionStateError, runner_errors
 from dex_agents.session._settings import read_turn_session_settings
 from dex_agents.session._state import (
@@ -31,6 +32,7 @@ from dex_agents.session._state import (
     read_state,
     stored_size,
 )
+from dex_agents.session._step import SessionStep
 from dex_agents.session._storage import read_messages, settle_storage
 from dex_agents.session._turn_lifecycle import record_usage
 from dex_agents.values import (
@@ -40,9 +42,6 @@ from dex_agents.values import (
     CompactContextInput,
     ContextSummary,
 )
-
-if TYPE_CHECKING:
-    from dex_agents.session._runtime import SessionRuntime
 
 __all__ = ["CompactContext", "compaction_cutoff"]
 
@@ -57,17 +56,17 @@ def _whole_number(value: object, method: str) -> int:
     return value
 
 
-async def compaction_cutoff(runtime: SessionRuntime, state: AgentState, turn: AgentTurnContext) -> int | None:
+async def compaction_cutoff(deps: SessionDeps, state: AgentState, turn: AgentTurnContext) -> int | None:
     """Return the last message to summarize before this model call, or `None` to make the call.
 
     Raises:
         RunnerCallError: If the runner's estimate or cut raises, is not an int, or names a message that is
             not stored yet.
     """
-    policy = runtime.options.compaction
+    policy = deps.options.compaction
     if policy is None:
         return None
-    runner = cast(ContextCompactionRunner, runtime.runner)
+    runner = cast(ContextCompactionRunner, deps.runner)
     input_bytes = sum(stored_size(message) for message in turn.messages)
     with runner_errors():
         estimate = _whole_number(await _call(runner.estimate_input_tokens(turn)), "estimate_input_tokens")
@@ -112,23 +111,14 @@ def _check_summary(result: object) -> ContextSummaryResult:
     return result
 
 
-class CompactContext(Step[CompactContextInput | None]):
+class CompactContext(SessionStep[CompactContextInput | None]):
     """Summarizes the messages after the current summary through ``through_sequence``, then resumes the model.
 
     It has `RunModel`'s options and failure route; a crash repeats only the summary call.
     """
 
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """`RunModel`'s timeouts, retries and failure route, and the window."""
-        return self._runtime.compact_context_options()
-
     async def execute(self, context: AsyncContext, input: CompactContextInput | None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Make the summary call, then store the summary, its usage and retention in one commit."""
-        runtime = self._runtime
         if input is None:
             raise SessionStateError("CompactContext ran without the sequence to summarize through")
         state = read_state(context)
@@ -138,26 +128,25 @@ class CompactContext(Step[CompactContextInput | None]):
         through = input.through_sequence
         previous = read_context_summary(context)
         after = 0 if previous is None else previous.last_sequence
-        if through > after and runtime.compacts:
+        if through > after and self._deps.compacts:
             summary = await self._summarize(context, turn_id, previous, through)
             CONTEXT_SUMMARY.set(context, summary)
-            settle_storage(context, runtime.options, state.next_message_sequence)
-            runtime.event_writer(context, turn_id).write_event(
+            settle_storage(context, self._deps.options, state.next_message_sequence)
+            self._deps.event_writer(context, turn_id).write_event(
                 AgentEventType.COMPACTION_FINISHED,
                 {"generation": summary.generation, "through_sequence": through},
             )
         AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_MODEL))
-        return go_to_many(runtime.to_run_model(context))
+        return go_to_many(self._moves.to_run_model(context))
 
     async def _summarize(
         self, context: AsyncContext, turn_id: str, previous: ContextSummary | None, through: int
     ) -> ContextSummary:
-        runtime = self._runtime
         after = 0 if previous is None else previous.last_sequence
         messages = read_messages(context, after, through)
-        writer = runtime.event_writer(context, turn_id)
+        writer = self._deps.event_writer(context, turn_id)
         writer.write_event(AgentEventType.COMPACTION_STARTED, {"through_sequence": through})
-        policy = runtime.options.compaction
+        policy = self._deps.options.compaction
         request = ContextSummaryRequest(
             flow_id=context.flow_id,
             turn_id=turn_id,
@@ -172,7 +161,7 @@ class CompactContext(Step[CompactContextInput | None]):
             session_settings=read_turn_session_settings(context, turn_id),
         )
         await context.heartbeat()
-        return await runtime.tracing.trace_model_call(
+        return await self._deps.tracing.trace_model_call(
             context,
             turn_id,
             messages,
@@ -183,7 +172,7 @@ class CompactContext(Step[CompactContextInput | None]):
     async def _call_summarizer(
         self, context: AsyncContext, request: ContextSummaryRequest
     ) -> ContextSummaryResult:
-        runner = cast(ContextCompactionRunner, self._runtime.runner)
+        runner = cast(ContextCompactionRunner, self._deps.runner)
         async with heartbeating(context):
             try:
                 with runner_errors():
@@ -199,7 +188,7 @@ class CompactContext(Step[CompactContextInput | None]):
         through: int,
         result: ContextSummaryResult,
     ) -> ContextSummary:
-        record_usage(context, self._runtime, turn_id, result.usage)
+        record_usage(context, self._deps, turn_id, result.usage)
         return ContextSummary(
             generation=(0 if previous is None else previous.generation) + 1,
             first_sequence=1,

@@ -21,16 +21,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from dex import (
     AsyncContext,
     ChannelMessagesNotLoadedError,
     Context,
-    Step,
     StepDecision,
     StepMovement,
-    StepOptions,
     Wait,
     dead_end,
     go_to_many,
@@ -47,8 +45,10 @@ from dex_agents.persistence import (
     TURN_CONTROL_REQUESTS,
 )
 from dex_agents.runner import build_turn_control_note, cancellation_rejection_message
+from dex_agents.session._deps import SessionDeps
 from dex_agents.session._errors import SessionStateError, describe_exception
 from dex_agents.session._interrupts import remove_interrupt, write_interrupt_resolved
+from dex_agents.session._moves import Moves
 from dex_agents.session._plan import decide_interaction_mode
 from dex_agents.session._records import question_interrupt_id
 from dex_agents.session._state import (
@@ -58,6 +58,7 @@ from dex_agents.session._state import (
     read_state,
     read_turn_records,
 )
+from dex_agents.session._step import SessionStep
 from dex_agents.session._storage import append_messages, reply_count
 from dex_agents.session._turn_lifecycle import (
     begin_turn,
@@ -75,9 +76,6 @@ from dex_agents.values import (
     ToolCallStatus,
     TurnCancellationRequest,
 )
-
-if TYPE_CHECKING:
-    from dex_agents.session._runtime import SessionRuntime
 
 __all__ = [
     "MAX_CHANNEL_MESSAGES",
@@ -173,7 +171,7 @@ def is_answer_pending(context: AsyncContext, interrupt_id: str) -> bool:
 
 
 def record_call_cancelled(
-    context: AsyncContext, runtime: SessionRuntime, record: AgentToolCall, reason: CancellationReason
+    context: AsyncContext, deps: SessionDeps, record: AgentToolCall, reason: CancellationReason
 ) -> None:
     """Record a call that never started `rejected` for ``reason`` and publish its result."""
     rejection_message = cancellation_rejection_message(reason)
@@ -188,7 +186,7 @@ def record_call_cancelled(
             cancellation_reason=reason,
         ),
     )
-    runtime.event_writer(context, record.turn_id).write_tool_call_finished(
+    deps.event_writer(context, record.turn_id).write_tool_call_finished(
         record.tool_call_id, record.tool_name, ToolCallStatus.REJECTED.value
     )
 
@@ -218,7 +216,8 @@ def remove_abandoned_interrupt(
 
 def apply_cancellation_wake(
     context: AsyncContext,
-    runtime: SessionRuntime,
+    deps: SessionDeps,
+    moves: Moves,
     record: AgentToolCall,
     interrupt_id: str | None,
     interrupts: Sequence[AgentInterrupt],
@@ -232,7 +231,8 @@ def apply_cancellation_wake(
 
     Args:
         context: The woken Step's context.
-        runtime: The Flow type's runtime.
+        deps: The Flow type's dependencies.
+        moves: The woken Step's movements.
         record: The call.
         interrupt_id: The interrupt the call waits on, or `None` for a durable wait.
         interrupts: The pending interrupts.
@@ -247,13 +247,13 @@ def apply_cancellation_wake(
         else next((item for item in interrupts if item.interrupt_id == interrupt_id), None)
     )
     if reason is None or not may_abandon_waiting_call(record):
-        return go_to_many(runtime.to_waiting_step(record))
+        return go_to_many(moves.to_waiting_step(record))
     if interrupt_id is not None and interrupt is None and is_answer_pending(context, interrupt_id):
-        return go_to_many(runtime.to_waiting_step(record))
+        return go_to_many(moves.to_waiting_step(record))
     if interrupt is not None:
-        writer = runtime.event_writer(context, record.turn_id)
+        writer = deps.event_writer(context, record.turn_id)
         remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
-    record_call_cancelled(context, runtime, record, reason)
+    record_call_cancelled(context, deps, record, reason)
     return dead_end()
 
 
@@ -262,7 +262,7 @@ def _interrupt_of(interrupts: Sequence[AgentInterrupt], record: AgentToolCall) -
 
 
 def abandon_waiting_calls_for_steer(
-    context: AsyncContext, runtime: SessionRuntime, turn_id: str, records: Sequence[AgentToolCall]
+    context: AsyncContext, deps: SessionDeps, turn_id: str, records: Sequence[AgentToolCall]
 ) -> None:
     """Remove the interrupts of the turn's abandonable calls and wake their waiting Steps.
 
@@ -271,7 +271,7 @@ def abandon_waiting_calls_for_steer(
     Steps record their calls.
     """
     interrupts = read_interrupts(context)
-    writer = runtime.event_writer(context, turn_id)
+    writer = deps.event_writer(context, turn_id)
     reason = CancellationReason.STEERED
     for record in records:
         if record.is_final or not may_abandon_waiting_call(record):
@@ -286,7 +286,7 @@ def abandon_waiting_calls_for_steer(
 
 async def end_turn_by_control(
     context: AsyncContext,
-    runtime: SessionRuntime,
+    deps: SessionDeps,
     state: AgentState,
     records: Sequence[AgentToolCall],
     reason: CancellationReason,
@@ -300,17 +300,17 @@ async def end_turn_by_control(
     """
     turn_id = state.active_turn_id
     assert turn_id is not None
-    advanced, kept_items = await store_unfinished_turn_messages(context, runtime, state, records)
+    advanced, kept_items = await store_unfinished_turn_messages(context, deps, state, records)
     final = iter_final(records)
     if not kept_items and final:
         try:
             note = storable_note(
-                runtime,
+                deps.runner,
                 lambda budget: build_turn_control_note(final, reason, max_bytes=budget),
                 advanced.next_message_sequence,
                 turn_id,
             )
-            advanced, _ = append_messages(context, runtime.options, advanced, turn_id, [note])
+            advanced, _ = append_messages(context, deps.options, advanced, turn_id, [note])
         except Exception as note_error:
             # Ending the turn must not depend on the runner being able to build the note.
             _logger.warning(
@@ -319,9 +319,9 @@ async def end_turn_by_control(
                 reason.value,
                 describe_exception(note_error),
             )
-    ended = end_turn(context, runtime.options, advanced, records, None)
+    ended = end_turn(context, deps.options, advanced, records, None)
     message_count = reply_count(context, turn_id, ended.next_message_sequence)
-    writer = runtime.event_writer(context, turn_id)
+    writer = deps.event_writer(context, turn_id)
     if reason is CancellationReason.TURN_CANCELLED:
         writer.write_event(AgentEventType.TURN_CANCELLED, {"message_count": message_count})
     else:
@@ -332,19 +332,11 @@ async def end_turn_by_control(
     return ended
 
 
-class ApplyTurnControl(Step[None]):
+class ApplyTurnControl(SessionStep[None]):
     """Ends a steered or cancelled turn, then starts the turn of the steered messages, if any.
 
     It is the only consumer of `SteeredUserMessages`; it also drains stale `TurnControlRequests` wakes.
     """
-
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """SYNC durability, the cancellation lock, the messages and the turn's records."""
-        return self._runtime.apply_turn_control_options()
 
     async def wait_for(self, context: AsyncContext, input: None) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Take every steered message and control wake at once; neither condition blocks."""
@@ -355,7 +347,6 @@ class ApplyTurnControl(Step[None]):
 
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """End the active turn as cancelled or steered, then start the steered turn or wait for a message."""
-        runtime = self._runtime
         state = read_state(context)
         if state is None:
             raise SessionStateError("ApplyTurnControl ran before StartAgentSession stored the session state")
@@ -376,18 +367,25 @@ class ApplyTurnControl(Step[None]):
                 # Nothing to apply, so the turn goes on with its next model call.
                 _logger.warning("ApplyTurnControl found %s neither steered nor cancelled", turn_id)
                 AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_MODEL))
-                return go_to_many(runtime.to_run_model(context))
-            state = await end_turn_by_control(context, runtime, state, records, reason, len(steered))
+                return go_to_many(self._moves.to_run_model(context))
+            state = await end_turn_by_control(context, self._deps, state, records, reason, len(steered))
         usable = [message for message in steered if message.text.strip()]
         if usable:
-            mode = decide_interaction_mode(context, runtime, [message.plan_mode for message in usable])
-            return begin_turn(
-                context, runtime, state, [message.text for message in usable], interaction_mode=mode
+            mode = decide_interaction_mode(
+                context, self._deps.options, [message.plan_mode for message in usable]
             )
-        return go_to_many(runtime.to_await_user_message())
+            return begin_turn(
+                context,
+                self._deps,
+                self._moves,
+                state,
+                [message.text for message in usable],
+                interaction_mode=mode,
+            )
+        return go_to_many(self._moves.to_await_user_message())
 
 
-class FinishTurnCancellation(Step[str]):
+class FinishTurnCancellation(SessionStep[str]):
     """Scheduled by `cancel_turn`: records the calls whose waiting Steps it cancelled, or ends the turn.
 
     It decides from committed state, holding both locks `cancel_turn` holds. A started task is never
@@ -396,27 +394,18 @@ class FinishTurnCancellation(Step[str]):
     abandoned task is handed over once.
     """
 
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """SYNC durability, both locks, the turn's records and the pending answers."""
-        return self._runtime.finish_turn_cancellation_options()
-
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Record each abandoned waiting call, or hand a turn without tool calls to `ApplyTurnControl`."""
-        runtime = self._runtime
         state = read_state(context)
         if state is None or state.active_turn_id != input or not is_turn_cancelled(context, input):
             return dead_end()  # the turn ended before the cancellation reached it
         if state.status is not AgentSessionStatus.RUNNING_TOOLS:
             # cancel_turn cancelled the model call, or the failure route that would have ended the turn.
-            return go_to_many(runtime.to_apply_turn_control(context))
+            return go_to_many(self._moves.to_apply_turn_control(context))
         # ResumeTurn still waits for every result, and ends the turn once the last one is in.
         reason = CancellationReason.TURN_CANCELLED
         interrupts = read_interrupts(context)
-        writer = runtime.event_writer(context, input)
+        writer = self._deps.event_writer(context, input)
         movements: list[StepMovement[str]] = []
         for record in read_turn_records(context, input):
             if record.is_final:
@@ -427,7 +416,7 @@ class FinishTurnCancellation(Step[str]):
                 interrupt = _interrupt_of(interrupts, record)
                 if interrupt is not None:
                     interrupts = remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
-                movements.append(runtime.to_cancel_tool_task(_abandon_task(context, record)))
+                movements.append(self._moves.to_cancel_tool_task(_abandon_task(context, record)))
                 continue
             if not may_abandon_waiting_call(record):
                 continue  # an approved call belongs to its tool Step, which checks the flags itself
@@ -435,15 +424,15 @@ class FinishTurnCancellation(Step[str]):
             if interrupt is not None:
                 interrupts = remove_abandoned_interrupt(context, writer, interrupts, interrupt, reason)
             elif _waits_for_answer(record) and is_answer_pending(
-                context, question_interrupt_id(runtime, record)
+                context, question_interrupt_id(self._deps.options, record)
             ):
                 # The answer committed before the cancellation: the waiting Step applies it.
-                movements.append(runtime.to_waiting_step(record))
+                movements.append(self._moves.to_waiting_step(record))
                 continue
             # Otherwise the call's wait was cancelled with nothing left to apply. That includes an answer
             # that committed first but was taken by the waiting Step this cancellation dropped: the call
             # never started, so recording it cancelled is true.
-            record_call_cancelled(context, runtime, record, reason)
+            record_call_cancelled(context, self._deps, record, reason)
         return go_to_many(*movements) if movements else dead_end()
 
 

@@ -11,19 +11,16 @@ from __future__ import annotations
 import json
 import math
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
-from dex import AsyncContext, Step, StepDecision, StepOptions, Timer, Wait, dead_end
+from dex import AsyncContext, StepDecision, Timer, Wait, dead_end
 
 from dex_agents._builtin_tools import parse_durable_wait_arguments
 from dex_agents.persistence import TOOL_CALL_CANCELLATIONS
 from dex_agents.session._control import apply_cancellation_wake
 from dex_agents.session._records import finish_call
 from dex_agents.session._state import now, parse_time, read_tool_call
+from dex_agents.session._step import SessionStep
 from dex_agents.values import AgentToolCall, ToolCallStatus
-
-if TYPE_CHECKING:
-    from dex_agents.session._runtime import SessionRuntime
 
 __all__ = ["DURABLE_WAIT_TIMER_ID", "AwaitTimer", "durable_wait_result"]
 
@@ -57,16 +54,8 @@ def durable_wait_result(record: AgentToolCall) -> str:
     )
 
 
-class AwaitTimer(Step[str]):
+class AwaitTimer(SessionStep[str]):
     """Waits for a ``durable_wait`` call's Timer, or for steering to abandon the wait."""
-
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """SYNC durability; movements add the call's own record."""
-        return self._runtime.await_timer_options()
 
     async def wait_for(self, context: AsyncContext, input: str) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Wait for the Timer (Dex picks Timers before Channels) or a steering wake."""
@@ -79,12 +68,11 @@ class AwaitTimer(Step[str]):
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Record the wait completed, or abandon it for steering, or wait again after a stale wake."""
-        runtime = self._runtime
         record = read_tool_call(context, input)
         if record is None or record.status is not ToolCallStatus.WAITING_FOR_TIMER:
             return dead_end()
         if TOOL_CALL_CANCELLATIONS.results(context, input):
-            return apply_cancellation_wake(context, runtime, record, None, ())
+            return apply_cancellation_wake(context, self._deps, self._moves, record, None, ())
         return finish_call(
-            context, runtime, record, ToolCallStatus.SUCCEEDED, output=durable_wait_result(record)
+            context, self._deps, record, ToolCallStatus.SUCCEEDED, output=durable_wait_result(record)
         )

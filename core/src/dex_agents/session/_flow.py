@@ -47,13 +47,10 @@ from dex_agents.persistence import (
     tool_output_key,
 )
 from dex_agents.runner import AgentFrameworkRunner
-from dex_agents.session import _plan, _questions, _turn_control_rpcs
 from dex_agents.session._client_only import ClientOnlyRunner
-from dex_agents.session._compaction import CompactContext
-from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
-from dex_agents.session._durable_wait import AwaitTimer
-from dex_agents.session._questions import AwaitQuestionAnswer
-from dex_agents.session._runtime import SessionRuntime
+from dex_agents.session._deps import SessionDeps
+from dex_agents.session._plan import execute_plan
+from dex_agents.session._questions import answer_question
 from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._settings import (
     session_settings_problem,
@@ -66,22 +63,9 @@ from dex_agents.session._state import (
     read_interrupts,
     read_state,
 )
-from dex_agents.session._tasks import CancelToolTask, PollToolTask
-from dex_agents.session._tool_steps import (
-    AwaitToolApproval,
-    CallSingleAttemptTool,
-    CallTool,
-    RecordToolFailure,
-    RecordToolOutcomeUnknown,
-)
+from dex_agents.session._transitions import build_session_steps
+from dex_agents.session._turn_control_rpcs import cancel_turn, delete_queued_message, steer_user_message
 from dex_agents.session._turn_lifecycle import user_message_problem
-from dex_agents.session._turn_steps import (
-    AwaitUserMessage,
-    RecordTurnFailure,
-    ResumeTurn,
-    RunModel,
-    StartAgentSession,
-)
 from dex_agents.values import (
     AgentEvent,
     AgentInterruptResolution,
@@ -160,27 +144,10 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         self._flow_type = flow_type
         self._options = resolved
         self._agent_events = agent_events_stream(resolved.agent_events_capacity_bytes)
-        runtime = SessionRuntime(runner, resolved, self._agent_events, flow_type=flow_type)
-        self._runtime = runtime
-        self._start = StartAgentSession(runtime)
-        self._steps: tuple[Step[Any], ...] = (
-            AwaitUserMessage(runtime),
-            RunModel(runtime),
-            CompactContext(runtime),
-            AwaitToolApproval(runtime),
-            AwaitQuestionAnswer(runtime),
-            AwaitTimer(runtime),
-            CallTool(runtime),
-            CallSingleAttemptTool(runtime),
-            RecordToolFailure(runtime),
-            RecordToolOutcomeUnknown(runtime),
-            PollToolTask(runtime),
-            CancelToolTask(runtime),
-            ResumeTurn(runtime),
-            RecordTurnFailure(runtime),
-            ApplyTurnControl(runtime),
-            FinishTurnCancellation(runtime),
-        )
+        steps = build_session_steps(SessionDeps.of(runner, resolved, self._agent_events, flow_type))
+        self._start = steps.start
+        self._steps: tuple[Step[Any], ...] = steps.others
+        self._moves = steps.moves
 
     @classmethod
     def for_client(cls, *, flow_type: str, options: AgentSessionOptions | None = None) -> AgentSessionFlow:
@@ -278,7 +245,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         plan_mode = message.plan_mode is True
         if plan_mode and not self._options.plan_mode_enabled:
             return RPCResult(False)
-        if user_message_problem(self._runtime, text) is not None:
+        if user_message_problem(self._runner, text) is not None:
             return RPCResult(False)
         QUEUED_USER_MESSAGES.publish(context, AgentUserMessage(text=text, plan_mode=plan_mode))
         return RPCResult(True)
@@ -294,7 +261,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         pending interrupt, the plan has this revision and is a draft or active, and no approval is pending
         (including one whose turn is starting). Locks `PendingPlanExecution`.
         """
-        return _plan.execute_plan(context, request)
+        return execute_plan(context, request)
 
     @rpc(lock_attributes=(PENDING_INTERRUPTS.lock(),))
     def answer_question(self, context: Context, request: AnswerQuestionRequest) -> RPCResult[bool]:
@@ -304,7 +271,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         too large, or not one of the choices of a question that allows no free text. Locks
         `PendingInterrupts`.
         """
-        return _questions.answer_question(context, request)
+        return answer_question(context, request)
 
     @rpc(is_transactional=True, load_channels=(QUEUED_USER_MESSAGES,))
     def steer_user_message(self, context: Context, request: SteerUserMessageRequest) -> RPCResult[bool]:
@@ -318,7 +285,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         consumed between the read and the commit fails the RPC with CHANNEL_MESSAGE_NOT_FOUND, and nothing
         commits. Locks nothing.
         """
-        return _turn_control_rpcs.steer_user_message(context, request, self._runtime)
+        return steer_user_message(context, request, self._runner)
 
     @rpc(is_transactional=True, load_channels=(QUEUED_USER_MESSAGES,))
     def delete_queued_message(self, context: Context, request: DeleteQueuedMessageRequest) -> RPCResult[bool]:
@@ -327,7 +294,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         Like `steer_user_message`, a message consumed between the read and the commit fails the RPC with
         CHANNEL_MESSAGE_NOT_FOUND.
         """
-        return _turn_control_rpcs.delete_queued_message(context, request)
+        return delete_queued_message(context, request)
 
     @rpc(lock_attributes=(TURN_CANCELLATION_REQUEST.lock(), PENDING_INTERRUPTS.lock()))
     def cancel_turn(self, context: Context, request: CancelTurnRequest) -> RPCResult[bool]:
@@ -340,7 +307,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         answer that committed first still completes the turn. `False` when no turn is active, ``turn_id``
         names another turn, or the turn does not accept cancellation.
         """
-        return _turn_control_rpcs.cancel_turn(context, request, self._runtime)
+        return cancel_turn(context, request, self._moves)
 
     @rpc(is_transactional=True)
     def update_session_settings(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from dex import AsyncContext, Context, RPCResult, StepDecision, go_to_many
 from dex.condition import Condition
@@ -27,6 +27,9 @@ from dex_agents.persistence import (
     STEERED_USER_MESSAGES,
     plan_revision_key,
 )
+from dex_agents.session._deps import SessionDeps
+from dex_agents.session._moves import Moves
+from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._state import format_time, now, read_interrupts, read_state
 from dex_agents.session._turn_lifecycle import begin_turn
 from dex_agents.values import (
@@ -39,9 +42,6 @@ from dex_agents.values import (
     PlanExecutionRequest,
     PlanStatus,
 )
-
-if TYPE_CHECKING:
-    from dex_agents.session._runtime import SessionRuntime
 
 __all__ = [
     "decide_interaction_mode",
@@ -63,10 +63,10 @@ def read_plan(context: Context) -> AgentPlan | None:
 
 
 def decide_interaction_mode(
-    context: Context, runtime: SessionRuntime, plan_mode_flags: Sequence[bool]
+    context: Context, options: AgentSessionOptions, plan_mode_flags: Sequence[bool]
 ) -> InteractionMode:
     """Return the mode of a turn that starts with user messages whose ``plan_mode`` flags are given."""
-    if not runtime.options.plan_mode_enabled:
+    if not options.plan_mode_enabled:
         return InteractionMode.CHAT
     plan = read_plan(context)
     if any(plan_mode_flags) or (plan is not None and plan.status is PlanStatus.DRAFT):
@@ -123,22 +123,25 @@ def drop_stale_approval(context: AsyncContext) -> None:
         PENDING_PLAN_EXECUTION.delete(context)
 
 
-def start_plan_execution(context: AsyncContext, runtime: SessionRuntime, state: AgentState) -> StepDecision:
+def start_plan_execution(
+    context: AsyncContext, deps: SessionDeps, moves: Moves, state: AgentState
+) -> StepDecision:
     """Consume an approval in `AwaitUserMessage`: start the executing turn, or wait again when it is stale."""
     PENDING_PLAN_EXECUTION.delete(context)
     plan = read_plan(context)
     approved = [request.revision for request in _consumed_approvals(context, plan)]
     if plan is None or plan.status not in _APPROVABLE or plan.revision not in approved:
-        return go_to_many(runtime.to_await_user_message())
+        return go_to_many(moves.to_await_user_message())
     decision = begin_turn(
         context,
-        runtime,
+        deps,
+        moves,
         state,
         [build_plan_approval_message(plan.revision)],
         interaction_mode=InteractionMode.EXECUTING,
     )
     started = read_state(context)
-    writer = runtime.event_writer(context, None if started is None else started.active_turn_id)
+    writer = deps.event_writer(context, None if started is None else started.active_turn_id)
     if plan.status is not PlanStatus.ACTIVE:
         plan = replace(plan, status=PlanStatus.ACTIVE, updated_at=format_time(now()))
         AGENT_PLAN.set(context, plan)

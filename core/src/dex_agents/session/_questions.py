@@ -17,15 +17,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from dex import (
     AsyncContext,
     Context,
     RPCResult,
-    Step,
     StepDecision,
-    StepOptions,
     Timer,
     Wait,
     dead_end,
@@ -63,6 +60,7 @@ from dex_agents.session._records import (
     question_interrupt_id,
 )
 from dex_agents.session._state import now, read_interrupts, read_tool_call
+from dex_agents.session._step import SessionStep
 from dex_agents.values import (
     AgentInterrupt,
     AgentInterruptResolution,
@@ -73,9 +71,6 @@ from dex_agents.values import (
     QuestionResolution,
     ToolCallStatus,
 )
-
-if TYPE_CHECKING:
-    from dex_agents.session._runtime import SessionRuntime
 
 __all__ = ["AwaitQuestionAnswer", "answer_question", "ask_user_result", "question_collision_error"]
 
@@ -108,23 +103,15 @@ def _collides(
     return read_tool_call(context, interrupt_id) is not None
 
 
-class AwaitQuestionAnswer(Step[str]):
+class AwaitQuestionAnswer(SessionStep[str]):
     """Waits for the answer to one call's question, its deadline, or steering; raises a tool's question."""
-
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """SYNC durability and the interrupt lock; movements add the call's record and answers."""
-        return self._runtime.await_question_answer_options()
 
     async def wait_for(self, context: AsyncContext, input: str) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Wait for the answer, the deadline and steering; a question not raised yet waits on nothing."""
         record = read_tool_call(context, input)
         if record is None or record.status is not ToolCallStatus.AWAITING_ANSWER:
             return Wait.until(_at_once())
-        interrupt_id = question_interrupt_id(self._runtime, record)
+        interrupt_id = question_interrupt_id(self._deps.options, record)
         interrupt = find_interrupt(read_interrupts(context), interrupt_id)
         if _collides(context, record, interrupt_id, interrupt):
             # Waiting on the ID would take another call's answer; execute records the collision.
@@ -141,22 +128,21 @@ class AwaitQuestionAnswer(Step[str]):
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Apply the answer, a decline, the deadline or steering; or raise the question and wait again."""
-        runtime = self._runtime
         record = read_tool_call(context, input)
         if record is None or record.status is not ToolCallStatus.AWAITING_ANSWER:
             return dead_end()
-        interrupt_id = question_interrupt_id(runtime, record)
+        interrupt_id = question_interrupt_id(self._deps.options, record)
         interrupts = read_interrupts(context)
         interrupt = find_interrupt(interrupts, interrupt_id)
         if _collides(context, record, interrupt_id, interrupt):
             error = question_collision_error(interrupt_id)
             if record.task_id is not None:
-                return finish_by_effect(context, runtime, record, error)
-            return finish_call(context, runtime, record, ToolCallStatus.FAILED, error=error)
+                return finish_by_effect(context, self._deps, record, error)
+            return finish_call(context, self._deps, record, ToolCallStatus.FAILED, error=error)
         if TOOL_CALL_CANCELLATIONS.results(context, input):
-            return apply_cancellation_wake(context, runtime, record, interrupt_id, interrupts)
+            return apply_cancellation_wake(context, self._deps, self._moves, record, interrupt_id, interrupts)
         resolutions = INTERRUPT_RESOLUTIONS.results(context, interrupt_id)
-        writer = runtime.event_writer(context, record.turn_id)
+        writer = self._deps.event_writer(context, record.turn_id)
         if resolutions:
             if interrupt is not None:
                 # answer_question removes the interrupt itself; this only repairs a stray publish.
@@ -181,11 +167,11 @@ class AwaitQuestionAnswer(Step[str]):
             return self._end(context, record, interrupt_id, QuestionResolution.DECLINED, declined)
         if interrupt is None:
             if is_answer_pending(context, interrupt_id):
-                return go_to_many(runtime.to_await_question_answer(record))
+                return go_to_many(self._moves.to_await_question_answer(record))
             return self._raise(context, record, interrupt_id, interrupts)
         if not has_passed(interrupt.deadline):
             # The Timer fired early: wait again.
-            return go_to_many(runtime.to_await_question_answer(record))
+            return go_to_many(self._moves.to_await_question_answer(record))
         remove_interrupt(context, interrupts, interrupt)
         write_interrupt_resolved(
             writer, interrupt, approved=False, rejection_message=QUESTION_DEADLINE_PASSED
@@ -202,23 +188,22 @@ class AwaitQuestionAnswer(Step[str]):
         interrupts: list[AgentInterrupt],
     ) -> StepDecision:
         """Raise a question stored on the record, unless the turn was steered or cancelled first."""
-        runtime = self._runtime
         control = read_turn_control(context)
         if record.task_id is None and control.reason is not None:
             # The tool asked before it took any effect, so the call is abandoned like an approval.
-            record_call_cancelled(context, runtime, record, control.reason)
+            record_call_cancelled(context, self._deps, record, control.reason)
             return dead_end()
         if record.task_id is not None and control.is_cancelled:
-            return go_to_many(runtime.to_finish_turn_cancellation(record.turn_id))
+            return go_to_many(self._moves.to_finish_turn_cancellation(record.turn_id))
         if record.input_question is None:
             return finish_by_effect(
-                context, runtime, record, "the session lost the question of this call before it was asked"
+                context, self._deps, record, "the session lost the question of this call before it was asked"
             )
-        writer = runtime.event_writer(context, record.turn_id)
-        interrupt = question_interrupt(record, interrupt_id, now(), runtime.options.interrupt_deadline)
+        writer = self._deps.event_writer(context, record.turn_id)
+        interrupt = question_interrupt(record, interrupt_id, now(), self._deps.options.interrupt_deadline)
         raise_interrupt(writer, interrupts, interrupt)
         PENDING_INTERRUPTS.set(context, interrupts)
-        return go_to_many(runtime.to_await_question_answer(record))
+        return go_to_many(self._moves.to_await_question_answer(record))
 
     def _end(
         self,
@@ -229,10 +214,9 @@ class AwaitQuestionAnswer(Step[str]):
         answer: str,
     ) -> StepDecision:
         """Apply how the question ended: the call's result, another tool run, or the task's next poll."""
-        runtime = self._runtime
         # The answer, decline or deadline is an input from outside the session: an activation of its own,
         # whose root the call's next tool or poll span joins.
-        root = runtime.tracing.begin_activation(context, record.turn_id)
+        root = self._deps.tracing.begin_activation(context, record.turn_id)
         if record.task_id is not None:
             waiting = replace(
                 record,
@@ -245,12 +229,12 @@ class AwaitQuestionAnswer(Step[str]):
                 task_answer_pending=True,
             )
             AGENT_TOOL_CALLS.set(context, waiting.tool_call_id, waiting)
-            return go_to_many(runtime.to_poll_tool_task(waiting))
+            return go_to_many(self._moves.to_poll_tool_task(waiting))
         if resolution is not QuestionResolution.ANSWERED:
-            return finish_call(context, runtime, record, ToolCallStatus.REJECTED, rejection_message=answer)
-        if is_ask_user_call(runtime, record):
+            return finish_call(context, self._deps, record, ToolCallStatus.REJECTED, rejection_message=answer)
+        if is_ask_user_call(self._deps.options, record):
             return finish_call(
-                context, runtime, record, ToolCallStatus.SUCCEEDED, output=ask_user_result(answer)
+                context, self._deps, record, ToolCallStatus.SUCCEEDED, output=ask_user_result(answer)
             )
         approved = replace(
             record,
@@ -262,7 +246,7 @@ class AwaitQuestionAnswer(Step[str]):
             input_allows_free_text=True,
         )
         AGENT_TOOL_CALLS.set(context, approved.tool_call_id, approved)
-        return go_to_many(runtime.to_tool_step(approved))
+        return go_to_many(self._moves.to_tool_step(approved))
 
     @staticmethod
     def _answer(

@@ -7,7 +7,6 @@ Every Step that ends a call goes through `finish_call`, so each final record pub
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from dex import AsyncContext, StepDecision, dead_end
 
@@ -15,11 +14,10 @@ from dex_agents._builtin_tools import ASK_USER
 from dex_agents._tool_outcomes import ToolInputRequested
 from dex_agents.limits import MAX_STORED_VALUE_BYTES, bounded_text
 from dex_agents.persistence import AGENT_TOOL_CALLS
+from dex_agents.session._deps import SessionDeps
+from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._state import finish_tool_call, stored_size
 from dex_agents.values import AgentToolCall, CancellationReason, ToolCallStatus, ToolEffect
-
-if TYPE_CHECKING:
-    from dex_agents.session._runtime import SessionRuntime
 
 __all__ = [
     "finish_by_effect",
@@ -40,7 +38,7 @@ def idempotency_key(flow_id: str, record: AgentToolCall) -> str:
 
 def finish_call(
     context: AsyncContext,
-    runtime: SessionRuntime,
+    deps: SessionDeps,
     record: AgentToolCall,
     status: ToolCallStatus,
     *,
@@ -52,7 +50,7 @@ def finish_call(
     """Make ``record`` final with ``status`` (see `store_final_call`) and end the Step."""
     store_final_call(
         context,
-        runtime,
+        deps,
         record,
         status,
         output=output,
@@ -65,7 +63,7 @@ def finish_call(
 
 def store_final_call(
     context: AsyncContext,
-    runtime: SessionRuntime,
+    deps: SessionDeps,
     record: AgentToolCall,
     status: ToolCallStatus,
     *,
@@ -90,17 +88,17 @@ def store_final_call(
         task_answer_pending=False,
     )
     finish_tool_call(context, final)
-    runtime.event_writer(context, record.turn_id).write_tool_call_finished(
+    deps.event_writer(context, record.turn_id).write_tool_call_finished(
         record.tool_call_id, record.tool_name, status.value
     )
 
 
 def finish_by_effect(
-    context: AsyncContext, runtime: SessionRuntime, record: AgentToolCall, error: str
+    context: AsyncContext, deps: SessionDeps, record: AgentToolCall, error: str
 ) -> StepDecision:
     """End a call whose tool may have taken effect: `failed` for a read, `outcome_unknown` otherwise."""
     status = ToolCallStatus.FAILED if record.effect is ToolEffect.READ else ToolCallStatus.OUTCOME_UNKNOWN
-    return finish_call(context, runtime, record, status, error=error)
+    return finish_call(context, deps, record, status, error=error)
 
 
 def oversized_record_error(record: AgentToolCall, what: str) -> str | None:
@@ -119,18 +117,18 @@ def oversized_record_error(record: AgentToolCall, what: str) -> str | None:
     )
 
 
-def is_ask_user_call(runtime: SessionRuntime, record: AgentToolCall) -> bool:
+def is_ask_user_call(options: AgentSessionOptions, record: AgentToolCall) -> bool:
     """Whether ``record`` is a call of the enabled ``ask_user`` built-in (a disabled name is a plain tool)."""
-    return record.tool_name == ASK_USER and ASK_USER in runtime.options.built_in_tools
+    return record.tool_name == ASK_USER and ASK_USER in options.built_in_tools
 
 
-def question_interrupt_id(runtime: SessionRuntime, record: AgentToolCall) -> str:
+def question_interrupt_id(options: AgentSessionOptions, record: AgentToolCall) -> str:
     """Return the interrupt ID of the question ``record`` waits on.
 
     ``ask_user`` uses the tool call ID, like an approval; a tool's n-th question, counting every question
     the call asked, uses ``<tool_call_id>-input-<n>``.
     """
-    if is_ask_user_call(runtime, record):
+    if is_ask_user_call(options, record):
         return record.tool_call_id
     return f"{record.tool_call_id}-input-{len(record.input_answers) + 1}"
 

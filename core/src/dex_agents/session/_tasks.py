@@ -15,9 +15,9 @@ import math
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
-from dex import AsyncContext, Step, StepDecision, StepOptions, Timer, Wait, dead_end, go_to_many
+from dex import AsyncContext, StepDecision, Timer, Wait, dead_end, go_to_many
 
 from dex_agents._tool_outcomes import (
     ToolExecutionError,
@@ -30,9 +30,11 @@ from dex_agents._tool_tasks import ToolTaskCancellation, ToolTaskPoll
 from dex_agents.events import AgentEventType
 from dex_agents.limits import MAX_TOOL_OUTPUT_BYTES, unencodable_index, utf8_size
 from dex_agents.persistence import AGENT_TOOL_CALLS, AGENT_TOOL_OUTPUTS, tool_output_key
-from dex_agents.runner import TOOL_TASK_CANCELLED_ERROR, tool_output_view
+from dex_agents.runner import TOOL_TASK_CANCELLED_ERROR, AgentFrameworkRunner, tool_output_view
 from dex_agents.session._control import is_turn_cancelled
+from dex_agents.session._deps import SessionDeps
 from dex_agents.session._errors import RunnerCallError, describe_exception
+from dex_agents.session._moves import Moves
 from dex_agents.session._records import (
     finish_by_effect,
     finish_call,
@@ -41,10 +43,8 @@ from dex_agents.session._records import (
     store_input_request,
 )
 from dex_agents.session._state import heartbeating, read_tool_call
+from dex_agents.session._step import SessionStep
 from dex_agents.values import AgentToolCall, CancellationReason, ToolCallStatus
-
-if TYPE_CHECKING:
-    from dex_agents.session._runtime import SessionRuntime
 
 __all__ = [
     "MAX_TASK_POLL_INTERVAL_SECONDS",
@@ -63,9 +63,9 @@ _POLLER = "poll_tool_task"
 _CANCELLER = "cancel_tool_task"
 
 
-def runner_polls_tasks(runtime: SessionRuntime) -> bool:
+def runner_polls_tasks(runner: AgentFrameworkRunner) -> bool:
     """Whether the runner implements `ToolTaskPoller`."""
-    return callable(getattr(runtime.runner, _POLLER, None))
+    return callable(getattr(runner, _POLLER, None))
 
 
 def poll_interval_seconds(value: object) -> int | None:
@@ -78,7 +78,7 @@ def poll_interval_seconds(value: object) -> int | None:
 
 
 def record_result(
-    context: AsyncContext, runtime: SessionRuntime, record: AgentToolCall, result: ToolExecutionResult
+    context: AsyncContext, deps: SessionDeps, record: AgentToolCall, result: ToolExecutionResult
 ) -> StepDecision:
     """Record a tool's or a task's result, or `failed` when it is too large to store.
 
@@ -87,12 +87,12 @@ def record_result(
     """
     output = result.output
     size = utf8_size(output)
-    inline = runtime.options.max_inline_tool_output_bytes
+    inline = deps.options.max_inline_tool_output_bytes
     if size > inline:
         if size > MAX_TOOL_OUTPUT_BYTES:
             return finish_call(
                 context,
-                runtime,
+                deps,
                 record,
                 ToolCallStatus.FAILED,
                 error=(
@@ -109,8 +109,8 @@ def record_result(
         replace(record, status=ToolCallStatus.SUCCEEDED, output=output), "the tool's output"
     )
     if problem is not None:
-        return finish_call(context, runtime, record, ToolCallStatus.FAILED, error=problem)
-    return finish_call(context, runtime, record, ToolCallStatus.SUCCEEDED, output=output)
+        return finish_call(context, deps, record, ToolCallStatus.FAILED, error=problem)
+    return finish_call(context, deps, record, ToolCallStatus.SUCCEEDED, output=output)
 
 
 def _storable_text(text: str) -> str:
@@ -125,7 +125,7 @@ def _storable_text(text: str) -> str:
 
 
 def store_task_started(
-    context: AsyncContext, runtime: SessionRuntime, record: AgentToolCall, started: ToolTaskStarted
+    context: AsyncContext, deps: SessionDeps, moves: Moves, record: AgentToolCall, started: ToolTaskStarted
 ) -> StepDecision:
     """Record a started task `waiting_for_task` and move to `PollToolTask`, or record the call by effect.
 
@@ -134,20 +134,20 @@ def store_task_started(
     """
     task_id = started.task_id
     interval = poll_interval_seconds(started.poll_interval_seconds)
-    if not runner_polls_tasks(runtime):
+    if not runner_polls_tasks(deps.runner):
         return finish_by_effect(
             context,
-            runtime,
+            deps,
             record,
-            f"the tool started a task, but the runner {type(runtime.runner).__name__} does not implement "
+            f"the tool started a task, but the runner {type(deps.runner).__name__} does not implement "
             "poll_tool_task, so the session cannot follow it",
         )
     if not isinstance(task_id, str) or not task_id.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-        return finish_by_effect(context, runtime, record, "the tool started a task with a blank task_id")
+        return finish_by_effect(context, deps, record, "the tool started a task with a blank task_id")
     if interval is None:
         return finish_by_effect(
             context,
-            runtime,
+            deps,
             record,
             f"the tool started task {task_id!r} with a poll interval that is not a number: "
             f"{started.poll_interval_seconds!r}",
@@ -161,25 +161,17 @@ def store_task_started(
     )
     problem = oversized_record_error(waiting, "the task's ID")
     if problem is not None:
-        return finish_by_effect(context, runtime, record, problem)
+        return finish_by_effect(context, deps, record, problem)
     AGENT_TOOL_CALLS.set(context, waiting.tool_call_id, waiting)
-    runtime.event_writer(context, record.turn_id).write_event(
+    deps.event_writer(context, record.turn_id).write_event(
         AgentEventType.TOOL_TASK_STARTED,
         {"tool_call_id": record.tool_call_id, "tool_name": record.tool_name, "task_id": task_id},
     )
-    return go_to_many(runtime.to_poll_tool_task(waiting))
+    return go_to_many(moves.to_poll_tool_task(waiting))
 
 
-class PollToolTask(Step[str]):
+class PollToolTask(SessionStep[str]):
     """Polls one started task once per interval, until it reports its result."""
-
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """Retries and the failure route of a read; movements use the call's effect and record."""
-        return self._runtime.poll_tool_task_options()
 
     async def wait_for(self, context: AsyncContext, input: str) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Wait for the poll interval; at once when an answer waits for the task or the turn is cancelled."""
@@ -196,22 +188,21 @@ class PollToolTask(Step[str]):
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Poll the task once and store what it reports."""
-        runtime = self._runtime
         record = read_tool_call(context, input)
         if record is None or record.status is not ToolCallStatus.WAITING_FOR_TASK:
             return dead_end()
         if is_turn_cancelled(context, record.turn_id):
             # cancel_turn committed before this poll started: FinishTurnCancellation cancels the task.
-            return go_to_many(runtime.to_finish_turn_cancellation(record.turn_id))
+            return go_to_many(self._moves.to_finish_turn_cancellation(record.turn_id))
         poller = cast(
-            Callable[[ToolTaskPoll], Awaitable[object]] | None, getattr(runtime.runner, _POLLER, None)
+            Callable[[ToolTaskPoll], Awaitable[object]] | None, getattr(self._deps.runner, _POLLER, None)
         )
         if not callable(poller):
             raise RunnerCallError(
-                f"the call waits for task {record.task_id!r}, but the runner {type(runtime.runner).__name__} "
-                "does not implement poll_tool_task"
+                f"the call waits for task {record.task_id!r}, but the runner "
+                f"{type(self._deps.runner).__name__} does not implement poll_tool_task"
             )
-        writer = runtime.event_writer(context, record.turn_id)
+        writer = self._deps.event_writer(context, record.turn_id)
         pending_answer = (
             record.input_answers[-1] if record.task_answer_pending and record.input_answers else None
         )
@@ -225,7 +216,7 @@ class PollToolTask(Step[str]):
             heartbeat_function=context.heartbeat,
             pending_answer=pending_answer,
         )
-        return await runtime.tracing.trace_tool_call(
+        return await self._deps.tracing.trace_tool_call(
             context, record, lambda: self._poll(context, record, poller, poll)
         )
 
@@ -242,7 +233,7 @@ class PollToolTask(Step[str]):
             try:
                 outcome: object = await poller(poll)
             except ToolExecutionError as error:
-                return finish_call(context, self._runtime, record, ToolCallStatus.FAILED, error=error.message)
+                return finish_call(context, self._deps, record, ToolCallStatus.FAILED, error=error.message)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
@@ -252,9 +243,8 @@ class PollToolTask(Step[str]):
         return self._store(context, record, outcome)
 
     def _store(self, context: AsyncContext, record: AgentToolCall, outcome: object) -> StepDecision:
-        runtime = self._runtime
         if isinstance(outcome, ToolExecutionResult) and isinstance(outcome.output, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            return record_result(context, runtime, record, outcome)
+            return record_result(context, self._deps, record, outcome)
         if isinstance(outcome, ToolTaskPending):
             interval = poll_interval_seconds(outcome.poll_interval_seconds)
             if interval is None:
@@ -272,38 +262,29 @@ class PollToolTask(Step[str]):
             if problem is not None:
                 raise RunnerCallError(problem)
             AGENT_TOOL_CALLS.set(context, waiting.tool_call_id, waiting)
-            return go_to_many(runtime.to_poll_tool_task(waiting))
+            return go_to_many(self._moves.to_poll_tool_task(waiting))
         if isinstance(outcome, ToolInputRequested):
             stored = store_input_request(context, record, outcome)
             if isinstance(stored, str):
                 raise RunnerCallError(stored)
-            return go_to_many(runtime.to_await_question_answer(stored))
+            return go_to_many(self._moves.to_await_question_answer(stored))
         raise RunnerCallError(
             "poll_tool_task must return ToolExecutionResult with text output, ToolTaskPending or "
             f"ToolInputRequested, got {outcome!r:.200}"
         )
 
 
-class CancelToolTask(Step[str]):
+class CancelToolTask(SessionStep[str]):
     """Asks the runner to stop a task that `cancel_turn` abandoned, then records `outcome_unknown`."""
-
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """A short timeout, three attempts within two minutes, and `RecordToolOutcomeUnknown`."""
-        return self._runtime.cancel_tool_task_options()
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Call ``cancel_tool_task`` when the runner has it, then end the call as `outcome_unknown`."""
-        runtime = self._runtime
         record = read_tool_call(context, input)
         if record is None or record.is_final:
             return dead_end()
         canceller = cast(
             Callable[[ToolTaskCancellation], Awaitable[object]] | None,
-            getattr(runtime.runner, _CANCELLER, None),
+            getattr(self._deps.runner, _CANCELLER, None),
         )
         if callable(canceller):
             cancellation = ToolTaskCancellation(
@@ -321,7 +302,7 @@ class CancelToolTask(Step[str]):
                 raise RunnerCallError(describe_exception(error)) from error
         return finish_call(
             context,
-            runtime,
+            self._deps,
             record,
             ToolCallStatus.OUTCOME_UNKNOWN,
             error=TOOL_TASK_CANCELLED_ERROR,

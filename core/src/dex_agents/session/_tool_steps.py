@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from dex import AsyncContext, Step, StepDecision, StepOptions, Wait, dead_end, go_to_many
+from dex import AsyncContext, StepDecision, Wait, dead_end, go_to_many
 
 from dex_agents._tool_context import running_tool_execution
 from dex_agents.persistence import AGENT_TOOL_CALLS, INTERRUPT_RESOLUTIONS, TOOL_CALL_CANCELLATIONS
@@ -32,6 +31,7 @@ from dex_agents.session._control import (
     read_turn_control,
     record_call_cancelled,
 )
+from dex_agents.session._deps import SessionDeps
 from dex_agents.session._errors import (
     NO_WORKER_AVAILABLE_ERROR_TYPE,
     RunnerCallError,
@@ -45,13 +45,12 @@ from dex_agents.session._interrupts import (
     remove_interrupt,
     write_interrupt_resolved,
 )
+from dex_agents.session._moves import Moves
 from dex_agents.session._records import finish_call, idempotency_key, store_input_request
 from dex_agents.session._state import heartbeating, read_interrupts, read_tool_call
+from dex_agents.session._step import SessionStep
 from dex_agents.session._tasks import record_result, runner_polls_tasks, store_task_started
 from dex_agents.values import AgentToolCall, CancellationReason, ToolCallStatus, ToolEffect
-
-if TYPE_CHECKING:
-    from dex_agents.session._runtime import SessionRuntime
 
 __all__ = [
     "AwaitToolApproval",
@@ -64,16 +63,8 @@ __all__ = [
 _logger = logging.getLogger("dex_agents")
 
 
-class AwaitToolApproval(Step[str]):
+class AwaitToolApproval(SessionStep[str]):
     """Waits for the user to approve or reject one tool call, for its deadline, or for steering."""
-
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """SYNC durability and the interrupt lock; movements add the call's own record and answer."""
-        return self._runtime.await_tool_approval_options()
 
     async def wait_for(self, context: AsyncContext, input: str) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Wait for a steering wake, the resolution, and the deadline while the interrupt is pending."""
@@ -86,20 +77,19 @@ class AwaitToolApproval(Step[str]):
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Apply the resolution, or reject the call when its deadline passed, or wait again."""
-        runtime = self._runtime
         record = read_tool_call(context, input)
         if record is None or record.is_final or record.status is not ToolCallStatus.AWAITING_APPROVAL:
             return dead_end()
         interrupts = read_interrupts(context)
         interrupt = find_interrupt(interrupts, input)
-        writer = runtime.event_writer(context, record.turn_id)
+        writer = self._deps.event_writer(context, record.turn_id)
         if TOOL_CALL_CANCELLATIONS.results(context, input):
-            return apply_cancellation_wake(context, runtime, record, input, interrupts)
+            return apply_cancellation_wake(context, self._deps, self._moves, record, input, interrupts)
         resolutions = INTERRUPT_RESOLUTIONS.results(context, input)
         if resolutions:
             resolution = resolutions[0]
             # The answer is an input from outside the session: it starts an activation with its own root.
-            root = runtime.tracing.begin_activation(context, record.turn_id)
+            root = self._deps.tracing.begin_activation(context, record.turn_id)
             if interrupt is not None:
                 # resolve_interrupt removes the interrupt itself; this only repairs a stray publish.
                 remove_interrupt(context, interrupts, interrupt)
@@ -110,21 +100,23 @@ class AwaitToolApproval(Step[str]):
             if resolution.approved:
                 approved = replace(record, status=ToolCallStatus.APPROVED, trace_context=root)
                 AGENT_TOOL_CALLS.set(context, input, approved)
-                return go_to_many(runtime.to_tool_step(approved))
+                return go_to_many(self._moves.to_tool_step(approved))
             return finish_call(
-                context, runtime, record, ToolCallStatus.REJECTED, rejection_message=rejection_message
+                context, self._deps, record, ToolCallStatus.REJECTED, rejection_message=rejection_message
             )
         if interrupt is None or not has_passed(interrupt.deadline):
             # The Timer fired before the deadline, or resolve_interrupt removed the interrupt and its
             # answer is on the way: wait again, and the answer is applied when it arrives.
-            return go_to_many(runtime.to_await_tool_approval(input))
+            return go_to_many(self._moves.to_await_tool_approval(input))
         remove_interrupt(context, interrupts, interrupt)
-        runtime.tracing.begin_activation(context, record.turn_id)  # an expired deadline is an activation too
+        self._deps.tracing.begin_activation(
+            context, record.turn_id
+        )  # an expired deadline is an activation too
         write_interrupt_resolved(
             writer, interrupt, approved=False, rejection_message=APPROVAL_DEADLINE_PASSED
         )
         return finish_call(
-            context, runtime, record, ToolCallStatus.REJECTED, rejection_message=APPROVAL_DEADLINE_PASSED
+            context, self._deps, record, ToolCallStatus.REJECTED, rejection_message=APPROVAL_DEADLINE_PASSED
         )
 
 
@@ -164,7 +156,7 @@ def _inherited_checkpoint(context: AsyncContext) -> str | None:
 
 
 async def _call_runner(
-    context: AsyncContext, runtime: SessionRuntime, record: AgentToolCall
+    context: AsyncContext, deps: SessionDeps, record: AgentToolCall
 ) -> object | ToolExecutionError:
     """Run the tool once; return its outcome, or the `ToolExecutionError` it raised.
 
@@ -175,7 +167,7 @@ async def _call_runner(
     # Output before the tool runs: Dex hands an attempt to another Worker only while it has seen no output,
     # so this keeps a tool that started from running a second time at the same attempt.
     await checkpoint.heartbeat()
-    writer = runtime.event_writer(context, record.turn_id)
+    writer = deps.event_writer(context, record.turn_id)
     execution = DeferredToolExecution(
         flow_id=context.flow_id,
         tool_call=record,
@@ -184,13 +176,13 @@ async def _call_runner(
         events=writer,
         heartbeat_function=checkpoint.heartbeat,
         heartbeat_checkpoint=checkpoint.value,
-        supports_tool_tasks=runner_polls_tasks(runtime),
+        supports_tool_tasks=runner_polls_tasks(deps.runner),
         checkpoint_function=checkpoint.save,
     )
     async with heartbeating(context, heartbeat=checkpoint.heartbeat):
         with running_tool_execution(execution) as requests:
             try:
-                result: object = await runtime.runner.execute_deferred_tool_call(execution)
+                result: object = await deps.runner.execute_deferred_tool_call(execution)
             except ToolExecutionError as error:
                 return requests.outcome or error
             except asyncio.CancelledError:
@@ -204,14 +196,16 @@ async def _call_runner(
         return requests.outcome or result
 
 
-async def _run_tool(context: AsyncContext, runtime: SessionRuntime, tool_call_id: str) -> StepDecision:
+async def _run_tool(
+    context: AsyncContext, deps: SessionDeps, moves: Moves, tool_call_id: str
+) -> StepDecision:
     record = read_tool_call(context, tool_call_id)
     if record is None or record.is_final:
         return dead_end()
     if record.status is not ToolCallStatus.APPROVED:
         return finish_call(
             context,
-            runtime,
+            deps,
             record,
             ToolCallStatus.FAILED,
             error=f"the session scheduled the call while it was {record.status.value}, so it did not run",
@@ -219,68 +213,50 @@ async def _run_tool(context: AsyncContext, runtime: SessionRuntime, tool_call_id
     # Retries reuse the first attempt's snapshot: a tool that started runs to its end on every attempt.
     reason = read_turn_control(context).reason
     if reason is not None:
-        record_call_cancelled(context, runtime, record, reason)
+        record_call_cancelled(context, deps, record, reason)
         return dead_end()
-    return await runtime.tracing.trace_tool_call(
-        context, record, lambda: _execute_approved_call(context, runtime, record)
+    return await deps.tracing.trace_tool_call(
+        context, record, lambda: _execute_approved_call(context, deps, moves, record)
     )
 
 
 async def _execute_approved_call(
-    context: AsyncContext, runtime: SessionRuntime, record: AgentToolCall
+    context: AsyncContext, deps: SessionDeps, moves: Moves, record: AgentToolCall
 ) -> StepDecision:
-    runtime.event_writer(context, record.turn_id).write_tool_call_started(
-        record.tool_call_id, record.tool_name
-    )
-    outcome = await _call_runner(context, runtime, record)
+    deps.event_writer(context, record.turn_id).write_tool_call_started(record.tool_call_id, record.tool_name)
+    outcome = await _call_runner(context, deps, record)
     if isinstance(outcome, ToolExecutionError):
-        return finish_call(context, runtime, record, ToolCallStatus.FAILED, error=outcome.message)
+        return finish_call(context, deps, record, ToolCallStatus.FAILED, error=outcome.message)
     if isinstance(outcome, ToolInputRequested):
         stored = store_input_request(context, record, outcome)
         if isinstance(stored, str):
             # The tool asks before it takes any effect, so nothing ran that the model must not repeat.
-            return finish_call(context, runtime, record, ToolCallStatus.FAILED, error=stored)
-        return go_to_many(runtime.to_await_question_answer(stored))
+            return finish_call(context, deps, record, ToolCallStatus.FAILED, error=stored)
+        return go_to_many(moves.to_await_question_answer(stored))
     if isinstance(outcome, ToolTaskStarted):
-        return store_task_started(context, runtime, record, outcome)
+        return store_task_started(context, deps, moves, record, outcome)
     if not isinstance(outcome, ToolExecutionResult) or not isinstance(outcome.output, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise RunnerCallError(
             "execute_deferred_tool_call must return ToolExecutionResult with text output, "
             f"ToolInputRequested or ToolTaskStarted, got {outcome!r:.200}"
         )
-    return record_result(context, runtime, record, outcome)
+    return record_result(context, deps, record, outcome)
 
 
-class CallTool(Step[str]):
+class CallTool(SessionStep[str]):
     """Runs one `read` or `idempotent_write` call, with up to three attempts."""
 
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """Retries and failure route; movements add the call's own record."""
-        return self._runtime.tool_step_options(ToolEffect.READ)
-
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Run the call and record its result."""
-        return await _run_tool(context, self._runtime, input)
+        return await _run_tool(context, self._deps, self._moves, input)
 
 
-class CallSingleAttemptTool(Step[str]):
+class CallSingleAttemptTool(SessionStep[str]):
     """Runs one `non_idempotent_write` or `unclassified` call, exactly once."""
 
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """One attempt and failure route; movements add the call's own record."""
-        return self._runtime.tool_step_options(ToolEffect.UNCLASSIFIED)
-
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Run the call and record its result."""
-        return await _run_tool(context, self._runtime, input)
+        return await _run_tool(context, self._deps, self._moves, input)
 
 
 def _never_ran(record: AgentToolCall, error_type: str, *, single_attempt: bool) -> bool:
@@ -298,7 +274,7 @@ def _never_ran(record: AgentToolCall, error_type: str, *, single_attempt: bool) 
 
 
 def _record_failure(
-    context: AsyncContext, runtime: SessionRuntime, tool_call_id: str, *, single_attempt: bool
+    context: AsyncContext, deps: SessionDeps, tool_call_id: str, *, single_attempt: bool
 ) -> StepDecision:
     record = read_tool_call(context, tool_call_id)
     if record is None or record.is_final:
@@ -306,7 +282,7 @@ def _record_failure(
     if record.task_id is not None and record.cancellation_reason is CancellationReason.TURN_CANCELLED:
         # CancelToolTask's attempts ran out: the task was abandoned all the same, so the call ends as such.
         return finish_call(
-            context, runtime, record, ToolCallStatus.OUTCOME_UNKNOWN, error=TOOL_TASK_CANCELLED_ERROR
+            context, deps, record, ToolCallStatus.OUTCOME_UNKNOWN, error=TOOL_TASK_CANCELLED_ERROR
         )
     recovery = context.recovery_error
     detail = "the tool Step failed without an error detail"
@@ -317,44 +293,28 @@ def _record_failure(
     if _never_ran(record, error_type, single_attempt=single_attempt):
         return finish_call(
             context,
-            runtime,
+            deps,
             record,
             ToolCallStatus.FAILED,
             error=f"{TOOL_CALL_NOT_RUN_ERROR_PREFIX}: {detail}",
         )
     if not single_attempt and record.effect is ToolEffect.READ:
-        return finish_call(context, runtime, record, ToolCallStatus.FAILED, error=detail)
+        return finish_call(context, deps, record, ToolCallStatus.FAILED, error=detail)
     # A write may have taken effect before the Step failed, so the model must not assume either way.
-    return finish_call(context, runtime, record, ToolCallStatus.OUTCOME_UNKNOWN, error=detail)
+    return finish_call(context, deps, record, ToolCallStatus.OUTCOME_UNKNOWN, error=detail)
 
 
-class RecordToolFailure(Step[str]):
+class RecordToolFailure(SessionStep[str]):
     """Failure route of `CallTool`: `failed` for a read, `outcome_unknown` for a write."""
 
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """SYNC durability; movements add the call's own record."""
-        return self._runtime.tool_failure_options()
-
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Record the call's final status with the recovery detail."""
-        return _record_failure(context, self._runtime, input, single_attempt=False)
+        return _record_failure(context, self._deps, input, single_attempt=False)
 
 
-class RecordToolOutcomeUnknown(Step[str]):
+class RecordToolOutcomeUnknown(SessionStep[str]):
     """Failure route of `CallSingleAttemptTool`: `outcome_unknown`, unless the tool never ran."""
 
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """SYNC durability; movements add the call's own record."""
-        return self._runtime.tool_failure_options()
-
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Record the call's final status with the recovery detail."""
-        return _record_failure(context, self._runtime, input, single_attempt=True)
+        return _record_failure(context, self._deps, input, single_attempt=True)

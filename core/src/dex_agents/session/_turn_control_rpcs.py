@@ -7,7 +7,7 @@ write events, so the Steps that apply their effects write them: `ApplyTurnContro
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dex import ChannelMessage, Context, RPCResult, Step
 
@@ -18,9 +18,11 @@ from dex_agents.persistence import (
     TURN_CANCELLATION_REQUEST,
     TURN_CONTROL_REQUESTS,
 )
+from dex_agents.runner import AgentFrameworkRunner
 from dex_agents.session._compaction import CompactContext
 from dex_agents.session._control import is_turn_cancelled
 from dex_agents.session._durable_wait import AwaitTimer
+from dex_agents.session._moves import Moves
 from dex_agents.session._questions import AwaitQuestionAnswer
 from dex_agents.session._state import format_time, now, read_state
 from dex_agents.session._tasks import PollToolTask
@@ -36,9 +38,6 @@ from dex_agents.values import (
     TurnControlKind,
     TurnControlRequest,
 )
-
-if TYPE_CHECKING:
-    from dex_agents.session._runtime import SessionRuntime
 
 __all__ = ["TURN_CANCELLATION_CANCELS", "cancel_turn", "delete_queued_message", "steer_user_message"]
 
@@ -80,13 +79,13 @@ def _find_queued(context: Context, message_id: object) -> ChannelMessage[AgentUs
 
 
 def steer_user_message(
-    context: Context, request: SteerUserMessageRequest, runtime: SessionRuntime
+    context: Context, request: SteerUserMessageRequest, runner: AgentFrameworkRunner
 ) -> RPCResult[bool]:
     """Steer the active turn with a new message or a queued one; see `AgentSessionFlow.steer_user_message`."""
     message_id, text = request.message_id, request.text
     if (message_id is None) == (text is None):
         return RPCResult(False)
-    if text is not None and (not _is_usable_text(text) or user_message_problem(runtime, text) is not None):
+    if text is not None and (not _is_usable_text(text) or user_message_problem(runner, text) is not None):
         return RPCResult(False)
     queued = None if message_id is None else _find_queued(context, message_id)
     if message_id is not None and queued is None:
@@ -121,7 +120,7 @@ def delete_queued_message(context: Context, request: DeleteQueuedMessageRequest)
     return RPCResult(True)
 
 
-def cancel_turn(context: Context, request: CancelTurnRequest, runtime: SessionRuntime) -> RPCResult[bool]:
+def cancel_turn(context: Context, request: CancelTurnRequest, moves: Moves) -> RPCResult[bool]:
     """Cancel the active turn; see `AgentSessionFlow.cancel_turn`."""
     state = read_state(context)
     if state is None or state.active_turn_id is None:
@@ -136,6 +135,6 @@ def cancel_turn(context: Context, request: CancelTurnRequest, runtime: SessionRu
     TURN_CANCELLATION_REQUEST.set(
         context, TurnCancellationRequest(turn_id=turn_id, requested_at=format_time(now()))
     )
-    return RPCResult(True, next_steps=(runtime.to_finish_turn_cancellation(turn_id),)).with_canceling_steps(
+    return RPCResult(True, next_steps=(moves.to_finish_turn_cancellation(turn_id),)).with_canceling_steps(
         *TURN_CANCELLATION_CANCELS
     )

@@ -12,7 +12,7 @@ import inspect
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from dex import AsyncContext, StepDecision, go_to_many
 
@@ -26,8 +26,10 @@ from dex_agents.persistence import (
     FRAMEWORK_RUN_STATE,
     PENDING_INTERRUPTS,
 )
-from dex_agents.runner import AgentTurnContext
+from dex_agents.runner import AgentFrameworkRunner, AgentTurnContext
+from dex_agents.session._deps import SessionDeps
 from dex_agents.session._errors import SessionStateError, describe_exception
+from dex_agents.session._moves import Moves
 from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._settings import copy_settings_into_turn, read_turn_session_settings
 from dex_agents.session._state import (
@@ -60,9 +62,6 @@ from dex_agents.values import (
     MessageRole,
 )
 
-if TYPE_CHECKING:
-    from dex_agents.session._runtime import SessionRuntime
-
 __all__ = [
     "UNSTORABLE_USER_MESSAGE",
     "begin_turn",
@@ -87,26 +86,26 @@ _UNFINISHED_TURN_BUILDER = "build_unfinished_turn_messages"
 _SMALLEST_NOTE_BUDGET_BYTES = 1024
 
 
-def user_message_problem(runtime: SessionRuntime, text: str) -> str | None:
+def user_message_problem(runner: AgentFrameworkRunner, text: str) -> str | None:
     """Return why the runner's user message for ``text`` cannot be stored, or `None` when it can.
 
     The RPCs that accept a user message ask before they queue it: the size the session checks is the
     message's stored size, and the runner's ``framework_item`` repeats the text, escaped by its own JSON.
     """
     try:
-        to_agent_message(user_message(runtime, text), 1, "turn-1", format_time(now()))
+        to_agent_message(user_message(runner, text), 1, "turn-1", format_time(now()))
     except InvalidRunnerOutput as error:
         return str(error)
     return None
 
 
-def user_message(runtime: SessionRuntime, text: str) -> FrameworkMessage:
+def user_message(runner: AgentFrameworkRunner, text: str) -> FrameworkMessage:
     """Return the runner's user message for ``text``.
 
     Raises:
         SessionStateError: If the runner returns something other than a user `FrameworkMessage`.
     """
-    message = runtime.runner.build_user_message(text)
+    message = runner.build_user_message(text)
     if not isinstance(message, FrameworkMessage):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise SessionStateError(
             f"build_user_message must return a FrameworkMessage, got {type(message).__name__}"
@@ -119,7 +118,7 @@ def user_message(runtime: SessionRuntime, text: str) -> FrameworkMessage:
 
 
 def storable_note(
-    runtime: SessionRuntime, render: Callable[[int], str], sequence: int, turn_id: str
+    runner: AgentFrameworkRunner, render: Callable[[int], str], sequence: int, turn_id: str
 ) -> FrameworkMessage:
     """Return the runner's user message for a note, shortened until it can be stored.
 
@@ -132,7 +131,7 @@ def storable_note(
     """
     budget = MAX_TURN_FAILURE_NOTE_BYTES
     while True:
-        note = user_message(runtime, render(budget))
+        note = user_message(runner, render(budget))
         try:
             to_agent_message(note, sequence, turn_id, format_time(now()))
         except InvalidRunnerOutput:
@@ -145,7 +144,8 @@ def storable_note(
 
 def begin_turn(
     context: AsyncContext,
-    runtime: SessionRuntime,
+    deps: SessionDeps,
+    moves: Moves,
     state: AgentState,
     texts: Sequence[str],
     *,
@@ -158,12 +158,12 @@ def begin_turn(
     start an activation, whose root the turn's spans join.
     """
     turn_id = f"turn-{state.turn_count + 1}"
-    runtime.tracing.begin_activation(context, turn_id)
-    messages = [user_message(runtime, text) for text in texts]
+    deps.tracing.begin_activation(context, turn_id)
+    messages = [user_message(deps.runner, text) for text in texts]
     sequence = state.next_message_sequence
     try:
         started, _ = append_messages(
-            context, runtime.options, state, turn_id, messages, user_message_count=len(messages)
+            context, deps.options, state, turn_id, messages, user_message_count=len(messages)
         )
     except InvalidRunnerOutput as error:
         # The message left its Channel with this Step, and retrying cannot make it fit: the session says
@@ -171,7 +171,7 @@ def begin_turn(
         reason = bounded_text(f"{UNSTORABLE_USER_MESSAGE}: {error}, so no turn started")
         _logger.warning("session %s: %s", context.flow_id, reason)
         AGENT_STATE.set(context, replace(state, last_turn_error=reason))
-        return go_to_many(runtime.to_await_user_message())
+        return go_to_many(moves.to_await_user_message())
     copy_settings_into_turn(context, turn_id)
     AGENT_STATE.set(
         context,
@@ -183,8 +183,8 @@ def begin_turn(
             accepts_turn_control=True,
         ),
     )
-    runtime.event_writer(context, turn_id).write_event(AgentEventType.TURN_STARTED, {"sequence": sequence})
-    return go_to_many(runtime.to_run_model(context))
+    deps.event_writer(context, turn_id).write_event(AgentEventType.TURN_STARTED, {"sequence": sequence})
+    return go_to_many(moves.to_run_model(context))
 
 
 def end_turn(
@@ -218,7 +218,7 @@ def end_turn(
 
 def turn_context(
     context: AsyncContext,
-    runtime: SessionRuntime,
+    deps: SessionDeps,
     turn_id: str,
     records: Sequence[AgentToolCall],
     writer: AgentEventWriter,
@@ -226,9 +226,9 @@ def turn_context(
     """Return the committed state of a turn for a runner call.
 
     A runner that compacts gets the summary and the messages after it; any other runner gets every stored
-    message. Needs the window and those chunks loaded (`SessionRuntime.model_input_loads`).
+    message. Needs the window and those chunks loaded (`SessionTransitions.to_run_model`).
     """
-    summary = read_context_summary(context) if runtime.compacts else None
+    summary = read_context_summary(context) if deps.compacts else None
     return AgentTurnContext(
         flow_id=context.flow_id,
         turn_id=turn_id,
@@ -237,13 +237,13 @@ def turn_context(
         framework_run_state=read_run_state(context),
         tool_calls={record.tool_call_id: record for record in records},
         events=writer,
-        tool_policies=runtime.options.tool_policies,
-        default_tool_effect=runtime.options.default_tool_effect,
+        tool_policies=deps.options.tool_policies,
+        default_tool_effect=deps.options.default_tool_effect,
         heartbeat_function=context.heartbeat,
         session_settings=read_turn_session_settings(context, turn_id),
         context_summary=summary,
         interaction_mode=_interaction_mode(context),
-        enabled_built_in_tools=tuple(runtime.options.built_in_tools),
+        enabled_built_in_tools=tuple(deps.options.built_in_tools),
         plan=cast(AgentPlan | None, AGENT_PLAN.get(context)),
     )
 
@@ -277,20 +277,20 @@ def _model_input_messages(context: AsyncContext, turn_id: str, after: int) -> tu
         return ()
 
 
-def has_unfinished_turn_builder(runtime: SessionRuntime) -> bool:
+def has_unfinished_turn_builder(runner: AgentFrameworkRunner) -> bool:
     """Whether the runner implements `UnfinishedTurnMessageBuilder`."""
-    return callable(getattr(runtime.runner, _UNFINISHED_TURN_BUILDER, None))
+    return callable(getattr(runner, _UNFINISHED_TURN_BUILDER, None))
 
 
 async def _build_unfinished_turn_messages(
-    context: AsyncContext, runtime: SessionRuntime, turn_id: str, records: Sequence[AgentToolCall]
+    context: AsyncContext, deps: SessionDeps, turn_id: str, records: Sequence[AgentToolCall]
 ) -> list[object] | None:
-    builder = getattr(runtime.runner, _UNFINISHED_TURN_BUILDER, None)
+    builder = getattr(deps.runner, _UNFINISHED_TURN_BUILDER, None)
     if not callable(builder):
         return None
-    writer = runtime.event_writer(context, turn_id)
+    writer = deps.event_writer(context, turn_id)
     try:
-        result = builder(turn_context(context, runtime, turn_id, records, writer))
+        result = builder(turn_context(context, deps, turn_id, records, writer))
         if inspect.isawaitable(result):
             result = await result
     except asyncio.CancelledError:
@@ -317,7 +317,7 @@ async def _build_unfinished_turn_messages(
 
 
 async def store_unfinished_turn_messages(
-    context: AsyncContext, runtime: SessionRuntime, state: AgentState, records: Sequence[AgentToolCall]
+    context: AsyncContext, deps: SessionDeps, state: AgentState, records: Sequence[AgentToolCall]
 ) -> tuple[AgentState, bool]:
     """Append what the runner's `build_unfinished_turn_messages` returns for the active turn.
 
@@ -331,11 +331,11 @@ async def store_unfinished_turn_messages(
     turn_id = state.active_turn_id
     if turn_id is None:
         return state, False
-    messages = await _build_unfinished_turn_messages(context, runtime, turn_id, records)
+    messages = await _build_unfinished_turn_messages(context, deps, turn_id, records)
     if messages is None:
         return state, False
     try:
-        advanced, _ = append_messages(context, runtime.options, state, turn_id, messages)
+        advanced, _ = append_messages(context, deps.options, state, turn_id, messages)
     except InvalidRunnerOutput as error:
         _logger.warning(
             "build_unfinished_turn_messages returned an item of turn %s that cannot be stored, so none "
@@ -347,12 +347,10 @@ async def store_unfinished_turn_messages(
     return advanced, True
 
 
-def record_usage(
-    context: AsyncContext, runtime: SessionRuntime, turn_id: str | None, usage: AgentUsage
-) -> None:
+def record_usage(context: AsyncContext, deps: SessionDeps, turn_id: str | None, usage: AgentUsage) -> None:
     """Add one model call's usage to the session's and write `usage_recorded`."""
     total = read_usage(context).plus(usage)
     AGENT_USAGE.set(context, total)
-    runtime.event_writer(context, turn_id).write_event(
+    deps.event_writer(context, turn_id).write_event(
         AgentEventType.USAGE_RECORDED, usage_payload(usage, total)
     )

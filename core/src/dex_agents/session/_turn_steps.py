@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from dex import AsyncContext, Step, StepDecision, StepOptions, Wait, force_fail, go_to_many
+from dex import AsyncContext, StepDecision, Wait, force_fail, go_to_many
 
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.limits import (
@@ -44,6 +43,7 @@ from dex_agents.session._control import (
     end_turn_by_control,
     read_turn_control,
 )
+from dex_agents.session._deps import SessionDeps
 from dex_agents.session._errors import (
     NO_WORKER_AVAILABLE_ERROR_TYPE,
     RunnerCallError,
@@ -52,6 +52,7 @@ from dex_agents.session._errors import (
     plain_recovery_detail,
     runner_errors,
 )
+from dex_agents.session._moves import Moves
 from dex_agents.session._plan import (
     decide_interaction_mode,
     drop_stale_approval,
@@ -73,6 +74,7 @@ from dex_agents.session._state import (
     read_turn_records,
     read_usage,
 )
+from dex_agents.session._step import SessionStep
 from dex_agents.session._storage import append_messages, reply_count
 from dex_agents.session._turn_lifecycle import (
     begin_turn,
@@ -91,9 +93,6 @@ from dex_agents.values import (
     AgentUsage,
     CompactContextInput,
 )
-
-if TYPE_CHECKING:
-    from dex_agents.session._runtime import SessionRuntime
 
 __all__ = [
     "AwaitUserMessage",
@@ -115,7 +114,8 @@ CONTINUED_MESSAGES_NEED_UNFINISHED_TURN_BUILDER = (
 
 def _fail_turn(
     context: AsyncContext,
-    runtime: SessionRuntime,
+    deps: SessionDeps,
+    moves: Moves,
     state: AgentState,
     error: str,
     records: Sequence[AgentToolCall],
@@ -126,12 +126,12 @@ def _fail_turn(
     if final and turn_id is not None:
         try:
             note = storable_note(
-                runtime,
+                deps.runner,
                 lambda budget: build_turn_failure_note(final, max_bytes=budget),
                 state.next_message_sequence,
                 turn_id,
             )
-            state, _ = append_messages(context, runtime.options, state, turn_id, [note])
+            state, _ = append_messages(context, deps.options, state, turn_id, [note])
         except Exception as note_error:
             # The failure route must end the turn even when the runner cannot build the note.
             _logger.warning(
@@ -139,10 +139,10 @@ def _fail_turn(
                 turn_id,
                 describe_exception(note_error),
             )
-    ended = _end_turn(context, runtime.options, state, records, error)
-    writer = runtime.event_writer(context, turn_id)
+    ended = _end_turn(context, deps.options, state, records, error)
+    writer = deps.event_writer(context, turn_id)
     writer.write_event(AgentEventType.TURN_FAILED, {"error": ended.last_turn_error})
-    return go_to_many(runtime.to_await_user_message())
+    return go_to_many(moves.to_await_user_message())
 
 
 def _initial_message_problem(text: str) -> str | None:
@@ -157,16 +157,8 @@ def _initial_message_problem(text: str) -> str | None:
     return None
 
 
-class StartAgentSession(Step[AgentSessionStartInput]):
+class StartAgentSession(SessionStep[AgentSessionStartInput]):
     """Start Step: initialises the session and starts the first turn when there is a first message."""
-
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """SYNC durability for both methods, and the window it stores the first message in."""
-        return self._runtime.start_options()
 
     async def execute(self, context: AsyncContext, input: AgentSessionStartInput) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Initialise state, usage, interrupts and settings; start a turn for a non-blank first message.
@@ -198,28 +190,20 @@ class StartAgentSession(Step[AgentSessionStartInput]):
         problem = None if text is None or not text.strip() else _initial_message_problem(text)
         if text is None or not text.strip() or problem is not None:
             # The start is an activation even without a turn; begin_turn starts one for a turn.
-            self._runtime.tracing.begin_activation(context, None)
+            self._deps.tracing.begin_activation(context, None)
         if text is None or not text.strip():
-            return go_to_many(self._runtime.to_await_user_message())
+            return go_to_many(self._moves.to_await_user_message())
         if problem is not None:
             # AgentSessionClient refuses this before starting; a raw start_flow gets an idle session that
             # says why, instead of a start Step that fails on every retry.
             AGENT_STATE.set(context, replace(state, last_turn_error=f"{problem}, so no turn started"))
-            return go_to_many(self._runtime.to_await_user_message())
-        mode = decide_interaction_mode(context, self._runtime, [False])
-        return begin_turn(context, self._runtime, state, [text], interaction_mode=mode)
+            return go_to_many(self._moves.to_await_user_message())
+        mode = decide_interaction_mode(context, self._deps.options, [False])
+        return begin_turn(context, self._deps, self._moves, state, [text], interaction_mode=mode)
 
 
-class AwaitUserMessage(Step[None]):
+class AwaitUserMessage(SessionStep[None]):
     """Waits for the next queued user message and starts its turn, or for a steer to apply."""
-
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """SYNC durability and the cancellation lock, so no turn starts while `cancel_turn` decides."""
-        return self._runtime.await_user_message_options()
 
     async def wait_for(self, context: AsyncContext, input: None) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Wait for a steer, one queued user message, or a plan approval: the first ready, in this order."""
@@ -234,7 +218,7 @@ class AwaitUserMessage(Step[None]):
         """Hand a steer to `ApplyTurnControl`, or store the message as a new turn's and move to `RunModel`."""
         if TURN_CONTROL_REQUESTS.results(context):
             # A steer that committed after its turn ended: its messages start the next turn.
-            return go_to_many(self._runtime.to_apply_turn_control(context))
+            return go_to_many(self._moves.to_apply_turn_control(context))
         state = read_state(context)
         if state is None:
             raise SessionStateError("AwaitUserMessage ran before StartAgentSession stored the session state")
@@ -245,14 +229,14 @@ class AwaitUserMessage(Step[None]):
             )
         messages = QUEUED_USER_MESSAGES.results(context)
         if not messages and is_plan_execution_wake(context):
-            return start_plan_execution(context, self._runtime, state)
+            return start_plan_execution(context, self._deps, self._moves, state)
         drop_stale_approval(context)
         text = messages[0].text if messages else ""
         if not text.strip():
             # send_user_message refuses blank text, so only a message from another writer lands here.
-            return go_to_many(self._runtime.to_await_user_message())
-        mode = decide_interaction_mode(context, self._runtime, [messages[0].plan_mode])
-        return begin_turn(context, self._runtime, state, [text], interaction_mode=mode)
+            return go_to_many(self._moves.to_await_user_message())
+        mode = decide_interaction_mode(context, self._deps.options, [messages[0].plan_mode])
+        return begin_turn(context, self._deps, self._moves, state, [text], interaction_mode=mode)
 
 
 def _tool_call_id_problem(call: DeferredToolCall, position: int, seen: set[str]) -> str | None:
@@ -312,20 +296,12 @@ def _check_tool_calls(
     return None
 
 
-class RunModel(Step[CompactContextInput | None]):
+class RunModel(SessionStep[CompactContextInput | None]):
     """Makes one model call through the runner and stores its outcome, or first compacts the context.
 
     Its input is always `None`; it shares `CompactContextInput | None` with `CompactContext` because both
     fail to `RecordTurnFailure`, and a failure route takes its Step's input type.
     """
-
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """Timeouts, three attempts, the failure route, and the loads `RunModel` needs."""
-        return self._runtime.run_model_options()
 
     async def execute(self, context: AsyncContext, input: CompactContextInput | None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Call `run_model_step` once and store its final answer, tool calls, or continuation.
@@ -334,7 +310,6 @@ class RunModel(Step[CompactContextInput | None]):
         model input past the compaction trigger moves to `CompactContext`; neither calls the model. A
         `cancel_turn` during the model call cancels this coroutine, and Dex drops its result.
         """
-        runtime = self._runtime
         state = read_state(context)
         if state is None or state.active_turn_id is None:
             raise SessionStateError("RunModel ran without an active turn")
@@ -347,21 +322,21 @@ class RunModel(Step[CompactContextInput | None]):
         control = read_turn_control(context)
         if control.reason is not None:
             await end_turn_by_control(
-                context, runtime, state, records, control.reason, control.steered_message_count
+                context, self._deps, state, records, control.reason, control.steered_message_count
             )
-            return go_to_many(runtime.to_apply_turn_control(context))
-        writer = runtime.event_writer(context, turn_id)
-        turn = turn_context(context, runtime, turn_id, records, writer)
-        through = await compaction_cutoff(runtime, state, turn)
+            return go_to_many(self._moves.to_apply_turn_control(context))
+        writer = self._deps.event_writer(context, turn_id)
+        turn = turn_context(context, self._deps, turn_id, records, writer)
+        through = await compaction_cutoff(self._deps, state, turn)
         if through is not None:
             writer.close()
             AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.COMPACTING_CONTEXT))
-            return go_to_many(runtime.to_compact_context(context, through))
+            return go_to_many(self._moves.to_compact_context(context, through))
         # Output before the model call: Dex hands an attempt that produced no output to another Worker under
         # the same attempt number, so without it a model call killed early would repeat as "attempt 1" and a
         # UI could not tell the two calls apart.
         await context.heartbeat()
-        return await runtime.tracing.trace_model_call(
+        return await self._deps.tracing.trace_model_call(
             context,
             turn_id,
             turn.messages,
@@ -375,7 +350,7 @@ class RunModel(Step[CompactContextInput | None]):
         async with heartbeating(context):
             try:
                 with runner_errors():
-                    return await self._runtime.runner.run_model_step(turn)
+                    return await self._deps.runner.run_model_step(turn)
             finally:
                 writer.close()
 
@@ -383,8 +358,8 @@ class RunModel(Step[CompactContextInput | None]):
         self, context: AsyncContext, state: AgentState, error: str, records: Sequence[AgentToolCall]
     ) -> StepDecision:
         """Fail the turn in this commit, keeping the runner's unstored items first when it builds them."""
-        kept, _ = await store_unfinished_turn_messages(context, self._runtime, state, records)
-        return _fail_turn(context, self._runtime, kept, error, records)
+        kept, _ = await store_unfinished_turn_messages(context, self._deps, state, records)
+        return _fail_turn(context, self._deps, self._moves, kept, error, records)
 
     async def _store_outcome(
         self,
@@ -403,7 +378,7 @@ class RunModel(Step[CompactContextInput | None]):
             return await self._fail(
                 context, state, f"the outcome's usage must be AgentUsage, got {type(usage).__name__}", records
             )
-        record_usage(context, self._runtime, state.active_turn_id, usage)
+        record_usage(context, self._deps, state.active_turn_id, usage)
         if isinstance(outcome, TurnCompleted):
             return await self._complete_turn(context, state, records, outcome)
         if isinstance(outcome, TurnContinued):
@@ -417,12 +392,11 @@ class RunModel(Step[CompactContextInput | None]):
         records: Sequence[AgentToolCall],
         outcome: TurnCompleted,
     ) -> StepDecision:
-        runtime = self._runtime
         turn_id = state.active_turn_id
         assert turn_id is not None
         try:
             advanced, stored = append_messages(
-                context, runtime.options, state, turn_id, list(outcome.new_messages)
+                context, self._deps.options, state, turn_id, list(outcome.new_messages)
             )
         except InvalidRunnerOutput as error:
             return await self._fail(
@@ -431,20 +405,20 @@ class RunModel(Step[CompactContextInput | None]):
         if outcome.turn_error is not None:
             error = str(outcome.turn_error) or "the runner ended the turn with an empty turn_error"
             if stored:
-                ended = _end_turn(context, runtime.options, advanced, records, error)
-                runtime.event_writer(context, turn_id).write_event(
+                ended = _end_turn(context, self._deps.options, advanced, records, error)
+                self._deps.event_writer(context, turn_id).write_event(
                     AgentEventType.TURN_FAILED, {"error": ended.last_turn_error}
                 )
-                return go_to_many(runtime.to_await_user_message())
+                return go_to_many(self._moves.to_await_user_message())
             # A runner that stops by raising returns no messages; its unstored items (a tool's result
             # among them) would leave a stored call without its result, so ask it for them first.
             return await self._fail(context, advanced, error, records)
-        _end_turn(context, runtime.options, advanced, records, None)
-        runtime.event_writer(context, turn_id).write_event(
+        _end_turn(context, self._deps.options, advanced, records, None)
+        self._deps.event_writer(context, turn_id).write_event(
             AgentEventType.TURN_COMPLETED,
             {"message_count": reply_count(context, turn_id, advanced.next_message_sequence)},
         )
-        return go_to_many(runtime.to_await_user_message())
+        return go_to_many(self._moves.to_await_user_message())
 
     async def _continue_turn(
         self,
@@ -454,18 +428,17 @@ class RunModel(Step[CompactContextInput | None]):
         outcome: TurnContinued,
     ) -> StepDecision:
         """Store a `TurnContinued` and make the turn's next model call, with no tool call in between."""
-        runtime = self._runtime
         turn_id = state.active_turn_id
         assert turn_id is not None
         # Stored items of an unfinished turn need the runner's unfinished-turn messages when the turn fails.
-        if outcome.new_messages and not has_unfinished_turn_builder(runtime):
+        if outcome.new_messages and not has_unfinished_turn_builder(self._deps.runner):
             return await self._fail(context, state, CONTINUED_MESSAGES_NEED_UNFINISHED_TURN_BUILDER, records)
         problem = _run_state_problem(outcome)
         if problem is not None:
             return await self._fail(context, state, problem, records)
         try:
             advanced, _ = append_messages(
-                context, runtime.options, state, turn_id, list(outcome.new_messages)
+                context, self._deps.options, state, turn_id, list(outcome.new_messages)
             )
         except InvalidRunnerOutput as error:
             return await self._fail(
@@ -473,7 +446,7 @@ class RunModel(Step[CompactContextInput | None]):
             )
         FRAMEWORK_RUN_STATE.set(context, outcome.framework_run_state)
         AGENT_STATE.set(context, replace(advanced, status=AgentSessionStatus.RUNNING_MODEL))
-        return go_to_many(runtime.to_run_model(context))
+        return go_to_many(self._moves.to_run_model(context))
 
     async def _request_tool_calls(
         self,
@@ -482,16 +455,17 @@ class RunModel(Step[CompactContextInput | None]):
         records: Sequence[AgentToolCall],
         outcome: ToolCallsRequested,
     ) -> StepDecision:
-        runtime = self._runtime
         turn_id = state.active_turn_id
         assert turn_id is not None
         problem = _check_tool_calls(
-            outcome, records, stores_incrementally=has_unfinished_turn_builder(runtime)
+            outcome, records, stores_incrementally=has_unfinished_turn_builder(self._deps.runner)
         )
         if problem is not None:
             return await self._fail(context, state, problem, records)
         try:
-            state, _ = append_messages(context, runtime.options, state, turn_id, list(outcome.new_messages))
+            state, _ = append_messages(
+                context, self._deps.options, state, turn_id, list(outcome.new_messages)
+            )
         except InvalidRunnerOutput as error:
             return await self._fail(
                 context, state, f"run_model_step returned a message that cannot be stored: {error}", records
@@ -500,8 +474,9 @@ class RunModel(Step[CompactContextInput | None]):
         interrupts = read_interrupts(context)
         calls = ResponseCalls(
             context,
-            runtime,
-            runtime.event_writer(context, turn_id),
+            self._deps,
+            self._moves,
+            self._deps.event_writer(context, turn_id),
             interrupts,
             state.interaction_mode,
             list(outcome.tool_calls),
@@ -510,19 +485,11 @@ class RunModel(Step[CompactContextInput | None]):
             calls.record(call, turn_id, len(records) + offset)
         PENDING_INTERRUPTS.set(context, interrupts)
         AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_TOOLS))
-        return go_to_many(*calls.movements, runtime.to_resume_turn(len(outcome.tool_calls)))
+        return go_to_many(*calls.movements, self._moves.to_resume_turn(len(outcome.tool_calls)))
 
 
-class ResumeTurn(Step[int]):
+class ResumeTurn(SessionStep[int]):
     """Waits for the results of a turn's tool calls, then resumes the model; a steer abandons the waits."""
-
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """SYNC durability, the interrupt lock, the turn's records and the steered messages."""
-        return self._runtime.resume_turn_options()
 
     async def wait_for(self, context: AsyncContext, input: int) -> Wait:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Wait for ``input`` tool call results, or for a steer."""
@@ -533,7 +500,6 @@ class ResumeTurn(Step[int]):
 
     async def execute(self, context: AsyncContext, input: int) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Resume the model once every record is final, end a steered or cancelled turn, or wait again."""
-        runtime = self._runtime
         state = read_state(context)
         if state is None or state.active_turn_id is None:
             raise SessionStateError("ResumeTurn ran without an active turn")
@@ -544,36 +510,27 @@ class ResumeTurn(Step[int]):
             # A steer woke this Step, so no result was consumed. In a cancelled turn FinishTurnCancellation
             # owns the waiting calls instead.
             if control.is_steered and not control.is_cancelled:
-                abandon_waiting_calls_for_steer(context, runtime, turn_id, records)
-            return go_to_many(runtime.to_resume_turn(input))
+                abandon_waiting_calls_for_steer(context, self._deps, turn_id, records)
+            return go_to_many(self._moves.to_resume_turn(input))
         unfinished = sum(1 for record in records if not record.is_final)
         if unfinished:
             # A consumed result belonged to an earlier turn whose call reused an ID; wait for the rest.
-            return go_to_many(runtime.to_resume_turn(unfinished))
+            return go_to_many(self._moves.to_resume_turn(unfinished))
         if control.reason is not None:
-            return go_to_many(runtime.to_apply_turn_control(context))
+            return go_to_many(self._moves.to_apply_turn_control(context))
         AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_MODEL))
-        return go_to_many(runtime.to_run_model(context))
+        return go_to_many(self._moves.to_run_model(context))
 
 
-class RecordTurnFailure(Step[CompactContextInput | None]):
+class RecordTurnFailure(SessionStep[CompactContextInput | None]):
     """Failure route of `RunModel` and `CompactContext`: ends the turn as failed. It ignores its input."""
-
-    def __init__(self, runtime: SessionRuntime) -> None:
-        """Create the Step for one Flow type."""
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions:
-        """SYNC durability and the turn's records."""
-        return self._runtime.record_turn_failure_options()
 
     async def execute(self, context: AsyncContext, input: CompactContextInput | None) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Record `last_turn_error`, leave a note when tool calls ran, and clear the turn."""
-        runtime = self._runtime
         state = read_state(context)
         if state is None or state.active_turn_id is None:
             _logger.warning("RecordTurnFailure found no active turn; there is nothing to end")
-            return go_to_many(runtime.to_await_user_message())
+            return go_to_many(self._moves.to_await_user_message())
         recovery = context.recovery_error
         error = (
             plain_recovery_detail(recovery.detail) or recovery.error_type or "the model call failed"
@@ -581,11 +538,11 @@ class RecordTurnFailure(Step[CompactContextInput | None]):
             else "the model call failed without an error detail"
         )
         if recovery is not None and NO_WORKER_AVAILABLE_ERROR_TYPE in recovery.error_type.upper():
-            error = _no_worker_turn_error(runtime.flow_type, error)
+            error = _no_worker_turn_error(self._deps.flow_type, error)
             _logger.warning("turn %s of session %s failed: %s", state.active_turn_id, context.flow_id, error)
         records = read_turn_records(context, state.active_turn_id)
-        state, _ = await store_unfinished_turn_messages(context, runtime, state, records)
-        return _fail_turn(context, runtime, state, error, records)
+        state, _ = await store_unfinished_turn_messages(context, self._deps, state, records)
+        return _fail_turn(context, self._deps, self._moves, state, error, records)
 
 
 def _no_worker_turn_error(flow_type: str, detail: str) -> str:
