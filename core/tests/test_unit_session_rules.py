@@ -138,10 +138,10 @@ def test_long_error_texts_are_cut_with_a_marker() -> None:
 
 
 class _WordyRunner:
-    """Puts the text into its framework item twenty times, as a verbose framework format might."""
+    """Puts the text into its framework item thirty times, as a verbose framework format might."""
 
     def build_user_message(self, text: str) -> FrameworkMessage:
-        return FrameworkMessage(role=MessageRole.USER, framework_item=json.dumps([text] * 20), text=text)
+        return FrameworkMessage(role=MessageRole.USER, framework_item=json.dumps([text] * 30), text=text)
 
     async def run_model_step(self, turn: AgentTurnContext) -> TurnCompleted:
         return TurnCompleted(new_messages=[])
@@ -159,7 +159,7 @@ def test_a_note_the_runner_stores_verbosely_is_shortened_until_it_can_be_stored(
         flow.runner, lambda budget: build_turn_failure_note([big, write], max_bytes=budget), 7, "turn-3"
     )
 
-    # 64 KiB of note twenty-one times over is too large to store; a quarter of it is not.
+    # 64 KiB of note thirty-one times over is too large to store; a quarter of it is not.
     assert note.text is not None and utf8_size(note.text) <= MAX_TURN_FAILURE_NOTE_BYTES // 4
     assert note.text.split("\n")[2] == "- lookup {} -> succeeded: sent"
     stored = to_agent_message(note, 7, "turn-3", "2026-11-29T00:00:00.000Z")
