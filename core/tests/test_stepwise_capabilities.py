@@ -51,7 +51,7 @@ from dex_agents import (
     start_tool_task,
     started_tool_task,
 )
-from dex_agents._tool_context import running_tool_execution
+from dex_agents._tools._context import running_tool_execution
 from dex_agents.stepwise import (
     AgentDefinition,
     LiteLLMModelClient,

@@ -41,13 +41,13 @@ from dex_agents import (
     start_tool_task,
     started_tool_task,
 )
-from dex_agents._builtin_tools import (
+from dex_agents._plans import replaced_plan, write_todos_result
+from dex_agents._tools._builtins import (
     BuiltInArgumentError,
     parse_ask_user_arguments,
     parse_durable_wait_arguments,
     parse_write_todos_arguments,
 )
-from dex_agents._plans import replaced_plan, write_todos_result
 from dex_agents.events import AgentEventWriter
 from dex_agents.session._tasks import poll_interval_seconds
 from dex_agents.testing import SessionSide

@@ -20,7 +20,7 @@ from dex_agents import (
     ToolCallStatus,
     ToolEffect,
 )
-from dex_agents._trace_spans import (
+from dex_agents._tracing._spans import (
     ActivationSpan,
     MessageRange,
     ModelCallSpan,

@@ -78,7 +78,7 @@ ANTHROPIC_PROVIDER = "anthropic"
 
 _logger = logging.getLogger("dex_agents_claude_agent_sdk")
 # The core module whose functions refuse outside a tool Step (`ask_user_input`, `start_tool_task`).
-_TOOL_REQUESTS_MODULE = "dex_agents._tool_requests"
+_TOOL_REQUESTS_MODULE = "dex_agents._tools._requests"
 
 # How long the hook waits for the rest of a response before it decides about a call; the runner raises the
 # CLI's own hook timeout (60 s by default) above it, so a long response never fails the hook.

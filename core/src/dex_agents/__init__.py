@@ -6,7 +6,13 @@ Register an `AgentSessionFlow` with a framework adapter's `AgentFrameworkRunner`
 imports no agent).
 """
 
-from dex_agents._builtin_tools import (
+from dex_agents._codecs import agent_codec_registry
+from dex_agents._decoded_value_cache import DEFAULT_DECODED_VALUE_CACHE_BYTES, set_decoded_value_cache_bytes
+from dex_agents._plans import PLANNING_TURN_REJECTION_MESSAGE, WRITE_TODOS_CALLED_TWICE_ERROR, build_plan_note
+from dex_agents._run_state import RunStateFormat, RunStateFormatError
+from dex_agents._session_waits import SessionWaitTimeoutError, TurnEnd, TurnOutcome
+from dex_agents._tools._arguments import parse_tool_arguments
+from dex_agents._tools._builtins import (
     ASK_USER,
     BUILT_IN_TOOL_DEFINITIONS,
     BUILT_IN_TOOL_NAMES,
@@ -14,14 +20,8 @@ from dex_agents._builtin_tools import (
     WRITE_TODOS,
     BuiltInToolDefinition,
 )
-from dex_agents._codecs import agent_codec_registry
-from dex_agents._decoded_value_cache import DEFAULT_DECODED_VALUE_CACHE_BYTES, set_decoded_value_cache_bytes
-from dex_agents._mcp_hints import effect_from_mcp_annotations
-from dex_agents._plans import PLANNING_TURN_REJECTION_MESSAGE, WRITE_TODOS_CALLED_TWICE_ERROR, build_plan_note
-from dex_agents._run_state import RunStateFormat, RunStateFormatError
-from dex_agents._session_waits import SessionWaitTimeoutError, TurnEnd, TurnOutcome
-from dex_agents._tool_arguments import parse_tool_arguments
-from dex_agents._tool_requests import (
+from dex_agents._tools._mcp_hints import effect_from_mcp_annotations
+from dex_agents._tools._requests import (
     ToolCallSuspended,
     ToolInputRequired,
     ToolTaskRunning,
@@ -29,7 +29,7 @@ from dex_agents._tool_requests import (
     start_tool_task,
     started_tool_task,
 )
-from dex_agents._tool_tasks import ToolTaskHandler, ToolTaskHandlers, ToolTaskRouter, ToolTaskSource
+from dex_agents._tools._tasks import ToolTaskHandler, ToolTaskHandlers, ToolTaskRouter, ToolTaskSource
 from dex_agents._worker import AgentWorker, agent_worker_task_slots, serve_agent_worker
 from dex_agents.client import AgentSessionClient
 from dex_agents.compaction import (

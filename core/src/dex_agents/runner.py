@@ -11,15 +11,15 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from dex_agents._tool_context import current_tool_execution
-from dex_agents._tool_outcomes import (
+from dex_agents._tools._context import current_tool_execution
+from dex_agents._tools._outcomes import (
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
     ToolTaskPending,
     ToolTaskStarted,
 )
-from dex_agents._tool_tasks import (
+from dex_agents._tools._tasks import (
     ToolTaskCancellation,
     ToolTaskCanceller,
     ToolTaskPoll,

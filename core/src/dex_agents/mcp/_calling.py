@@ -42,7 +42,7 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
-from dex_agents._tool_arguments import parse_tool_arguments
+from dex_agents._tools._arguments import parse_tool_arguments
 from dex_agents.mcp._connection import (
     McpConnectError,
     McpConnectionLostError,

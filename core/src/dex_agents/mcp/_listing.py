@@ -11,7 +11,7 @@ import anyio
 from mcp.client.session import ClientSession
 from mcp.types import PaginatedRequestParams, Tool
 
-from dex_agents._mcp_hints import effect_from_mcp_annotations
+from dex_agents._tools._mcp_hints import effect_from_mcp_annotations
 from dex_agents.mcp._connection import run_on_new_connection
 from dex_agents.mcp._definitions import McpToolDefinition, agent_tool_name, is_model_tool_name
 from dex_agents.mcp._servers import McpServer

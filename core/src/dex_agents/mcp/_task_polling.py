@@ -19,8 +19,8 @@ from typing import Any, NoReturn
 import anyio
 from mcp.client.session import ClientSession
 
-from dex_agents._tool_outcomes import ToolExecutionError, ToolExecutionResult, ToolTaskPending
-from dex_agents._tool_tasks import ToolTaskPoll, ToolTaskPollOutcome
+from dex_agents._tools._outcomes import ToolExecutionError, ToolExecutionResult, ToolTaskPending
+from dex_agents._tools._tasks import ToolTaskPoll, ToolTaskPollOutcome
 from dex_agents.events import AgentEventWriter
 from dex_agents.mcp._connection import describe_error
 from dex_agents.mcp._render import render_tool_result

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from dex_agents._tool_outcomes import ToolInputRequested
+from dex_agents._tools._outcomes import ToolInputRequested
 from dex_agents.values import QuestionAnswer, QuestionResolution
 
 __all__ = [

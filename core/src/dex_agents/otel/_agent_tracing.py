@@ -16,7 +16,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, NonRecordingSpan, SpanKind, Status, StatusCode, Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
-from dex_agents._trace_spans import (
+from dex_agents._tracing._spans import (
     ActivationSpan,
     MessageRange,
     ModelCallSpan,

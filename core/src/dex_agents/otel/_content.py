@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from dex_agents._tool_arguments import parse_json_text
+from dex_agents._tools._arguments import parse_json_text
 from dex_agents.values import AgentMessage, MessageRole
 
 __all__ = ["input_messages_json", "output_messages_json"]

@@ -15,7 +15,12 @@ from datetime import timedelta
 
 from dex import AsyncContext, StepMovement
 
-from dex_agents._builtin_tools import (
+from dex_agents._plans import (
+    PLANNING_TURN_REJECTION_MESSAGE,
+    WRITE_TODOS_CALLED_TWICE_ERROR,
+    write_todos_result,
+)
+from dex_agents._tools._builtins import (
     ASK_USER,
     DURABLE_WAIT,
     WRITE_TODOS,
@@ -23,11 +28,6 @@ from dex_agents._builtin_tools import (
     parse_ask_user_arguments,
     parse_durable_wait_arguments,
     parse_write_todos_arguments,
-)
-from dex_agents._plans import (
-    PLANNING_TURN_REJECTION_MESSAGE,
-    WRITE_TODOS_CALLED_TWICE_ERROR,
-    write_todos_result,
 )
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.persistence import AGENT_TOOL_CALLS

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 
 from dex import AsyncContext, Context, Stream
 
+from dex_agents._tracing._session import SessionTracing
 from dex_agents.compaction import is_compaction_runner
 from dex_agents.events import DEFAULT_DELTA_COALESCING, AgentEventWriter
 from dex_agents.runner import AgentFrameworkRunner
 from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._state import read_context_summary
-from dex_agents.session._tracing import SessionTracing
 from dex_agents.values import AgentEvent
 
 __all__ = ["SessionDeps"]

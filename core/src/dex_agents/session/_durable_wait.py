@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from dex import AsyncContext, StepDecision, Timer, Wait, dead_end
 
-from dex_agents._builtin_tools import parse_durable_wait_arguments
+from dex_agents._tools._builtins import parse_durable_wait_arguments
 from dex_agents.persistence import TOOL_CALL_CANCELLATIONS
 from dex_agents.session._control import apply_cancellation_wake
 from dex_agents.session._records import finish_call

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 from dex import AsyncContext, StepDecision, dead_end
 
-from dex_agents._builtin_tools import ASK_USER
-from dex_agents._tool_outcomes import ToolInputRequested
+from dex_agents._tools._builtins import ASK_USER
+from dex_agents._tools._outcomes import ToolInputRequested
 from dex_agents.limits import MAX_STORED_VALUE_BYTES, bounded_text
 from dex_agents.persistence import AGENT_TOOL_CALLS
 from dex_agents.session._deps import SessionDeps

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
 
-from dex_agents._builtin_tools import BUILT_IN_TOOL_NAMES, WRITE_TODOS
-from dex_agents._trace_spans import TraceEmitter
+from dex_agents._tools._builtins import BUILT_IN_TOOL_NAMES, WRITE_TODOS
+from dex_agents._tracing._spans import TraceEmitter
 from dex_agents.compaction import CompactionPolicy
 from dex_agents.limits import (
     DEFAULT_INLINE_TOOL_OUTPUT_BYTES,

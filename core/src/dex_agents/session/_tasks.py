@@ -19,14 +19,14 @@ from typing import cast
 
 from dex import AsyncContext, StepDecision, Timer, Wait, dead_end, go_to_many
 
-from dex_agents._tool_outcomes import (
+from dex_agents._tools._outcomes import (
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
     ToolTaskPending,
     ToolTaskStarted,
 )
-from dex_agents._tool_tasks import ToolTaskCancellation, ToolTaskPoll
+from dex_agents._tools._tasks import ToolTaskCancellation, ToolTaskPoll
 from dex_agents.events import AgentEventType
 from dex_agents.limits import MAX_TOOL_OUTPUT_BYTES, unencodable_index, utf8_size
 from dex_agents.persistence import AGENT_TOOL_CALLS, AGENT_TOOL_OUTPUTS, tool_output_key

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from dex import AsyncContext, StepDecision, Wait, dead_end, go_to_many
 
-from dex_agents._tool_context import running_tool_execution
+from dex_agents._tools._context import running_tool_execution
 from dex_agents.persistence import AGENT_TOOL_CALLS, INTERRUPT_RESOLUTIONS, TOOL_CALL_CANCELLATIONS
 from dex_agents.runner import (
     APPROVAL_DEADLINE_PASSED,

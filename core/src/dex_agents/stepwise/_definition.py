@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
-from dex_agents._tool_tasks import ToolTaskHandlers
+from dex_agents._tools._tasks import ToolTaskHandlers
 from dex_agents.compaction import DEFAULT_SUMMARY_INSTRUCTIONS
 from dex_agents.stepwise._model import LiteLLMModelClient, ModelClient, ModelSettings, ModelToolCall
 from dex_agents.stepwise._tools import FunctionTool, FunctionToolSource, ToolDefinitionError, ToolSource

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from dex_agents._builtin_tools import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, WRITE_TODOS
 from dex_agents._plans import build_plan_note
+from dex_agents._tools._builtins import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, WRITE_TODOS
 from dex_agents.runner import AgentTurnContext
 from dex_agents.stepwise._definition import PlanningToolChoice
 from dex_agents.stepwise._messages import ChatMessage, replay_chat_messages

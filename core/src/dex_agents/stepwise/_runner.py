@@ -25,7 +25,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from dex_agents._run_state import RunStateFormatError
-from dex_agents._tool_tasks import (
+from dex_agents._tools._tasks import (
     ToolTaskCancellation,
     ToolTaskCanceller,
     ToolTaskPoll,

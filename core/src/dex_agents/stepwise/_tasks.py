@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from dex_agents._tool_context import current_tool_call_requests, running_tool_execution
+from dex_agents._tools._context import current_tool_call_requests, running_tool_execution
 from dex_agents.runner import DeferredToolExecution
 
 __all__ = ["without_tool_tasks"]

@@ -21,8 +21,8 @@ from typing import Any, Protocol, cast, overload, runtime_checkable
 import pydantic
 import pydantic_core
 
-from dex_agents._tool_arguments import parse_tool_arguments
-from dex_agents._tool_tasks import (
+from dex_agents._tools._arguments import parse_tool_arguments
+from dex_agents._tools._tasks import (
     ToolTaskCancellation,
     ToolTaskHandler,
     ToolTaskHandlers,

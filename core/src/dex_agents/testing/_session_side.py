@@ -29,7 +29,7 @@ from dex_agents import (
     UnfinishedTurnMessageBuilder,
     cancellation_rejection_message,
 )
-from dex_agents._tool_context import running_tool_execution
+from dex_agents._tools._context import running_tool_execution
 
 __all__ = ["SessionSide"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from dex_agents._tool_arguments import parse_json_text
+from dex_agents._tools._arguments import parse_json_text
 from dex_agents.values import AgentEvent, AgentSnapshot
 
 __all__ = ["STEP_ONLY_TOOL_CALL_FIELDS", "event_json", "parse_json_text", "snapshot_json"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from dex_agents._builtin_tools import ASK_USER
+from dex_agents._tools._builtins import ASK_USER
 from dex_agents.values import (
     AgentEvent,
     AgentInterrupt,

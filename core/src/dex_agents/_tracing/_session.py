@@ -18,7 +18,7 @@ from typing import TypeVar, cast
 
 from dex import AsyncContext
 
-from dex_agents._trace_spans import (
+from dex_agents._tracing._spans import (
     ActivationSpan,
     MessageRange,
     ModelCallSpan,

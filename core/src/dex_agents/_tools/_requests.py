@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from dex_agents._tool_context import ToolCallRequests, current_tool_call_requests
-from dex_agents._tool_outcomes import ToolInputRequested, ToolTaskStarted
+from dex_agents._tools._context import ToolCallRequests, current_tool_call_requests
+from dex_agents._tools._outcomes import ToolInputRequested, ToolTaskStarted
 from dex_agents.runner import DeferredToolExecution
 
 __all__ = [

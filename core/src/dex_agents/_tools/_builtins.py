@@ -17,8 +17,8 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any, cast
 
-from dex_agents._tool_arguments import parse_tool_arguments
-from dex_agents._tool_outcomes import check_question
+from dex_agents._tools._arguments import parse_tool_arguments
+from dex_agents._tools._outcomes import check_question
 from dex_agents.limits import MAX_PLAN_TASK_BYTES, MAX_PLAN_TASKS, utf8_size
 from dex_agents.runner import ToolExecutionError
 from dex_agents.values import AgentPlanTask, PlanTaskStatus

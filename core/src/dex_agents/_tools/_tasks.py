@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from dex_agents._tool_outcomes import ToolExecutionResult, ToolInputRequested, ToolTaskPending
+from dex_agents._tools._outcomes import ToolExecutionResult, ToolInputRequested, ToolTaskPending
 from dex_agents.events import AgentEventWriter
 from dex_agents.values import AgentToolCall, QuestionAnswer
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dex_agents._tool_outcomes import ToolInputRequested, ToolTaskStarted
+    from dex_agents._tools._outcomes import ToolInputRequested, ToolTaskStarted
     from dex_agents.runner import DeferredToolExecution
 
 __all__ = [
