@@ -170,25 +170,17 @@ class _CountingRunner(ScriptedRunner):
 
 
 async def test_a_model_input_past_the_byte_trigger_compacts_and_keeps_its_share_of_the_tokens() -> None:
-    from dex import Stream
-
-    from dex_agents.session._compaction import compaction_cutoff
-    from dex_agents.session._deps import SessionDeps
-    from dex_agents.values import AgentEvent, AgentSessionStatus, AgentState
+    from dex_agents.compaction._decision import compaction_cutoff
 
     policy = CompactionPolicy(context_window_tokens=1_000_000, context_window_bytes=100_000)
     assert (policy.trigger_bytes, policy.retained_bytes) == (85_000, 30_000)
     runner = _CountingRunner()
-    deps = SessionDeps.of(
-        runner, AgentSessionOptions(compaction=policy), Stream("AgentEvents", AgentEvent, 1024), "Bytes"
-    )
-    state = AgentState(AgentSessionStatus.RUNNING_MODEL, 0, "turn-1", 11, None)
     small = [_message(number, MessageRole.USER, "x" * 10) for number in range(1, 11)]
-    assert await compaction_cutoff(deps, state, _turn(small)) is None  # 10 tokens, a few hundred bytes
+    assert await compaction_cutoff(policy, runner, _turn(small), 11) is None  # 10 tokens, a few hundred bytes
     large = [_message(number, MessageRole.USER, "x" * 10_000) for number in range(1, 11)]
     # About 200 KB stored (text and runner item): past 85,000 bytes though 10 tokens are far below the
     # token trigger. Keeping 30,000 of ~200,000 bytes keeps that share of the 10 tokens.
-    assert await compaction_cutoff(deps, state, _turn(large)) == 9
+    assert await compaction_cutoff(policy, runner, _turn(large), 11) == 9
     assert runner.budgets == [1]
     with pytest.raises(ValueError, match="context_window_bytes must be a positive number"):
         CompactionPolicy(1000, context_window_bytes=0)

@@ -6,9 +6,9 @@ another Step's class, and the one module that does (``_transitions.py``) imports
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
-from dex import Context, StepMovement, StepOptions
+from dex import Context, Step, StepMovement, StepOptions
 
 from dex_agents.values import AgentToolCall, CompactContextInput
 
@@ -20,6 +20,11 @@ class Moves(Protocol):
 
     def options_of(self, step_type: str) -> StepOptions:
         """The options of ``step_type`` for a movement that loads nothing beyond its rule."""
+        ...
+
+    @property
+    def cancelled_with_the_turn(self) -> tuple[type[Step[Any]], ...]:
+        """The Step types `cancel_turn` cancels, running attempts included."""
         ...
 
     def to_await_user_message(self) -> StepMovement[None]:

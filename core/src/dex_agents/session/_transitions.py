@@ -13,7 +13,7 @@ from typing import Any
 
 from dex import Context, Step, StepMovement, StepOptions
 
-from dex_agents.session._compaction import CompactContext
+from dex_agents.compaction._step import CompactContext
 from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
 from dex_agents.session._deps import SessionDeps
 from dex_agents.session._durable_wait import AwaitTimer
@@ -66,6 +66,21 @@ _STEP_TYPES: tuple[type[SessionStep[Any]], ...] = (
     ApplyTurnControl,
     FinishTurnCancellation,
 )
+
+
+_CANCELLED_WITH_THE_TURN: tuple[type[Step[Any]], ...] = (
+    RunModel,
+    CompactContext,
+    RecordTurnFailure,
+    AwaitToolApproval,
+    AwaitQuestionAnswer,
+    AwaitTimer,
+    PollToolTask,
+)
+"""The Step types `cancel_turn` cancels, running attempts included: the model call, the summary call, the
+failure route that would end the turn as failed, the waits of calls (approvals, questions, durable waits),
+and the polls of started tasks. `FinishTurnCancellation` then records what they left, and hands each
+started task to `CancelToolTask`."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +142,11 @@ class SessionTransitions:
     def _model_input(self, context: Context) -> ChunkLoads:
         """The message chunks a model call reads: those after the summary (all of them without one)."""
         return chunk_loads(context, self._deps.summarized_through(context))
+
+    @property
+    def cancelled_with_the_turn(self) -> tuple[type[Step[Any]], ...]:
+        """The Step types `cancel_turn` cancels, running attempts included."""
+        return _CANCELLED_WITH_THE_TURN
 
     def options_of(self, step_type: str) -> StepOptions:
         """The options of ``step_type`` for a movement that loads nothing beyond its rule."""

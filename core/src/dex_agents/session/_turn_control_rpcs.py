@@ -7,9 +7,7 @@ write events, so the Steps that apply their effects write them: `ApplyTurnContro
 
 from __future__ import annotations
 
-from typing import Any
-
-from dex import ChannelMessage, Context, RPCResult, Step
+from dex import ChannelMessage, Context, RPCResult
 
 from dex_agents.limits import MAX_USER_MESSAGE_BYTES, unencodable_index, utf8_size
 from dex_agents.persistence import (
@@ -19,16 +17,10 @@ from dex_agents.persistence import (
     TURN_CONTROL_REQUESTS,
 )
 from dex_agents.runner import AgentFrameworkRunner
-from dex_agents.session._compaction import CompactContext
 from dex_agents.session._control import is_turn_cancelled
-from dex_agents.session._durable_wait import AwaitTimer
 from dex_agents.session._moves import Moves
-from dex_agents.session._questions import AwaitQuestionAnswer
 from dex_agents.session._state import format_time, now, read_state
-from dex_agents.session._tasks import PollToolTask
-from dex_agents.session._tool_steps import AwaitToolApproval
 from dex_agents.session._turn_lifecycle import user_message_problem
-from dex_agents.session._turn_steps import RecordTurnFailure, RunModel
 from dex_agents.values import (
     AgentUserMessage,
     CancelTurnRequest,
@@ -39,21 +31,7 @@ from dex_agents.values import (
     TurnControlRequest,
 )
 
-__all__ = ["TURN_CANCELLATION_CANCELS", "cancel_turn", "delete_queued_message", "steer_user_message"]
-
-TURN_CANCELLATION_CANCELS: tuple[type[Step[Any]], ...] = (
-    RunModel,
-    CompactContext,
-    RecordTurnFailure,
-    AwaitToolApproval,
-    AwaitQuestionAnswer,
-    AwaitTimer,
-    PollToolTask,
-)
-"""The Step types `cancel_turn` cancels, running attempts included: the model call, the summary call, the
-failure route that would end the turn as failed, the waits of calls (approvals, questions, durable waits),
-and the polls of started tasks. `FinishTurnCancellation` then records what they left, and hands each
-started task to `CancelToolTask`."""
+__all__ = ["cancel_turn", "delete_queued_message", "steer_user_message"]
 
 
 def _is_usable_text(text: object) -> bool:
@@ -136,5 +114,5 @@ def cancel_turn(context: Context, request: CancelTurnRequest, moves: Moves) -> R
         context, TurnCancellationRequest(turn_id=turn_id, requested_at=format_time(now()))
     )
     return RPCResult(True, next_steps=(moves.to_finish_turn_cancellation(turn_id),)).with_canceling_steps(
-        *TURN_CANCELLATION_CANCELS
+        *moves.cancelled_with_the_turn
     )

@@ -5,9 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import cast
 
 from dex import AsyncContext, StepDecision, Wait, force_fail, go_to_many
 
+from dex_agents.compaction._capability import ContextCompactionRunner
+from dex_agents.compaction._decision import compaction_cutoff
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.limits import (
     MAX_STORED_VALUE_BYTES,
@@ -36,7 +39,6 @@ from dex_agents.runner import (
     build_turn_failure_note,
 )
 from dex_agents.session._builtins import ResponseCalls
-from dex_agents.session._compaction import compaction_cutoff
 from dex_agents.session._control import (
     MAX_CHANNEL_MESSAGES,
     abandon_waiting_calls_for_steer,
@@ -327,7 +329,7 @@ class RunModel(SessionStep[CompactContextInput | None]):
             return go_to_many(self._moves.to_apply_turn_control(context))
         writer = self._deps.event_writer(context, turn_id)
         turn = turn_context(context, self._deps, turn_id, records, writer)
-        through = await compaction_cutoff(self._deps, state, turn)
+        through = await self._compaction_cutoff(state, turn)
         if through is not None:
             writer.close()
             AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.COMPACTING_CONTEXT))
@@ -343,6 +345,13 @@ class RunModel(SessionStep[CompactContextInput | None]):
             lambda: self._call_runner(context, turn, writer),
             lambda outcome: self._store_outcome(context, state, records, outcome),
         )
+
+    async def _compaction_cutoff(self, state: AgentState, turn: AgentTurnContext) -> int | None:
+        policy = self._deps.options.compaction
+        if policy is None:
+            return None
+        runner = cast(ContextCompactionRunner, self._deps.runner)
+        return await compaction_cutoff(policy, runner, turn, state.next_message_sequence)
 
     async def _call_runner(
         self, context: AsyncContext, turn: AgentTurnContext, writer: AgentEventWriter
