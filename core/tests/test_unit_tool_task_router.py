@@ -125,3 +125,27 @@ async def test_with_neither_it_cannot_poll_and_a_cancel_does_nothing() -> None:
     with pytest.raises(LookupError, match="pass MyRunner"):
         await router.poll_tool_task(_poll(_RECORD))
     assert ToolTaskRouter("MyRunner", "tool_tasks", ToolTaskHandlers({})).can_poll
+
+
+class _ListingOnlySource:
+    """Owns the calls of one tool but neither polls nor cancels tasks, like a plain function source."""
+
+    def owns_tool_call(self, record: AgentToolCall) -> bool:
+        return record.tool_name == "render"
+
+
+async def test_an_owner_that_polls_no_tasks_fails_the_poll_and_keeps_the_handlers_out() -> None:
+    cancelled: list[str] = []
+    router = ToolTaskRouter("MyRunner", "tool_tasks", _handlers(cancelled), sources=[_ListingOnlySource()])
+    with pytest.raises(LookupError, match="started task 'job-9', but _ListingOnlySource polls no tasks"):
+        await router.poll_tool_task(_poll(_RECORD))
+    await router.cancel_tool_task(_cancellation(_RECORD))
+    assert cancelled == [], "the owner's task is not another tool's handler's to cancel"
+    assert not ToolTaskRouter("MyRunner", "tool_tasks", None, sources=[_ListingOnlySource()]).can_poll
+
+
+async def test_a_runner_that_takes_no_handlers_names_no_argument() -> None:
+    router = ToolTaskRouter("StepwiseRunner", None, None, sources=[_Source("search")])
+    with pytest.raises(LookupError) as raised:
+        await router.poll_tool_task(_poll(_RECORD))
+    assert str(raised.value) == "tool 'render' started task 'job-9', but no tool source owns it"

@@ -17,6 +17,7 @@ from dex_agents.events import AgentEventWriter
 from dex_agents.values import AgentToolCall, QuestionAnswer
 
 __all__ = [
+    "ToolCallOwner",
     "ToolTaskCancellation",
     "ToolTaskCanceller",
     "ToolTaskHandler",
@@ -26,6 +27,7 @@ __all__ = [
     "ToolTaskPoller",
     "ToolTaskRouter",
     "ToolTaskSource",
+    "combined_task_handlers",
 ]
 
 #: What one `poll_tool_task` returns: the task's result, a question it asks, or that it still runs.
@@ -198,15 +200,25 @@ class ToolTaskHandlers:
             await handler.cancel(cancellation)
 
 
-class ToolTaskSource(Protocol):
-    """A tool source that polls and cancels the tasks of the calls it owns, as `McpToolSource` does.
+def combined_task_handlers(*handlers: ToolTaskHandlers | None) -> ToolTaskHandlers:
+    """Return one `ToolTaskHandlers` with the handlers of each; a later one wins a tool both name."""
+    merged: dict[str, ToolTaskHandler] = {}
+    for each in handlers:
+        if each is not None:
+            merged.update(each._handlers)  # pyright: ignore[reportPrivateUsage]
+    return ToolTaskHandlers(merged)
 
-    Only a source found by the call's record alone fits: every poll may run in another Worker.
-    """
+
+class ToolCallOwner(Protocol):
+    """A tool source that finds its calls by their record alone: every poll may run in another Worker."""
 
     def owns_tool_call(self, record: AgentToolCall) -> bool:
         """Whether the call is this source's, from its record alone."""
         ...
+
+
+class ToolTaskSource(ToolCallOwner, Protocol):
+    """A tool source that polls and cancels the tasks of the calls it owns, as `McpToolSource` does."""
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
         """Read one of this source's tasks once (see `ToolTaskPoller.poll_tool_task`)."""
@@ -222,12 +234,15 @@ class ToolTaskRouter:
 
     What an adapter's `poll_tool_task` and `cancel_tool_task` delegate to when it takes both tool sources
     (an `McpToolSource`, say) and `ToolTaskHandlers`: the first source whose ``owns_tool_call`` accepts the
-    call's record gets it; any other call goes to ``handlers``. A runner should offer polling only when
-    `can_poll` is true, so the session tells tools to finish their work in the call otherwise.
+    call's record gets it; any other call goes to ``handlers``. A source that owns a call but has no
+    ``poll_tool_task`` fails its polls, and one without ``cancel_tool_task`` leaves its tasks alone. A
+    runner should offer polling only when `can_poll` is true, so the session tells tools to finish their
+    work in the call otherwise.
 
     Args:
         runner_name: The runner's class name, for the error that asks for handlers.
-        handlers_argument: The runner's constructor argument that takes ``handlers``, for the same error.
+        handlers_argument: The runner's constructor argument that takes ``handlers``, for the same error;
+            `None` for a runner that takes none.
         handlers: The user's handlers by tool name, or `None`.
         sources: The tool sources whose calls' tasks they poll and cancel themselves.
 
@@ -239,9 +254,9 @@ class ToolTaskRouter:
     def __init__(
         self,
         runner_name: str,
-        handlers_argument: str,
+        handlers_argument: str | None,
         handlers: ToolTaskHandlers | None,
-        sources: Iterable[ToolTaskSource] = (),
+        sources: Iterable[ToolCallOwner] = (),
     ) -> None:
         self._runner_name = runner_name
         self._handlers_argument = handlers_argument
@@ -251,7 +266,9 @@ class ToolTaskRouter:
     @property
     def can_poll(self) -> bool:
         """Whether anything can poll a task: a source or the handlers."""
-        return bool(self._sources) or self._handlers is not None
+        return self._handlers is not None or any(
+            isinstance(source, ToolTaskPoller) for source in self._sources
+        )
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
         """Poll the task through the source that owns its call, else through the handlers.
@@ -263,20 +280,19 @@ class ToolTaskRouter:
             What the source or the tool's handler reports.
 
         Raises:
-            LookupError: If no source owns the call and there are no handlers, or the handlers have none
-                for its tool; the poll fails, and the call is recorded by its effect.
+            LookupError: If the source that owns the call polls no tasks, no source owns it and there are no
+                handlers, or the handlers have none for its tool; the poll fails, and the call is recorded
+                by its effect.
         """
         record = poll.tool_call
         source = self._owner(record)
-        if source is not None:
+        started = f"tool {record.tool_name!r} started task {record.task_id!r}"
+        if isinstance(source, ToolTaskPoller):
             return await source.poll_tool_task(poll)
+        if source is not None:
+            raise LookupError(f"{started}, but {type(source).__name__} polls no tasks")
         if self._handlers is None:
-            runner, argument, tool = self._runner_name, self._handlers_argument, record.tool_name
-            raise LookupError(
-                f"tool {tool!r} started task {record.task_id!r}, but no tool source owns the call and "
-                f"{runner} was given no {argument}; pass "
-                f"{runner}(..., {argument}=ToolTaskHandlers({{{tool!r}: ToolTaskHandler(poll=...)}}))"
-            )
+            raise LookupError(f"{started}, but no tool source owns it{self._handlers_hint(record.tool_name)}")
         return await self._handlers.poll_tool_task(poll)
 
     async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
@@ -286,10 +302,19 @@ class ToolTaskRouter:
             cancellation: The abandoned task.
         """
         source = self._owner(cancellation.tool_call)
-        if source is not None:
+        if isinstance(source, ToolTaskCanceller):
             await source.cancel_tool_task(cancellation)
-        elif self._handlers is not None:
+        elif source is None and self._handlers is not None:
             await self._handlers.cancel_tool_task(cancellation)
 
-    def _owner(self, record: AgentToolCall) -> ToolTaskSource | None:
+    def _handlers_hint(self, tool: str) -> str:
+        runner, argument = self._runner_name, self._handlers_argument
+        if argument is None:
+            return ""
+        return (
+            f" and {runner} was given no {argument}; pass "
+            f"{runner}(..., {argument}=ToolTaskHandlers({{{tool!r}: ToolTaskHandler(poll=...)}}))"
+        )
+
+    def _owner(self, record: AgentToolCall) -> ToolCallOwner | None:
         return next((source for source in self._sources if source.owns_tool_call(record)), None)

@@ -27,10 +27,10 @@ from collections.abc import Mapping, Sequence
 from dex_agents._run_state import RunStateFormatError
 from dex_agents._tools._tasks import (
     ToolTaskCancellation,
-    ToolTaskCanceller,
     ToolTaskPoll,
     ToolTaskPoller,
     ToolTaskPollOutcome,
+    ToolTaskRouter,
 )
 from dex_agents.compaction import ContextSummaryRequest, ContextSummaryResult
 from dex_agents.runner import (
@@ -128,6 +128,8 @@ class StepwiseRunner:
         if not isinstance(definition, AgentDefinition):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"StepwiseRunner takes an AgentDefinition, got {type(definition).__name__}")
         self._definition = definition
+        # Function tools' handlers live in their FunctionToolSource, so the router has none of its own.
+        self._tasks = ToolTaskRouter("StepwiseRunner", None, None, sources=definition.tool_sources)
 
     @property
     def definition(self) -> AgentDefinition:
@@ -279,13 +281,7 @@ class StepwiseRunner:
             LookupError: If no source owns the call or its source polls no tasks; after three attempts the
                 call is recorded by its effect.
         """
-        source = self._source_of(poll.tool_call)
-        if not isinstance(source, ToolTaskPoller):
-            owner = "no tool source owns it" if source is None else f"{type(source).__name__} polls no tasks"
-            raise LookupError(
-                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but {owner}"
-            )
-        return await source.poll_tool_task(poll)
+        return await self._tasks.poll_tool_task(poll)
 
     async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
         """Cancel an abandoned task through the tool source that owns its call, if that source can.
@@ -293,9 +289,7 @@ class StepwiseRunner:
         Args:
             cancellation: The abandoned task.
         """
-        source = self._source_of(cancellation.tool_call)
-        if isinstance(source, ToolTaskCanceller):
-            await source.cancel_tool_task(cancellation)
+        await self._tasks.cancel_tool_task(cancellation)
 
     async def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
         """Count the tokens of the model input `run_model_step` would send for ``turn``.

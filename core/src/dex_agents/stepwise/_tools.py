@@ -28,6 +28,7 @@ from dex_agents._tools._tasks import (
     ToolTaskHandlers,
     ToolTaskPoll,
     ToolTaskPollOutcome,
+    combined_task_handlers,
 )
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
@@ -400,7 +401,7 @@ class FunctionToolSource:
     tools: Iterable[FunctionTool | Callable[..., Any]]
     task_handlers: ToolTaskHandlers | None = None
     _by_name: dict[str, FunctionTool] = field(init=False, repr=False)
-    _own_task_handlers: ToolTaskHandlers = field(init=False, repr=False)
+    _task_handlers: ToolTaskHandlers = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._by_name = {}
@@ -410,15 +411,15 @@ class FunctionToolSource:
                 raise ToolDefinitionError(f"two tools are named {tool.name!r}; tool names must be unique")
             self._by_name[tool.name] = tool
         self.tools = tuple(self._by_name.values())
-        self._own_task_handlers = ToolTaskHandlers(
-            {name: tool.task_handler for name, tool in self._by_name.items() if tool.task_handler is not None}
-        )
-        self._check_task_handlers()
+        own = {
+            name: tool.task_handler for name, tool in self._by_name.items() if tool.task_handler is not None
+        }
+        self._task_handlers = combined_task_handlers(ToolTaskHandlers(own), self._checked_task_handlers(own))
 
-    def _check_task_handlers(self) -> None:
+    def _checked_task_handlers(self, own: Mapping[str, ToolTaskHandler]) -> ToolTaskHandlers | None:
         shared = self.task_handlers
         if shared is None:
-            return
+            return None
         if not isinstance(shared, ToolTaskHandlers):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ToolDefinitionError(f"task_handlers must be ToolTaskHandlers, got {type(shared).__name__}")
         for name in sorted(shared.tool_names):
@@ -428,20 +429,15 @@ class FunctionToolSource:
                     f"task_handlers has a handler for {name!r}, which is not a function tool of this agent "
                     f"(its function tools: {known}); an MCP source polls its own tasks"
                 )
-            if name in self._own_task_handlers.tool_names:
+            if name in own:
                 raise ToolDefinitionError(
                     f"tool {name!r} has a task_handler of its own and one in task_handlers; give it one"
                 )
-
-    def _task_handlers_of(self, tool_name: str) -> ToolTaskHandlers | None:
-        for handlers in (self._own_task_handlers, self.task_handlers):
-            if handlers is not None and tool_name in handlers.tool_names:
-                return handlers
-        return None
+        return shared
 
     def polls_tasks_of(self, tool_name: str) -> bool:
         """Whether the function ``tool_name`` has a task handler, so it may start tasks."""
-        return self._task_handlers_of(tool_name) is not None
+        return tool_name in self._task_handlers.tool_names
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
         """Poll a function's task once with its handler.
@@ -455,13 +451,13 @@ class FunctionToolSource:
         Raises:
             LookupError: If the function has no task handler (any more); the call is recorded by its effect.
         """
-        handlers = self._task_handlers_of(poll.tool_call.tool_name)
-        if handlers is None:
+        record = poll.tool_call
+        if not self.polls_tasks_of(record.tool_name):
             raise LookupError(
-                f"tool {poll.tool_call.tool_name!r} started task {poll.tool_call.task_id!r}, but it has no "
-                "task handler; give it function_tool(task_handler=...) or AgentDefinition(task_handlers=...)"
+                f"tool {record.tool_name!r} started task {record.task_id!r}, but it has no task handler; "
+                "give it function_tool(task_handler=...) or AgentDefinition(task_handlers=...)"
             )
-        return await handlers.poll_tool_task(poll)
+        return await self._task_handlers.poll_tool_task(poll)
 
     async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
         """Cancel a function's task with its handler's ``cancel``; a task without one is left alone.
@@ -469,9 +465,7 @@ class FunctionToolSource:
         Args:
             cancellation: The abandoned task.
         """
-        handlers = self._task_handlers_of(cancellation.tool_call.tool_name)
-        if handlers is not None:
-            await handlers.cancel_tool_task(cancellation)
+        await self._task_handlers.cancel_tool_task(cancellation)
 
     @property
     def names(self) -> tuple[str, ...]:
