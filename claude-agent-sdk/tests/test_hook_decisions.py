@@ -22,8 +22,8 @@ from dex_agents import (
 )
 
 from dex_agents_claude_agent_sdk import REFUSED_TOOL_CALL_MESSAGE
-from dex_agents_claude_agent_sdk._harness_run import HarnessRun
-from dex_agents_claude_agent_sdk._run_tools import gather_run_tools
+from dex_agents_claude_agent_sdk._gate import HarnessRun
+from dex_agents_claude_agent_sdk._turn_tools import gather_run_tools
 
 
 @tool("lookup", "Read.", {"id": str}, annotations=ToolAnnotations(readOnlyHint=True))

@@ -40,7 +40,7 @@ from dex_agents.runner import ToolCallsRequested, TurnCompleted
 
 from dex_agents_claude_agent_sdk import REFUSED_TOOL_CALL_MESSAGE, ClaudeAgentRunner, ClaudeRunState
 from dex_agents_claude_agent_sdk import (
-    _harness_run as harness_run_module,  # pyright: ignore[reportPrivateUsage]
+    _gate as gate_module,  # pyright: ignore[reportPrivateUsage]
 )
 from dex_agents_claude_agent_sdk.testing import ApiReply, ApiToolUse
 from tests.scripted_transport import LOST_TOOL_RESULT, ScriptedCli
@@ -398,7 +398,7 @@ async def test_a_resumed_run_answers_the_deferred_call_by_its_id_never_another_c
 async def test_a_hook_that_gives_up_waiting_for_the_response_still_defers_a_lone_write(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(harness_run_module, "RESPONSE_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(gate_module, "RESPONSE_WAIT_SECONDS", 0.05)
     cli = ScriptedCli(
         [ApiReply(tool_uses=[use("toolu_1", "refund", id="A")]), ApiReply("Refunded.")],
         hooks_before_stop=True,
@@ -416,7 +416,7 @@ async def test_a_hook_that_gives_up_waiting_for_the_response_still_defers_a_lone
 async def test_two_writes_deferred_after_a_long_wait_fail_the_attempt_and_the_retry_defers_the_last(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(harness_run_module, "RESPONSE_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(gate_module, "RESPONSE_WAIT_SECONDS", 0.05)
     writes = [use("toolu_1", "refund", id="A"), use("toolu_2", "refund", id="B")]
     cli = ScriptedCli([ApiReply(tool_uses=writes), ApiReply(tool_uses=writes)], hooks_before_stop=True)
     # The hook never saw the whole response, so it deferred both; the CLI keeps only the last, and

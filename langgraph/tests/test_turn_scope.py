@@ -26,7 +26,7 @@ from dex_agents_langgraph import (
     dex_tool_node,
     route_tool_calls,
 )
-from dex_agents_langgraph._model_metadata import model_call_metadata
+from dex_agents_langgraph._call_metadata import model_call_metadata
 from dex_agents_langgraph.testing import ScriptedChatModel
 from tests.support import respond, tool_call
 

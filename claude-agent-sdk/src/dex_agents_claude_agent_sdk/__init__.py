@@ -6,7 +6,7 @@ effect table and the limits.
 """
 
 from dex_agents_claude_agent_sdk._effects import framework_effect
-from dex_agents_claude_agent_sdk._harness_run import INLINE_TOOL_REQUEST_MESSAGE
+from dex_agents_claude_agent_sdk._gate import INLINE_TOOL_REQUEST_MESSAGE
 from dex_agents_claude_agent_sdk._runner import (
     ISOLATION_ENV,
     REFUSED_TOOL_CALL_MESSAGE,

@@ -2,7 +2,7 @@
 
 One `run_model_step` is one run of the Claude Code CLI (through `ClaudeSDKClient`). The CLI runs the turn:
 it calls the model, runs reads inline, and stops at the one call of a response that must run in its own
-Step (`_harness_run` holds the hook that decides). The CLI's result names the call it deferred; the run
+Step (`_gate` holds the hook that decides). The CLI's result names the call it deferred; the run
 counts only when that is the one call the hook deferred. The next `run_model_step` resumes the CLI session
 without a prompt, and the deferred call gets its recorded result; a resumed run that never answers the call
 fails. The CLI transcript never stays on a Worker's disk: it travels in the run state and, once the turn
@@ -26,14 +26,13 @@ import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from claude_agent_sdk import (
     ClaudeAgentOptions,
     ClaudeSDKClient,
     DeferredToolUse,
     HookMatcher,
-    ResultMessage,
     SdkMcpTool,
     Transport,
 )
@@ -44,18 +43,17 @@ from dex_agents.runner import (
     AgentTurnOutcome,
     DeferredToolExecution,
     DeferredToolOutcome,
-    ModelCallMetadata,
     ToolCallsRequested,
     ToolTaskCancellation,
     ToolTaskPoll,
     ToolTaskPollOutcome,
     TurnCompleted,
 )
-from dex_agents.values import AgentUsage, FrameworkMessage
+from dex_agents.values import FrameworkMessage
 
+from dex_agents_claude_agent_sdk._call_metadata import no_call_metadata, run_usage
 from dex_agents_claude_agent_sdk._cli_process import ended_when_cancelled
-from dex_agents_claude_agent_sdk._harness_run import (
-    ANTHROPIC_PROVIDER,
+from dex_agents_claude_agent_sdk._gate import (
     REFUSED_TOOL_CALL_MESSAGE,
     RESPONSE_WAIT_SECONDS,
     HarnessRun,
@@ -70,7 +68,6 @@ from dex_agents_claude_agent_sdk._messages import (
     recorded_tool_result,
     unfinished_turn_messages,
 )
-from dex_agents_claude_agent_sdk._run_tools import gather_run_tools
 from dex_agents_claude_agent_sdk._settings import (
     InstructionsForSettings,
     ModelForSettings,
@@ -80,6 +77,7 @@ from dex_agents_claude_agent_sdk._settings import (
 from dex_agents_claude_agent_sdk._shim_server import create_shim_server
 from dex_agents_claude_agent_sdk._state import ClaudeRunState, PendingToolUse, TranscriptStore
 from dex_agents_claude_agent_sdk._tool_execution import run_tool
+from dex_agents_claude_agent_sdk._turn_tools import gather_run_tools
 
 __all__ = ["ISOLATION_ENV", "REFUSED_TOOL_CALL_MESSAGE", "ClaudeAgentRunner", "OptionsFactory"]
 
@@ -208,7 +206,9 @@ class ClaudeAgentRunner:
             stored = read_stored_conversation(turn.messages)
             tools = await gather_run_tools(turn, self._tools, self._sources)
         except ValueError as error:  # RunStateFormatError included
-            return TurnCompleted(new_messages=(), turn_error=str(error), model_call_metadata=_no_call())
+            return TurnCompleted(
+                new_messages=(), turn_error=str(error), model_call_metadata=no_call_metadata()
+            )
         base = self._options if isinstance(self._options, ClaudeAgentOptions) else await self._options(turn)
         try:
             base = options_for_settings(
@@ -220,7 +220,9 @@ class ClaudeAgentRunner:
         except SessionSettingsError as error:
             # The turn's items so far (after a deferral) are kept, with a result for every call.
             kept = [] if state is None else unfinished_turn_messages(state, turn.tool_calls)
-            return TurnCompleted(new_messages=kept, turn_error=str(error), model_call_metadata=_no_call())
+            return TurnCompleted(
+                new_messages=kept, turn_error=str(error), model_call_metadata=no_call_metadata()
+            )
         run = HarnessRun(turn=turn, tools=tools, inline_read_tools=self._inline_read_tools)
         store = TranscriptStore()
         prompt: str | None
@@ -229,7 +231,7 @@ class ClaudeAgentRunner:
                 return TurnCompleted(
                     new_messages=(),
                     turn_error="the turn has no user message to answer",
-                    model_call_metadata=_no_call(base.model),
+                    model_call_metadata=no_call_metadata(base.model),
                 )
             prompt = "\n\n".join(stored.prompt)
             session_id = stored.session_id
@@ -333,7 +335,7 @@ def _outcome(
     result = run.result
     if result is None or run.session_id is None:
         raise RuntimeError("the Claude Code CLI ended the run without a result")
-    usage = _run_usage(result, len(run.model_message_ids))
+    usage = run_usage(result, len(run.model_message_ids))
     metadata = run.model_call_metadata(request_model)
     entries = [*turn_entries, *store.new_entries(run.session_id)]
     items = [*turn_items, *run.items]
@@ -376,11 +378,6 @@ def _outcome(
     return TurnCompleted(
         new_messages=project_items(items, cli_session), usage=usage, model_call_metadata=metadata
     )
-
-
-def _no_call(request_model: str | None = None) -> ModelCallMetadata:
-    """The metadata of an outcome that ended the turn before the CLI made any model call."""
-    return ModelCallMetadata(request_model=request_model, provider_name=ANTHROPIC_PROVIDER)
 
 
 def _agreed_deferral(reported: DeferredToolUse | None, deferrals: Sequence[PendingToolUse]) -> PendingToolUse:
@@ -451,16 +448,4 @@ def _run_options(
         session_store=store,
         env=env,
         cwd=cwd,
-    )
-
-
-def _run_usage(result: ResultMessage, model_calls: int) -> AgentUsage:
-    usage = cast(Mapping[str, Any], result.usage or {})
-    cached = int(usage.get("cache_read_input_tokens") or 0)
-    created = int(usage.get("cache_creation_input_tokens") or 0)
-    return AgentUsage(
-        model_calls=model_calls,
-        input_tokens=int(usage.get("input_tokens") or 0) + cached + created,
-        output_tokens=int(usage.get("output_tokens") or 0),
-        cached_input_tokens=cached,
     )

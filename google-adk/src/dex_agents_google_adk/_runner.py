@@ -15,7 +15,7 @@ with its message, a failure or unknown outcome with the session's text), which t
 the tool's answer before ADK makes the next model call itself.
 
 Besides the application's own tools, every `LlmAgent` of the Step's agent tree is offered the session's
-enabled built-ins and the tools of the runner's `McpToolSource`, as declared ADK tools (`_declared_tools`);
+enabled built-ins and the tools of the runner's `McpToolSource`, as declared ADK tools (`_turn_tools`);
 their calls are deferred like any other, the session carries out the built-ins' calls, and the source runs
 its calls in their tool Steps. The turn's session settings may choose the root agent's model and add
 instructions (`_settings`).
@@ -82,7 +82,7 @@ from dex_agents_google_adk._app import (
     resumable_app,
     step_root_agent,
 )
-from dex_agents_google_adk._declared_tools import DeclaredTool
+from dex_agents_google_adk._turn_tools import DeclaredTool
 from dex_agents_google_adk._effects import framework_effect
 from dex_agents_google_adk._gate import DexToolGate
 from dex_agents_google_adk._messages import (
@@ -94,7 +94,7 @@ from dex_agents_google_adk._messages import (
     text_of,
     user_content_of,
 )
-from dex_agents_google_adk._model_call import (
+from dex_agents_google_adk._call_metadata import (
     code_text,
     model_call_metadata,
     model_call_usage,

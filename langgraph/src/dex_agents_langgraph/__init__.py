@@ -12,9 +12,9 @@ own reads them with `dex_session_tools()` and `current_session_settings()`.
 from dex_agents_langgraph._effects import framework_effect
 from dex_agents_langgraph._gate import DexToolGate, dex_tool_node, route_tool_calls
 from dex_agents_langgraph._runner import UNKNOWN_TOOL_POLICY, GraphFactory, LangGraphRunner
+from dex_agents_langgraph._settings import InstructionsForSettings, ModelForSettings
 from dex_agents_langgraph._state import DexCheckpointSaver, LangGraphRunState
 from dex_agents_langgraph._turn_scope import current_session_settings, dex_session_tools
-from dex_agents_langgraph._turn_setup import InstructionsForSettings, ModelForSettings
 
 __all__ = [
     "UNKNOWN_TOOL_POLICY",

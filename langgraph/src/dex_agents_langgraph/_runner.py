@@ -56,13 +56,16 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt
 from pydantic import BaseModel
 
+from dex_agents_langgraph._call_metadata import model_call_metadata, token_usage
 from dex_agents_langgraph._effects import framework_effect
-from dex_agents_langgraph._gate import GateAnswer, answer_message, gate_payload, recorded_answer
-from dex_agents_langgraph._guard import (
+from dex_agents_langgraph._gate import (
+    GateAnswer,
     ModelStepGuard,
     ModelStepViolation,
+    answer_message,
+    gate_payload,
     is_middleware_model_call,
-    token_usage,
+    recorded_answer,
 )
 from dex_agents_langgraph._messages import (
     build_user_framework_message,
@@ -70,17 +73,12 @@ from dex_agents_langgraph._messages import (
     project_messages,
     tool_arguments_json,
 )
-from dex_agents_langgraph._model_metadata import model_call_metadata
 from dex_agents_langgraph._refusals import refuse_conversation_rewriting_middleware
+from dex_agents_langgraph._settings import InstructionsForSettings, ModelForSettings
 from dex_agents_langgraph._state import DexCheckpointSaver, LangGraphRunState
 from dex_agents_langgraph._tool_execution import ToolStepExecutor, single_tool_node
 from dex_agents_langgraph._turn_scope import TurnScope, turn_scope
-from dex_agents_langgraph._turn_setup import (
-    InstructionsForSettings,
-    ModelForSettings,
-    TurnSetup,
-    TurnSetupError,
-)
+from dex_agents_langgraph._turn_tools import TurnSetup, TurnSetupError
 
 if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource

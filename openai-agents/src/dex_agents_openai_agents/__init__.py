@@ -5,7 +5,7 @@ Wrap an ordinary `agents.Agent` in `OpenAIAgentsRunner` and register it with
 """
 
 from dex_agents_openai_agents._effects import framework_effect
-from dex_agents_openai_agents._gating import UndeferrableToolError
+from dex_agents_openai_agents._gate import UndeferrableToolError
 from dex_agents_openai_agents._run_events import HANDOFF_EVENT_TYPE
 from dex_agents_openai_agents._runner import UNKNOWN_TOOL_POLICY, OpenAIAgentsRunner
 from dex_agents_openai_agents._sdk_mcp import idempotency_key_meta

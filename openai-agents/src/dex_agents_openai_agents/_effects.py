@@ -9,7 +9,7 @@ from dex_agents import effect_from_mcp_annotations, parse_tool_arguments
 from dex_agents.runner import AgentTurnContext, ToolPolicy
 from dex_agents.values import ToolEffect
 
-from dex_agents_openai_agents._gating import GatedAgentGraph, listed_mcp_tools
+from dex_agents_openai_agents._gate import GatedAgentGraph, listed_mcp_tools
 
 __all__ = ["CallPolicies", "framework_effect"]
 

@@ -32,7 +32,7 @@ from openai.types.responses import (
     ResponseTextDeltaEvent,
 )
 
-from dex_agents_openai_agents._model_metadata import model_call_metadata
+from dex_agents_openai_agents._call_metadata import model_call_metadata
 
 __all__ = ["HANDOFF_EVENT_TYPE", "StepHooks", "UnexpectedModelCallError", "forward_stream_event"]
 

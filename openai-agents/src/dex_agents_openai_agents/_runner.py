@@ -73,7 +73,7 @@ from dex_agents.runner import (
 from dex_agents.values import FrameworkMessage, ToolCallStatus
 
 from dex_agents_openai_agents._effects import CallPolicies
-from dex_agents_openai_agents._gating import (
+from dex_agents_openai_agents._gate import (
     GatedAgentGraph,
     listed_mcp_tools,
     mcp_listing_scope,

@@ -17,7 +17,7 @@ from agents.tool_guardrails import (
 from dex_agents.runner import ToolExecutionError
 from openai.types.responses import ResponseFunctionToolCall
 
-from dex_agents_openai_agents._gating import GatedAgentGraph
+from dex_agents_openai_agents._gate import GatedAgentGraph
 
 __all__ = ["ToolCallRunner", "tool_source_reference"]
 

@@ -19,7 +19,7 @@ from dex_agents import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES
 from dex_agents.runner import AgentTurnContext, DeferredToolCall, ToolPolicy
 from dex_agents.values import ToolEffect
 
-from dex_agents_openai_agents._gating import recorded_result_tool
+from dex_agents_openai_agents._gate import recorded_result_tool
 
 if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource

@@ -12,12 +12,8 @@ from dex_agents import CONTEXT_SUMMARY_HEADER, DEFAULT_SUMMARY_INSTRUCTIONS
 from dex_agents_pydantic_ai._compaction import CHARACTERS_PER_TOKEN, TokenEstimator, estimate_tokens
 from dex_agents_pydantic_ai._effects import framework_effect
 from dex_agents_pydantic_ai._gate import ToolCallInModelStepError
-from dex_agents_pydantic_ai._runner import (
-    UNKNOWN_TOOL_POLICY,
-    InstructionsForSettings,
-    ModelForSettings,
-    PydanticAiRunner,
-)
+from dex_agents_pydantic_ai._runner import UNKNOWN_TOOL_POLICY, PydanticAiRunner
+from dex_agents_pydantic_ai._settings import InstructionsForSettings, ModelForSettings
 from dex_agents_pydantic_ai._state import PydanticAiRunState
 
 __all__ = [

@@ -94,6 +94,7 @@ from dex_agents_pydantic_ai._messages import (
     render_output,
 )
 from dex_agents_pydantic_ai._recorded_results import close_open_tool_calls, deferred_tool_results
+from dex_agents_pydantic_ai._settings import InstructionsForSettings, ModelForSettings, SettingsChoice
 from dex_agents_pydantic_ai._state import PydanticAiRunState
 from dex_agents_pydantic_ai._streaming import forward_stream_event
 from dex_agents_pydantic_ai._summary import make_summary_call, summary_call_messages
@@ -104,13 +105,7 @@ from dex_agents_pydantic_ai._turn_tools import TurnTools, list_turn_tools
 if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource
 
-__all__ = ["UNKNOWN_TOOL_POLICY", "InstructionsForSettings", "ModelForSettings", "PydanticAiRunner"]
-
-ModelForSettings: TypeAlias = Callable[[Mapping[str, object]], Model | KnownModelName | str | None]
-"""Chooses a turn's model from its session settings; `None` keeps the runner's (or the agent's) model."""
-
-InstructionsForSettings: TypeAlias = Callable[[Mapping[str, object]], str | None]
-"""Returns instructions a turn adds to the agent's own, from its session settings; `None` adds none."""
+__all__ = ["UNKNOWN_TOOL_POLICY", "PydanticAiRunner"]
 
 _PollToolTask: TypeAlias = Callable[[ToolTaskPoll], Awaitable[ToolTaskPollOutcome]]
 _CancelToolTask: TypeAlias = Callable[[ToolTaskCancellation], Awaitable[None]]
@@ -214,8 +209,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         self._deps = cast(AgentDepsT, deps)
         self._model = model
         self._model_settings = model_settings
-        self._model_for_settings = model_for_settings
-        self._instructions_for_settings = instructions_for_settings
+        self._settings = SettingsChoice(model_for_settings, instructions_for_settings)
         self._token_estimator = token_estimator
         self._summary_instructions = summary_instructions
         self._tool_calls = ToolCallRunner(agent, deps=self._deps)
@@ -279,11 +273,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
 
         try:
             model = self._turn_model(turn.session_settings)
-            instructions = (
-                None
-                if self._instructions_for_settings is None
-                else self._instructions_for_settings(turn.session_settings)
-            )
+            instructions = self._settings.instructions(turn.session_settings)
         except Exception as error:
             # The settings stay the same on every attempt of the turn, so a retry would fail alike.
             return _failed_turn(
@@ -379,13 +369,12 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             messages.append(summary_request(turn.context_summary))
         messages.extend(unit.message for unit in units)
         messages.extend(unstored)
-        if self._instructions_for_settings is not None:
-            try:
-                instructions = self._instructions_for_settings(turn.session_settings)
-            except Exception:
-                instructions = None  # `run_model_step` ends the turn over it, without a model call
-            if instructions:
-                messages.append(ModelRequest(parts=[], instructions=instructions))
+        try:
+            instructions = self._settings.instructions(turn.session_settings)
+        except Exception:
+            instructions = None  # `run_model_step` ends the turn over it, without a model call
+        if instructions:
+            messages.append(ModelRequest(parts=[], instructions=instructions))
         return self._token_estimator(messages)
 
     def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
@@ -554,8 +543,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         )
 
     def _turn_model(self, settings: Mapping[str, object]) -> Model | KnownModelName | str | None:
-        chosen = None if self._model_for_settings is None else self._model_for_settings(settings)
-        return self._model if chosen is None else chosen
+        return self._settings.model(settings, self._model)
 
     def _compaction_view(self, turn: AgentTurnContext) -> tuple[list[HistoryUnit], list[ModelMessage]]:
         """The stored messages as Pydantic AI messages, and the turn's own messages from its run state."""

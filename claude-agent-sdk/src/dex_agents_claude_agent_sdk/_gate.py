@@ -1,4 +1,4 @@
-"""One run of the Claude Code CLI: the `PreToolUse` hook's decisions, the tool shims, what the run streams.
+"""The gate of one Claude Code CLI run: the `PreToolUse` hook's decisions, the tool shims, what it streams.
 
 The CLI calls the hook for every tool call the model asks for, while the response may still be streaming.
 The hook decides about the runner's own tools only (a tool the runner does not own gets no decision, so
@@ -45,13 +45,13 @@ from dex_agents.events import AgentEventWriter
 from dex_agents.runner import AgentTurnContext, ModelCallMetadata, ToolPolicy
 from dex_agents.values import ToolEffect
 
+from dex_agents_claude_agent_sdk._call_metadata import last_call_metadata
 from dex_agents_claude_agent_sdk._messages import TOOL_NAME_PREFIX
-from dex_agents_claude_agent_sdk._run_tools import RunTools
 from dex_agents_claude_agent_sdk._shim_server import current_tool_use_id
 from dex_agents_claude_agent_sdk._state import PendingToolUse
+from dex_agents_claude_agent_sdk._turn_tools import RunTools
 
 __all__ = [
-    "ANTHROPIC_PROVIDER",
     "INLINE_TOOL_REQUEST_MESSAGE",
     "REFUSED_TOOL_CALL_MESSAGE",
     "RESPONSE_WAIT_SECONDS",
@@ -72,9 +72,6 @@ INLINE_TOOL_REQUEST_MESSAGE = (
     "user that {tool} is unavailable; calling it again fails the same way."
 )
 """What the model reads when an inline read calls `ask_user_input` or `start_tool_task` ({tool}: its name)."""
-
-ANTHROPIC_PROVIDER = "anthropic"
-"""The provider of the Claude Code CLI's model calls, as the OpenTelemetry GenAI conventions spell it."""
 
 _logger = logging.getLogger("dex_agents_claude_agent_sdk")
 # The core module whose functions refuse outside a tool Step (`ask_user_input`, `start_tool_task`).
@@ -138,13 +135,7 @@ class HarnessRun:
 
     def model_call_metadata(self, request_model: str | None) -> ModelCallMetadata:
         """What the run's last model call reported, for the `chat` span (the run may have made several)."""
-        return ModelCallMetadata(
-            request_model=request_model,
-            response_model=self.response_model,
-            provider_name=ANTHROPIC_PROVIDER,
-            response_id=self.response_id,
-            finish_reasons=(self.finish_reason,) if self.finish_reason else (),
-        )
+        return last_call_metadata(request_model, self.response_model, self.response_id, self.finish_reason)
 
     async def pre_tool_use(
         self, input_data: HookInput, tool_use_id: str | None, context: HookContext

@@ -1,4 +1,4 @@
-"""Building the `TurnScope` of each model Step: the session's tools, and the model and instructions it chose.
+"""The `TurnScope` of each model Step: the tools it offers beside the graph's own, and what `_settings` chose.
 
 The session's tools are LangChain tools made from definitions: the enabled built-ins from
 `BUILT_IN_TOOL_DEFINITIONS`, and each tool an `McpToolSource` lists. Their bodies never run: every call
@@ -9,28 +9,19 @@ to the source in its tool Step.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from dex_agents import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, AgentTurnContext
-from langchain.chat_models import init_chat_model
-from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
+from dex_agents_langgraph._settings import InstructionsForSettings, ModelForSettings, SettingsChoice
 from dex_agents_langgraph._turn_scope import TurnScope
 
 if TYPE_CHECKING:
     from dex_agents.mcp import McpToolDefinition, McpToolSource
 
-__all__ = ["InstructionsForSettings", "ModelForSettings", "TurnSetup", "TurnSetupError"]
-
-ModelForSettings: TypeAlias = Callable[[Mapping[str, object]], BaseChatModel | str | None]
-"""Chooses a turn's chat model from its session settings: a model, a name for `init_chat_model`
-(``"openai:gpt-5"``), or `None` to keep the graph's own model."""
-
-InstructionsForSettings: TypeAlias = Callable[[Mapping[str, object]], str | None]
-"""Returns instructions a turn adds to the agent's system message, from its session settings; `None` adds
-none."""
+__all__ = ["TurnSetup", "TurnSetupError"]
 
 _logger = logging.getLogger("dex_agents_langgraph")
 
@@ -85,10 +76,8 @@ class TurnSetup:
         mcp_tools: McpToolSource | None,
     ) -> None:
         self._graph_tool_names = graph_tool_names
-        self._model_for_settings = model_for_settings
-        self._instructions_for_settings = instructions_for_settings
+        self._settings = SettingsChoice(model_for_settings, instructions_for_settings)
         self._mcp_tools = mcp_tools
-        self._models_by_name: dict[str, BaseChatModel] = {}
         self._mcp_tool_cache: dict[str, tuple[McpToolDefinition, BaseTool]] = {}
         self._warned_collisions: set[str] = set()
 
@@ -101,12 +90,8 @@ class TurnSetup:
         """
         settings = turn.session_settings
         try:
-            model = self._chosen_model(settings)
-            instructions = (
-                None if self._instructions_for_settings is None else self._instructions_for_settings(settings)
-            )
-            if instructions is not None and not isinstance(instructions, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise TypeError(f"instructions_for_settings returned {type(instructions).__name__}, not text")
+            model = self._settings.model(settings)
+            instructions = self._settings.instructions(settings)
         except Exception as error:
             raise TurnSetupError(
                 f"the session settings chose no usable model or instructions: {type(error).__name__}: {error}"
@@ -115,19 +100,6 @@ class TurnSetup:
         taken = self._graph_tool_names | {tool.name for tool in built_ins}
         mcp = await self._mcp_turn_tools(taken)
         return TurnScope(settings, (*built_ins, *mcp), model, instructions)
-
-    def _chosen_model(self, settings: Mapping[str, object]) -> BaseChatModel | None:
-        chosen = None if self._model_for_settings is None else self._model_for_settings(settings)
-        if chosen is None or isinstance(chosen, BaseChatModel):
-            return chosen
-        if not isinstance(chosen, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            kind = type(chosen).__name__
-            raise TypeError(f"model_for_settings returned {kind}, not a chat model or its name")
-        model = self._models_by_name.get(chosen)
-        if model is None:
-            # One client per model name and Worker, as a graph built once would have.
-            model = self._models_by_name[chosen] = init_chat_model(chosen)
-        return model
 
     def _built_in_tools(self, enabled: Sequence[str]) -> list[BaseTool]:
         tools: list[BaseTool] = []

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dex_agents import ModelCallMetadata
+from dex_agents import AgentUsage, ModelCallMetadata
 from langchain_core.messages import AIMessage
+from langchain_core.messages.ai import UsageMetadata
 
-__all__ = ["model_call_metadata"]
+__all__ = ["model_call_metadata", "token_usage"]
 
 # LangChain's provider names (``ls_provider``, ``model_provider``) as the GenAI conventions spell them.
 # A name missing here is passed on as LangChain spells it.
@@ -78,3 +79,17 @@ def _provider_message_id(response: AIMessage | None) -> str | None:
     if response is None or not response.id or response.id.startswith(_LANGCHAIN_ID_PREFIXES):
         return None
     return response.id
+
+
+def token_usage(usage: UsageMetadata | None) -> AgentUsage:
+    """The tokens of one model call, from its response's `usage_metadata` (``model_calls`` is 0)."""
+    if usage is None:
+        return AgentUsage()
+    input_details = usage.get("input_token_details") or {}
+    output_details = usage.get("output_token_details") or {}
+    return AgentUsage(
+        input_tokens=usage.get("input_tokens", 0),
+        output_tokens=usage.get("output_tokens", 0),
+        cached_input_tokens=input_details.get("cache_read", 0) or 0,
+        reasoning_tokens=output_details.get("reasoning", 0) or 0,
+    )
