@@ -128,12 +128,18 @@ def test_mcp_inventory_server_exports_are_pinned() -> None:
 
 def test_demos_exports_are_pinned() -> None:
     assert dex_agents.demos.__all__ == [
+        "ORDER_DESK_INSTRUCTIONS",
+        "ORDER_DESK_LEDGER_ENV",
+        "ORDER_DESK_REQUEST",
+        "ORDER_DESK_TOOL_POLICIES",
         "ApprovalDecision",
         "ApprovalDemo",
         "DemoHooks",
         "OrderDeskDemo",
         "RefundExampleHooks",
+        "lookup_order",
         "order_desk_main",
+        "refund_order",
         "run_approval_demo",
     ]
     for name in dex_agents.demos.__all__:

@@ -1,6 +1,7 @@
 """The application: the order desk as a Stepwise agent, the core's own agent loop on LiteLLM.
 
-Everything an application writes is in this file. `build_flow` is called twice with the same arguments:
+Everything an application writes is in this file, but for the shop's two tools: plain functions that
+every order-desk example shares (`dex_agents.demos`). `build_flow` is called twice with the same arguments:
 by the Worker process that runs the session's Steps, and by the process whose Client starts and drives
 sessions, so both register the same Flow type. The tools carry their own effects, so the Flow needs no
 tool policies. The session has plan mode: a message sent with ``plan_mode=True`` starts a turn in which the
@@ -9,52 +10,12 @@ agent may only draft a plan with the ``write_todos`` built-in, and ``execute_pla
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
-from dex_agents import WRITE_TODOS, AgentSessionFlow, AgentSessionOptions, current_tool_execution
+from dex_agents import WRITE_TODOS, AgentSessionFlow, AgentSessionOptions
+from dex_agents.demos import ORDER_DESK_INSTRUCTIONS, lookup_order, refund_order
 from dex_agents.stepwise import AgentDefinition, ModelClient, StepwiseRunner, function_tool
 from examples.order_desk_stepwise.scripted import scripted_model
 
 FLOW_TYPE = "StepwiseOrderDesk"
-LEDGER_ENV = "ORDER_DESK_LEDGER"
-"""The file the refund tool appends to, so the demo can show that a refund ran exactly once."""
-
-ORDERS = {"A-17": {"item": "espresso machine", "status": "delivered broken", "paid_eur": 40}}
-
-
-@function_tool(effect="read")  # runs in its own Step, retried freely
-async def lookup_order(order_id: str) -> str:
-    """Look up an order: what was bought, its status and what the customer paid.
-
-    Args:
-        order_id: The order's ID, such as A-17.
-    """
-    order = ORDERS.get(order_id)
-    if order is None:
-        return f"There is no order {order_id}."
-    return json.dumps({"order_id": order_id, **order})
-
-
-@function_tool(effect="non_idempotent_write", requires_approval=True)  # at most once, after a person approved
-def refund_order(order_id: str, amount_eur: int) -> str:
-    """Refund an order to the customer's card.
-
-    Args:
-        order_id: The order to refund.
-        amount_eur: The amount in euros.
-    """
-    # Stepwise runs a plain function in a worker thread; the accessor still sees the tool call.
-    execution = current_tool_execution()
-    # A payment provider would take this key and refuse a second refund with it.
-    key = execution.idempotency_key if execution is not None else "no-dex-session"
-    ledger = Path(os.environ.get(LEDGER_ENV, "order-desk-ledger.jsonl"))
-    with ledger.open("a", encoding="utf-8") as file:
-        file.write(
-            json.dumps({"order_id": order_id, "amount_eur": amount_eur, "idempotency_key": key}) + "\n"
-        )
-    return f"Refunded {amount_eur} EUR for order {order_id}."
 
 
 def resolve_model(name: str) -> ModelClient | str:
@@ -73,11 +34,14 @@ def build_agent(model_name: str = "scripted") -> AgentDefinition:
         name="order-desk",
         model=resolve_model(model_name),
         instructions=(
-            "You are the order desk of a small shop. Look orders up before you act. "
-            "Refund what the customer paid when an item arrived broken. "
+            f"{ORDER_DESK_INSTRUCTIONS} "
             "When there is a plan, keep its tasks' statuses current with write_todos as you work."
         ),
-        tools=[lookup_order, refund_order],
+        tools=[
+            function_tool(lookup_order, effect="read"),  # runs in its own Step, retried freely
+            # At most once, and only after a person approved it.
+            function_tool(refund_order, effect="non_idempotent_write", requires_approval=True),
+        ],
     )
 
 

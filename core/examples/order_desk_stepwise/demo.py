@@ -28,6 +28,7 @@ from dex_agents import (
     AgentSnapshot,
     MessageRole,
 )
+from dex_agents.demos import ORDER_DESK_LEDGER_ENV, ORDER_DESK_REQUEST
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
     EXECUTE_FAILED_EVENT,
@@ -35,10 +36,9 @@ from dex_agents.testing import (
     wait_for_agent_snapshot,
     wait_for_turn_end,
 )
-from examples.order_desk_stepwise.agent import LEDGER_ENV, build_flow
+from examples.order_desk_stepwise.agent import build_flow
 
 SESSION_ID = "order-desk-1"
-REQUEST = "Hi, my order A-17 arrived broken. Can I get my money back?"
 WORKER_MODULE = "examples.order_desk_stepwise.worker"
 CORE_DIR = Path(__file__).resolve().parents[2]
 _TURN_SECONDS = 120.0
@@ -166,7 +166,7 @@ async def run_plan_demo(model_name: str, *, interactive: bool) -> int:
         state_dir = Path(directory)
         ledger = state_dir / "ledger.jsonl"
         flow = build_flow(model_name)
-        worker_env = {"ORDER_DESK_MODEL": model_name, LEDGER_ENV: str(ledger)}
+        worker_env = {"ORDER_DESK_MODEL": model_name, ORDER_DESK_LEDGER_ENV: str(ledger)}
         async with AgentTestStack(
             state_dir, [flow], WORKER_MODULE, worker_cwd=CORE_DIR, worker_env=worker_env
         ) as stack:
@@ -177,8 +177,8 @@ async def run_plan_demo(model_name: str, *, interactive: bool) -> int:
             reader = asyncio.create_task(live.follow())
             try:
                 await sessions.start_session(SESSION_ID)
-                print(f"user (plan mode): {REQUEST}", end="", flush=True)
-                await sessions.send_user_message(SESSION_ID, REQUEST, plan_mode=True)
+                print(f"user (plan mode): {ORDER_DESK_REQUEST}", end="", flush=True)
+                await sessions.send_user_message(SESSION_ID, ORDER_DESK_REQUEST, plan_mode=True)
                 await wait_for_turn_end(sessions, SESSION_ID, 1, timeout=_TURN_SECONDS)
                 await live.wait_for_turn(1)
                 expected = await _approve_and_execute(stack, sessions, live, interactive)

@@ -17,15 +17,12 @@ from pathlib import Path
 
 from dex_agents.demos import OrderDeskDemo, order_desk_main
 
-from examples.order_desk.agent import LEDGER_ENV, build_flow
+from examples.order_desk.agent import build_flow
 
 DEMO = OrderDeskDemo(
     build_flow,
     "examples.order_desk.worker",
     Path(__file__).resolve().parents[2],
-    session_id="order-desk-1",
-    request="Hi, my order A-17 arrived broken. Can I get my money back?",
-    ledger_env=LEDGER_ENV,
     model_help="'scripted' (default, no keys needed) or a model name ADK knows, such as gemini-2.5-flash",
 )
 

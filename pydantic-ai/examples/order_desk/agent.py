@@ -1,17 +1,15 @@
 """The application: an ordinary Pydantic AI agent, wrapped for a durable Dex session.
 
-Everything an application writes is in this file. `build_flow` is called twice with the same arguments:
+Everything an application writes is in this file, but for the shop's two tools: plain functions that
+every order-desk example shares (`dex_agents.demos`). `build_flow` is called twice with the same arguments:
 by the Worker process that runs the session's Steps, and by the process whose Client starts and drives
 sessions, so both register the same Flow type.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
-from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy, current_tool_execution
+from dex_agents import AgentSessionFlow, AgentSessionOptions
+from dex_agents.demos import ORDER_DESK_INSTRUCTIONS, ORDER_DESK_TOOL_POLICIES, lookup_order, refund_order
 from pydantic_ai import Agent
 from pydantic_ai.models import Model
 
@@ -19,41 +17,6 @@ from dex_agents_pydantic_ai import PydanticAiRunner
 from examples.order_desk.scripted import scripted_model
 
 FLOW_TYPE = "OrderDesk"
-LEDGER_ENV = "ORDER_DESK_LEDGER"
-"""The file the refund tool appends to, so the demo can show that a refund ran exactly once."""
-
-ORDERS = {"A-17": {"item": "espresso machine", "status": "delivered broken", "paid_eur": 40}}
-
-
-async def lookup_order(order_id: str) -> str:
-    """Look up an order: what was bought, its status and what the customer paid.
-
-    Args:
-        order_id: The order's ID, such as A-17.
-    """
-    order = ORDERS.get(order_id)
-    if order is None:
-        return f"There is no order {order_id}."
-    return json.dumps({"order_id": order_id, **order})
-
-
-def refund_order(order_id: str, amount_eur: int) -> str:
-    """Refund an order to the customer's card.
-
-    Args:
-        order_id: The order to refund.
-        amount_eur: The amount in euros.
-    """
-    # Pydantic AI runs a plain function in a worker thread; the accessor still sees the tool call.
-    execution = current_tool_execution()
-    # A payment provider would take this key and refuse a second refund with it.
-    key = execution.idempotency_key if execution is not None else "no-dex-session"
-    ledger = Path(os.environ.get(LEDGER_ENV, "order-desk-ledger.jsonl"))
-    with ledger.open("a", encoding="utf-8") as file:
-        file.write(
-            json.dumps({"order_id": order_id, "amount_eur": amount_eur, "idempotency_key": key}) + "\n"
-        )
-    return f"Refunded {amount_eur} EUR for order {order_id}."
 
 
 def resolve_model(name: str) -> Model | str:
@@ -68,13 +31,8 @@ def resolve_model(name: str) -> Model | str:
 
 def build_agent() -> Agent[None, str]:
     """The agent, exactly as it would run without Dex (its model is chosen per run)."""
-    return Agent(
-        instructions=(
-            "You are the order desk of a small shop. Look orders up before you act. "
-            "Refund what the customer paid when an item arrived broken."
-        ),
-        tools=[lookup_order, refund_order],
-    )
+    # Pydantic AI takes plain functions as tools; it reads their names, type hints and docstrings.
+    return Agent(instructions=ORDER_DESK_INSTRUCTIONS, tools=[lookup_order, refund_order])
 
 
 def build_flow(model_name: str = "scripted") -> AgentSessionFlow:
@@ -84,12 +42,7 @@ def build_flow(model_name: str = "scripted") -> AgentSessionFlow:
         # and reads sessions needs neither the provider's package nor its key.
         PydanticAiRunner(build_agent(), model=resolve_model(model_name)),
         flow_type=FLOW_TYPE,
-        options=AgentSessionOptions(
-            tool_policies={
-                # A read runs in its own Step and is retried freely.
-                "lookup_order": ToolPolicy(ToolEffect.READ),
-                # A refund runs at most once, only after a person approved it.
-                "refund_order": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=True),
-            }
-        ),
+        # The lookup is a read (its own Step, retried freely); the refund a non-idempotent write that runs
+        # at most once, only after a person approved it.
+        options=AgentSessionOptions(tool_policies=ORDER_DESK_TOOL_POLICIES),
     )

@@ -6,7 +6,9 @@ takes over, and the approved write runs exactly once. ``run_approval_demo`` runs
 ``ApprovalDemo`` (the Flow and its Worker module) with ``DemoHooks`` that decide what is printed and how
 the approval is answered; ``RefundExampleHooks`` are the plain console hooks of the refund examples.
 ``order_desk_main`` is the command-line driver of every adapter's ``examples/order_desk`` (live text, the
-refund across the kill, and its ledger), configured with an ``OrderDeskDemo``.
+refund across the kill, and its ledger), configured with an ``OrderDeskDemo``. The shop those examples
+offer is here once: the tools ``lookup_order`` and ``refund_order`` as plain functions, which each example
+hands to its framework's tool wrapper, with ``ORDER_DESK_INSTRUCTIONS`` and ``ORDER_DESK_TOOL_POLICIES``.
 
 The drivers run the development server through ``dex_agents.testing``'s stack, so they need the
 ``testing`` extra (``pip install "dex-agents[testing]"``). An application points its Client and Workers
@@ -16,13 +18,27 @@ at its Dex Server instead.
 from dex_agents.demos._approval import ApprovalDecision, ApprovalDemo, DemoHooks, run_approval_demo
 from dex_agents.demos._order_desk import OrderDeskDemo, order_desk_main
 from dex_agents.demos._refund_example import RefundExampleHooks
+from dex_agents.demos._shop import (
+    ORDER_DESK_INSTRUCTIONS,
+    ORDER_DESK_LEDGER_ENV,
+    ORDER_DESK_REQUEST,
+    ORDER_DESK_TOOL_POLICIES,
+    lookup_order,
+    refund_order,
+)
 
 __all__ = [
+    "ORDER_DESK_INSTRUCTIONS",
+    "ORDER_DESK_LEDGER_ENV",
+    "ORDER_DESK_REQUEST",
+    "ORDER_DESK_TOOL_POLICIES",
     "ApprovalDecision",
     "ApprovalDemo",
     "DemoHooks",
     "OrderDeskDemo",
     "RefundExampleHooks",
+    "lookup_order",
     "order_desk_main",
+    "refund_order",
     "run_approval_demo",
 ]

@@ -1,9 +1,10 @@
 """The adapters' order-desk demo: live text, a refund approved across a Worker kill, and its ledger.
 
-Each adapter's ``examples/order_desk`` builds its framework's agent and Flow, and its ``__main__`` hands
-them to `order_desk_main`, which runs the demo around them with `run_approval_demo`. The refund tool
-appends one JSON line per real run to the ledger file named by the Worker's ``ledger_env`` variable, so
-the ledger shows that the refund ran exactly once.
+Each adapter's ``examples/order_desk`` builds its framework's agent and Flow around the shop's tools
+(`dex_agents.demos.lookup_order` and ``refund_order``), and its ``__main__`` hands them to `order_desk_main`,
+which runs the demo around them with `run_approval_demo`. The refund tool appends one JSON line per real
+run to the ledger file named by the Worker's ``ledger_env`` variable, so the ledger shows that the refund
+ran exactly once.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dex_agents import (
     MessageRole,
 )
 from dex_agents.demos._approval import ApprovalDecision, ApprovalDemo, run_approval_demo
+from dex_agents.demos._shop import ORDER_DESK_LEDGER_ENV, ORDER_DESK_REQUEST
 from dex_agents.testing import EXECUTE_COMPLETED_EVENT, EXECUTE_FAILED_EVENT, AgentTestStack, WorkerProcess
 
 __all__ = ["OrderDeskDemo", "order_desk_main", "print_live_events", "run_order_desk_demo"]
@@ -40,10 +42,10 @@ class OrderDeskDemo:
         worker_module: The Worker module (``examples.order_desk.worker``); it builds the Flow for the model
             named by ``model_env``.
         worker_cwd: The package directory, so ``worker_module`` imports.
+        model_help: The ``--model`` option's help: which model names the framework takes.
         session_id: The demo session's ID, the start of the refund's idempotency key.
         request: The customer's message.
         ledger_env: The Worker's environment variable naming the refund ledger file.
-        model_help: The ``--model`` option's help: which model names the framework takes.
         model_env: The Worker's environment variable naming the model.
         prog: How the demo is run, for ``--help``.
         transcript_footer: Prints what the adapter adds below the transcript, or ``None``.
@@ -52,10 +54,10 @@ class OrderDeskDemo:
     build_flow: Callable[[str], AgentSessionFlow]
     worker_module: str
     worker_cwd: Path
-    session_id: str
-    request: str
-    ledger_env: str
     model_help: str
+    session_id: str = "order-desk-1"
+    request: str = ORDER_DESK_REQUEST
+    ledger_env: str = ORDER_DESK_LEDGER_ENV
     model_env: str = "ORDER_DESK_MODEL"
     prog: str = "python -m examples.order_desk"
     transcript_footer: Callable[[AgentSnapshot], None] | None = None
