@@ -5,11 +5,12 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
 from dex_agents_langgraph.testing import ScriptedChatModel
@@ -100,3 +101,38 @@ async def test_without_responses_it_needs_a_run_model_call_of_the_session_script
         await ScriptedChatModel().ainvoke([HumanMessage("Hi")])
     with pytest.raises(RuntimeError, match="only asynchronously"):
         ScriptedChatModel().invoke([HumanMessage("Hi")])
+
+
+def answer_from_the_tool_result(messages: Sequence[BaseMessage]) -> AIMessage | str:
+    """Looks the order up first, then repeats what the lookup returned, or says why it has nothing."""
+    results = [message for message in messages if isinstance(message, ToolMessage)]
+    if not results:
+        return respond("Checking.", tool_call("lookup_order", {"order_id": "7"}, "c-1"), input_tokens=40)
+    if results[-1].status == "error":
+        return f"I could not look it up: {results[-1].text}"
+    return f"The desk says: {results[-1].text}."
+
+
+async def test_with_respond_it_answers_from_what_the_conversation_holds() -> None:
+    model = ScriptedChatModel(respond=answer_from_the_tool_result)
+    agent = create_agent(model, tools=[lookup_order])
+
+    result = await agent.ainvoke({"messages": [{"role": "user", "content": "Where is order 7?"}]})
+
+    assert result["messages"][-1].text == "The desk says: order 7: shipped."
+    assert result["messages"][1].usage_metadata["input_tokens"] == 40
+    # A text answer reports the word estimate, as with a list of answers.
+    assert result["messages"][-1].usage_metadata["output_tokens"] == 6
+    # The same conversation with a failed lookup gets another answer: the function read the result.
+    failed = [*result["messages"][:2], ToolMessage("no such order", tool_call_id="c-1", status="error")]
+    assert model.invoke(failed).text == "I could not look it up: no such order"
+    chunks = [chunk async for chunk in model.astream(failed)]
+    assert "".join(str(chunk.content) for chunk in chunks) == "I could not look it up: no such order"
+
+
+def test_respond_and_responses_are_one_or_the_other_and_respond_returns_a_message() -> None:
+    with pytest.raises(ValueError, match="responses or respond, not both"):
+        ScriptedChatModel(responses=["Hi."], respond=answer_from_the_tool_result)
+    model = ScriptedChatModel(respond=lambda messages: 42)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="must return an AIMessage or text, got int"):
+        model.invoke([HumanMessage("Hi")])

@@ -6,11 +6,14 @@ for the agent's own model slot: `bind_tools` works, it streams its text in word 
 calls and usage as one last chunk, as a provider does, and it answers `invoke`, `ainvoke`, `stream` and
 `astream`, inside `create_agent`, your own graph, `LangGraphRunner`, or on its own.
 
-It answers in one of two ways:
+It answers in one of three ways:
 
 - ``ScriptedChatModel(responses=[...])``: from a list of answers (`AIMessage`, or plain text), in conversation
   order. Model call ``n`` of a conversation is the one whose input holds ``n - 1`` model answers, so a
   turn resumed in another Worker process, or a retried model call, gets the same answer.
+- ``ScriptedChatModel(respond=function)``: from a function of the call's input messages, which decides as a
+  real model does, from the conversation alone (what the tools returned, whether a call was rejected); the
+  same input gets the same answer.
 - ``ScriptedChatModel()``: from the session script of `dex_agents.testing` (a `ScriptStore`, through
   `scripted_model_response`), for tests that run a runner wrapped with `with_model_call_scope`, such as
   `AgentMatrixTests`. The script's gates, failures and ``block_until_cancelled`` apply; its other
@@ -43,7 +46,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 __all__ = ["ScriptedChatModel", "render_model_input"]
 
@@ -82,10 +85,11 @@ class ScriptedChatModel(BaseChatModel):
     """A chat model that answers from a script, for offline development and tests.
 
     With ``responses``, model call ``n`` of a conversation answers ``responses[n - 1]``, where ``n - 1`` is
-    the number of model answers (`AIMessage`) in the call's input; a text stands for ``AIMessage(text)``.
-    An answer without ``usage_metadata`` reports an estimate: one token per word of the input and of the
-    answer. Without ``responses``, each call answers from the session script of `dex_agents.testing`, which
-    works only inside a ``RunModel`` call of a runner wrapped with ``with_model_call_scope``.
+    the number of model answers (`AIMessage`) in the call's input; with ``respond``, each call answers what
+    the function returns for its input messages. A text stands for ``AIMessage(text)``, and an answer
+    without ``usage_metadata`` reports an estimate: one token per word of the input and of the answer.
+    With neither, each call answers from the session script of `dex_agents.testing`, which works only
+    inside a ``RunModel`` call of a runner wrapped with ``with_model_call_scope``.
 
     Use it as any chat model::
 
@@ -106,14 +110,16 @@ class ScriptedChatModel(BaseChatModel):
     metadata read) is ``dex.scripted``.
 
     Attributes:
-        responses: The answers in conversation order, each text made an `AIMessage`, or `None` to answer
-            from the session script.
+        responses: The answers in conversation order, each text made an `AIMessage`, or `None`.
+        respond: Returns the answer (an `AIMessage`, or text) to a call's input messages, or `None`. At most
+            one of ``responses`` and ``respond`` is given; with neither, the session script answers.
         inputs: Each call's input messages, oldest call first.
         offered_tools: The names of the tools each call was offered, oldest call first.
         model_name: The model name every answer reports in ``response_metadata``.
     """
 
     responses: Sequence[AIMessage | str] | None = None
+    respond: Callable[[Sequence[BaseMessage]], AIMessage | str] | None = Field(default=None, exclude=True)
     inputs: list[list[BaseMessage]] = Field(default_factory=list[list[BaseMessage]])
     offered_tools: list[list[str]] = Field(default_factory=list[list[str]])
     model_name: str = "dex-scripted"
@@ -125,6 +131,12 @@ class ScriptedChatModel(BaseChatModel):
         if isinstance(responses, list | tuple):
             return [_as_message(response) for response in cast(Sequence[object], responses)]
         return responses
+
+    @model_validator(mode="after")
+    def _one_way_to_answer(self) -> ScriptedChatModel:
+        if self.responses is not None and self.respond is not None:
+            raise ValueError("ScriptedChatModel takes responses or respond, not both")
+        return self
 
     @property
     def _llm_type(self) -> str:
@@ -210,13 +222,13 @@ class ScriptedChatModel(BaseChatModel):
         return offered
 
     async def _answer(self, messages: list[BaseMessage], offered_tools: Sequence[str]) -> AIMessage:
-        if self.responses is not None:
+        if self.responses is not None or self.respond is not None:
             return self._listed_answer(messages, "ainvoke")
         if current_model_call() is None:
             raise RuntimeError(
                 "ScriptedChatModel() without responses answers from dex_agents.testing's session script, "
                 "which needs a RunModel call of a runner wrapped with with_model_call_scope(); pass "
-                "ScriptedChatModel(responses=[...]) to use it anywhere else"
+                "ScriptedChatModel(responses=[...]) or ScriptedChatModel(respond=...) to use it anywhere else"
             )
         # Awaited inside the model call, so cancelling the call (cancel_turn) cancels this wait, and the
         # script's log records the cancellation.
@@ -229,11 +241,23 @@ class ScriptedChatModel(BaseChatModel):
         return self._answer_message(AIMessage(content=response.text, tool_calls=calls, usage_metadata=usage))
 
     def _listed_answer(self, messages: list[BaseMessage], method: str) -> AIMessage:
+        answer = self._chosen_answer(messages, method).model_copy(deep=True)
+        if answer.usage_metadata is None:
+            answer.usage_metadata = _usage(_word_count(render_model_input(messages)), _answer_words(answer))
+        return self._answer_message(answer)
+
+    def _chosen_answer(self, messages: list[BaseMessage], method: str) -> AIMessage:
+        if self.respond is not None:
+            answer = _as_message(self.respond(tuple(messages)))
+            if not isinstance(answer, AIMessage):
+                kind = type(answer).__name__
+                raise TypeError(f"ScriptedChatModel's respond must return an AIMessage or text, got {kind}")
+            return answer
         responses = self.responses
         if responses is None:
             raise RuntimeError(
                 f"ScriptedChatModel() without responses answers only asynchronously, not with {method}: "
-                "it reads dex_agents.testing's session script; pass a list of responses to use it that way"
+                "it reads dex_agents.testing's session script; pass responses or respond to use it that way"
             )
         answered = sum(isinstance(message, AIMessage) for message in messages)
         if answered >= len(responses):
@@ -241,10 +265,7 @@ class ScriptedChatModel(BaseChatModel):
                 f"ScriptedChatModel has no answer for model call {answered + 1} of this conversation: its "
                 f"input already holds {answered} model answers, and the script has {len(responses)}"
             )
-        answer = _as_message(responses[answered]).model_copy(deep=True)
-        if answer.usage_metadata is None:
-            answer.usage_metadata = _usage(_word_count(render_model_input(messages)), _answer_words(answer))
-        return self._answer_message(answer)
+        return _as_message(responses[answered])
 
     def _answer_message(self, answer: AIMessage) -> AIMessage:
         answer.response_metadata = {

@@ -1,0 +1,31 @@
+"""The order-desk demo: one durable LangChain agent session on a private development server.
+
+    python -m examples.order_desk [--model scripted|<provider:model>] [--yes]
+
+It starts a devserver and a Worker process, asks the agent to refund a broken order, and shows the
+session's live text as it streams. The refund needs approval: while it waits, the demo SIGKILLs the
+Worker and starts a replacement, then asks you at the terminal (or approves by itself with `--yes` or
+without a terminal). At the end it prints the stored transcript, the Step history, and the refund
+ledger, which shows the refund ran exactly once. The demo around the agent is the same in every adapter:
+``dex_agents.demos.order_desk_main``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from dex_agents.demos import OrderDeskDemo, order_desk_main
+
+from examples.order_desk.agent import build_flow
+
+DEMO = OrderDeskDemo(
+    build_flow,
+    "examples.order_desk.worker",
+    Path(__file__).resolve().parents[2],
+    model_help="'scripted' (default, no keys needed) or a LangChain model string for init_chat_model, such "
+    "as openai:gpt-4.1 (needs the provider's LangChain package and its key in the Worker)",
+)
+
+if __name__ == "__main__":
+    sys.exit(order_desk_main(DEMO))
