@@ -30,17 +30,19 @@ from dex_agents import (
     tool_output_key,
 )
 from dex_agents.session._errors import SessionStateError
-from dex_agents.session._storage import (
-    CHUNK_ENCODING_OVERHEAD_BYTES,
+from dex_agents.session._message_reads import (
     MessagesNotLoadedError,
-    append_messages,
     chunk_loads,
-    plan_rollover,
     read_index,
     read_messages,
     read_page,
-    register_stored_tool_outputs,
     reply_count,
+)
+from dex_agents.session._storage import (
+    CHUNK_ENCODING_OVERHEAD_BYTES,
+    append_messages,
+    plan_rollover,
+    register_stored_tool_outputs,
 )
 from tests.storage_sim import StoredSession, message, sequences
 

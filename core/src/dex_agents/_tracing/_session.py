@@ -30,8 +30,8 @@ from dex_agents.compaction import ContextSummaryResult
 from dex_agents.persistence import AGENT_TRACE_CONTEXT
 from dex_agents.runner import DeferredToolCall, ModelCallMetadata, ToolCallsRequested
 from dex_agents.session._errors import RunnerCallError, describe_exception
+from dex_agents.session._message_reads import read_messages
 from dex_agents.session._state import read_state, read_tool_call
-from dex_agents.session._storage import read_messages
 from dex_agents.values import AgentMessage, AgentToolCall, AgentUsage, ToolCallStatus
 
 __all__ = ["SessionTracing"]

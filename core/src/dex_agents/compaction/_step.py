@@ -20,6 +20,7 @@ from dex_agents.compaction._decision import checked_summary
 from dex_agents.events import AgentEventType
 from dex_agents.persistence import AGENT_STATE, CONTEXT_SUMMARY
 from dex_agents.session._errors import SessionStateError, runner_errors
+from dex_agents.session._message_reads import read_messages
 from dex_agents.session._settings import read_turn_session_settings
 from dex_agents.session._state import (
     format_time,
@@ -29,7 +30,7 @@ from dex_agents.session._state import (
     read_state,
 )
 from dex_agents.session._step import SessionStep
-from dex_agents.session._storage import read_messages, settle_storage
+from dex_agents.session._storage import settle_storage
 from dex_agents.session._turn_lifecycle import record_usage
 from dex_agents.values import (
     AgentSessionStatus,

@@ -48,6 +48,7 @@ from dex_agents.runner import build_turn_control_note, cancellation_rejection_me
 from dex_agents.session._deps import SessionDeps
 from dex_agents.session._errors import SessionStateError, describe_exception
 from dex_agents.session._interrupts import remove_interrupt, write_interrupt_resolved
+from dex_agents.session._message_reads import reply_count
 from dex_agents.session._moves import Moves
 from dex_agents.session._plan import decide_interaction_mode
 from dex_agents.session._records import question_interrupt_id
@@ -59,7 +60,7 @@ from dex_agents.session._state import (
     read_turn_records,
 )
 from dex_agents.session._step import SessionStep
-from dex_agents.session._storage import append_messages, reply_count
+from dex_agents.session._storage import append_messages
 from dex_agents.session._turn_lifecycle import (
     begin_turn,
     end_turn,

@@ -19,6 +19,7 @@ from dex import Channel, Context
 
 from dex_agents.limits import MAX_RPC_OUTPUT_BYTES, bounded_text
 from dex_agents.persistence import AGENT_TOOL_CALLS, QUEUED_USER_MESSAGES, STEERED_USER_MESSAGES
+from dex_agents.session._message_reads import read_page
 from dex_agents.session._plan import read_plan
 from dex_agents.session._settings import read_session_settings
 from dex_agents.session._state import (
@@ -28,7 +29,6 @@ from dex_agents.session._state import (
     read_state,
     read_usage,
 )
-from dex_agents.session._storage import read_page
 from dex_agents.values import (
     AgentInterrupt,
     AgentMessage,

@@ -25,7 +25,7 @@ from dex_agents.persistence import (
     STEERED_USER_MESSAGES,
     TURN_CANCELLATION_REQUEST,
 )
-from dex_agents.session._storage import ChunkLoads
+from dex_agents.session._message_reads import ChunkLoads
 from dex_agents.values import ToolEffect
 
 __all__ = [

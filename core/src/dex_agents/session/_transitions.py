@@ -17,6 +17,7 @@ from dex_agents.compaction._step import CompactContext
 from dex_agents.session._control import ApplyTurnControl, FinishTurnCancellation
 from dex_agents.session._deps import SessionDeps
 from dex_agents.session._durable_wait import AwaitTimer
+from dex_agents.session._message_reads import ChunkLoads, chunk_loads
 from dex_agents.session._questions import AwaitQuestionAnswer
 from dex_agents.session._records import question_interrupt_id
 from dex_agents.session._step import SessionStep
@@ -27,7 +28,6 @@ from dex_agents.session._step_options import (
     failure_route_of,
     step_options,
 )
-from dex_agents.session._storage import ChunkLoads, chunk_loads
 from dex_agents.session._tasks import CancelToolTask, PollToolTask
 from dex_agents.session._tool_steps import (
     AwaitToolApproval,

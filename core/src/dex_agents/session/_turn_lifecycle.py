@@ -29,6 +29,7 @@ from dex_agents.persistence import (
 from dex_agents.runner import AgentFrameworkRunner, AgentTurnContext
 from dex_agents.session._deps import SessionDeps
 from dex_agents.session._errors import SessionStateError, describe_exception
+from dex_agents.session._message_reads import MessagesNotLoadedError, read_index, read_messages
 from dex_agents.session._moves import Moves
 from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._settings import copy_settings_into_turn, read_turn_session_settings
@@ -43,13 +44,7 @@ from dex_agents.session._state import (
     to_agent_message,
     usage_payload,
 )
-from dex_agents.session._storage import (
-    MessagesNotLoadedError,
-    append_messages,
-    read_index,
-    read_messages,
-    register_stored_tool_outputs,
-)
+from dex_agents.session._storage import append_messages, register_stored_tool_outputs
 from dex_agents.values import (
     AgentMessage,
     AgentPlan,

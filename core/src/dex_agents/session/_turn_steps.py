@@ -54,6 +54,7 @@ from dex_agents.session._errors import (
     plain_recovery_detail,
     runner_errors,
 )
+from dex_agents.session._message_reads import reply_count
 from dex_agents.session._moves import Moves
 from dex_agents.session._plan import (
     decide_interaction_mode,
@@ -77,7 +78,7 @@ from dex_agents.session._state import (
     read_usage,
 )
 from dex_agents.session._step import SessionStep
-from dex_agents.session._storage import append_messages, reply_count
+from dex_agents.session._storage import append_messages
 from dex_agents.session._turn_lifecycle import (
     begin_turn,
     has_unfinished_turn_builder,
