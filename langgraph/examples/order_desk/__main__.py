@@ -2,12 +2,7 @@
 
     python -m examples.order_desk [--model scripted|<provider:model>] [--yes]
 
-It starts a devserver and a Worker process, asks the agent to refund a broken order, and shows the
-session's live text as it streams. The refund needs approval: while it waits, the demo SIGKILLs the
-Worker and starts a replacement, then asks you at the terminal (or approves by itself with `--yes` or
-without a terminal). At the end it prints the stored transcript, the Step history, and the refund
-ledger, which shows the refund ran exactly once. The demo around the agent is the same in every adapter:
-``dex_agents.demos.order_desk_main``.
+The demo around the agent is the one every adapter runs: ``dex_agents.demos.order_desk_main``.
 """
 
 from __future__ import annotations
