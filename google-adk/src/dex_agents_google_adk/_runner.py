@@ -82,7 +82,13 @@ from dex_agents_google_adk._app import (
     resumable_app,
     step_root_agent,
 )
-from dex_agents_google_adk._turn_tools import DeclaredTool
+from dex_agents_google_adk._call_metadata import (
+    code_text,
+    model_call_metadata,
+    model_call_usage,
+    provider_name,
+    terminal_model_error,
+)
 from dex_agents_google_adk._effects import framework_effect
 from dex_agents_google_adk._gate import DexToolGate
 from dex_agents_google_adk._messages import (
@@ -94,13 +100,6 @@ from dex_agents_google_adk._messages import (
     text_of,
     user_content_of,
 )
-from dex_agents_google_adk._call_metadata import (
-    code_text,
-    model_call_metadata,
-    model_call_usage,
-    provider_name,
-    terminal_model_error,
-)
 from dex_agents_google_adk._recorded_results import recorded_confirmations, with_recorded_results
 from dex_agents_google_adk._settings import (
     InstructionsForSettings,
@@ -111,6 +110,7 @@ from dex_agents_google_adk._settings import (
 from dex_agents_google_adk._state import GoogleAdkRunState
 from dex_agents_google_adk._structured_answer import SET_MODEL_RESPONSE, find_structured_answer
 from dex_agents_google_adk._tool_execution import TRANSFER_TO_AGENT, run_tool_call
+from dex_agents_google_adk._turn_tools import DeclaredTool
 
 if TYPE_CHECKING:
     # `dex_agents.mcp` needs the `mcp` extra; a runner without a source never imports it.
