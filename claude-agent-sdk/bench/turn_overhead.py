@@ -15,7 +15,7 @@ an SDK MCP server `dex` (so the CLI names it `mcp__dex__lookup_order`, as under 
 by `allowed_tools`, partial messages streamed, and a fresh `HOME`, `CLAUDE_CONFIG_DIR` and working
 directory per turn as the runner gives each run (made outside the timing). The durable turn runs on a
 private devserver with one pull Worker child on this machine; its time is measured from `start_session` to
-the `turn_completed` event. The timing and the figures are ``dex_agents.bench.run_turn_overhead_bench``.
+the `turn_completed` event. The timing and the figures are ``dex_agents_bench.run_turn_overhead_bench``.
 
 That function's CPU figures count the Worker's own process only, not the CLI processes it starts and
 reaps, so this module adds the CLI's CPU per turn: in process (this process's reaped children) and in the
@@ -45,8 +45,8 @@ from pathlib import Path
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, create_sdk_mcp_server
 from dex_agents import ToolCallsRequested, ToolEffect, ToolPolicy
-from dex_agents.bench import DurableTurn, InProcessTurn, run_turn_overhead_bench
 from dex_agents.testing import SessionSide
+from dex_agents_bench import DurableTurn, InProcessTurn, run_turn_overhead_bench
 
 from bench.agent import ANSWER, TOOLS, base_options, build_api, build_flow, build_runner
 from dex_agents_claude_agent_sdk import ISOLATION_ENV

@@ -34,6 +34,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from dex import LongPollTimeoutError
+from dex_agents_bench import process_cpu_seconds
+from dex_agents_bench._measure import child_processes
 
 from bench.long_agent import GROW_PREFIX, build_flows, build_large_flows
 from bench.long_worker import CHUNK_SIZE_ENV, LOAD_LOG_ENV, MESSAGE_BYTES_ENV
@@ -45,8 +47,6 @@ from dex_agents import (
     AgentSnapshot,
     agent_codec_registry,
 )
-from dex_agents.bench import process_cpu_seconds
-from dex_agents.bench._measure import child_processes
 from dex_agents.testing import AgentTestStack
 
 CORE_DIR = Path(__file__).resolve().parents[1]

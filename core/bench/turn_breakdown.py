@@ -39,9 +39,7 @@ from typing import Any, cast
 import grpc  # pyright: ignore[reportMissingTypeStubs]
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-
-from dex_agents import AgentSessionFlow, ToolCallsRequested, ToolCallStatus, TurnCompleted
-from dex_agents.bench import (
+from dex_agents_bench import (
     TurnSeries,
     describe_cpu,
     describe_series,
@@ -49,6 +47,8 @@ from dex_agents.bench import (
     run_durable_turns,
     wait_for_turn_completed,
 )
+
+from dex_agents import AgentSessionFlow, ToolCallsRequested, ToolCallStatus, TurnCompleted
 from dex_agents.testing import AgentTestStack, SessionSide
 
 CORE_DIR = Path(__file__).resolve().parents[1]

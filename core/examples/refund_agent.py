@@ -8,7 +8,7 @@ history: the lookup and the refund each ran exactly once, in their own Steps.
 
 The model is scripted (no API key needed); in a real application the runner comes from an adapter, such as
 ``dex-agents-pydantic-ai``, and wraps your agent. The demo itself (the devserver, the Worker kill, the
-approval and the printing) is ``dex_agents.demos.run_approval_demo``.
+approval and the printing) is ``dex_agents_examples.run_approval_demo``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from dex_agents_examples import ApprovalDemo, RefundExampleHooks, run_approval_demo
+
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy
-from dex_agents.demos import ApprovalDemo, RefundExampleHooks, run_approval_demo
 from dex_agents.testing import (
     AgentTestStack,
     ScriptedResponse,

@@ -1,7 +1,7 @@
 """The Stepwise agents of the core's tests, as the test process and the Worker children build them.
 
 Every agent is a real `StepwiseRunner` whose model is the scripted LiteLLM provider of
-`dex_agents.stepwise.testing`, so each model call goes through ``litellm.acompletion(stream=True)``.
+`dex_agents.testing.stepwise`, so each model call goes through ``litellm.acompletion(stream=True)``.
 """
 
 from datetime import timedelta
@@ -21,8 +21,8 @@ from dex_agents import (
 )
 from dex_agents.mcp import McpStdioServer, McpToolSource
 from dex_agents.stepwise import AgentDefinition, StepwiseRunner, TurnContinuation, TurnContinuationContext
-from dex_agents.stepwise.testing import scripted_model
 from dex_agents.testing import MATRIX_TOOLS, MatrixSpec, mcp_inventory_server_command, with_model_call_scope
+from dex_agents.testing.stepwise import scripted_model
 from tests.long_session_agents import TINY_STORAGE
 
 CORE_DIR = Path(__file__).resolve().parents[1]

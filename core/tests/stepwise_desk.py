@@ -35,8 +35,8 @@ from dex_agents import (
 from dex_agents.mcp import McpHttpServer, McpToolSource
 from dex_agents.otel import AgentTracing
 from dex_agents.stepwise import AgentDefinition, StepwiseRunner, function_tool
-from dex_agents.stepwise.testing import scripted_model
 from dex_agents.testing import STATE_DIR_ENV, with_model_call_scope
+from dex_agents.testing.stepwise import scripted_model
 
 FLOW_TYPE = "StepwiseDesk"
 AGENT_NAME = "stepwise-desk"

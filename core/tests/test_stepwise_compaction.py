@@ -40,13 +40,13 @@ from dex_agents.stepwise import (
 from dex_agents.stepwise._litellm import litellm
 from dex_agents.stepwise._run_state import StepwiseRunState
 from dex_agents.stepwise._tools import chat_tool
-from dex_agents.stepwise.testing import scripted_model
 from dex_agents.testing import (
     ModelCallScope,
     ScriptedResponse,
     ScriptStore,
     model_call_scope,
 )
+from dex_agents.testing.stepwise import scripted_model
 from tests.stepwise_litellm import CHUNK_MODEL, chunk, chunk_model, usage_chunk
 from tests.test_stepwise_runner import SESSION, Driver, lookup_order, read_call
 

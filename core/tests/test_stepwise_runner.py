@@ -1,7 +1,7 @@
 """StepwiseRunner against the session's side of the contract, in process, through LiteLLM's real code path.
 
 Every model call goes through ``litellm.acompletion(stream=True)`` to a LiteLLM custom provider: the
-scripted model of `dex_agents.stepwise.testing`, or a provider defined here that streams given chunks.
+scripted model of `dex_agents.testing.stepwise`, or a provider defined here that streams given chunks.
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ from dex_agents.stepwise import (
     function_tool,
 )
 from dex_agents.stepwise._litellm import litellm
-from dex_agents.stepwise.testing import scripted_model
 from dex_agents.testing import (
     ModelCallScope,
     ScriptedResponse,
@@ -59,6 +58,7 @@ from dex_agents.testing import (
     SessionSide,
     model_call_scope,
 )
+from dex_agents.testing.stepwise import scripted_model
 from tests.stepwise_litellm import CustomLLM, chunk, chunk_model, tool_delta, usage_chunk
 
 SESSION = "session-1"  # SessionSide's flow ID

@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 import dex_agents.stepwise
-import dex_agents.stepwise.testing
+import dex_agents.testing.stepwise
 from dex_agents import (
     AgentToolCall,
     AgentTurnContext,
@@ -41,7 +41,7 @@ from dex_agents.stepwise import (
 )
 from dex_agents.stepwise._run_state import StepwiseRunState
 from dex_agents.stepwise._tools import chat_tool
-from dex_agents.stepwise.testing import render_model_input
+from dex_agents.testing.stepwise import render_model_input
 from tests.stepwise_agents import CORE_DIR
 
 
@@ -374,7 +374,7 @@ STEPWISE_EXPORTS = {
 def test_the_public_api_is_pinned() -> None:
     assert set(dex_agents.stepwise.__all__) == STEPWISE_EXPORTS
     assert all(hasattr(dex_agents.stepwise, name) for name in STEPWISE_EXPORTS)
-    assert set(dex_agents.stepwise.testing.__all__) == {
+    assert set(dex_agents.testing.stepwise.__all__) == {
         "SCRIPTED_PROVIDER",
         "ScriptedLiteLLM",
         "render_model_input",

@@ -3,8 +3,9 @@
 import subprocess
 import sys
 
-import dex_agents.bench
-import dex_agents.demos
+import dex_agents_bench
+import dex_agents_examples
+
 import dex_agents.testing
 import dex_agents.testing.chaos
 import dex_agents.testing.matrix
@@ -127,7 +128,7 @@ def test_mcp_inventory_server_exports_are_pinned() -> None:
 
 
 def test_demos_exports_are_pinned() -> None:
-    assert dex_agents.demos.__all__ == [
+    assert dex_agents_examples.__all__ == [
         "ORDER_DESK_INSTRUCTIONS",
         "ORDER_DESK_LEDGER_ENV",
         "ORDER_DESK_REQUEST",
@@ -142,12 +143,12 @@ def test_demos_exports_are_pinned() -> None:
         "refund_order",
         "run_approval_demo",
     ]
-    for name in dex_agents.demos.__all__:
-        assert getattr(dex_agents.demos, name) is not None
+    for name in dex_agents_examples.__all__:
+        assert getattr(dex_agents_examples, name) is not None
 
 
 def test_bench_exports_are_pinned() -> None:
-    assert dex_agents.bench.__all__ == [
+    assert dex_agents_bench.__all__ == [
         "DurableTurn",
         "InProcessTurn",
         "TurnSeries",
@@ -158,8 +159,8 @@ def test_bench_exports_are_pinned() -> None:
         "run_turn_overhead_bench",
         "wait_for_turn_completed",
     ]
-    for name in dex_agents.bench.__all__:
-        assert getattr(dex_agents.bench, name) is not None
+    for name in dex_agents_bench.__all__:
+        assert getattr(dex_agents_bench, name) is not None
 
 
 def test_the_kit_holds_no_demo_or_benchmark() -> None:
@@ -167,7 +168,7 @@ def test_the_kit_holds_no_demo_or_benchmark() -> None:
     assert moved.isdisjoint(dex_agents.testing.__all__)
     code = (
         "import sys, dex_agents.testing; "
-        "print(sorted(m for m in sys.modules if m.startswith(('dex_agents.demos', 'dex_agents.bench'))))"
+        "print(sorted(m for m in sys.modules if m.startswith(('dex_agents_examples', 'dex_agents_bench'))))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=60
@@ -229,3 +230,27 @@ def test_the_chaos_driver_imports_neither_pytest_nor_a_framework() -> None:
         [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
     )
     assert result.stdout.strip() == "[]", result.stderr
+
+
+def test_the_library_imports_neither_the_kit_nor_pytest() -> None:
+    # Every module of the wheel but the kit, imported where the kit and pytest cannot be: an application
+    # installs dex-agents without the testing extra.
+    code = """
+import importlib, pkgutil, sys
+sys.modules["dex_agents.testing"] = None
+sys.modules["pytest"] = None
+import dex_agents
+names = [
+    module.name
+    for module in pkgutil.walk_packages(dex_agents.__path__, "dex_agents.")
+    if not module.name.startswith("dex_agents.testing")
+]
+for name in names:
+    importlib.import_module(name)
+print(len(names))
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) > 60, result.stdout

@@ -76,7 +76,7 @@ def test_the_sdk_functions_the_patches_rely_on_are_unchanged() -> None:
 
 def test_importing_dex_agents_patches_nothing() -> None:
     code = (
-        "import dex_agents, dex_agents.testing, dex_agents.web, dex_agents.bench\n"
+        "import dex_agents, dex_agents.testing, dex_agents.web, dex_agents_bench\n"
         "from dex_agents._sdk_patches import applied_sdk_patches\n"
         "print(sorted(applied_sdk_patches()))"
     )

@@ -8,7 +8,7 @@ runs the plain ADK app (no gate) with an ADK `Runner`, SSE streaming and an in-m
 an application without Dex does. The durable turn runs on a private devserver with one pull Worker child
 on this machine; its time is measured from `start_session` to the `turn_completed` event. It also reports
 what the session stores: the framework run state at the tool boundary and the stored messages'
-`framework_item` sizes. The timing and the figures are ``dex_agents.bench.run_turn_overhead_bench``.
+`framework_item` sizes. The timing and the figures are ``dex_agents_bench.run_turn_overhead_bench``.
 
 Building the Flow builds a `GoogleAdkRunner`, which applies the adapter's ADK import work-around
 (``_adk_patches``) in this process and in the Worker, so the in-process turn gets it too.
@@ -21,8 +21,8 @@ import asyncio
 from pathlib import Path
 
 from dex_agents import ToolCallsRequested
-from dex_agents.bench import DurableTurn, InProcessTurn, run_turn_overhead_bench
 from dex_agents.testing import SessionSide
+from dex_agents_bench import DurableTurn, InProcessTurn, run_turn_overhead_bench
 from google.adk.agents.run_config import (
     RunConfig,
     StreamingMode,  # pyright: ignore[reportPrivateImportUsage]

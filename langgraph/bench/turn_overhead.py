@@ -8,7 +8,7 @@ streams the plain `create_agent` agent (no gate) with `stream_mode="messages"`, 
 shows live text does. The durable turn runs on a private devserver with one pull Worker child on this
 machine; its time is measured from `start_session` to the `turn_completed` event. It also reports what
 the session stores: the framework run state at the tool boundary and the stored messages'
-`framework_item` sizes. The timing and the figures are ``dex_agents.bench.run_turn_overhead_bench``.
+`framework_item` sizes. The timing and the figures are ``dex_agents_bench.run_turn_overhead_bench``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import asyncio
 from pathlib import Path
 
 from dex_agents import ToolCallsRequested
-from dex_agents.bench import DurableTurn, InProcessTurn, run_turn_overhead_bench
 from dex_agents.testing import SessionSide
+from dex_agents_bench import DurableTurn, InProcessTurn, run_turn_overhead_bench
 
 from bench.agent import build_agent, build_durable_agent, build_flow
 from dex_agents_langgraph import LangGraphRunner

@@ -9,7 +9,7 @@ runs on a private devserver with one pull Worker child on this machine; its time
 the median, p99 and max of each, turns per second, the CPU time per turn of each process (Worker,
 devserver, client), and what the session stores: the framework run state at the tool boundary and the
 stored messages' `framework_item` sizes. The timing and the figures are
-``dex_agents.bench.run_turn_overhead_bench``.
+``dex_agents_bench.run_turn_overhead_bench``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from agents import RunConfig, Runner
 from dex_agents import ToolCallsRequested
-from dex_agents.bench import DurableTurn, InProcessTurn, run_turn_overhead_bench
 from dex_agents.testing import SessionSide
+from dex_agents_bench import DurableTurn, InProcessTurn, run_turn_overhead_bench
 
 from bench.agent import build_agent, build_flow
 from dex_agents_openai_agents import OpenAIAgentsRunner

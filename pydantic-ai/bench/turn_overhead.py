@@ -7,7 +7,7 @@ scripted model, so the figures are framework and engine overhead, not model late
 runs on a private devserver with one pull Worker child on this machine; its time is measured from
 `start_session` to the `turn_completed` event. It also reports what the session stores: the framework
 run state at the tool boundary and the stored messages' `framework_item` sizes. The timing and the
-figures are ``dex_agents.bench.run_turn_overhead_bench``.
+figures are ``dex_agents_bench.run_turn_overhead_bench``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import AsyncIterable
 from pathlib import Path
 
-from dex_agents.bench import DurableTurn, InProcessTurn, run_turn_overhead_bench
+from dex_agents_bench import DurableTurn, InProcessTurn, run_turn_overhead_bench
 from pydantic_ai import RunContext
 from pydantic_ai.messages import AgentStreamEvent
 

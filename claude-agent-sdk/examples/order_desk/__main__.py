@@ -2,7 +2,7 @@
 
     python -m examples.order_desk [--model scripted|<claude model>] [--yes]
 
-The demo around the agent is the one every adapter runs: ``dex_agents.demos.order_desk_main``. The Claude
+The demo around the agent is the one every adapter runs: ``dex_agents_examples.order_desk_main``. The Claude
 Code CLI runs the turn: it looks the order up inline (a read) and stops at the refund, which becomes its
 own Step.
 """
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from dex_agents import AgentSnapshot
-from dex_agents.demos import OrderDeskDemo, order_desk_main
+from dex_agents_examples import OrderDeskDemo, order_desk_main
 
 from examples.order_desk.agent import build_flow
 

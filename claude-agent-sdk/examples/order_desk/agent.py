@@ -1,7 +1,7 @@
 """The application: Claude Agent SDK tools and options, wrapped for a durable Dex session.
 
 Everything an application writes is in this file, but for the shop's two functions, which every
-order-desk example shares (`dex_agents.demos`) and Claude's `@tool` handlers below call. `build_flow` is
+order-desk example shares (`dex_agents_examples`) and Claude's `@tool` handlers below call. `build_flow` is
 called twice with the same arguments: by the Worker process that runs the session's Steps, and by the
 process whose Client starts and drives sessions, so both register the same Flow type.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions, ToolAnnotations, tool
 from dex_agents import AgentSessionFlow, AgentSessionOptions
-from dex_agents.demos import ORDER_DESK_INSTRUCTIONS, ORDER_DESK_TOOL_POLICIES, lookup_order, refund_order
+from dex_agents_examples import ORDER_DESK_INSTRUCTIONS, ORDER_DESK_TOOL_POLICIES, lookup_order, refund_order
 
 from dex_agents_claude_agent_sdk import ClaudeAgentRunner
 from examples.order_desk.scripted import SCRIPTED_API

@@ -1,7 +1,7 @@
 """The application: the order desk as a Stepwise agent, the core's own agent loop on LiteLLM.
 
 Everything an application writes is in this file, but for the shop's two tools: plain functions that
-every order-desk example shares (`dex_agents.demos`). `build_flow` is called twice with the same arguments:
+every order-desk example shares (`dex_agents_examples`). `build_flow` is called twice with the same arguments:
 by the Worker process that runs the session's Steps, and by the process whose Client starts and drives
 sessions, so both register the same Flow type. The tools carry their own effects, so the Flow needs no
 tool policies. The session has plan mode: a message sent with ``plan_mode=True`` starts a turn in which the
@@ -10,8 +10,9 @@ agent may only draft a plan with the ``write_todos`` built-in, and ``execute_pla
 
 from __future__ import annotations
 
+from dex_agents_examples import ORDER_DESK_INSTRUCTIONS, lookup_order, refund_order
+
 from dex_agents import WRITE_TODOS, AgentSessionFlow, AgentSessionOptions
-from dex_agents.demos import ORDER_DESK_INSTRUCTIONS, lookup_order, refund_order
 from dex_agents.stepwise import AgentDefinition, ModelClient, StepwiseRunner, function_tool
 from examples.order_desk_stepwise.scripted import scripted_model
 

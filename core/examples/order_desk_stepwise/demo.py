@@ -1,7 +1,7 @@
 """The Stepwise order desk's demo: a plan the user approves, then a refund approved across a Worker kill.
 
-The adapters' order desk (`dex_agents.demos.order_desk_main`) starts with the refund; Stepwise has plan mode,
-so this session starts with a planning turn. The customer's message is sent with ``plan_mode=True``: the
+The adapters' order desk (`dex_agents_examples.order_desk_main`) starts with the refund; Stepwise has plan
+mode, so this session starts with a planning turn. The customer's message is sent with ``plan_mode=True``: the
 agent may only draft the plan (``write_todos``), which the demo prints and the user approves with
 ``execute_plan``. The executing turn then looks the order up and asks to refund it; while that approval
 waits, the demo SIGKILLs the Worker and starts another, and the approved refund runs exactly once. The
@@ -19,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from dex import LongPollTimeoutError
+from dex_agents_examples import ORDER_DESK_LEDGER_ENV, ORDER_DESK_REQUEST
 
 from dex_agents import (
     AgentEventType,
@@ -28,7 +29,6 @@ from dex_agents import (
     AgentSnapshot,
     MessageRole,
 )
-from dex_agents.demos import ORDER_DESK_LEDGER_ENV, ORDER_DESK_REQUEST
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
     EXECUTE_FAILED_EVENT,

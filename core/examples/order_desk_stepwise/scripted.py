@@ -17,8 +17,8 @@ from typing import Any, cast
 # Stepwise before LiteLLM: Stepwise starts LiteLLM with the model price map in its wheel, where LiteLLM's
 # own default downloads it first.
 from dex_agents.stepwise import LiteLLMModelClient
-from dex_agents.stepwise.testing import scripted_chunks
 from dex_agents.testing import ScriptedResponse, ScriptedToolCall
+from dex_agents.testing.stepwise import scripted_chunks
 
 # isort: split
 from litellm import custom_provider_map

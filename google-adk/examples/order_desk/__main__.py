@@ -2,7 +2,7 @@
 
     python -m examples.order_desk [--model scripted|<model>] [--yes]
 
-The demo around the agent is the one every adapter runs: ``dex_agents.demos.order_desk_main``.
+The demo around the agent is the one every adapter runs: ``dex_agents_examples.order_desk_main``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dex_agents.demos import OrderDeskDemo, order_desk_main
+from dex_agents_examples import OrderDeskDemo, order_desk_main
 
 from examples.order_desk.agent import build_flow
 

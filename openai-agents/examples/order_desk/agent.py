@@ -1,7 +1,7 @@
 """The application: an ordinary OpenAI Agents SDK agent, wrapped for a durable Dex session.
 
 Everything an application writes is in this file, but for the shop's two tools: plain functions that
-every order-desk example shares (`dex_agents.demos`). `build_flow` is called twice with the same arguments:
+every order-desk example shares (`dex_agents_examples`). `build_flow` is called twice with the same arguments:
 by the Worker process that runs the session's Steps, and by the process whose Client starts and drives
 sessions, so both register the same Flow type.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from agents import Agent, Model, function_tool
 from dex_agents import AgentSessionFlow, AgentSessionOptions
-from dex_agents.demos import ORDER_DESK_INSTRUCTIONS, ORDER_DESK_TOOL_POLICIES, lookup_order, refund_order
+from dex_agents_examples import ORDER_DESK_INSTRUCTIONS, ORDER_DESK_TOOL_POLICIES, lookup_order, refund_order
 
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from examples.order_desk.scripted import scripted_model

@@ -5,7 +5,7 @@ Define the agent with `AgentDefinition` (model, instructions, tools with effects
 makes one streaming ``litellm.acompletion`` call, and each tool call runs in its own Step.
 
 Needs the ``stepwise`` extra (``pip install "dex-agents[stepwise]"``); ``import dex_agents`` never loads
-LiteLLM. `dex_agents.stepwise.testing` has a scripted model that plugs into LiteLLM as a custom provider.
+LiteLLM. The test kit's `stepwise` module has a scripted model that plugs into LiteLLM as a custom provider.
 The runner compacts (`dex_agents.ContextCompactionRunner`), and `dex_agents.mcp.McpToolSource` is a tool
 source as it is: ``AgentDefinition(tools=[lookup_order, McpToolSource([...])])``. It offers the session's
 built-in tools, supports plan mode (``AgentDefinition.planning_tool_choice``), lets function tools ask the

@@ -20,8 +20,9 @@ check what the order-desk driver printed, ``readme_snippets`` reads the files a 
 users copy), ``run_mcp_inventory_scenario`` runs the MCP inventory session scenario against an adapter's
 MCP agent, ``mcp_inventory_server_command`` starts the MCP server it expects
 (``python -m dex_agents.testing.mcp_inventory_server``) on stdio, and ``start_mcp_inventory_http_server``
-runs the same server on Streamable HTTP on loopback. The demo drivers live in ``dex_agents.demos`` and the
-benchmark helpers in ``dex_agents.bench``.
+runs the same server on Streamable HTTP on loopback. ``dex_agents.testing.stepwise`` has the scripted
+model of Stepwise agents (it needs the ``stepwise`` extra), and ``dex_agents.testing.otel_spans`` collects
+the spans a Worker writes.
 
 ``stored_calls_without_result`` checks that a stored transcript has no tool call without its result, as
 a steered, cancelled or failed turn must leave it.

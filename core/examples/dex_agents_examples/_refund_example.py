@@ -10,8 +10,9 @@ import asyncio
 import sys
 from collections.abc import Callable
 
+from dex_agents_examples._approval import ApprovalDecision
+
 from dex_agents import AgentInterrupt, AgentSnapshot, MessageRole
-from dex_agents.demos._approval import ApprovalDecision
 from dex_agents.testing import EXECUTE_COMPLETED_EVENT, AgentTestStack, WorkerProcess
 
 __all__ = ["RefundExampleHooks"]

@@ -1,8 +1,8 @@
 """The adapters' order-desk demo: live text, a refund approved across a Worker kill, and its ledger.
 
 Each adapter's ``examples/order_desk`` builds its framework's agent and Flow around the shop's tools
-(`dex_agents.demos.lookup_order` and ``refund_order``), and its ``__main__`` hands them to `order_desk_main`,
-which runs the demo around them with `run_approval_demo`. The refund tool appends one JSON line per real
+(`lookup_order` and `refund_order`), and its ``__main__`` hands them to `order_desk_main`, which runs the
+demo around them with `run_approval_demo`. The refund tool appends one JSON line per real
 run to the ledger file named by the Worker's ``ledger_env`` variable, so the ledger shows that the refund
 ran exactly once.
 """
@@ -18,6 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dex_agents_examples._approval import ApprovalDecision, ApprovalDemo, run_approval_demo
+from dex_agents_examples._shop import ORDER_DESK_LEDGER_ENV, ORDER_DESK_REQUEST
+
 from dex_agents import (
     AgentEventType,
     AgentInterrupt,
@@ -26,8 +29,6 @@ from dex_agents import (
     AgentSnapshot,
     MessageRole,
 )
-from dex_agents.demos._approval import ApprovalDecision, ApprovalDemo, run_approval_demo
-from dex_agents.demos._shop import ORDER_DESK_LEDGER_ENV, ORDER_DESK_REQUEST
 from dex_agents.testing import EXECUTE_COMPLETED_EVENT, EXECUTE_FAILED_EVENT, AgentTestStack, WorkerProcess
 
 __all__ = ["OrderDeskDemo", "order_desk_main", "print_live_events", "run_order_desk_demo"]

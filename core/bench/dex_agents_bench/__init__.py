@@ -9,7 +9,7 @@ needs the ``testing`` extra (``pip install "dex-agents[testing]"``) for the deve
 belong in benchmarks like these, never in tests.
 """
 
-from dex_agents.bench._measure import (
+from dex_agents_bench._measure import (
     TurnSeries,
     describe_cpu,
     describe_series,
@@ -17,7 +17,7 @@ from dex_agents.bench._measure import (
     run_durable_turns,
     wait_for_turn_completed,
 )
-from dex_agents.bench._turn_overhead import DurableTurn, InProcessTurn, run_turn_overhead_bench
+from dex_agents_bench._turn_overhead import DurableTurn, InProcessTurn, run_turn_overhead_bench
 
 __all__ = [
     "DurableTurn",

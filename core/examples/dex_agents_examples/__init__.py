@@ -15,10 +15,10 @@ The drivers run the development server through ``dex_agents.testing``'s stack, s
 at its Dex Server instead.
 """
 
-from dex_agents.demos._approval import ApprovalDecision, ApprovalDemo, DemoHooks, run_approval_demo
-from dex_agents.demos._order_desk import OrderDeskDemo, order_desk_main
-from dex_agents.demos._refund_example import RefundExampleHooks
-from dex_agents.demos._shop import (
+from dex_agents_examples._approval import ApprovalDecision, ApprovalDemo, DemoHooks, run_approval_demo
+from dex_agents_examples._order_desk import OrderDeskDemo, order_desk_main
+from dex_agents_examples._refund_example import RefundExampleHooks
+from dex_agents_examples._shop import (
     ORDER_DESK_INSTRUCTIONS,
     ORDER_DESK_LEDGER_ENV,
     ORDER_DESK_REQUEST,

@@ -1,13 +1,14 @@
-"""Serve one agent's sessions in the browser on a private devserver: ``python -m dex_agents.web.demo``.
+"""Serve one agent's sessions in the browser on a private devserver.
 
-    python -m dex_agents.web.demo FLOW_FACTORY WORKER_MODULE [--worker-cwd DIR] [--worker-env NAME=VALUE]
-                                  [--session-id ID] [--port 8000]
+    python -m dex_agents_examples.web_demo FLOW_FACTORY WORKER_MODULE [--worker-cwd DIR]
+                                           [--worker-env NAME=VALUE] [--session-id ID] [--port 8000]
 
 ``FLOW_FACTORY`` is ``module:function`` returning the session Flow (the Worker module builds the same one).
 The demo starts ``dex-devserver`` and a Worker process with ``dex_agents.testing``'s stack, starts an idle
 session, serves `create_agent_web_app` with uvicorn and prints the page's URL. When the Worker dies (try
 ``kill -9`` on the pid it prints, in the middle of a turn) it starts a replacement, and the page recovers.
-It needs the ``web`` and ``testing`` extras and uvicorn; ``scripts/demo --web`` runs it for the order desk.
+The project ``dex-agents-examples`` brings the ``web`` and ``testing`` extras and uvicorn; ``scripts/demo
+--web`` runs it for the order desk.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import uvicorn
 
 from dex_agents.session import AgentSessionFlow
 from dex_agents.testing import AgentTestStack
-from dex_agents.web._app import create_agent_web_app
+from dex_agents.web import create_agent_web_app
 
 __all__ = ["main"]
 
@@ -90,7 +91,7 @@ async def _serve(arguments: argparse.Namespace, state_dir: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the demo until interrupted."""
     parser = argparse.ArgumentParser(
-        prog="python -m dex_agents.web.demo", description="Serve an agent's sessions in the browser."
+        prog="python -m dex_agents_examples.web_demo", description="Serve an agent's sessions in the browser."
     )
     parser.add_argument("flow_factory", help="module:function returning the session Flow")
     parser.add_argument("worker_module", help="the Worker module, run as python -m WORKER_MODULE")

@@ -10,8 +10,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from dex_agents_bench._measure import TurnSeries, describe_cpu, describe_series, run_durable_turns
+
 from dex_agents import AgentSessionFlow, agent_worker_task_slots
-from dex_agents.bench._measure import TurnSeries, describe_cpu, describe_series, run_durable_turns
 from dex_agents.testing import AgentTestStack
 
 __all__ = ["DurableTurn", "InProcessTurn", "run_turn_overhead_bench"]
