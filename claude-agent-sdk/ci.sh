@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# This package's whole check from a fresh clone: locked install, lint, format, strict types, tests.
+# This package's whole check from a fresh clone: locked install, lint, format, strict types, and the tests
+# twice at once: on the lockfile (the newest versions) and on the lowest versions the ranges allow
+# (lowest-versions.txt, see ../scripts/lib/lowest.sh).
 # The tests run the real Claude Code CLI, so they run inside a fresh network namespace whose only link is
 # loopback (`unshare -n`, as root): the CLI, the scripted Messages API and the devserver reach each other
 # on 127.0.0.1, and nothing can leave the machine.
 set -euo pipefail
 cd "$(dirname "$0")"
 source ../scripts/lib/ensure-uv.sh
+source ../scripts/lib/lowest.sh
 export UV_PYTHON="${UV_PYTHON:-3.11}"
 # Compiled once here, so the many Worker processes the tests start read bytecode instead of compiling their
 # imports each time (PYTHONDONTWRITEBYTECODE, which CI machines set, keeps Python from caching it itself).
 uv sync --locked --all-extras --quiet --compile-bytecode
+lowest_sync
 uv run --locked --no-sync ruff check .
 uv run --locked --no-sync ruff format --check .
 uv run --locked --no-sync pyright
@@ -17,5 +21,17 @@ if ! unshare -n true 2>/dev/null; then
   echo "error: 'unshare -n' is not permitted here; the CLI tests must run without network (run as root)" >&2
   exit 1
 fi
-# pytest exits 5 when it collects no tests; set -e turns that into a failure, as it must be.
-unshare -n bash -c 'ip link set lo up && exec uv run --locked --no-sync pytest -q "$@"' pytest "$@"
+# Both runs at once: the suites wait on Worker processes more than they compute. pytest exits 5 when it
+# collects no tests, which fails here, as it must.
+lowest_log="$(mktemp)"
+unshare -n bash -c 'ip link set lo up && source ../scripts/lib/lowest.sh && lowest_pytest "$@"' lowest "$@" \
+  >"$lowest_log" 2>&1 &
+lowest_pid=$!
+newest=0
+unshare -n bash -c 'ip link set lo up && exec uv run --locked --no-sync pytest -q "$@"' pytest "$@" || newest=$?
+lowest=0
+wait "$lowest_pid" || lowest=$?
+echo "--- the same tests on the lowest versions (lowest-versions.txt):"
+cat "$lowest_log"
+rm -f "$lowest_log"
+[ "$newest" -eq 0 ] && [ "$lowest" -eq 0 ]

@@ -1,14 +1,29 @@
 #!/usr/bin/env bash
-# This package's whole check from a fresh clone: locked install, lint, format, strict types, tests.
+# This package's whole check from a fresh clone: locked install, lint, format, strict types, and the tests
+# twice at once: on the lockfile (the newest versions) and on the lowest versions the ranges allow
+# (lowest-versions.txt, see ../scripts/lib/lowest.sh).
 set -euo pipefail
 cd "$(dirname "$0")"
 source ../scripts/lib/ensure-uv.sh
+source ../scripts/lib/lowest.sh
 export UV_PYTHON="${UV_PYTHON:-3.11}"
 # Compiled once here, so the many Worker processes the tests start read bytecode instead of compiling their
 # imports each time (PYTHONDONTWRITEBYTECODE, which CI machines set, keeps Python from caching it itself).
 uv sync --locked --all-extras --quiet --compile-bytecode
+lowest_sync
 uv run --locked --no-sync ruff check .
 uv run --locked --no-sync ruff format --check .
 uv run --locked --no-sync pyright
-# pytest exits 5 when it collects no tests; set -e turns that into a failure, as it must be.
-uv run --locked --no-sync pytest -q "$@"
+# Both runs at once: the suites wait on Worker processes more than they compute. pytest exits 5 when it
+# collects no tests, which fails here, as it must.
+lowest_log="$(mktemp)"
+lowest_pytest "$@" >"$lowest_log" 2>&1 &
+lowest_pid=$!
+newest=0
+uv run --locked --no-sync pytest -q "$@" || newest=$?
+lowest=0
+wait "$lowest_pid" || lowest=$?
+echo "--- the same tests on the lowest versions (lowest-versions.txt):"
+cat "$lowest_log"
+rm -f "$lowest_log"
+[ "$newest" -eq 0 ] && [ "$lowest" -eq 0 ]

@@ -1,0 +1,26 @@
+# Sourced by a package's ci.sh: its suite on the lowest versions its dependency ranges allow.
+#
+# lowest-versions.txt, committed beside pyproject.toml and written by scripts/lowest-versions, pins every
+# package of that environment, with each direct dependency at the lower bound of its range (the test tools
+# at their locked versions). It is installed as it is, with its hashes, into .venv-lowest, and
+# check_lowest.py refuses a file whose pins no longer match the ranges in pyproject.toml.
+lowest_env=".venv-lowest"
+
+lowest_sync() {
+  python3 ../scripts/lib/check_lowest.py pyproject.toml lowest-versions.txt
+  uv venv --quiet --allow-existing --python "${UV_PYTHON:-3.11}" "$lowest_env"
+  VIRTUAL_ENV="$lowest_env" uv pip sync --quiet --compile-bytecode lowest-versions.txt
+  VIRTUAL_ENV="$lowest_env" uv pip install --quiet --no-deps --compile-bytecode -e .
+}
+
+# pytest in the lowest environment; a --junitxml=FILE.xml argument becomes FILE-lowest.xml.
+lowest_pytest() {
+  local arguments=() argument
+  for argument in "$@"; do
+    case "$argument" in
+      --junitxml=*.xml) arguments+=("${argument%.xml}-lowest.xml") ;;
+      *) arguments+=("$argument") ;;
+    esac
+  done
+  "$lowest_env/bin/python" -m pytest -q ${arguments[@]+"${arguments[@]}"}
+}
