@@ -18,6 +18,7 @@ import pytest
 import pytest_asyncio
 from dex import FlowStatus, StartFlowOptions
 
+import dex_agents
 from dex_agents import (
     MAX_SESSION_SETTINGS_BYTES,
     SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
@@ -289,6 +290,90 @@ async def test_a_session_the_previous_release_stored_keeps_working_and_migrates(
         assert [message.sequence for message in snapshot.messages] == list(range(1, last + 1))
         assert await all_pages(sessions, session) == list(snapshot.messages)
     assert (await sessions.get_agent_snapshot(idle)).messages[:8] == without_items(before_idle.messages)
+
+
+async def test_a_rollout_from_previous_release_workers_to_this_release_while_sessions_run(
+    long: Long, tmp_path: Path
+) -> None:
+    """The upgrade rule as an operator follows it, with sessions in every state and turns still arriving.
+
+    Two Workers of the previous release serve four sessions: one in a model call, one waiting for the
+    approval of a refund, one taking turn after turn, one idle. Both are drained with SIGTERM before any
+    Worker of this release starts; then two of this release start, and one of them is drained again while
+    the turns go on (Workers of one release may replace each other at any time). Nothing is lost, the
+    refund runs once, and only the model call that was running when its Worker left runs again.
+    """
+    flow, sessions = long.flows.upgrade, long.sessions(long.flows.upgrade)
+    busy, approving = long.stack.new_session_id("roll-busy"), long.stack.new_session_id("roll-approve")
+    looping, idle = long.stack.new_session_id("roll-loop"), long.stack.new_session_id("roll-idle")
+    long.stack.scripts.set_turns(busy, [tool_turn(1), [ScriptedResponse(text="Checked.", gate="rollout")]])
+    refund = ScriptedToolCall("refund_order", {"order_id": "A-7"}, "refund-1")
+    long.stack.scripts.set_turns(
+        approving,
+        [
+            [ScriptedResponse(tool_calls=(refund,)), ScriptedResponse(text="Refunded.")],
+            [ScriptedResponse(text="You are welcome.")],
+        ],
+    )
+    long.stack.scripts.set_turns(looping, [tool_turn(number) for number in range(1, 7)])
+    long.stack.scripts.set_turns(idle, [tool_turn(1), tool_turn(2)])
+    long.stack.kill_workers()
+    previous_env = {PREVIOUS_RELEASE_SRC_ENV: str(_previous_release_source(tmp_path))}
+    previous = [
+        await long.stack.start_worker(env=previous_env, worker_module="tests.previous_release_worker")
+        for _ in range(2)
+    ]
+    await long.turn(flow, idle, "Order 1?", 1)
+    await long.turn(flow, busy, "Order 1?", 1)
+    for number in (1, 2):
+        await long.turn(flow, looping, f"Order {number}?", number)
+    await sessions.start_session(approving, "Refund order A-7, please.")
+    assert (await sessions.wait_for_interrupt(approving)) is not None
+    assert await sessions.send_user_message(busy, "Is everything checked?")
+    await long.stack.gate(busy, "rollout").wait_until_reached()
+
+    async def more_turns() -> None:
+        # Turns keep arriving through the rollout; while no Worker serves the Flow type they wait.
+        for number in range(3, 7):
+            await long.turn(flow, looping, f"Order {number}?", number)
+
+    arriving = asyncio.create_task(more_turns())
+    # The upgrade rule: every Worker of the previous release stops (drains) before this release starts.
+    for worker in previous:
+        await asyncio.to_thread(worker.stop, 15.0)
+    current = [await long.stack.start_worker() for _ in range(2)]
+    assert f"dex-agents {dex_agents.__version__} worker ready" in current[0].read_log()
+    await asyncio.sleep(1)  # turns run on both Workers of this release
+    await asyncio.to_thread(current[0].stop, 15.0)
+    await long.stack.start_worker()
+    await asyncio.wait_for(arriving, timeout=180)
+
+    long.stack.gate(busy, "rollout").release()
+    await wait_for_turn_end(sessions, busy, 2)
+    reruns = long.stack.invocations.model_calls(busy, "turn-2")
+    assert [call.pid in {worker.pid for worker in previous} for call in reruns] == [True, False]
+    assert await sessions.resolve_interrupt(approving, "refund-1", approved=True)
+    # The previous release's ScriptedRunner wrote its run state in another format, which this release's
+    # refuses: the turn that waited across the rollout ends with that error, after the approved refund ran
+    # once, and the turn-failure note keeps its result for the model. (Each runner's README says whether
+    # its run state changed between the releases.)
+    waited = await wait_for_turn_end(sessions, approving, 1)
+    assert waited.state is not None and "was not written by ScriptedRunner" in str(
+        waited.state.last_turn_error
+    )
+    assert len(long.stack.invocations.tool_calls(approving, "refund_order")) == 1
+    note = waited.messages[-1].text or ""
+    assert 'refund_order {"order_id":"A-7"} -> succeeded' in note, note
+    assert (await long.turn(flow, approving, "Thanks!", 2)).messages[-1].text == "You are welcome."
+    await long.turn(flow, idle, "Order 2?", 2)
+    for session, last in ((busy, 6), (approving, 4), (looping, 24), (idle, 8)):
+        snapshot = await sessions.get_agent_snapshot(session)
+        assert [message.sequence for message in snapshot.messages] == list(range(1, last + 1)), session
+        assert snapshot.state is not None and snapshot.state.last_turn_error is None, session
+        assert await all_pages(sessions, session) == list(snapshot.messages)
+    assert [call.turn_id for call in long.stack.invocations.tool_calls(looping, "lookup_order")] == [
+        f"turn-{number}" for number in range(1, 7)
+    ]
 
 
 # Compaction. ScriptedRunner counts a token per 4 characters, so each of these messages is 100 tokens.

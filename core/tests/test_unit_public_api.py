@@ -273,3 +273,12 @@ def test_a_client_process_imports_no_runner_framework_or_test_kit() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_the_release_is_the_installed_distributions_version() -> None:
+    import importlib.metadata
+
+    import dex_agents
+
+    assert dex_agents.__version__ == importlib.metadata.version("dex-agents")
+    assert "__version__" not in dex_agents.__all__

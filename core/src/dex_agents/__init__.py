@@ -4,11 +4,15 @@ Register an `AgentSessionFlow` with a framework adapter's `AgentFrameworkRunner`
 `AgentWorker` (or `serve_agent_worker` as a Worker process's main), and drive sessions with
 `AgentSessionClient` (`AgentSessionClient.connect` on `AgentSessionFlow.for_client` in a process that
 imports no agent).
+
+``__version__`` is the installed release; a Worker logs it when it starts, so the Workers of a rollout can be
+told apart (see the README's "Upgrading").
 """
 
 from dex_agents._codecs import agent_codec_registry
 from dex_agents._decoded_value_cache import DEFAULT_DECODED_VALUE_CACHE_BYTES, set_decoded_value_cache_bytes
 from dex_agents._plans import PLANNING_TURN_REJECTION_MESSAGE, WRITE_TODOS_CALLED_TWICE_ERROR, build_plan_note
+from dex_agents._release import installed_version as _installed_version
 from dex_agents._run_state import RunStateFormat, RunStateFormatError
 from dex_agents._session_waits import SessionWaitTimeoutError, TurnEnd, TurnOutcome
 from dex_agents._tools._arguments import parse_tool_arguments
@@ -188,6 +192,9 @@ from dex_agents.values import (
     TurnSessionSettings,
     UpdateSessionSettingsRequest,
 )
+
+__version__: str = _installed_version()
+"""The installed release of dex-agents, such as ``0.2.0``; ``0+unknown`` when run from a source tree."""
 
 __all__ = [
     "AGENT_MESSAGES",

@@ -32,6 +32,7 @@ from dex import (
 )
 
 from dex_agents._codecs import agent_codec_registry
+from dex_agents._release import installed_version
 from dex_agents._sdk_patches import apply_sdk_patches
 from dex_agents.session import AgentSessionFlow
 
@@ -378,7 +379,8 @@ async def _serve_until_signalled(
         loop.add_signal_handler(signal_number, stop_requested.set)
     async with worker:
         _logger.info(
-            "dex-agents Worker serving %s on %s with %d task slots",
+            "dex-agents %s Worker serving %s on %s with %d task slots",
+            installed_version(),
             ", ".join(flow.flow_type for flow in worker.flows),
             worker.server_address,
             worker.max_concurrent_tasks,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import os
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, NonRecordingSpan, SpanKind, Status, StatusCode, Tracer, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
+from dex_agents._release import UNKNOWN_VERSION, installed_version
 from dex_agents._tracing._spans import (
     ActivationSpan,
     MessageRange,
@@ -44,10 +44,8 @@ _Attributes = dict[str, AttributeValue]
 
 
 def _package_version() -> str | None:
-    try:
-        return importlib.metadata.version("dex-agents")
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    version = installed_version()
+    return None if version == UNKNOWN_VERSION else version
 
 
 @dataclass(frozen=True)

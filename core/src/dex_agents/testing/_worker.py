@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 
+import dex_agents
 from dex_agents import AgentSessionFlow, AgentWorker, serve_agent_worker
 
 __all__ = [
@@ -226,7 +227,8 @@ def run_agent_worker(flows: Sequence[AgentSessionFlow], *, server_address: str |
             watcher = asyncio.get_running_loop().create_task(_stop_when_orphaned(worker))
             background.add(watcher)
             watcher.add_done_callback(background.discard)
-        print(f"dex-agents worker ready (pid {os.getpid()}, {max_tasks} task slots)", flush=True)
+        release = dex_agents.__version__
+        print(f"dex-agents {release} worker ready (pid {os.getpid()}, {max_tasks} task slots)", flush=True)
 
     serve_agent_worker(
         flows,
