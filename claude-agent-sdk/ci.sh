@@ -21,17 +21,6 @@ if ! unshare -n true 2>/dev/null; then
   echo "error: 'unshare -n' is not permitted here; the CLI tests must run without network (run as root)" >&2
   exit 1
 fi
-# Both runs at once: the suites wait on Worker processes more than they compute. pytest exits 5 when it
-# collects no tests, which fails here, as it must.
-lowest_log="$(mktemp)"
-unshare -n bash -c 'ip link set lo up && source ../scripts/lib/lowest.sh && lowest_pytest "$@"' lowest "$@" \
-  >"$lowest_log" 2>&1 &
-lowest_pid=$!
-newest=0
-unshare -n bash -c 'ip link set lo up && exec uv run --locked --no-sync pytest -q "$@"' pytest "$@" || newest=$?
-lowest=0
-wait "$lowest_pid" || lowest=$?
-echo "--- the same tests on the lowest versions (lowest-versions.txt):"
-cat "$lowest_log"
-rm -f "$lowest_log"
-[ "$newest" -eq 0 ] && [ "$lowest" -eq 0 ]
+# The CLI, the scripted API, the devserver and the Workers reach each other on loopback only.
+suite_wrapper=(unshare -n bash -c 'ip link set lo up && exec "$@"' in-namespace)
+both_suites "$@"

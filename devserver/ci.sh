@@ -14,16 +14,4 @@ lowest_sync
 uv run --locked --no-sync ruff check .
 uv run --locked --no-sync ruff format --check .
 uv run --locked --no-sync pyright
-# Both runs at once: the suites wait on Worker processes more than they compute. pytest exits 5 when it
-# collects no tests, which fails here, as it must.
-lowest_log="$(mktemp)"
-lowest_pytest "$@" >"$lowest_log" 2>&1 &
-lowest_pid=$!
-newest=0
-uv run --locked --no-sync pytest -q "$@" || newest=$?
-lowest=0
-wait "$lowest_pid" || lowest=$?
-echo "--- the same tests on the lowest versions (lowest-versions.txt):"
-cat "$lowest_log"
-rm -f "$lowest_log"
-[ "$newest" -eq 0 ] && [ "$lowest" -eq 0 ]
+both_suites "$@"

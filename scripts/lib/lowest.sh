@@ -24,3 +24,22 @@ lowest_pytest() {
   done
   "$lowest_env/bin/python" -m pytest -q ${arguments[@]+"${arguments[@]}"}
 }
+
+# The package's suite on the lockfile and on the lowest versions, both at once (the suites wait on Worker
+# processes more than they compute); the lowest run's output follows the newest run's. A ci.sh whose
+# tests must run in a wrapper (claude-agent-sdk's network namespace) sets the array suite_wrapper first.
+# Fails when either run fails; pytest exits 5 when it collects no tests, which fails too, as it must.
+both_suites() {
+  local lowest_log lowest_pid newest=0 lowest=0
+  local wrapper=(${suite_wrapper[@]+"${suite_wrapper[@]}"})
+  lowest_log="$(mktemp)"
+  ${wrapper[@]+"${wrapper[@]}"} bash -c 'source ../scripts/lib/lowest.sh && lowest_pytest "$@"' lowest "$@" \
+    >"$lowest_log" 2>&1 &
+  lowest_pid=$!
+  ${wrapper[@]+"${wrapper[@]}"} uv run --locked --no-sync pytest -q "$@" || newest=$?
+  wait "$lowest_pid" || lowest=$?
+  echo "--- the same tests on the lowest versions (lowest-versions.txt):"
+  cat "$lowest_log"
+  rm -f "$lowest_log"
+  [ "$newest" -eq 0 ] && [ "$lowest" -eq 0 ]
+}
