@@ -2,7 +2,8 @@
 
 ``ControlTestFlow`` adds two RPCs a real session does not have, each standing in for a writer this
 release does not ship: one queues a ``plan_mode`` message (as a release with plan mode does), one rewrites
-``AgentState`` as a Worker without steering does, dropping ``accepts_turn_control``.
+``AgentState`` as a Worker without steering does, dropping ``accepts_turn_control`` and
+``active_turn_release``.
 """
 
 from collections.abc import Sequence
@@ -38,7 +39,7 @@ class ControlTestFlow(AgentSessionFlow):
         state = cast(AgentState | None, AGENT_STATE.get(context))
         if state is None:
             return RPCResult(False)
-        AGENT_STATE.set(context, replace(state, accepts_turn_control=False))
+        AGENT_STATE.set(context, replace(state, accepts_turn_control=False, active_turn_release=None))
         return RPCResult(True)
 
 

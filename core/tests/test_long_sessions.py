@@ -352,6 +352,9 @@ async def test_a_rollout_from_previous_release_workers_to_this_release_while_ses
     await wait_for_turn_end(sessions, busy, 2)
     reruns = long.stack.invocations.model_calls(busy, "turn-2")
     assert [call.pid in {worker.pid for worker in previous} for call in reruns] == [True, False]
+    # The approval's turn is the previous release's: a Worker of it began the turn, and the state says so.
+    carried = (await sessions.get_agent_snapshot(approving)).state
+    assert carried is not None and (carried.active_turn_id, carried.active_turn_release) == ("turn-1", None)
     assert await sessions.resolve_interrupt(approving, "refund-1", approved=True)
     # The previous release's ScriptedRunner wrote its run state in another format, which this release's
     # refuses: the turn that waited across the rollout ends with that error, after the approved refund ran

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+import dex_agents
 from dex_agents import (
     MAX_USER_MESSAGE_BYTES,
     STEERED_REJECTION_MESSAGE,
@@ -351,6 +352,7 @@ async def test_a_turn_that_a_worker_without_steering_started_refuses_steer_and_c
     await control.stack.gate(session, "model").wait_until_reached()
     running = await sessions.get_agent_snapshot(session)
     assert running.state is not None and running.state.accepts_turn_control
+    assert running.state.active_turn_release == dex_agents.__version__
     assert await control.stack.client.invoke_rpc(flow.write_state_as_earlier_worker, session)
 
     assert not await sessions.steer_user_message(session, "Stop")
@@ -361,6 +363,7 @@ async def test_a_turn_that_a_worker_without_steering_started_refuses_steer_and_c
     control.stack.gate(session, "model").release()
     done = await wait_for_turn_end(sessions, session, 1)
     assert done.state is not None and not done.state.accepts_turn_control
+    assert done.state.active_turn_release is None
     assert [message.text for message in done.messages] == ["Hi", "Done."]
     await finish_with_a_normal_turn(sessions, session, 2)
 

@@ -287,6 +287,9 @@ class AgentState:
             turns, so its waits listen for steering; every turn end clears it, and a Worker of an earlier
             release drops it whenever it writes the state. `steer_user_message` and `cancel_turn` refuse
             a turn without it.
+        active_turn_release: The `dex_agents` release (`dex_agents.__version__`) of the Worker that
+            started the active turn, so a rollout can see which turns the previous release began; `None`
+            when no turn runs or a Worker of 0.1.0 started it.
     """
 
     status: AgentSessionStatus
@@ -296,6 +299,7 @@ class AgentState:
     last_turn_error: str | None
     interaction_mode: InteractionMode = InteractionMode.CHAT
     accepts_turn_control: bool = False
+    active_turn_release: str | None = None
 
     def __post_init__(self) -> None:
         _set(self, "status", AgentSessionStatus(self.status))

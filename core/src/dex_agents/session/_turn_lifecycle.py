@@ -16,6 +16,7 @@ from typing import cast
 
 from dex import AsyncContext, StepDecision, go_to_many
 
+from dex_agents._release import installed_version
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.limits import MAX_TURN_FAILURE_NOTE_BYTES, bounded_text
 from dex_agents.persistence import (
@@ -176,6 +177,7 @@ def begin_turn(
             active_turn_id=turn_id,
             interaction_mode=interaction_mode,
             accepts_turn_control=True,
+            active_turn_release=installed_version(),
         ),
     )
     deps.event_writer(context, turn_id).write_event(AgentEventType.TURN_STARTED, {"sequence": sequence})
@@ -206,6 +208,7 @@ def end_turn(
         active_turn_id=None,
         last_turn_error=None if last_turn_error is None else bounded_text(last_turn_error),
         accepts_turn_control=False,
+        active_turn_release=None,
     )
     AGENT_STATE.set(context, ended)
     return ended
