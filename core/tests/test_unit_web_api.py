@@ -7,6 +7,7 @@ from typing import cast
 
 import pytest
 from dex import AsyncClient
+from dex_agents_examples import web_demo
 from starlette.requests import Request
 
 import dex_agents.web
@@ -156,3 +157,10 @@ def test_a_subdomain_pattern_and_the_wildcard() -> None:
     assert not host_is_allowed("example.com.evil.test", ["*.example.com"])
     assert not host_is_allowed("badexample.com", ["*.example.com"])
     assert host_is_allowed("anything:1", ["*"])
+
+
+def test_the_demo_checks_no_access_so_it_serves_only_on_loopback(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        web_demo.main(["tests.agents:build_flow", "tests.agent_worker", "--host", "0.0.0.0"])
+    assert exited.value.code == 2
+    assert "--host must be a loopback address" in capsys.readouterr().err
