@@ -31,7 +31,9 @@ SESSION_WAIT_SECONDS = 60.0
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def base_url(module_harness: MatrixHarness) -> AsyncIterator[str]:
     app = create_agent_web_app(
-        module_harness.sessions, timings=EventStreamTimings(long_poll_seconds=2, settle_seconds=1)
+        module_harness.sessions,
+        allow_any_session=True,
+        timings=EventStreamTimings(long_poll_seconds=2, settle_seconds=1),
     )
     async with serve(app) as url:
         yield url
@@ -57,6 +59,12 @@ async def test_a_turn_streams_an_approval_is_granted_and_a_killed_worker_is_surv
         ],
     )
     await harness.sessions.start_session(session)
+    # The app's Content-Security-Policy allows no inline script or style: the page must need none.
+    blocked: list[str] = []
+    page.on(
+        "console",
+        lambda message: blocked.append(message.text) if "Content Security Policy" in message.text else None,
+    )
     await page.goto(f"{base_url}/sessions/{session}")
     await expect(page.locator("#connection")).to_have_attribute("data-state", "live")
     await page.fill("#message", "Please refund A-1")
@@ -108,6 +116,7 @@ async def test_a_turn_streams_an_approval_is_granted_and_a_killed_worker_is_surv
     )
     await expect(page.locator('[data-tool-call-id="refund-1"] [data-output]')).to_contain_text("refund_order")
     await expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+    assert blocked == []
 
 
 async def test_a_reload_mid_turn_replays_its_live_text_and_a_rejection_shows_the_reaction(

@@ -40,7 +40,7 @@ TIMINGS = EventStreamTimings(long_poll_seconds=2, settle_seconds=1)
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def web(module_harness: MatrixHarness) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_agent_web_app(module_harness.sessions, timings=TIMINGS)
+    app = create_agent_web_app(module_harness.sessions, allow_any_session=True, timings=TIMINGS)
     async with serve(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
         yield http
 
@@ -324,7 +324,7 @@ async def test_the_page_and_its_files_are_served_and_session_access_hides_sessio
 
     app = create_agent_web_app(harness.sessions, session_access=only_mine, timings=TIMINGS)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://app") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         page = await http.get(f"/sessions/{allowed}")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
         assert "../static/chat.js" in page.text
@@ -334,6 +334,8 @@ async def test_the_page_and_its_files_are_served_and_session_access_hides_sessio
         assert hidden.status_code == 404 and "no session" in hidden.json()["error"]
         refused = await http.post(f"/api/sessions/{allowed}-not/messages", json={"text": "hi"})
         assert refused.status_code == 404
-    no_page = create_agent_web_app(harness.sessions, serve_page=False)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=no_page), base_url="http://app") as http:
+    no_page = create_agent_web_app(harness.sessions, allow_any_session=True, serve_page=False)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=no_page), base_url="http://localhost"
+    ) as http:
         assert (await http.get(f"/sessions/{allowed}")).status_code == 404

@@ -70,7 +70,9 @@ def todos(tool_call_id: str, *tasks: tuple[str, str]) -> ScriptedToolCall:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def base_url(built_ins_stack: BuiltIns) -> AsyncIterator[str]:
-    async with serve(create_agent_web_app(built_ins_stack.sessions, timings=TIMINGS)) as url:
+    async with serve(
+        create_agent_web_app(built_ins_stack.sessions, allow_any_session=True, timings=TIMINGS)
+    ) as url:
         yield url
 
 
@@ -305,8 +307,8 @@ async def test_answers_and_plan_approvals_that_the_session_refuses_name_the_caus
     other = built_ins.stack.new_session_id("web-no-plan-mode")
     deadline_sessions = built_ins.deadline_sessions
     await deadline_sessions.start_session(other)
-    app = create_agent_web_app(deadline_sessions, timings=TIMINGS)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://app") as http:
+    app = create_agent_web_app(deadline_sessions, allow_any_session=True, timings=TIMINGS)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         refused = await http.post(f"{api(other)}/messages", json={"text": "Plan it", "plan_mode": True})
         assert refused.status_code == 422, refused.text
         assert refused.json()["error"] == "plan mode is not enabled for CoreBuiltInsDeadline sessions"

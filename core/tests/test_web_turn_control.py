@@ -79,7 +79,9 @@ async def module_web(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
         tmp_path_factory.mktemp("web-control"), flows.all, "tests.control_worker", worker_cwd=CORE_DIR
     ) as stack:
         app = create_agent_web_app(
-            stack.sessions(flows.main), timings=EventStreamTimings(long_poll_seconds=2, settle_seconds=1)
+            stack.sessions(flows.main),
+            allow_any_session=True,
+            timings=EventStreamTimings(long_poll_seconds=2, settle_seconds=1),
         )
         async with serve(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
             yield Web(stack, flows, http)

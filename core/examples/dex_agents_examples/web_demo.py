@@ -5,7 +5,8 @@
 
 ``FLOW_FACTORY`` is ``module:function`` returning the session Flow (the Worker module builds the same one).
 The demo starts ``dex-devserver`` and a Worker process with ``dex_agents.testing``'s stack, starts an idle
-session, serves `create_agent_web_app` with uvicorn and prints the page's URL. When the Worker dies (try
+session, serves `create_agent_web_app` with uvicorn on loopback only (it checks no access, so it refuses
+another ``--host``) and prints the page's URL. When the Worker dies (try
 ``kill -9`` on the pid it prints, in the middle of a turn) it starts a replacement, and the page recovers.
 The project ``dex-agents-examples`` brings the ``web`` and ``testing`` extras and uvicorn; ``scripts/demo
 --web`` runs it for the order desk.
@@ -31,6 +32,7 @@ from dex_agents.web import create_agent_web_app
 __all__ = ["main"]
 
 _WATCH_SECONDS = 0.5
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _flow_factory(spec: str) -> Callable[[], AgentSessionFlow]:
@@ -73,7 +75,8 @@ async def _serve(arguments: argparse.Namespace, state_dir: Path) -> None:
         worker = await stack.start_worker()
         sessions = stack.sessions(flow)
         await sessions.start_session(arguments.session_id)
-        app = create_agent_web_app(sessions)
+        # A development demo on loopback: anyone who can reach it may see and drive its sessions.
+        app = create_agent_web_app(sessions, allow_any_session=True)
         server = uvicorn.Server(
             uvicorn.Config(app, host=arguments.host, port=arguments.port, log_level="warning", lifespan="off")
         )
@@ -101,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     arguments = parser.parse_args(argv)
+    if arguments.host not in _LOOPBACK:
+        # The demo checks no access: on another address, anyone on the network could approve its tools.
+        parser.error(f"--host must be a loopback address ({', '.join(_LOOPBACK)}), got {arguments.host!r}")
     with (
         tempfile.TemporaryDirectory(prefix="dex-web-demo-") as directory,
         contextlib.suppress(KeyboardInterrupt),

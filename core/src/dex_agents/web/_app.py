@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any, TypeVar, cast
 
@@ -17,6 +20,7 @@ from dex import (
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -26,21 +30,36 @@ from dex_agents._plans import build_plan_approval_message
 from dex_agents.client import AgentSessionClient
 from dex_agents.session import AgentSessionFlow
 from dex_agents.values import AgentSnapshot
+from dex_agents.web._access import SessionAccess, SessionAccessRule, SessionAction, access_rule
 from dex_agents.web._chat_request import ChatRequest, parse_chat_request
 from dex_agents.web._event_stream import EventStreamTimings, open_event_stream
 from dex_agents.web._interactions import answer_refusal, browser_answers, plan_refusal, resolve_refusal
-from dex_agents.web._json import snapshot_json
+from dex_agents.web._json import messages_page_json, snapshot_json
+from dex_agents.web._protection import (
+    DEFAULT_ALLOWED_HOSTS,
+    SECURITY_HEADERS,
+    WebProtection,
+    checked_allowed_hosts,
+)
 from dex_agents.web._requests import (
+    DEFAULT_MAX_JSON_DEPTH,
     DEFAULT_MAX_REQUEST_BYTES,
     BadRequestError,
     checked_id,
     error_response,
     fail,
     int_field,
+    new_request_id,
     optional_bool_field,
     optional_text_field,
     read_json_object,
     text_field,
+)
+from dex_agents.web._stream_caps import (
+    DEFAULT_MAX_STREAMS,
+    DEFAULT_MAX_STREAMS_PER_SESSION,
+    HeldStreamResponse,
+    StreamCaps,
 )
 from dex_agents.web._stream_reads import RejectedResumeTokenError, newest_token, opening_token
 from dex_agents.web._turn_control import (
@@ -52,16 +71,15 @@ from dex_agents.web._turn_control import (
 )
 from dex_agents.web._ui_stream import UI_MESSAGE_STREAM_HEADERS, TurnTarget, encode_chunk, ui_message_chunks
 
-__all__ = ["DEFAULT_SESSION_ID_PATTERN", "SessionAccess", "create_agent_web_app"]
+__all__ = ["DEFAULT_SESSION_ID_PATTERN", "create_agent_web_app"]
 
 #: Session IDs the app accepts by default: 1-128 letters, digits and ``._:@-``, starting with a letter or
 #: digit. An application with another ID space passes its own pattern.
 DEFAULT_SESSION_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}"
 
-#: Decides whether a request may see and drive a session (``False`` answers 404).
-SessionAccess = Callable[[Request, str], Awaitable[bool]]
-
 _MAX_SESSION_ID_SHOWN = 512
+_MAX_PAGE_MESSAGES = 200
+_logger = logging.getLogger("dex_agents.web")
 _SSE_PING_SECONDS = 15
 _SNAPSHOT_TOKEN_TRIES = 3
 _ResultT = TypeVar("_ResultT")
@@ -72,27 +90,54 @@ def create_agent_web_app(
     *,
     client: AsyncClient | None = None,
     flow: AgentSessionFlow | None = None,
+    connect: Callable[[], AgentSessionClient] | None = None,
+    access: SessionAccessRule | None = None,
     session_access: SessionAccess | None = None,
+    allow_any_session: bool = False,
+    allowed_hosts: Sequence[str] = DEFAULT_ALLOWED_HOSTS,
     session_id_pattern: str = DEFAULT_SESSION_ID_PATTERN,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
+    max_streams_per_session: int = DEFAULT_MAX_STREAMS_PER_SESSION,
+    max_streams: int = DEFAULT_MAX_STREAMS,
+    include_session_settings: bool = False,
     serve_page: bool = True,
     timings: EventStreamTimings | None = None,
 ) -> Starlette:
     """Build the ASGI app that serves one Flow type's sessions to browsers.
 
-    Mount it into the application's ASGI server (``app.mount("/agent", web_app)`` in FastAPI or
-    Starlette). Every route takes the session ID from its path; the Flow type and the Dex Client are the
-    application's, and ``session_access`` decides which sessions a request may see.
+    Serve it on its own (`serve_agent_web_app`, or any ASGI server) or mount it into the application's
+    (``app.mount("/agent", web_app)`` in FastAPI or Starlette). Every route takes the session ID from its
+    path; the Flow type and the Dex Client are the application's, and ``access`` decides what a request may
+    do to a session. It refuses to build without an access rule unless ``allow_any_session=True`` says, in
+    so many words, that anyone who reaches the app may see and drive every session.
 
     Args:
-        sessions: The session client; or pass ``client`` and ``flow`` instead.
+        sessions: The session client; or pass ``client`` and ``flow``, or ``connect``, instead.
         client: A Dex client whose Registry holds ``flow``.
         flow: The session Flow type.
-        session_access: Checks each request's right to a session (such as the signed-in user's own); a
-            refused session answers 404. ``None`` lets every valid session ID through, for an app behind
-            the application's own authentication.
+        connect: Builds the session client in the app's lifespan, in the event loop that serves it (such as
+            ``lambda: AgentSessionClient.connect("localhost:8801", flow)``); it is closed at shutdown. A
+            client connected at import time belongs to another event loop and fails every call. A parent
+            app that mounts this one runs its lifespan: ``FastAPI(lifespan=web_app.router.lifespan_context)``.
+        access: ``access(request, session_id, action)`` says whether the request may do ``action`` (a
+            `SessionAction`: view, send, steer, approve...) to the session. A refused view answers 404;
+            a refused action on a session the request may view answers 403.
+        session_access: The older form, ``session_access(request, session_id)``: one answer for viewing
+            and every action.
+        allow_any_session: Check nothing: anyone who can reach the app may view and drive any session whose
+            ID they know or guess. Only behind the application's own authentication, or on loopback for
+            development.
+        allowed_hosts: The host names the app is served under (``Host`` header, port ignored); another
+            answers 400, which stops DNS rebinding. Loopback only by default; ``"*.example.com"`` accepts
+            subdomains and ``"*"`` any host.
         session_id_pattern: A regular expression every session ID must match in full.
         max_request_bytes: The largest request body read; larger ones answer 413.
+        max_json_depth: The deepest nesting of a JSON body; deeper answers 400.
+        max_streams_per_session: Open event and chat streams one session may have; one more answers 429.
+        max_streams: Open event and chat streams the app may have; one more answers 429.
+        include_session_settings: Send the snapshot's ``session_settings`` to the browser (left out by
+            default: applications keep models, instructions or keys there).
         serve_page: Serve the chat page at ``/sessions/{session_id}`` and its files at ``/static``.
         timings: Long-poll and settle waits of the event streams.
 
@@ -100,29 +145,48 @@ def create_agent_web_app(
         The Starlette app.
 
     Raises:
-        TypeError: If neither ``sessions`` nor both ``client`` and ``flow`` are given, or both forms are.
-        ValueError: If ``max_request_bytes`` is not positive or ``session_id_pattern`` does not compile.
+        TypeError: If not exactly one of ``sessions``, ``client`` with ``flow``, and ``connect`` is given; or
+            not exactly one of ``access``, ``session_access`` and ``allow_any_session=True``.
+        ValueError: If a limit is not positive, ``allowed_hosts`` is empty or names a port, or
+            ``session_id_pattern`` does not compile.
     """
-    if sessions is None:
+    given = [sessions is not None, client is not None or flow is not None, connect is not None]
+    if sum(given) != 1:
+        raise TypeError(
+            "create_agent_web_app needs exactly one of an AgentSessionClient, both client= and flow=, "
+            "or connect="
+        )
+    if sessions is None and connect is None:
         if client is None or flow is None:
             raise TypeError("create_agent_web_app needs an AgentSessionClient, or both client= and flow=")
         sessions = AgentSessionClient(client, flow)
-    elif client is not None or flow is not None:
-        raise TypeError("pass either an AgentSessionClient or client= and flow=, not both")
-    if max_request_bytes <= 0:
-        raise ValueError(f"max_request_bytes must be positive, got {max_request_bytes}")
+    rule = access_rule(access, session_access, allow_any_session=allow_any_session)
+    hosts = checked_allowed_hosts(allowed_hosts)
+    for name, limit in (("max_request_bytes", max_request_bytes), ("max_json_depth", max_json_depth)):
+        if limit <= 0:
+            raise ValueError(f"{name} must be positive, got {limit}")
     try:
         pattern = re.compile(session_id_pattern)
     except re.error as error:
         raise ValueError(f"session_id_pattern does not compile: {error}") from error
     handlers = _Handlers(
-        sessions, pattern, session_access, max_request_bytes, timings or EventStreamTimings()
+        sessions,
+        _Settings(
+            pattern,
+            rule,
+            max_request_bytes,
+            max_json_depth,
+            include_session_settings,
+            timings or EventStreamTimings(),
+        ),
+        StreamCaps(max_streams_per_session, max_streams),
     )
     api = "/api/sessions/{session_id}"
     interrupt = api + "/interrupts/{interrupt_id}"
     routes: list[BaseRoute] = [
         Route(api + "/snapshot", handlers.snapshot, methods=["GET"]),
         Route(api + "/events", handlers.events, methods=["GET"]),
+        Route(api + "/messages", handlers.older_messages, methods=["GET"]),
         Route(api + "/messages", handlers.send_message, methods=["POST"]),
         Route(interrupt + "/approve", handlers.approve, methods=["POST"]),
         Route(interrupt + "/reject", handlers.reject, methods=["POST"]),
@@ -138,16 +202,32 @@ def create_agent_web_app(
         static_dir = str(resources.files("dex_agents.web").joinpath("static"))
         routes.append(Route("/sessions/{session_id}", handlers.page_route(page), methods=["GET"]))
         routes.append(Mount("/static", StaticFiles(directory=static_dir), name="static"))
+    lifespan = None if connect is None else handlers.lifespan(connect)
     return Starlette(
         routes=routes,
-        exception_handlers={BadRequestError: _bad_request, HTTPException: _http_error},
+        middleware=[Middleware(WebProtection, allowed_hosts=hosts)],
+        exception_handlers={
+            BadRequestError: _bad_request,
+            HTTPException: _http_error,
+            Exception: _server_error,
+        },
+        lifespan=lifespan,
     )
 
 
 async def _bad_request(request: Request, error: Exception) -> Response:
     del request
     refused = cast(BadRequestError, error)
-    return error_response(refused.status_code, refused.message)
+    return error_response(refused.status_code, refused.message, refused.request_id)
+
+
+async def _server_error(request: Request, error: Exception) -> Response:
+    # The outermost handler: its answer does not pass the middleware, so it carries the headers itself.
+    request_id = new_request_id()
+    _logger.error("request %s (%s %s) failed", request_id, request.method, request.url.path, exc_info=error)
+    response = error_response(500, "the app failed to answer; the log names this request_id", request_id)
+    response.headers.update(dict(SECURITY_HEADERS))
+    return response
 
 
 async def _http_error(request: Request, error: Exception) -> Response:
@@ -156,28 +236,67 @@ async def _http_error(request: Request, error: Exception) -> Response:
     return error_response(http.status_code, http.detail)
 
 
-class _Handlers:
-    def __init__(
-        self,
-        sessions: AgentSessionClient,
-        pattern: re.Pattern[str],
-        session_access: SessionAccess | None,
-        max_request_bytes: int,
-        timings: EventStreamTimings,
-    ) -> None:
-        self._sessions = sessions
-        self._pattern = pattern
-        self._session_access = session_access
-        self._max_request_bytes = max_request_bytes
-        self._timings = timings
+@dataclass(frozen=True)
+class _Settings:
+    pattern: re.Pattern[str]
+    access: SessionAccessRule | None
+    max_request_bytes: int
+    max_json_depth: int
+    include_session_settings: bool
+    timings: EventStreamTimings
 
-    async def _session_id(self, request: Request) -> str:
+
+class _Handlers:
+    def __init__(self, sessions: AgentSessionClient | None, settings: _Settings, caps: StreamCaps) -> None:
+        self._connected = sessions
+        self._pattern = settings.pattern
+        self._access = settings.access
+        self._max_request_bytes = settings.max_request_bytes
+        self._max_json_depth = settings.max_json_depth
+        self._include_session_settings = settings.include_session_settings
+        self._timings = settings.timings
+        self._caps = caps
+
+    @property
+    def _sessions(self) -> AgentSessionClient:
+        if self._connected is None:
+            fail(503, "the app is not connected to Dex yet (its lifespan has not started); try again")
+        return self._connected
+
+    def lifespan(
+        self, connect: Callable[[], AgentSessionClient]
+    ) -> Callable[[object], contextlib.AbstractAsyncContextManager[None]]:
+        """The app's lifespan: connect in the serving event loop, close at shutdown."""
+
+        @contextlib.asynccontextmanager
+        async def connected(app: object) -> AsyncIterator[None]:
+            del app
+            sessions = connect()
+            self._connected = sessions
+            try:
+                yield
+            finally:
+                self._connected = None
+                await sessions.close()
+
+        return connected
+
+    async def _read_body(self, request: Request) -> dict[str, Any]:
+        return await read_json_object(request, self._max_request_bytes, self._max_json_depth)
+
+    async def _session_id(self, request: Request, action: SessionAction = SessionAction.VIEW) -> str:
         session_id = str(request.path_params["session_id"])
         if not self._pattern.fullmatch(session_id):
             fail(400, f"{session_id[:_MAX_SESSION_ID_SHOWN]!r} is not a valid session ID")
-        if self._session_access is not None and not await self._session_access(request, session_id):
-            fail(404, f"there is no session {session_id!r}")
+        await self._authorize(request, session_id, action)
         return session_id
+
+    async def _authorize(self, request: Request, session_id: str, action: SessionAction) -> None:
+        if self._access is None or await self._access(request, session_id, action):
+            return
+        if action is not SessionAction.VIEW and await self._access(request, session_id, SessionAction.VIEW):
+            fail(403, f"this request may view the session {session_id!r} but not {action.value} in it")
+        fail(404, f"there is no session {session_id!r}")
 
     @staticmethod
     def _interrupt_id(request: Request) -> str:
@@ -194,7 +313,11 @@ class _Handlers:
         except ValueError as error:
             fail(413, str(error))
         except DexServiceError as error:
-            fail(503, f"the session did not answer: {error.detail}")
+            request_id = new_request_id()
+            _logger.warning("request %s: session %r did not answer: %s", request_id, session_id, error)
+            raise BadRequestError(
+                503, "the session did not answer; try again (the log names this request_id)", request_id
+            ) from error
 
     async def _snapshot(self, session_id: str) -> AgentSnapshot:
         return await self._call(session_id, self._sessions.get_agent_snapshot(session_id))
@@ -204,7 +327,7 @@ class _Handlers:
         return self._sessions.flow.options.plan_mode_enabled
 
     def _snapshot_response(self, snapshot: AgentSnapshot, token: str) -> Response:
-        data = snapshot_json(snapshot, token)
+        data = snapshot_json(snapshot, token, include_session_settings=self._include_session_settings)
         # The Flow type's options, which the snapshot does not carry: whether the page offers plan mode.
         data["plan_mode_enabled"] = self._plan_mode_enabled
         return JSONResponse(data, headers={"cache-control": "no-store"})
@@ -224,6 +347,19 @@ class _Handlers:
             before = after
         return self._snapshot_response(before, token)
 
+    async def older_messages(self, request: Request) -> Response:
+        """Stored messages before ``?before=<sequence>``, from the snapshot's ``next_before_sequence``."""
+        session_id = await self._session_id(request)
+        before = _query_int(request, "before", required=True)
+        limit = _query_int(request, "limit", required=False)
+        limit = 50 if limit is None else limit
+        if not 1 <= limit <= _MAX_PAGE_MESSAGES:
+            fail(400, f"limit must be 1-{_MAX_PAGE_MESSAGES}, got {limit}")
+        page = await self._call(
+            session_id, self._sessions.list_agent_messages(session_id, before_sequence=before, limit=limit)
+        )
+        return JSONResponse(messages_page_json(page), headers={"cache-control": "no-store"})
+
     async def events(self, request: Request) -> Response:
         session_id = await self._session_id(request)
         token = request.headers.get("last-event-id") or request.query_params.get("after")
@@ -233,15 +369,21 @@ class _Handlers:
             )
         if token:
             checked_id(token, "a resume token")
+        hold = self._caps.hold(session_id)
         try:
             stream = await self._call(
                 session_id, open_event_stream(self._sessions, session_id, token, self._timings)
             )
         except RejectedResumeTokenError as error:
+            hold.release()
             fail(400, f"{error}; load the snapshot again and open the events from its resume_token")
-        return EventSourceResponse(
+        except BaseException:
+            hold.release()
+            raise
+        response = EventSourceResponse(
             stream, ping=_SSE_PING_SECONDS, sep="\n", headers={"x-accel-buffering": "no"}
         )
+        return HeldStreamResponse(response, hold)
 
     async def _send_user_message(self, session_id: str, text: str, *, plan_mode: bool) -> None:
         if plan_mode and not self._plan_mode_enabled:
@@ -252,41 +394,41 @@ class _Handlers:
 
     async def send_message(self, request: Request) -> Response:
         """Send a user message (``plan_mode``: start a planning turn)."""
-        session_id = await self._session_id(request)
-        body = await read_json_object(request, self._max_request_bytes)
+        session_id = await self._session_id(request, SessionAction.SEND)
+        body = await self._read_body(request)
         text = text_field(body, "text")
         await self._send_user_message(session_id, text, plan_mode=optional_bool_field(body, "plan_mode"))
         return JSONResponse({"queued": True}, status_code=202)
 
     async def steer(self, request: Request) -> Response:
         """Steer the running turn with a new message or a queued one (queued while no turn runs)."""
-        session_id = await self._session_id(request)
-        steer = read_steer_request(await read_json_object(request, self._max_request_bytes))
+        session_id = await self._session_id(request, SessionAction.STEER)
+        steer = read_steer_request(await self._read_body(request))
         call = self._sessions.steer_user_message(session_id, steer.text, message_id=steer.message_id)
         if not await self._call(session_id, call):
             fail(409, steer_refusal(await self._snapshot(session_id), steer))
         return JSONResponse({"steered": True}, status_code=202)
 
     async def delete_queued(self, request: Request) -> Response:
-        session_id = await self._session_id(request)
+        session_id = await self._session_id(request, SessionAction.DELETE_QUEUED)
         message_id = checked_id(str(request.path_params["message_id"]), "a message ID")
-        await read_json_object(request, self._max_request_bytes)
+        await self._read_body(request)
         if not await self._call(session_id, self._sessions.delete_queued_message(session_id, message_id)):
             fail(409, not_queued(message_id))
         return JSONResponse({"deleted": True})
 
     async def cancel(self, request: Request) -> Response:
         """Cancel the running turn, or only the turn the body names."""
-        session_id = await self._session_id(request)
-        turn_id = read_cancel_turn_id(await read_json_object(request, self._max_request_bytes))
+        session_id = await self._session_id(request, SessionAction.CANCEL)
+        turn_id = read_cancel_turn_id(await self._read_body(request))
         if not await self._call(session_id, self._sessions.cancel_turn(session_id, turn_id)):
             fail(409, cancel_refusal(await self._snapshot(session_id), turn_id))
         return JSONResponse({"cancel_requested": True}, status_code=202)
 
     async def execute_plan(self, request: Request) -> Response:
         """Approve the plan revision the body names; an executing turn starts with it."""
-        session_id = await self._session_id(request)
-        revision = int_field(await read_json_object(request, self._max_request_bytes), "revision")
+        session_id = await self._session_id(request, SessionAction.EXECUTE_PLAN)
+        revision = int_field(await self._read_body(request), "revision")
         await self._execute_plan(session_id, revision)
         return JSONResponse({"execution_requested": True}, status_code=202)
 
@@ -295,9 +437,10 @@ class _Handlers:
             fail(409, plan_refusal(await self._snapshot(session_id), revision))
 
     async def _resolve(self, request: Request, *, approved: bool) -> Response:
-        session_id = await self._session_id(request)
+        action = SessionAction.APPROVE if approved else SessionAction.REJECT
+        session_id = await self._session_id(request, action)
         interrupt_id = self._interrupt_id(request)
-        body = await read_json_object(request, self._max_request_bytes)
+        body = await self._read_body(request)
         rejection_message = None if approved else optional_text_field(body, "rejection_message")
         resolved = await self._call(
             session_id,
@@ -317,9 +460,9 @@ class _Handlers:
         return await self._resolve(request, approved=False)
 
     async def answer(self, request: Request) -> Response:
-        session_id = await self._session_id(request)
+        session_id = await self._session_id(request, SessionAction.ANSWER)
         interrupt_id = self._interrupt_id(request)
-        body = await read_json_object(request, self._max_request_bytes)
+        body = await self._read_body(request)
         if isinstance(body.get("answer"), str) and not body["answer"].strip():
             fail(422, "the answer must not be blank")
         answer = text_field(body, "answer")
@@ -331,7 +474,20 @@ class _Handlers:
     async def chat(self, request: Request) -> Response:
         """The AI SDK chat endpoint: send a message, a plan approval or answers, and stream the turn."""
         session_id = await self._session_id(request)
-        chat = parse_chat_request(await read_json_object(request, self._max_request_bytes))
+        hold = self._caps.hold(session_id)
+        try:
+            response = await self._chat_response(request, session_id)
+        except BaseException:
+            hold.release()
+            raise
+        return HeldStreamResponse(response, hold)
+
+    async def _chat_response(self, request: Request, session_id: str) -> Response:
+        chat = parse_chat_request(await self._read_body(request))
+        if chat.plan_revision is not None:
+            await self._authorize(request, session_id, SessionAction.EXECUTE_PLAN)
+        elif chat.user_text is not None:
+            await self._authorize(request, session_id, SessionAction.SEND)
         snapshot = await self._snapshot(session_id)
         state = snapshot.state
         active_turn_id = state.active_turn_id if state is not None else None
@@ -353,7 +509,7 @@ class _Handlers:
             token = chat.resume_token if chat.resume_token and chat.turn_id == turn_id else None
             if token is None:
                 token = await self._call(session_id, newest_token(self._sessions, session_id))
-            await self._answer_from_chat(session_id, snapshot, chat)
+            await self._answer_from_chat(request, session_id, snapshot, chat)
             target = TurnTarget(turn_id)
             browser_tools = chat.browser_tools or {}
         chunks = ui_message_chunks(self._sessions, session_id, token, target, browser_tools, self._timings)
@@ -361,23 +517,33 @@ class _Handlers:
             _ui_events(chunks), ping=_SSE_PING_SECONDS, sep="\n", headers=UI_MESSAGE_STREAM_HEADERS
         )
 
-    async def _answer_from_chat(self, session_id: str, snapshot: AgentSnapshot, chat: ChatRequest) -> None:
+    async def _answer_from_chat(
+        self, request: Request, session_id: str, snapshot: AgentSnapshot, chat: ChatRequest
+    ) -> None:
         """Resolve the approvals and questions the browser answered that are still pending in ``snapshot``.
 
-        Every answer is checked before any is sent; a refusal that comes later (the question was answered
-        elsewhere meanwhile) changes nothing, as for approvals.
+        Every answer is checked, and the request's right to give it, before any is sent; a refusal that
+        comes later (the question was answered elsewhere meanwhile) changes nothing, as for approvals.
         """
         answers = browser_answers(snapshot, chat.tool_outputs)
         pending = {interrupt.interrupt_id for interrupt in snapshot.pending_interrupts}
-        for approval in chat.approvals:
-            if approval.approval_id in pending:
-                call = self._sessions.resolve_interrupt(
-                    session_id,
-                    approval.approval_id,
-                    approved=approval.approved,
-                    rejection_message=approval.reason,
-                )
-                await self._call(session_id, call)
+        approvals = [approval for approval in chat.approvals if approval.approval_id in pending]
+        actions = {
+            SessionAction.APPROVE if approval.approved else SessionAction.REJECT for approval in approvals
+        }
+        actions.update(
+            SessionAction.REJECT if answer.answer is None else SessionAction.ANSWER for answer in answers
+        )
+        for action in sorted(actions):
+            await self._authorize(request, session_id, action)
+        for approval in approvals:
+            call = self._sessions.resolve_interrupt(
+                session_id,
+                approval.approval_id,
+                approved=approval.approved,
+                rejection_message=approval.reason,
+            )
+            await self._call(session_id, call)
         for answer in answers:
             if answer.answer is None:
                 call = self._sessions.resolve_interrupt(
@@ -393,6 +559,17 @@ class _Handlers:
             return HTMLResponse(page, headers={"cache-control": "no-store"})
 
         return chat_page
+
+
+def _query_int(request: Request, name: str, *, required: bool) -> int | None:
+    text = request.query_params.get(name)
+    if text is None or text == "":
+        if required:
+            fail(400, f"pass ?{name}=<integer> (the snapshot's next_before_sequence)")
+        return None
+    if not text.isdigit() or len(text) > 18:
+        fail(400, f"?{name} must be a non-negative integer, got {text[:40]!r}")
+    return int(text)
 
 
 async def _ui_events(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[ServerSentEvent]:
