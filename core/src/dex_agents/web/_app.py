@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from importlib import resources
 from typing import Any, TypeVar, cast
 
@@ -26,7 +27,8 @@ from dex_agents._plans import build_plan_approval_message
 from dex_agents.client import AgentSessionClient
 from dex_agents.session import AgentSessionFlow
 from dex_agents.values import AgentSnapshot
-from dex_agents.web._chat_request import ChatRequest, parse_chat_request
+from dex_agents.web._ai_sdk import requested_dialect
+from dex_agents.web._chat_request import ChatRequest, approvals_from_outputs, parse_chat_request
 from dex_agents.web._event_stream import EventStreamTimings, open_event_stream
 from dex_agents.web._interactions import answer_refusal, browser_answers, plan_refusal, resolve_refusal
 from dex_agents.web._json import snapshot_json
@@ -51,6 +53,7 @@ from dex_agents.web._turn_control import (
     steer_refusal,
 )
 from dex_agents.web._ui_stream import UI_MESSAGE_STREAM_HEADERS, TurnTarget, encode_chunk, ui_message_chunks
+from dex_agents.web._ui_translator import BrowserToolState
 
 __all__ = ["DEFAULT_SESSION_ID_PATTERN", "SessionAccess", "create_agent_web_app"]
 
@@ -131,6 +134,7 @@ def create_agent_web_app(
         Route(api + "/queued/{message_id}/delete", handlers.delete_queued, methods=["POST"]),
         Route(api + "/cancel", handlers.cancel, methods=["POST"]),
         Route(api + "/chat", handlers.chat, methods=["POST"]),
+        Route(api + "/chat/{chat_id}/stream", handlers.resume_chat, methods=["GET"]),
         Route(api + "/plan/execute", handlers.execute_plan, methods=["POST"]),
     ]
     if serve_page:
@@ -331,6 +335,7 @@ class _Handlers:
     async def chat(self, request: Request) -> Response:
         """The AI SDK chat endpoint: send a message, a plan approval or answers, and stream the turn."""
         session_id = await self._session_id(request)
+        dialect = requested_dialect(request)
         chat = parse_chat_request(await read_json_object(request, self._max_request_bytes))
         snapshot = await self._snapshot(session_id)
         state = snapshot.state
@@ -353,10 +358,35 @@ class _Handlers:
             token = chat.resume_token if chat.resume_token and chat.turn_id == turn_id else None
             if token is None:
                 token = await self._call(session_id, newest_token(self._sessions, session_id))
+            browser_tools = chat.browser_tools or {}
+            if not dialect.has_approvals:
+                approvals = approvals_from_outputs(snapshot, chat.tool_outputs)
+                chat = replace(chat, approvals=(*chat.approvals, *approvals))
+                # The output the browser gave such a part is its answer, not the call's result. (An approval's
+                # interrupt ID is its call's ID.)
+                for answer in approvals:
+                    browser_tools[answer.approval_id] = BrowserToolState.APPROVAL
             await self._answer_from_chat(session_id, snapshot, chat)
             target = TurnTarget(turn_id)
-            browser_tools = chat.browser_tools or {}
-        chunks = ui_message_chunks(self._sessions, session_id, token, target, browser_tools, self._timings)
+        chunks = ui_message_chunks(
+            self._sessions, session_id, token, target, browser_tools, self._timings, dialect
+        )
+        return EventSourceResponse(
+            _ui_events(chunks), ping=_SSE_PING_SECONDS, sep="\n", headers=UI_MESSAGE_STREAM_HEADERS
+        )
+
+    async def resume_chat(self, request: Request) -> Response:
+        """The AI SDK's ``resumeStream``: the active turn's stream from its start, or 204 without one."""
+        session_id = await self._session_id(request)
+        dialect = requested_dialect(request)
+        snapshot = await self._snapshot(session_id)
+        turn_id = snapshot.state.active_turn_id if snapshot.state is not None else None
+        if turn_id is None:
+            return Response(status_code=204)
+        token = await self._call(session_id, opening_token(self._sessions, session_id, turn_id))
+        chunks = ui_message_chunks(
+            self._sessions, session_id, token, TurnTarget(turn_id), {}, self._timings, dialect
+        )
         return EventSourceResponse(
             _ui_events(chunks), ping=_SSE_PING_SECONDS, sep="\n", headers=UI_MESSAGE_STREAM_HEADERS
         )
