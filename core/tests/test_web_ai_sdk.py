@@ -126,6 +126,26 @@ async def test_use_chat_approves_and_the_turn_continues(
 
 
 @pytest.mark.parametrize("major", MAJORS)
+async def test_use_chat_rejects_and_the_model_reacts(
+    harness: MatrixHarness, base_url: str, major: int
+) -> None:
+    session = harness.stack.new_session_id(f"ai-sdk-reject-{major}")
+    refund = harness.call(harness.tools.approval_write, "refund-1")
+    harness.script(session, [ScriptedResponse(tool_calls=(refund,)), ScriptedResponse(text="Not refunded.")])
+    await harness.sessions.start_session(session)
+    report = await _report(await _node(major, "rejection", f"{base_url}{api(session)}/chat"))
+    # ai 5 has no denied state: the call ends as an output error that says why.
+    ended = "output-denied" if major >= 6 else "output-error"
+    assert _tool_parts(report["answered"]) == [("refund-1", ended)]
+    assert _steps(report["answered"]) == [["refund-1"], ["Not refunded."]]
+    if major < 6:
+        refund_part = next(part for part in report["answered"]["parts"] if part["type"] == "dynamic-tool")
+        assert "not today" in refund_part["errorText"]
+    assert not harness.tool_runs(session, harness.tools.approval_write)
+    assert "not today" in harness.model_calls(session)[-1].model_input_text
+
+
+@pytest.mark.parametrize("major", MAJORS)
 async def test_resume_stream_rebuilds_the_turn_that_waits(
     harness: MatrixHarness, base_url: str, major: int
 ) -> None:

@@ -3,6 +3,7 @@
 //   approval: useChat's logic (AbstractChat + DefaultChatTransport) sends a message, approves the call the
 //             turn waits for (the version's own way), and lets sendAutomaticallyWhen continue the turn; then
 //             a fresh chat resumes nothing (204).
+//   rejection: the same, but the user rejects the call.
 //   resume:   sends a message that stops at an approval, then a fresh chat rebuilds it with resumeStream.
 //   stream:   POSTs one message and rebuilds the reply with readUIMessageStream (the Worker may be killed).
 // Every response body is also parsed with the version's parseJsonEventStream + uiMessageChunkSchema, and
@@ -91,7 +92,8 @@ function lastMessage(chat) {
 
 const report = { major: Number(major), version: (await import(`ai${major}/package.json`, { with: { type: "json" } })).default.version };
 
-if (scenario === "approval") {
+const approves = scenario === "approval";
+if (scenario === "approval" || scenario === "rejection") {
   const chat = newChat({
     sendAutomaticallyWhen:
       ai.lastAssistantMessageIsCompleteWithApprovalResponses ?? ai.lastAssistantMessageIsCompleteWithToolCalls,
@@ -101,9 +103,10 @@ if (scenario === "approval") {
   report.asked = lastMessage(chat);
   const waiting = chat.messages.at(-1).parts.find((part) => part.toolCallId === "refund-1");
   if (waiting?.approval) {
-    await chat.addToolApprovalResponse({ id: waiting.approval.id, approved: true });
+    await chat.addToolApprovalResponse({ id: waiting.approval.id, approved: approves, reason: "not today" });
   } else if (waiting) {
-    await chat.addToolResult({ tool: waiting.toolName, toolCallId: "refund-1", output: { approved: true } });
+    const output = { approved: approves, reason: "not today" };
+    await chat.addToolResult({ tool: waiting.toolName, toolCallId: "refund-1", output });
   }
   await settled(chat, 2);
   report.answered = lastMessage(chat);
