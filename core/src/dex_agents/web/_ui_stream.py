@@ -24,6 +24,8 @@ The mapping:
   (steered or cancelled), and ``turn_end`` names its end event (``null`` while approvals wait, or when the
   Stream lost the end event).
 * A turn end is sent once it committed; committed state ends a stream whose events the Stream lost.
+* Older AI SDK majors get only the chunks their schema accepts (no ``reset-step`` before 7, no approval or
+  denial chunks before 6): see ``_ai_sdk``.
 """
 
 from __future__ import annotations
