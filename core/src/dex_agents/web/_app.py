@@ -362,10 +362,14 @@ class _Handlers:
             if not dialect.has_approvals:
                 approvals = approvals_from_outputs(snapshot, chat.tool_outputs)
                 chat = replace(chat, approvals=(*chat.approvals, *approvals))
-                # The output the browser gave such a part is its answer, not the call's result. (An approval's
-                # interrupt ID is its call's ID.)
-                for answer in approvals:
-                    browser_tools[answer.approval_id] = BrowserToolState.APPROVAL
+                # The output such a browser shows on a call that needed approval may be its own answer, not
+                # the call's result (also when the approval was resolved elsewhere): send the outcome again.
+                needed_approval = {
+                    record.tool_call_id for record in snapshot.tool_calls if record.requires_approval
+                }
+                for output in chat.tool_outputs:
+                    if output.tool_call_id in needed_approval and not output.failed:
+                        browser_tools[output.tool_call_id] = BrowserToolState.APPROVAL
             await self._answer_from_chat(session_id, snapshot, chat)
             target = TurnTarget(turn_id)
         chunks = ui_message_chunks(
