@@ -140,7 +140,7 @@ def test_clients_without_reset_step_get_a_model_calls_text_once_its_attempt_comm
 
 # --- Against a devserver and a Worker --------------------------------------------------------------------
 
-pytestmark_live = pytest.mark.asyncio(loop_scope="module")
+on_module_loop = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -191,7 +191,7 @@ async def _approval_turn(harness: MatrixHarness, web: httpx.AsyncClient, repetit
     assert second[-1]["finishReason"] == "stop"
 
 
-@pytestmark_live
+@on_module_loop
 async def test_every_tool_part_is_in_its_model_calls_step_in_many_instant_approval_turns(
     harness: MatrixHarness, web: httpx.AsyncClient
 ) -> None:
@@ -200,7 +200,7 @@ async def test_every_tool_part_is_in_its_model_calls_step_in_many_instant_approv
         await asyncio.gather(*(_approval_turn(harness, web, repetition) for repetition in turns))
 
 
-@pytestmark_live
+@on_module_loop
 async def test_ai_sdk_5_gets_no_approval_or_denial_chunks_and_approves_with_a_tool_result(
     harness: MatrixHarness, web: httpx.AsyncClient
 ) -> None:
@@ -239,7 +239,7 @@ async def test_ai_sdk_5_gets_no_approval_or_denial_chunks_and_approves_with_a_to
     assert len(harness.tool_runs(session, harness.tools.approval_write)) == 1
 
 
-@pytestmark_live
+@on_module_loop
 async def test_an_unknown_ai_sdk_major_is_refused(harness: MatrixHarness, web: httpx.AsyncClient) -> None:
     session = harness.stack.new_session_id("web-steps-major")
     await harness.sessions.start_session(session)
@@ -249,7 +249,7 @@ async def test_an_unknown_ai_sdk_major_is_refused(harness: MatrixHarness, web: h
     assert response.status_code == 400 and "x-dex-ai-sdk" in response.text
 
 
-@pytestmark_live
+@on_module_loop
 @pytest.mark.parametrize("major", [6, 5])
 async def test_older_clients_get_no_reset_step_and_only_the_committed_attempts_text(
     harness: MatrixHarness, web: httpx.AsyncClient, major: int
@@ -305,7 +305,7 @@ async def chat_response_for(
             yield event.json()
 
 
-@pytestmark_live
+@on_module_loop
 async def test_resume_replays_the_active_turn_and_answers_204_without_one(
     harness: MatrixHarness, web: httpx.AsyncClient
 ) -> None:
