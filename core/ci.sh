@@ -16,6 +16,13 @@ if [ ! -x /usr/bin/chromium ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+# The real AI SDK clients the chat endpoint is tested against (tests/test_web_ai_sdk.py), from the lockfile;
+# installed again only when the lockfile changed.
+ai_sdk=tests/ai_sdk
+if ! cmp -s "$ai_sdk/package-lock.json" "$ai_sdk/node_modules/.installed-package-lock.json"; then
+    (cd "$ai_sdk" && npm ci --no-audit --no-fund --loglevel=error)
+    cp "$ai_sdk/package-lock.json" "$ai_sdk/node_modules/.installed-package-lock.json"
+fi
 uv run --locked --no-sync ruff check .
 uv run --locked --no-sync ruff format --check .
 uv run --locked --no-sync pyright

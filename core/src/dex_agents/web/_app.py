@@ -6,7 +6,7 @@ import contextlib
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any, TypeVar, cast
 
@@ -31,7 +31,8 @@ from dex_agents.client import AgentSessionClient
 from dex_agents.session import AgentSessionFlow
 from dex_agents.values import AgentSnapshot
 from dex_agents.web._access import SessionAccess, SessionAccessRule, SessionAction, access_rule
-from dex_agents.web._chat_request import ChatRequest, parse_chat_request
+from dex_agents.web._ai_sdk import requested_dialect
+from dex_agents.web._chat_request import ChatRequest, approvals_from_outputs, parse_chat_request
 from dex_agents.web._event_stream import EventStreamTimings, open_event_stream
 from dex_agents.web._interactions import answer_refusal, browser_answers, plan_refusal, resolve_refusal
 from dex_agents.web._json import messages_page_json, snapshot_json
@@ -70,6 +71,7 @@ from dex_agents.web._turn_control import (
     steer_refusal,
 )
 from dex_agents.web._ui_stream import UI_MESSAGE_STREAM_HEADERS, TurnTarget, encode_chunk, ui_message_chunks
+from dex_agents.web._ui_translator import BrowserToolState
 
 __all__ = ["DEFAULT_SESSION_ID_PATTERN", "create_agent_web_app"]
 
@@ -195,6 +197,7 @@ def create_agent_web_app(
         Route(api + "/queued/{message_id}/delete", handlers.delete_queued, methods=["POST"]),
         Route(api + "/cancel", handlers.cancel, methods=["POST"]),
         Route(api + "/chat", handlers.chat, methods=["POST"]),
+        Route(api + "/chat/{chat_id}/stream", handlers.resume_chat, methods=["GET"]),
         Route(api + "/plan/execute", handlers.execute_plan, methods=["POST"]),
     ]
     if serve_page:
@@ -483,6 +486,7 @@ class _Handlers:
         return HeldStreamResponse(response, hold)
 
     async def _chat_response(self, request: Request, session_id: str) -> Response:
+        dialect = requested_dialect(request)
         chat = parse_chat_request(await self._read_body(request))
         if chat.plan_revision is not None:
             await self._authorize(request, session_id, SessionAction.EXECUTE_PLAN)
@@ -509,13 +513,48 @@ class _Handlers:
             token = chat.resume_token if chat.resume_token and chat.turn_id == turn_id else None
             if token is None:
                 token = await self._call(session_id, newest_token(self._sessions, session_id))
+            browser_tools = chat.browser_tools or {}
+            if not dialect.has_approvals:
+                approvals = approvals_from_outputs(snapshot, chat.tool_outputs)
+                chat = replace(chat, approvals=(*chat.approvals, *approvals))
+                # The output such a browser shows on a call that needed approval may be its own answer, not
+                # the call's result (also when the approval was resolved elsewhere): send the outcome again.
+                needed_approval = {
+                    record.tool_call_id for record in snapshot.tool_calls if record.requires_approval
+                }
+                for output in chat.tool_outputs:
+                    if output.tool_call_id in needed_approval and not output.failed:
+                        browser_tools[output.tool_call_id] = BrowserToolState.APPROVAL
             await self._answer_from_chat(request, session_id, snapshot, chat)
             target = TurnTarget(turn_id)
-            browser_tools = chat.browser_tools or {}
-        chunks = ui_message_chunks(self._sessions, session_id, token, target, browser_tools, self._timings)
+        chunks = ui_message_chunks(
+            self._sessions, session_id, token, target, browser_tools, self._timings, dialect
+        )
         return EventSourceResponse(
             _ui_events(chunks), ping=_SSE_PING_SECONDS, sep="\n", headers=UI_MESSAGE_STREAM_HEADERS
         )
+
+    async def resume_chat(self, request: Request) -> Response:
+        """The AI SDK's ``resumeStream``: the active turn's stream from its start, or 204 without one."""
+        session_id = await self._session_id(request)
+        dialect = requested_dialect(request)
+        snapshot = await self._snapshot(session_id)
+        turn_id = snapshot.state.active_turn_id if snapshot.state is not None else None
+        if turn_id is None:
+            return Response(status_code=204)
+        hold = self._caps.hold(session_id)
+        try:
+            token = await self._call(session_id, opening_token(self._sessions, session_id, turn_id))
+        except BaseException:
+            hold.release()
+            raise
+        chunks = ui_message_chunks(
+            self._sessions, session_id, token, TurnTarget(turn_id), {}, self._timings, dialect
+        )
+        response = EventSourceResponse(
+            _ui_events(chunks), ping=_SSE_PING_SECONDS, sep="\n", headers=UI_MESSAGE_STREAM_HEADERS
+        )
+        return HeldStreamResponse(response, hold)
 
     async def _answer_from_chat(
         self, request: Request, session_id: str, snapshot: AgentSnapshot, chat: ChatRequest

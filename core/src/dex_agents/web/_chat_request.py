@@ -9,13 +9,22 @@ question parts (``addToolOutput``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from dex_agents.values import AgentSnapshot, InterruptKind
 from dex_agents.web._requests import fail
 from dex_agents.web._ui_translator import BrowserToolState
 
-__all__ = ["PLAN_APPROVAL_PART", "ApprovalAnswer", "BrowserToolOutput", "ChatRequest", "parse_chat_request"]
+__all__ = [
+    "PLAN_APPROVAL_PART",
+    "ApprovalAnswer",
+    "BrowserToolOutput",
+    "ChatRequest",
+    "approvals_from_outputs",
+    "parse_chat_request",
+]
 
 #: The user message part that approves the plan: ``{"type": PLAN_APPROVAL_PART, "data": {"revision": n}}``.
 PLAN_APPROVAL_PART = "data-dex-plan-approval"
@@ -202,3 +211,36 @@ def parse_chat_request(body: dict[str, Any]) -> ChatRequest:
         resume_token=token,
         turn_id=turn_id,
     )
+
+
+def approvals_from_outputs(
+    snapshot: AgentSnapshot, outputs: Sequence[BrowserToolOutput]
+) -> list[ApprovalAnswer]:
+    """Read the outputs an ai 5 browser gave the parts of calls that wait for approval.
+
+    Outputs of other parts are ignored.
+
+    Raises:
+        BadRequestError: 400 for an output that is not ``{"approved": bool, "reason"?: str}``.
+    """
+    approvals = {
+        interrupt.tool_call_id: interrupt.interrupt_id
+        for interrupt in snapshot.pending_interrupts
+        if interrupt.kind is InterruptKind.TOOL_APPROVAL
+    }
+    answers: list[ApprovalAnswer] = []
+    for output in outputs:
+        approval_id = approvals.get(output.tool_call_id)
+        if approval_id is None:
+            continue
+        value: object = output.output
+        fields = cast(dict[str, Any], value) if isinstance(value, dict) else {}
+        approved, reason = fields.get("approved"), fields.get("reason")
+        if output.failed or not isinstance(approved, bool) or not isinstance(reason, str | None):
+            fail(
+                400,
+                f"answer the approval of {output.tool_call_id!r} with the output "
+                '{"approved": true or false, "reason": optional text}',
+            )
+        answers.append(ApprovalAnswer(approval_id, approved, reason or None))
+    return answers

@@ -24,6 +24,8 @@ The mapping:
   (steered or cancelled), and ``turn_end`` names its end event (``null`` while approvals wait, or when the
   Stream lost the end event).
 * A turn end is sent once it committed; committed state ends a stream whose events the Stream lost.
+* Older AI SDK majors get only the chunks their schema accepts (no ``reset-step`` before 7, no approval or
+  denial chunks before 6): see ``_ai_sdk``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from dex import StreamMessage
 
 from dex_agents.client import AgentSessionClient
 from dex_agents.values import AgentEvent, AgentSnapshot, MessageRole
+from dex_agents.web._ai_sdk import AiSdkDialect
 from dex_agents.web._event_stream import EventStreamTimings
 from dex_agents.web._stream_reads import (
     TURN_END_EVENT_TYPES,
@@ -118,6 +121,7 @@ async def ui_message_chunks(
     target: TurnTarget,
     browser_tools: Mapping[str, int],
     timings: EventStreamTimings,
+    dialect: AiSdkDialect = AiSdkDialect.LATEST,
 ) -> AsyncIterator[Chunk]:
     """Yield the UI message chunks of one turn, from the events after ``token``.
 
@@ -128,11 +132,12 @@ async def ui_message_chunks(
         target: The turn to follow.
         browser_tools: How far the browser's message already shows each tool call, by tool call ID.
         timings: Long-poll and settle waits.
+        dialect: The client's AI SDK major: what it accepts.
 
     Yields:
         UI message chunks, ending with ``finish``.
     """
-    translator = TurnTranslator(browser_tools)
+    translator = TurnTranslator(browser_tools, dialect)
     turn_id = target.turn_id
     started = False
     pending: StreamMessage[AgentEvent] | None = None
@@ -170,10 +175,14 @@ async def ui_message_chunks(
                 for chunk in _ended(translator, snapshot, turn_id, None, token):
                     yield chunk
                 return
-            for chunk in translator.sync(snapshot, turn_id):
+            # Every event written before the snapshot has been read: a call whose tool_call_deferred event
+            # never came lost it, and shows in the open step.
+            for chunk in translator.sync(snapshot, turn_id, every_call=True):
                 yield chunk
             if translator.waits_only_for_the_user(snapshot, turn_id):
-                for chunk in [*translator.close_step(), _finish("tool-calls", turn_id, token)]:
+                # The model call that asked has committed: its held text is final.
+                end = [*translator.release_held(), *translator.close_step()]
+                for chunk in [*end, _finish("tool-calls", turn_id, token)]:
                     yield chunk
                 return
             continue
@@ -189,6 +198,11 @@ async def ui_message_chunks(
         if not started:
             started = True
             yield _start(turn_id)
+        if event.step_execution_id != translator.model_step_id:
+            # Another Step's event: Steps of a turn run one after the other, so the model call before it
+            # committed, and the text held for it is final.
+            for chunk in translator.release_held():
+                yield chunk
         if event.type in TURN_END_EVENT_TYPES:
             snapshot = await committed_turn_end(
                 sessions, session_id, turn_id, message.resume_token, timings.settle_seconds
@@ -215,7 +229,8 @@ async def ui_message_chunks(
 def _ended(
     translator: TurnTranslator, snapshot: AgentSnapshot, turn_id: str, end_type: str | None, token: str
 ) -> list[Chunk]:
-    chunks = translator.reconcile_ended_turn(snapshot, turn_id)
+    chunks = translator.release_held()
+    chunks += translator.reconcile_ended_turn(snapshot, turn_id)
     chunks += translator.close_step()
     state = snapshot.state
     failed = end_type == "turn_failed" or (

@@ -3,6 +3,11 @@
 Text and reasoning come from the events of the turn's ``RunModel`` Step executions; tool parts, approvals,
 questions and the plan come from committed state (the turn's records and pending interrupts, or its stored
 messages once it ended), which the stream reads at the points `TurnTranslator.needs_sync` asks for.
+
+A tool part belongs to the UI step of the ``RunModel`` execution that asked for the call. That execution
+wrote the call's ``tool_call_deferred`` event (its ``step_execution_id``) before it committed the record, so
+the translator shows a record only once it has read that event: a snapshot read while the stream is still
+in an earlier step can already hold a later model call's records, and those wait for their own step.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dex_agents.values import (
     QuestionResolution,
     ToolCallStatus,
 )
+from dex_agents.web._ai_sdk import AiSdkDialect
 from dex_agents.web._json import parse_json_text
 from dex_agents.web._stream_reads import turn_has_ended
 
@@ -60,8 +66,9 @@ def is_model_step(event: AgentEvent) -> bool:
 class TurnTranslator:
     """Turns one turn's events and committed records into UI message chunks."""
 
-    def __init__(self, browser_tools: Mapping[str, int]) -> None:
+    def __init__(self, browser_tools: Mapping[str, int], dialect: AiSdkDialect = AiSdkDialect.LATEST) -> None:
         self.tools: dict[str, int] = dict(browser_tools)
+        self._dialect = dialect
         self._step: tuple[str, int] | None = None
         self._step_open = False
         self._text_id: str | None = None
@@ -71,6 +78,12 @@ class TurnTranslator:
         # Tool calls that events announced and committed state does not show yet, by the attempt that
         # announced them; a replaced attempt's calls never commit.
         self._announced: dict[str, tuple[str, int]] = {}
+        # Every call whose tool_call_deferred event the stream read, by the attempt that announced it: the
+        # calls whose parts may be shown, each in the step of the model call that asked for it.
+        self._announced_in: dict[str, tuple[str, int]] = {}
+        # For a client without reset-step: the current model call's text and reasoning chunks, held until
+        # its attempt commits (`release_held`), so a retry never leaves a dead attempt's text on screen.
+        self._held: list[Chunk] = []
         self._finished: set[str] = set()
         # Approvals the events showed rejected: once the turn ended, stored messages cannot tell.
         self._rejected: set[str] = set()
@@ -90,7 +103,12 @@ class TurnTranslator:
         self._part_count += 1
         return f"{kind}-{self._part_count}"
 
-    def close_parts(self) -> list[Chunk]:
+    @property
+    def model_step_id(self) -> str | None:
+        """The ``RunModel`` Step execution the open UI step shows, if any."""
+        return self._step[0] if self._step is not None else None
+
+    def _end_parts(self) -> list[Chunk]:
         chunks: list[Chunk] = []
         if self._reasoning_id is not None:
             chunks.append({"type": "reasoning-end", "id": self._reasoning_id})
@@ -98,6 +116,21 @@ class TurnTranslator:
         if self._text_id is not None:
             chunks.append({"type": "text-end", "id": self._text_id})
             self._text_id = None
+        return chunks
+
+    def close_parts(self) -> list[Chunk]:
+        if self._held:
+            # Held parts stay together: they end where they are released.
+            self._held += self._end_parts()
+            return []
+        return self._end_parts()
+
+    def release_held(self) -> list[Chunk]:
+        """Send the held text and reasoning of the current model call: its attempt has committed."""
+        if not self._held:
+            return []
+        chunks = self._held + self._end_parts()
+        self._held = []
         return chunks
 
     def close_step(self) -> list[Chunk]:
@@ -124,17 +157,28 @@ class TurnTranslator:
                 self._step_open = True
             elif event.attempt > current[1]:
                 # A retry replaced the attempt: drop its partial parts and the calls it announced.
-                chunks.append({"type": "reset-step"})
+                if self._dialect.has_reset_step:
+                    chunks.append({"type": "reset-step"})
+                else:
+                    self._held = []  # the client never saw them
+                    self.streamed_text = False
                 self._text_id = self._reasoning_id = None
                 self._step = (event.step_execution_id, event.attempt)
                 self._announced = {
                     call: source for call, source in self._announced.items() if source[0] != current[0]
                 }
+                self._announced_in = {
+                    call: source for call, source in self._announced_in.items() if source[0] != current[0]
+                }
                 # Its plan never commits; a retry that writes the plan announces it again.
                 self._plan_announced = None
             elif event.attempt < current[1]:
                 return []
-            chunks += self._model_step_event(event, payload)
+            step_chunks = self._model_step_event(event, payload)
+            if self._dialect.has_reset_step:
+                chunks += step_chunks
+            else:
+                self._held += step_chunks
         if event.type == "tool_call_finished":
             self._finished.add(str(payload.get("tool_call_id", "")))
         elif event.type == "interrupt_resolved":
@@ -171,19 +215,39 @@ class TurnTranslator:
             return chunks
         if event.type == "tool_call_deferred":
             call_id = str(payload.get("tool_call_id", ""))
+            source = (event.step_execution_id, event.attempt)
+            self._announced_in[call_id] = source
             if call_id not in self.tools:
-                self._announced[call_id] = (event.step_execution_id, event.attempt)
+                self._announced[call_id] = source
         return []
 
-    def sync(self, snapshot: AgentSnapshot, turn_id: str) -> list[Chunk]:
-        """Bring the tool parts up to the turn's committed records, or its stored messages once it ended."""
+    def _may_show(self, call_id: str, every_call: bool) -> bool:
+        return every_call or call_id in self.tools or call_id in self._announced_in
+
+    def sync(self, snapshot: AgentSnapshot, turn_id: str, *, every_call: bool = False) -> list[Chunk]:
+        """Bring the tool parts up to the turn's committed records, or its stored messages once it ended.
+
+        Args:
+            snapshot: Committed state.
+            turn_id: The turn the stream shows.
+            every_call: Show calls whose ``tool_call_deferred`` event the stream has not read too (in the
+                open step). Only for a stream that has read every event written before ``snapshot``: the
+                events it missed are lost, not late.
+        """
         if turn_has_ended(snapshot, turn_id):
             self._announced.clear()
             self._finished.clear()
-            return self._stored_tool_calls(snapshot, turn_id)
+            return self._stored_tool_calls(snapshot, turn_id, every_call=every_call)
         pending = {interrupt.tool_call_id: interrupt for interrupt in snapshot.pending_interrupts}
-        records = [record for record in snapshot.tool_calls if record.turn_id == turn_id]
-        chunks: list[Chunk] = []
+        records = [
+            record
+            for record in snapshot.tool_calls
+            if record.turn_id == turn_id and self._may_show(record.tool_call_id, every_call)
+        ]
+        # A committed record of the open model call means that call committed: its held text is final.
+        step = self.model_step_id
+        committed = any(self._announced_in.get(record.tool_call_id, ("", 0))[0] == step for record in records)
+        chunks: list[Chunk] = self.release_held() if committed else []
         # Inputs first, then approvals, then outcomes: the same order however far the calls have got.
         for record in records:
             call_id = record.tool_call_id
@@ -200,10 +264,12 @@ class TurnTranslator:
                 and interrupt is not None
                 and self.tools[call_id] < BrowserToolState.APPROVAL
             ):
-                approval_id = interrupt.interrupt_id
-                chunks.append(
-                    {"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call_id}
-                )
+                if self._dialect.has_approvals:
+                    approval_id = interrupt.interrupt_id
+                    chunks.append(
+                        {"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call_id}
+                    )
+                # Without approval chunks, the input-available part itself asks (see `AiSdkDialect`).
                 self.tools[call_id] = BrowserToolState.APPROVAL
         chunks += self._question_parts(snapshot.pending_interrupts, records)
         for record in records:
@@ -211,10 +277,10 @@ class TurnTranslator:
             if record.is_final:
                 self._finished.discard(call_id)
                 if self.tools[call_id] < BrowserToolState.OUTPUT:
-                    chunks.append(_tool_outcome(record))
+                    chunks.append(self._tool_outcome(record))
                     self.tools[call_id] = BrowserToolState.OUTPUT
         chunks += self._resolved_tool_questions(snapshot.pending_interrupts, records)
-        known = {record.tool_call_id for record in records}
+        known = {record.tool_call_id for record in snapshot.tool_calls if record.turn_id == turn_id}
         # A finished call without a record belongs to an ended turn; the end's reconciliation shows it.
         self._finished &= known
         return chunks + self.plan_part(snapshot.plan)
@@ -285,7 +351,7 @@ class TurnTranslator:
             elif answered is True:
                 output = {"status": "answered"}
             elif answered is False or call_id in final or interrupts is None:
-                chunks.append({"type": "tool-output-denied", "toolCallId": question_id})
+                chunks.append(self._denied(question_id, "The question was not answered."))
                 self.tools[question_id] = BrowserToolState.OUTPUT
                 continue
             else:
@@ -324,20 +390,20 @@ class TurnTranslator:
 
     def reconcile_ended_turn(self, snapshot: AgentSnapshot, turn_id: str) -> list[Chunk]:
         """Show what the ended turn stored that the stream has not shown: its tool calls and answer."""
-        chunks = self._stored_tool_calls(snapshot, turn_id)
+        chunks = self._stored_tool_calls(snapshot, turn_id, every_call=True)
         chunks += self._resolved_tool_questions(None, ())
         chunks += self.plan_part(snapshot.plan)
         if not self.streamed_text:
             chunks += self._stored_answer([m for m in snapshot.messages if m.turn_id == turn_id])
         return chunks
 
-    def _stored_tool_calls(self, snapshot: AgentSnapshot, turn_id: str) -> list[Chunk]:
+    def _stored_tool_calls(self, snapshot: AgentSnapshot, turn_id: str, *, every_call: bool) -> list[Chunk]:
         """The tool parts of an ended turn that the stream has not shown, from its stored messages."""
         messages = [message for message in snapshot.messages if message.turn_id == turn_id]
         chunks: list[Chunk] = []
         for message in messages:
             call_id = message.tool_call_id
-            if call_id is None:
+            if call_id is None or not self._may_show(call_id, every_call):
                 continue
             if message.role is MessageRole.ASSISTANT and call_id not in self.tools:
                 chunks += self.close_parts()
@@ -347,7 +413,7 @@ class TurnTranslator:
                 if call_id not in self.tools:
                     chunks.append(_tool_input(call_id, message.tool_name or "", message.tool_arguments))
                 if call_id in self._rejected:
-                    chunks.append({"type": "tool-output-denied", "toolCallId": call_id})
+                    chunks.append(self._denied(call_id, message.tool_output or "The user rejected the call."))
                 else:
                     output = parse_json_text(message.tool_output)
                     chunks.append(
@@ -378,6 +444,32 @@ class TurnTranslator:
             {"type": "text-end", "id": part_id},
         ]
 
+    def _denied(self, call_id: str, reason: str) -> Chunk:
+        """A call or question the user turned down; an output error for a client without denials."""
+        if self._dialect.has_denials:
+            return {"type": "tool-output-denied", "toolCallId": call_id}
+        return {"type": "tool-output-error", "toolCallId": call_id, "errorText": reason, "dynamic": True}
+
+    def _tool_outcome(self, record: AgentToolCall) -> Chunk:
+        if record.status is ToolCallStatus.SUCCEEDED:
+            return {
+                "type": "tool-output-available",
+                "toolCallId": record.tool_call_id,
+                "output": parse_json_text(record.output),
+                "dynamic": True,
+            }
+        if record.status is ToolCallStatus.REJECTED:
+            return self._denied(
+                record.tool_call_id, record.rejection_message or "The user rejected the call."
+            )
+        error = record.error or f"the tool call ended as {record.status.value}"
+        return {
+            "type": "tool-output-error",
+            "toolCallId": record.tool_call_id,
+            "errorText": error,
+            "dynamic": True,
+        }
+
     def waits_only_for_the_user(self, snapshot: AgentSnapshot, turn_id: str) -> bool:
         """Whether every unfinished call of the turn waits for the browser's approval or answer.
 
@@ -405,24 +497,5 @@ def _tool_input(call_id: str, tool_name: str, arguments: str | None) -> Chunk:
         "toolCallId": call_id,
         "toolName": tool_name,
         "input": parse_json_text(arguments) if arguments else {},
-        "dynamic": True,
-    }
-
-
-def _tool_outcome(record: AgentToolCall) -> Chunk:
-    if record.status is ToolCallStatus.SUCCEEDED:
-        return {
-            "type": "tool-output-available",
-            "toolCallId": record.tool_call_id,
-            "output": parse_json_text(record.output),
-            "dynamic": True,
-        }
-    if record.status is ToolCallStatus.REJECTED:
-        return {"type": "tool-output-denied", "toolCallId": record.tool_call_id}
-    error = record.error or f"the tool call ended as {record.status.value}"
-    return {
-        "type": "tool-output-error",
-        "toolCallId": record.tool_call_id,
-        "errorText": error,
         "dynamic": True,
     }
