@@ -19,9 +19,11 @@ import pytest
 import pytest_asyncio
 from starlette.requests import Request
 
-from dex_agents.testing import wait_for_turn_end
+from dex_agents import ASK_USER
+from dex_agents.testing import ScriptedQuestion, ScriptedResponse, ScriptedToolCall, wait_for_turn_end
 from dex_agents.testing.matrix import MatrixHarness
 from dex_agents.web import EventStreamTimings, SessionAction, create_agent_web_app
+from tests.builtin_support import CANCEL, BuiltIns, call
 from tests.web_support import (
     NODE_SECONDS,
     api,
@@ -36,21 +38,23 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 NODE_PROJECT = Path(__file__).parent / "ag_ui"
 TIMINGS = EventStreamTimings(long_poll_seconds=2, settle_seconds=1)
+WAREHOUSE = ScriptedQuestion("Which warehouse takes the return?", ("Berlin", "Lyon"), allows_free_text=False)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def base_url(module_harness: MatrixHarness) -> AsyncIterator[str]:
-    async with serve_for_node(module_harness, NODE_PROJECT, TIMINGS) as url:
+    async with serve_for_node(module_harness.sessions, NODE_PROJECT, TIMINGS) as url:
         yield url
 
 
-async def _node(scenario: str, endpoint: str, session: str) -> asyncio.subprocess.Process:
+async def _node(scenario: str, endpoint: str, session: str, *extra: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         "node",
         "agent.mjs",
         scenario,
         endpoint,
         session,
+        *extra,
         cwd=NODE_PROJECT,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
@@ -165,6 +169,45 @@ async def test_an_approval_interrupt_survives_a_worker_kill(harness: MatrixHarne
     assert len(harness.tool_runs(session, harness.tools.approval_write)) == 1
     first, second, third = _runs(report)
     assert "MESSAGES_SNAPSHOT" in second and "MESSAGES_SNAPSHOT" not in first + third
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def built_ins_url(built_ins_stack: BuiltIns) -> AsyncIterator[str]:
+    async with serve_for_node(built_ins_stack.sessions, NODE_PROJECT, TIMINGS) as url:
+        yield url
+
+
+async def test_questions_are_interrupts_that_resume_answers(built_ins: BuiltIns, built_ins_url: str) -> None:
+    session = built_ins.stack.new_session_id("ag-ui-questions")
+    questions = (
+        ScriptedToolCall(ASK_USER, {"question": "Which warehouse?", "choices": ["Berlin", "Lyon"]}, "ask-1"),
+        call(CANCEL, "cancel-1", asks=(WAREHOUSE,)),
+    )
+    built_ins.script(
+        session,
+        [ScriptedResponse(text="Two questions.", tool_calls=questions), ScriptedResponse(text="Done.")],
+    )
+    await built_ins.sessions.start_session(session)
+    answers = {"ask-1": {"answer": "Hamburg"}, "cancel-1-input-1": {"answer": "Lyon"}}
+    endpoint = f"{built_ins_url}{api(session)}/ag-ui"
+    report = await _report(await _node("answers", endpoint, session, json.dumps(answers)))
+
+    asked = report["asked"]
+    assert asked["outcome"] == "interrupt"
+    interrupts = {item["id"]: item for item in asked["interrupts"]}
+    assert set(interrupts) == {"ask-1", "cancel-1-input-1"}
+    assert {item["reason"] for item in interrupts.values()} == {"question"}
+    warehouse = interrupts["cancel-1-input-1"]
+    assert warehouse["message"] == WAREHOUSE.question and warehouse["toolCallId"] == "cancel-1"
+    assert warehouse["responseSchema"]["properties"]["answer"]["enum"] == ["Berlin", "Lyon"]
+    assert interrupts["ask-1"]["metadata"]["dex"]["choices"] == ["Berlin", "Lyon"]
+    assert _tool_calls(asked["messages"]) == ["ask-1", "cancel-1", "cancel-1-input-1"]
+
+    resumed = report["resumed"]
+    assert resumed["outcome"] == "success" and resumed["pending"] == []
+    assert _texts(resumed["messages"])[-1] == "Done."
+    last = built_ins.model_calls(session)[-1].model_input_text
+    assert '{"status":"answered","answer":"Hamburg"}' in last and 'with answers ["Lyon"]' in last, last
 
 
 async def test_the_lockfile_pins_ag_ui_client_1() -> None:

@@ -31,7 +31,7 @@ MAJORS = [5, 6, 7]
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def base_url(module_harness: MatrixHarness) -> AsyncIterator[str]:
-    async with serve_for_node(module_harness, NODE_PROJECT, TIMINGS) as url:
+    async with serve_for_node(module_harness.sessions, NODE_PROJECT, TIMINGS) as url:
         yield url
 
 

@@ -18,6 +18,7 @@ import uvicorn
 from playwright.async_api import Page
 from starlette.types import ASGIApp
 
+from dex_agents import AgentSessionClient
 from dex_agents.testing import ScriptedResponse, wait_for_agent_snapshot, wait_until
 from dex_agents.testing.matrix import MatrixHarness
 from dex_agents.web import EventStreamTimings, create_agent_web_app
@@ -175,15 +176,15 @@ def answered_message(
 
 @contextlib.asynccontextmanager
 async def serve_for_node(
-    harness: MatrixHarness, node_project: Path, timings: EventStreamTimings
+    sessions: AgentSessionClient, node_project: Path, timings: EventStreamTimings
 ) -> AsyncIterator[str]:
-    """Serve an open app over ``harness``'s sessions for a Node client project; yield its base URL.
+    """Serve an open app over ``sessions`` for a Node client project; yield its base URL.
 
     Fails the test when Node or the project's ``node_modules`` (``npm ci``, which ci.sh runs) is missing.
     """
     if shutil.which("node") is None or not (node_project / "node_modules").is_dir():
         pytest.fail(f"these tests need Node and `npm ci` in {node_project} (ci.sh runs it)")
-    app = create_agent_web_app(harness.sessions, allow_any_session=True, timings=timings)
+    app = create_agent_web_app(sessions, allow_any_session=True, timings=timings)
     async with serve(app) as url:
         yield url
 

@@ -1,7 +1,9 @@
 // Drives @ag-ui/client's HttpAgent against the dex_agents.web AG-UI endpoint; test_web_ag_ui.py runs it and
-// reads the JSON report it prints last. Usage: node agent.mjs <scenario> <endpoint URL> <session ID>
+// reads the JSON report it prints last. Usage: node agent.mjs <scenario> <endpoint URL> <session ID> [answers]
 //   approval: sends a message, gets the approval interrupt, resumes it approved; the turn continues.
-//   restart:  the same, but after the interrupt it prints {"phase": "interrupted"} and waits for a line on
+//   answers:  sends a message, gets the question interrupts, and resumes each with the payload that the
+//             JSON object in the fourth argument names by interrupt ID.
+//   restart:  the same as approval, but after the interrupt it prints {"phase": "interrupted"} and waits for a line on
 //             stdin (the test kills the Worker meanwhile); then a fresh agent, which knows nothing, runs with
 //             no message, is shown the same interrupt, and resumes it approved.
 // Every response body is also parsed with @ag-ui/core's own EventSchemas; each event that fails is reported,
@@ -113,6 +115,19 @@ if (scenario === "approval" || scenario === "restart") {
     report.shownAgain = { outcome: shown.outcome, interrupts: shown.interrupts, messages: messages(agent) };
   }
   const resumed = await run(agent, { resume: approve(agent.pendingInterrupts) });
+  report.resumed = { outcome: resumed.outcome, pending: agent.pendingInterrupts, messages: messages(agent) };
+} else if (scenario === "answers") {
+  const payloads = JSON.parse(process.argv[5]);
+  const agent = newAgent();
+  agent.addMessage({ id: "user-1", role: "user", content: "Return A-1" });
+  const asked = await run(agent);
+  report.asked = { outcome: asked.outcome, interrupts: asked.interrupts, messages: messages(agent) };
+  const resume = agent.pendingInterrupts.map((interrupt) => ({
+    interruptId: interrupt.id,
+    status: "resolved",
+    payload: payloads[interrupt.id],
+  }));
+  const resumed = await run(agent, { resume });
   report.resumed = { outcome: resumed.outcome, pending: agent.pendingInterrupts, messages: messages(agent) };
 } else {
   throw new Error(`unknown scenario ${scenario}`);
