@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 source ../scripts/lib/ensure-uv.sh
 source ../scripts/lib/lowest.sh
+source ../scripts/lib/official-mcp-servers.sh
 export UV_PYTHON="${UV_PYTHON:-3.11}"
 # Compiled once here, so the many Worker processes the tests start read bytecode instead of compiling their
 # imports each time (PYTHONDONTWRITEBYTECODE, which CI machines set, keeps Python from caching it itself).
@@ -25,6 +26,8 @@ for node_project in tests/ai_sdk tests/ag_ui; do
         cp "$node_project/package-lock.json" "$node_project/node_modules/.installed-package-lock.json"
     fi
 done
+# The official MCP reference servers McpToolSource is tested against (tests/mcp_servers).
+install_official_mcp_servers
 uv run --locked --no-sync ruff check .
 uv run --locked --no-sync ruff format --check .
 uv run --locked --no-sync pyright
