@@ -355,9 +355,21 @@ async def test_message_content_is_recorded_when_opted_in_and_1_36_0_names_the_pr
     assert json.loads(str(asks.attribute("gen_ai.input.messages"))) == [
         {"role": "user", "parts": [{"type": "text", "content": "Where is order A-1?"}]}
     ]
-    output = json.loads(str(answers.attribute("gen_ai.output.messages")))
-    assert output[0]["finish_reason"] == "stop"
-    assert {"type": "text", "content": "A-1 shipped."} in output[0]["parts"]
+    read_call = {"type": "tool_call", "id": "read-1", "name": READ, "arguments": {"order_id": "A-1"}}
+    read_result = 'lookup_order done: {"order_id":"A-1"}'
+    assert json.loads(str(asks.attribute("gen_ai.output.messages"))) == [
+        {"role": "assistant", "parts": [read_call], "finish_reason": "tool_calls"}
+    ]
+    # The answering call received the read's result and produced only the answer.
+    received = json.loads(str(answers.attribute("gen_ai.input.messages")))
+    assert received[0] == {"role": "user", "parts": [{"type": "text", "content": "Where is order A-1?"}]}
+    assert [part for message in received[1:] for part in message["parts"]] == [
+        read_call,
+        {"type": "tool_call_response", "id": "read-1", "response": read_result},
+    ]
+    assert json.loads(str(answers.attribute("gen_ai.output.messages"))) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "A-1 shipped."}], "finish_reason": "stop"}
+    ]
     assert json.loads(str(read.attribute("gen_ai.tool.call.arguments"))) == {"order_id": "A-1"}
     assert read.attribute("gen_ai.tool.call.result") == 'lookup_order done: {"order_id":"A-1"}'
 

@@ -246,11 +246,15 @@ class AgentTracing:
             attributes[key] = value
 
     def _set_model_call_content(self, attributes: _Attributes, span: ModelCallSpan) -> None:
-        if span.input_content:
-            attributes[names.GEN_AI_INPUT_MESSAGES] = input_messages_json(span.input_content)
+        if span.input_content or span.input_tool_calls:
+            attributes[names.GEN_AI_INPUT_MESSAGES] = input_messages_json(
+                span.input_content, span.input_tool_calls
+            )
         reasons = () if span.metadata is None else span.metadata.finish_reasons
         finish_reason = reasons[0] if reasons else ("tool_call" if span.tool_call_ids else "stop")
-        output = output_messages_json(span.output_content, span.output_text, finish_reason)
+        output = output_messages_json(
+            span.output_content, span.output_text, finish_reason, span.output_tool_calls
+        )
         if output is not None:
             attributes[names.GEN_AI_OUTPUT_MESSAGES] = output
 
