@@ -179,6 +179,7 @@ class ToolCallSpan:
         tool_call_id: The call's ID.
         effect: The tool's effect class.
         status: The record's status when the attempt ended; `None` when the attempt failed.
+        tool_description: What the tool does, when the runner describes it.
         arguments: The call's JSON arguments, only when the emitter records content.
         result: The tool's output, only when the emitter records content and the call succeeded.
         error_type: The exception type that failed the attempt, or the final status of a call that failed.
@@ -193,6 +194,7 @@ class ToolCallSpan:
     tool_call_id: str
     effect: ToolEffect
     status: ToolCallStatus | None
+    tool_description: str | None = None
     arguments: str | None = None
     result: str | None = None
     error_type: str | None = None

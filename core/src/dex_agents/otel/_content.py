@@ -14,9 +14,15 @@ from collections.abc import Sequence
 
 from dex_agents._tools._arguments import parse_json_text
 from dex_agents._tracing._spans import ToolCallContent
+from dex_agents.runner import ModelToolDescription
 from dex_agents.values import AgentMessage, MessageRole
 
-__all__ = ["input_messages_json", "output_messages_json"]
+__all__ = [
+    "input_messages_json",
+    "output_messages_json",
+    "system_instructions_json",
+    "tool_definitions_json",
+]
 
 _Part = dict[str, object]
 
@@ -95,3 +101,25 @@ def output_messages_json(
     if not parts:
         return None
     return _dumps([{"role": "assistant", "parts": parts, "finish_reason": finish_reason}])
+
+
+def system_instructions_json(instructions: str | None) -> str | None:
+    """Return ``gen_ai.system_instructions``: the instructions as one text part, or `None` without any."""
+    if not isinstance(instructions, str) or not instructions:
+        return None
+    return _dumps([{"type": "text", "content": instructions}])
+
+
+def tool_definitions_json(definitions: Sequence[ModelToolDescription]) -> str | None:
+    """Return ``gen_ai.tool.definitions``: each offered tool, or `None` when the call offered none."""
+    entries: list[_Part] = []
+    for definition in definitions:
+        if not isinstance(definition, ModelToolDescription):  # pyright: ignore[reportUnnecessaryIsInstance]
+            continue
+        entry: _Part = {"type": definition.tool_type, "name": definition.name}
+        if definition.description:
+            entry["description"] = definition.description
+        if definition.parameters:
+            entry["parameters"] = parse_json_text(definition.parameters)
+        entries.append(entry)
+    return _dumps(entries) if entries else None
