@@ -38,6 +38,12 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
 from tests.builtin_support import payloads, pending_interrupt
+from tests.genai_conventions import (
+    CONVENTIONS_COMMIT,
+    attribute_table,
+    conventions_problems,
+    load_conventions,
+)
 from tests.stepwise_agents import CORE_DIR
 from tests.stepwise_desk import (
     MODEL_NAME,
@@ -290,6 +296,15 @@ async def test_each_chat_span_of_a_traced_turn_carries_the_model_call_metadata(d
         return spans if len(spans) == 2 else None
 
     spans = await wait_until("the turn's two chat spans", chat_spans)
+    conventions = load_conventions()
+    every_span = read_exported_spans(desk.span_file, session)
+    print(f"\nStepwise, GenAI conventions {CONVENTIONS_COMMIT}: attributes per span kind\n")
+    print(attribute_table(conventions, every_span))
+
+    def streams(span: ExportedSpan) -> bool:
+        return span.attribute("gen_ai.operation.name") == "chat"  # Stepwise streams every model call
+
+    assert conventions_problems(conventions, every_span, streams) == []
     assert [span.name for span in spans] == [f"chat {MODEL_NAME}"] * 2
     assert [span.kind for span in spans] == ["CLIENT", "CLIENT"]
     for span in spans:
