@@ -16,22 +16,29 @@ if [ ! -x /usr/bin/chromium ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
-# The real AI SDK clients the chat endpoint is tested against (tests/test_web_ai_sdk.py), from the lockfile;
-# installed again only when the lockfile changed.
-ai_sdk=tests/ai_sdk
-if ! cmp -s "$ai_sdk/package-lock.json" "$ai_sdk/node_modules/.installed-package-lock.json"; then
-    (cd "$ai_sdk" && npm ci --no-audit --no-fund --loglevel=error)
-    cp "$ai_sdk/package-lock.json" "$ai_sdk/node_modules/.installed-package-lock.json"
-fi
+# The real browser clients the endpoints are tested against, each Node project from its lockfile, installed
+# again only when its lockfile changed: the AI SDK majors (tests/test_web_ai_sdk.py) and @ag-ui/client
+# (tests/test_web_ag_ui.py).
+for node_project in tests/ai_sdk tests/ag_ui; do
+    if ! cmp -s "$node_project/package-lock.json" "$node_project/node_modules/.installed-package-lock.json"; then
+        (cd "$node_project" && npm ci --no-audit --no-fund --loglevel=error)
+        cp "$node_project/package-lock.json" "$node_project/node_modules/.installed-package-lock.json"
+    fi
+done
 uv run --locked --no-sync ruff check .
 uv run --locked --no-sync ruff format --check .
 uv run --locked --no-sync pyright
-# The lowest run: the modules whose dependencies have ranges (web: starlette, sse-starlette; mcp: mcp,
-# httpx2; otel: OpenTelemetry; stepwise: pydantic), the kit's public API and suites (pytest,
-# pytest-asyncio) and the README examples. The session's own tests (sizes, crashes, chaos, turn control)
-# exercise only this package and the exactly pinned SDK, and run once, on the lockfile.
+# The lowest run: the modules whose dependencies have ranges (web: starlette, sse-starlette, uvicorn,
+# ag-ui-protocol; mcp: mcp, httpx2; otel: OpenTelemetry; stepwise: pydantic), the kit's public API and
+# suites (pytest, pytest-asyncio) and the README examples. The session's own tests (sizes, crashes, chaos,
+# turn control) exercise only this package and the exactly pinned SDK, and run once, on the lockfile; so
+# do the JavaScript clients' runs (test_web_ai_sdk, test_web_ag_ui) and the 50-turn step race
+# (test_web_steps), which test our translation: the other web tests carry the web stack's lowest versions.
 lowest_selection=(
-  tests/test_web_*.py tests/test_mcp_*.py tests/test_kit_mcp*.py tests/test_otel_session.py tests/test_unit_*.py
+  tests/test_web_page.py tests/test_web_protocol.py tests/test_web_questions_and_plans.py
+  tests/test_web_readme_serving.py tests/test_web_safety.py tests/test_web_stream_rules.py
+  tests/test_web_turn_control.py
+  tests/test_mcp_*.py tests/test_kit_mcp*.py tests/test_otel_session.py tests/test_unit_*.py
   tests/test_stepwise_session.py tests/test_stepwise_unit.py tests/test_stepwise_runner.py
   tests/test_testing_public_api.py tests/test_readme_*.py tests/test_runner_contract.py
   "${lowest_default_selection[@]}"

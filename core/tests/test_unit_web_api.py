@@ -53,7 +53,9 @@ def test_importing_the_core_never_loads_starlette() -> None:
         import sys
         import dex_agents
         import dex_agents.client, dex_agents.session, dex_agents.values
-        loaded = sorted(name for name in sys.modules if name.split(".")[0] in ("starlette", "sse_starlette"))
+        loaded = sorted(
+            name for name in sys.modules if name.split(".")[0] in ("starlette", "sse_starlette", "ag_ui")
+        )
         print(loaded)
         """
     )

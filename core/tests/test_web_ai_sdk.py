@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -20,23 +19,19 @@ import pytest_asyncio
 
 from dex_agents.testing import ScriptedResponse, read_agent_events, wait_until
 from dex_agents.testing.matrix import MatrixHarness
-from dex_agents.web import EventStreamTimings, create_agent_web_app
-from tests.web_support import api, serve
+from dex_agents.web import EventStreamTimings
+from tests.web_support import api, node_report, script_approval_turn, serve_for_node
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 NODE_PROJECT = Path(__file__).parent / "ai_sdk"
 TIMINGS = EventStreamTimings(long_poll_seconds=2, settle_seconds=1)
 MAJORS = [5, 6, 7]
-_NODE_SECONDS = 120
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def base_url(module_harness: MatrixHarness) -> AsyncIterator[str]:
-    if shutil.which("node") is None or not (NODE_PROJECT / "node_modules").is_dir():
-        pytest.fail(f"these tests need Node and `npm ci` in {NODE_PROJECT} (ci.sh runs it)")
-    app = create_agent_web_app(module_harness.sessions, allow_any_session=True, timings=TIMINGS)
-    async with serve(app) as url:
+    async with serve_for_node(module_harness.sessions, NODE_PROJECT, TIMINGS) as url:
         yield url
 
 
@@ -54,9 +49,7 @@ async def _node(major: int, scenario: str, endpoint: str) -> asyncio.subprocess.
 
 
 async def _report(process: asyncio.subprocess.Process) -> dict[str, Any]:
-    stdout, stderr = await asyncio.wait_for(process.communicate(), _NODE_SECONDS)
-    assert process.returncode == 0, stderr.decode()
-    report: dict[str, Any] = json.loads(stdout.decode().strip().splitlines()[-1])
+    report = await node_report(process)
     print(f"ai {report['version']}: {json.dumps(report)}")  # the test output shows what each client saw
     assert report["invalidChunks"] == [], "every chunk validates against the version's uiMessageChunkSchema"
     assert report["errors"] == []
@@ -82,25 +75,12 @@ def _steps(message: dict[str, Any]) -> list[list[str]]:
     return steps
 
 
-def _script_approval_turn(harness: MatrixHarness, session: str) -> None:
-    lookup = harness.call(harness.tools.read, "lookup-1")
-    refund = harness.call(harness.tools.approval_write, "refund-1")
-    harness.script(
-        session,
-        [
-            ScriptedResponse(text="Checking.", tool_calls=(lookup,)),
-            ScriptedResponse(tool_calls=(refund,)),
-            ScriptedResponse(text="Refunded."),
-        ],
-    )
-
-
 @pytest.mark.parametrize("major", MAJORS)
 async def test_use_chat_approves_and_the_turn_continues(
     harness: MatrixHarness, base_url: str, major: int
 ) -> None:
     session = harness.stack.new_session_id(f"ai-sdk-approve-{major}")
-    _script_approval_turn(harness, session)
+    script_approval_turn(harness, session)
     await harness.sessions.start_session(session)
     report = await _report(await _node(major, "approval", f"{base_url}{api(session)}/chat"))
     waiting = "approval-requested" if major >= 6 else "input-available"
@@ -150,7 +130,7 @@ async def test_resume_stream_rebuilds_the_turn_that_waits(
     harness: MatrixHarness, base_url: str, major: int
 ) -> None:
     session = harness.stack.new_session_id(f"ai-sdk-resume-{major}")
-    _script_approval_turn(harness, session)
+    script_approval_turn(harness, session)
     await harness.sessions.start_session(session)
     report = await _report(await _node(major, "resume", f"{base_url}{api(session)}/chat"))
     assert report["resumeRequest"]["method"] == "GET"

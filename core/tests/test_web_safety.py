@@ -23,7 +23,7 @@ from dex_agents.limits import MAX_USER_MESSAGE_BYTES
 from dex_agents.testing import ScriptedResponse, wait_for_agent_snapshot, wait_for_turn_end, wait_until
 from dex_agents.testing.matrix import MatrixHarness
 from dex_agents.web import EventStreamTimings, SessionAction, create_agent_web_app
-from tests.web_support import JSON_HEADERS, api, serve, user_message
+from tests.web_support import JSON_HEADERS, api, serve, session_waiting_for_approval, user_message
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -34,19 +34,6 @@ TIMINGS = EventStreamTimings(long_poll_seconds=2, settle_seconds=1)
 async def _served(app: Any) -> AsyncIterator[httpx.AsyncClient]:
     async with serve(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
         yield http
-
-
-async def _session_waiting_for_approval(harness: MatrixHarness, name: str) -> str:
-    session = harness.stack.new_session_id(name)
-    write = harness.call(harness.tools.approval_write, "refund-1")
-    harness.script(
-        session, [ScriptedResponse(text="Refunding.", tool_calls=(write,)), ScriptedResponse(text="Done.")]
-    )
-    await harness.sessions.start_session(session, "Refund A-1")
-    await wait_for_agent_snapshot(
-        harness.sessions, session, lambda snapshot: snapshot if snapshot.pending_interrupts else None
-    )
-    return session
 
 
 def _approving_chat_message() -> dict[str, Any]:
@@ -63,7 +50,7 @@ def _approving_chat_message() -> dict[str, Any]:
 
 
 async def test_viewing_and_acting_are_separate_rights(harness: MatrixHarness) -> None:
-    session = await _session_waiting_for_approval(harness, "web-rights")
+    session = await session_waiting_for_approval(harness, "web-rights")
     asked: list[tuple[str, SessionAction]] = []
 
     async def rule(request: Request, session_id: str, action: SessionAction) -> bool:
@@ -120,7 +107,7 @@ async def test_viewing_and_acting_are_separate_rights(harness: MatrixHarness) ->
 
 
 async def test_the_older_session_access_hook_still_decides_viewing_and_acting(harness: MatrixHarness) -> None:
-    session = await _session_waiting_for_approval(harness, "web-old-hook")
+    session = await session_waiting_for_approval(harness, "web-old-hook")
 
     async def only_with_token(request: Request, session_id: str) -> bool:
         del session_id
@@ -139,7 +126,7 @@ async def test_the_older_session_access_hook_still_decides_viewing_and_acting(ha
 
 
 async def test_a_request_for_another_host_answers_400(harness: MatrixHarness) -> None:
-    session = await _session_waiting_for_approval(harness, "web-host")
+    session = await session_waiting_for_approval(harness, "web-host")
     app = create_agent_web_app(harness.sessions, allow_any_session=True, timings=TIMINGS)
     async with _served(app) as http:
         # A DNS-rebinding page: its own name, resolved to 127.0.0.1, in Host.

@@ -6,16 +6,22 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import uvicorn
 from playwright.async_api import Page
 from starlette.types import ASGIApp
 
-from dex_agents.testing import wait_until
+from dex_agents import AgentSessionClient
+from dex_agents.testing import ScriptedResponse, wait_for_agent_snapshot, wait_until
+from dex_agents.testing.matrix import MatrixHarness
+from dex_agents.web import EventStreamTimings, create_agent_web_app
 
 
 @contextlib.asynccontextmanager
@@ -166,3 +172,58 @@ def answered_message(
         part_of(call_id).update(state="output-error", errorText=error_text)
     finish = chunks[-1]
     return {"id": "a1", "role": "assistant", "parts": parts, "metadata": finish["messageMetadata"]}
+
+
+@contextlib.asynccontextmanager
+async def serve_for_node(
+    sessions: AgentSessionClient, node_project: Path, timings: EventStreamTimings
+) -> AsyncIterator[str]:
+    """Serve an open app over ``sessions`` for a Node client project; yield its base URL.
+
+    Fails the test when Node or the project's ``node_modules`` (``npm ci``, which ci.sh runs) is missing.
+    """
+    if shutil.which("node") is None or not (node_project / "node_modules").is_dir():
+        pytest.fail(f"these tests need Node and `npm ci` in {node_project} (ci.sh runs it)")
+    app = create_agent_web_app(sessions, allow_any_session=True, timings=timings)
+    async with serve(app) as url:
+        yield url
+
+
+#: How long a Node driver may take.
+NODE_SECONDS = 120
+
+
+async def node_report(process: asyncio.subprocess.Process) -> dict[str, Any]:
+    """Wait for a Node driver and return the JSON report it printed last; it must have exited 0."""
+    stdout, stderr = await asyncio.wait_for(process.communicate(), NODE_SECONDS)
+    assert process.returncode == 0, stderr.decode()
+    report: dict[str, Any] = json.loads(stdout.decode().strip().splitlines()[-1])
+    return report
+
+
+def script_approval_turn(harness: MatrixHarness, session: str) -> None:
+    """Script a turn that reads (``lookup-1``), then asks to write (``refund-1``, approved), then answers."""
+    lookup = harness.call(harness.tools.read, "lookup-1")
+    refund = harness.call(harness.tools.approval_write, "refund-1")
+    harness.script(
+        session,
+        [
+            ScriptedResponse(text="Checking.", tool_calls=(lookup,)),
+            ScriptedResponse(tool_calls=(refund,)),
+            ScriptedResponse(text="Refunded."),
+        ],
+    )
+
+
+async def session_waiting_for_approval(harness: MatrixHarness, name: str) -> str:
+    """Start a session whose first turn waits for the approval of ``refund-1``; return its ID."""
+    session = harness.stack.new_session_id(name)
+    write = harness.call(harness.tools.approval_write, "refund-1")
+    harness.script(
+        session, [ScriptedResponse(text="Refunding.", tool_calls=(write,)), ScriptedResponse(text="Done.")]
+    )
+    await harness.sessions.start_session(session, "Refund A-1")
+    await wait_for_agent_snapshot(
+        harness.sessions, session, lambda snapshot: snapshot if snapshot.pending_interrupts else None
+    )
+    return session

@@ -1,4 +1,4 @@
-"""Sessions in the browser: snapshot and event endpoints, the AI SDK UI message stream, and a chat page.
+"""Sessions in the browser: snapshot and event endpoints, the AI SDK UI message stream, AG-UI, a chat page.
 
 `create_agent_web_app` builds an ASGI app (Starlette) for one session Flow type, to mount into the
 application's own ASGI server. It needs the ``web`` extra: ``pip install "dex-agents[web]"``.
@@ -26,15 +26,19 @@ and its access rule):
   ``{"rejection_message"}`` (also declines a question), ``.../answer`` ``{"answer"}``.
 * ``POST /api/sessions/{session_id}/plan/execute`` ``{"revision"}``: approve the plan's revision.
 * ``POST /api/sessions/{session_id}/chat``: the AI SDK UI message stream for ``useChat``.
+* ``POST /api/sessions/{session_id}/ag-ui``: an AG-UI run (``RunAgentInput``) for ``HttpAgent``: it sends the
+  last message if it is the user's, answers ``resume`` entries, or shows the session; pending approvals and
+  questions end it as AG-UI interrupts.
 * ``GET /sessions/{session_id}``: the chat page, with its files under ``/static``.
 """
 
 try:
+    import ag_ui  # noqa: F401  # pyright: ignore[reportUnusedImport]
     import sse_starlette  # noqa: F401  # pyright: ignore[reportUnusedImport]
     import starlette  # noqa: F401  # pyright: ignore[reportUnusedImport]
 except ImportError as error:  # pragma: no cover - exercised by a test that hides the packages
     raise ImportError(
-        f"dex_agents.web needs Starlette and sse-starlette ({error.name} is missing): "
+        f"dex_agents.web needs Starlette, sse-starlette and ag-ui-protocol ({error.name} is missing): "
         'pip install "dex-agents[web]"'
     ) from error
 

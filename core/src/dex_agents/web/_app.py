@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -10,6 +11,7 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any, TypeVar, cast
 
+from ag_ui.core import BaseEvent
 from dex import (
     AsyncClient,
     DexServiceError,
@@ -31,10 +33,27 @@ from dex_agents.client import AgentSessionClient
 from dex_agents.session import AgentSessionFlow
 from dex_agents.values import AgentSnapshot
 from dex_agents.web._access import SessionAccess, SessionAccessRule, SessionAction, access_rule
-from dex_agents.web._ai_sdk import requested_dialect
+from dex_agents.web._ag_ui import (
+    AgUiTranslator,
+    browser_tools_of_turn,
+    encode_event,
+    messages_snapshot,
+    parse_ag_ui_request,
+    resume_answers,
+    run_finished_success,
+    run_started,
+    state_snapshot,
+)
+from dex_agents.web._ai_sdk import AiSdkDialect, requested_dialect
 from dex_agents.web._chat_request import ChatRequest, approvals_from_outputs, parse_chat_request
 from dex_agents.web._event_stream import EventStreamTimings, open_event_stream
-from dex_agents.web._interactions import answer_refusal, browser_answers, plan_refusal, resolve_refusal
+from dex_agents.web._interactions import (
+    InterruptAnswer,
+    answer_refusal,
+    browser_answers,
+    plan_refusal,
+    resolve_refusal,
+)
 from dex_agents.web._json import messages_page_json, snapshot_json
 from dex_agents.web._protection import (
     DEFAULT_ALLOWED_HOSTS,
@@ -62,7 +81,12 @@ from dex_agents.web._stream_caps import (
     HeldStreamResponse,
     StreamCaps,
 )
-from dex_agents.web._stream_reads import RejectedResumeTokenError, newest_token, opening_token
+from dex_agents.web._stream_reads import (
+    RejectedResumeTokenError,
+    newest_token,
+    opening_token,
+    snapshot_or_none,
+)
 from dex_agents.web._turn_control import (
     cancel_refusal,
     not_queued,
@@ -198,6 +222,7 @@ def create_agent_web_app(
         Route(api + "/cancel", handlers.cancel, methods=["POST"]),
         Route(api + "/chat", handlers.chat, methods=["POST"]),
         Route(api + "/chat/{chat_id}/stream", handlers.resume_chat, methods=["GET"]),
+        Route(api + "/ag-ui", handlers.ag_ui, methods=["POST"]),
         Route(api + "/plan/execute", handlers.execute_plan, methods=["POST"]),
     ]
     if serve_page:
@@ -477,13 +502,19 @@ class _Handlers:
     async def chat(self, request: Request) -> Response:
         """The AI SDK chat endpoint: send a message, a plan approval or answers, and stream the turn."""
         session_id = await self._session_id(request)
+        return await self._held_stream(
+            session_id, functools.partial(self._chat_response, request, session_id)
+        )
+
+    async def _held_stream(self, session_id: str, open_stream: Callable[[], Awaitable[Response]]) -> Response:
+        """The response ``open_stream`` builds, holding one of the session's stream slots until it closes."""
         hold = self._caps.hold(session_id)
         try:
-            response = await self._chat_response(request, session_id)
+            opened = await open_stream()
         except BaseException:
             hold.release()
             raise
-        return HeldStreamResponse(response, hold)
+        return HeldStreamResponse(opened, hold)
 
     async def _chat_response(self, request: Request, session_id: str) -> Response:
         dialect = requested_dialect(request)
@@ -556,6 +587,76 @@ class _Handlers:
         )
         return HeldStreamResponse(response, hold)
 
+    async def ag_ui(self, request: Request) -> Response:
+        """The AG-UI endpoint: one run that sends a message, resumes interrupts, or shows the session."""
+        session_id = await self._session_id(request)
+        return await self._held_stream(
+            session_id, functools.partial(self._ag_ui_response, request, session_id)
+        )
+
+    async def _ag_ui_response(self, request: Request, session_id: str) -> Response:
+        run = parse_ag_ui_request(await self._read_body(request), session_id)
+        if run.user_text is not None:
+            await self._authorize(request, session_id, SessionAction.SEND)
+        snapshot = await self._snapshot(session_id)
+        active_turn_id = snapshot.state.active_turn_id if snapshot.state is not None else None
+        opening: list[BaseEvent] = []
+        browser_tools: dict[str, int] = {}
+        target: TurnTarget | None = TurnTarget(active_turn_id)
+        if run.user_text is not None:
+            token = await self._call(session_id, newest_token(self._sessions, session_id))
+            after_sequence = max((message.sequence for message in snapshot.messages), default=0)
+            await self._send_user_message(session_id, run.user_text, plan_mode=False)
+            target = TurnTarget(None, active_turn_id, run.user_text, after_sequence)
+        elif run.resume and active_turn_id is not None:
+            answers = resume_answers(run, snapshot)
+            token = await self._call(session_id, newest_token(self._sessions, session_id))
+            browser_tools = browser_tools_of_turn(snapshot, active_turn_id)
+            await self._resolve_answers(request, session_id, answers)
+        else:
+            # Neither a message nor answers to a running turn: show the stored conversation, then the turn
+            # that runs, if any. A client whose interrupts were answered elsewhere learns so here.
+            opening.append(messages_snapshot(snapshot, active_turn_id))
+            token = ""
+            if active_turn_id is None:
+                target = None
+            else:
+                token = await self._call(
+                    session_id, opening_token(self._sessions, session_id, active_turn_id)
+                )
+        opening.append(state_snapshot(snapshot))
+        events = self._ag_ui_events(session_id, run.run_id, opening, token, target, browser_tools)
+        return EventSourceResponse(
+            events, ping=_SSE_PING_SECONDS, sep="\n", headers={"x-accel-buffering": "no"}
+        )
+
+    async def _ag_ui_events(
+        self,
+        session_id: str,
+        run_id: str,
+        opening: Sequence[BaseEvent],
+        token: str,
+        target: TurnTarget | None,
+        browser_tools: dict[str, int],
+    ) -> AsyncIterator[ServerSentEvent]:
+        for event in [run_started(session_id, run_id), *opening]:
+            yield ServerSentEvent(encode_event(event), sep="\n")
+        if target is None:
+            yield ServerSentEvent(encode_event(run_finished_success(session_id, run_id)), sep="\n")
+            return
+        translator = AgUiTranslator(session_id, run_id)
+        # The AI SDK 6 dialect: no reset-step, so a model call's text is sent once its attempt committed.
+        chunks = ui_message_chunks(
+            self._sessions, session_id, token, target, browser_tools, self._timings, AiSdkDialect.V6
+        )
+        async for chunk in chunks:
+            for event in translator.on_chunk(chunk):
+                yield ServerSentEvent(encode_event(event), sep="\n")
+        waiting = translator.finish_reason == "tool-calls"
+        snapshot = await snapshot_or_none(self._sessions, session_id) if waiting else None
+        for event in translator.finish(snapshot):
+            yield ServerSentEvent(encode_event(event), sep="\n")
+
     async def _answer_from_chat(
         self, request: Request, session_id: str, snapshot: AgentSnapshot, chat: ChatRequest
     ) -> None:
@@ -564,32 +665,33 @@ class _Handlers:
         Every answer is checked, and the request's right to give it, before any is sent; a refusal that
         comes later (the question was answered elsewhere meanwhile) changes nothing, as for approvals.
         """
-        answers = browser_answers(snapshot, chat.tool_outputs)
         pending = {interrupt.interrupt_id for interrupt in snapshot.pending_interrupts}
-        approvals = [approval for approval in chat.approvals if approval.approval_id in pending]
-        actions = {
-            SessionAction.APPROVE if approval.approved else SessionAction.REJECT for approval in approvals
-        }
-        actions.update(
-            SessionAction.REJECT if answer.answer is None else SessionAction.ANSWER for answer in answers
-        )
-        for action in sorted(actions):
-            await self._authorize(request, session_id, action)
-        for approval in approvals:
-            call = self._sessions.resolve_interrupt(
-                session_id,
-                approval.approval_id,
-                approved=approval.approved,
-                rejection_message=approval.reason,
+        answers = [
+            InterruptAnswer(approval.approval_id, approval.approved, approval.reason)
+            for approval in chat.approvals
+            if approval.approval_id in pending
+        ]
+        answers += [
+            InterruptAnswer(
+                answer.interrupt_id, answer.answer is not None, answer.decline_message, answer.answer
             )
-            await self._call(session_id, call)
+            for answer in browser_answers(snapshot, chat.tool_outputs)
+        ]
+        await self._resolve_answers(request, session_id, answers)
+
+    async def _resolve_answers(
+        self, request: Request, session_id: str, answers: Sequence[InterruptAnswer]
+    ) -> None:
+        """Send the answers to pending interrupts, once the request may give every one of them."""
+        for action in sorted({answer.action for answer in answers}):
+            await self._authorize(request, session_id, action)
         for answer in answers:
-            if answer.answer is None:
-                call = self._sessions.resolve_interrupt(
-                    session_id, answer.interrupt_id, approved=False, rejection_message=answer.decline_message
-                )
-            else:
+            if answer.answer is not None:
                 call = self._sessions.answer_question(session_id, answer.interrupt_id, answer.answer)
+            else:
+                call = self._sessions.resolve_interrupt(
+                    session_id, answer.interrupt_id, approved=answer.approved, rejection_message=answer.reason
+                )
             await self._call(session_id, call)
 
     def page_route(self, page: str) -> Callable[[Request], Awaitable[Response]]:

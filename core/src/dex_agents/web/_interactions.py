@@ -13,11 +13,13 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from dex_agents.values import AgentInterrupt, AgentSessionStatus, AgentSnapshot, InterruptKind, PlanStatus
+from dex_agents.web._access import SessionAction
 from dex_agents.web._chat_request import BrowserToolOutput
 from dex_agents.web._requests import fail
 
 __all__ = [
     "BrowserAnswer",
+    "InterruptAnswer",
     "answer_refusal",
     "browser_answers",
     "deadline_has_passed",
@@ -100,6 +102,29 @@ def plan_refusal(snapshot: AgentSnapshot, revision: int) -> str:
     if snapshot.pending_interrupts:
         return "the session is waiting for an approval or an answer"
     return f"plan revision {revision} was approved already, and its turn is starting"
+
+
+@dataclass(frozen=True)
+class InterruptAnswer:
+    """How a request resolves one pending interrupt: what the session is sent, and the action it needs.
+
+    Attributes:
+        interrupt_id: The approval or question.
+        approved: Approve the call; `False` rejects it, or declines the question.
+        reason: Why it was rejected or declined (sent as the rejection message).
+        answer: The answer to a question (then ``approved`` is `True`).
+    """
+
+    interrupt_id: str
+    approved: bool
+    reason: str | None = None
+    answer: str | None = None
+
+    @property
+    def action(self) -> SessionAction:
+        if self.answer is not None:
+            return SessionAction.ANSWER
+        return SessionAction.APPROVE if self.approved else SessionAction.REJECT
 
 
 @dataclass(frozen=True)

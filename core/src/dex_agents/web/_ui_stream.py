@@ -217,6 +217,7 @@ async def ui_message_chunks(
         if translator.needs_sync and (translator.model_step_begins(event) or not is_model_step(event)):
             # Tool Steps and the next model call start only after the last model call committed its
             # records, so committed state now shows the calls the events announced.
+            translator.observe_resolution(event)
             snapshot = await snapshot_or_none(sessions, session_id)
             if snapshot is not None:
                 for chunk in translator.sync(snapshot, turn_id):

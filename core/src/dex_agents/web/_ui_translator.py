@@ -87,6 +87,8 @@ class TurnTranslator:
         self._finished: set[str] = set()
         # Approvals the events showed rejected: once the turn ended, stored messages cannot tell.
         self._rejected: set[str] = set()
+        # Every interrupt the events showed resolved, rejected or not.
+        self._resolved: set[str] = set()
         # The parts of the questions tools asked, by interrupt ID: the asking call's ID.
         self._tool_questions: dict[str, str] = {}
         # Questions the events showed answered (True) or declined or expired (False).
@@ -182,11 +184,7 @@ class TurnTranslator:
         if event.type == "tool_call_finished":
             self._finished.add(str(payload.get("tool_call_id", "")))
         elif event.type == "interrupt_resolved":
-            interrupt_id = str(payload.get("interrupt_id", ""))
-            if payload.get("approved") is False:
-                self._rejected.add(interrupt_id)
-            if payload.get("kind") == InterruptKind.QUESTION.value:
-                self._question_ends[interrupt_id] = payload.get("answered") is True
+            self.observe_resolution(event)
         elif event.type == "plan_updated":
             revision, status = payload.get("revision"), payload.get("status")
             if isinstance(revision, int) and isinstance(status, str):
@@ -223,6 +221,23 @@ class TurnTranslator:
 
     def _may_show(self, call_id: str, every_call: bool) -> bool:
         return every_call or call_id in self.tools or call_id in self._announced_in
+
+    def observe_resolution(self, event: AgentEvent) -> None:
+        """Note how an ``interrupt_resolved`` event resolved its interrupt; any other event is ignored.
+
+        The stream calls it before it syncs on that event too: a sync that finds the turn already ended
+        shows calls from stored messages, which cannot tell a rejected call from one that ran.
+        """
+        if event.type != "interrupt_resolved":
+            return
+        parsed = parse_json_text(event.payload)
+        payload = cast(dict[str, Any], parsed) if isinstance(parsed, dict) else {}
+        interrupt_id = str(payload.get("interrupt_id", ""))
+        self._resolved.add(interrupt_id)
+        if payload.get("approved") is False:
+            self._rejected.add(interrupt_id)
+        if payload.get("kind") == InterruptKind.QUESTION.value:
+            self._question_ends[interrupt_id] = payload.get("answered") is True
 
     def sync(self, snapshot: AgentSnapshot, turn_id: str, *, every_call: bool = False) -> list[Chunk]:
         """Bring the tool parts up to the turn's committed records, or its stored messages once it ended.
@@ -410,6 +425,14 @@ class TurnTranslator:
                 chunks.append(_tool_input(call_id, message.tool_name or "", message.tool_arguments))
                 self.tools[call_id] = BrowserToolState.INPUT
             elif message.role is MessageRole.TOOL and self.tools.get(call_id, 0) < BrowserToolState.OUTPUT:
+                if (
+                    not every_call
+                    and self.tools.get(call_id) == BrowserToolState.APPROVAL
+                    and call_id not in self._resolved
+                ):
+                    # Whether its approval was rejected is in an event not read yet: the turn end's
+                    # reconciliation, which has read them all, shows it.
+                    continue
                 if call_id not in self.tools:
                     chunks.append(_tool_input(call_id, message.tool_name or "", message.tool_arguments))
                 if call_id in self._rejected:
