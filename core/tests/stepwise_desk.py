@@ -168,7 +168,12 @@ def build_desk_flow(state_dir: Path) -> AgentSessionFlow:
     # As the core's tracing tests set it: pyright reads AgentTracing's cached property as unlike the
     # TraceEmitter protocol's plain attribute.
     options = dataclasses.replace(
-        options, tracing=AgentTracing(agent_name=AGENT_NAME, record_message_content=False)
+        options,
+        # The conventions require a provider on the invoke_agent root too, which starts before any model
+        # call reports one, so the application names it.
+        tracing=AgentTracing(
+            agent_name=AGENT_NAME, provider_name="dex-scripted", record_message_content=True
+        ),
     )
     return AgentSessionFlow(
         with_model_call_scope(StepwiseRunner(definition)), flow_type=FLOW_TYPE, options=options

@@ -29,6 +29,12 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
 from tests.agents import CORE_DIR
+from tests.genai_conventions import (
+    CONVENTIONS_COMMIT,
+    attribute_table,
+    conventions_problems,
+    load_conventions,
+)
 from tests.otel_agents import AGENT_NAME, PROVIDER_NAME, TracedFlows, build_traced_flows
 from tests.otel_worker import RAISING_CHILDREN_PREFIX, RAISING_PREFIX, UNSAMPLED_PREFIX
 from tests.trace_probe import TraceProbeFlow
@@ -355,9 +361,21 @@ async def test_message_content_is_recorded_when_opted_in_and_1_36_0_names_the_pr
     assert json.loads(str(asks.attribute("gen_ai.input.messages"))) == [
         {"role": "user", "parts": [{"type": "text", "content": "Where is order A-1?"}]}
     ]
-    output = json.loads(str(answers.attribute("gen_ai.output.messages")))
-    assert output[0]["finish_reason"] == "stop"
-    assert {"type": "text", "content": "A-1 shipped."} in output[0]["parts"]
+    read_call = {"type": "tool_call", "id": "read-1", "name": READ, "arguments": {"order_id": "A-1"}}
+    read_result = 'lookup_order done: {"order_id":"A-1"}'
+    assert json.loads(str(asks.attribute("gen_ai.output.messages"))) == [
+        {"role": "assistant", "parts": [read_call], "finish_reason": "tool_calls"}
+    ]
+    # The answering call received the read's result and produced only the answer.
+    received = json.loads(str(answers.attribute("gen_ai.input.messages")))
+    assert received[0] == {"role": "user", "parts": [{"type": "text", "content": "Where is order A-1?"}]}
+    assert [part for message in received[1:] for part in message["parts"]] == [
+        read_call,
+        {"type": "tool_call_response", "id": "read-1", "response": read_result},
+    ]
+    assert json.loads(str(answers.attribute("gen_ai.output.messages"))) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "A-1 shipped."}], "finish_reason": "stop"}
+    ]
     assert json.loads(str(read.attribute("gen_ai.tool.call.arguments"))) == {"order_id": "A-1"}
     assert read.attribute("gen_ai.tool.call.result") == 'lookup_order done: {"order_id":"A-1"}'
 
@@ -503,3 +521,41 @@ async def test_a_session_without_tracing_never_loads_opentelemetry_and_stores_no
     finally:
         await asyncio.to_thread(worker.stop)
     assert json.loads(modules_file.read_text(encoding="utf-8")) == []
+
+
+async def test_every_span_of_a_session_holds_against_the_pinned_genai_conventions(harness: Traced) -> None:
+    """Each ``gen_ai.*`` attribute is in the registry; each required one, and each conditionally required one
+    whose condition holds, is present, on every span of a turn with a read, a failed tool and an approval."""
+    conventions = load_conventions()
+    collected: list[ExportedSpan] = []
+    for flow in (harness.flows.main, harness.flows.content):
+        sessions = harness.sessions(flow)
+        session = harness.stack.new_session_id("conventions")
+        harness.stack.scripts.set_turns(
+            session,
+            [
+                [
+                    ScriptedResponse(
+                        tool_calls=(_read("read-1"), _read("read-2", error="the store is closed"))
+                    ),
+                    ScriptedResponse(tool_calls=(_refund("refund-1"),)),
+                    ScriptedResponse(text="Refunded A-1."),
+                ]
+            ],
+        )
+        await sessions.start_session(session, "Refund order A-1")
+        await _pending_approval(harness, flow, session)
+        assert await sessions.resolve_interrupt(session, "refund-1", approved=True)
+        await wait_for_turn_end(sessions, session, 1)
+        spans = await harness.wait_for_spans(session, 8)
+        assert {str(span.attribute("gen_ai.operation.name")) for span in spans} == {
+            "invoke_agent",
+            "chat",
+            "execute_tool",
+        }
+        assert any(span.status == "ERROR" for span in spans)
+        collected.extend(spans)
+    print(f"\nGenAI conventions {CONVENTIONS_COMMIT}: attributes per span kind\n")
+    print(attribute_table(conventions, collected))
+    # ScriptedRunner does not stream, so gen_ai.request.stream must be absent.
+    assert conventions_problems(conventions, collected) == []

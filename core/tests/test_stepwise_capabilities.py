@@ -28,6 +28,8 @@ from dex_agents import (
     DeferredToolOutcome,
     InteractionMode,
     ModelCallMetadata,
+    ModelRequestParameters,
+    ModelToolDescription,
     PlanModeRunner,
     PlanStatus,
     QuestionAnswer,
@@ -55,14 +57,17 @@ from dex_agents._tools._context import running_tool_execution
 from dex_agents.stepwise import (
     AgentDefinition,
     LiteLLMModelClient,
+    ModelRequest,
     ModelResponse,
+    ModelSettings,
     StepwiseRunner,
+    ToolDefinition,
     ToolDefinitionError,
     TurnContinuation,
     TurnContinuationContext,
     function_tool,
 )
-from dex_agents.stepwise._model import model_call_metadata
+from dex_agents.stepwise._model import _endpoint, model_call_metadata  # pyright: ignore[reportPrivateUsage]
 from dex_agents.testing import SessionSide
 from tests.stepwise_litellm import CHUNK_MODEL, chunk, chunk_model, tool_delta, usage_chunk
 
@@ -347,7 +352,47 @@ def test_the_provider_is_named_as_the_genai_conventions_name_it() -> None:
         None,
     ]
     bare = ModelResponse(message={}, text="", reasoning=None, tool_calls=(), usage=AgentUsage())
-    assert model_call_metadata(client, bare) == ModelCallMetadata(request_model="gemini/gemini-2.5-pro")
+    # Stepwise always streams.
+    assert model_call_metadata(client, bare) == ModelCallMetadata(
+        request_model="gemini/gemini-2.5-pro", is_streaming=True
+    )
+
+
+def test_the_model_call_metadata_has_the_request_parameters_instructions_tools_and_endpoint() -> None:
+    client = LiteLLMModelClient("openai/gpt-test")
+    response = ModelResponse(
+        message={},
+        text="",
+        reasoning=None,
+        tool_calls=(),
+        usage=AgentUsage(),
+        time_to_first_chunk_seconds=0.5,
+        cache_creation_input_tokens=12,
+        server_address="llm.example.com",
+        server_port=443,
+    )
+    lookup = ToolDefinition("lookup", "Look an order up.", {"type": "object"})
+    request = ModelRequest(
+        messages=[{"role": "system", "content": "You run the desk."}, {"role": "user", "content": "Hi"}],
+        tools=[lookup],
+        settings=ModelSettings(max_output_tokens=64, temperature=0.1, top_p=0.9),
+    )
+    metadata = model_call_metadata(client, response, request)
+    assert metadata.request_parameters == ModelRequestParameters(max_tokens=64, temperature=0.1, top_p=0.9)
+    assert metadata.is_streaming and metadata.time_to_first_chunk_seconds == 0.5
+    assert (metadata.server_address, metadata.server_port) == ("llm.example.com", 443)
+    assert metadata.cache_creation_input_tokens == 12
+    assert metadata.system_instructions == "You run the desk."
+    assert metadata.tool_definitions == (
+        ModelToolDescription("lookup", "Look an order up.", '{"type":"object"}'),
+    )
+
+
+def test_an_explicit_endpoint_names_the_server_and_a_default_one_leaves_it_unknown() -> None:
+    assert _endpoint("https://llm.example.com/v1") == ("llm.example.com", 443)
+    assert _endpoint("http://127.0.0.1:8080") == ("127.0.0.1", 8080)
+    assert _endpoint(None) == (None, None)
+    assert _endpoint("not a url") == (None, None)
 
 
 RUNS: list[tuple[str, str, bool]] = []

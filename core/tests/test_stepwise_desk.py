@@ -7,6 +7,7 @@ spans to the module's span file.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,12 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
 from tests.builtin_support import payloads, pending_interrupt
+from tests.genai_conventions import (
+    CONVENTIONS_COMMIT,
+    attribute_table,
+    conventions_problems,
+    load_conventions,
+)
 from tests.stepwise_agents import CORE_DIR
 from tests.stepwise_desk import (
     MODEL_NAME,
@@ -289,6 +296,15 @@ async def test_each_chat_span_of_a_traced_turn_carries_the_model_call_metadata(d
         return spans if len(spans) == 2 else None
 
     spans = await wait_until("the turn's two chat spans", chat_spans)
+    conventions = load_conventions()
+    every_span = read_exported_spans(desk.span_file, session)
+    print(f"\nStepwise, GenAI conventions {CONVENTIONS_COMMIT}: attributes per span kind\n")
+    print(attribute_table(conventions, every_span))
+
+    def streams(span: ExportedSpan) -> bool:
+        return span.attribute("gen_ai.operation.name") == "chat"  # Stepwise streams every model call
+
+    assert conventions_problems(conventions, every_span, streams) == []
     assert [span.name for span in spans] == [f"chat {MODEL_NAME}"] * 2
     assert [span.kind for span in spans] == ["CLIENT", "CLIENT"]
     for span in spans:
@@ -301,3 +317,36 @@ async def test_each_chat_span_of_a_traced_turn_carries_the_model_call_metadata(d
     assert spans[0].attribute("gen_ai.response.id") != spans[1].attribute("gen_ai.response.id")
     assert [span.attribute("gen_ai.response.finish_reasons") for span in spans] == [["tool_calls"], ["stop"]]
     assert spans[0].attribute("dex.agent.tool_call_ids") == ["lookup-1"]
+    for span in spans:
+        # Stepwise always streams, and measures its first chunk.
+        assert span.attribute("gen_ai.request.stream") is True
+        assert float(str(span.attribute("gen_ai.response.time_to_first_chunk"))) >= 0
+        assert json.loads(str(span.attribute("gen_ai.system_instructions")))[0]["type"] == "text"
+        offered = json.loads(str(span.attribute("gen_ai.tool.definitions")))
+        assert {"type": "function", "name": "lookup_order"}.items() <= offered[0].items()
+    asks, answers = spans
+    lookup_call = {
+        "type": "tool_call",
+        "id": "lookup-1",
+        "name": "lookup_order",
+        "arguments": {"order_id": "A-1"},
+    }
+    assert [
+        part
+        for message in json.loads(str(asks.attribute("gen_ai.output.messages")))
+        for part in message["parts"]
+    ] == [lookup_call]
+    # The answering call received the lookup's result and produced only the answer.
+    received = json.loads(str(answers.attribute("gen_ai.input.messages")))
+    assert received[0] == {"role": "user", "parts": [{"type": "text", "content": "How is A-1?"}]}
+    parts = [part for message in received[1:] for part in message["parts"]]
+    assert parts[0] == lookup_call
+    assert [part["type"] for part in parts[1:]] == ["tool_call_response"]
+    assert parts[1]["id"] == "lookup-1"
+    assert json.loads(str(answers.attribute("gen_ai.output.messages"))) == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "It is broken."}],
+            "finish_reason": "stop",
+        }
+    ]

@@ -17,6 +17,8 @@ from dex_agents import (
     AgentUsage,
     MessageRole,
     ModelCallMetadata,
+    ModelRequestParameters,
+    ModelToolDescription,
     ToolCallStatus,
     ToolEffect,
 )
@@ -25,6 +27,7 @@ from dex_agents._tracing._spans import (
     MessageRange,
     ModelCallSpan,
     StepSpanContext,
+    ToolCallContent,
     ToolCallSpan,
     TraceEmitter,
 )
@@ -319,6 +322,7 @@ def test_tool_span_names_the_tool_and_records_arguments_and_result_only_when_ask
         tool_call_id="c1",
         effect=ToolEffect.READ,
         status=ToolCallStatus.SUCCEEDED,
+        tool_description="Look an order up.",
         arguments='{"order_id":"A-1"}',
         result="shipped",
     )
@@ -330,6 +334,8 @@ def test_tool_span_names_the_tool_and_records_arguments_and_result_only_when_ask
     assert attributes["gen_ai.operation.name"] == "execute_tool"
     assert attributes["gen_ai.tool.name"] == "lookup_order" and attributes["gen_ai.tool.call.id"] == "c1"
     assert attributes["dex.tool.effect"] == "read" and attributes["dex.tool.status"] == "succeeded"
+    assert attributes["gen_ai.tool.type"] == "function"
+    assert attributes["gen_ai.tool.description"] == "Look an order up."
     assert attributes["gen_ai.tool.call.arguments"] == '{"order_id":"A-1"}'
     assert attributes["gen_ai.tool.call.result"] == "shipped"
     by_reference, exporter = _tracing()
@@ -356,3 +362,112 @@ def test_spans_the_framework_starts_while_the_runner_works_join_the_activation_r
     assert inside.parent is not None
     assert (f"{inside.parent.trace_id:032x}", f"{inside.parent.span_id:016x}") == tuple(ROOT.split("-")[1:3])
     assert after.parent is None
+
+
+STREAMED = ModelCallMetadata(
+    request_model="gpt-test",
+    provider_name="openai",
+    finish_reasons=["stop"],
+    request_parameters=ModelRequestParameters(
+        max_tokens=256,
+        temperature=0.2,
+        top_p=1,
+        stop_sequences=["END"],
+        frequency_penalty=0.5,
+        presence_penalty=-0.5,
+    ),
+    is_streaming=True,
+    server_address="llm.example.com",
+    server_port=8443,
+    time_to_first_chunk_seconds=0.25,
+    cache_creation_input_tokens=40,
+    system_instructions="You run the order desk.",
+    tool_definitions=[
+        ModelToolDescription("lookup", "Look an order up.", '{"type":"object","properties":{}}')
+    ],
+)
+
+
+def test_chat_span_records_the_request_parameters_streaming_endpoint_and_cache_writes() -> None:
+    tracing, exporter = _tracing()
+    tracing.emit_model_call(_model_call(metadata=STREAMED))
+    attributes = dict(_only(exporter).attributes or {})
+    assert {key: value for key, value in attributes.items() if not key.startswith("dex.")} | COMMON == {
+        **COMMON,
+        "gen_ai.operation.name": "chat",
+        "gen_ai.agent.name": "OrderDesk",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-test",
+        "gen_ai.response.finish_reasons": ("stop",),
+        "gen_ai.request.max_tokens": 256,
+        "gen_ai.request.temperature": 0.2,
+        "gen_ai.request.top_p": 1.0,
+        "gen_ai.request.stop_sequences": ("END",),
+        "gen_ai.request.frequency_penalty": 0.5,
+        "gen_ai.request.presence_penalty": -0.5,
+        "gen_ai.request.stream": True,
+        "gen_ai.response.time_to_first_chunk": 0.25,
+        "server.address": "llm.example.com",
+        "server.port": 8443,
+        "gen_ai.usage.input_tokens": 120,
+        "gen_ai.usage.output_tokens": 30,
+        "gen_ai.usage.cache_read.input_tokens": 100,
+        "gen_ai.usage.cache_creation.input_tokens": 40,
+    }
+    # Instructions and tool definitions are content: recorded only when the application opts in.
+    assert "gen_ai.system_instructions" not in attributes and "gen_ai.tool.definitions" not in attributes
+
+
+def test_unset_request_details_leave_their_attributes_off_and_1_36_0_has_no_streaming_attributes() -> None:
+    tracing, exporter = _tracing()
+    tracing.emit_model_call(_model_call(metadata=ModelCallMetadata(request_model="gpt-test")))
+    attributes = dict(_only(exporter).attributes or {})
+    assert [key for key in attributes if key.startswith(("gen_ai.request.", "server."))] == [
+        "gen_ai.request.model"
+    ]
+    compat, exporter = _tracing(conventions=GenAIConventions.V1_36_0)
+    compat.emit_model_call(_model_call(metadata=STREAMED))
+    attributes = dict(_only(exporter).attributes or {})
+    assert "gen_ai.request.stream" not in attributes
+    assert "gen_ai.response.time_to_first_chunk" not in attributes
+    assert "gen_ai.usage.cache_creation.input_tokens" not in attributes
+    assert attributes["gen_ai.request.max_tokens"] == 256 and attributes["server.port"] == 8443
+
+
+def test_recorded_content_has_the_instructions_tool_definitions_and_the_calls_no_message_holds() -> None:
+    tracing, exporter = _tracing(record_message_content=True)
+    tracing.emit_model_call(
+        _model_call(
+            metadata=STREAMED,
+            input_content=(_message(1, MessageRole.USER, text="Where is A-1?"),),
+            input_tool_calls=(ToolCallContent("c1", "lookup", '{"id":"A-1"}', "shipped"),),
+            output_tool_calls=(ToolCallContent("c2", "notify", '{"id":"A-1"}'),),
+        )
+    )
+    attributes = dict(_only(exporter).attributes or {})
+    assert json.loads(str(attributes["gen_ai.system_instructions"])) == [
+        {"type": "text", "content": "You run the order desk."}
+    ]
+    assert json.loads(str(attributes["gen_ai.tool.definitions"])) == [
+        {
+            "type": "function",
+            "name": "lookup",
+            "description": "Look an order up.",
+            "parameters": {"type": "object", "properties": {}},
+        }
+    ]
+    assert json.loads(str(attributes["gen_ai.input.messages"])) == [
+        {"role": "user", "parts": [{"type": "text", "content": "Where is A-1?"}]},
+        {
+            "role": "assistant",
+            "parts": [{"type": "tool_call", "id": "c1", "name": "lookup", "arguments": {"id": "A-1"}}],
+        },
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "shipped"}]},
+    ]
+    assert json.loads(str(attributes["gen_ai.output.messages"])) == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "tool_call", "id": "c2", "name": "notify", "arguments": {"id": "A-1"}}],
+            "finish_reason": "stop",
+        }
+    ]

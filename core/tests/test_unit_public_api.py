@@ -178,6 +178,8 @@ EXPECTED_EXPORTS = {
     # OpenTelemetry GenAI tracing (issue 17)
     "AGENT_TRACE_CONTEXT",
     "ModelCallMetadata",
+    "ModelRequestParameters",
+    "ModelToolDescription",
     # the texts every compacting runner shows its model
     "CONTEXT_SUMMARY_HEADER",
     "DEFAULT_SUMMARY_INSTRUCTIONS",

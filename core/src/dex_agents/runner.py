@@ -70,6 +70,8 @@ __all__ = [
     "DeferredToolExecution",
     "DeferredToolOutcome",
     "ModelCallMetadata",
+    "ModelRequestParameters",
+    "ModelToolDescription",
     "PlanModeRunner",
     "ToolCallsRequested",
     "ToolExecutionError",
@@ -233,6 +235,50 @@ class DeferredToolCall:
 
 
 @dataclass(frozen=True)
+class ModelRequestParameters:
+    """The sampling and limit parameters a model call sent, for the ``chat`` span of tracing.
+
+    Fill what the request set and leave the rest unset: an unset parameter is left off the span, since the
+    provider's default applies.
+
+    Attributes:
+        max_tokens: The most tokens the answer may have, as ``gen_ai.request.max_tokens``.
+        temperature: As ``gen_ai.request.temperature``.
+        top_p: As ``gen_ai.request.top_p``.
+        stop_sequences: As ``gen_ai.request.stop_sequences``.
+        frequency_penalty: As ``gen_ai.request.frequency_penalty``.
+        presence_penalty: As ``gen_ai.request.presence_penalty``.
+    """
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stop_sequences: Sequence[str] = ()
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stop_sequences", tuple(self.stop_sequences))
+
+
+@dataclass(frozen=True)
+class ModelToolDescription:
+    """One tool as a model call offered it, for ``gen_ai.tool.definitions`` when content is recorded.
+
+    Attributes:
+        name: The tool's name.
+        description: What the tool does, as the model read it.
+        parameters: The JSON schema of its arguments, as JSON text.
+        tool_type: The GenAI conventions' tool type; ``function`` for a tool the session runs.
+    """
+
+    name: str
+    description: str | None = None
+    parameters: str | None = None
+    tool_type: str = "function"
+
+
+@dataclass(frozen=True)
 class ModelCallMetadata:
     """What the framework reports about one model call, for the ``chat`` span of tracing.
 
@@ -242,12 +288,26 @@ class ModelCallMetadata:
     ``anthropic``, ``gcp.gemini``, ``aws.bedrock``, ...), the provider's response ID, and its raw finish
     reasons (``stop``, ``tool_calls``, ``length``, ...).
 
+    Every field has a default, so a runner fills only what its framework exposes. The system instructions
+    and tool definitions are content: tracing records them only when the application opts in to content.
+
     Attributes:
         request_model: The model the request named, as ``gen_ai.request.model``; it also names the span.
         response_model: The model that answered, as ``gen_ai.response.model``.
         provider_name: The provider, as ``gen_ai.provider.name``.
         response_id: The provider's ID of the response, as ``gen_ai.response.id``.
         finish_reasons: Why the model stopped, one per choice, as ``gen_ai.response.finish_reasons``.
+        request_parameters: The sampling and limit parameters the request set.
+        is_streaming: Whether the request streamed its answer, as ``gen_ai.request.stream``.
+        server_address: The provider endpoint's host, as ``server.address``; leave it unset when the
+            framework does not say which endpoint it called.
+        server_port: That endpoint's port, as ``server.port``.
+        time_to_first_chunk_seconds: For a streaming request, the seconds from the request to the first
+            chunk of the answer, as ``gen_ai.response.time_to_first_chunk``.
+        cache_creation_input_tokens: Input tokens the provider wrote to its prompt cache, as
+            ``gen_ai.usage.cache_creation.input_tokens``, when it reports them.
+        system_instructions: The system instructions the model received, as ``gen_ai.system_instructions``.
+        tool_definitions: The tools the call offered the model, as ``gen_ai.tool.definitions``.
     """
 
     request_model: str | None = None
@@ -255,10 +315,19 @@ class ModelCallMetadata:
     provider_name: str | None = None
     response_id: str | None = None
     finish_reasons: Sequence[str] = ()
+    request_parameters: ModelRequestParameters = field(default_factory=ModelRequestParameters)
+    is_streaming: bool = False
+    server_address: str | None = None
+    server_port: int | None = None
+    time_to_first_chunk_seconds: float | None = None
+    cache_creation_input_tokens: int | None = None
+    system_instructions: str | None = None
+    tool_definitions: Sequence[ModelToolDescription] = ()
 
     def __post_init__(self) -> None:
-        # A caller's list could change after the outcome is returned; the span reads one set of reasons.
+        # A caller's list could change after the outcome is returned; the span reads one set of values.
         object.__setattr__(self, "finish_reasons", tuple(self.finish_reasons))
+        object.__setattr__(self, "tool_definitions", tuple(self.tool_definitions))
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from dex_agents._tracing._spans import (
     MessageRange,
     ModelCallSpan,
     StepSpanContext,
+    ToolCallContent,
     ToolCallSpan,
     TraceEmitter,
 )
@@ -32,7 +33,7 @@ from dex_agents.runner import DeferredToolCall, ModelCallMetadata, ToolCallsRequ
 from dex_agents.session._errors import RunnerCallError, describe_exception
 from dex_agents.session._message_reads import read_messages
 from dex_agents.session._state import read_state, read_tool_call
-from dex_agents.values import AgentMessage, AgentToolCall, AgentUsage, ToolCallStatus
+from dex_agents.values import AgentMessage, AgentToolCall, AgentUsage, MessageRole, ToolCallStatus
 
 __all__ = ["SessionTracing"]
 
@@ -56,6 +57,54 @@ def _error_type(error: BaseException) -> str:
 
 def _error_message(error: BaseException) -> str:
     return "cancelled" if isinstance(error, asyncio.CancelledError) else describe_exception(error)
+
+
+def _split_stored_output(
+    stored: Sequence[AgentMessage],
+) -> tuple[tuple[AgentMessage, ...], tuple[AgentMessage, ...]]:
+    """Split what an attempt stored into what the model had received and what this call produced.
+
+    A model call produces assistant items only, after everything it received; a runner that stores a
+    turn's items when the turn ends stores the earlier calls' tool calls and the tool results first. So
+    the call's own output is the trailing run of assistant messages, and the rest was its input.
+    """
+    cut = len(stored)
+    while cut > 0 and stored[cut - 1].role is MessageRole.ASSISTANT:
+        cut -= 1
+    return tuple(stored[:cut]), tuple(stored[cut:])
+
+
+def _tool_response(record: AgentToolCall) -> str:
+    """The result of a final tool call as the model receives it, or the reason it has none."""
+    if record.status is ToolCallStatus.SUCCEEDED and record.output is not None:
+        return record.output
+    return record.error or record.rejection_message or record.status.value
+
+
+def _received_tool_calls(
+    messages: Sequence[AgentMessage], records: Sequence[AgentToolCall]
+) -> tuple[ToolCallContent, ...]:
+    """The turn's final tool calls whose results reached the model but no message in ``messages`` holds."""
+    answered = {message.tool_call_id for message in messages if message.role is MessageRole.TOOL}
+    ordered = sorted(records, key=lambda record: record.deferral_order)
+    return tuple(
+        ToolCallContent(record.tool_call_id, record.tool_name, record.arguments, _tool_response(record))
+        for record in ordered
+        if record.is_final and record.tool_call_id not in answered
+    )
+
+
+def _requested_tool_calls(produced: Sequence[AgentMessage], outcome: object) -> tuple[ToolCallContent, ...]:
+    """The tool calls an outcome asks for that no produced message holds (the runner keeps them)."""
+    if not isinstance(outcome, ToolCallsRequested):
+        return ()
+    stored = {message.tool_call_id for message in produced if message.tool_name}
+    return tuple(
+        ToolCallContent(call.tool_call_id, call.tool_name, call.arguments)
+        for call in outcome.tool_calls
+        if isinstance(call, DeferredToolCall)  # pyright: ignore[reportUnnecessaryIsInstance]
+        and call.tool_call_id not in stored
+    )
 
 
 class SessionTracing:
@@ -118,12 +167,21 @@ class SessionTracing:
         input_messages: Sequence[AgentMessage],
         call: Callable[[], Awaitable[OutcomeT]],
         store: Callable[[OutcomeT], Awaitable[DecisionT]],
+        tool_calls: Sequence[AgentToolCall] = (),
     ) -> DecisionT:
         """Run ``call`` and ``store`` its outcome, emitting one ``chat`` span for the attempt when it ends.
 
         The span joins the root in `AgentTraceContext`; without one it is skipped. It references the
         messages the runner received and the ones the attempt stored, and the outcome's usage and
         `ModelCallMetadata`. An attempt that fails or is cancelled emits its span with the error.
+
+        Args:
+            context: The Step attempt's context.
+            turn_id: The turn the call works for.
+            input_messages: The stored messages the runner receives.
+            call: Calls the runner.
+            store: Stores the runner's outcome and returns the Step's decision.
+            tool_calls: The turn's tool call records, all final, whose results the model receives.
         """
         parent = self.current_root(context)
         if self._emitter is None or parent is None:
@@ -137,10 +195,12 @@ class SessionTracing:
             decision = await store(result)
         except BaseException as error:
             self._emit_model_call(
-                context, turn_id, parent, start_ns, input_messages, first_output, outcome, error
+                context, turn_id, parent, start_ns, input_messages, tool_calls, first_output, outcome, error
             )
             raise
-        self._emit_model_call(context, turn_id, parent, start_ns, input_messages, first_output, outcome, None)
+        self._emit_model_call(
+            context, turn_id, parent, start_ns, input_messages, tool_calls, first_output, outcome, None
+        )
         return decision
 
     async def trace_tool_call(
@@ -223,6 +283,7 @@ class SessionTracing:
         parent: str,
         start_ns: int,
         input_messages: Sequence[AgentMessage],
+        tool_calls: Sequence[AgentToolCall],
         first_output: int,
         outcome: object,
         error: BaseException | None,
@@ -236,9 +297,11 @@ class SessionTracing:
             metadata = getattr(outcome, "model_call_metadata", None)
             # A failed attempt commits nothing, so it stored no output.
             next_output = self._next_sequence(context) if first_output and error is None else first_output
-            output_content: tuple[AgentMessage, ...] = ()
+            stored: tuple[AgentMessage, ...] = ()
             if records_content and next_output > first_output:
-                output_content = tuple(read_messages(context, first_output - 1, next_output - 1))
+                stored = tuple(read_messages(context, first_output - 1, next_output - 1))
+            received, produced = _split_stored_output(stored)
+            input_content = (*input_messages, *received) if records_content else ()
             tool_call_ids: tuple[str, ...] = ()
             if isinstance(outcome, ToolCallsRequested):
                 tool_call_ids = tuple(
@@ -258,8 +321,10 @@ class SessionTracing:
                 input_messages=MessageRange.of(input_messages),
                 output_messages=MessageRange.between(first_output, next_output),
                 tool_call_ids=tool_call_ids,
-                input_content=tuple(input_messages) if records_content else (),
-                output_content=output_content,
+                input_content=input_content,
+                output_content=produced,
+                input_tool_calls=_received_tool_calls(input_content, tool_calls) if records_content else (),
+                output_tool_calls=_requested_tool_calls(produced, outcome) if records_content else (),
                 output_text=summary if records_content and isinstance(summary, str) else None,
                 error_type=None if error is None else _error_type(error),
                 error_message=None if error is None else _error_message(error),

@@ -24,6 +24,7 @@ __all__ = [
     "MessageRange",
     "ModelCallSpan",
     "StepSpanContext",
+    "ToolCallContent",
     "ToolCallSpan",
     "TraceEmitter",
 ]
@@ -82,6 +83,27 @@ class MessageRange:
 
 
 @dataclass(frozen=True)
+class ToolCallContent:
+    """A tool call the model saw or made that no stored message of the span carries.
+
+    A runner that keeps a turn's items in its run state stores them only when the turn ends, so a model
+    call's own tool calls, and the earlier calls and results it received, are known from the outcome and
+    the turn's tool call records.
+
+    Attributes:
+        tool_call_id: The call's ID.
+        tool_name: The tool's name.
+        arguments: The call's arguments as JSON text.
+        response: What the model received as the call's result; `None` for a call the model made.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    response: str | None = None
+
+
+@dataclass(frozen=True)
 class ActivationSpan:
     """The root of an activation: a Step that consumed an input from outside the session.
 
@@ -112,8 +134,15 @@ class ModelCallSpan:
         input_messages: The stored messages the runner received.
         output_messages: The messages the attempt stored.
         tool_call_ids: The tool calls the model asked for, in model order.
-        input_content: The input messages themselves, only when the emitter records content.
-        output_content: The stored output messages themselves, only when the emitter records content.
+        input_content: What the model received, only when the emitter records content: the stored input
+            messages, then the turn's earlier stored items the attempt stored (tool results the model
+            received before this call), in sequence order.
+        input_tool_calls: The turn's earlier tool calls and results the model received that no message
+            in ``input_content`` carries, only when the emitter records content.
+        output_content: The stored messages the model produced in this call, only when the emitter
+            records content.
+        output_tool_calls: The tool calls the model asked for that ``output_content`` does not carry,
+            only when the emitter records content.
         output_text: The summary a `CompactContext` attempt wrote, only when the emitter records content.
         error_type: The exception type that failed the attempt, if it failed.
         error_message: Its message.
@@ -130,6 +159,8 @@ class ModelCallSpan:
     tool_call_ids: tuple[str, ...] = ()
     input_content: tuple[AgentMessage, ...] = ()
     output_content: tuple[AgentMessage, ...] = ()
+    input_tool_calls: tuple[ToolCallContent, ...] = ()
+    output_tool_calls: tuple[ToolCallContent, ...] = ()
     output_text: str | None = None
     error_type: str | None = None
     error_message: str | None = None
@@ -148,6 +179,7 @@ class ToolCallSpan:
         tool_call_id: The call's ID.
         effect: The tool's effect class.
         status: The record's status when the attempt ended; `None` when the attempt failed.
+        tool_description: What the tool does, when the runner describes it.
         arguments: The call's JSON arguments, only when the emitter records content.
         result: The tool's output, only when the emitter records content and the call succeeded.
         error_type: The exception type that failed the attempt, or the final status of a call that failed.
@@ -162,6 +194,7 @@ class ToolCallSpan:
     tool_call_id: str
     effect: ToolEffect
     status: ToolCallStatus | None
+    tool_description: str | None = None
     arguments: str | None = None
     result: str | None = None
     error_type: str | None = None

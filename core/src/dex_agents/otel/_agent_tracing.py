@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeGuard
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -24,10 +25,16 @@ from dex_agents._tracing._spans import (
     ToolCallSpan,
 )
 from dex_agents.otel import _conventions as names
-from dex_agents.otel._content import input_messages_json, output_messages_json
+from dex_agents.otel._content import (
+    input_messages_json,
+    output_messages_json,
+    system_instructions_json,
+    tool_definitions_json,
+)
 from dex_agents.otel._conventions import GenAIConventions, provider_attribute
 from dex_agents.otel._traceparent import format_traceparent, parse_traceparent
 from dex_agents.persistence import message_sequence_key
+from dex_agents.runner import ModelCallMetadata, ModelRequestParameters
 from dex_agents.values import ToolCallStatus
 
 __all__ = ["CAPTURE_MESSAGE_CONTENT_ENV", "AgentTracing"]
@@ -169,6 +176,7 @@ class AgentTracing:
             reasons = [reason for reason in metadata.finish_reasons if isinstance(reason, str)]  # pyright: ignore[reportUnnecessaryIsInstance]
             if reasons:
                 attributes[names.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+            self._set_request(attributes, metadata)
         usage = span.usage
         if usage is not None:
             attributes[names.GEN_AI_USAGE_INPUT_TOKENS] = usage.input_tokens
@@ -178,6 +186,9 @@ class AgentTracing:
                     attributes[names.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cached_input_tokens
                 if usage.reasoning_tokens:
                     attributes[names.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
+                created = None if metadata is None else metadata.cache_creation_input_tokens
+                if _is_count(created):
+                    attributes[names.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = created
         _set_range(attributes, span.input_messages, input_keys=True)
         _set_range(attributes, span.output_messages, input_keys=False)
         if span.tool_call_ids:
@@ -201,6 +212,9 @@ class AgentTracing:
         attributes = self._common(span.step, "execute_tool")
         attributes[names.GEN_AI_TOOL_NAME] = span.tool_name
         attributes[names.GEN_AI_TOOL_CALL_ID] = span.tool_call_id
+        # The session runs every tool in its own Step on the client's side: a function in the conventions.
+        attributes[names.GEN_AI_TOOL_TYPE] = "function"
+        _set_text(attributes, names.GEN_AI_TOOL_DESCRIPTION, span.tool_description)
         attributes[names.DEX_TOOL_EFFECT] = span.effect.value
         if span.status is not None:
             attributes[names.DEX_TOOL_STATUS] = span.status.value
@@ -245,12 +259,58 @@ class AgentTracing:
             key, value = provider_attribute(self.conventions, provider_name)
             attributes[key] = value
 
+    def _set_request(self, attributes: _Attributes, metadata: ModelCallMetadata) -> None:
+        """The request's parameters, streaming and endpoint, each only when the runner reported it."""
+        parameters = metadata.request_parameters
+        if isinstance(parameters, ModelRequestParameters):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if _is_count(parameters.max_tokens):
+                attributes[names.GEN_AI_REQUEST_MAX_TOKENS] = parameters.max_tokens
+            for key, value in (
+                (names.GEN_AI_REQUEST_TEMPERATURE, parameters.temperature),
+                (names.GEN_AI_REQUEST_TOP_P, parameters.top_p),
+                (names.GEN_AI_REQUEST_FREQUENCY_PENALTY, parameters.frequency_penalty),
+                (names.GEN_AI_REQUEST_PRESENCE_PENALTY, parameters.presence_penalty),
+            ):
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    attributes[key] = float(value)
+            stops = [stop for stop in parameters.stop_sequences if isinstance(stop, str)]  # pyright: ignore[reportUnnecessaryIsInstance]
+            if stops:
+                attributes[names.GEN_AI_REQUEST_STOP_SEQUENCES] = stops
+        if _set_text(attributes, names.SERVER_ADDRESS, metadata.server_address) and _is_count(
+            metadata.server_port
+        ):
+            attributes[names.SERVER_PORT] = metadata.server_port
+        if self.conventions.has_streaming_attributes and metadata.is_streaming is True:
+            # Conditionally required only when streaming: an absent attribute means a non-streaming call.
+            attributes[names.GEN_AI_REQUEST_STREAM] = True
+            first_chunk = metadata.time_to_first_chunk_seconds
+            if (
+                isinstance(first_chunk, int | float)
+                and not isinstance(first_chunk, bool)
+                and first_chunk >= 0
+            ):
+                attributes[names.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = float(first_chunk)
+
     def _set_model_call_content(self, attributes: _Attributes, span: ModelCallSpan) -> None:
-        if span.input_content:
-            attributes[names.GEN_AI_INPUT_MESSAGES] = input_messages_json(span.input_content)
+        metadata = span.metadata
+        if metadata is not None:
+            _set_text(
+                attributes,
+                names.GEN_AI_SYSTEM_INSTRUCTIONS,
+                system_instructions_json(metadata.system_instructions),
+            )
+            _set_text(
+                attributes, names.GEN_AI_TOOL_DEFINITIONS, tool_definitions_json(metadata.tool_definitions)
+            )
+        if span.input_content or span.input_tool_calls:
+            attributes[names.GEN_AI_INPUT_MESSAGES] = input_messages_json(
+                span.input_content, span.input_tool_calls
+            )
         reasons = () if span.metadata is None else span.metadata.finish_reasons
         finish_reason = reasons[0] if reasons else ("tool_call" if span.tool_call_ids else "stop")
-        output = output_messages_json(span.output_content, span.output_text, finish_reason)
+        output = output_messages_json(
+            span.output_content, span.output_text, finish_reason, span.output_tool_calls
+        )
         if output is not None:
             attributes[names.GEN_AI_OUTPUT_MESSAGES] = output
 
@@ -283,9 +343,15 @@ class AgentTracing:
         span.end(end_time=end_ns)
 
 
-def _set_text(attributes: _Attributes, key: str, value: object) -> None:
+def _set_text(attributes: _Attributes, key: str, value: object) -> bool:
     if isinstance(value, str) and value:
         attributes[key] = value
+        return True
+    return False
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _set_range(attributes: _Attributes, messages: MessageRange, *, input_keys: bool) -> None:

@@ -35,19 +35,34 @@ __all__ = [
     "GEN_AI_OPERATION_NAME",
     "GEN_AI_OUTPUT_MESSAGES",
     "GEN_AI_PROVIDER_NAME",
+    "GEN_AI_REQUEST_FREQUENCY_PENALTY",
+    "GEN_AI_REQUEST_MAX_TOKENS",
     "GEN_AI_REQUEST_MODEL",
+    "GEN_AI_REQUEST_PRESENCE_PENALTY",
+    "GEN_AI_REQUEST_STOP_SEQUENCES",
+    "GEN_AI_REQUEST_STREAM",
+    "GEN_AI_REQUEST_TEMPERATURE",
+    "GEN_AI_REQUEST_TOP_P",
     "GEN_AI_RESPONSE_FINISH_REASONS",
     "GEN_AI_RESPONSE_ID",
     "GEN_AI_RESPONSE_MODEL",
+    "GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK",
     "GEN_AI_SYSTEM",
+    "GEN_AI_SYSTEM_INSTRUCTIONS",
     "GEN_AI_TOOL_CALL_ARGUMENTS",
     "GEN_AI_TOOL_CALL_ID",
     "GEN_AI_TOOL_CALL_RESULT",
+    "GEN_AI_TOOL_DEFINITIONS",
+    "GEN_AI_TOOL_DESCRIPTION",
     "GEN_AI_TOOL_NAME",
+    "GEN_AI_TOOL_TYPE",
+    "GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS",
     "GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS",
     "GEN_AI_USAGE_INPUT_TOKENS",
     "GEN_AI_USAGE_OUTPUT_TOKENS",
     "GEN_AI_USAGE_REASONING_OUTPUT_TOKENS",
+    "SERVER_ADDRESS",
+    "SERVER_PORT",
     "SESSION_ID",
     "GenAIConventions",
     "provider_attribute",
@@ -73,8 +88,13 @@ class GenAIConventions(StrEnum):
         return self is GenAIConventions.LATEST
 
     @property
+    def has_streaming_attributes(self) -> bool:
+        """Whether ``gen_ai.request.stream`` and ``gen_ai.response.time_to_first_chunk`` exist."""
+        return self is GenAIConventions.LATEST
+
+    @property
     def has_token_detail_attributes(self) -> bool:
-        """Whether cached-input and reasoning-output token counts have attributes."""
+        """Whether cache-read, cache-creation and reasoning-output token counts have attributes."""
         return self is GenAIConventions.LATEST
 
 
@@ -98,6 +118,21 @@ GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"  # default only, opt-in
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"  # default only, opt-in
 GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"  # default only, opt-in
 GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"  # default only, opt-in
+GEN_AI_REQUEST_STREAM = "gen_ai.request.stream"  # default only
+GEN_AI_REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_TEMPERATURE = "gen_ai.request.temperature"
+GEN_AI_REQUEST_TOP_P = "gen_ai.request.top_p"
+GEN_AI_REQUEST_STOP_SEQUENCES = "gen_ai.request.stop_sequences"
+GEN_AI_REQUEST_FREQUENCY_PENALTY = "gen_ai.request.frequency_penalty"
+GEN_AI_REQUEST_PRESENCE_PENALTY = "gen_ai.request.presence_penalty"
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"  # default only
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"  # default only
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"  # default only, opt-in
+GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # default only, opt-in
+GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
+GEN_AI_TOOL_DESCRIPTION = "gen_ai.tool.description"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
 ERROR_TYPE = "error.type"
 SESSION_ID = "session.id"
 

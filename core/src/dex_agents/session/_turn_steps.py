@@ -345,6 +345,7 @@ class RunModel(SessionStep[CompactContextInput | None]):
             turn.messages,
             lambda: self._call_runner(context, turn, writer),
             lambda outcome: self._store_outcome(context, state, records, outcome),
+            records,
         )
 
     async def _compaction_cutoff(self, state: AgentState, turn: AgentTurnContext) -> int | None:

@@ -8,12 +8,15 @@ as they arrive, and returns the whole answer with the call's usage. `LiteLLMMode
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, cast, runtime_checkable
+from urllib.parse import urlsplit
 
 from dex_agents.events import AgentEventWriter
-from dex_agents.runner import ModelCallMetadata
+from dex_agents.runner import ModelCallMetadata, ModelRequestParameters, ModelToolDescription
 from dex_agents.stepwise._litellm import litellm
 from dex_agents.stepwise._tools import ListedTool, chat_tool
 from dex_agents.values import AgentUsage
@@ -126,6 +129,10 @@ class ModelResponse:
         provider_name: LiteLLM's name of the provider (``openai``, ``anthropic``, ``gemini``, ...).
         request_model: The model the request named, as the provider knows it (``gpt-4.1-mini`` for
             ``openai/gpt-4.1-mini``); `None` leaves the client's ``model_name``.
+        time_to_first_chunk_seconds: Seconds from the request to the answer's first chunk, if measured.
+        cache_creation_input_tokens: Input tokens the provider wrote to its prompt cache, if it says.
+        server_address: The host of the endpoint the client called, when it knows it.
+        server_port: That endpoint's port.
     """
 
     message: Mapping[str, object]
@@ -138,6 +145,10 @@ class ModelResponse:
     response_id: str | None = None
     provider_name: str | None = None
     request_model: str | None = None
+    time_to_first_chunk_seconds: float | None = None
+    cache_creation_input_tokens: int | None = None
+    server_address: str | None = None
+    server_port: int | None = None
 
 
 @runtime_checkable
@@ -175,6 +186,7 @@ class _StreamedAnswer:
     thinking_blocks: list[dict[str, object]] = field(default_factory=list[dict[str, object]])
     thinking_parts: list[str] = field(default_factory=list[str])
     usage: AgentUsage | None = None
+    cache_creation_input_tokens: int | None = None
     finish_reason: str | None = None
     response_model: str | None = None
     response_id: str | None = None
@@ -185,6 +197,9 @@ class _StreamedAnswer:
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self.usage = _usage_of(usage)
+            created = getattr(usage, "cache_creation_input_tokens", None)
+            if isinstance(created, int) and created > 0:
+                self.cache_creation_input_tokens = created
         for choice in getattr(chunk, "choices", None) or ():
             if getattr(choice, "finish_reason", None):
                 self.finish_reason = str(choice.finish_reason)
@@ -262,6 +277,7 @@ class _StreamedAnswer:
             response_id=self.response_id,
             provider_name=provider_name,
             request_model=request_model,
+            cache_creation_input_tokens=self.cache_creation_input_tokens,
         )
 
 
@@ -373,17 +389,26 @@ class LiteLLMModelClient:
         Raises:
             Exception: As LiteLLM raises it for a failed call; `RunModel` retries it.
         """
-        stream = await litellm.acompletion(**self._arguments(request))
+        arguments = self._arguments(request)
+        started = time.monotonic()
+        stream = await litellm.acompletion(**arguments)
         if not isinstance(stream, litellm.CustomStreamWrapper):
             raise TypeError(
                 f"litellm.acompletion(stream=True) returned {type(stream).__name__}, not a stream"
             )
         answer = _StreamedAnswer()
+        first_chunk: float | None = None
         # The context closes the provider's response stream however the loop ends, cancellation included.
         async with stream:
             async for chunk in stream:
+                if first_chunk is None:
+                    first_chunk = time.monotonic() - started
                 answer.add(chunk, request.events)
-        return answer.response(getattr(stream, "custom_llm_provider", None), self._provider_model())
+        response = answer.response(getattr(stream, "custom_llm_provider", None), self._provider_model())
+        address, port = _endpoint(arguments.get("api_base") or arguments.get("base_url"))
+        return replace(
+            response, time_to_first_chunk_seconds=first_chunk, server_address=address, server_port=port
+        )
 
     def _provider_model(self) -> str | None:
         """The model name the provider receives: the model string without LiteLLM's provider prefix."""
@@ -411,21 +436,73 @@ GENAI_PROVIDER_NAMES: Mapping[str, str] = {
 name and is kept as LiteLLM spells it."""
 
 
-def model_call_metadata(client: ModelClient, response: ModelResponse) -> ModelCallMetadata:
-    """Return what tracing records about one model call: the models, the provider, the ID, the finish reason.
+def _endpoint(api_base: object) -> tuple[str | None, int | None]:
+    """The host and port of an explicit endpoint URL; a provider's default endpoint stays unknown."""
+    if not isinstance(api_base, str) or not api_base:
+        return None, None
+    try:
+        url = urlsplit(api_base)
+        port = url.port
+    except ValueError:
+        return None, None
+    if not url.hostname:
+        return None, None
+    if port is None:
+        port = {"https": 443, "http": 80}.get(url.scheme)
+    return url.hostname, port
+
+
+def _system_instructions(messages: Sequence[Mapping[str, object]]) -> str | None:
+    first = messages[0] if messages else None
+    if first is None or first.get("role") != "system":
+        return None
+    content = first.get("content")
+    return content if isinstance(content, str) and content else None
+
+
+def model_call_metadata(
+    client: ModelClient, response: ModelResponse, request: ModelRequest | None = None
+) -> ModelCallMetadata:
+    """Return what tracing records about one model call.
 
     Args:
         client: The client that made the call.
         response: Its answer.
+        request: The call, for its parameters, instructions and tools; Stepwise always streams.
 
     Returns:
         The metadata, with the provider as the GenAI conventions name it.
     """
     provider = response.provider_name
+    parameters = ModelRequestParameters()
+    instructions: str | None = None
+    tools: tuple[ModelToolDescription, ...] = ()
+    if request is not None:
+        settings = request.settings
+        parameters = ModelRequestParameters(
+            max_tokens=settings.max_output_tokens, temperature=settings.temperature, top_p=settings.top_p
+        )
+        instructions = _system_instructions(request.messages)
+        tools = tuple(
+            ModelToolDescription(
+                name=tool.name,
+                description=tool.description or None,
+                parameters=json.dumps(dict(tool.input_schema), ensure_ascii=False, separators=(",", ":")),
+            )
+            for tool in request.tools
+        )
     return ModelCallMetadata(
         request_model=response.request_model or client.model_name,
         response_model=response.response_model,
         provider_name=None if provider is None else GENAI_PROVIDER_NAMES.get(provider, provider),
         response_id=response.response_id,
         finish_reasons=() if response.finish_reason is None else (response.finish_reason,),
+        request_parameters=parameters,
+        is_streaming=True,
+        server_address=response.server_address,
+        server_port=response.server_port,
+        time_to_first_chunk_seconds=response.time_to_first_chunk_seconds,
+        cache_creation_input_tokens=response.cache_creation_input_tokens,
+        system_instructions=instructions,
+        tool_definitions=tools,
     )

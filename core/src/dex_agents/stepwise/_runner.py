@@ -192,7 +192,7 @@ class StepwiseRunner:
             tool_choice=tool_choice,
         )
         response = _with_usable_tool_call_ids(await client.complete(request), turn)
-        metadata = model_call_metadata(client, response)
+        metadata = model_call_metadata(client, response, request)
         items.extend(response_messages(response))
         decision, turn_error = await self._decide(turn, response, state.consecutive_continuations)
         continuation = decision if isinstance(decision, TurnContinuation) and turn_error is None else None
@@ -375,8 +375,9 @@ class StepwiseRunner:
             - (definition.model_settings.max_output_tokens or 0),
             count=count,
         )
-        response = await client.complete(ModelRequest(messages=messages, settings=definition.model_settings))
-        metadata = model_call_metadata(client, response)
+        summary_request = ModelRequest(messages=messages, settings=definition.model_settings)
+        response = await client.complete(summary_request)
+        metadata = model_call_metadata(client, response, summary_request)
         return ContextSummaryResult(text=response.text, usage=response.usage, model_call_metadata=metadata)
 
     @staticmethod
