@@ -27,14 +27,14 @@ from dex_agents.testing import (
     wait_for_turn_end,
     wait_until,
 )
-from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
-from tests.agents import CORE_DIR
-from tests.genai_conventions import (
+from dex_agents.testing.genai_conventions import (
     CONVENTIONS_COMMIT,
     attribute_table,
     conventions_problems,
     load_conventions,
 )
+from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
+from tests.agents import CORE_DIR
 from tests.otel_agents import AGENT_NAME, PROVIDER_NAME, TracedFlows, build_traced_flows
 from tests.otel_worker import RAISING_CHILDREN_PREFIX, RAISING_PREFIX, UNSAMPLED_PREFIX
 from tests.trace_probe import TraceProbeFlow

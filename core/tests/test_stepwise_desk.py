@@ -36,14 +36,14 @@ from dex_agents.testing import (
     wait_for_turn_end,
     wait_until,
 )
-from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
-from tests.builtin_support import payloads, pending_interrupt
-from tests.genai_conventions import (
+from dex_agents.testing.genai_conventions import (
     CONVENTIONS_COMMIT,
     attribute_table,
     conventions_problems,
     load_conventions,
 )
+from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
+from tests.builtin_support import payloads, pending_interrupt
 from tests.stepwise_agents import CORE_DIR
 from tests.stepwise_desk import (
     MODEL_NAME,

@@ -198,6 +198,25 @@ def test_otel_spans_exports_are_pinned_and_the_kit_does_not_import_it() -> None:
     assert "otel_spans" not in dex_agents.testing.__all__
 
 
+def test_genai_conventions_exports_are_pinned_and_its_vendored_yaml_ships_with_it() -> None:
+    import dex_agents.testing.genai_conventions as genai_conventions
+
+    assert genai_conventions.__all__ == [
+        "CONVENTIONS_COMMIT",
+        "NOT_APPLICABLE",
+        "Conventions",
+        "SpanRequirement",
+        "attribute_table",
+        "conventions_problems",
+        "load_conventions",
+        "span_type_of",
+    ]
+    assert "genai_conventions" not in dex_agents.testing.__all__
+    conventions = genai_conventions.load_conventions()
+    assert "gen_ai.request.stream" in conventions.registry
+    assert conventions.span_types["gen_ai.inference.client"]["gen_ai.operation.name"].level == "required"
+
+
 def test_chaos_exports_are_pinned() -> None:
     assert dex_agents.testing.chaos.__all__ == [
         "CHECK_TURN_ANSWER",

@@ -1,12 +1,19 @@
-"""The GenAI semantic conventions as vendored test data, and the check that holds emitted spans against them.
+"""The OpenTelemetry GenAI semantic conventions, vendored, and a check that holds a session's spans to them.
 
-The YAML under ``tests/data/semantic-conventions-genai-<commit>/`` is the ``model/gen-ai/registry.yaml``
-and ``spans.yaml`` of open-telemetry/semantic-conventions-genai as they were at that commit, unchanged.
-The package pins dc3571562603552dc555c667dfa327a638d94ab2; no copy of that commit could be had when this
-data was vendored, so it is the one stored copy found, and the directory names its commit.
+``genai_conventions_data/semantic-conventions-genai-<commit>/`` holds the ``model/gen-ai/registry.yaml``
+and ``spans.yaml`` of open-telemetry/semantic-conventions-genai, unchanged, as they were at that commit.
+The core pins dc3571562603552dc555c667dfa327a638d94ab2; no copy of that commit could be had when the data
+was vendored, so it is the one stored copy found, and the directory names its commit.
 
 A span type's attributes are its own references plus those of the groups it references, the later
 reference deciding the requirement level, as the conventions' tooling resolves them.
+
+Use it in an adapter's or an application's tests on spans written by `dex_agents.testing.otel_spans`::
+
+    problems = conventions_problems(load_conventions(), spans, is_streaming=lambda span: True)
+    assert problems == []
+
+It needs PyYAML, which the ``testing`` extra brings; ``dex_agents.testing`` never imports this module.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -14,7 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-import yaml
+try:
+    import yaml
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "dex_agents.testing.genai_conventions needs PyYAML: pip install 'dex-agents[testing]'"
+    ) from error
 
 from dex_agents.testing.otel_spans import ExportedSpan
 
@@ -30,7 +42,9 @@ __all__ = [
 ]
 
 CONVENTIONS_COMMIT = "002c8a6ea1c8a42b14a4527db83b3cabcded610a"
-_VENDORED = Path(__file__).parent / "data" / f"semantic-conventions-genai-{CONVENTIONS_COMMIT}"
+_VENDORED = (
+    Path(__file__).parent / "genai_conventions_data" / f"semantic-conventions-genai-{CONVENTIONS_COMMIT}"
+)
 _MODEL = _VENDORED / "model" / "gen-ai"
 
 #: Conditionally required attributes whose condition never holds for a session's spans, and why. A
