@@ -9,6 +9,7 @@ from dex import (
     RpcLockConflictError,
     StepExecutionId,
     TimerId,
+    WorkerInvocationError,
 )
 
 from dex_agents import APPROVAL_DEADLINE_PASSED, AgentSessionClient, ToolCallStatus
@@ -21,7 +22,7 @@ from dex_agents.testing import (
     wait_until,
 )
 from dex_agents.testing.matrix import MatrixHarness
-from tests.conflicting_client import ConflictingClient
+from tests.conflicting_client import ConflictingClient, worker_disconnected
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -74,6 +75,26 @@ async def test_lock_conflict_past_the_retry_time_raises_and_changes_nothing(harn
     assert await harness.sessions.resolve_interrupt(session, "refund-1", approved=True)
     await wait_for_turn_end(harness.sessions, session, 1)
     assert len(harness.tool_runs(session, harness.tools.approval_write)) == 1
+
+
+async def test_a_snapshot_read_outlasts_workers_that_disconnect_during_it(harness: MatrixHarness) -> None:
+    # A rolling deploy: the Worker running the RPC is drained or killed, and another one answers it.
+    session = await _start_approval(harness, "read-retry", "refund-1")
+    for disconnects, survives in ((3, True), (4, False)):
+        client = ConflictingClient(
+            harness.stack, harness.flows.all, disconnects, "get_agent_snapshot", worker_disconnected
+        )
+        try:
+            reader = AgentSessionClient(client, harness.flows.main)
+            if survives:
+                snapshot = await reader.get_agent_snapshot(session)
+                assert [interrupt.interrupt_id for interrupt in snapshot.pending_interrupts] == ["refund-1"]
+            else:
+                with pytest.raises(WorkerInvocationError, match="disconnected"):
+                    await reader.get_agent_snapshot(session)
+            assert client.calls == disconnects + (1 if survives else 0)
+        finally:
+            await client.close()
 
 
 async def test_concurrent_resolutions_of_one_session_all_apply(harness: MatrixHarness) -> None:

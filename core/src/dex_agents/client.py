@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -20,6 +21,7 @@ from dex import (
     StartFlowOptions,
     StreamMessage,
     StreamMessagesPage,
+    WorkerInvocationError,
 )
 
 from dex_agents import _session_waits
@@ -59,6 +61,10 @@ _PageT = TypeVar("_PageT", AgentSnapshot, AgentMessagesPage)
 
 _FIRST_RETRY_DELAY = 0.05
 _MAX_RETRY_DELAY = 0.5
+# How often a reading RPC is sent again when the Worker running it went away: a drained or killed Worker
+# during a rolling deploy, whose RPC another Worker answers the same, since reading changes nothing.
+_WORKER_DISCONNECT_TRIES = 4
+_WORKER_DISCONNECTED = "WORKER_DISCONNECTED"
 _DEFAULT_WAIT = timedelta(minutes=10)
 _CLIENT_BLOB_CACHE_BYTES = 64 * 1024 * 1024
 # Each call that names missing chunks is followed by one that loads them; the index can change in between
@@ -106,6 +112,20 @@ def _chunks_read(loaded: tuple[int, ...], snapshot: AgentSnapshot) -> tuple[int,
     oldest = snapshot.messages[0].sequence
     floor = max((first for first in loaded if first <= oldest), default=oldest)
     return tuple(first for first in loaded if first >= floor)
+
+
+async def _read_past_worker_disconnects(read: Callable[[], Awaitable[_ResultT]]) -> _ResultT:
+    """Call a reading RPC again when the Worker that ran it disconnected, a few times with a short pause."""
+    delay = _FIRST_RETRY_DELAY
+    for tries_left in range(_WORKER_DISCONNECT_TRIES - 1, -1, -1):
+        try:
+            return await read()
+        except WorkerInvocationError as error:
+            if error.worker_error_type != _WORKER_DISCONNECTED or tries_left == 0:
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 4, _MAX_RETRY_DELAY)
+    raise AssertionError("unreachable: the last try returns or raises")
 
 
 class AgentSessionClient:
@@ -505,13 +525,12 @@ class AgentSessionClient:
         loads = first_loads
         rounds = 1
         while True:
-            answer = await invoke(
-                RPCInvokeOptions(
-                    load_attribute_map_instances=tuple(
-                        AGENT_MESSAGE_CHUNKS.load(message_sequence_key(sequence)) for sequence in loads
-                    )
+            options = RPCInvokeOptions(
+                load_attribute_map_instances=tuple(
+                    AGENT_MESSAGE_CHUNKS.load(message_sequence_key(sequence)) for sequence in loads
                 )
             )
+            answer = await _read_past_worker_disconnects(functools.partial(invoke, options))
             if not answer.missing_chunks or rounds == _CHUNK_ROUNDS:
                 return answer, loads
             loads = tuple(sorted({*loads, *answer.missing_chunks}))
@@ -534,11 +553,13 @@ class AgentSessionClient:
             message holds all of it) or retention deleted it.
         """
         key = tool_output_key(turn_id, tool_call_id)
-        output = await self._client.invoke_rpc(
-            self._flow.get_tool_output,
-            session_id,
-            GetToolOutputRequest(turn_id=turn_id, tool_call_id=tool_call_id),
-            options=RPCInvokeOptions(load_attribute_map_instances=(AGENT_TOOL_OUTPUTS.load(key),)),
+        output = await _read_past_worker_disconnects(
+            lambda: self._client.invoke_rpc(
+                self._flow.get_tool_output,
+                session_id,
+                GetToolOutputRequest(turn_id=turn_id, tool_call_id=tool_call_id),
+                options=RPCInvokeOptions(load_attribute_map_instances=(AGENT_TOOL_OUTPUTS.load(key),)),
+            )
         )
         return output or None
 
