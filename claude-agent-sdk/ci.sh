@@ -23,4 +23,6 @@ if ! unshare -n true 2>/dev/null; then
 fi
 # The CLI, the scripted API, the devserver and the Workers reach each other on loopback only.
 suite_wrapper=(unshare -n bash -c 'ip link set lo up && exec "$@"' in-namespace)
+# The matrix (two thirds of the lockfile run's time) goes as its own process beside the rest (see both_suites).
+newest_split=(tests/test_matrix.py)
 both_suites "$@"

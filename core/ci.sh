@@ -46,4 +46,11 @@ lowest_selection=(
   tests/test_testing_public_api.py tests/test_readme_*.py tests/test_runner_contract.py
   "${lowest_default_selection[@]}"
 )
+# The lockfile run goes as two processes (see both_suites): the session's own long tests, and the rest.
+newest_split=(
+  tests/test_stepwise_matrix.py tests/test_matrix.py tests/test_long_sessions.py tests/test_bad_input.py
+  tests/test_turn_control.py tests/test_chaos.py tests/test_builtin_tools.py tests/test_dispatch_wait.py
+  tests/test_stepwise_example.py tests/test_turn_failures.py tests/test_tool_tasks.py
+  tests/test_tool_questions.py tests/test_approvals.py tests/test_tool_failures.py tests/test_stepwise_desk.py
+)
 both_suites "$@"

@@ -30,24 +30,52 @@ lowest_pytest() {
 # tests must run in a wrapper (claude-agent-sdk's network namespace) sets the array suite_wrapper first.
 # Fails when either run fails; pytest exits 5 when it collects no tests, which fails too, as it must.
 #
+# A ci.sh whose newest run outlasts the lowest one by minutes sets newest_split to some of its test files:
+# the newest run then goes as two pytest processes at once, those files and the rest (its second JUnit
+# file ends in -rest.xml), so neither core idles while the longest run finishes alone.
+#
 # The lowest run leaves out what only our code and the exactly pinned SDK decide, so that scripts/test
 # stays within its time budget: matrix item 17 (a 20 MiB session across Worker kills, up to three minutes
 # with the real Claude Code CLI) everywhere, and in the core every test but those of the modules whose
 # dependencies have ranges (core/ci.sh sets lowest_selection to those).
 lowest_default_selection=(-k "not test_17_a_session_of_large_messages_past_20_mib")
 both_suites() {
-  local lowest_log lowest_pid newest=0 lowest=0
+  local lowest_log lowest_pid rest_log rest_pid newest=0 lowest=0 rest=0
   local wrapper=(${suite_wrapper[@]+"${suite_wrapper[@]}"})
   local selection=(${lowest_selection[@]+"${lowest_selection[@]}"})
+  local split=(${newest_split[@]+"${newest_split[@]}"})
   [ ${#selection[@]} -gt 0 ] || selection=("${lowest_default_selection[@]}")
   lowest_log="$(mktemp)"
   ${wrapper[@]+"${wrapper[@]}"} bash -c 'source ../scripts/lib/lowest.sh && lowest_pytest "$@"' lowest \
     "${selection[@]}" "$@" >"$lowest_log" 2>&1 &
   lowest_pid=$!
-  ${wrapper[@]+"${wrapper[@]}"} uv run --locked --no-sync pytest -q "$@" || newest=$?
+  # Split only a whole run: arguments that choose tests (paths, -k) go to one pytest as they are.
+  local chooses=0 given
+  for given in "$@"; do case "$given" in --junitxml=*) ;; *) chooses=1 ;; esac; done
+  if [ ${#split[@]} -gt 0 ] && [ "$chooses" -eq 0 ]; then
+    local ignores=() file arguments=() argument
+    for file in "${split[@]}"; do ignores+=("--ignore=$file"); done
+    for argument in "$@"; do
+      case "$argument" in
+        --junitxml=*.xml) arguments+=("${argument%.xml}-rest.xml") ;;
+        *) arguments+=("$argument") ;;
+      esac
+    done
+    rest_log="$(mktemp)"
+    ${wrapper[@]+"${wrapper[@]}"} uv run --locked --no-sync pytest -q "${ignores[@]}" \
+      ${arguments[@]+"${arguments[@]}"} >"$rest_log" 2>&1 &
+    rest_pid=$!
+    ${wrapper[@]+"${wrapper[@]}"} uv run --locked --no-sync pytest -q "${split[@]}" "$@" || newest=$?
+    wait "$rest_pid" || rest=$?
+    echo "--- the rest of the tests on the lockfile:"
+    cat "$rest_log"
+    rm -f "$rest_log"
+  else
+    ${wrapper[@]+"${wrapper[@]}"} uv run --locked --no-sync pytest -q "$@" || newest=$?
+  fi
   wait "$lowest_pid" || lowest=$?
   echo "--- the same tests on the lowest versions (lowest-versions.txt):"
   cat "$lowest_log"
   rm -f "$lowest_log"
-  [ "$newest" -eq 0 ] && [ "$lowest" -eq 0 ]
+  [ "$newest" -eq 0 ] && [ "$rest" -eq 0 ] && [ "$lowest" -eq 0 ]
 }
