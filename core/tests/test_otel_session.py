@@ -249,6 +249,10 @@ async def test_span_tree_of_a_turn_with_a_read_and_an_approval_across_a_worker_k
         "refund-1",
     )
     assert all(span.kind == "INTERNAL" for span in (read, refund))
+    # ScriptedRunner describes its tools by their docstrings' first paragraph.
+    assert refund.attribute("gen_ai.tool.description") == (
+        "Refund an order (a non-idempotent write that needs approval: runs at most once)."
+    )
 
     # One model call each: CLIENT spans with usage and the runner's metadata.
     for chat in chats:

@@ -350,3 +350,7 @@ async def test_each_chat_span_of_a_traced_turn_carries_the_model_call_metadata(d
             "finish_reason": "stop",
         }
     ]
+    # The tool Step's span says what kind of tool ran and what it does, from the function's docstring.
+    [lookup_span] = [span for span in every_span if span.name == "execute_tool lookup_order"]
+    assert lookup_span.attribute("gen_ai.tool.type") == "function"
+    assert lookup_span.attribute("gen_ai.tool.description") == "Look up an order's status."

@@ -89,6 +89,7 @@ EXPECTED_EXPORTS = {
     "TurnCancellationRequest",
     "TurnControlKind",
     "TurnControlRequest",
+    "ToolDescriber",
     "UnfinishedTurnMessageBuilder",
     "build_turn_control_note",
     "cancellation_rejection_message",

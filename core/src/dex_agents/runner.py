@@ -74,6 +74,7 @@ __all__ = [
     "ModelToolDescription",
     "PlanModeRunner",
     "ToolCallsRequested",
+    "ToolDescriber",
     "ToolExecutionError",
     "ToolExecutionResult",
     "ToolInputRequested",
@@ -580,6 +581,27 @@ class PlanModeRunner(Protocol):
     @property
     def supports_plan_mode(self) -> bool:
         """`True` when the runner honours planning turns as described above."""
+        ...
+
+
+@runtime_checkable
+class ToolDescriber(Protocol):
+    """Optional runner capability: what a tool does, for tracing's ``execute_tool`` spans.
+
+    With `AgentSessionOptions.tracing` on, a tool Step asks the runner for the description of the tool it
+    runs and sets it as ``gen_ai.tool.description``. Answer from what the runner already holds (its tool
+    definitions, a cached MCP listing); never call a model or a server for it.
+    """
+
+    def describe_tool(self, tool_name: str) -> str | None:
+        """Return what the tool named ``tool_name`` does, or `None` when the runner does not know.
+
+        Args:
+            tool_name: The tool's name, as the model called it.
+
+        Returns:
+            The tool's description, or `None`.
+        """
         ...
 
 

@@ -113,11 +113,18 @@ class SessionTracing:
     Args:
         emitter: `AgentSessionOptions.tracing`; `None` turns every call into a pass-through.
         flow_type: The Flow type, the agent name when the emitter names none.
+        describe_tool: The runner's `ToolDescriber.describe_tool`, when it has one.
     """
 
-    def __init__(self, emitter: TraceEmitter | None, flow_type: str) -> None:
+    def __init__(
+        self,
+        emitter: TraceEmitter | None,
+        flow_type: str,
+        describe_tool: Callable[[str], str | None] | None = None,
+    ) -> None:
         self._emitter = emitter
         self._flow_type = flow_type
+        self._describe_tool = describe_tool
 
     def begin_activation(self, context: AsyncContext, turn_id: str | None) -> str | None:
         """Emit the root of the activation this Step attempt starts, and make it the session's current root.
@@ -333,6 +340,18 @@ class SessionTracing:
         except Exception as emit_error:
             self._skipped("chat span", step, emit_error)
 
+    def _tool_description(self, tool_name: str) -> str | None:
+        describe = self._describe_tool
+        if describe is None:
+            return None
+        try:
+            description = describe(tool_name)
+        except Exception as error:
+            # A span attribute is never worth failing the tool Step over.
+            _logger.warning("tracing could not describe tool %s: %s", tool_name, describe_exception(error))
+            return None
+        return description if isinstance(description, str) and description else None
+
     def _emit_tool_call(
         self,
         context: AsyncContext,
@@ -363,6 +382,7 @@ class SessionTracing:
                 tool_call_id=record.tool_call_id,
                 effect=record.effect,
                 status=None if error is not None or final is None else final.status,
+                tool_description=self._tool_description(record.tool_name),
                 arguments=record.arguments if records_content else None,
                 result=final.output if records_content and succeeded and final is not None else None,
                 error_type=error_type,

@@ -160,6 +160,15 @@ class McpToolSource:
         """Return the definition of tool ``name`` from the last `list_tools`, or `None`."""
         return self._definitions.get(name)
 
+    def describe_tool(self, tool_name: str) -> str | None:
+        """Return tool ``tool_name``'s description from the last `list_tools`, for tracing; never lists.
+
+        A Worker that has not listed the servers since it started (a tool Step right after a restart)
+        answers `None`.
+        """
+        definition = self._definitions.get(tool_name)
+        return definition.description or None if definition is not None else None
+
     def merge_tool_policies(
         self, application_policies: Mapping[str, ToolPolicy] | None = None
     ) -> dict[str, ToolPolicy]:

@@ -13,7 +13,7 @@ from dex import AsyncContext, Context, Stream
 from dex_agents._tracing._session import SessionTracing
 from dex_agents.compaction import is_compaction_runner
 from dex_agents.events import DEFAULT_DELTA_COALESCING, AgentEventWriter
-from dex_agents.runner import AgentFrameworkRunner
+from dex_agents.runner import AgentFrameworkRunner, ToolDescriber
 from dex_agents.session._session_options import AgentSessionOptions
 from dex_agents.session._state import read_context_summary
 from dex_agents.values import AgentEvent
@@ -54,7 +54,11 @@ class SessionDeps:
             runner=runner,
             options=options,
             agent_events=agent_events,
-            tracing=SessionTracing(options.tracing, flow_type),
+            tracing=SessionTracing(
+                options.tracing,
+                flow_type,
+                runner.describe_tool if isinstance(runner, ToolDescriber) else None,
+            ),
             flow_type=flow_type,
             compacts=is_compaction_runner(runner),
         )

@@ -41,6 +41,7 @@ from dex_agents.runner import (
     DeferredToolExecution,
     DeferredToolOutcome,
     ToolCallsRequested,
+    ToolDescriber,
     ToolExecutionError,
     TurnCompleted,
     TurnContinued,
@@ -428,6 +429,15 @@ class StepwiseRunner:
                     )
                 listed[tool.name] = (tool, source)
         return listed
+
+    def describe_tool(self, tool_name: str) -> str | None:
+        """Return a tool's description from the first source that knows it (`ToolDescriber`), for tracing."""
+        for source in self._definition.tool_sources:
+            if isinstance(source, ToolDescriber):
+                description = source.describe_tool(tool_name)
+                if description:
+                    return description
+        return None
 
     def _source_of(self, record: AgentToolCall) -> ToolSource | None:
         """The source that deferred the call, found from its record alone."""

@@ -416,6 +416,11 @@ class FunctionToolSource:
         }
         self._task_handlers = combined_task_handlers(ToolTaskHandlers(own), self._checked_task_handlers(own))
 
+    def describe_tool(self, tool_name: str) -> str | None:
+        """Return function tool ``tool_name``'s description, or `None` when it has none or is not here."""
+        tool = self._by_name.get(tool_name)
+        return tool.definition.description or None if tool is not None else None
+
     def _checked_task_handlers(self, own: Mapping[str, ToolTaskHandler]) -> ToolTaskHandlers | None:
         shared = self.task_handlers
         if shared is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
@@ -446,6 +447,12 @@ class ScriptedRunner:
                 )
             )
         return items
+
+    def describe_tool(self, tool_name: str) -> str | None:
+        """Return the first paragraph of the tool function's docstring, for tracing, or `None`."""
+        tool = self._tools.get(tool_name)
+        doc = inspect.getdoc(tool) if tool is not None else None
+        return " ".join(doc.split("\n\n", 1)[0].split()) if doc else None
 
     def _policy(self, turn: AgentTurnContext, tool_name: str) -> ToolPolicy:
         if tool_name not in self._tools:
