@@ -13,6 +13,15 @@ import dex_agents.testing.mcp_inventory_server
 import dex_agents.testing.runner_contract
 
 TESTING_EXPORTS = {
+    "OFFICIAL_MCP_SERVERS_ENV",
+    "McpWireMessage",
+    "OfficialMcpHttpServer",
+    "OfficialMcpServerName",
+    "official_mcp_server_command",
+    "official_mcp_server_version",
+    "official_mcp_servers_dir",
+    "read_mcp_wire_log",
+    "start_official_mcp_http_server",
     "DEFAULT_SCRIPTED_SUMMARY",
     "EXECUTE_COMPLETED_EVENT",
     "EXECUTE_FAILED_EVENT",

@@ -17,6 +17,11 @@ A server may answer ``tools/call`` with a task instead (the MCP tasks extension)
 saved as the attempt's heartbeat checkpoint before anything else, so a retried attempt finds it and
 follows the same task instead of calling the tool again; a task is then handed to the session
 (``ToolTaskStarted``) or followed inside the Step (see `dex_agents.mcp._task_polling`).
+
+On a connection that negotiated 2025-11-25, a tool that requires task augmentation is sent ``task: {ttl}``
+and answers with a task of that protocol. Only ``required`` tools get it: such a task belongs to the
+connection that created it, so it is followed inside this Step, where a plain call of an ``optional`` tool
+would give the same result with fewer requests.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from mcp.types import (
     ElicitRequest,
     InputRequiredResult,
     PaginatedRequestParams,
+    RequestParamsMeta,
+    TaskMetadata,
 )
 from pydantic import ValidationError
 
@@ -49,6 +56,7 @@ from dex_agents.mcp._connection import (
     describe_error,
     run_on_new_connection,
 )
+from dex_agents.mcp._definitions import TaskSupport
 from dex_agents.mcp._render import render_tool_result
 from dex_agents.mcp._servers import McpHttpServer, McpServer
 from dex_agents.mcp._task_polling import McpTaskRef, first_poll_interval, wait_in_step
@@ -56,8 +64,11 @@ from dex_agents.mcp._task_state import TaskCheckpoint
 from dex_agents.mcp._task_wire import (
     McpTaskState,
     McpToolTaskError,
+    parse_created_task,
     parse_task,
     send_for_raw_result,
+    send_unvalidated,
+    speaks_2025_11_25_tasks,
 )
 from dex_agents.runner import DeferredToolExecution, ToolExecutionError, ToolExecutionResult, ToolTaskStarted
 
@@ -86,6 +97,11 @@ class McpCallLimits:
 
     handshake_seconds: float
     task_wait_seconds: float
+
+    @property
+    def task_ttl_ms(self) -> int:
+        """The TTL a 2025-11-25 task is asked for: four times the wait, so it outlives every poll."""
+        return int(4 * self.task_wait_seconds * 1000)
 
 
 class McpToolCallInterruptedError(Exception):
@@ -137,13 +153,21 @@ async def _list_until(session: ClientSession, mcp_name: str) -> None:
 
 
 async def _send_tools_call(
-    session: ClientSession, mcp_name: str, arguments: dict[str, Any], idempotency_key: str
+    session: ClientSession,
+    mcp_name: str,
+    arguments: dict[str, Any],
+    idempotency_key: str,
+    task: TaskMetadata | None = None,
 ) -> _ToolsCallAnswer:
-    request = CallToolRequest(
-        params=CallToolRequestParams(
-            name=mcp_name, arguments=arguments, _meta={IDEMPOTENCY_KEY_META_KEY: idempotency_key}
+    meta: RequestParamsMeta = {IDEMPOTENCY_KEY_META_KEY: idempotency_key}
+    if task is not None and speaks_2025_11_25_tasks(session):
+        augmented = CallToolRequest(
+            params=CallToolRequestParams(name=mcp_name, arguments=arguments, task=task, _meta=meta)
         )
-    )
+        raw = await send_unvalidated(session, augmented)
+        # A server may run a task-optional call plainly even when asked for a task.
+        return parse_created_task(raw) if "task" in raw else CallToolResult.model_validate(raw, by_name=False)
+    request = CallToolRequest(params=CallToolRequestParams(name=mcp_name, arguments=arguments, _meta=meta))
     # Sent as a plain request rather than through the session's call_tool, which lists every tool after
     # the call to check the result against an output schema, and knows no task; the call needs neither.
     try:
@@ -178,12 +202,18 @@ class _ToolStep:
     """One tool Step attempt's call: ``tools/call``, then the task it may start."""
 
     def __init__(
-        self, server: McpServer, mcp_name: str, execution: DeferredToolExecution, limits: McpCallLimits
+        self,
+        server: McpServer,
+        mcp_name: str,
+        execution: DeferredToolExecution,
+        limits: McpCallLimits,
+        task_support: TaskSupport | None,
     ) -> None:
         self.server = server
         self.mcp_name = mcp_name
         self.execution = execution
         self.limits = limits
+        self.task = TaskMetadata(ttl=limits.task_ttl_ms) if task_support == "required" else None
         # Only a Streamable HTTP server's task outlives the connection that created it, so only its handle
         # is worth saving and only it can be handed to the session's own poll Steps.
         self.pollable_anywhere = isinstance(server, McpHttpServer)
@@ -215,7 +245,9 @@ class _ToolStep:
         """Send ``tools/call`` and return its result, or hand over or follow the task it started."""
 
         async def work(session: ClientSession) -> ToolExecutionResult | ToolTaskStarted:
-            answer = await _send_tools_call(session, self.mcp_name, arguments, self.execution.idempotency_key)
+            answer = await _send_tools_call(
+                session, self.mcp_name, arguments, self.execution.idempotency_key, self.task
+            )
             if isinstance(answer, CallToolResult):
                 return _tool_result(self.mcp_name, answer)
             if isinstance(answer, InputRequiredResult):
@@ -225,7 +257,9 @@ class _ToolStep:
                     f"call cannot give yet: {_describe_input_requests(answer)}"
                 )
             interval = first_poll_interval(answer.poll_interval_ms)
-            if self.pollable_anywhere:
+            # A 2025-11-25 task belongs to this connection's protocol session: no other connection can poll
+            # it, so neither a saved handle nor the session's poll Steps could reach it.
+            if self.pollable_anywhere and not speaks_2025_11_25_tasks(session):
                 saved = TaskCheckpoint(self.server.name, self.mcp_name, answer.task_id, interval)
                 await self.execution.save_heartbeat_checkpoint(saved.encode())
                 if self.execution.supports_tool_tasks:
@@ -240,7 +274,12 @@ class _ToolStep:
 
 
 async def call_mcp_tool(
-    server: McpServer, mcp_name: str, execution: DeferredToolExecution, limits: McpCallLimits
+    server: McpServer,
+    mcp_name: str,
+    execution: DeferredToolExecution,
+    limits: McpCallLimits,
+    *,
+    task_support: TaskSupport | None = None,
 ) -> ToolExecutionResult | ToolTaskStarted:
     """Call one tool on a new connection to ``server`` and return what the model sees, or its task.
 
@@ -252,6 +291,8 @@ async def call_mcp_tool(
         mcp_name: The tool's name on that server.
         execution: The tool Step's call: its arguments, idempotency key, checkpoint and heartbeat.
         limits: How long the handshake, and polling a task inside the Step, may take.
+        task_support: The tool's listed ``execution.taskSupport``; ``required`` sends the call as a task
+            when the connection negotiated 2025-11-25.
 
     Returns:
         The tool's output (its content blocks as text, else its structured content as JSON), or
@@ -265,7 +306,7 @@ async def call_mcp_tool(
         McpToolTaskError: The tool started a task that could not be followed to its end.
     """
     parsed = parse_tool_arguments(execution.tool_call.arguments, tool_name=f"{server.name}__{mcp_name}")
-    step = _ToolStep(server, mcp_name, execution, limits)
+    step = _ToolStep(server, mcp_name, execution, limits, task_support)
     saved = TaskCheckpoint.decode(execution.heartbeat_checkpoint, server.name, mcp_name)
     if saved is not None:
         return await step.resume(saved)

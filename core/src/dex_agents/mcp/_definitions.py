@@ -6,18 +6,21 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from dex_agents.values import ToolEffect
 
 __all__ = [
     "McpToolDefinition",
     "McpToolReference",
+    "TaskSupport",
     "agent_tool_name",
     "decode_json_object",
     "is_model_tool_name",
 ]
 
+TaskSupport = Literal["forbidden", "optional", "required"]
+_TASK_SUPPORT: frozenset[str] = frozenset({"forbidden", "optional", "required"})
 _MODEL_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _REFERENCE_SOURCE = "mcp"
 
@@ -56,6 +59,9 @@ class McpToolDefinition:
         effect: The effect its annotations declare (`read` or `idempotent_write`), or `None` when they
             declare none or the server's annotations are not trusted.
         title: The tool's human-readable title, if the server gave one.
+        task_support: The tool's ``execution.taskSupport`` (protocol 2025-11-25): ``forbidden``,
+            ``optional`` or ``required``; `None` when the server declares none. A tool Step sends a
+            ``required`` tool's call as a task on a connection that negotiated 2025-11-25.
     """
 
     name: str
@@ -65,6 +71,7 @@ class McpToolDefinition:
     mcp_name: str
     effect: ToolEffect | None
     title: str | None = None
+    task_support: TaskSupport | None = None
 
 
 @dataclass(frozen=True)
@@ -74,14 +81,19 @@ class McpToolReference:
     Attributes:
         server_name: The server's name in the Worker's configuration.
         mcp_name: The tool's name on that server.
+        task_support: The tool's ``execution.taskSupport`` when the listing declared one, so the tool Step
+            knows whether to send the call as a 2025-11-25 task without listing the tool.
     """
 
     server_name: str
     mcp_name: str
+    task_support: TaskSupport | None = None
 
     def encode(self) -> str:
         """Return the reference as `DeferredToolCall.tool_source_reference` text."""
         value = {"source": _REFERENCE_SOURCE, "server": self.server_name, "tool": self.mcp_name}
+        if self.task_support is not None:
+            value["task_support"] = self.task_support
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
@@ -99,4 +111,8 @@ class McpToolReference:
             return None
         if not server or not tool:
             return None
-        return cls(server, tool)
+        support: object = fields.get("task_support")
+        # A reference written before task support was recorded, or with a value this code does not know,
+        # calls the tool plainly, as before.
+        task_support = cast(TaskSupport, support) if support in _TASK_SUPPORT else None
+        return cls(server, tool, task_support)

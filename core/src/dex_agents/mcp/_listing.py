@@ -85,6 +85,7 @@ def _definition(server: McpServer, tool: Tool) -> McpToolDefinition:
         mcp_name=tool.name,
         effect=effect,
         title=tool.title,
+        task_support=None if tool.execution is None else tool.execution.task_support,
     )
 
 

@@ -229,7 +229,7 @@ class McpToolSource:
             policy = configured
         else:
             policy = turn.resolve_tool_policy(tool_name, framework_effect=definition.effect)
-        reference = McpToolReference(definition.server_name, definition.mcp_name)
+        reference = McpToolReference(definition.server_name, definition.mcp_name, definition.task_support)
         return DeferredToolCall(
             tool_call_id, tool_name, arguments, policy, tool_source_reference=reference.encode()
         )
@@ -268,6 +268,12 @@ class McpToolSource:
         session as `ToolTaskStarted` when the runner polls tasks (`supports_tool_tasks`); any other task is
         polled here, with a heartbeat per poll, for up to ``task_wait_timeout``.
 
+        On a connection that negotiated protocol 2025-11-25, a tool whose listing declared
+        ``execution.taskSupport: "required"`` is called as a task (``task: {ttl}``, the TTL four times
+        ``task_wait_timeout``). Such a task belongs to the connection that created it (the TypeScript SDK
+        binds it to the protocol session, which the call ends), so it is polled here whatever the
+        transport, and no handle is saved: a retried attempt cannot reach it and calls the tool again.
+
         Args:
             execution: The approved call, as the tool Step passes it.
 
@@ -300,7 +306,9 @@ class McpToolSource:
         limits = McpCallLimits(
             self._handshake_timeout.total_seconds(), self._task_wait_timeout.total_seconds()
         )
-        return await call_mcp_tool(server, reference.mcp_name, execution, limits)
+        return await call_mcp_tool(
+            server, reference.mcp_name, execution, limits, task_support=reference.task_support
+        )
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
         """Poll a task this source's `call_tool` handed to the session: one ``tasks/get`` on a new connection.

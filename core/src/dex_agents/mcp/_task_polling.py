@@ -61,6 +61,8 @@ ANSWER_WORKING_WINDOW_SECONDS = 10.0
 """How long after ``tasks/update`` a task that still lists the answered request reads as working."""
 # Polls right after an answer went out come a second apart, so the task's next state shows up soon.
 _AFTER_ANSWER_INTERVAL_SECONDS = 1
+# How long a cancelled attempt may spend telling the server to stop its task before the connection closes.
+_CANCEL_ON_EXIT_SECONDS = 5.0
 
 _logger = logging.getLogger("dex_agents.mcp")
 
@@ -125,9 +127,10 @@ def _report_status(
 
 def _finished(ref: McpTaskRef, state: McpTaskState) -> ToolExecutionResult:
     """The result of a task in a terminal status, or the error it ended with."""
-    if state.status == "completed" and state.result is not None:
+    if state.status in ("completed", "failed") and state.result is not None:
+        # A 2025-11-25 task that failed may still carry the tool's own (error) result.
         output = render_tool_result(state.result)
-        if state.result.is_error:
+        if state.result.is_error or state.status == "failed":
             raise ToolExecutionError(output or f"{ref.describe()} reported an error without a message")
         return ToolExecutionResult(output)
     if state.status == "failed" and state.error is not None:
@@ -159,10 +162,12 @@ async def wait_in_step(
     execution: DeferredToolExecution,
     wait_seconds: float,
 ) -> ToolExecutionResult:
-    """Poll a task inside the tool Step until it ends, for at most ``wait_seconds``.
+    """Poll a task inside the tool Step until it ends, for at most ``wait_seconds`` or the task's TTL.
 
     Each poll heartbeats first, so Dex sees the Step alive. A task that asks for input is cancelled and the
-    call fails, because only a task the session polls in its own Steps can wait for the user.
+    call fails, because only a task the session polls in its own Steps can wait for the user. When the
+    attempt is cancelled while it waits (its Step timed out, or the Worker shuts down), the task is sent
+    ``tasks/cancel`` on the same connection before the connection closes.
 
     Returns:
         The tool's result.
@@ -171,12 +176,37 @@ async def wait_in_step(
         ToolExecutionError: The task ended with a tool error or a JSON-RPC error, or asked for input.
         McpToolTaskError: The task could not be read, the server cancelled it, or it did not end in time.
     """
+    try:
+        return await _wait(session, ref, created, execution, wait_seconds)
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_ON_EXIT_SECONDS):
+            await _cancel_best_effort(session, ref)
+        raise
+
+
+async def _wait(
+    session: ClientSession,
+    ref: McpTaskRef,
+    created: McpTaskState,
+    execution: DeferredToolExecution,
+    wait_seconds: float,
+) -> ToolExecutionResult:
     status = created.status
     interval = first_poll_interval(created.poll_interval_ms)
-    deadline = anyio.current_time() + wait_seconds
+    started = anyio.current_time()
+    deadline = started + wait_seconds
+    # Past its TTL the server may forget the task, so polling longer could only end in "unknown task".
+    ttl_seconds = None if created.ttl_ms is None or created.ttl_ms <= 0 else created.ttl_ms / 1000
+    if ttl_seconds is not None:
+        deadline = min(deadline, started + ttl_seconds)
     while True:
         remaining = deadline - anyio.current_time()
         if remaining <= 0:
+            if ttl_seconds is not None and ttl_seconds < wait_seconds:
+                raise ref.error(
+                    f"did not finish within its time to live of {ttl_seconds:g} seconds, so it may still "
+                    "take effect"
+                )
             raise ref.error(
                 f"did not finish within {wait_seconds:g} seconds of polling inside the tool Step, so it may "
                 "still take effect"

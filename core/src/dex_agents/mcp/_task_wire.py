@@ -1,18 +1,27 @@
-"""The MCP tasks extension (``io.modelcontextprotocol/tasks``) on the wire.
+"""MCP tasks on the wire: the ``io.modelcontextprotocol/tasks`` extension, and protocol 2025-11-25's tasks.
 
-mcp 2.3 speaks the 2026-07-28 protocol but implements none of this extension, so the source does it at the
+mcp 2.3 speaks the 2026-07-28 protocol but implements none of the extension, so the source does it at the
 JSON-RPC level: it declares the extension in every request's client capabilities (`tasks_extension`), reads
 a ``tools/call`` answer whose ``resultType`` is ``task`` as a task handle, and sends ``tasks/get``,
-``tasks/update`` and ``tasks/cancel`` itself. Every failure to read a task is reported as
-`McpToolTaskError`, never as the JSON-RPC or validation error underneath, so the caller cannot mistake a
-failed poll for a failed ``tools/call``.
+``tasks/update`` and ``tasks/cancel`` itself.
+
+A server that negotiates 2025-11-25 (such as one built on the TypeScript SDK 1.x) has tasks of its own: a
+``tools/call`` that carries ``task: {ttl}`` is answered ``{"task": {...}}``, ``tasks/get`` reports the status
+without the outcome, and ``tasks/result`` returns the tool's result once the task ended. The method names
+and parameters of ``tasks/get`` and ``tasks/cancel`` are the same in both, so `get_task` and `cancel_task`
+speak whichever the connection negotiated. mcp 2.3 checks every result against the negotiated version and
+takes a 2025-11-25 ``tools/call`` answer only as a complete result, so the task-augmented call and
+``tasks/result`` go out through `send_unvalidated`.
+
+Every failure to read a task is reported as `McpToolTaskError`, never as the JSON-RPC or validation error
+underneath, so the caller cannot mistake a failed poll for a failed ``tools/call``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal, cast
 
 from mcp import MCPError
 from mcp.client.extension import ClientExtension
@@ -22,13 +31,16 @@ from mcp.types import (
     INVALID_PARAMS,
     REQUEST_TIMEOUT,
     CallToolResult,
+    GetTaskPayloadRequest,
+    GetTaskPayloadRequestParams,
     Request,
     RequestParams,
 )
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "TASKS_2025_11_25_PROTOCOL",
     "TASKS_EXTENSION",
     "TERMINAL_TASK_STATUSES",
     "McpTaskState",
@@ -36,14 +48,20 @@ __all__ = [
     "TaskStatus",
     "cancel_task",
     "get_task",
+    "parse_created_task",
     "parse_task",
     "send_for_raw_result",
+    "send_unvalidated",
+    "speaks_2025_11_25_tasks",
     "tasks_extension",
     "update_task",
 ]
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 """The extension's identifier, declared in each request's client capabilities."""
+
+TASKS_2025_11_25_PROTOCOL = "2025-11-25"
+"""The protocol version whose own tasks (``tools/call`` with ``task``, ``tasks/result``) the source speaks."""
 
 TaskStatus = Literal["working", "input_required", "completed", "cancelled", "failed"]
 TERMINAL_TASK_STATUSES: frozenset[str] = frozenset({"completed", "cancelled", "failed"})
@@ -93,6 +111,28 @@ async def send_for_raw_result(session: ClientSession, request: Request[Any, Any]
     return dict((await session.send_request(request, _RawResult)).model_extra or {})
 
 
+async def send_unvalidated(session: ClientSession, request: Request[Any, Any]) -> dict[str, Any]:
+    """Send ``request`` as `ClientSession.send_request` does, minus its check of the result's shape.
+
+    mcp 2.3 validates a 2025-11-25 ``tools/call`` answer as a complete `CallToolResult`, which refuses the
+    ``{"task": ...}`` answer a task-augmented call gets, and it has no public way to send one request
+    unchecked. This uses the session's own stamping (the protocol version header) and dispatcher; the
+    official-server tests fail loudly if a later mcp release moves either.
+
+    Raises:
+        MCPError: The server answered a JSON-RPC error, or no answer came.
+    """
+    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+    options: Any = {}
+    session._stamp(data, options)  # pyright: ignore[reportPrivateUsage]
+    return await session._dispatcher.send_raw_request(data["method"], data.get("params"), options)  # pyright: ignore[reportPrivateUsage]
+
+
+def speaks_2025_11_25_tasks(session: ClientSession) -> bool:
+    """Whether the connection negotiated 2025-11-25, whose own tasks replace the extension's."""
+    return session.protocol_version == TASKS_2025_11_25_PROTOCOL
+
+
 class _TasksExtension(ClientExtension):
     identifier = TASKS_EXTENSION
 
@@ -136,7 +176,11 @@ class _WireTask(BaseModel):
     task_id: str = Field(min_length=1)
     status: TaskStatus
     status_message: str | None = None
-    poll_interval_ms: float | None = None
+    # The extension names both in milliseconds with an ``Ms`` suffix; 2025-11-25 without it.
+    poll_interval_ms: float | None = Field(
+        default=None, validation_alias=AliasChoices("pollIntervalMs", "pollInterval")
+    )
+    ttl_ms: float | None = Field(default=None, validation_alias=AliasChoices("ttlMs", "ttl"))
     input_requests: dict[str, dict[str, Any]] | None = None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
@@ -151,6 +195,7 @@ class McpTaskState:
         status: ``working``, ``input_required``, ``completed``, ``cancelled`` or ``failed``.
         status_message: The server's description of the status, if any.
         poll_interval_ms: The server's suggested poll interval, if any.
+        ttl_ms: How long the server keeps the task after it was created, if it says.
         input_requests: The requests the task waits on, by key, while ``input_required``.
         result: The tool's result once ``completed`` (a creation answer has none).
         error: The JSON-RPC error ``(code, message)`` of a ``failed`` task.
@@ -160,6 +205,7 @@ class McpTaskState:
     status: TaskStatus
     status_message: str | None = None
     poll_interval_ms: float | None = None
+    ttl_ms: float | None = None
     input_requests: Mapping[str, Mapping[str, Any]] | None = None
     result: CallToolResult | None = None
     error: tuple[int, str] | None = None
@@ -200,20 +246,37 @@ def parse_task(raw: Mapping[str, Any], *, needs_outcome: bool = True) -> McpTask
         status=wire.status,
         status_message=wire.status_message,
         poll_interval_ms=wire.poll_interval_ms,
+        ttl_ms=wire.ttl_ms,
         input_requests=wire.input_requests,
         result=result,
         error=error,
     )
 
 
+def parse_created_task(raw: Mapping[str, Any]) -> McpTaskState:
+    """Read a 2025-11-25 task-augmented ``tools/call`` answer, ``{"task": {...}}``, as the task it created.
+
+    Raises:
+        ValueError: If the answer holds no task (`pydantic.ValidationError` is one).
+    """
+    task: object = raw.get("task")
+    if not isinstance(task, dict):
+        raise ValueError(f"the answer holds no task: {dict(raw)!r:.200}")
+    return parse_task(cast(dict[str, Any], task), needs_outcome=False)
+
+
 async def get_task(session: ClientSession, server_name: str, mcp_name: str, task_id: str) -> McpTaskState:
-    """Send one ``tasks/get`` and return the task.
+    """Send one ``tasks/get`` and return the task, with its outcome once it ended.
+
+    On a 2025-11-25 connection, whose ``tasks/get`` reports no outcome, a task that completed or failed is
+    read once more with ``tasks/result``.
 
     Raises:
         McpToolTaskError: The server no longer knows the task (JSON-RPC error -32602), answered another
             JSON-RPC error, or answered something that is not the task.
     """
     request = _GetTask(params=_TaskParams(task_id=task_id))
+    legacy = speaks_2025_11_25_tasks(session)
     try:
         raw = await send_for_raw_result(session, request)
     except MCPError as error:
@@ -223,7 +286,7 @@ async def get_task(session: ClientSession, server_name: str, mcp_name: str, task
             problem = f"could not be read: tasks/get answered JSON-RPC error {error.code}: {error.message}"
         raise McpToolTaskError(server_name, mcp_name, task_id, problem) from error
     try:
-        state = parse_task(raw)
+        state = parse_task(raw, needs_outcome=not legacy)
     except ValueError as error:
         raise McpToolTaskError(
             server_name, mcp_name, task_id, f"could not be read: tasks/get answered no task ({_brief(error)})"
@@ -232,7 +295,36 @@ async def get_task(session: ClientSession, server_name: str, mcp_name: str, task
         raise McpToolTaskError(
             server_name, mcp_name, task_id, f"could not be read: tasks/get answered task {state.task_id!r}"
         )
+    if legacy and state.status in ("completed", "failed"):
+        return await _with_outcome(session, server_name, mcp_name, state)
     return state
+
+
+async def _with_outcome(
+    session: ClientSession, server_name: str, mcp_name: str, state: McpTaskState
+) -> McpTaskState:
+    """Add a 2025-11-25 task's outcome, read with ``tasks/result``: the tool's result, or the error."""
+    request = GetTaskPayloadRequest(params=GetTaskPayloadRequestParams(task_id=state.task_id))
+    try:
+        raw = await send_unvalidated(session, request)
+    except MCPError as error:
+        if state.status == "failed":
+            return replace(state, error=(error.code, error.message))
+        raise McpToolTaskError(
+            server_name,
+            mcp_name,
+            state.task_id,
+            f"completed, but tasks/result answered JSON-RPC error {error.code}: {error.message}",
+        ) from error
+    try:
+        return replace(state, result=CallToolResult.model_validate(raw, by_name=False))
+    except ValidationError as error:
+        raise McpToolTaskError(
+            server_name,
+            mcp_name,
+            state.task_id,
+            f"{state.status}, but tasks/result answered no tool result ({_brief(error)})",
+        ) from error
 
 
 async def update_task(session: ClientSession, task_id: str, responses: dict[str, dict[str, Any]]) -> None:

@@ -20,9 +20,11 @@ check what the order-desk driver printed, ``readme_snippets`` reads the files a 
 users copy), ``run_mcp_inventory_scenario`` runs the MCP inventory session scenario against an adapter's
 MCP agent, ``mcp_inventory_server_command`` starts the MCP server it expects
 (``python -m dex_agents.testing.mcp_inventory_server``) on stdio, and ``start_mcp_inventory_http_server``
-runs the same server on Streamable HTTP on loopback. ``dex_agents.testing.stepwise`` has the scripted
-model of Stepwise agents (it needs the ``stepwise`` extra), and ``dex_agents.testing.otel_spans`` collects
-the spans a Worker writes.
+runs the same server on Streamable HTTP on loopback. ``official_mcp_server_command`` and
+``start_official_mcp_http_server`` start the official MCP reference servers that the core's
+``tests/mcp_servers`` pins (optionally behind a tap whose log ``read_mcp_wire_log`` reads).
+``dex_agents.testing.stepwise`` has the scripted model of Stepwise agents (it needs the ``stepwise``
+extra), and ``dex_agents.testing.otel_spans`` collects the spans a Worker writes.
 
 ``stored_calls_without_result`` checks that a stored transcript has no tool call without its result, as
 a steered, cancelled or failed turn must leave it.
@@ -60,6 +62,17 @@ from dex_agents.testing._matrix_tools import (
 )
 from dex_agents.testing._mcp_http_server import McpInventoryHttpServer, start_mcp_inventory_http_server
 from dex_agents.testing._mcp_inventory import McpInventoryRun, run_mcp_inventory_scenario
+from dex_agents.testing._official_mcp import (
+    OFFICIAL_MCP_SERVERS_ENV,
+    McpWireMessage,
+    OfficialMcpHttpServer,
+    OfficialMcpServerName,
+    official_mcp_server_command,
+    official_mcp_server_version,
+    official_mcp_servers_dir,
+    read_mcp_wire_log,
+    start_official_mcp_http_server,
+)
 from dex_agents.testing._projection import ProjectedCall, check_message_projection
 from dex_agents.testing._readme import ReadmeRun, readme_snippets, run_readme_files
 from dex_agents.testing._runner_contract_spec import RunnerContractSpec
@@ -103,6 +116,7 @@ __all__ = [
     "MATRIX_TOOLS",
     "MCP_INVENTORY_SERVER_MODULE",
     "MCP_TEST_LOG_ENV",
+    "OFFICIAL_MCP_SERVERS_ENV",
     "STATE_DIR_ENV",
     "TASK_HANDLE_SAVED_EVENT",
     "WAIT_FOR_COMPLETED_EVENT",
@@ -119,8 +133,11 @@ __all__ = [
     "McpInventoryHttpServer",
     "McpInventoryRun",
     "McpStdioCommand",
+    "McpWireMessage",
     "ModelCallScope",
     "ModelCallScopedRunner",
+    "OfficialMcpHttpServer",
+    "OfficialMcpServerName",
     "ProjectedCall",
     "ReadmeRun",
     "RunnerContractSpec",
@@ -142,7 +159,11 @@ __all__ = [
     "matrix_session_options",
     "mcp_inventory_server_command",
     "model_call_scope",
+    "official_mcp_server_command",
+    "official_mcp_server_version",
+    "official_mcp_servers_dir",
     "read_agent_events",
+    "read_mcp_wire_log",
     "read_step_history",
     "readme_snippets",
     "recorded_usage",
@@ -161,6 +182,7 @@ __all__ = [
     "scripted_token_count",
     "send_receipt",
     "start_mcp_inventory_http_server",
+    "start_official_mcp_http_server",
     "stored_calls_without_result",
     "text_by_model_step",
     "text_chunks",
