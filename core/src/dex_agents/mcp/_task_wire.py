@@ -19,6 +19,7 @@ underneath, so the caller cannot mistake a failed poll for a failed ``tools/call
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
@@ -122,10 +123,26 @@ async def send_unvalidated(session: ClientSession, request: Request[Any, Any]) -
     Raises:
         MCPError: The server answered a JSON-RPC error, or no answer came.
     """
+    stamp: Any = getattr(session, "_stamp", None)
+    dispatcher: Any = getattr(session, "_dispatcher", None)
+    if stamp is None or not hasattr(dispatcher, "send_raw_request"):
+        # A later mcp 2.x moved what this relies on: say so rather than fail with an AttributeError.
+        raise MCPError(
+            INVALID_PARAMS,
+            f"this mcp release ({_mcp_version()}) cannot send {request.method} of protocol "
+            f"{TASKS_2025_11_25_PROTOCOL} unchecked; dex-agents is tested with mcp 2.3",
+        )
     data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
     options: Any = {}
-    session._stamp(data, options)  # pyright: ignore[reportPrivateUsage]
-    return await session._dispatcher.send_raw_request(data["method"], data.get("params"), options)  # pyright: ignore[reportPrivateUsage]
+    stamp(data, options)
+    return await dispatcher.send_raw_request(data["method"], data.get("params"), options)
+
+
+def _mcp_version() -> str:
+    try:
+        return importlib.metadata.version("mcp")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def speaks_2025_11_25_tasks(session: ClientSession) -> bool:
