@@ -11,21 +11,26 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from dex_agents.testing._server import _LAUNCHER  # pyright: ignore[reportPrivateUsage]
 from dex_agents.testing.mcp_inventory_server import MCP_INVENTORY_SERVER_MODULE, server_environment
 
-__all__ = ["McpInventoryHttpServer", "start_mcp_inventory_http_server"]
+__all__ = [
+    "LoopbackServerProcess",
+    "McpInventoryHttpServer",
+    "spawn_server_process",
+    "start_mcp_inventory_http_server",
+]
 
 _STARTUP_TIMEOUT_SECONDS = 60.0
 _POLL_SECONDS = 0.05
 
 
-class McpInventoryHttpServer:
-    """A running inventory server (`dex_agents.testing.mcp_inventory_server`) on Streamable HTTP.
+class LoopbackServerProcess:
+    """A server subprocess on loopback, in its own process group, that a test stops or kills.
 
-    It runs in its own process group and, on Linux, dies with the thread that started it, so a killed
-    test run leaves no server behind. Use it as an async context manager, or call :meth:`stop`.
+    Use it as an async context manager, or call :meth:`stop`.
 
     Args:
         process: The server process.
@@ -50,7 +55,7 @@ class McpInventoryHttpServer:
 
     @property
     def is_running(self) -> bool:
-        """Whether the server process is alive (a tool such as ``restock_and_crash`` ends it)."""
+        """Whether the server process is alive."""
         return self._process.poll() is None
 
     def read_output(self) -> str:
@@ -72,7 +77,7 @@ class McpInventoryHttpServer:
                 self._process.wait(timeout=timeout)
         self.kill()
 
-    async def __aenter__(self) -> McpInventoryHttpServer:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(
@@ -84,7 +89,19 @@ class McpInventoryHttpServer:
         await asyncio.to_thread(self.stop)
 
 
-def _spawn(command: list[str], environment: dict[str, str], output_path: Path) -> subprocess.Popen[bytes]:
+class McpInventoryHttpServer(LoopbackServerProcess):
+    """A running inventory server (`dex_agents.testing.mcp_inventory_server`) on Streamable HTTP.
+
+    It runs in its own process group and, on Linux, dies with the thread that started it, so a killed
+    test run leaves no server behind. A tool such as ``restock_and_crash`` ends its process
+    (`is_running`). Use it as an async context manager, or call :meth:`stop`.
+    """
+
+
+def spawn_server_process(
+    command: list[str], environment: dict[str, str], output_path: Path
+) -> subprocess.Popen[bytes]:
+    """Start a server in its own process group, its stdout and stderr going to ``output_path``."""
     with output_path.open("wb") as output:
         return subprocess.Popen(
             command,
@@ -132,7 +149,7 @@ async def start_mcp_inventory_http_server(
         "--ready-file",
         str(ready_file),
     ]
-    process = _spawn(command, environment, output_path)
+    process = spawn_server_process(command, environment, output_path)
     deadline = time.monotonic() + _STARTUP_TIMEOUT_SECONDS
     while not ready_file.exists():
         if process.poll() is not None or time.monotonic() > deadline:

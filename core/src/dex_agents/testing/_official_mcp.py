@@ -11,10 +11,8 @@ a tap that logs every JSON-RPC message, and server-everything on Streamable HTTP
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -22,9 +20,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal, cast
 
+from dex_agents.testing._mcp_http_server import LoopbackServerProcess, spawn_server_process
 from dex_agents.testing.mcp_inventory_server import McpStdioCommand
 
 __all__ = [
@@ -185,7 +183,7 @@ def read_mcp_wire_log(path: Path) -> list[McpWireMessage]:
     return messages
 
 
-class OfficialMcpHttpServer:
+class OfficialMcpHttpServer(LoopbackServerProcess):
     """server-everything on Streamable HTTP, a subprocess on a free port that dies with its test process.
 
     Use it as an async context manager, or call :meth:`stop`.
@@ -198,42 +196,13 @@ class OfficialMcpHttpServer:
     """
 
     def __init__(self, process: subprocess.Popen[bytes], url: str, output_path: Path, version: str) -> None:
-        self._process = process
-        self._url = url
-        self._output_path = output_path
+        super().__init__(process, url, output_path)
         self._version = version
-
-    @property
-    def url(self) -> str:
-        """The Streamable HTTP endpoint."""
-        return self._url
 
     @property
     def version(self) -> str:
         """The npm package's version, such as ``2026.8.31``."""
         return self._version
-
-    def read_output(self) -> str:
-        """Return what the server printed so far."""
-        return self._output_path.read_text(encoding="utf-8", errors="replace")
-
-    def stop(self) -> None:
-        """SIGKILL the server's process group and wait until it is gone."""
-        if self._process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._process.pid, signal.SIGKILL)
-        self._process.wait()
-
-    async def __aenter__(self) -> OfficialMcpHttpServer:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await asyncio.to_thread(self.stop)
 
 
 def _free_port() -> int:
@@ -246,18 +215,6 @@ def _accepts(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.settimeout(0.5)
         return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _spawn(command: list[str], port: int, output_path: Path) -> subprocess.Popen[bytes]:
-    with output_path.open("wb") as output:
-        return subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PORT": str(port)},
-            start_new_session=True,
-        )
 
 
 async def start_official_mcp_http_server(output_dir: Path) -> OfficialMcpHttpServer:
@@ -278,7 +235,11 @@ async def start_official_mcp_http_server(output_dir: Path) -> OfficialMcpHttpSer
     binary = _binary("server-everything")
     port = _free_port()
     output_path = output_dir / f"server-everything-http-{port}.out"
-    process = _spawn([sys.executable, "-c", _NODE_LAUNCHER, str(binary), "streamableHttp"], port, output_path)
+    process = spawn_server_process(
+        [sys.executable, "-c", _NODE_LAUNCHER, str(binary), "streamableHttp"],
+        {**os.environ, "PORT": str(port)},
+        output_path,
+    )
     server = OfficialMcpHttpServer(
         process, f"http://127.0.0.1:{port}/mcp", output_path, _package_version("server-everything")
     )
