@@ -43,6 +43,7 @@ from mcp.types import (
 from pydantic import ValidationError
 
 from dex_agents._tools._arguments import parse_tool_arguments
+from dex_agents.mcp._call_questions import CallElicitations, prepare_call_elicitations
 from dex_agents.mcp._connection import (
     McpConnectError,
     McpConnectionLostError,
@@ -59,7 +60,13 @@ from dex_agents.mcp._task_wire import (
     parse_task,
     send_for_raw_result,
 )
-from dex_agents.runner import DeferredToolExecution, ToolExecutionError, ToolExecutionResult, ToolTaskStarted
+from dex_agents.runner import (
+    DeferredToolExecution,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolInputRequested,
+    ToolTaskStarted,
+)
 
 __all__ = ["IDEMPOTENCY_KEY_META_KEY", "McpCallLimits", "McpToolCallInterruptedError", "call_mcp_tool"]
 
@@ -178,12 +185,18 @@ class _ToolStep:
     """One tool Step attempt's call: ``tools/call``, then the task it may start."""
 
     def __init__(
-        self, server: McpServer, mcp_name: str, execution: DeferredToolExecution, limits: McpCallLimits
+        self,
+        server: McpServer,
+        mcp_name: str,
+        execution: DeferredToolExecution,
+        limits: McpCallLimits,
+        elicitations: CallElicitations,
     ) -> None:
         self.server = server
         self.mcp_name = mcp_name
         self.execution = execution
         self.limits = limits
+        self.elicitations = elicitations
         # Only a Streamable HTTP server's task outlives the connection that created it, so only its handle
         # is worth saving and only it can be handed to the session's own poll Steps.
         self.pollable_anywhere = isinstance(server, McpHttpServer)
@@ -211,11 +224,18 @@ class _ToolStep:
         except Exception as error:
             raise ref.error(f"could not be polled: {describe_error(error)}") from error
 
-    async def call(self, arguments: dict[str, Any]) -> ToolExecutionResult | ToolTaskStarted:
-        """Send ``tools/call`` and return its result, or hand over or follow the task it started."""
+    async def call(
+        self, arguments: dict[str, Any]
+    ) -> ToolExecutionResult | ToolTaskStarted | ToolInputRequested:
+        """Send ``tools/call`` and return its result, hand over or follow the task it started, or ask."""
 
-        async def work(session: ClientSession) -> ToolExecutionResult | ToolTaskStarted:
-            answer = await _send_tools_call(session, self.mcp_name, arguments, self.execution.idempotency_key)
+        async def work(session: ClientSession) -> ToolExecutionResult | ToolTaskStarted | ToolInputRequested:
+            key = self.execution.idempotency_key
+            answer = await self.elicitations.run(
+                lambda: _send_tools_call(session, self.mcp_name, arguments, key)
+            )
+            if isinstance(answer, ToolInputRequested):
+                return answer  # an elicitation became the user's question; the call was abandoned
             if isinstance(answer, CallToolResult):
                 return _tool_result(self.mcp_name, answer)
             if isinstance(answer, InputRequiredResult):
@@ -232,7 +252,9 @@ class _ToolStep:
                     return ToolTaskStarted(answer.task_id, interval)
             return await self._follow(session, answer)
 
-        return await run_on_new_connection(self.server, self.limits.handshake_seconds, work)
+        return await run_on_new_connection(
+            self.server, self.limits.handshake_seconds, work, elicitation=self.elicitations.handle
+        )
 
     async def _follow(self, session: ClientSession, state: McpTaskState) -> ToolExecutionResult:
         ref = self.ref(state.task_id)
@@ -241,7 +263,7 @@ class _ToolStep:
 
 async def call_mcp_tool(
     server: McpServer, mcp_name: str, execution: DeferredToolExecution, limits: McpCallLimits
-) -> ToolExecutionResult | ToolTaskStarted:
+) -> ToolExecutionResult | ToolTaskStarted | ToolInputRequested:
     """Call one tool on a new connection to ``server`` and return what the model sees, or its task.
 
     A task handle an earlier attempt of the same tool Step saved (its heartbeat checkpoint) is followed
@@ -254,8 +276,9 @@ async def call_mcp_tool(
         limits: How long the handshake, and polling a task inside the Step, may take.
 
     Returns:
-        The tool's output (its content blocks as text, else its structured content as JSON), or
-        `ToolTaskStarted` for a Streamable HTTP server's task when the runner polls tasks.
+        The tool's output (its content blocks as text, else its structured content as JSON),
+        `ToolTaskStarted` for a Streamable HTTP server's task when the runner polls tasks, or the question
+        an elicitation during the call became (see `dex_agents.mcp._call_questions`).
 
     Raises:
         ToolExecutionError: The tool reported an error, the server answered with a JSON-RPC error, the
@@ -265,7 +288,10 @@ async def call_mcp_tool(
         McpToolTaskError: The tool started a task that could not be followed to its end.
     """
     parsed = parse_tool_arguments(execution.tool_call.arguments, tool_name=f"{server.name}__{mcp_name}")
-    step = _ToolStep(server, mcp_name, execution, limits)
+    elicitations = prepare_call_elicitations(execution, server.name, mcp_name)
+    if isinstance(elicitations, ToolInputRequested):
+        return elicitations  # the answer did not fit the form: asked again before anything is sent
+    step = _ToolStep(server, mcp_name, execution, limits, elicitations)
     saved = TaskCheckpoint.decode(execution.heartbeat_checkpoint, server.name, mcp_name)
     if saved is not None:
         return await step.resume(saved)
