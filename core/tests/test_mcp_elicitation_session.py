@@ -56,7 +56,7 @@ async def test_a_form_elicitation_is_a_question_that_outlives_the_worker_and_its
     everything.script(session, ScriptedToolCall("everything__trigger-elicitation-request", {}, "form-1"))
     await everything.sessions.start_session(session, "Collect my details")
     asked = await pending_interrupt(everything.sessions, session, "form-1-input-1")
-    assert asked.kind is InterruptKind.QUESTION
+    assert asked.kind is InterruptKind.QUESTION and asked.question is not None
     assert asked.question.startswith(
         "Please provide inputs for the following fields:\n\nAnswer with a JSON object"
     )
@@ -71,7 +71,7 @@ async def test_a_form_elicitation_is_a_question_that_outlives_the_worker_and_its
         session, "form-1-input-1", '{"name": "Ada", "integer": 500}'
     )
     again = await pending_interrupt(everything.sessions, session, "form-1-input-2")
-    assert again.question.startswith(
+    assert again.question is not None and again.question.startswith(
         "Your last answer was not accepted: field 'integer' must be at most 100.\n\nPlease provide inputs"
     )
     answer = {
