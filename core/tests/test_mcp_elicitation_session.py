@@ -110,6 +110,7 @@ async def test_a_url_elicitation_carries_the_url_and_get_roots_list_sees_the_con
     )
     await everything.sessions.start_session(session, "Authorize, and show the roots")
     asked = await pending_interrupt(everything.sessions, session, "url-1-input-1")
+    assert asked.question is not None
     assert (
         "Open this URL: https://auth.example.com/grant\nAnswer done once you finished there."
         in asked.question
