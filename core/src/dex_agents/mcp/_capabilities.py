@@ -60,7 +60,8 @@ def refuse_sampling_on(session: ClientSession) -> None:
 
     The capabilities went out with the handshake, which is over: swapping the SDK's default refusal for this
     one now changes the answer and not the declaration. mcp 2.3 keeps the callback as ``_sampling_callback``;
-    should a later SDK not, the session keeps the SDK's own refusal (a unit test pins this).
+    should a later SDK not, the session keeps the SDK's own refusal (``tests/test_mcp_capabilities.py`` pins
+    this).
     """
     if hasattr(session, "_sampling_callback"):
         setattr(session, "_sampling_callback", refuse_sampling)  # noqa: B010 - the SDK has no public setter
