@@ -9,6 +9,7 @@ import asyncio
 import dataclasses
 import os
 import socket
+import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -177,3 +178,33 @@ async def test_over_streamable_http_the_elicitation_is_asked_and_the_answer_reac
     assert outcome.output.startswith(
         "✅ User provided the requested information!\nUser inputs:\n- Name: Grace\n"
     )
+
+
+async def test_an_input_required_answer_is_asked_then_the_call_is_sent_afresh_and_given_the_answer(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "desk.log"
+    server = McpStdioServer(
+        "desk",
+        sys.executable,
+        [str(Path(__file__).with_name("mcp_input_required_server.py")), str(log)],
+        roots=["file:///srv/desk"],
+        # input_required means the server ran nothing yet, so even a write is asked about.
+        tool_policies={"ship": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)},
+    )
+    source = McpToolSource([server])
+    run = await execution(source, "desk__ship", '{"sku": "A-1"}')
+    asked = await source.call_tool(run)
+    assert isinstance(asked, ToolInputRequested), asked
+    assert (asked.question, asked.choices, asked.allows_free_text) == (
+        "Which carrier ships A-1?",
+        ("decline", "cancel"),
+        True,
+    )
+    assert not log.exists(), "the tool ran before it had its input"
+
+    outcome = await source.call_tool(answered(run, asked, "DHL"))
+
+    assert isinstance(outcome, ToolExecutionResult), outcome
+    assert outcome.output == "shipped A-1 with DHL from file:///srv/desk"
+    assert log.read_text().splitlines() == ["shipped A-1 DHL"]

@@ -19,6 +19,14 @@ open. Nothing in a tool Step can wait for the user across a Worker kill, so the 
    taken effect, so it is never run again. Its elicitations are answered ``cancel``, as a user who closed the
    form, and the server finishes the call with that; no question is asked.
 
+A 2026-07-28 server asks the other way: it answers ``tools/call`` with ``input_required`` (its requests
+and an opaque ``requestState``) and has finished nothing, so the call is asked about whatever its effect.
+Its ``roots/list`` requests are answered from the configuration at once, its elicitations become questions
+as above, and ``sampling/createMessage`` fails the call. The ``requestState`` is not kept across the
+question: the SDK seals it with a key of the server process and a time limit, and a stdio server is a new
+process on every call. The call is sent afresh instead, and the repeated requests get the kept results, so
+the server mints a new state and the call goes on with it on the same connection.
+
 Declining the session question (``resolve_interrupt``) rejects the call, as for any tool question, and the
 server hears nothing more. The answers ``decline`` and ``cancel`` are offered instead where the server should
 hear them: the call runs again and the server gets that action.
@@ -34,9 +42,22 @@ from typing import Any, TypeVar, cast
 
 import anyio
 from mcp.client.session import ClientRequestContext
-from mcp.types import INVALID_REQUEST, ElicitRequestParams, ElicitResult, ErrorData
+from mcp.types import (
+    INVALID_REQUEST,
+    CreateMessageRequest,
+    ElicitRequest,
+    ElicitRequestParams,
+    ElicitResult,
+    ErrorData,
+    InputRequiredResult,
+    ListRootsRequest,
+    ListRootsResult,
+    Root,
+)
+from pydantic import FileUrl
 
-from dex_agents._tools._outcomes import ToolInputRequested
+from dex_agents._tools._outcomes import ToolExecutionError, ToolInputRequested
+from dex_agents.mcp._capabilities import SAMPLING_REFUSAL
 from dex_agents.mcp._definitions import decode_json_object
 from dex_agents.mcp._elicitation import (
     ElicitationAnswerError,
@@ -44,6 +65,7 @@ from dex_agents.mcp._elicitation import (
     elicitation_fingerprint,
     read_elicitation,
 )
+from dex_agents.mcp._roots import McpRoot
 from dex_agents.runner import DeferredToolExecution
 from dex_agents.values import ToolEffect
 
@@ -159,6 +181,51 @@ class CallElicitations:
         # Abandon the call: its work's scope ends, the connection closes, and the Step asks the question.
         self._scope.cancel()
         return ErrorData(code=INVALID_REQUEST, message=ABANDONED_FOR_QUESTION)
+
+    def respond(
+        self, answer: InputRequiredResult, roots: tuple[McpRoot, ...]
+    ) -> dict[str, ElicitResult | ListRootsResult] | ToolInputRequested:
+        """Return the responses to an ``input_required`` answer, or the question one of its requests became.
+
+        Raises:
+            ToolExecutionError: It asks for sampling, for roots none are configured for, or for input the
+                session cannot ask.
+        """
+        responses: dict[str, ElicitResult | ListRootsResult] = {}
+        for key, request in (answer.input_requests or {}).items():
+            if isinstance(request, ListRootsRequest):
+                if not roots:
+                    raise ToolExecutionError(
+                        f"MCP tool {self._mcp_name!r} of server {self._server_name!r} asked for roots, and "
+                        "its configuration names none"
+                    )
+                responses[key] = ListRootsResult(
+                    roots=[Root(uri=FileUrl(root.uri), name=root.name) for root in roots]
+                )
+                continue
+            if isinstance(request, CreateMessageRequest):
+                raise ToolExecutionError(
+                    f"MCP tool {self._mcp_name!r} of server {self._server_name!r} needs sampling: "
+                    f"{SAMPLING_REFUSAL}"
+                )
+            assert isinstance(request, ElicitRequest)
+            raw = request.params.model_dump(by_alias=True, mode="json", exclude_none=True)
+            raw.pop("_meta", None)
+            if self._given < len(self._answered) and self._answered[self._given].fingerprint == (
+                elicitation_fingerprint(raw)
+            ):
+                responses[key] = ElicitResult.model_validate(self._answered[self._given].result)
+                self._given += 1
+                continue
+            question = read_elicitation(raw, offers_actions=True)
+            if question is None:
+                raise ToolExecutionError(
+                    f"MCP tool {self._mcp_name!r} of server {self._server_name!r} asked for input the "
+                    f"session cannot ask: {raw.get('message')!r}"
+                )
+            self._asked, self._asked_params = question, raw
+            return self.question()
+        return responses
 
     async def run(self, send: Callable[[], Awaitable[_T]]) -> _T | ToolInputRequested:
         """Run ``send`` (the ``tools/call``), or return the question an elicitation during it became."""

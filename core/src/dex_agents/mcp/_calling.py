@@ -51,6 +51,7 @@ from dex_agents.mcp._connection import (
     run_on_new_connection,
 )
 from dex_agents.mcp._render import render_tool_result
+from dex_agents.mcp._roots import McpRoot
 from dex_agents.mcp._servers import McpHttpServer, McpServer
 from dex_agents.mcp._task_polling import McpTaskRef, first_poll_interval, wait_in_step
 from dex_agents.mcp._task_state import TaskCheckpoint
@@ -80,6 +81,8 @@ _NO_RESULT_CODES = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT, INTERNAL_ERROR
 _ToolsCallAnswer = CallToolResult | InputRequiredResult | McpTaskState
 # A listing that never ends must not hang the call it was meant to repair.
 _MAX_LISTING_PAGES = 100
+# The SDK's own cap on input_required rounds of one call.
+_MAX_INPUT_ROUNDS = 10
 
 
 @dataclass(frozen=True)
@@ -144,11 +147,20 @@ async def _list_until(session: ClientSession, mcp_name: str) -> None:
 
 
 async def _send_tools_call(
-    session: ClientSession, mcp_name: str, arguments: dict[str, Any], idempotency_key: str
+    session: ClientSession,
+    mcp_name: str,
+    arguments: dict[str, Any],
+    idempotency_key: str,
+    input_required: tuple[InputRequiredResult, dict[str, Any]] | None = None,
 ) -> _ToolsCallAnswer:
     request = CallToolRequest(
         params=CallToolRequestParams(
-            name=mcp_name, arguments=arguments, _meta={IDEMPOTENCY_KEY_META_KEY: idempotency_key}
+            name=mcp_name,
+            arguments=arguments,
+            _meta={IDEMPOTENCY_KEY_META_KEY: idempotency_key},
+            # The answers to an input_required answer, with the state it echoes (2026-07-28).
+            input_responses=None if input_required is None else input_required[1],
+            request_state=None if input_required is None else input_required[0].request_state,
         )
     )
     # Sent as a plain request rather than through the session's call_tool, which lists every tool after
@@ -197,6 +209,7 @@ class _ToolStep:
         self.execution = execution
         self.limits = limits
         self.elicitations = elicitations
+        self.roots = tuple(root for root in server.roots if isinstance(root, McpRoot))
         # Only a Streamable HTTP server's task outlives the connection that created it, so only its handle
         # is worth saving and only it can be handed to the session's own poll Steps.
         self.pollable_anywhere = isinstance(server, McpHttpServer)
@@ -234,15 +247,25 @@ class _ToolStep:
             answer = await self.elicitations.run(
                 lambda: _send_tools_call(session, self.mcp_name, arguments, key)
             )
+            for _ in range(_MAX_INPUT_ROUNDS):
+                if not isinstance(answer, InputRequiredResult):
+                    break
+                responses = self.elicitations.respond(answer, self.roots)
+                if isinstance(responses, ToolInputRequested):
+                    return responses  # nothing ran: the call is sent afresh once the user answered
+                given = (answer, dict[str, Any](responses))
+                answer = await self.elicitations.run(
+                    lambda given=given: _send_tools_call(session, self.mcp_name, arguments, key, given)
+                )
             if isinstance(answer, ToolInputRequested):
                 return answer  # an elicitation became the user's question; the call was abandoned
             if isinstance(answer, CallToolResult):
                 return _tool_result(self.mcp_name, answer)
             if isinstance(answer, InputRequiredResult):
-                # Nothing ran yet: the server waits for the input before it goes on.
+                # Nothing ran yet: the server still waits for input after every round of answers.
                 raise ToolExecutionError(
-                    f"MCP tool {self.mcp_name!r} of server {self.server.name!r} asked for input that a tool "
-                    f"call cannot give yet: {_describe_input_requests(answer)}"
+                    f"MCP tool {self.mcp_name!r} of server {self.server.name!r} still asked for input after "
+                    f"{_MAX_INPUT_ROUNDS} rounds of answers: {_describe_input_requests(answer)}"
                 )
             interval = first_poll_interval(answer.poll_interval_ms)
             if self.pollable_anywhere:
