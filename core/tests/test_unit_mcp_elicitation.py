@@ -74,7 +74,7 @@ def test_a_form_answer_is_checked_against_the_schema_and_missing_fields_take_the
     asked = read_elicitation(params, offers_actions=True)
     assert asked is not None
     text = asked.to_input_request("").question
-    assert "- name* (text, 2 to any number of characters)" in text
+    assert "- name* (text, at least 2 characters)" in text
     assert "- age (an integer from 0 to 150; default 30)" in text
     assert '- tools (a list of 0 to 2 of "a", "b", "c")' in text
 

@@ -155,8 +155,12 @@ def _describe(field: _Field) -> str:
         if schema.get("format"):
             text += f", {_FORMAT_NAMES[schema['format']]}"
         low, high = schema.get("minLength"), schema.get("maxLength")
-        if low is not None or high is not None:
-            text += f", {low or 0} to {high if high is not None else 'any number of'} characters"
+        if low is not None and high is not None:
+            text += f", {low} to {high} characters"
+        elif low is not None:
+            text += f", at least {low} characters"
+        elif high is not None:
+            text += f", at most {high} characters"
         parts.append(text)
     elif field.kind in ("number", "integer"):
         text = "an integer" if field.kind == "integer" else "a number"
