@@ -21,6 +21,7 @@ from dex_agents import (
     ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolInputRequested,
     ToolPolicy,
 )
 from dex_agents.mcp import McpHttpServer, McpStdioServer, McpToolCallInterruptedError, McpToolSource
@@ -33,6 +34,7 @@ from dex_agents.testing import (
     start_mcp_inventory_http_server,
     wait_until,
 )
+from dex_agents.values import QuestionAnswer
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -345,15 +347,27 @@ async def test_an_error_answer_from_the_server_fails_the_call_for_the_model(ware
         await run_call(source, side, "audit-1")
 
 
-async def test_a_tool_that_asks_for_input_fails_for_the_model_with_the_question(warehouse: Warehouse) -> None:
+async def test_a_tool_that_answers_input_required_asks_the_user_and_asks_again_when_the_server_does(
+    warehouse: Warehouse,
+) -> None:
     source = McpToolSource([McpHttpServer("warehouse", warehouse.server.url)])
     side = await defer(source, [("confirm-1", "warehouse__confirm_order", '{"sku": "A-1"}')])
-    with pytest.raises(ToolExecutionError) as raised:
-        await run_call(source, side, "confirm-1")
-    assert raised.value.message == (
-        "MCP tool 'confirm_order' of server 'warehouse' asked for input that a tool call cannot give yet: "
-        "confirm (elicitation/create: 'Order more A-1?')"
+    execution = side.execution("confirm-1")
+    asked = await source.call_tool(execution)
+    assert isinstance(asked, ToolInputRequested), asked
+    assert (asked.question, asked.choices, asked.allows_free_text) == (
+        "Order more A-1?",
+        ("yes", "no", "decline", "cancel"),
+        False,
     )
+    # confirm_order asks on every call: the answer goes to the first ask, and the next ask is a new question.
+    record = dataclasses.replace(
+        execution.tool_call,
+        input_continuation=asked.continuation,
+        input_answers=(QuestionAnswer("confirm-1-input-1", asked.question, "yes"),),
+    )
+    again = await source.call_tool(dataclasses.replace(execution, tool_call=record))
+    assert isinstance(again, ToolInputRequested) and again.question == "Order more A-1?", again
 
 
 async def test_a_call_the_server_refuses_for_missing_argument_headers_is_listed_and_sent_again(

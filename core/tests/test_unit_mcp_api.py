@@ -36,6 +36,7 @@ EXPECTED_EXPORTS = {
     "TASKS_EXTENSION",
     "TASK_STATUS_EVENT",
     "McpHttpServer",
+    "McpRoot",
     "McpServer",
     "McpStdioServer",
     "McpToolCallInterruptedError",

@@ -4,7 +4,9 @@
 configurations, built in code on the Worker; a session never configures a server. It lists each server's
 tools as agent tool definitions named ``<server>__<tool>``, turns a model's call into a `DeferredToolCall`
 whose policy comes from the tool's MCP annotations unless a `ToolPolicy` names it, and runs the call in the
-tool Step on a new connection with the session's idempotency key in ``_meta``. A tool that answers with an
+tool Step on a new connection with the session's idempotency key in ``_meta``. An elicitation the server
+sends during the call becomes a durable session question, and the call runs again with the answer; a
+server's roots come from its configuration (`McpRoot`); sampling is refused. A tool that answers with an
 MCP task (the ``io.modelcontextprotocol/tasks`` extension) is polled in the session's own Steps, where its
 questions reach the user, or inside the tool Step when only its own connection can reach it; the source is
 the `ToolTaskPoller` and `ToolTaskCanceller` a runner passes those calls to. It needs the ``mcp`` extra:
@@ -16,6 +18,7 @@ from dex_agents.mcp import _sdk_check  # noqa: F401  # pyright: ignore[reportUnu
 from dex_agents.mcp._calling import IDEMPOTENCY_KEY_META_KEY, McpToolCallInterruptedError
 from dex_agents.mcp._definitions import McpToolDefinition
 from dex_agents.mcp._render import render_tool_result
+from dex_agents.mcp._roots import McpRoot
 from dex_agents.mcp._servers import McpHttpServer, McpServer, McpStdioServer
 from dex_agents.mcp._source import DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_TASK_WAIT_TIMEOUT, McpToolSource
 from dex_agents.mcp._task_polling import TASK_STATUS_EVENT
@@ -28,6 +31,7 @@ __all__ = [
     "TASKS_EXTENSION",
     "TASK_STATUS_EVENT",
     "McpHttpServer",
+    "McpRoot",
     "McpServer",
     "McpStdioServer",
     "McpToolCallInterruptedError",

@@ -50,6 +50,7 @@ from mcp.types import (
 from pydantic import ValidationError
 
 from dex_agents._tools._arguments import parse_tool_arguments
+from dex_agents.mcp._call_questions import CallElicitations, prepare_call_elicitations
 from dex_agents.mcp._connection import (
     McpConnectError,
     McpConnectionLostError,
@@ -58,6 +59,7 @@ from dex_agents.mcp._connection import (
 )
 from dex_agents.mcp._definitions import TaskSupport
 from dex_agents.mcp._render import render_tool_result
+from dex_agents.mcp._roots import McpRoot
 from dex_agents.mcp._servers import McpHttpServer, McpServer
 from dex_agents.mcp._task_polling import McpTaskRef, first_poll_interval, wait_in_step
 from dex_agents.mcp._task_state import TaskCheckpoint
@@ -70,7 +72,13 @@ from dex_agents.mcp._task_wire import (
     send_unvalidated,
     speaks_2025_11_25_tasks,
 )
-from dex_agents.runner import DeferredToolExecution, ToolExecutionError, ToolExecutionResult, ToolTaskStarted
+from dex_agents.runner import (
+    DeferredToolExecution,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolInputRequested,
+    ToolTaskStarted,
+)
 
 __all__ = ["IDEMPOTENCY_KEY_META_KEY", "McpCallLimits", "McpToolCallInterruptedError", "call_mcp_tool"]
 
@@ -84,6 +92,8 @@ _NO_RESULT_CODES = frozenset({CONNECTION_CLOSED, REQUEST_TIMEOUT, INTERNAL_ERROR
 _ToolsCallAnswer = CallToolResult | InputRequiredResult | McpTaskState
 # A listing that never ends must not hang the call it was meant to repair.
 _MAX_LISTING_PAGES = 100
+# The SDK's own cap on input_required rounds of one call.
+_MAX_INPUT_ROUNDS = 10
 
 
 @dataclass(frozen=True)
@@ -158,16 +168,26 @@ async def _send_tools_call(
     arguments: dict[str, Any],
     idempotency_key: str,
     task: TaskMetadata | None = None,
+    input_required: tuple[InputRequiredResult, dict[str, Any]] | None = None,
 ) -> _ToolsCallAnswer:
     meta: RequestParamsMeta = {IDEMPOTENCY_KEY_META_KEY: idempotency_key}
-    if task is not None and speaks_2025_11_25_tasks(session):
+    if task is not None and input_required is None and speaks_2025_11_25_tasks(session):
         augmented = CallToolRequest(
             params=CallToolRequestParams(name=mcp_name, arguments=arguments, task=task, _meta=meta)
         )
         raw = await send_unvalidated(session, augmented)
         # A server may run a task-optional call plainly even when asked for a task.
         return parse_created_task(raw) if "task" in raw else CallToolResult.model_validate(raw, by_name=False)
-    request = CallToolRequest(params=CallToolRequestParams(name=mcp_name, arguments=arguments, _meta=meta))
+    request = CallToolRequest(
+        params=CallToolRequestParams(
+            name=mcp_name,
+            arguments=arguments,
+            _meta=meta,
+            # The answers to an input_required answer, with the state it echoes (2026-07-28).
+            input_responses=None if input_required is None else input_required[1],
+            request_state=None if input_required is None else input_required[0].request_state,
+        )
+    )
     # Sent as a plain request rather than through the session's call_tool, which lists every tool after
     # the call to check the result against an output schema, and knows no task; the call needs neither.
     try:
@@ -208,12 +228,15 @@ class _ToolStep:
         execution: DeferredToolExecution,
         limits: McpCallLimits,
         task_support: TaskSupport | None,
+        elicitations: CallElicitations,
     ) -> None:
         self.server = server
         self.mcp_name = mcp_name
         self.execution = execution
         self.limits = limits
         self.task = TaskMetadata(ttl=limits.task_ttl_ms) if task_support == "required" else None
+        self.elicitations = elicitations
+        self.roots = tuple(root for root in server.roots if isinstance(root, McpRoot))
         # Only a Streamable HTTP server's task outlives the connection that created it, so only its handle
         # is worth saving and only it can be handed to the session's own poll Steps.
         self.pollable_anywhere = isinstance(server, McpHttpServer)
@@ -241,20 +264,37 @@ class _ToolStep:
         except Exception as error:
             raise ref.error(f"could not be polled: {describe_error(error)}") from error
 
-    async def call(self, arguments: dict[str, Any]) -> ToolExecutionResult | ToolTaskStarted:
-        """Send ``tools/call`` and return its result, or hand over or follow the task it started."""
+    async def call(
+        self, arguments: dict[str, Any]
+    ) -> ToolExecutionResult | ToolTaskStarted | ToolInputRequested:
+        """Send ``tools/call`` and return its result, hand over or follow the task it started, or ask."""
 
-        async def work(session: ClientSession) -> ToolExecutionResult | ToolTaskStarted:
-            answer = await _send_tools_call(
-                session, self.mcp_name, arguments, self.execution.idempotency_key, self.task
+        async def work(session: ClientSession) -> ToolExecutionResult | ToolTaskStarted | ToolInputRequested:
+            key = self.execution.idempotency_key
+            answer = await self.elicitations.run(
+                lambda: _send_tools_call(session, self.mcp_name, arguments, key, self.task)
             )
+            for _ in range(_MAX_INPUT_ROUNDS):
+                if not isinstance(answer, InputRequiredResult):
+                    break
+                responses = self.elicitations.respond(answer, self.roots)
+                if isinstance(responses, ToolInputRequested):
+                    return responses  # nothing ran: the call is sent afresh once the user answered
+                given = (answer, dict[str, Any](responses))
+                answer = await self.elicitations.run(
+                    lambda given=given: _send_tools_call(
+                        session, self.mcp_name, arguments, key, input_required=given
+                    )
+                )
+            if isinstance(answer, ToolInputRequested):
+                return answer  # an elicitation became the user's question; the call was abandoned
             if isinstance(answer, CallToolResult):
                 return _tool_result(self.mcp_name, answer)
             if isinstance(answer, InputRequiredResult):
-                # Nothing ran yet: the server waits for the input before it goes on.
+                # Nothing ran yet: the server still waits for input after every round of answers.
                 raise ToolExecutionError(
-                    f"MCP tool {self.mcp_name!r} of server {self.server.name!r} asked for input that a tool "
-                    f"call cannot give yet: {_describe_input_requests(answer)}"
+                    f"MCP tool {self.mcp_name!r} of server {self.server.name!r} still asked for input after "
+                    f"{_MAX_INPUT_ROUNDS} rounds of answers: {_describe_input_requests(answer)}"
                 )
             interval = first_poll_interval(answer.poll_interval_ms)
             # A 2025-11-25 task belongs to this connection's protocol session: no other connection can poll
@@ -266,7 +306,9 @@ class _ToolStep:
                     return ToolTaskStarted(answer.task_id, interval)
             return await self._follow(session, answer)
 
-        return await run_on_new_connection(self.server, self.limits.handshake_seconds, work)
+        return await run_on_new_connection(
+            self.server, self.limits.handshake_seconds, work, elicitation=self.elicitations.handle
+        )
 
     async def _follow(self, session: ClientSession, state: McpTaskState) -> ToolExecutionResult:
         ref = self.ref(state.task_id)
@@ -280,7 +322,7 @@ async def call_mcp_tool(
     limits: McpCallLimits,
     *,
     task_support: TaskSupport | None = None,
-) -> ToolExecutionResult | ToolTaskStarted:
+) -> ToolExecutionResult | ToolTaskStarted | ToolInputRequested:
     """Call one tool on a new connection to ``server`` and return what the model sees, or its task.
 
     A task handle an earlier attempt of the same tool Step saved (its heartbeat checkpoint) is followed
@@ -295,8 +337,9 @@ async def call_mcp_tool(
             when the connection negotiated 2025-11-25.
 
     Returns:
-        The tool's output (its content blocks as text, else its structured content as JSON), or
-        `ToolTaskStarted` for a Streamable HTTP server's task when the runner polls tasks.
+        The tool's output (its content blocks as text, else its structured content as JSON),
+        `ToolTaskStarted` for a Streamable HTTP server's task when the runner polls tasks, or the question
+        an elicitation during the call became (see `dex_agents.mcp._call_questions`).
 
     Raises:
         ToolExecutionError: The tool reported an error, the server answered with a JSON-RPC error, the
@@ -306,7 +349,10 @@ async def call_mcp_tool(
         McpToolTaskError: The tool started a task that could not be followed to its end.
     """
     parsed = parse_tool_arguments(execution.tool_call.arguments, tool_name=f"{server.name}__{mcp_name}")
-    step = _ToolStep(server, mcp_name, execution, limits, task_support)
+    elicitations = prepare_call_elicitations(execution, server.name, mcp_name)
+    if isinstance(elicitations, ToolInputRequested):
+        return elicitations  # the answer did not fit the form: asked again before anything is sent
+    step = _ToolStep(server, mcp_name, execution, limits, task_support, elicitations)
     saved = TaskCheckpoint.decode(execution.heartbeat_checkpoint, server.name, mcp_name)
     if saved is not None:
         return await step.resume(saved)

@@ -3,7 +3,8 @@
 A connection lives for one listing or one tool call. It negotiates the protocol the way the MCP SDK's
 ``Client`` does by default (``server/discover`` for 2026-07-28 servers, else the ``initialize``
 handshake), within the handshake timeout, then runs one piece of work and closes. Every request declares
-the MCP tasks extension, so a server may answer ``tools/call`` with a task. What went wrong is
+the MCP tasks extension, so a server may answer ``tools/call`` with a task, and the client capabilities of
+`dex_agents.mcp._capabilities` (elicitation; roots where configured; never sampling). What went wrong is
 reported by phase, because that decides whether a tool may have run: before the handshake finished
 nothing was sent (`McpConnectError`); after it, a transport failure means a request may be in flight
 (`McpConnectionLostError`).
@@ -21,10 +22,13 @@ from typing import TypeVar, cast
 import anyio
 import httpx2
 from mcp import Client, StdioServerParameters
-from mcp.client.session import ClientSession
+from mcp.client import Transport
+from mcp.client.session import ClientSession, ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
+from dex_agents.mcp._capabilities import cancel_elicitation, refuse_sampling_on
+from dex_agents.mcp._roots import McpRoot, roots_callback
 from dex_agents.mcp._servers import McpHttpServer, McpServer
 from dex_agents.mcp._task_wire import tasks_extension
 
@@ -64,26 +68,33 @@ def _describe_leaf(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
-async def _enter_client(stack: AsyncExitStack, server: McpServer) -> Client:
+async def _enter_client(stack: AsyncExitStack, server: McpServer, elicitation: ElicitationFnT) -> Client:
+    transport: StdioServerParameters | Transport
     if isinstance(server, McpHttpServer):
         http = await stack.enter_async_context(
             httpx2.AsyncClient(headers=dict(server.headers), timeout=_HTTP_TIMEOUT)
         )
-        client = Client(
-            streamable_http_client(server.url, http_client=http),
-            cache=None,
-            client_info=_CLIENT_INFO,
-            extensions=[tasks_extension()],
-        )
+        transport = streamable_http_client(server.url, http_client=http)
     else:
-        parameters = StdioServerParameters(
+        transport = StdioServerParameters(
             command=server.command,
             args=list(server.args),
             env=None if server.env is None else dict(server.env),
             cwd=server.cwd,
         )
-        client = Client(parameters, cache=None, client_info=_CLIENT_INFO, extensions=[tasks_extension()])
-    return await stack.enter_async_context(client)
+    # The SDK declares elicitation (form and URL) and roots because it gets their callbacks; sampling it
+    # does not get, so it is not declared.
+    client = Client(
+        transport,
+        cache=None,
+        client_info=_CLIENT_INFO,
+        extensions=[tasks_extension()],
+        elicitation_callback=elicitation,
+        list_roots_callback=roots_callback([root for root in server.roots if isinstance(root, McpRoot)]),
+    )
+    entered = await stack.enter_async_context(client)
+    refuse_sampling_on(entered.session)
+    return entered
 
 
 def _handshake_failure(scope: anyio.CancelScope, timeout: float, error: Exception | None) -> str:
@@ -93,7 +104,11 @@ def _handshake_failure(scope: anyio.CancelScope, timeout: float, error: Exceptio
 
 
 async def run_on_new_connection(
-    server: McpServer, handshake_timeout: float, work: Callable[[ClientSession], Awaitable[_T]]
+    server: McpServer,
+    handshake_timeout: float,
+    work: Callable[[ClientSession], Awaitable[_T]],
+    *,
+    elicitation: ElicitationFnT = cancel_elicitation,
 ) -> _T:
     """Connect to ``server``, finish the handshake within ``handshake_timeout`` seconds, run ``work``, close.
 
@@ -101,6 +116,7 @@ async def run_on_new_connection(
         server: The server to connect to.
         handshake_timeout: Seconds for starting or reaching the server and negotiating the protocol.
         work: What to do on the connection; it gets the SDK's session.
+        elicitation: Answers the server's elicitations; by default ``cancel``, as nobody can answer.
 
     Returns:
         What ``work`` returned. A failure while closing after it returned is only logged.
@@ -119,7 +135,7 @@ async def run_on_new_connection(
     try:
         with scope:
             async with AsyncExitStack() as stack:
-                client = await _enter_client(stack, server)
+                client = await _enter_client(stack, server, elicitation)
                 handshake_done = True
                 # The work runs as long as it needs; the Step's own timeout bounds it.
                 scope.deadline = math.inf

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from urllib.parse import urlsplit
 
+from dex_agents.mcp._roots import McpRoot, check_roots
 from dex_agents.runner import ToolPolicy
 
 __all__ = ["McpHttpServer", "McpServer", "McpStdioServer", "validate_servers"]
@@ -57,6 +58,8 @@ class McpStdioServer:
         trust_annotations: Whether the tools' ``readOnlyHint`` and ``idempotentHint`` decide their effects.
             Set it to `False` for a server whose hints you do not trust: its tools then take the session's
             ``default_tool_effect`` unless a policy names them.
+        roots: The directories the server may work in, answered to its ``roots/list``: `McpRoot` values,
+            ``file://`` URIs or paths. With none, the roots capability is not declared to this server.
     """
 
     name: str
@@ -66,9 +69,11 @@ class McpStdioServer:
     cwd: str | Path | None = None
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=dict[str, ToolPolicy])
     trust_annotations: bool = True
+    roots: Sequence[McpRoot | str | Path] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tool_policies", _check_common("MCP server", self.name, self.tool_policies))
+        object.__setattr__(self, "roots", check_roots(self.name, self.roots))
         if not self.command:
             raise ValueError(f"MCP server {self.name!r} needs a command to run")
         if isinstance(self.args, str):
@@ -94,6 +99,8 @@ class McpHttpServer:
         tool_policies: Policies by the server's own tool names (without the ``<name>__`` prefix). They win
             over the tools' annotations; the session's own ``tool_policies`` win over them.
         trust_annotations: Whether the tools' ``readOnlyHint`` and ``idempotentHint`` decide their effects.
+        roots: The directories the server may work in, answered to its ``roots/list``: `McpRoot` values,
+            ``file://`` URIs or paths. With none, the roots capability is not declared to this server.
     """
 
     name: str
@@ -101,9 +108,11 @@ class McpHttpServer:
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=dict[str, ToolPolicy])
     trust_annotations: bool = True
+    roots: Sequence[McpRoot | str | Path] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tool_policies", _check_common("MCP server", self.name, self.tool_policies))
+        object.__setattr__(self, "roots", check_roots(self.name, self.roots))
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"MCP server {self.name!r} needs an http:// or https:// URL, got {self.url!r}")

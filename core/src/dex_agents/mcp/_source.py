@@ -277,9 +277,14 @@ class McpToolSource:
         Args:
             execution: The approved call, as the tool Step passes it.
 
+        An elicitation the server sends during a ``read`` or ``idempotent_write`` call abandons the call and
+        becomes the user's question (`ToolInputRequested`); once answered, the session runs the tool Step
+        again and this call is sent again, the answer given when the server asks the same again. Other
+        calls' elicitations are answered ``cancel``. See the README's "Client capabilities".
+
         Returns:
-            The tool's output (its content as text, else its structured content as JSON), or
-            `ToolTaskStarted`.
+            The tool's output (its content as text, else its structured content as JSON),
+            `ToolTaskStarted`, or `ToolInputRequested`.
 
         Raises:
             ToolExecutionError: The tool reported an error, the server answered with a JSON-RPC error, the
