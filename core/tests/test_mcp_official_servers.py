@@ -62,6 +62,9 @@ EVERYTHING_EFFECTS = {
     "toggle-simulated-logging": None,
     "toggle-subscriber-updates": None,
     "trigger-long-running-operation": ToolEffect.READ,
+    # Offered since the source declares elicitation; their hints claim no effect.
+    "trigger-elicitation-request": None,
+    "trigger-url-elicitation": None,
     RESEARCH: None,
 }
 MEMORY_EFFECTS = {
