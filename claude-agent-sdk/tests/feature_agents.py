@@ -43,9 +43,10 @@ from dex_agents.testing import (
 
 from dex_agents_claude_agent_sdk import ClaudeAgentRunner
 from dex_agents_claude_agent_sdk.testing import ApiReply, ApiRequest, ScriptedClaudeApi
-from tests.scripted_claude import matrix_tools, scripted_options
+from tests.scripted_claude import matrix_tools, scripted_options, scripted_options_with
 
 SPAN_FILE = "spans.jsonl"
+TRACED_SYSTEM_PROMPT = "You are the order desk."
 """The Worker's span file, in the state directory."""
 TASK_POLLS_UNTIL_DONE = 2
 """`render_report`'s task is done at this poll."""
@@ -193,10 +194,16 @@ def build_flows(state_dir: Path | None = None) -> tuple[AgentSessionFlow, ...]:
             options=AgentSessionOptions(tool_policies=source.merge_tool_policies()),
         ),
         AgentSessionFlow(
-            with_model_call_scope(ClaudeAgentRunner(scripted_options, matrix_tools())),
+            with_model_call_scope(
+                ClaudeAgentRunner(scripted_options_with(system_prompt=TRACED_SYSTEM_PROMPT), matrix_tools())
+            ),
             flow_type="ClaudeTraced",
             options=dataclasses.replace(
-                matrix_session_options(), tracing=AgentTracing(agent_name="order-desk")
+                matrix_session_options(),
+                # The invoke_agent root starts before any model call reports a provider: the Flow names it.
+                tracing=AgentTracing(
+                    agent_name="order-desk", provider_name="anthropic", record_message_content=True
+                ),
             ),
         ),
     )

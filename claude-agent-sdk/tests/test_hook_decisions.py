@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
-from claude_agent_sdk import StreamEvent, ToolAnnotations, tool
+import pytest
+from claude_agent_sdk import ClaudeAgentOptions, StreamEvent, ToolAnnotations, tool
 from claude_agent_sdk.types import HookContext, HookInput
 from dex_agents import (
     ASK_USER,
@@ -17,11 +18,13 @@ from dex_agents import (
     AgentEventWriter,
     AgentTurnContext,
     ModelCallMetadata,
+    ModelToolDescription,
     ToolEffect,
     ToolPolicy,
 )
 
 from dex_agents_claude_agent_sdk import REFUSED_TOOL_CALL_MESSAGE
+from dex_agents_claude_agent_sdk._call_metadata import RunRequest, run_request
 from dex_agents_claude_agent_sdk._gate import HarnessRun
 from dex_agents_claude_agent_sdk._turn_tools import gather_run_tools
 
@@ -167,10 +170,43 @@ async def test_the_run_reports_the_last_model_responses_metadata() -> None:
         {"type": "message_start", "message": {"id": "msg_1", "model": "claude-x-1"}},
         {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
         {"type": "message_stop"},
-        {"type": "message_start", "message": {"id": "msg_2", "model": "claude-x-1"}},
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+        {
+            "type": "message_start",
+            "message": {"id": "msg_2", "model": "claude-x-1", "usage": {"cache_creation_input_tokens": 12}},
+        },
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
         {"type": "message_stop"},
     ]:
         run.observe(StreamEvent(uuid="u", session_id="cli", event=event), run.turn.events)
-    metadata = run.model_call_metadata("claude-x")
-    assert metadata == ModelCallMetadata("claude-x", "claude-x-1", "anthropic", "msg_2", ("end_turn",))
+    metadata = run.model_call_metadata(RunRequest(model="claude-x"))
+    assert metadata == ModelCallMetadata(
+        "claude-x",
+        "claude-x-1",
+        "anthropic",
+        "msg_2",
+        ("end_turn",),
+        is_streaming=True,
+        cache_creation_input_tokens=12,
+    )
+
+
+def test_a_runs_request_names_its_endpoint_prompt_and_tools_from_its_options(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://worker-default.example")
+    lookup = ModelToolDescription("lookup_order", "Look up an order.", '{"type":"object"}')
+    options = ClaudeAgentOptions(
+        model="claude-x",
+        system_prompt={"type": "custom", "prompt": "You are the order desk."},
+        env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:8123/run-1"},
+    )
+    # The options' env wins over the Worker's, as the SDK starts the CLI.
+    assert run_request(options, [lookup]) == RunRequest(
+        "claude-x", "127.0.0.1", 8123, "You are the order desk.", (lookup,)
+    )
+    # Claude Code's preset prompt is the CLI's own text; an endpoint without a port has its scheme's.
+    preset = ClaudeAgentOptions(system_prompt={"type": "preset", "preset": "claude_code", "append": "Hi."})
+    assert run_request(preset, []) == RunRequest(None, "worker-default.example", 443)
+    # On Bedrock the CLI does not call the Messages API at ANTHROPIC_BASE_URL.
+    bedrock = ClaudeAgentOptions(env={"CLAUDE_CODE_USE_BEDROCK": "1"})
+    assert run_request(bedrock, []).server_address is None

@@ -12,17 +12,24 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 from dex_agents import TurnCompleted
 from dex_agents.testing import ScriptedResponse, ScriptedToolCall, SessionSide, wait_for_turn_end, wait_until
+from dex_agents.testing.genai_conventions import (
+    CONVENTIONS_COMMIT,
+    attribute_table,
+    conventions_problems,
+    load_conventions,
+)
 from dex_agents.testing.otel_spans import ExportedSpan, read_exported_spans
 from opentelemetry.sdk.trace import TracerProvider
 
 from dex_agents_claude_agent_sdk import ClaudeAgentRunner
 from dex_agents_claude_agent_sdk.testing import ApiReply, ScriptedClaudeApi
 from tests.conftest import Features
-from tests.feature_agents import SPAN_FILE
+from tests.feature_agents import SPAN_FILE, TRACED_SYSTEM_PROMPT
 from tests.scripted_claude import BASE_OPTIONS
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -68,6 +75,50 @@ async def test_chat_spans_carry_the_model_call_metadata(features: Features) -> N
     assert first.attributes["gen_ai.response.finish_reasons"] == ["tool_use"]
     assert resumed.kind == "CLIENT" and resumed.attributes["gen_ai.usage.output_tokens"] == 5
     assert resumed.attributes["gen_ai.response.finish_reasons"] == ["end_turn"]
+    every_span = read_exported_spans(span_file, session)
+    conventions = load_conventions()
+    print(f"\nClaude Agent SDK, GenAI conventions {CONVENTIONS_COMMIT}: attributes per span kind\n")
+    print(attribute_table(conventions, every_span))
+    # The CLI streams every model call.
+    assert conventions_problems(conventions, every_span, lambda span: span in (first, resumed)) == []
+    for span in (first, resumed):
+        assert span.attributes["gen_ai.request.stream"] is True
+        # The endpoint the options point the CLI at (ANTHROPIC_BASE_URL: the scripted API on loopback).
+        assert span.attributes["server.address"] == "127.0.0.1"
+        assert span.attributes["server.port"] == first.attributes["server.port"]
+        assert int(str(span.attributes["server.port"])) > 0
+        instructions = json.loads(str(span.attributes["gen_ai.system_instructions"]))
+        assert instructions == [{"type": "text", "content": TRACED_SYSTEM_PROMPT}]
+        offered = json.loads(str(span.attributes["gen_ai.tool.definitions"]))
+        assert {"lookup_order", "send_receipt"} <= {tool["name"] for tool in offered}
+    # The scripted API reports the cache writes of each response; the one model call's span carries them.
+    assert resumed.attributes["gen_ai.usage.cache_creation.input_tokens"] == 0
+    receipt_call = {
+        "type": "tool_call",
+        "id": "receipt-1",
+        "name": "send_receipt",
+        "arguments": {"order_id": "A-1"},
+    }
+    assert [part for message in _content(first, "output") for part in message["parts"]] == [receipt_call]
+    # The answering call received both results (the inline read's, and the receipt's from its tool Step)
+    # and produced only the answer.
+    received = _content(resumed, "input")
+    assert received[0]["parts"] == [{"type": "text", "content": "Where is A-1? Send me the receipt."}]
+    parts = [(part["type"], part["id"]) for message in received[1:] for part in message["parts"]]
+    assert parts == [
+        ("tool_call", "read-1"),
+        ("tool_call_response", "read-1"),
+        ("tool_call", "receipt-1"),
+        ("tool_call_response", "receipt-1"),
+    ]
+    assert [part for message in _content(resumed, "output") for part in message["parts"]] == [
+        {"type": "text", "content": "Shipped; receipt sent."}
+    ]
+
+
+def _content(span: ExportedSpan, direction: str) -> list[dict[str, Any]]:
+    """A chat span's recorded ``gen_ai.input.messages`` or ``gen_ai.output.messages``."""
+    return json.loads(str(span.attributes[f"gen_ai.{direction}.messages"]))
 
 
 class _OtlpJsonReceiver:

@@ -44,6 +44,7 @@ from google.adk.agents.run_config import (
 from google.adk.events import Event
 from google.adk.models.llm_request import LlmRequest
 from google.adk.tools.function_tool import FunctionTool
+from google.genai import types
 from opentelemetry import trace
 from pydantic import BaseModel
 
@@ -185,6 +186,9 @@ class ModelClientTracingLlm(ScriptedLlm):
 
 MODEL_CLIENT_SPAN = "POST /v1/models:generate"
 """The span the traced agent's model client starts for every model call."""
+TRACED_INSTRUCTION = "You handle orders."
+TRACED_TEMPERATURE = 0.25
+TRACED_MAX_TOKENS = 512
 
 
 @dataclass(frozen=True)
@@ -264,8 +268,12 @@ def build_flows() -> SpecificsFlows:
     traced = LlmAgent(
         name="orders",
         model=ModelClientTracingLlm(),
-        instruction="You handle orders.",
+        instruction=TRACED_INSTRUCTION,
         tools=list(MATRIX_TOOLS),
+        # Request parameters the chat spans report, as the request's GenerateContentConfig holds them.
+        generate_content_config=types.GenerateContentConfig(
+            temperature=TRACED_TEMPERATURE, max_output_tokens=TRACED_MAX_TOKENS
+        ),
     )
     # Every tool without metadata is a read here, so only ADK's own confirmation asks for approval.
     options = AgentSessionOptions(default_tool_effect=ToolEffect.READ)
@@ -298,13 +306,17 @@ def build_flows() -> SpecificsFlows:
             ),
         ),
         traced=AgentSessionFlow(
+            # The runner's default run config streams (StreamingMode.SSE).
             with_model_call_scope(GoogleAdkRunner(traced)),
             flow_type="GoogleAdkTraced",
             options=AgentSessionOptions(
                 default_tool_effect=ToolEffect.READ,
                 # The core's TraceEmitter protocol wants a plain bool where AgentTracing has a cached
                 # property, which pyright refuses; the Flow accepts it at runtime.
-                tracing=AgentTracing(agent_name="orders", record_message_content=False),  # pyright: ignore[reportArgumentType]
+                # The invoke_agent root starts before any model call reports a provider: the Flow names it.
+                tracing=AgentTracing(  # pyright: ignore[reportArgumentType]
+                    agent_name="orders", provider_name="dex.scripted", record_message_content=True
+                ),
             ),
         ),
     )

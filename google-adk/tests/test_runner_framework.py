@@ -11,7 +11,7 @@ import json
 from typing import Any, cast
 
 import pytest
-from dex_agents import current_tool_execution
+from dex_agents import ModelRequestParameters, current_tool_execution
 from dex_agents.runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     ToolCallsRequested,
@@ -29,6 +29,7 @@ from google.adk.artifacts import InMemoryArtifactService
 from google.adk.code_executors import UnsafeLocalCodeExecutor
 from google.adk.code_executors.built_in_code_executor import BuiltInCodeExecutor
 from google.adk.events import Event
+from google.adk.models.google_llm import Gemini
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.tools.agent_tool import AgentTool
@@ -38,6 +39,7 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from dex_agents_google_adk import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, AdkServices, GoogleAdkRunner
+from dex_agents_google_adk._call_metadata import ModelCallTiming, model_call_metadata
 from dex_agents_google_adk._gate import DEFERRED_PLACEHOLDER
 from tests.specifics_agents import OneAfterAnother
 from tests.support import CannedLlm, call, respond
@@ -517,6 +519,10 @@ async def test_without_streaming_the_answer_arrives_as_one_delta() -> None:
 
     assert isinstance(outcome, TurnCompleted)
     assert session.text_deltas() == ["It is sunny in Rome today."]
+    # A call ADK made without stream=True is not a streaming request on its chat span.
+    metadata = outcome.model_call_metadata
+    assert metadata is not None and not metadata.is_streaming
+    assert metadata.time_to_first_chunk_seconds is None
 
 
 async def test_thoughts_stream_as_reasoning_deltas_and_are_not_the_stored_answer() -> None:
@@ -722,3 +728,52 @@ def test_an_agent_whose_code_executor_runs_model_written_code_itself_is_refused(
 
     # The provider runs BuiltInCodeExecutor's code inside the model call: allowed, and a README limit.
     GoogleAdkRunner(LlmAgent(name="builtin", model=CannedLlm(), code_executor=BuiltInCodeExecutor()))
+
+
+def test_model_call_metadata_reads_the_requests_config_and_the_models_endpoint() -> None:
+    lookup = types.FunctionDeclaration(
+        name="lookup_order",
+        description="Look up an order.",
+        parameters_json_schema={"type": "object", "properties": {"order_id": {"type": "string"}}},
+    )
+    request = LlmRequest(
+        model="gemini-2.5-flash",
+        config=types.GenerateContentConfig(
+            system_instruction=types.Content(
+                role="system", parts=[types.Part(text="You handle orders."), types.Part(text="Be brief.")]
+            ),
+            temperature=0.5,
+            top_p=0.9,
+            max_output_tokens=256,
+            stop_sequences=["END"],
+            presence_penalty=0.1,
+            frequency_penalty=0.2,
+            tools=[
+                types.Tool(function_declarations=[lookup]),
+                types.Tool(google_search=types.GoogleSearch()),
+            ],
+        ),
+    )
+    model = Gemini(model="gemini-2.5-flash", base_url="https://gateway.example:8443/gemini")
+
+    metadata = model_call_metadata(request, None, model, ModelCallTiming(True, 0.125))
+
+    assert metadata.request_model == "gemini-2.5-flash" and metadata.provider_name == "gcp.gemini"
+    assert metadata.request_parameters == ModelRequestParameters(
+        max_tokens=256,
+        temperature=0.5,
+        top_p=0.9,
+        stop_sequences=("END",),
+        frequency_penalty=0.2,
+        presence_penalty=0.1,
+    )
+    assert (metadata.server_address, metadata.server_port) == ("gateway.example", 8443)
+    assert metadata.is_streaming and metadata.time_to_first_chunk_seconds == 0.125
+    assert metadata.system_instructions == "You handle orders.\n\nBe brief."
+    # Google Search is Google's own tool, not a function declaration the session runs.
+    [described] = metadata.tool_definitions
+    assert (described.name, described.description) == ("lookup_order", "Look up an order.")
+    assert json.loads(str(described.parameters))["properties"] == {"order_id": {"type": "string"}}
+    # Gemini's default endpoint is not named by the model object, so it stays unset.
+    plain = model_call_metadata(LlmRequest(model="gemini-2.5-flash"), None, Gemini(model="gemini-2.5-flash"))
+    assert plain.server_address is None and plain.server_port is None and not plain.is_streaming

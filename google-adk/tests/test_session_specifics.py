@@ -6,6 +6,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -31,12 +32,21 @@ from dex_agents.testing import (
     wait_for_agent_snapshot,
     wait_until,
 )
+from dex_agents.testing.genai_conventions import (
+    CONVENTIONS_COMMIT,
+    attribute_table,
+    conventions_problems,
+    load_conventions,
+)
 from dex_agents.testing.matrix import wait_for_turn_end
 from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
 
 from tests.matrix_spec import PACKAGE_DIR
 from tests.specifics_agents import (
     MODEL_CLIENT_SPAN,
+    TRACED_INSTRUCTION,
+    TRACED_MAX_TOKENS,
+    TRACED_TEMPERATURE,
     build_flows,
     export_jobs,
     mcp_log_path,
@@ -444,6 +454,33 @@ async def test_a_traced_sessions_chat_spans_carry_adks_model_call_metadata_and_n
         assert chat.attribute("gen_ai.response.finish_reasons") == ["stop"]
     assert [chat.attribute("gen_ai.response.id") for chat in chats][-1] == final_event["interaction_id"]
     assert len({chat.attribute("gen_ai.response.id") for chat in chats}) == 2
+    conventions = load_conventions()
+    print(f"\nGoogle ADK, GenAI conventions {CONVENTIONS_COMMIT}: attributes per span kind\n")
+    print(attribute_table(conventions, spans))
+    # The runner's default run config streams every model call (StreamingMode.SSE).
+    assert conventions_problems(conventions, spans, lambda span: span in chats) == []
+    for chat in chats:
+        # The request's GenerateContentConfig, and the streamed call's first response.
+        assert chat.attribute("gen_ai.request.temperature") == TRACED_TEMPERATURE
+        assert chat.attribute("gen_ai.request.max_tokens") == TRACED_MAX_TOKENS
+        assert chat.attribute("gen_ai.request.stream") is True
+        assert float(str(chat.attribute("gen_ai.response.time_to_first_chunk"))) >= 0
+        instructions = json.loads(str(chat.attribute("gen_ai.system_instructions")))
+        assert TRACED_INSTRUCTION in instructions[0]["content"]
+        offered = json.loads(str(chat.attribute("gen_ai.tool.definitions")))
+        assert "lookup_order" in {tool["name"] for tool in offered}
+    asks, answers = chats
+    lookup = {"type": "tool_call", "id": "read-1", "name": "lookup_order", "arguments": {"order_id": "A-1"}}
+    assert [part for message in _content(asks, "output") for part in message["parts"]] == [lookup]
+    # The answering call received the lookup's result and produced only the answer.
+    received = _content(answers, "input")
+    assert received[0] == {"role": "user", "parts": [{"type": "text", "content": "Where is A-1?"}]}
+    parts = [part for message in received[1:] for part in message["parts"]]
+    assert parts[0] == lookup
+    assert [(part["type"], part["id"]) for part in parts[1:]] == [("tool_call_response", "read-1")]
+    assert [part for message in _content(answers, "output") for part in message["parts"]] == [
+        {"type": "text", "content": "A-1 shipped."}
+    ]
 
     # With ADK's spans off, the session's traces hold only Dex's spans and the spans the model's client
     # starts, which join the activation's root instead of losing their parent.
@@ -464,3 +501,8 @@ async def test_a_traced_sessions_chat_spans_carry_adks_model_call_metadata_and_n
         "execute_tool lookup_order",
         "invoke_agent orders",
     ]
+
+
+def _content(span: ExportedSpan, direction: str) -> list[dict[str, Any]]:
+    """A chat span's recorded ``gen_ai.input.messages`` or ``gen_ai.output.messages``."""
+    return json.loads(str(span.attribute(f"gen_ai.{direction}.messages")))

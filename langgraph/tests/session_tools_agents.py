@@ -41,6 +41,8 @@ from dex_agents_langgraph.testing import ScriptedChatModel
 SHIPPING_URL_ENV = "DEX_LANGGRAPH_TEST_SHIPPING_URL"
 """The URL of the Streamable HTTP inventory server the MCP agent knows as ``shipping``."""
 SYSTEM_PROMPT = "You handle orders."
+TEMPERATURE = 0.25
+MAX_TOKENS = 512
 MODELS = {"small": "scripted-small", "large": "scripted-large"}
 """The models a session's ``model`` setting chooses, by setting."""
 
@@ -95,7 +97,8 @@ async def poll_render(poll: ToolTaskPoll) -> ToolExecutionResult | ToolTaskPendi
 def _agent_factory(tools: list[BaseTool]) -> Any:
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(
-            ScriptedChatModel(),
+            # A temperature and an output limit, as a provider's chat model reports them, for the chat spans.
+            ScriptedChatModel(temperature=TEMPERATURE, max_tokens=MAX_TOKENS),
             tools=tools,
             system_prompt=SYSTEM_PROMPT,
             middleware=[DexToolGate()],
@@ -131,7 +134,10 @@ def build_flows(
     """The settings agent, the agent whose tools ask and start tasks, and the MCP agent; all traced."""
     # AgentTracing's cached `records_message_content` does not match the TraceEmitter protocol's plain
     # attribute under pyright; it is the documented value for `tracing=`.
-    tracing: Any = AgentTracing(agent_name="langgraph-test")
+    # The invoke_agent root starts before any model call reports its provider, so the application names it.
+    tracing: Any = AgentTracing(
+        agent_name="langgraph-test", provider_name="dex.scripted", record_message_content=True
+    )
     settings = AgentSessionFlow(
         with_model_call_scope(
             LangGraphRunner(

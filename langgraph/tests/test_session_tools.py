@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -23,11 +24,20 @@ from dex_agents.testing import (
     start_mcp_inventory_http_server,
     wait_until,
 )
+from dex_agents.testing.genai_conventions import (
+    CONVENTIONS_COMMIT,
+    attribute_table,
+    conventions_problems,
+    load_conventions,
+)
 from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
 
 from tests.matrix_spec import PACKAGE_DIR
 from tests.session_tools_agents import (
+    MAX_TOKENS,
     SHIPPING_URL_ENV,
+    SYSTEM_PROMPT,
+    TEMPERATURE,
     build_flows,
     mcp_log_path,
     tool_runs_path,
@@ -198,6 +208,46 @@ async def test_a_tool_that_starts_a_task_is_polled_to_completion_and_the_chat_sp
     response_ids = [str(span.attribute("gen_ai.response.id")) for span in chat]
     assert all(response_id.startswith("scripted-") for response_id in response_ids), response_ids
     assert len(set(response_ids)) == 2
+
+    every_span = read_exported_spans(sessions.span_file, session)
+    conventions = load_conventions()
+    print(f"\nLangGraph, GenAI conventions {CONVENTIONS_COMMIT}: attributes per span kind\n")
+    print(attribute_table(conventions, every_span))
+    # The runner streams the graph's messages, so every call of the agent's model streams.
+    assert conventions_problems(conventions, every_span, lambda span: span in chat) == []
+    for span in chat:
+        # What the agent's chat model reported when its call started, and what its stream showed.
+        assert span.attribute("gen_ai.request.temperature") == TEMPERATURE
+        assert span.attribute("gen_ai.request.max_tokens") == MAX_TOKENS
+        assert span.attribute("gen_ai.request.stream") is True
+        assert float(str(span.attribute("gen_ai.response.time_to_first_chunk"))) >= 0
+        instructions = json.loads(str(span.attribute("gen_ai.system_instructions")))
+        assert instructions == [{"type": "text", "content": SYSTEM_PROMPT}]
+        offered = json.loads(str(span.attribute("gen_ai.tool.definitions")))
+        assert {tool["name"] for tool in offered} >= {"render_report", "refund_to_warehouse"}
+    asks, answers = chat
+    render_call = {
+        "type": "tool_call",
+        "id": "render-1",
+        "name": "render_report",
+        "arguments": {"name": "q3"},
+    }
+    assert [part for message in _content(asks, "output") for part in message["parts"]] == [render_call]
+    # The answering call received the task's result and produced only the answer.
+    received = _content(answers, "input")
+    assert received[0] == {"role": "user", "parts": [{"type": "text", "content": "Render the Q3 report"}]}
+    parts = [part for message in received[1:] for part in message["parts"]]
+    assert parts[0] == render_call
+    assert [(part["type"], part["id"]) for part in parts[1:]] == [("tool_call_response", "render-1")]
+    assert "report render-q3 is ready" in json.dumps(parts[1]["response"])
+    assert [part for message in _content(answers, "output") for part in message["parts"]] == [
+        {"type": "text", "content": "The report is ready."}
+    ]
+
+
+def _content(span: ExportedSpan, direction: str) -> list[dict[str, Any]]:
+    """A chat span's recorded ``gen_ai.input.messages`` or ``gen_ai.output.messages``."""
+    return json.loads(str(span.attribute(f"gen_ai.{direction}.messages")))
 
 
 async def test_mcp_source_tools_run_as_steps_with_the_key_in_meta_and_an_http_task_is_polled_as_steps(

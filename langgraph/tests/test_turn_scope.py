@@ -4,10 +4,11 @@ session settings, the same for a graph of your own, and each outcome's `ModelCal
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from dex_agents import BUILT_IN_TOOL_NAMES, ModelCallMetadata
+from dex_agents import BUILT_IN_TOOL_NAMES, ModelCallMetadata, ModelRequestParameters
 from dex_agents.runner import AgentTurnContext, ToolCallsRequested, TurnCompleted
 from dex_agents.testing import SessionSide
 from dex_agents.values import ToolCallStatus
@@ -26,7 +27,7 @@ from dex_agents_langgraph import (
     dex_tool_node,
     route_tool_calls,
 )
-from dex_agents_langgraph._call_metadata import model_call_metadata
+from dex_agents_langgraph._call_metadata import ModelCallStart, model_call_metadata
 from dex_agents_langgraph.testing import ScriptedChatModel
 from tests.support import respond, tool_call
 
@@ -223,15 +224,76 @@ def test_model_call_metadata_reads_langchains_records_in_the_conventions_spellin
         id="chatcmpl-1",
         response_metadata={"model_name": "gpt-5-2026", "model_provider": "openai", "finish_reason": "stop"},
     )
-    assert model_call_metadata({"ls_model_name": "gpt-5", "ls_provider": "openai"}, openai_answer) == (
+    started = ModelCallStart(metadata={"ls_model_name": "gpt-5", "ls_provider": "openai"})
+    assert model_call_metadata(started, openai_answer) == (
         ModelCallMetadata("gpt-5", "gpt-5-2026", "openai", "chatcmpl-1", ("stop",))
     )
     anthropic_answer = AIMessage(
         "Hi", id="msg_1", response_metadata={"model_name": "claude-x", "stop_reason": "end_turn"}
     )
-    assert model_call_metadata({"ls_provider": "anthropic"}, anthropic_answer) == (
+    assert model_call_metadata(ModelCallStart(metadata={"ls_provider": "anthropic"}), anthropic_answer) == (
         ModelCallMetadata(None, "claude-x", "anthropic", "msg_1", ("end_turn",))
     )
-    gemini = model_call_metadata({"ls_provider": "google_genai"}, AIMessage("Hi", id="lc_run--1"))
+    gemini = model_call_metadata(
+        ModelCallStart(metadata={"ls_provider": "google_genai"}), AIMessage("Hi", id="lc_run--1")
+    )
     assert gemini == ModelCallMetadata(provider_name="gcp.gemini"), "LangChain's own ID names no response"
     assert model_call_metadata(None, None) is None
+
+
+def test_model_call_metadata_reports_the_request_a_chat_model_described_at_its_start() -> None:
+    # As ChatAnthropic reports a call: LangSmith parameters, invocation parameters with its own tool format,
+    # and the serialized constructor arguments naming a proxy.
+    started = ModelCallStart(
+        metadata={
+            "ls_provider": "anthropic",
+            "ls_temperature": 0.5,
+            "ls_max_tokens": 1024,
+            "ls_stop": ["END"],
+        },
+        invocation_parameters={
+            "top_p": 0.9,
+            "tools": [
+                {
+                    "name": "lookup_order",
+                    "description": "Look up an order.",
+                    "input_schema": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+                },
+                {"type": "web_search_20250305", "name": "web_search"},
+            ],
+        },
+        constructor_arguments={"anthropic_api_url": "https://proxy.example:8443/anthropic"},
+        messages=(SystemMessage("Be brief."), SystemMessage("Answer in French.")),
+        started_at=10.0,
+        first_chunk_at=10.25,
+    )
+    answer = AIMessage(
+        "Salut",
+        usage_metadata={
+            "input_tokens": 40,
+            "output_tokens": 2,
+            "total_tokens": 42,
+            "input_token_details": {"cache_creation": 30},
+        },
+    )
+    metadata = model_call_metadata(started, answer)
+    assert metadata is not None
+    assert metadata.request_parameters == ModelRequestParameters(
+        max_tokens=1024, temperature=0.5, top_p=0.9, stop_sequences=("END",)
+    )
+    assert (metadata.server_address, metadata.server_port) == ("proxy.example", 8443)
+    assert metadata.is_streaming and metadata.time_to_first_chunk_seconds == 0.25
+    assert metadata.cache_creation_input_tokens == 30
+    assert metadata.system_instructions == "Be brief.\n\nAnswer in French."
+    # The provider's built-in tool is not a function the session runs.
+    assert [(tool.name, tool.description) for tool in metadata.tool_definitions] == [
+        ("lookup_order", "Look up an order.")
+    ]
+    assert json.loads(str(metadata.tool_definitions[0].parameters))["properties"] == {
+        "order_id": {"type": "string"}
+    }
+    # A call that did not stream, with no endpoint of its own, reports neither.
+    plain = model_call_metadata(ModelCallStart(invocation_parameters={"max_tokens": 64}), None)
+    assert plain is not None and plain.request_parameters.max_tokens == 64
+    assert not plain.is_streaming and plain.time_to_first_chunk_seconds is None
+    assert plain.server_address is None and plain.tool_definitions == ()

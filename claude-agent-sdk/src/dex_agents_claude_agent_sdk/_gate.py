@@ -45,7 +45,7 @@ from dex_agents.events import AgentEventWriter
 from dex_agents.runner import AgentTurnContext, ModelCallMetadata, ToolPolicy
 from dex_agents.values import ToolEffect
 
-from dex_agents_claude_agent_sdk._call_metadata import last_call_metadata
+from dex_agents_claude_agent_sdk._call_metadata import RunRequest, last_call_metadata
 from dex_agents_claude_agent_sdk._messages import TOOL_NAME_PREFIX
 from dex_agents_claude_agent_sdk._shim_server import current_tool_use_id
 from dex_agents_claude_agent_sdk._state import PendingToolUse
@@ -123,6 +123,8 @@ class HarnessRun:
     """The API's ID of the run's last model response."""
     finish_reason: str | None = None
     """The API's stop reason of the run's last model response (`tool_use`, `end_turn`, ...)."""
+    cache_creation_input_tokens: int | None = None
+    """Input tokens the run's last model call wrote to the prompt cache, as its streamed usage says."""
 
     def policy(self, tool_name: str) -> ToolPolicy:
         return self.tools.policy(tool_name)
@@ -133,9 +135,15 @@ class HarnessRun:
             return False
         return tool.policy.effect is ToolEffect.READ and not tool.policy.is_approval_required
 
-    def model_call_metadata(self, request_model: str | None) -> ModelCallMetadata:
+    def model_call_metadata(self, request: RunRequest) -> ModelCallMetadata:
         """What the run's last model call reported, for the `chat` span (the run may have made several)."""
-        return last_call_metadata(request_model, self.response_model, self.response_id, self.finish_reason)
+        return last_call_metadata(
+            request,
+            self.response_model,
+            self.response_id,
+            self.finish_reason,
+            self.cache_creation_input_tokens,
+        )
 
     async def pre_tool_use(
         self, input_data: HookInput, tool_use_id: str | None, context: HookContext
@@ -260,9 +268,15 @@ class HarnessRun:
             self.response_id = _text_or_none(message.get("id"))
             self.response_model = _text_or_none(message.get("model")) or self.response_model
             self.finish_reason = None
+            self.cache_creation_input_tokens = _cache_creation(message.get("usage"))
         elif kind == "message_delta":
             delta = cast(Mapping[str, Any], event.get("delta") or {})
             self.finish_reason = _text_or_none(delta.get("stop_reason")) or self.finish_reason
+            # The API may repeat the usage in the closing delta, with the final counts.
+            created = _cache_creation(event.get("usage"))
+            self.cache_creation_input_tokens = (
+                created if created is not None else self.cache_creation_input_tokens
+            )
         elif kind == "content_block_start":
             block = cast(Mapping[str, Any], event.get("content_block") or {})
             if block.get("type") == "tool_use":
@@ -299,6 +313,13 @@ def _raised_by_tool_requests(error: RuntimeError) -> bool:
     while frame is not None and frame.tb_next is not None:
         frame = frame.tb_next
     return frame is not None and frame.tb_frame.f_globals.get("__name__") == _TOOL_REQUESTS_MODULE
+
+
+def _cache_creation(usage: object) -> int | None:
+    if not isinstance(usage, Mapping):
+        return None
+    created = cast(Mapping[str, object], usage).get("cache_creation_input_tokens")
+    return created if isinstance(created, int) and not isinstance(created, bool) else None
 
 
 def _text_or_none(value: object) -> str | None:

@@ -26,13 +26,14 @@ import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from claude_agent_sdk import (
     ClaudeAgentOptions,
     ClaudeSDKClient,
     DeferredToolUse,
     HookMatcher,
+    McpSdkServerConfig,
     SdkMcpTool,
     Transport,
 )
@@ -51,7 +52,7 @@ from dex_agents.runner import (
 )
 from dex_agents.values import FrameworkMessage
 
-from dex_agents_claude_agent_sdk._call_metadata import no_call_metadata, run_usage
+from dex_agents_claude_agent_sdk._call_metadata import RunRequest, no_call_metadata, run_request, run_usage
 from dex_agents_claude_agent_sdk._cli_process import ended_when_cancelled
 from dex_agents_claude_agent_sdk._gate import (
     REFUSED_TOOL_CALL_MESSAGE,
@@ -74,7 +75,7 @@ from dex_agents_claude_agent_sdk._settings import (
     SessionSettingsError,
     options_for_settings,
 )
-from dex_agents_claude_agent_sdk._shim_server import create_shim_server
+from dex_agents_claude_agent_sdk._shim_server import create_shim_server, listed_tools
 from dex_agents_claude_agent_sdk._state import ClaudeRunState, PendingToolUse, TranscriptStore
 from dex_agents_claude_agent_sdk._tool_execution import run_tool
 from dex_agents_claude_agent_sdk._turn_tools import gather_run_tools
@@ -250,13 +251,14 @@ class ClaudeAgentRunner:
 
         with tempfile.TemporaryDirectory(prefix="dex-claude-run-") as root:
             options = _run_options(base, run, store, Path(root), resume=session_id)
+            request = run_request(options, await listed_tools(_shim_server_of(options)))
             transport = self._transport_factory(options) if self._transport_factory is not None else None
             async with ClaudeSDKClient(options, transport=transport) as client, ended_when_cancelled(client):
                 if prompt is not None:
                     await client.query(prompt)
                 async for message in client.receive_response():
                     run.observe(message, turn.events)
-        return _outcome(turn, run, store, turn_entries, turn_items, request_model=options.model)
+        return _outcome(turn, run, store, turn_entries, turn_items, request=request)
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """Return the messages of a turn that ends without an answer (steered, cancelled or failed).
@@ -330,13 +332,13 @@ def _outcome(
     turn_entries: list[dict[str, Any]],
     turn_items: list[dict[str, Any]],
     *,
-    request_model: str | None,
+    request: RunRequest,
 ) -> AgentTurnOutcome:
     result = run.result
     if result is None or run.session_id is None:
         raise RuntimeError("the Claude Code CLI ended the run without a result")
     usage = run_usage(result, len(run.model_message_ids))
-    metadata = run.model_call_metadata(request_model)
+    metadata = run.model_call_metadata(request)
     entries = [*turn_entries, *store.new_entries(run.session_id)]
     items = [*turn_items, *run.items]
     if result.is_error:
@@ -414,6 +416,12 @@ def _check_unique(names: Sequence[str]) -> None:
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise ValueError(f"tool names must be unique: {duplicates}")
+
+
+def _shim_server_of(options: ClaudeAgentOptions) -> McpSdkServerConfig:
+    """The runner's own MCP server in a run's options (`_run_options` puts it there)."""
+    servers = cast(Mapping[str, Any], options.mcp_servers)
+    return cast(McpSdkServerConfig, servers[MCP_SERVER_NAME])
 
 
 def _run_options(

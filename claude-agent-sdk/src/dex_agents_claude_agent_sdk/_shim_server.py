@@ -10,12 +10,14 @@ variable.
 from __future__ import annotations
 
 import contextvars
+import json
 from collections.abc import Sequence
 from typing import Any, cast
 
 from claude_agent_sdk import McpSdkServerConfig, SdkMcpTool, create_sdk_mcp_server
+from dex_agents.runner import ModelToolDescription
 
-__all__ = ["TOOL_USE_ID_META_KEY", "create_shim_server", "current_tool_use_id"]
+__all__ = ["TOOL_USE_ID_META_KEY", "create_shim_server", "current_tool_use_id", "listed_tools"]
 
 TOOL_USE_ID_META_KEY = "claudecode/toolUseId"
 """Where a `tools/call` from the Claude Code CLI names the model's tool use (in `params._meta`)."""
@@ -62,3 +64,24 @@ def create_shim_server(name: str, tools: Sequence[SdkMcpTool[Any]]) -> McpSdkSer
 
     server.add_request_handler("tools/call", entry.params_type, call_tool_with_id)
     return config
+
+
+async def listed_tools(config: McpSdkServerConfig) -> tuple[ModelToolDescription, ...]:
+    """Return the tools the server lists to the CLI (its `tools/list`): names, descriptions and schemas.
+
+    The SDK builds each tool's JSON schema when it creates the server, so this is what the model is offered
+    for the runner's tools, under the names the session knows them by (the CLI adds its `mcp__` prefix).
+    """
+    entry = config["instance"].get_request_handler("tools/list")
+    if entry is None:
+        return ()
+    # The SDK's handler answers from its list alone; it reads neither the request context nor the params.
+    listed = await entry.handler(cast(Any, None), None)
+    return tuple(
+        ModelToolDescription(
+            name=tool.name,
+            description=tool.description or None,
+            parameters=json.dumps(tool.input_schema, ensure_ascii=False, separators=(",", ":")),
+        )
+        for tool in getattr(listed, "tools", ())
+    )

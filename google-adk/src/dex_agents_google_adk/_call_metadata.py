@@ -1,22 +1,29 @@
 """What one ADK model call reports: its usage, its tracing metadata, and whether its failure is final.
 
-Everything here reads ADK's own objects: the `LlmRequest` ADK sent, the complete `LlmResponse` (or the
-`Event` ADK stored for it), and the model object that answered.
+Everything here reads ADK's own objects: the `LlmRequest` ADK sent (its `GenerateContentConfig`), the
+complete `LlmResponse` (or the `Event` ADK stored for it), and the model object that answered.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import Enum
+from typing import cast
+from urllib.parse import urlsplit
 
-from dex_agents import AgentUsage, ModelCallMetadata
+from dex_agents import AgentUsage, ModelCallMetadata, ModelRequestParameters, ModelToolDescription
 from google.adk.models import BaseLlm
 from google.adk.models.google_llm import Gemini
+from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 
 __all__ = [
     "PROVIDER_NAME_ATTRIBUTE",
+    "ModelCallTiming",
     "code_text",
     "model_call_metadata",
     "model_call_usage",
@@ -82,31 +89,139 @@ def provider_name(model: BaseLlm) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class ModelCallTiming:
+    """Whether ADK asked the model to stream, and when its first response arrived.
+
+    Attributes:
+        is_streaming: Whether ADK called the model with ``stream=True`` (`StreamingMode.SSE`).
+        time_to_first_chunk_seconds: Seconds from the request to the first (partial or complete)
+            response, for a streaming call.
+    """
+
+    is_streaming: bool = False
+    time_to_first_chunk_seconds: float | None = None
+
+
 def model_call_metadata(
-    request_model: str | None, response: LlmResponse | None, provider: str | None
+    request: LlmRequest | None,
+    response: LlmResponse | None,
+    model: BaseLlm | None,
+    timing: ModelCallTiming | None = None,
 ) -> ModelCallMetadata:
     """Return the tracing metadata of one model call from ADK's request and response.
 
     ADK's `LlmResponse` keeps the model version and the finish reason, but not the ``response_id`` of a
     ``generateContent`` answer; the response ID is the interaction ID that the Interactions API (and the
-    scripted model) report, else none.
+    scripted model) report, else none. The request's `GenerateContentConfig` gives the sampling
+    parameters, the system instruction and the function declarations; the model object its endpoint.
 
     Args:
-        request_model: `LlmRequest.model`, the model ADK asked for.
+        request: The `LlmRequest` ADK sent, after every callback that changed it.
         response: The complete response (or the failed one), `None` when none arrived.
-        provider: The provider from `provider_name`.
+        model: The model object ADK called, for its provider and endpoint.
+        timing: Whether the call streamed, and its first response's time; `None` for a call that did not
+            stream.
 
     Returns:
         The metadata.
     """
     finish_reason = None if response is None else response.finish_reason
+    timing = timing or ModelCallTiming()
+    config = None if request is None else request.config
+    address, port = (None, None) if model is None else _endpoint(model)
+    # google-genai types part of the instruction's union loosely; it is read as a plain object.
+    instruction = cast(object, None if config is None else config.system_instruction)  # pyright: ignore[reportUnknownMemberType]
     return ModelCallMetadata(
-        request_model=request_model or None,
+        request_model=(None if request is None else request.model) or None,
         response_model=None if response is None else response.model_version,
-        provider_name=provider,
+        provider_name=None if model is None else provider_name(model),
         response_id=None if response is None else response.interaction_id,
         finish_reasons=() if finish_reason is None else (code_text(finish_reason).lower(),),
+        request_parameters=ModelRequestParameters() if config is None else _request_parameters(config),
+        is_streaming=timing.is_streaming,
+        server_address=address,
+        server_port=port,
+        time_to_first_chunk_seconds=timing.time_to_first_chunk_seconds if timing.is_streaming else None,
+        system_instructions=_instruction_text(instruction),
+        tool_definitions=() if config is None else _tool_definitions(config.tools or ()),
     )
+
+
+def _request_parameters(config: types.GenerateContentConfig) -> ModelRequestParameters:
+    return ModelRequestParameters(
+        max_tokens=config.max_output_tokens,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        stop_sequences=config.stop_sequences or (),
+        frequency_penalty=config.frequency_penalty,
+        presence_penalty=config.presence_penalty,
+    )
+
+
+def _endpoint(model: BaseLlm) -> tuple[str | None, int | None]:
+    """The endpoint a model object names: Gemini's ``base_url``, LiteLLM's ``api_base``; else unknown.
+
+    Without one the client uses its provider's default endpoint, which ADK does not expose.
+    """
+    url: object = getattr(model, "base_url", None) if isinstance(model, Gemini) else None
+    if url is None:
+        # LiteLlm keeps the keyword arguments of every completion (api_base included) in a private attribute.
+        arguments: object = getattr(model, "_additional_args", None)
+        if isinstance(arguments, Mapping):
+            named = cast(Mapping[str, object], arguments)
+            url = named.get("api_base") or named.get("base_url")
+    if not isinstance(url, str) or not url:
+        return None, None
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None, None
+    if not parts.hostname:
+        return None, None
+    default_ports = {"https": 443, "http": 80}
+    return parts.hostname, port if port is not None else default_ports.get(parts.scheme)
+
+
+def _instruction_text(instruction: object) -> str | None:
+    """The text of a `system_instruction`, which may be a string, a part, a content, or a list of them."""
+    if instruction is None:
+        return None
+    items = cast(list[object], instruction) if isinstance(instruction, list) else [instruction]
+    texts: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, types.Part):
+            texts.append(item.text or "")
+        elif isinstance(item, types.Content):
+            texts.extend(part.text or "" for part in item.parts or ())
+    return "\n\n".join(text for text in texts if text) or None
+
+
+def _tool_definitions(tools: Sequence[types.ToolUnion]) -> tuple[ModelToolDescription, ...]:
+    """The function declarations the request offers; Google's built-in tools (search, ...) are left out."""
+    described: list[ModelToolDescription] = []
+    for tool in tools:
+        if not isinstance(tool, types.Tool):
+            continue  # a Python callable, which ADK turns into declarations before the request
+        for declaration in tool.function_declarations or ():
+            if not declaration.name:
+                continue
+            schema: object = declaration.parameters_json_schema
+            if schema is None and declaration.parameters is not None:
+                schema = declaration.parameters.model_dump(mode="json", exclude_none=True)
+            described.append(
+                ModelToolDescription(
+                    name=declaration.name,
+                    description=declaration.description or None,
+                    parameters=None
+                    if schema is None
+                    else json.dumps(schema, ensure_ascii=False, separators=(",", ":"), default=str),
+                )
+            )
+    return tuple(described)
 
 
 def model_call_usage(response: LlmResponse) -> AgentUsage:

@@ -35,6 +35,7 @@ inside the model call itself (a README limit), and an agent's local `code_execut
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.set_model_response_tool import SetModelResponseTool
 from google.adk.tools.tool_context import ToolContext
 
+from dex_agents_google_adk._call_metadata import ModelCallTiming
 from dex_agents_google_adk._messages import REQUEST_CONFIRMATION_FUNCTION_NAME
 
 __all__ = [
@@ -122,17 +124,25 @@ class DexToolGate(BasePlugin):
     """
 
     def __init__(
-        self, events: AgentEventWriter, used_tool_call_ids: frozenset[str], instructions: str | None = None
+        self,
+        events: AgentEventWriter,
+        used_tool_call_ids: frozenset[str],
+        instructions: str | None = None,
+        *,
+        is_streaming: bool = False,
     ) -> None:
         super().__init__(name="dex_tool_gate")
+        self._is_streaming = is_streaming
+        self._requested_at: float | None = None
+        self._first_response_at: float | None = None
         self._events = events
         self._used_ids = set(used_tool_call_ids)
         self._instructions = instructions
         self._offered_tools: dict[str, BaseTool] = {}
         self.model_requests = 0
         """Model requests ADK made (or was refused) in this model Step."""
-        self.request_model: str | None = None
-        """The model the request named (`LlmRequest.model`)."""
+        self.request: LlmRequest | None = None
+        """The model request; the model receives this object, so it holds every callback's changes."""
         self.tool_calls: list[ModelToolCall] = []
         """The tool calls of the model response, in model order (see `take_response`)."""
         self.confirmation_required: set[str] = set()
@@ -161,7 +171,8 @@ class DexToolGate(BasePlugin):
             )
         if self._instructions:
             llm_request.append_instructions([self._instructions])
-        self.request_model = llm_request.model
+        self.request = llm_request
+        self._requested_at = time.monotonic()
         self._offered_tools = dict(llm_request.tools_dict)
         return None
 
@@ -169,6 +180,8 @@ class DexToolGate(BasePlugin):
         self, *, callback_context: CallbackContext, llm_response: LlmResponse
     ) -> LlmResponse | None:
         """Forward streamed text, and give every tool call of the complete response a valid, unique ID."""
+        if self._first_response_at is None:
+            self._first_response_at = time.monotonic()
         if llm_response.partial:
             text = "".join(
                 part.text
@@ -192,6 +205,14 @@ class DexToolGate(BasePlugin):
                 call.id = f"adk-{uuid.uuid4()}"
             self._used_ids.add(call.id)
         return None
+
+    @property
+    def timing(self) -> ModelCallTiming:
+        """Whether the model call streamed, and how long its first response took."""
+        first: float | None = None
+        if self._requested_at is not None and self._first_response_at is not None:
+            first = max(0.0, self._first_response_at - self._requested_at)
+        return ModelCallTiming(is_streaming=self._is_streaming, time_to_first_chunk_seconds=first)
 
     def take_response(self, event: Event) -> None:
         """Read the tool calls of the model response from the event ADK stored for it.

@@ -86,7 +86,6 @@ from dex_agents_google_adk._call_metadata import (
     code_text,
     model_call_metadata,
     model_call_usage,
-    provider_name,
     terminal_model_error,
 )
 from dex_agents_google_adk._effects import framework_effect
@@ -267,7 +266,13 @@ class GoogleAdkRunner:
     ) -> AgentTurnOutcome:
         """Run one model call of ``root`` in a fresh session service restored from the session."""
         earlier = [message for message in turn.messages if message is not turn_message]
-        gate = DexToolGate(turn.events, frozenset(turn.tool_calls), choices.instructions)
+        gate = DexToolGate(
+            turn.events,
+            frozenset(turn.tool_calls),
+            choices.instructions,
+            # As ADK decides whether it calls the model with stream=True.
+            is_streaming=self._run_config.streaming_mode == StreamingMode.SSE,
+        )
         app = resumable_app(self._app.model_copy(update={"root_agent": root}), [gate])
         service = InMemorySessionService()
         runner = self._services.runner(app, service)
@@ -534,8 +539,8 @@ class GoogleAdkRunner:
 def _metadata(gate: DexToolGate, root: BaseAgent, response: Event) -> ModelCallMetadata:
     """The tracing metadata of the Step's model call, from ADK's request and the response event."""
     agent = root.find_agent(response.author)
-    provider = provider_name(agent.canonical_model) if isinstance(agent, LlmAgent) else None
-    return model_call_metadata(gate.request_model, response, provider)
+    model = agent.canonical_model if isinstance(agent, LlmAgent) else None
+    return model_call_metadata(gate.request, response, model, gate.timing)
 
 
 def _refuse_local_code_executors(root: BaseAgent) -> None:

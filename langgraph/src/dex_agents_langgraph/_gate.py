@@ -21,12 +21,13 @@ inside `RunModel`. A model call that a middleware makes for itself and that Lang
 the middleware (`LLMToolSelectorMiddleware` choosing the tools, for example) is part of the Step: it is
 allowed, counted and its usage added to the Step's. The guard also stops the agent's call when the turn's
 scope (the session's tools, the model and instructions its settings chose) did not reach it, and keeps
-what the call's start reported for its `ModelCallMetadata`.
+what the call's start reported for its `ModelCallMetadata`, and when its first streamed chunk came.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, TypedDict, cast
@@ -41,16 +42,16 @@ from langchain.agents.middleware.internal_call_transformer import (
 )
 from langchain.agents.middleware.types import ExtendedModelResponse
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolCall, ToolMessage
 from langchain_core.messages.ai import UsageMetadata
-from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, GenerationChunk, LLMResult
 from langchain_core.tools import BaseTool
 from langgraph.graph import END
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, Send, interrupt
 
-from dex_agents_langgraph._call_metadata import token_usage
+from dex_agents_langgraph._call_metadata import ModelCallStart, token_usage
 from dex_agents_langgraph._turn_scope import TurnScope, current_turn_scope
 
 __all__ = [
@@ -251,6 +252,10 @@ class ModelStepViolation(Exception):
     """The graph tried to make a second model call or run a tool inside the model Step."""
 
 
+def _mapping(value: object) -> Mapping[str, Any]:
+    return dict(cast(Mapping[str, Any], value)) if isinstance(value, Mapping) else {}
+
+
 def is_middleware_model_call(metadata: Mapping[str, Any] | None) -> bool:
     """Whether a model call's metadata marks it as a middleware's own call.
 
@@ -270,8 +275,8 @@ class ModelStepGuard(BaseCallbackHandler):
         model_calls: Every model call the run started (a call that fails counts too), the middleware's
             own included.
         middleware_usage: The summed tokens of the middleware's own calls that returned.
-        request_parameters: What the agent's model call reported when it started (its LangSmith
-            parameters: ``ls_model_name``, ``ls_provider``, ...), or `None` before it.
+        model_call: What the agent's model call reported when it started (its LangSmith parameters,
+            invocation parameters, input messages) and when its first chunk streamed, or `None` before it.
     """
 
     # Without `raise_error`, LangChain would log the guard's exception and carry on. The guard runs like any
@@ -283,12 +288,20 @@ class ModelStepGuard(BaseCallbackHandler):
     def __init__(self, scope: TurnScope | None = None) -> None:
         self.model_calls = 0
         self.middleware_usage = AgentUsage()
-        self.request_parameters: Mapping[str, Any] | None = None
+        self.model_call: ModelCallStart | None = None
         self._scope = scope
+        self._agent_run: UUID | None = None
         self._agent_calls = 0
         self._middleware_runs: set[UUID] = set()
 
-    def _model_call_starts(self, run_id: UUID, metadata: Mapping[str, Any] | None) -> None:
+    def _model_call_starts(
+        self,
+        run_id: UUID,
+        metadata: Mapping[str, Any] | None,
+        serialized: Mapping[str, Any] | None,
+        messages: Sequence[BaseMessage],
+        invocation_parameters: object,
+    ) -> None:
         if is_middleware_model_call(metadata):
             self._middleware_runs.add(run_id)
         elif self._agent_calls >= 1:
@@ -301,7 +314,15 @@ class ModelStepGuard(BaseCallbackHandler):
             if unapplied is not None:
                 raise ModelStepViolation(unapplied)
             self._agent_calls += 1
-            self.request_parameters = dict(metadata or {})
+            self._agent_run = run_id
+            arguments = None if serialized is None else serialized.get("kwargs")
+            self.model_call = ModelCallStart(
+                metadata=dict(metadata or {}),
+                invocation_parameters=_mapping(invocation_parameters),
+                constructor_arguments=_mapping(arguments),
+                messages=tuple(messages),
+                started_at=time.monotonic(),
+            )
         self.model_calls += 1
 
     def on_chat_model_start(
@@ -314,7 +335,10 @@ class ModelStepGuard(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Count a chat model call; refuse a second one of the agent."""
-        self._model_call_starts(run_id, metadata)
+        batch = cast(Sequence[Sequence[BaseMessage]], messages or ())
+        self._model_call_starts(
+            run_id, metadata, serialized, batch[0] if batch else (), kwargs.get("invocation_params")
+        )
 
     def on_llm_start(
         self,
@@ -326,7 +350,20 @@ class ModelStepGuard(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Count a completion model call; refuse a second one of the agent."""
-        self._model_call_starts(run_id, metadata)
+        self._model_call_starts(run_id, metadata, serialized, (), kwargs.get("invocation_params"))
+
+    def on_llm_new_token(
+        self,
+        token: str | list[str | dict[str, Any]],
+        *,
+        chunk: GenerationChunk | ChatGenerationChunk | None = None,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
+        """Note when the agent's call streamed its first chunk."""
+        call = self.model_call
+        if run_id == self._agent_run and call is not None and call.first_chunk_at is None:
+            call.first_chunk_at = time.monotonic()
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Add the usage of a middleware's own call (the agent's call is read from its `AIMessage`)."""

@@ -284,21 +284,21 @@ class LangGraphRunner:
                 new_messages=(),
                 usage=_no_usage(guard),
                 turn_error=str(error),
-                model_call_metadata=model_call_metadata(guard.request_parameters, None),
+                model_call_metadata=model_call_metadata(guard.model_call, None),
             )
         except (GraphRecursionError, InvalidUpdateError) as error:
             return TurnCompleted(
                 new_messages=(),
                 usage=_no_usage(guard),
                 turn_error=f"LangGraph refused the run: {error}",
-                model_call_metadata=model_call_metadata(guard.request_parameters, None),
+                model_call_metadata=model_call_metadata(guard.model_call, None),
             )
         snapshot = await self._graph.aget_state(thread_config)
         messages = cast(Sequence[BaseMessage], snapshot.values.get("messages") or ())
         new_messages = [message for message in messages if message.id not in history_ids]
         responses = [m for m in messages if m.id not in known_ids and isinstance(m, AIMessage)]
         usage = _model_call_usage(guard, responses)
-        metadata = model_call_metadata(guard.request_parameters, responses[-1] if responses else None)
+        metadata = model_call_metadata(guard.model_call, responses[-1] if responses else None)
         if snapshot.interrupts:
             interrupts = snapshot.interrupts
             outcome = self._tool_calls_requested(turn, thread_id, interrupts, messages, history_ids, usage)

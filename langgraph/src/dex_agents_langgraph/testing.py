@@ -116,6 +116,10 @@ class ScriptedChatModel(BaseChatModel):
         inputs: Each call's input messages, oldest call first.
         offered_tools: The names of the tools each call was offered, oldest call first.
         model_name: The model name every answer reports in ``response_metadata``.
+        temperature: A sampling temperature the model reports for its calls, as a provider's chat model
+            does (LangSmith's ``ls_temperature``, the runner's tracing metadata); the script ignores it.
+        max_tokens: An output token limit the model reports the same way (``ls_max_tokens``); the script
+            ignores it.
     """
 
     responses: Sequence[AIMessage | str] | None = None
@@ -123,6 +127,8 @@ class ScriptedChatModel(BaseChatModel):
     inputs: list[list[BaseMessage]] = Field(default_factory=list[list[BaseMessage]])
     offered_tools: list[list[str]] = Field(default_factory=list[list[str]])
     model_name: str = "dex-scripted"
+    temperature: float | None = None
+    max_tokens: int | None = None
 
     @field_validator("responses", mode="before")
     @classmethod
