@@ -135,7 +135,9 @@ async def test_an_mcp_call_without_a_result_fails_the_step_instead_of_succeeding
 
 def _source(log: Path, *, fail_listing: bool = False) -> McpToolSource:
     command = mcp_inventory_server_command(log, fail_listing=fail_listing)
-    return McpToolSource([McpStdioServer("inventory", command.command, command.args, env=command.env)])
+    return McpToolSource(
+        [McpStdioServer("inventory", command.command, command.args, env=command.env, trust_annotations=True)]
+    )
 
 
 async def test_a_source_tool_offered_by_its_mcp_schema_resumes_even_when_its_server_cannot_be_listed_again(

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from dex_agents.runner import ToolPolicy
 from dex_agents.values import ToolEffect
 
 __all__ = [
@@ -56,6 +57,9 @@ class McpToolDefinition:
         effect: The effect its annotations declare (`read` or `idempotent_write`), or `None` when they
             declare none or the server's annotations are not trusted.
         title: The tool's human-readable title, if the server gave one.
+        annotation_policy: The policy its annotations declare (`policy_from_mcp_annotations`: the effect,
+            and an approval for a destructive tool), or `None` when they declare no effect or the server's
+            annotations are not trusted.
     """
 
     name: str
@@ -65,6 +69,7 @@ class McpToolDefinition:
     mcp_name: str
     effect: ToolEffect | None
     title: str | None = None
+    annotation_policy: ToolPolicy | None = None
 
 
 @dataclass(frozen=True)
