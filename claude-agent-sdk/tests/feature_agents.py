@@ -148,10 +148,14 @@ def http_url_file(state_dir: Path) -> Path:
 
 def _mcp_source(state_dir: Path) -> McpToolSource:
     command = mcp_inventory_server_command(mcp_log(state_dir))
-    servers: list[McpServer] = [McpStdioServer("inventory", command.command, command.args, env=command.env)]
+    servers: list[McpServer] = [
+        McpStdioServer("inventory", command.command, command.args, env=command.env, trust_annotations=True)
+    ]
     url_file = http_url_file(state_dir)
     if url_file.exists():
-        servers.append(McpHttpServer("shipping", url_file.read_text(encoding="utf-8").strip()))
+        servers.append(
+            McpHttpServer("shipping", url_file.read_text(encoding="utf-8").strip(), trust_annotations=True)
+        )
     return McpToolSource(servers)
 
 

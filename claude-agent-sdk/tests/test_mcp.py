@@ -11,7 +11,7 @@ waiting and the runner refuses the other (see the README's "One deferred call pe
 from __future__ import annotations
 
 import pytest
-from dex_agents import ToolEffect
+from dex_agents import AgentInterrupt, ToolEffect
 from dex_agents.testing import (
     ScriptedResponse,
     ScriptedToolCall,
@@ -49,15 +49,24 @@ async def test_a_read_runs_inline_and_each_write_is_a_step_with_the_key_in_meta(
         ],
     )
     await sessions.start_session(session, "Fix the stock of K-9")
-    interrupt = await wait_for_agent_snapshot(
-        sessions,
-        session,
-        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
-        description="the approval of order_more",
-        timeout=120,
-    )
+
+    async def approval(tool_call_id: str, description: str) -> AgentInterrupt:
+        return await wait_for_agent_snapshot(
+            sessions,
+            session,
+            lambda snapshot: next(
+                (i for i in snapshot.pending_interrupts if i.tool_call_id == tool_call_id), None
+            ),
+            description=description,
+            timeout=120,
+        )
+
+    # The trusted server says set_stock is idempotent and destructive: retried with the key, but asked first.
+    interrupt = await approval("set-1", "the approval of set_stock")
+    assert "tools/call set_stock" not in mcp_log(stack.state_dir).read_text()
+    assert await sessions.resolve_interrupt(session, interrupt.interrupt_id, approved=True)
     # No hint and no policy: unclassified, so the call waits for approval and has not reached the server.
-    assert interrupt.tool_call_id == "order-1"
+    interrupt = await approval("order-1", "the approval of order_more")
     snapshot = await sessions.get_agent_snapshot(session)
     assert [(call.tool_name, call.effect) for call in snapshot.tool_calls] == [
         ("inventory__set_stock", ToolEffect.IDEMPOTENT_WRITE),
@@ -70,10 +79,11 @@ async def test_a_read_runs_inline_and_each_write_is_a_step_with_the_key_in_meta(
     assert done.state is not None and done.state.last_turn_error is None, done.state
 
     steps = executed_step_types(await stack.read_step_history(session))
-    # readOnlyHint: inline in the first RunModel; idempotentHint: a CallTool Step each (reserve_stock's
-    # first attempt dies with its server, and the Step's second attempt sends the same key); no hint:
-    # approval, then a single attempt.
+    # readOnlyHint: inline in the first RunModel; idempotentHint: a CallTool Step each, set_stock's after
+    # its approval (reserve_stock's first attempt dies with its server, and the Step's second attempt sends
+    # the same key); no hint: approval, then a single attempt.
     assert [step for step in steps if step.startswith(("Call", "Await"))] == [
+        "AwaitToolApproval",
         "CallTool",
         "CallTool",
         "AwaitToolApproval",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,7 +37,9 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
+from dex_agents.mcp import McpHttpServer, McpToolSource
 from dex_agents.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.testing import start_mcp_inventory_http_server
 
 from dex_agents_claude_agent_sdk import REFUSED_TOOL_CALL_MESSAGE, ClaudeAgentRunner, ClaudeRunState
 from dex_agents_claude_agent_sdk import (
@@ -60,7 +63,12 @@ async def refund(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": "refunded"}]}
 
 
-@tool("reindex", "Rebuild the search index.", {}, annotations=ToolAnnotations(idempotentHint=True))
+@tool(
+    "reindex",
+    "Rebuild the search index.",
+    {},
+    annotations=ToolAnnotations(idempotentHint=True, destructiveHint=False),
+)
 async def reindex(arguments: dict[str, Any]) -> dict[str, Any]:
     ran.append(("reindex", arguments))
     return {"content": [{"type": "text", "text": "reindexed"}]}
@@ -165,6 +173,59 @@ async def test_an_annotated_idempotent_write_is_deferred_with_the_effect_its_hin
     assert isinstance(outcome, ToolCallsRequested)
     assert outcome.tool_calls[0].policy == ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)
     assert not outcome.tool_calls[0].policy.is_approval_required
+
+
+async def test_an_annotated_tool_that_is_not_said_to_be_harmless_asks_for_approval() -> None:
+    # The application's own annotations count, but as MCP defines them: without destructiveHint=False a
+    # write may destroy something, so it asks first, however safe it is to retry.
+    @tool("purge_cache", "Empty the cache.", {}, annotations=ToolAnnotations(idempotentHint=True))
+    async def purge_cache(arguments: dict[str, Any]) -> dict[str, Any]:
+        ran.append(("purge_cache", arguments))
+        return {"content": [{"type": "text", "text": "purged"}]}
+
+    cli = ScriptedCli([ApiReply(tool_uses=[use("toolu_p", "purge_cache")])])
+    outcome = await ClaudeAgentRunner(tools=[purge_cache], transport_factory=cli.transport).run_model_step(
+        turn([])
+    )
+
+    assert isinstance(outcome, ToolCallsRequested)
+    assert outcome.tool_calls[0].policy == ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True)
+    assert ran == []
+
+
+async def test_an_mcp_sources_read_only_hint_runs_inline_only_when_its_server_is_trusted(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "shipping.log"
+
+    def calls() -> list[str]:
+        return [line for line in log.read_text().splitlines() if line.startswith("tools/call")]
+
+    count = use("toolu_c", "shipping__count_items", sku="A-1")
+    async with await start_mcp_inventory_http_server(log) as server:
+        # Whoever answers at the URL may claim readOnlyHint; untrusted, the claim gets the call no inline run.
+        untrusted = McpToolSource([McpHttpServer("shipping", server.url)])
+        cli = ScriptedCli([ApiReply(tool_uses=[count])])
+        outcome = await ClaudeAgentRunner(tools=[untrusted], transport_factory=cli.transport).run_model_step(
+            turn([])
+        )
+
+        assert isinstance(outcome, ToolCallsRequested)
+        [call] = outcome.tool_calls
+        assert call.policy == ToolPolicy(ToolEffect.UNCLASSIFIED) and call.policy.is_approval_required
+        assert cli.hook_decisions == [("toolu_c", "defer", None)]
+        assert calls() == [], "the call waits for approval and has not reached the server"
+
+        trusted = McpToolSource([McpHttpServer("shipping", server.url, trust_annotations=True)])
+        cli = ScriptedCli([ApiReply(tool_uses=[count]), ApiReply("A-1 has 7.")])
+        outcome = await ClaudeAgentRunner(tools=[trusted], transport_factory=cli.transport).run_model_step(
+            turn([])
+        )
+
+    assert isinstance(outcome, TurnCompleted) and outcome.turn_error is None
+    assert cli.hook_decisions == [("toolu_c", "allow", None)]
+    assert cli.model_inputs[1] == [("toolu_c", "A-1: 7 in stock", False)]
+    assert calls() == ["tools/call count_items"]
 
 
 async def test_a_read_runs_inline_and_the_cli_calls_the_model_again_in_the_same_run() -> None:

@@ -131,6 +131,8 @@ def build_mcp_flow(state_dir: Path) -> AgentSessionFlow:
             command.command,
             command.args,
             env=command.env,
+            # The kit's own server: this Worker trusts its annotations (count_items is a read, and so on).
+            trust_annotations=True,
             # place_order has no hints; this Worker knows it places one order per call and needs no approval.
             tool_policies={
                 "place_order": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
@@ -139,7 +141,9 @@ def build_mcp_flow(state_dir: Path) -> AgentSessionFlow:
     ]
     url_path = _http_url_path(state_dir)
     if url_path.exists():
-        servers.append(McpHttpServer("shipping", url_path.read_text(encoding="utf-8")))
+        servers.append(
+            McpHttpServer("shipping", url_path.read_text(encoding="utf-8"), trust_annotations=True)
+        )
     source = McpToolSource(servers)
     return AgentSessionFlow(
         McpScriptedRunner(source, state_dir),

@@ -139,6 +139,7 @@ def build_mcp_flow(state_dir: Path) -> AgentSessionFlow:
         command.command,
         command.args,
         env=command.env,
+        trust_annotations=True,
         tool_policies={"reserve_stock": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True)},
     )
     definition = AgentDefinition(

@@ -156,7 +156,8 @@ def build_desk_flow(state_dir: Path) -> AgentSessionFlow:
     ]
     url_path = shipping_url_path(state_dir)
     if url_path.exists():
-        tools.append(McpToolSource([McpHttpServer("shipping", url_path.read_text(encoding="utf-8"))]))
+        shipping = McpHttpServer("shipping", url_path.read_text(encoding="utf-8"), trust_annotations=True)
+        tools.append(McpToolSource([shipping]))
     definition = AgentDefinition(
         name=AGENT_NAME,
         model=scripted_model(MODEL_NAME),

@@ -128,7 +128,7 @@ async def test_the_official_servers_tools_are_listed_with_the_effects_their_hint
     for definition in definitions:
         by_server.setdefault(definition.server_name, {})[definition.mcp_name] = definition.effect
     # The Worker trusts these servers' annotations: readOnlyHint is a read, idempotentHint an idempotent
-    # write (destructiveHint or not), anything else has no effect of its own.
+    # write (a destructive one still asks, below), anything else has no effect of its own.
     assert by_server == {
         "everything": EVERYTHING_EFFECTS,
         "everything_http": EVERYTHING_EFFECTS,
@@ -153,7 +153,8 @@ async def test_the_official_servers_tools_are_listed_with_the_effects_their_hint
     assert {name: (policy.effect, policy.is_approval_required) for name, policy in policies.items()} == {
         f"everything__{RESEARCH}": (ToolEffect.READ, False),
         "memory__create_entities": (ToolEffect.NON_IDEMPOTENT_WRITE, False),
-        "memory__delete_entities": (ToolEffect.IDEMPOTENT_WRITE, False),
+        # Trusted, but destructive: it still asks.
+        "memory__delete_entities": (ToolEffect.IDEMPOTENT_WRITE, True),
         "everything__toggle-simulated-logging": (ToolEffect.UNCLASSIFIED, True),
     }
 

@@ -69,12 +69,11 @@ async def test_each_mcp_call_runs_in_its_own_step_with_its_effect_and_the_sessio
 
     def approval_pending(snapshot: AgentSnapshot) -> AgentSnapshot | None:
         final = {call.tool_call_id for call in snapshot.tool_calls if call.is_final}
-        return (
-            snapshot if snapshot.pending_interrupts and final == {"count-1", "set-1", "reserve-1"} else None
-        )
+        pending = {interrupt.tool_call_id for interrupt in snapshot.pending_interrupts}
+        return snapshot if pending == {"set-1", "order-1"} and final == {"count-1", "reserve-1"} else None
 
     snapshot = await wait_for_agent_snapshot(
-        mcp.sessions, session, approval_pending, description="order-1's approval"
+        mcp.sessions, session, approval_pending, description="set-1's and order-1's approvals"
     )
     records = {call.tool_call_id: call for call in snapshot.tool_calls}
     assert {call_id: record.effect for call_id, record in records.items()} == {
@@ -85,6 +84,9 @@ async def test_each_mcp_call_runs_in_its_own_step_with_its_effect_and_the_sessio
     }
     assert records["reserve-1"].output == "reserved 2 of A-1"
     assert mcp.calls("order_more") == [], "order_more reached the server before its approval"
+    # set_stock is idempotent but destructive by its trusted annotations: it waits for approval too.
+    assert mcp.calls("set_stock") == [], "set_stock reached the server before its approval"
+    assert await mcp.sessions.resolve_interrupt(session, "set-1", approved=True)
     assert await mcp.sessions.resolve_interrupt(session, "order-1", approved=True)
     snapshot = await wait_for_turn_end(mcp.sessions, session, 1)
 
@@ -105,9 +107,12 @@ async def test_each_mcp_call_runs_in_its_own_step_with_its_effect_and_the_sessio
         ["tools/call order_more"],
     ]
     history = await mcp.stack.read_step_history(session)
-    expected = ["StartAgentSession", "RunModel", "CallTool", "CallTool", "CallTool", "AwaitToolApproval"]
+    expected = ["StartAgentSession", "RunModel", "CallTool", "CallTool", "CallTool"]
     expected += ["CallSingleAttemptTool", "ResumeTurn", "RunModel"]
-    assert sorted(executed_step_types(history)) == sorted(expected)
+    executed = executed_step_types(history)
+    # One AwaitToolApproval per decision it saw: the two approvals may land in one execution or two.
+    assert 1 <= executed.count("AwaitToolApproval") <= 2
+    assert sorted(step for step in executed if step != "AwaitToolApproval") == sorted(expected)
     [reserve] = [
         entry
         for entry in history

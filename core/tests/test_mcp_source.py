@@ -51,7 +51,12 @@ def stdio_server(
 ) -> McpStdioServer:
     command = mcp_inventory_server_command(log, tool_prefix=tool_prefix)
     return McpStdioServer(
-        name, command.command, command.args, env=command.env, tool_policies=tool_policies or {}
+        name,
+        command.command,
+        command.args,
+        env=command.env,
+        tool_policies=tool_policies or {},
+        trust_annotations=True,
     )
 
 
@@ -106,7 +111,10 @@ async def test_listing_offers_each_servers_tools_under_its_name_and_lists_each_s
     stdio_log = tmp_path / "stdio.log"
     start = len(log_lines(warehouse.log))
     source = McpToolSource(
-        [stdio_server("inventory", stdio_log), McpHttpServer("warehouse", warehouse.server.url)]
+        [
+            stdio_server("inventory", stdio_log),
+            McpHttpServer("warehouse", warehouse.server.url, trust_annotations=True),
+        ]
     )
 
     tools = await source.list_tools()
@@ -181,9 +189,9 @@ async def test_servers_that_cannot_be_listed_are_left_out_and_listed_again_next_
         source = McpToolSource(
             [
                 McpStdioServer("missing", str(tmp_path / "no-such-server")),
-                McpHttpServer("refusing", refusing.url),
+                McpHttpServer("refusing", refusing.url, trust_annotations=True),
                 McpHttpServer("closed", "http://127.0.0.1:1/mcp"),
-                McpHttpServer("warehouse", warehouse.server.url),
+                McpHttpServer("warehouse", warehouse.server.url, trust_annotations=True),
             ]
         )
         with caplog.at_level(logging.WARNING, logger=_MCP_LOGGER):
@@ -216,7 +224,14 @@ async def test_deferred_calls_take_their_effect_from_annotations_unless_a_policy
 ) -> None:
     configured = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
     source = McpToolSource(
-        [McpHttpServer("warehouse", warehouse.server.url, tool_policies={"order_more": configured})]
+        [
+            McpHttpServer(
+                "warehouse",
+                warehouse.server.url,
+                tool_policies={"order_more": configured},
+                trust_annotations=True,
+            )
+        ]
     )
     sessions_own = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE)
     side = SessionSide(tool_policies={"warehouse__reserve_stock": sessions_own})
@@ -237,7 +252,7 @@ async def test_deferred_calls_take_their_effect_from_annotations_unless_a_policy
     }
     assert policies == {
         "count-1": (ToolEffect.READ, False),  # readOnlyHint
-        "set-1": (ToolEffect.IDEMPOTENT_WRITE, False),  # idempotentHint, whatever destructiveHint says
+        "set-1": (ToolEffect.IDEMPOTENT_WRITE, True),  # idempotentHint, and destructiveHint asks
         "order-1": (ToolEffect.NON_IDEMPOTENT_WRITE, False),  # the server's configured policy
         "reserve-1": (ToolEffect.NON_IDEMPOTENT_WRITE, True),  # the session's policy beats idempotentHint
         "place-1": (ToolEffect.UNCLASSIFIED, True),  # no hint: the session's default effect
@@ -256,10 +271,23 @@ async def test_deferred_calls_take_their_effect_from_annotations_unless_a_policy
         await run_call(source, side, "rocket-1")
     assert await run_call(source, side, "count-1") == "A-1: 7 in stock"
 
-    # A server whose hints are not trusted leaves every tool to policies and the session's default.
-    untrusting = McpToolSource([McpHttpServer("warehouse", warehouse.server.url, trust_annotations=False)])
-    side = await defer(untrusting, [("count-1", "warehouse__count_items", '{"sku": "A-1"}')])
-    assert side.records["count-1"].effect is ToolEffect.UNCLASSIFIED
+    # By default a server's hints are not trusted: every tool is left to policies and the session's
+    # default, so a server that calls a deletion read-only cannot skip the approval.
+    untrusting = McpToolSource([McpHttpServer("warehouse", warehouse.server.url)])
+    side = await defer(
+        untrusting,
+        [
+            ("count-1", "warehouse__count_items", '{"sku": "A-1"}'),
+            ("set-1", "warehouse__set_stock", '{"sku": "A-1", "count": 9}'),
+        ],
+    )
+    assert {
+        call_id: (record.effect, record.requires_approval) for call_id, record in side.records.items()
+    } == {
+        "count-1": (ToolEffect.UNCLASSIFIED, True),
+        "set-1": (ToolEffect.UNCLASSIFIED, True),
+    }
+    assert [definition.effect for definition in await untrusting.list_tools()][:2] == [None, None]
 
 
 async def test_the_idempotency_key_reaches_the_server_and_a_retried_attempt_sends_the_same_key(
@@ -281,7 +309,7 @@ async def test_the_idempotency_key_reaches_the_server_and_a_retried_attempt_send
 
 
 async def test_the_idempotency_key_reaches_a_streamable_http_server(warehouse: Warehouse) -> None:
-    source = McpToolSource([McpHttpServer("warehouse", warehouse.server.url)])
+    source = McpToolSource([McpHttpServer("warehouse", warehouse.server.url, trust_annotations=True)])
     side = await defer(source, [("reserve-2", "warehouse__reserve_stock", '{"sku": "B-2", "count": 1}')])
     key = "session-1/turn-1/reserve-2"
     # A key the server saw before answers at once instead of ending the module's server process.
@@ -295,7 +323,7 @@ async def test_the_idempotency_key_reaches_a_streamable_http_server(warehouse: W
 async def test_a_server_restarted_between_listing_and_calling_answers_the_call(tmp_path: Path) -> None:
     log = tmp_path / "requests.log"
     async with await start_mcp_inventory_http_server(log) as first:
-        source = McpToolSource([McpHttpServer("inventory", first.url)])
+        source = McpToolSource([McpHttpServer("inventory", first.url, trust_annotations=True)])
         side = await defer(source, [("count-1", "inventory__count_items", '{"sku": "A-1"}')])
     assert not first.is_running
     async with await start_mcp_inventory_http_server(log, port=first.port) as second:
@@ -319,7 +347,7 @@ async def test_a_server_restarted_between_listing_and_calling_answers_the_call(t
 async def test_an_answer_without_a_result_interrupts_the_call_after_the_tool_ran(
     warehouse: Warehouse, fault: str, reason: str
 ) -> None:
-    source = McpToolSource([McpHttpServer("warehouse", warehouse.server.url)])
+    source = McpToolSource([McpHttpServer("warehouse", warehouse.server.url, trust_annotations=True)])
     side = await defer(source, [("bad-1", "warehouse__answer_badly", f'{{"fault": "{fault}"}}')])
     start = len(log_lines(warehouse.log))
     with pytest.raises(McpToolCallInterruptedError) as raised:
@@ -330,7 +358,7 @@ async def test_an_answer_without_a_result_interrupts_the_call_after_the_tool_ran
 
 
 async def test_an_error_answer_from_the_server_fails_the_call_for_the_model(warehouse: Warehouse) -> None:
-    source = McpToolSource([McpHttpServer("warehouse", warehouse.server.url)])
+    source = McpToolSource([McpHttpServer("warehouse", warehouse.server.url, trust_annotations=True)])
     side = await defer(
         source,
         [
@@ -350,7 +378,7 @@ async def test_an_error_answer_from_the_server_fails_the_call_for_the_model(ware
 async def test_a_tool_that_answers_input_required_asks_the_user_and_asks_again_when_the_server_does(
     warehouse: Warehouse,
 ) -> None:
-    source = McpToolSource([McpHttpServer("warehouse", warehouse.server.url)])
+    source = McpToolSource([McpHttpServer("warehouse", warehouse.server.url, trust_annotations=True)])
     side = await defer(source, [("confirm-1", "warehouse__confirm_order", '{"sku": "A-1"}')])
     execution = side.execution("confirm-1")
     asked = await source.call_tool(execution)
@@ -375,7 +403,7 @@ async def test_a_call_the_server_refuses_for_missing_argument_headers_is_listed_
 ) -> None:
     log = tmp_path / "requests.log"
     async with await start_mcp_inventory_http_server(log) as server:
-        source = McpToolSource([McpHttpServer("inventory", server.url)])
+        source = McpToolSource([McpHttpServer("inventory", server.url, trust_annotations=True)])
         side = await defer(
             source, [("count-1", "inventory__count_in_warehouse", '{"sku": "A-1", "warehouse": "north"}')]
         )
@@ -388,7 +416,9 @@ async def test_a_call_the_server_refuses_for_missing_argument_headers_is_listed_
 async def test_a_connection_dropped_mid_call_interrupts_the_call(tmp_path: Path) -> None:
     stdio_log, http_log = tmp_path / "stdio.log", tmp_path / "http.log"
     async with await start_mcp_inventory_http_server(http_log) as doomed:
-        source = McpToolSource([stdio_server("local", stdio_log), McpHttpServer("remote", doomed.url)])
+        source = McpToolSource(
+            [stdio_server("local", stdio_log), McpHttpServer("remote", doomed.url, trust_annotations=True)]
+        )
         side = await defer(
             source,
             [
@@ -439,7 +469,7 @@ async def test_a_call_that_was_never_sent_fails_for_the_model_and_says_the_tool_
         "MCP server 'inventory' could not be reached, so 'count_items' did not run: the server did not "
         "finish its handshake within 1 seconds"
     )
-    elsewhere = McpToolSource([McpHttpServer("warehouse", warehouse.server.url)])
+    elsewhere = McpToolSource([McpHttpServer("warehouse", warehouse.server.url, trust_annotations=True)])
     assert (await call_with(elsewhere)).message == (
         "MCP server 'inventory' is not configured on this Worker, so 'count_items' did not run"
     )

@@ -64,7 +64,7 @@ class Shipping:
     log: Path
 
     def source(self, *more: McpServer) -> McpToolSource:
-        return McpToolSource([McpHttpServer("shipping", self.server.url), *more])
+        return McpToolSource([McpHttpServer("shipping", self.server.url, trust_annotations=True), *more])
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -188,7 +188,7 @@ class Calls:
 
 def stdio_server(log: Path) -> McpStdioServer:
     command = mcp_inventory_server_command(log)
-    return McpStdioServer("inventory", command.command, command.args, env=command.env)
+    return McpStdioServer("inventory", command.command, command.args, env=command.env, trust_annotations=True)
 
 
 async def test_a_task_handle_is_saved_before_the_task_is_handed_over_and_a_retry_hands_over_that_task(

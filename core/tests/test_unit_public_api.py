@@ -71,6 +71,7 @@ EXPECTED_EXPORTS = {
     "RunStateFormatError",
     "effect_from_mcp_annotations",
     "parse_tool_arguments",
+    "policy_from_mcp_annotations",
     # steering and turn cancellation
     "CancelTurnRequest",
     "CancellationReason",

@@ -41,10 +41,14 @@ def write_http_server_url(state_dir: Path, url: str) -> None:
 
 def build_mcp_source_flow(state_dir: Path) -> AgentSessionFlow:
     command = mcp_inventory_server_command(stdio_log_path(state_dir))
-    servers: list[McpServer] = [McpStdioServer("inventory", command.command, command.args, env=command.env)]
+    servers: list[McpServer] = [
+        McpStdioServer("inventory", command.command, command.args, env=command.env, trust_annotations=True)
+    ]
     url_path = _http_url_path(state_dir)
     if url_path.exists():
-        servers.append(McpHttpServer("shipping", url_path.read_text(encoding="utf-8")))
+        servers.append(
+            McpHttpServer("shipping", url_path.read_text(encoding="utf-8"), trust_annotations=True)
+        )
     source = McpToolSource(servers)
     [lookup_order] = [tool for tool in MATRIX_TOOLS if tool.__name__ == "lookup_order"]
     agent = LlmAgent(name="inventory", model=ScriptedLlm(), instruction="Keep stock.", tools=[lookup_order])

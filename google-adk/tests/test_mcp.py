@@ -1,4 +1,5 @@
-"""MCP toolsets: tools listed from a real stdio MCP server become tool Steps with effects from annotations."""
+"""MCP toolsets: tools listed from a real stdio MCP server become tool Steps, with effects from their
+annotations only when the runner trusts them."""
 
 from __future__ import annotations
 
@@ -31,21 +32,46 @@ def test_annotations_map_to_effects() -> None:
     assert framework_effect(None) is None
 
 
-async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
-    log = tmp_path / "mcp.log"
-    toolset = inventory_toolset(log)
-    model = CannedLlm(
-        responses=[
-            respond(
-                call("count_items", {"sku": "A-1"}, "call-1"),
-                call("set_stock", {"sku": "A-1", "count": 9}, "call-2"),
-                call("order_more", {"sku": "A-1"}, "call-3"),
-            ),
-            respond("Stock updated."),
-        ]
-    )
+_INVENTORY_CALLS = (
+    call("count_items", {"sku": "A-1"}, "call-1"),
+    call("set_stock", {"sku": "A-1", "count": 9}, "call-2"),
+    call("order_more", {"sku": "A-1"}, "call-3"),
+)
+
+
+async def test_an_untrusted_servers_annotations_leave_its_tools_unclassified_and_waiting_for_approval(
+    tmp_path: Path,
+) -> None:
+    model = CannedLlm(responses=[respond(*_INVENTORY_CALLS)])
+    toolset = inventory_toolset(tmp_path / "mcp.log")
     runner = GoogleAdkRunner(
         LlmAgent(name="inventory", model=model, instruction="Keep stock.", tools=[toolset])
+    )
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Check A-1, set it to 9, order more"))
+
+    try:
+        requested = await runner.run_model_step(session.context())
+    finally:
+        await runner.close()
+
+    assert isinstance(requested, ToolCallsRequested)
+    # count_items claims readOnlyHint, but nothing in the Worker's code trusts the server that says so.
+    assert {deferred.tool_name: deferred.policy for deferred in requested.tool_calls} == {
+        "count_items": ToolPolicy(ToolEffect.UNCLASSIFIED),
+        "set_stock": ToolPolicy(ToolEffect.UNCLASSIFIED),
+        "order_more": ToolPolicy(ToolEffect.UNCLASSIFIED),
+    }
+    assert all(deferred.policy.is_approval_required for deferred in requested.tool_calls)
+
+
+async def test_mcp_tools_become_tool_steps_with_policies_from_trusted_annotations(tmp_path: Path) -> None:
+    log = tmp_path / "mcp.log"
+    toolset = inventory_toolset(log)
+    model = CannedLlm(responses=[respond(*_INVENTORY_CALLS), respond("Stock updated.")])
+    runner = GoogleAdkRunner(
+        LlmAgent(name="inventory", model=model, instruction="Keep stock.", tools=[toolset]),
+        trust_mcp_annotations=True,
     )
     # An explicit policy still wins over the server's annotations.
     session = SessionSide(tool_policies={"order_more": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)})
@@ -56,7 +82,8 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
     assert isinstance(requested, ToolCallsRequested)
     assert [(deferred.tool_name, deferred.policy) for deferred in requested.tool_calls] == [
         ("count_items", ToolPolicy(ToolEffect.READ)),
-        ("set_stock", ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)),
+        # idempotentHint makes it safe to retry; destructiveHint still has it ask first.
+        ("set_stock", ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True)),
         ("order_more", ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)),
     ]
     assert set(log.read_text().splitlines()) == {"tools/list"}, "a model Step only lists the server's tools"
@@ -135,7 +162,9 @@ async def test_an_mcp_call_without_a_result_fails_the_step_instead_of_succeeding
 
 def _source(log: Path, *, fail_listing: bool = False) -> McpToolSource:
     command = mcp_inventory_server_command(log, fail_listing=fail_listing)
-    return McpToolSource([McpStdioServer("inventory", command.command, command.args, env=command.env)])
+    return McpToolSource(
+        [McpStdioServer("inventory", command.command, command.args, env=command.env, trust_annotations=True)]
+    )
 
 
 async def test_a_source_tool_offered_by_its_mcp_schema_resumes_even_when_its_server_cannot_be_listed_again(

@@ -1,5 +1,7 @@
 """The public surface is exactly what `__all__` promises; an accidental export or removal fails here."""
 
+import inspect
+
 import dex_agents_google_adk
 import dex_agents_google_adk.testing
 
@@ -51,3 +53,9 @@ def test_the_runner_polls_tasks_only_when_it_has_something_to_poll_them_with() -
     assert getattr(plain, "poll_tool_task", None) is None
     assert getattr(plain, "cancel_tool_task", None) is None
     assert callable(with_tasks.poll_tool_task) and callable(with_tasks.cancel_tool_task)
+
+
+def test_the_runner_trusts_mcp_annotations_only_when_told_to() -> None:
+    parameter = inspect.signature(dex_agents_google_adk.GoogleAdkRunner).parameters["trust_mcp_annotations"]
+    assert parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    assert parameter.default is False

@@ -122,9 +122,11 @@ def instructions_for_settings(settings: Mapping[str, object]) -> str | None:
 def mcp_source(state_dir: Path, shipping_url: str) -> McpToolSource:
     """The inventory server on stdio (``inventory__*``) and on Streamable HTTP (``shipping__*``)."""
     command = mcp_inventory_server_command(mcp_log_path(state_dir))
-    servers: list[McpServer] = [McpStdioServer("inventory", command.command, command.args, env=command.env)]
+    servers: list[McpServer] = [
+        McpStdioServer("inventory", command.command, command.args, env=command.env, trust_annotations=True)
+    ]
     if shipping_url:
-        servers.append(McpHttpServer("shipping", shipping_url))
+        servers.append(McpHttpServer("shipping", shipping_url, trust_annotations=True))
     return McpToolSource(servers)
 
 

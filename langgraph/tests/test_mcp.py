@@ -23,8 +23,8 @@ from tests.support import respond, tool_call
 
 
 def test_a_tools_metadata_gives_its_effect() -> None:
-    # langchain-mcp-adapters copies a server tool's annotations into `BaseTool.metadata`; a tool you bring
-    # keeps its effect that way.
+    # langchain-mcp-adapters copies a server tool's annotations into `BaseTool.metadata`; `framework_effect`
+    # reports what they declare, which the runner uses only when it trusts them.
     def annotated(metadata: dict[str, Any] | None) -> Any:
         @tool
         def probe() -> str:
@@ -45,12 +45,80 @@ def test_a_tools_metadata_gives_its_effect() -> None:
 
 
 def _runner(
-    model: ScriptedChatModel, source: McpToolSource, tools: list[BaseTool] | None = None
+    model: ScriptedChatModel,
+    source: McpToolSource | None,
+    tools: list[BaseTool] | None = None,
+    *,
+    trust_mcp_annotations: bool = False,
 ) -> LangGraphRunner:
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(model, tools=tools or [], middleware=[DexToolGate()], checkpointer=checkpointer)
 
-    return LangGraphRunner(build, mcp_tools=source)
+    return LangGraphRunner(build, mcp_tools=source, trust_mcp_annotations=trust_mcp_annotations)
+
+
+def _annotated_tools() -> list[BaseTool]:
+    """Graph tools annotated as langchain-mcp-adapters annotates a server's tools."""
+
+    @tool
+    def count_items(sku: str) -> str:
+        """Count the items of a SKU."""
+        return f"{sku}: 7 in stock"
+
+    @tool
+    def set_stock(sku: str) -> str:
+        """Set the stock of a SKU."""
+        return f"{sku} set"
+
+    @tool
+    def tag_item(sku: str) -> str:
+        """Tag a SKU."""
+        return f"{sku} tagged"
+
+    count_items.metadata = {"readOnlyHint": True}
+    set_stock.metadata = {"idempotentHint": True, "destructiveHint": True}
+    tag_item.metadata = {"idempotentHint": True, "destructiveHint": False}
+    return [count_items, set_stock, tag_item]
+
+
+@pytest.mark.parametrize(
+    ("trust", "expected"),
+    [
+        # Nothing in the Worker's code trusts the annotations: count_items' readOnlyHint does not count.
+        (
+            False,
+            {
+                "count_items": ToolPolicy(ToolEffect.UNCLASSIFIED),
+                "set_stock": ToolPolicy(ToolEffect.UNCLASSIFIED),
+                "tag_item": ToolPolicy(ToolEffect.UNCLASSIFIED),
+            },
+        ),
+        # Trusted, a destructive tool still asks, however safe it is to retry.
+        (
+            True,
+            {
+                "count_items": ToolPolicy(ToolEffect.READ),
+                "set_stock": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True),
+                "tag_item": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE),
+            },
+        ),
+    ],
+)
+async def test_graph_tools_annotations_decide_their_policies_only_when_the_runner_trusts_them(
+    trust: bool, expected: dict[str, ToolPolicy]
+) -> None:
+    calls = [tool_call(name, {"sku": "A-1"}, f"{name}-1") for name in expected]
+    model = ScriptedChatModel(responses=[respond("", *calls)])
+    runner = _runner(model, None, _annotated_tools(), trust_mcp_annotations=trust)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Count, set and tag A-1"))
+
+    requested = await runner.run_model_step(session.context())
+
+    assert isinstance(requested, ToolCallsRequested)
+    assert {call.tool_name: call.policy for call in requested.tool_calls} == expected
+    approvals = {call.tool_name: call.policy.is_approval_required for call in requested.tool_calls}
+    assert approvals == {"count_items": not trust, "set_stock": True, "tag_item": not trust}
 
 
 def _log(state_dir: Path) -> list[str]:

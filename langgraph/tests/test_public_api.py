@@ -1,5 +1,7 @@
 """The public surface is exactly what `__all__` promises; an accidental export or removal fails here."""
 
+import inspect
+
 import dex_agents_langgraph
 import dex_agents_langgraph.testing
 
@@ -29,3 +31,9 @@ def test_every_exported_name_exists() -> None:
     for module in (dex_agents_langgraph, dex_agents_langgraph.testing):
         for name in module.__all__:
             assert getattr(module, name) is not None
+
+
+def test_the_runner_trusts_mcp_annotations_only_when_told_to() -> None:
+    parameter = inspect.signature(dex_agents_langgraph.LangGraphRunner).parameters["trust_mcp_annotations"]
+    assert parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    assert parameter.default is False

@@ -152,10 +152,14 @@ def model_for_settings(settings: Mapping[str, object]) -> Model | None:
 
 def _mcp_source(state_dir: Path) -> McpToolSource:
     command = mcp_inventory_server_command(mcp_log_path(state_dir))
-    servers: list[McpServer] = [McpStdioServer("inventory", command.command, command.args, env=command.env)]
+    servers: list[McpServer] = [
+        McpStdioServer("inventory", command.command, command.args, env=command.env, trust_annotations=True)
+    ]
     url_path = mcp_http_url_path(state_dir)
     if url_path.exists():
-        servers.append(McpHttpServer("shipping", url_path.read_text(encoding="utf-8")))
+        servers.append(
+            McpHttpServer("shipping", url_path.read_text(encoding="utf-8"), trust_annotations=True)
+        )
     return McpToolSource(servers)
 
 

@@ -1,4 +1,5 @@
-"""MCP servers on the agent: their tools are gated, become tool Steps, and get effects from annotations."""
+"""MCP servers on the agent: their tools are gated, become tool Steps, and get effects from their annotations
+only when the runner trusts them."""
 
 from __future__ import annotations
 
@@ -54,21 +55,43 @@ def _inventory_server(log: Path, **options: Any) -> MCPServerStdio:
     )
 
 
-async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
+def _inventory_calls() -> list[Any]:
+    return [
+        call_item("count_items", {"sku": "A-1"}, "call-1"),
+        call_item("set_stock", {"sku": "A-1", "count": 9}, "call-2"),
+        call_item("order_more", {"sku": "A-1"}, "call-3"),
+    ]
+
+
+async def test_an_untrusted_servers_annotations_leave_its_tools_unclassified_and_waiting_for_approval(
+    tmp_path: Path,
+) -> None:
+    model = ScriptedResponsesModel.from_answers([_inventory_calls()])
+    async with _inventory_server(tmp_path / "mcp.log") as server:
+        runner = OpenAIAgentsRunner(Agent(name="stock", model=model, mcp_servers=[server]))
+        session = SessionSide()
+        session.start_turn(runner.build_user_message("Check A-1, set it to 9, order more"))
+
+        requested = await runner.run_model_step(session.context())
+
+    assert isinstance(requested, ToolCallsRequested)
+    # count_items claims readOnlyHint, but nothing in the Worker's code trusts the server that says so.
+    assert {c.tool_name: c.policy for c in requested.tool_calls} == {
+        "count_items": ToolPolicy(ToolEffect.UNCLASSIFIED),
+        "set_stock": ToolPolicy(ToolEffect.UNCLASSIFIED),
+        "order_more": ToolPolicy(ToolEffect.UNCLASSIFIED),
+    }
+    assert all(c.policy.is_approval_required for c in requested.tool_calls)
+
+
+async def test_mcp_tools_become_tool_steps_with_policies_from_trusted_annotations(tmp_path: Path) -> None:
     log = tmp_path / "mcp.log"
     server = _inventory_server(log)
-    model = ScriptedResponsesModel.from_answers(
-        [
-            [
-                call_item("count_items", {"sku": "A-1"}, "call-1"),
-                call_item("set_stock", {"sku": "A-1", "count": 9}, "call-2"),
-                call_item("order_more", {"sku": "A-1"}, "call-3"),
-            ],
-            [text_item("Stock updated.")],
-        ]
-    )
+    model = ScriptedResponsesModel.from_answers([_inventory_calls(), [text_item("Stock updated.")]])
     async with server:
-        runner = OpenAIAgentsRunner(Agent(name="stock", model=model, mcp_servers=[server]))
+        runner = OpenAIAgentsRunner(
+            Agent(name="stock", model=model, mcp_servers=[server]), trust_mcp_annotations=True
+        )
         # An explicit policy still wins over the server's annotations.
         session = SessionSide(
             tool_policies={"order_more": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)}
@@ -80,7 +103,8 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
         assert isinstance(requested, ToolCallsRequested)
         assert [(c.tool_name, c.policy) for c in requested.tool_calls] == [
             ("count_items", ToolPolicy(ToolEffect.READ)),
-            ("set_stock", ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)),
+            # idempotentHint makes it safe to retry; destructiveHint still has it ask first.
+            ("set_stock", ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True)),
             ("order_more", ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)),
         ]
         assert set(_log_lines(log)) == {"tools/list"}, "a model Step only lists the server's tools"

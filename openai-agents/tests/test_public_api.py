@@ -71,6 +71,7 @@ def test_the_runner_takes_the_session_features_by_keyword() -> None:
         "tool_tasks",
         "model_for_settings",
         "instructions_for_settings",
+        "trust_mcp_annotations",
     ]
     assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in list(parameters)[1:])
 

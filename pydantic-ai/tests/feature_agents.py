@@ -156,13 +156,14 @@ def build_mcp_source_flow() -> AgentSessionFlow:
             command.command,
             command.args,
             env=command.env,
+            trust_annotations=True,
             # A reservation is an idempotent write a person approves here, by the server's tool name.
             tool_policies={"reserve_stock": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True)},
         )
     ]
     url = http_url_path(directory)
     if url.exists():
-        servers.append(McpHttpServer("shipping", url.read_text(encoding="utf-8")))
+        servers.append(McpHttpServer("shipping", url.read_text(encoding="utf-8"), trust_annotations=True))
     source = McpToolSource(servers)
     runner = PydanticAiRunner(Agent(ScriptedModel.from_script_store()), mcp_tools=source)
     return AgentSessionFlow(

@@ -1,4 +1,5 @@
-"""MCP toolsets: tools listed from a real stdio MCP server become tool Steps with effects from annotations."""
+"""MCP toolsets: tools listed from a real stdio MCP server become tool Steps, with effects from their
+annotations only when the runner trusts them."""
 
 from __future__ import annotations
 
@@ -17,6 +18,17 @@ from dex_agents_pydantic_ai import PydanticAiRunner, framework_effect
 from dex_agents_pydantic_ai.testing import ScriptedModel
 from tests.support import respond, tool_call
 
+_INVENTORY_CALLS = (
+    tool_call("count_items", {"sku": "A-1"}, "call-1"),
+    tool_call("set_stock", {"sku": "A-1", "count": 9}, "call-2"),
+    tool_call("order_more", {"sku": "A-1"}, "call-3"),
+)
+
+
+def _inventory_toolset(log: Path) -> MCPToolset:
+    server = mcp_inventory_server_command(log)
+    return MCPToolset(Client(StdioTransport(server.command, server.args, env=server.env, keep_alive=False)))
+
 
 def test_annotations_map_to_effects() -> None:
     def definition(annotations: dict[str, object] | None) -> ToolDefinition:
@@ -31,22 +43,33 @@ def test_annotations_map_to_effects() -> None:
     assert framework_effect(ToolDefinition(name="plain")) is None
 
 
-async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(tmp_path: Path) -> None:
-    log = tmp_path / "mcp.log"
-    server = mcp_inventory_server_command(log)
-    transport = StdioTransport(server.command, server.args, env=server.env, keep_alive=False)
-    model = ScriptedModel(
-        [
-            respond(
-                tool_call("count_items", {"sku": "A-1"}, "call-1"),
-                tool_call("set_stock", {"sku": "A-1", "count": 9}, "call-2"),
-                tool_call("order_more", {"sku": "A-1"}, "call-3"),
-            ),
-            respond(TextPart("Stock updated.")),
-        ]
+async def test_an_untrusted_servers_annotations_leave_its_tools_unclassified_and_waiting_for_approval(
+    tmp_path: Path,
+) -> None:
+    agent = Agent(
+        ScriptedModel([respond(*_INVENTORY_CALLS)]), toolsets=[_inventory_toolset(tmp_path / "mcp.log")]
     )
-    agent = Agent(model, toolsets=[MCPToolset(Client(transport))])
     runner = PydanticAiRunner(agent)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Check A-1, set it to 9, order more"))
+
+    requested = await runner.run_model_step(session.context())
+
+    assert isinstance(requested, ToolCallsRequested)
+    # count_items claims readOnlyHint, but nothing in the Worker's code trusts the server that says so.
+    assert {call.tool_name: call.policy for call in requested.tool_calls} == {
+        "count_items": ToolPolicy(ToolEffect.UNCLASSIFIED),
+        "set_stock": ToolPolicy(ToolEffect.UNCLASSIFIED),
+        "order_more": ToolPolicy(ToolEffect.UNCLASSIFIED),
+    }
+    assert all(call.policy.is_approval_required for call in requested.tool_calls)
+
+
+async def test_mcp_tools_become_tool_steps_with_policies_from_trusted_annotations(tmp_path: Path) -> None:
+    log = tmp_path / "mcp.log"
+    model = ScriptedModel([respond(*_INVENTORY_CALLS), respond(TextPart("Stock updated."))])
+    agent = Agent(model, toolsets=[_inventory_toolset(log)])
+    runner = PydanticAiRunner(agent, trust_mcp_annotations=True)
     # An explicit policy still wins over the server's annotations.
     session = SessionSide(tool_policies={"order_more": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)})
     session.start_turn(runner.build_user_message("Check A-1, set it to 9, order more"))
@@ -56,7 +79,8 @@ async def test_mcp_tools_become_tool_steps_with_effects_from_their_annotations(t
     assert isinstance(requested, ToolCallsRequested)
     assert [(call.tool_name, call.policy) for call in requested.tool_calls] == [
         ("count_items", ToolPolicy(ToolEffect.READ)),
-        ("set_stock", ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)),
+        # idempotentHint makes it safe to retry; destructiveHint still has it ask first.
+        ("set_stock", ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True)),
         ("order_more", ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)),
     ]
     assert set(log.read_text().splitlines()) == {"tools/list"}, "a model Step only lists the server's tools"

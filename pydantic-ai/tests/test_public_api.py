@@ -1,5 +1,7 @@
 """The public surface is exactly what `__all__` promises; an accidental export or removal fails here."""
 
+import inspect
+
 import dex_agents
 import dex_agents.testing
 
@@ -47,3 +49,9 @@ def test_the_compaction_texts_are_the_cores_own() -> None:
     assert dex_agents_pydantic_ai.DEFAULT_SUMMARY_INSTRUCTIONS is dex_agents.DEFAULT_SUMMARY_INSTRUCTIONS
     scripted_summary = dex_agents_pydantic_ai.testing.DEFAULT_SCRIPTED_SUMMARY
     assert scripted_summary is dex_agents.testing.DEFAULT_SCRIPTED_SUMMARY
+
+
+def test_the_runner_trusts_mcp_annotations_only_when_told_to() -> None:
+    parameter = inspect.signature(dex_agents_pydantic_ai.PydanticAiRunner).parameters["trust_mcp_annotations"]
+    assert parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    assert parameter.default is False

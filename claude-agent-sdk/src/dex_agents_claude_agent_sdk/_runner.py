@@ -111,9 +111,12 @@ class ClaudeAgentRunner:
             set). Claude Code's own tools are off unless `options.tools` names them; those run inline,
             at least once.
         tools: The user's tools, made with the SDK's `@tool` decorator, and `dex_agents.mcp.McpToolSource`s
-            whose tools the runner lists for every run (named `<server>__<tool>`). A tool's MCP
-            annotations (`readOnlyHint`, `idempotentHint`) give its effect unless a `ToolPolicy` says
-            otherwise. The session's enabled built-ins are offered besides them.
+            whose tools the runner lists for every run (named `<server>__<tool>`). An `@tool` tool's
+            annotations are your own code's, so they give its policy unless a `ToolPolicy` says otherwise
+            (`dex_agents.policy_from_mcp_annotations`: `readOnlyHint` is a `read`, `idempotentHint` an
+            `idempotent_write`, and a destructive tool asks for approval). A source's tools trust their
+            annotations only where its server says ``trust_annotations=True``. The session's enabled
+            built-ins are offered besides them.
         inline_read_tools: Run `read` calls inline in the CLI (the default). With `False`, reads are
             deferred like any other call and run in their own `CallTool` Step.
         model_for_settings: Chooses each turn's model (`ClaudeAgentOptions.model`) from the session

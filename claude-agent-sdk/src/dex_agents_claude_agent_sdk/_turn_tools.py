@@ -18,7 +18,7 @@ from dex_agents.mcp import McpToolSource
 from dex_agents.runner import UNKNOWN_TOOL_POLICY, AgentTurnContext, DeferredToolCall, ToolPolicy
 from dex_agents.values import ToolEffect
 
-from dex_agents_claude_agent_sdk._effects import tool_effect
+from dex_agents_claude_agent_sdk._effects import tool_policy
 from dex_agents_claude_agent_sdk._mcp import mcp_sdk_tool, source_policy
 
 __all__ = ["RunTool", "RunTools", "gather_run_tools"]
@@ -81,7 +81,7 @@ async def gather_run_tools(
             tools[name] = RunTool(_built_in_tool(name), _BUILT_IN_POLICY, is_built_in=True)
     for name, tool in user_tools.items():
         if name not in tools:
-            tools[name] = RunTool(tool, turn.resolve_tool_policy(name, tool_effect(tool)))
+            tools[name] = RunTool(tool, turn.resolve_tool_policy(name, framework_policy=tool_policy(tool)))
     for source in sources:
         for definition in await source.list_tools():
             if definition.name in tools:

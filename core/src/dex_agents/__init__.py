@@ -24,7 +24,7 @@ from dex_agents._tools._builtins import (
     WRITE_TODOS,
     BuiltInToolDefinition,
 )
-from dex_agents._tools._mcp_hints import effect_from_mcp_annotations
+from dex_agents._tools._mcp_hints import effect_from_mcp_annotations, policy_from_mcp_annotations
 from dex_agents._tools._requests import (
     ToolCallSuspended,
     ToolInputRequired,
@@ -378,6 +378,7 @@ __all__ = [
     "message_sequence_key",
     "parse_tool_arguments",
     "plan_revision_key",
+    "policy_from_mcp_annotations",
     "resolve_tool_policy",
     "serve_agent_worker",
     "set_decoded_value_cache_bytes",

@@ -192,18 +192,21 @@ def resolve_tool_policy(
     tool_policies: Mapping[str, ToolPolicy],
     default_tool_effect: ToolEffect = ToolEffect.UNCLASSIFIED,
     framework_effect: ToolEffect | None = None,
+    framework_policy: ToolPolicy | None = None,
 ) -> ToolPolicy:
     """Return the policy of a tool.
 
-    An explicit policy wins; otherwise the framework's metadata (such as MCP `readOnlyHint`) gives the
-    effect; otherwise the session's default effect applies. The last two use the effect's default
-    approval.
+    An explicit policy wins; otherwise the framework's metadata gives it: a whole policy (such as
+    `policy_from_mcp_annotations` for a trusted MCP server), else an effect with its default approval;
+    otherwise the session's default effect applies, with its default approval.
 
     Args:
         tool_name: The tool's name.
         tool_policies: Explicit policies by tool name.
         default_tool_effect: The effect of a tool with neither a policy nor metadata.
         framework_effect: The effect the framework's metadata declares, if any.
+        framework_policy: The policy the framework's metadata declares, if any; wins over
+            ``framework_effect``.
 
     Returns:
         The tool's policy.
@@ -211,6 +214,8 @@ def resolve_tool_policy(
     explicit = tool_policies.get(tool_name)
     if explicit is not None:
         return explicit
+    if framework_policy is not None:
+        return framework_policy
     if framework_effect is not None:
         return ToolPolicy(framework_effect)
     return ToolPolicy(default_tool_effect)
@@ -474,17 +479,27 @@ class AgentTurnContext:
             raise KeyError(f"turn {self.turn_id} has no tool call record with ID {tool_call_id!r}")
         return record
 
-    def resolve_tool_policy(self, tool_name: str, framework_effect: ToolEffect | None = None) -> ToolPolicy:
+    def resolve_tool_policy(
+        self,
+        tool_name: str,
+        framework_effect: ToolEffect | None = None,
+        *,
+        framework_policy: ToolPolicy | None = None,
+    ) -> ToolPolicy:
         """Return a tool's policy: explicit policy, else framework metadata, else the default effect.
 
         Args:
             tool_name: The tool's name.
             framework_effect: The effect the framework's metadata declares, if any.
+            framework_policy: The policy the framework's metadata declares, if any (such as
+                `policy_from_mcp_annotations` for a trusted MCP server); wins over ``framework_effect``.
 
         Returns:
             The tool's policy.
         """
-        return resolve_tool_policy(tool_name, self.tool_policies, self.default_tool_effect, framework_effect)
+        return resolve_tool_policy(
+            tool_name, self.tool_policies, self.default_tool_effect, framework_effect, framework_policy
+        )
 
     async def heartbeat(self) -> None:
         """Record liveness. The session already does this every 20 seconds."""

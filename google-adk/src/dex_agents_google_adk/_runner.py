@@ -88,7 +88,7 @@ from dex_agents_google_adk._call_metadata import (
     model_call_usage,
     terminal_model_error,
 )
-from dex_agents_google_adk._effects import framework_effect
+from dex_agents_google_adk._effects import annotation_policy
 from dex_agents_google_adk._gate import DexToolGate
 from dex_agents_google_adk._messages import (
     REQUEST_CONFIRMATION_FUNCTION_NAME,
@@ -152,6 +152,13 @@ class GoogleAdkRunner:
         patch_adk: Apply the adapter's work-around for ADK's import of an optional module on every
             invocation (``dex_agents_google_adk/_adk_patches.py``): process-wide, only for the ADK release
             it was written for, and only when that module cannot be imported anyway.
+        trust_mcp_annotations: Whether the MCP annotations of ADK's `McpToolset` tools
+            (`McpTool.raw_mcp_tool`) decide the policies of tools the session has no `ToolPolicy` for, as
+            `dex_agents.policy_from_mcp_annotations` maps them: ``readOnlyHint`` is a `read`,
+            ``idempotentHint`` an `idempotent_write`, and a destructive tool still asks for approval. Off by
+            default, since any server may claim anything: the tools then take the session's
+            ``default_tool_effect``. Turn it on only when you trust every MCP server the agents use.
+            ``mcp_tools`` has its own switch per server (``trust_annotations``).
 
     Raises:
         TypeError: An agent's `code_executor` runs model-written code itself (anything but
@@ -175,6 +182,7 @@ class GoogleAdkRunner:
         mcp_tools: McpToolSource | None = None,
         tool_tasks: ToolTaskHandlers | None = None,
         patch_adk: bool = True,
+        trust_mcp_annotations: bool = False,
     ) -> None:
         if isinstance(app_or_agent, App):
             self._app = app_or_agent
@@ -189,6 +197,7 @@ class GoogleAdkRunner:
         self._model_for_settings = model_for_settings
         self._instructions_for_settings = instructions_for_settings
         self._mcp = mcp_tools
+        self._trust_mcp_annotations = trust_mcp_annotations
         # A started task's poll and cancel go to the MCP source that owns its call, else to `tool_tasks`.
         tasks = ToolTaskRouter(
             "GoogleAdkRunner", "tool_tasks", tool_tasks, sources=() if mcp_tools is None else (mcp_tools,)
@@ -491,7 +500,10 @@ class GoogleAdkRunner:
                 policy = UNKNOWN_TOOL_POLICY
             else:
                 # A built-in's policy is the session's own; it replaces this one.
-                policy = turn.resolve_tool_policy(call.tool_name, framework_effect(call.tool))
+                # Any MCP server may annotate its tools as it likes, so an `McpToolset`'s annotations
+                # count only where the Worker's code says it trusts them.
+                declared = annotation_policy(call.tool) if self._trust_mcp_annotations else None
+                policy = turn.resolve_tool_policy(call.tool_name, framework_policy=declared)
                 if (
                     call.tool_call_id in gate.confirmation_required
                     and call.tool_name not in turn.tool_policies

@@ -57,7 +57,7 @@ from langgraph.types import Command, Interrupt
 from pydantic import BaseModel
 
 from dex_agents_langgraph._call_metadata import model_call_metadata, token_usage
-from dex_agents_langgraph._effects import framework_effect
+from dex_agents_langgraph._effects import annotation_policy
 from dex_agents_langgraph._gate import (
     GateAnswer,
     ModelStepGuard,
@@ -124,6 +124,13 @@ class LangGraphRunner:
             `dex_agents.start_tool_task`, by tool name. With neither this nor ``mcp_tools``, the runner
             polls no tasks, so `DeferredToolExecution.supports_tool_tasks` is false and tools finish their
             work inside the call.
+        trust_mcp_annotations: Whether the MCP annotations in the graph tools' `BaseTool.metadata`
+            (langchain-mcp-adapters copies them from the server) decide the policies of tools the session
+            has no `ToolPolicy` for, as `dex_agents.policy_from_mcp_annotations` maps them: ``readOnlyHint``
+            is a `read`, ``idempotentHint`` an `idempotent_write`, and a destructive tool still asks for
+            approval. Off by default, since any server may claim anything: the tools then take the
+            session's ``default_tool_effect``. Turn it on only when you trust every MCP server whose tools
+            the graph holds. ``mcp_tools`` has its own switch per server (``trust_annotations``).
 
     Raises:
         TypeError: If the factory does not return a compiled graph that uses the given checkpoint saver,
@@ -141,6 +148,7 @@ class LangGraphRunner:
         instructions_for_settings: InstructionsForSettings | None = None,
         mcp_tools: McpToolSource | None = None,
         tool_tasks: ToolTaskHandlers | None = None,
+        trust_mcp_annotations: bool = False,
     ) -> None:
         if tool_tasks is not None and not isinstance(tool_tasks, ToolTaskHandlers):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"tool_tasks must be a ToolTaskHandlers, got {type(tool_tasks).__name__}")
@@ -152,6 +160,7 @@ class LangGraphRunner:
         self._config: RunnableConfig = config or {}
         self._tool_step = ToolStepExecutor(self._tool_node, self._graph, context)
         self._mcp_tools = mcp_tools
+        self._trust_mcp_annotations = trust_mcp_annotations
         self._turn_setup = TurnSetup(
             frozenset(self._tool_node.tools_by_name),
             model_for_settings=model_for_settings,
@@ -513,7 +522,10 @@ class LangGraphRunner:
         if name in turn.enabled_built_in_tools:
             policy = turn.resolve_tool_policy(name)
         elif tool is not None:
-            policy = turn.resolve_tool_policy(name, framework_effect(tool))
+            # Any MCP server may annotate its tools as it likes, so the metadata counts only where the
+            # Worker's code says it trusts it.
+            declared = annotation_policy(tool) if self._trust_mcp_annotations else None
+            policy = turn.resolve_tool_policy(name, framework_policy=declared)
         elif self._mcp_tools is not None and self._mcp_tools.tool(name) is not None:
             return self._mcp_tools.deferred_tool_call(
                 turn, tool_call_id=tool_call_id, tool_name=name, arguments=arguments

@@ -1,11 +1,11 @@
-"""Each deferred call's policy: the session's, the effect the SDK's tool metadata declares, its approvals."""
+"""Each deferred call's policy: the session's, else trusted MCP annotations', and the SDK's approvals."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from agents import FunctionTool, RunContextWrapper
-from dex_agents import effect_from_mcp_annotations, parse_tool_arguments
+from dex_agents import effect_from_mcp_annotations, parse_tool_arguments, policy_from_mcp_annotations
 from dex_agents.runner import AgentTurnContext, ToolPolicy
 from dex_agents.values import ToolEffect
 
@@ -19,8 +19,9 @@ def framework_effect(tool: object) -> ToolEffect | None:
 
     The SDK keeps an MCP server's tool annotations on the `FunctionTool` it builds for each listed tool
     (a private `_mcp_annotations` attribute); `dex_agents.effect_from_mcp_annotations` maps them:
-    `readOnlyHint` is `read`, otherwise `idempotentHint` is `idempotent_write`. The session's explicit
-    `ToolPolicy` for the tool still wins.
+    `readOnlyHint` is `read`, otherwise `idempotentHint` is `idempotent_write`. This reports what the
+    annotations say whether or not anyone trusts them: `OpenAIAgentsRunner` uses them only with
+    ``trust_mcp_annotations=True``.
 
     Args:
         tool: The tool as the SDK offered it to the model.
@@ -28,9 +29,11 @@ def framework_effect(tool: object) -> ToolEffect | None:
     Returns:
         The declared effect, if any.
     """
-    if not isinstance(tool, FunctionTool):
-        return None
-    return effect_from_mcp_annotations(getattr(tool, "_mcp_annotations", None))
+    return effect_from_mcp_annotations(_annotations(tool))
+
+
+def _annotations(tool: object) -> object:
+    return getattr(tool, "_mcp_annotations", None) if isinstance(tool, FunctionTool) else None
 
 
 class CallPolicies:
@@ -39,11 +42,14 @@ class CallPolicies:
     Args:
         graph: The gated graph, which knows the user's original agents and tools.
         context: The run context object `needs_approval` callbacks receive.
+        trust_mcp_annotations: Whether the MCP servers' tool annotations give a policy
+            (`dex_agents.policy_from_mcp_annotations`) to a tool the session has none for.
     """
 
-    def __init__(self, graph: GatedAgentGraph, context: Any) -> None:
+    def __init__(self, graph: GatedAgentGraph, context: Any, *, trust_mcp_annotations: bool = False) -> None:
         self._graph = graph
         self._context = context
+        self._trust_mcp_annotations = trust_mcp_annotations
 
     async def policy(
         self,
@@ -53,13 +59,16 @@ class CallPolicies:
         arguments: str | None,
         call_id: str | None,
     ) -> ToolPolicy:
-        """Return a call's policy: the session's, else the effect the tool's metadata declares.
+        """Return a call's policy: the session's, else the one trusted MCP annotations declare.
 
         A tool the SDK itself would ask approval for (`needs_approval`, or an MCP server's
         `require_approval`) waits for approval too, unless the session has an explicit policy for it.
         """
         tool = self._offered_tool(agent_name, tool_name)
-        policy = turn.resolve_tool_policy(tool_name, framework_effect(tool))
+        # Any MCP server may annotate its tools as it likes, so they count only where the Worker's code
+        # says it trusts them.
+        declared = policy_from_mcp_annotations(_annotations(tool)) if self._trust_mcp_annotations else None
+        policy = turn.resolve_tool_policy(tool_name, framework_policy=declared)
         if tool is None or tool_name in turn.tool_policies or policy.is_approval_required:
             return policy
         if await self._sdk_requires_approval(tool, arguments, call_id):

@@ -211,6 +211,14 @@ class OpenAIAgentsRunner(Generic[TContext]):
             replaces the model of every agent of the run, handoff targets included.
         instructions_for_settings: Returns instructions that every model call of a turn gets after the
             agent's own, from the turn's session settings; `None` adds none.
+        trust_mcp_annotations: Whether the tool annotations of the agents' MCP servers (``mcp_servers``)
+            decide the policies of tools the session has no `ToolPolicy` for, as
+            `dex_agents.policy_from_mcp_annotations` maps them: ``readOnlyHint`` is a `read`,
+            ``idempotentHint`` an `idempotent_write`, and a destructive tool still asks for approval. Off by
+            default, since any server may claim anything: the tools then take the session's
+            ``default_tool_effect``. Turn it on only when you trust every MCP server the agents use; a
+            server's ``require_approval`` applies either way. ``mcp_tool_source`` has its own switch per
+            server (``trust_annotations``).
 
     Raises:
         UndeferrableToolError: If an agent has a local tool that the SDK would run in process (shell,
@@ -230,6 +238,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
         tool_tasks: ToolTaskHandlers | None = None,
         model_for_settings: ModelForSettings | None = None,
         instructions_for_settings: InstructionsForSettings | None = None,
+        trust_mcp_annotations: bool = False,
     ) -> None:
         self._agent = agent
         self._graph = GatedAgentGraph(agent)
@@ -240,7 +249,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
         self._max_turns = max_turns
         self._resume_last_agent = resume_last_agent
         self._tool_calls = ToolCallRunner(self._graph, context, self._run_config)
-        self._policies = CallPolicies(self._graph, context)
+        self._policies = CallPolicies(self._graph, context, trust_mcp_annotations=trust_mcp_annotations)
         self._turn_tools = TurnTools(mcp_tool_source)
         # A started task's poll and cancel go to the MCP source that owns its call, else to `tool_tasks`.
         self._tasks = ToolTaskRouter(

@@ -83,7 +83,7 @@ from pydantic_graph import End
 
 from dex_agents_pydantic_ai._call_metadata import model_call_metadata
 from dex_agents_pydantic_ai._compaction import TokenEstimator, estimate_tokens, select_cutoff, summary_request
-from dex_agents_pydantic_ai._effects import framework_effect
+from dex_agents_pydantic_ai._effects import annotation_policy
 from dex_agents_pydantic_ai._gate import ModelStepToolGate, ToolCallInModelStepError
 from dex_agents_pydantic_ai._messages import (
     HistoryUnit,
@@ -181,6 +181,13 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             the tasks they start are polled and cancelled through it.
         tool_tasks: How to poll and cancel the remote tasks the agent's tools start with
             `dex_agents.start_tool_task`, by tool name.
+        trust_mcp_annotations: Whether the MCP annotations of the agent's tools (Pydantic AI's MCP
+            toolsets keep them in `ToolDefinition.metadata`) decide the policies of tools the session has
+            no `ToolPolicy` for, as `dex_agents.policy_from_mcp_annotations` maps them: ``readOnlyHint``
+            is a `read`, ``idempotentHint`` an `idempotent_write`, and a destructive tool still asks for
+            approval. Off by default, since any server may claim anything: the tools then take the
+            session's ``default_tool_effect``. Turn it on only when you trust every MCP server the agent
+            uses. ``mcp_tools`` has its own switch per server (``trust_annotations``).
     """
 
     def __init__(
@@ -196,6 +203,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         summary_instructions: str = DEFAULT_SUMMARY_INSTRUCTIONS,
         mcp_tools: McpToolSource | None = None,
         tool_tasks: ToolTaskHandlers | None = None,
+        trust_mcp_annotations: bool = False,
     ) -> None:
         if agent.end_strategy == "early":
             # Under 'early', Pydantic AI reports the function calls next to a valid output call as never
@@ -214,6 +222,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         self._summary_instructions = summary_instructions
         self._tool_calls = ToolCallRunner(agent, deps=self._deps)
         self._mcp_tools = mcp_tools
+        self._trust_mcp_annotations = trust_mcp_annotations
         tasks = ToolTaskRouter(
             "PydanticAiRunner", "tool_tasks", tool_tasks, sources=() if mcp_tools is None else (mcp_tools,)
         )
@@ -526,7 +535,10 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             if tool_def is None:
                 policy = UNKNOWN_TOOL_POLICY
             else:
-                policy = turn.resolve_tool_policy(part.tool_name, framework_effect(tool_def))
+                # Any server may annotate its tools as it likes, so they count only where the Worker's
+                # code says it trusts its MCP toolsets.
+                declared = annotation_policy(tool_def) if self._trust_mcp_annotations else None
+                policy = turn.resolve_tool_policy(part.tool_name, framework_policy=declared)
                 if tool_def.kind == "unapproved" and part.tool_name not in turn.tool_policies:
                     # The agent itself requires approval for this tool (`requires_approval=True`, an
                     # `ApprovalRequiredToolset`); only an explicit session policy may waive it.

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from dex_agents.runner import ToolPolicy
 from dex_agents.values import ToolEffect
 
 __all__ = [
@@ -62,6 +63,9 @@ class McpToolDefinition:
         task_support: The tool's ``execution.taskSupport`` (protocol 2025-11-25): ``forbidden``,
             ``optional`` or ``required``; `None` when the server declares none. A tool Step sends a
             ``required`` tool's call as a task on a connection that negotiated 2025-11-25.
+        annotation_policy: The policy its annotations declare (`policy_from_mcp_annotations`: the effect,
+            and an approval for a destructive tool), or `None` when they declare no effect or the server's
+            annotations are not trusted.
     """
 
     name: str
@@ -72,6 +76,7 @@ class McpToolDefinition:
     effect: ToolEffect | None
     title: str | None = None
     task_support: TaskSupport | None = None
+    annotation_policy: ToolPolicy | None = None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import anyio
 from mcp.client.session import ClientSession
 from mcp.types import PaginatedRequestParams, Tool
 
-from dex_agents._tools._mcp_hints import effect_from_mcp_annotations
+from dex_agents._tools._mcp_hints import policy_from_mcp_annotations
 from dex_agents.mcp._connection import run_on_new_connection
 from dex_agents.mcp._definitions import McpToolDefinition, agent_tool_name, is_model_tool_name
 from dex_agents.mcp._servers import McpServer
@@ -75,7 +75,7 @@ async def list_server_tools(server: McpServer, handshake_timeout: float) -> Serv
 
 
 def _definition(server: McpServer, tool: Tool) -> McpToolDefinition:
-    effect = effect_from_mcp_annotations(tool.annotations) if server.trust_annotations else None
+    policy = policy_from_mcp_annotations(tool.annotations) if server.trust_annotations else None
     return McpToolDefinition(
         name=agent_tool_name(server.name, tool.name),
         description=tool.description or tool.title or "",
@@ -83,9 +83,10 @@ def _definition(server: McpServer, tool: Tool) -> McpToolDefinition:
         input_schema=copy.deepcopy(tool.input_schema),
         server_name=server.name,
         mcp_name=tool.name,
-        effect=effect,
+        effect=None if policy is None else policy.effect,
         title=tool.title,
         task_support=None if tool.execution is None else tool.execution.task_support,
+        annotation_policy=policy,
     )
 
 

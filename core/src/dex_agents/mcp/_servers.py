@@ -55,9 +55,12 @@ class McpStdioServer:
         cwd: The working directory; `None` keeps the Worker's.
         tool_policies: Policies by the server's own tool names (without the ``<name>__`` prefix). They win
             over the tools' annotations; the session's own ``tool_policies`` win over them.
-        trust_annotations: Whether the tools' ``readOnlyHint`` and ``idempotentHint`` decide their effects.
-            Set it to `False` for a server whose hints you do not trust: its tools then take the session's
-            ``default_tool_effect`` unless a policy names them.
+        trust_annotations: Whether the tools' annotations decide their policies
+            (`dex_agents.policy_from_mcp_annotations`: ``readOnlyHint`` makes a `read`, ``idempotentHint`` an
+            `idempotent_write`, and a destructive tool still asks for approval). Off by default: a server
+            can claim anything, so unless you trust this one, its tools take the session's
+            ``default_tool_effect`` (``unclassified``: each call asks for approval) unless a policy names
+            them.
         roots: The directories the server may work in, answered to its ``roots/list``: `McpRoot` values,
             ``file://`` URIs or paths. With none, the roots capability is not declared to this server.
     """
@@ -68,7 +71,7 @@ class McpStdioServer:
     env: Mapping[str, str] | None = None
     cwd: str | Path | None = None
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=dict[str, ToolPolicy])
-    trust_annotations: bool = True
+    trust_annotations: bool = False
     roots: Sequence[McpRoot | str | Path] = ()
 
     def __post_init__(self) -> None:
@@ -98,7 +101,9 @@ class McpHttpServer:
         headers: HTTP headers for every request, such as ``Authorization``.
         tool_policies: Policies by the server's own tool names (without the ``<name>__`` prefix). They win
             over the tools' annotations; the session's own ``tool_policies`` win over them.
-        trust_annotations: Whether the tools' ``readOnlyHint`` and ``idempotentHint`` decide their effects.
+        trust_annotations: Whether the tools' annotations decide their policies, as for
+            `McpStdioServer`. Off by default; turn it on only for a server you operate or otherwise trust,
+            since whoever answers at the URL decides what the annotations say.
         roots: The directories the server may work in, answered to its ``roots/list``: `McpRoot` values,
             ``file://`` URIs or paths. With none, the roots capability is not declared to this server.
     """
@@ -107,7 +112,7 @@ class McpHttpServer:
     url: str
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=dict[str, ToolPolicy])
-    trust_annotations: bool = True
+    trust_annotations: bool = False
     roots: Sequence[McpRoot | str | Path] = ()
 
     def __post_init__(self) -> None:

@@ -228,7 +228,7 @@ class McpToolSource:
         if configured is not None and tool_name not in turn.tool_policies:
             policy = configured
         else:
-            policy = turn.resolve_tool_policy(tool_name, framework_effect=definition.effect)
+            policy = turn.resolve_tool_policy(tool_name, framework_policy=definition.annotation_policy)
         reference = McpToolReference(definition.server_name, definition.mcp_name, definition.task_support)
         return DeferredToolCall(
             tool_call_id, tool_name, arguments, policy, tool_source_reference=reference.encode()

@@ -7,17 +7,17 @@ It serves stdio by default, and Streamable HTTP on loopback with ``--http`` (see
 ``tools/list``, ``tools/call <tool>``, or the longer lines named below. Its tools:
 
 - ``count_items(sku)``: ``readOnlyHint``, so a ``read``; answers ``"<sku>: 7 in stock"``.
-- ``set_stock(sku, count)``: ``idempotentHint`` and ``destructiveHint``, so an ``idempotent_write``;
-  answers ``"<sku> set to <count>"``.
+- ``set_stock(sku, count)``: ``idempotentHint`` and ``destructiveHint``, so an ``idempotent_write`` that
+  asks for approval (when a client trusts the server's annotations); answers ``"<sku> set to <count>"``.
 - ``order_more(sku)``: no hint that classifies it (``readOnlyHint`` false); answers ``"ordered <sku>"``.
 - ``audit_stock(sku)``: ``readOnlyHint``; always fails (an ``isError`` result) with
   ``no auditor available for <sku>``.
 - ``restock_and_crash(sku)``: ``readOnlyHint`` false; logs ``tools/call restock_and_crash <sku>`` and the
   server process dies before it answers, which drops the connection mid-call.
-- ``reserve_stock(sku, count)``: ``idempotentHint``; logs ``tools/call reserve_stock <sku> <key>`` with
-  the idempotency key it received in ``_meta`` (``-`` for none). The first request with a key reserves and
-  the process dies before it answers, as a server that crashed after the effect; a request that repeats
-  the key answers ``"reserved <count> of <sku>"`` without reserving again.
+- ``reserve_stock(sku, count)``: ``idempotentHint`` and ``destructiveHint`` false; logs ``tools/call
+  reserve_stock <sku> <key>`` with the idempotency key it received in ``_meta`` (``-`` for none). The first
+  request with a key reserves and the process dies before it answers, as a server that crashed after the
+  effect; a request that repeats the key answers ``"reserved <count> of <sku>"`` without reserving again.
 - ``place_order(sku)``: no hints; logs ``tools/call place_order <sku>``, then holds the request at the
   `FileGate` ``place_order-<sku>`` in the log's directory until a test releases it, and answers
   ``"placed an order for <sku>"``.
@@ -36,15 +36,15 @@ With mcp 2.x the server also serves MCP tasks (the ``io.modelcontextprotocol/tas
 it with ``tasks/get``, and lives in the server process's memory: over Streamable HTTP any connection can
 poll it until the process ends; over stdio it ends with its connection.
 
-- ``ship_order(sku, polls=1, poll_interval_ms=1000)``: ``idempotentHint``. For a client that declares the
-  tasks extension it logs ``tools/call ship_order <sku>`` and ``tasks/create ship_order <sku>`` and answers
-  with a task (``pollIntervalMs`` is ``poll_interval_ms``) that completes with ``"shipped <sku>"`` at its
-  ``polls``-th ``tasks/get``; for any other client it answers ``"shipped <sku>"`` at once.
-- ``ship_with_carrier(sku)``: ``idempotentHint``; only a task (any other client gets JSON-RPC error
-  -32021). Its first ``tasks/get`` finds it ``input_required`` with one form elicitation, ``carrier-<n>``:
-  ``"Which carrier ships <sku>?"`` with a single string field ``carrier``. An accepted answer completes it
-  with ``"shipped <sku> with <carrier>"``, a decline with ``"<sku> was not shipped: no carrier was
-  chosen"``, and a cancelled form cancels it.
+- ``ship_order(sku, polls=1, poll_interval_ms=1000)``: ``idempotentHint``, not destructive. For a client that
+  declares the tasks extension it logs ``tools/call ship_order <sku>`` and ``tasks/create ship_order <sku>``
+  and answers with a task (``pollIntervalMs`` is ``poll_interval_ms``) that completes with ``"shipped <sku>"``
+  at its ``polls``-th ``tasks/get``; for any other client it answers ``"shipped <sku>"`` at once.
+- ``ship_with_carrier(sku)``: ``idempotentHint``, not destructive; only a task (any other client gets JSON-RPC
+  error -32021). Its first ``tasks/get`` finds it ``input_required`` with one form elicitation,
+  ``carrier-<n>``: ``"Which carrier ships <sku>?"`` with a single string field ``carrier``. An accepted answer
+  completes it with ``"shipped <sku> with <carrier>"``, a decline with ``"<sku> was not shipped: no carrier
+  was chosen"``, and a cancelled form cancels it.
 
 Task requests log ``tasks/get <tool> <sku> <status>`` (``tasks/get <id> unknown`` for a task the server
 does not know, which answers JSON-RPC error -32602), ``tasks/update <tool> <sku> <key> <action>
@@ -298,7 +298,7 @@ def _build_server() -> MCPServer:
 
     # The SDK finds the context parameter by its type, which only exists once mcp is imported.
     reserve_stock.__annotations__["context"] = context_class
-    tool(hints(idempotentHint=True))(reserve_stock)
+    tool(hints(idempotentHint=True, destructiveHint=False))(reserve_stock)
 
     @tool(hints())
     async def place_order(sku: str) -> str:  # pyright: ignore[reportUnusedFunction]
@@ -335,14 +335,14 @@ def _build_server() -> MCPServer:
 
     if tasks_module is not None:  # mcp 2.x
 
-        @tool(hints(idempotentHint=True))
+        @tool(hints(idempotentHint=True, destructiveHint=False))
         def ship_order(sku: str, polls: int = 1, poll_interval_ms: int = 1000) -> str:  # pyright: ignore[reportUnusedFunction]
             """Ship an order of a SKU; as an MCP task, it ends at its polls-th tasks/get."""
             del polls, poll_interval_ms  # they pace the task, which a client without tasks never gets
             _log(f"tools/call {prefix}ship_order {sku}")
             return f"shipped {sku}"
 
-        @tool(hints(idempotentHint=True))
+        @tool(hints(idempotentHint=True, destructiveHint=False))
         def ship_with_carrier(sku: str) -> str:  # pyright: ignore[reportUnusedFunction]
             """Ship an order of a SKU with the carrier the user names; runs only as an MCP task."""
             raise tool_error(f"ship_with_carrier of {sku} runs only as an MCP task")
