@@ -25,6 +25,7 @@ from agents import (
     Tool,
     TResponseInputItem,
     function_tool,
+    handoff,
 )
 from agents.items import TResponseStreamEvent
 from agents.run_config import CallModelData, ModelInputData
@@ -219,6 +220,8 @@ async def test_every_outcome_reports_the_scripted_models_call_and_its_request_fo
     agent = dataclasses.replace(
         _agent(model, instructions="You are the order desk."),
         model_settings=ModelSettings(temperature=0.3, top_p=0.8, max_tokens=100),
+        # The model sees an enabled handoff as a tool; a disabled one is not offered.
+        handoffs=[Agent(name="billing"), handoff(Agent(name="returns"), is_enabled=False)],
     )
     # The run configuration's settings go over the agent's, as the SDK resolves them.
     run_config = RunConfig(model_settings=ModelSettings(max_tokens=250, presence_penalty=0.5))
@@ -235,12 +238,13 @@ async def test_every_outcome_reports_the_scripted_models_call_and_its_request_fo
     assert requested.model_call_metadata is not None and final.model_call_metadata is not None
     first_chunk = requested.model_call_metadata.time_to_first_chunk_seconds
     assert first_chunk is not None and 0 <= first_chunk < 5
-    [offered] = requested.model_call_metadata.tool_definitions
+    offered, billing = requested.model_call_metadata.tool_definitions
     assert (offered.name, offered.description, offered.tool_type) == (
         "lookup_order",
         "Look up an order.",
         "function",
     )
+    assert (billing.name, billing.tool_type) == ("transfer_to_billing", "function")
     assert json.loads(offered.parameters or "")["required"] == ["order_id"]
     expected = ModelCallMetadata(
         "desk-model",
@@ -253,7 +257,7 @@ async def test_every_outcome_reports_the_scripted_models_call_and_its_request_fo
         ),
         is_streaming=True,
         system_instructions="You are the order desk.",
-        tool_definitions=(offered,),
+        tool_definitions=(offered, billing),
     )
     assert dataclasses.replace(requested.model_call_metadata, time_to_first_chunk_seconds=None) == expected
     assert dataclasses.replace(final.model_call_metadata, time_to_first_chunk_seconds=None) == (

@@ -9,6 +9,7 @@ any model call a Step must not make; each handoff becomes an `openai_agents.hand
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -42,6 +43,8 @@ from dex_agents_openai_agents._call_metadata import CallRequest, model_call_meta
 from dex_agents_openai_agents._gate import offered_tools
 
 __all__ = ["HANDOFF_EVENT_TYPE", "StepHooks", "UnexpectedModelCallError", "forward_stream_event"]
+
+_logger = logging.getLogger(__name__)
 
 HANDOFF_EVENT_TYPE = "openai_agents.handoff"
 """The live event written for each handoff inside a `RunModel` Step."""
@@ -139,18 +142,24 @@ class StepHooks(RunHooks[Any]):
                 "model repeats a tool call ID of an earlier call in the same turn, which the SDK skips"
             )
         self._handoff_pending = False
-        started = time.perf_counter()
+        try:
+            tools = tool_descriptions(offered_tools(agent.name), await _enabled_handoffs(agent, context))
+        except Exception:
+            # A handoff's `is_enabled` is the application's code; tracing never fails a model call over it.
+            _logger.warning("the tools offered to agent %r could not be described for tracing", agent.name)
+            tools = []
         model = self.run_config.model if self.run_config.model is not None else agent.model
         self.calls.append(
             _ModelCall(
                 agent.name,
                 AgentUsage(),
                 model,
-                started,
+                # The SDK starts the model's stream right after this hook.
+                time.perf_counter(),
                 # As the SDK resolves them: the run configuration's settings over the agent's.
                 settings=agent.model_settings.resolve(self.run_config.model_settings),
                 instructions=system_prompt,
-                tools=tool_descriptions(offered_tools(agent.name), await _enabled_handoffs(agent, context)),
+                tools=tools,
             )
         )
 
