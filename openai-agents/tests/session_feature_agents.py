@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from agents import Agent, Model, TResponseInputItem, function_tool
+from agents import Agent, Model, ModelSettings, TResponseInputItem, function_tool
 from dex_agents import (
     AgentSessionFlow,
     AgentSessionOptions,
@@ -53,6 +53,10 @@ from dex_agents_openai_agents.testing import ScriptedAnswer, ScriptedResponsesMo
 FALLBACK_PROVIDER = "fallback.provider"
 #: The model name the traced Flow's scripted model reports.
 TRACED_MODEL = "desk-model"
+#: The traced agent's temperature, answer limit and instructions, which its chat spans report.
+TRACED_TEMPERATURE = 0.25
+TRACED_MAX_TOKENS = 400
+TRACED_INSTRUCTIONS = "You answer questions about orders."
 
 
 def _state_dir() -> Path:
@@ -179,7 +183,9 @@ def build_flows(state_dir: Path) -> tuple[AgentSessionFlow, ...]:
     stock = Agent[None](name="stock", model=ScriptedResponsesModel.from_script_store())
     traced = Agent[None](
         name="orders",
+        instructions=TRACED_INSTRUCTIONS,
         model=ScriptedResponsesModel.from_script_store(model_name=TRACED_MODEL),
+        model_settings=ModelSettings(temperature=TRACED_TEMPERATURE, max_tokens=TRACED_MAX_TOKENS),
         tools=[function_tool(tool) for tool in MATRIX_TOOLS],
     )
     tasks = ToolTaskHandlers({"render_report": ToolTaskHandler(poll=poll_report)})
@@ -212,7 +218,10 @@ def build_flows(state_dir: Path) -> tuple[AgentSessionFlow, ...]:
             flow_type="OpenAIAgentsTraced",
             options=dataclasses.replace(
                 matrix_session_options(),
-                tracing=AgentTracing(agent_name="orders", provider_name=FALLBACK_PROVIDER),
+                # Content too: the test reads what each model call received and produced.
+                tracing=AgentTracing(
+                    agent_name="orders", provider_name=FALLBACK_PROVIDER, record_message_content=True
+                ),
             ),
         ),
     )

@@ -19,11 +19,13 @@ from agents import (
     ModelProvider,
     ModelSettings,
     ModelTracing,
+    OpenAIProvider,
     OpenAIResponsesModel,
     RunConfig,
     Tool,
     TResponseInputItem,
     function_tool,
+    handoff,
 )
 from agents.items import TResponseStreamEvent
 from agents.run_config import CallModelData, ModelInputData
@@ -33,6 +35,7 @@ from dex_agents import (
     AgentSessionOptions,
     CompactionPolicy,
     ModelCallMetadata,
+    ModelRequestParameters,
     ToolCallsRequested,
     ToolPolicy,
     ToolTaskHandler,
@@ -47,6 +50,7 @@ from dex_agents.values import ToolCallStatus, ToolEffect
 from openai import AsyncAzureOpenAI, AsyncOpenAI
 
 from dex_agents_openai_agents import UNKNOWN_TOOL_POLICY, OpenAIAgentsRunner
+from dex_agents_openai_agents._call_metadata import model_call_metadata
 from dex_agents_openai_agents.testing import (
     ScriptedAnswer,
     ScriptedResponsesModel,
@@ -209,11 +213,19 @@ async def test_settings_that_choose_no_usable_model_end_the_turn_before_any_mode
     assert len(model.calls) == 1
 
 
-async def test_every_outcome_reports_the_scripted_models_call_for_tracing() -> None:
+async def test_every_outcome_reports_the_scripted_models_call_and_its_request_for_tracing() -> None:
     model = ScriptedResponsesModel.from_answers(
         [[call_item("lookup_order", {"order_id": "A-1"}, "look-1")], "A-1 shipped."], model_name="desk-model"
     )
-    runner = OpenAIAgentsRunner(_agent(model))
+    agent = dataclasses.replace(
+        _agent(model, instructions="You are the order desk."),
+        model_settings=ModelSettings(temperature=0.3, top_p=0.8, max_tokens=100),
+        # The model sees an enabled handoff as a tool; a disabled one is not offered.
+        handoffs=[Agent(name="billing"), handoff(Agent(name="returns"), is_enabled=False)],
+    )
+    # The run configuration's settings go over the agent's, as the SDK resolves them.
+    run_config = RunConfig(model_settings=ModelSettings(max_tokens=250, presence_penalty=0.5))
+    runner = OpenAIAgentsRunner(agent, run_config=run_config)
     session, context = _start(runner, "Where is A-1?")
 
     requested = await runner.run_model_step(context)
@@ -223,9 +235,34 @@ async def test_every_outcome_reports_the_scripted_models_call_for_tracing() -> N
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted)
-    expected = ModelCallMetadata("desk-model", "desk-model", "dex.scripted", "resp", ("tool_calls",))
-    assert requested.model_call_metadata == expected
-    assert final.model_call_metadata == dataclasses.replace(expected, finish_reasons=("stop",))
+    assert requested.model_call_metadata is not None and final.model_call_metadata is not None
+    first_chunk = requested.model_call_metadata.time_to_first_chunk_seconds
+    assert first_chunk is not None and 0 <= first_chunk < 5
+    offered, billing = requested.model_call_metadata.tool_definitions
+    assert (offered.name, offered.description, offered.tool_type) == (
+        "lookup_order",
+        "Look up an order.",
+        "function",
+    )
+    assert (billing.name, billing.tool_type) == ("transfer_to_billing", "function")
+    assert json.loads(offered.parameters or "")["required"] == ["order_id"]
+    expected = ModelCallMetadata(
+        "desk-model",
+        "desk-model",
+        "dex.scripted",
+        "resp",
+        ("tool_calls",),
+        request_parameters=ModelRequestParameters(
+            max_tokens=250, temperature=0.3, top_p=0.8, presence_penalty=0.5
+        ),
+        is_streaming=True,
+        system_instructions="You are the order desk.",
+        tool_definitions=(offered, billing),
+    )
+    assert dataclasses.replace(requested.model_call_metadata, time_to_first_chunk_seconds=None) == expected
+    assert dataclasses.replace(final.model_call_metadata, time_to_first_chunk_seconds=None) == (
+        dataclasses.replace(expected, finish_reasons=("stop",))
+    )
 
 
 class _OfflineResponsesModel(OpenAIResponsesModel):
@@ -270,20 +307,28 @@ def _azure_model() -> Model:
 @pytest.mark.parametrize(
     ("agent_model", "run_config", "expected"),
     [
-        (_openai_model, RunConfig, ("gpt-4.1", "gpt-4.1-2025-04-14", "openai")),
-        (_azure_model, RunConfig, ("gpt-4.1", "gpt-4.1-2025-04-14", "azure.ai.openai")),
-        # A name a custom provider resolves: the name is known, the provider is not.
+        (
+            _openai_model,
+            RunConfig,
+            ("gpt-4.1", "gpt-4.1-2025-04-14", "openai", "api.openai.com", 443),
+        ),
+        (
+            _azure_model,
+            RunConfig,
+            ("gpt-4.1", "gpt-4.1-2025-04-14", "azure.ai.openai", "x.invalid", 443),
+        ),
+        # A name a custom provider resolves: the name is known, the provider and its endpoint are not.
         (
             lambda: None,
             lambda: RunConfig(model="litellm/anthropic/claude", model_provider=_NamedModels()),
-            ("anthropic/claude", "litellm/anthropic/claude", None),
+            ("anthropic/claude", "litellm/anthropic/claude", None, None, None),
         ),
     ],
 )
-async def test_the_request_model_and_provider_come_from_what_the_sdk_resolves_the_call_from(
+async def test_the_request_model_provider_and_endpoint_come_from_what_the_sdk_resolves_the_call_from(
     agent_model: Callable[[], Model | None],
     run_config: Callable[[], RunConfig],
-    expected: tuple[str, str, str | None],
+    expected: tuple[str, str, str | None, str | None, int | None],
 ) -> None:
     runner = OpenAIAgentsRunner(_agent(agent_model()), run_config=run_config())
     _, context = _start(runner, "Hi")
@@ -293,8 +338,27 @@ async def test_the_request_model_and_provider_come_from_what_the_sdk_resolves_th
     assert isinstance(outcome, TurnCompleted) and outcome.turn_error is None, outcome
     metadata = outcome.model_call_metadata
     assert metadata is not None
-    assert (metadata.request_model, metadata.response_model, metadata.provider_name) == expected
+    assert (
+        metadata.request_model,
+        metadata.response_model,
+        metadata.provider_name,
+        metadata.server_address,
+        metadata.server_port,
+    ) == expected
     assert metadata.finish_reasons == ("stop",)
+
+
+def test_a_model_name_the_openai_provider_resolves_reports_the_providers_endpoint() -> None:
+    # The SDK resolves the name with the run's provider, whose client names the endpoint; nothing is sent.
+    local = OpenAIProvider(api_key="test", base_url="http://localhost:8080/v1")
+    metadata = model_call_metadata("gpt-4.1", local, None)
+    assert (metadata.request_model, metadata.server_address, metadata.server_port) == (
+        "gpt-4.1",
+        "localhost",
+        8080,
+    )
+    # Without the run hooks' request the call is not described as streamed.
+    assert not metadata.is_streaming and metadata.request_parameters == ModelRequestParameters()
 
 
 async def _poll(poll: ToolTaskPoll) -> ToolTaskPollOutcome:

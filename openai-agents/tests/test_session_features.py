@@ -8,6 +8,7 @@ and the model call's metadata on a traced session's ``chat`` spans.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,12 +27,21 @@ from dex_agents.testing import (
     wait_for_turn_end,
     wait_until,
 )
+from dex_agents.testing.genai_conventions import (
+    CONVENTIONS_COMMIT,
+    attribute_table,
+    conventions_problems,
+    load_conventions,
+)
 from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
 
 from tests.matrix_spec import PACKAGE_DIR
 from tests.session_feature_agents import (
     FALLBACK_PROVIDER,
+    TRACED_INSTRUCTIONS,
+    TRACED_MAX_TOKENS,
     TRACED_MODEL,
+    TRACED_TEMPERATURE,
     build_flows,
     mcp_http_log_path,
     mcp_http_url_path,
@@ -245,16 +255,23 @@ async def test_an_mcp_task_over_http_is_polled_in_the_sessions_steps(sessions: S
     assert steps.count("PollToolTask") >= 1
 
 
-async def test_a_traced_sessions_chat_spans_carry_the_model_calls_metadata(sessions: Sessions) -> None:
+async def test_a_traced_sessions_chat_spans_describe_each_model_call_and_hold_to_the_conventions(
+    sessions: Sessions,
+) -> None:
     client = sessions.traced
     read = ScriptedToolCall("lookup_order", {"order_id": "A-3"}, "read-1")
     session = await sessions.start(client, "traced", "Where is A-3?", (read,), "A-3 has shipped.")
-    await wait_for_turn_end(client, session, 1)
+    done = await wait_for_turn_end(client, session, 1)
+    [read_result] = [
+        message.tool_output
+        for message in done.messages
+        if message.tool_call_id == "read-1" and message.tool_output is not None
+    ]
 
     def chat_spans() -> list[ExportedSpan] | None:
         spans = read_exported_spans(sessions.span_file, session)
         chats = [span for span in spans if span.attributes.get("gen_ai.operation.name") == "chat"]
-        return chats if len(chats) == 2 else None
+        return sorted(chats, key=lambda span: span.start_ns) if len(chats) == 2 else None
 
     chats = await wait_until("the turn's two chat spans", chat_spans)
     assert [span.name for span in chats] == [f"chat {TRACED_MODEL}"] * 2
@@ -267,3 +284,51 @@ async def test_a_traced_sessions_chat_spans_carry_the_model_calls_metadata(sessi
         assert attributes["gen_ai.provider.name"] == "dex.scripted" != FALLBACK_PROVIDER
         assert attributes["gen_ai.response.id"] == "resp"
         assert attributes["gen_ai.response.finish_reasons"] == [finish_reason]
+        # The agent's model settings and instructions; the runner streams every call.
+        assert attributes["gen_ai.request.temperature"] == TRACED_TEMPERATURE
+        assert attributes["gen_ai.request.max_tokens"] == TRACED_MAX_TOKENS
+        assert attributes["gen_ai.request.stream"] is True
+        assert float(str(attributes["gen_ai.response.time_to_first_chunk"])) >= 0
+        assert json.loads(str(attributes["gen_ai.system_instructions"])) == [
+            {"type": "text", "content": TRACED_INSTRUCTIONS}
+        ]
+        offered = json.loads(str(attributes["gen_ai.tool.definitions"]))
+        assert {tool["name"] for tool in offered} >= {"lookup_order", "refund_order"}
+        assert all(tool["type"] == "function" for tool in offered)
+
+    # The first call produced the tool call; the second received its result and produced only the answer.
+    asks, answers = chats
+    user = {"role": "user", "parts": [{"type": "text", "content": "Where is A-3?"}]}
+    read_call = {
+        "type": "tool_call",
+        "id": "read-1",
+        "name": "lookup_order",
+        "arguments": {"order_id": "A-3"},
+    }
+    assert json.loads(str(asks.attribute("gen_ai.input.messages"))) == [user]
+    produced = json.loads(str(asks.attribute("gen_ai.output.messages")))
+    assert [part for message in produced for part in message["parts"]] == [read_call]
+    received = json.loads(str(answers.attribute("gen_ai.input.messages")))
+    assert received[0] == user
+    assert [part for message in received[1:] for part in message["parts"]] == [
+        read_call,
+        {"type": "tool_call_response", "id": "read-1", "response": read_result},
+    ]
+    assert json.loads(str(answers.attribute("gen_ai.output.messages"))) == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "A-3 has shipped."}],
+            "finish_reason": "stop",
+        }
+    ]
+
+    # Every span of the session, the activation's root and the tool's spans too, holds to the conventions.
+    conventions = load_conventions()
+    every_span = read_exported_spans(sessions.span_file, session)
+    print(f"\nOpenAI Agents SDK, GenAI conventions {CONVENTIONS_COMMIT}: attributes per span kind\n")
+    print(attribute_table(conventions, every_span))
+
+    def streams(span: ExportedSpan) -> bool:
+        return span.attribute("gen_ai.operation.name") == "chat"  # the runner streams every model call
+
+    assert conventions_problems(conventions, every_span, streams) == []

@@ -43,10 +43,16 @@ from dex_agents.testing import STATE_DIR_ENV, mcp_inventory_server_command, with
 from pydantic_ai import Agent
 
 from dex_agents_pydantic_ai import PydanticAiRunner
-from dex_agents_pydantic_ai.testing import ScriptedModel
+from dex_agents_pydantic_ai.testing import SCRIPTED_PROVIDER_NAME, ScriptedModel
 
 REPORT_POLLS = 2
 """How many polls a report job takes before it is ready."""
+
+TRACED_TEMPERATURE = 0.25
+"""The temperature of every model call of ``PydanticAiToolRequests``, which its chat spans report."""
+
+TRACED_MAX_TOKENS = 400
+"""The answer limit of every model call of ``PydanticAiToolRequests``."""
 
 
 def state_dir() -> Path:
@@ -131,6 +137,8 @@ def build_tool_requests_flow() -> AgentSessionFlow:
     agent = Agent(ScriptedModel.from_script_store(), tools=[return_to_warehouse, render_report])
     runner = PydanticAiRunner(
         agent,
+        # The traced chat spans report these as the request's parameters.
+        model_settings={"temperature": TRACED_TEMPERATURE, "max_tokens": TRACED_MAX_TOKENS},
         tool_tasks=ToolTaskHandlers(
             {"render_report": ToolTaskHandler(poll=poll_report, cancel=cancel_report)}
         ),
@@ -143,7 +151,11 @@ def build_tool_requests_flow() -> AgentSessionFlow:
     )
     # Through `replace`, as the core's own tests do: pyright (strict) does not accept `AgentTracing` as the
     # options' `tracing` (its `records_message_content` is a cached_property, the protocol's a property).
-    traced = dataclasses.replace(options, tracing=AgentTracing(agent_name="tool-requests"))
+    # The spans record message content, so the test can read what each model call received and produced.
+    tracing = AgentTracing(
+        agent_name="tool-requests", provider_name=SCRIPTED_PROVIDER_NAME, record_message_content=True
+    )
+    traced = dataclasses.replace(options, tracing=tracing)
     return AgentSessionFlow(with_model_call_scope(runner), flow_type="PydanticAiToolRequests", options=traced)
 
 

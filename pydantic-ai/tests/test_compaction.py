@@ -321,12 +321,18 @@ async def test_the_summary_call_folds_the_previous_summary_and_a_transcript_with
     # The usage the stream reported (FunctionModel estimates its own) for exactly one model call.
     assert result.usage.model_calls == 1 and result.usage.input_tokens > 0 and result.usage.output_tokens > 0
     # What names the CompactContext attempt's chat span: the turn's model, as it reported the call.
-    assert result.model_call_metadata == ModelCallMetadata(
-        request_model="large",
-        response_model="large",
-        provider_name="dex.scripted",
-        response_id="large-1",
-        finish_reasons=("stop",),
+    assert result.model_call_metadata is not None
+    assert result.model_call_metadata.time_to_first_chunk_seconds is not None
+    assert dataclasses.replace(result.model_call_metadata, time_to_first_chunk_seconds=None) == (
+        ModelCallMetadata(
+            request_model="large",
+            response_model="large",
+            provider_name="dex.scripted",
+            response_id="large-1",
+            finish_reasons=("stop",),
+            is_streaming=True,
+            system_instructions=DEFAULT_SUMMARY_INSTRUCTIONS,
+        )
     )
     assert small.calls == []
     [call] = large.calls

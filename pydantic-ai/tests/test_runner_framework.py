@@ -446,9 +446,9 @@ class NoteToolExecution(AbstractCapability[Any]):
         return await handler(args)
 
 
-async def run_like_agent_run(run: AgentRun[None, str], events: AgentEventWriter) -> object:
+async def run_like_agent_run(run: AgentRun[None, str], events: AgentEventWriter, watch: object) -> object:
     """What a regression (in Pydantic AI or in the runner) would look like: the loop runs to its end."""
-    del events
+    del events, watch
     node = run.next_node
     while not isinstance(node, End):
         if isinstance(node, ModelRequestNode):

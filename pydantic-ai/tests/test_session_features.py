@@ -6,6 +6,7 @@ each listing and call) and on Streamable HTTP, and Pydantic AI's real agent loop
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +24,18 @@ from dex_agents.testing import (
     wait_for_turn_end,
     wait_until,
 )
+from dex_agents.testing.genai_conventions import (
+    CONVENTIONS_COMMIT,
+    attribute_table,
+    conventions_problems,
+    load_conventions,
+)
 from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
 
 from tests.feature_agents import (
     REPORT_POLLS,
+    TRACED_MAX_TOKENS,
+    TRACED_TEMPERATURE,
     build_feature_flows,
     http_url_path,
     ledger,
@@ -243,10 +252,10 @@ async def test_an_mcp_source_task_is_polled_in_the_sessions_steps(features: Feat
     assert steps.count("PollToolTask") == 2 and steps.count("CallTool") == 1, steps
 
 
-async def test_a_traced_sessions_chat_spans_carry_what_pydantic_ai_reports_about_each_model_call(
+async def test_a_traced_sessions_chat_spans_describe_each_model_call_and_hold_to_the_conventions(
     features: Features,
 ) -> None:
-    call = ScriptedToolCall("render_report", {"name": "stock"}, "report-1")
+    call = ScriptedToolCall("render_report", {"name": "stock"}, "stock-report-1")
     session = await features.start(features.tools, "traced", "Render the stock report", call, answer="Done.")
     await features.turn_end(features.tools, session)
 
@@ -269,6 +278,9 @@ async def test_a_traced_sessions_chat_spans_carry_what_pydantic_ai_reports_about
                 "gen_ai.provider.name",
                 "gen_ai.response.id",
                 "gen_ai.response.finish_reasons",
+                "gen_ai.request.temperature",
+                "gen_ai.request.max_tokens",
+                "gen_ai.request.stream",
             )
         } == {
             "gen_ai.request.model": "dex-scripted",
@@ -276,6 +288,56 @@ async def test_a_traced_sessions_chat_spans_carry_what_pydantic_ai_reports_about
             "gen_ai.provider.name": "dex.scripted",
             "gen_ai.response.id": response_id,
             "gen_ai.response.finish_reasons": finish_reasons,
+            # The runner's model settings, and the runner streams every call.
+            "gen_ai.request.temperature": TRACED_TEMPERATURE,
+            "gen_ai.request.max_tokens": TRACED_MAX_TOKENS,
+            "gen_ai.request.stream": True,
         }
         assert chat.attribute("dex.step.type") == "RunModel"
         assert isinstance(chat.attribute("gen_ai.usage.output_tokens"), int)
+        assert float(str(chat.attribute("gen_ai.response.time_to_first_chunk"))) >= 0
+        offered = json.loads(str(chat.attribute("gen_ai.tool.definitions")))
+        assert {tool["name"] for tool in offered} == {"return_to_warehouse", "render_report"}
+        assert {
+            "type": "function",
+            "description": "Render a report; it takes a while, so the session polls the job.",
+        }.items() <= next(tool for tool in offered if tool["name"] == "render_report").items()
+
+    # The first call produced the tool call; the second received its result and produced only the answer.
+    user = {"role": "user", "parts": [{"type": "text", "content": "Render the stock report"}]}
+    report_call = {
+        "type": "tool_call",
+        "id": "stock-report-1",
+        "name": "render_report",
+        "arguments": {"name": "stock"},
+    }
+    assert json.loads(str(asks.attribute("gen_ai.input.messages"))) == [user]
+    assert [
+        part
+        for message in json.loads(str(asks.attribute("gen_ai.output.messages")))
+        for part in message["parts"]
+    ] == [report_call]
+    received = json.loads(str(answers.attribute("gen_ai.input.messages")))
+    assert received[0] == user
+    assert [part for message in received[1:] for part in message["parts"]] == [
+        report_call,
+        {
+            "type": "tool_call_response",
+            "id": "stock-report-1",
+            "response": f"report job-stock-report-1 is ready after {REPORT_POLLS} polls",
+        },
+    ]
+    assert json.loads(str(answers.attribute("gen_ai.output.messages"))) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "Done."}], "finish_reason": "stop"}
+    ]
+
+    # Every span of the session, the activation's root and the tool's spans too, holds to the conventions.
+    conventions = load_conventions()
+    every_span = read_exported_spans(features.span_file, session)
+    print(f"\nPydantic AI, GenAI conventions {CONVENTIONS_COMMIT}: attributes per span kind\n")
+    print(attribute_table(conventions, every_span))
+
+    def streams(span: ExportedSpan) -> bool:
+        return span.attribute("gen_ai.operation.name") == "chat"  # the runner streams every model call
+
+    assert conventions_problems(conventions, every_span, streams) == []

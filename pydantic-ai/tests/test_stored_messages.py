@@ -214,8 +214,8 @@ async def test_a_turn_that_fails_after_its_tools_ran_keeps_every_result_and_is_n
     session.start_turn(runner.build_user_message("Weather in Oslo?"))
     await run_the_tools(runner, session, {"call-1": "sunny in Oslo"})
 
-    async def refuse(run: AgentRun[None, str], events: AgentEventWriter) -> object:
-        del run, events
+    async def refuse(run: AgentRun[None, str], events: AgentEventWriter, watch: object) -> object:
+        del run, events, watch
         raise UserError("the provider refused the history")
 
     with pytest.MonkeyPatch.context() as patch:

@@ -7,6 +7,8 @@ import dataclasses
 from dex_agents import (
     AgentTurnContext,
     ModelCallMetadata,
+    ModelRequestParameters,
+    ModelToolDescription,
     ToolCallsRequested,
     ToolCallStatus,
     ToolEffect,
@@ -18,6 +20,7 @@ from dex_agents import (
 from dex_agents.testing import SessionSide, with_model_call_scope
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart
+from pydantic_ai.usage import RequestUsage
 
 from dex_agents_pydantic_ai import PydanticAiRunner
 from dex_agents_pydantic_ai._call_metadata import genai_provider_name, model_call_metadata
@@ -101,12 +104,22 @@ def test_the_session_polls_tasks_only_when_the_runner_has_handlers_or_an_mcp_sou
     )
 
 
-async def test_every_model_call_reports_its_model_provider_response_id_and_finish_reason() -> None:
+async def test_every_model_call_reports_its_model_provider_response_id_finish_reason_and_request() -> None:
     model = ScriptedModel(
         [respond(tool_call("lookup_order", {"order_id": "A-1"}, "lookup-1")), "A-1 shipped."],
         model_name="shop-model",
     )
-    runner = PydanticAiRunner(Agent(model, tools=[lookup_order]))
+    agent = Agent(
+        model,
+        tools=[lookup_order],
+        system_prompt="You are the order desk.",
+        instructions="Answer in one sentence.",
+        model_settings={"top_p": 0.9},
+    )
+    # The runner's settings go over the agent's, as in `Agent.run(model_settings=...)`.
+    runner = PydanticAiRunner(
+        agent, model_settings={"temperature": 0.2, "max_tokens": 300, "stop_sequences": ["END"]}
+    )
     session = SessionSide(tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)})
     session.start_turn(runner.build_user_message("Where is A-1?"))
 
@@ -116,18 +129,43 @@ async def test_every_model_call_reports_its_model_provider_response_id_and_finis
     session.finish("lookup-1", ToolCallStatus.SUCCEEDED, output="A-1 shipped")
     completed = await runner.run_model_step(session.context())
 
-    assert requested.model_call_metadata == ModelCallMetadata(
-        request_model="shop-model",
-        response_model="shop-model",
-        provider_name="dex.scripted",
-        response_id="shop-model-1",
-        finish_reasons=("tool_calls",),
+    assert requested.model_call_metadata is not None
+    first_chunk = requested.model_call_metadata.time_to_first_chunk_seconds
+    assert first_chunk is not None and 0 <= first_chunk < 5
+    offered = ModelToolDescription(
+        name="lookup_order",
+        description="Look up an order.",
+        parameters=(
+            '{"additionalProperties":false,"properties":{"order_id":{"type":"string"}},'
+            '"required":["order_id"],"type":"object"}'
+        ),
+    )
+    assert dataclasses.replace(requested.model_call_metadata, time_to_first_chunk_seconds=None) == (
+        ModelCallMetadata(
+            request_model="shop-model",
+            response_model="shop-model",
+            provider_name="dex.scripted",
+            response_id="shop-model-1",
+            finish_reasons=("tool_calls",),
+            request_parameters=ModelRequestParameters(
+                max_tokens=300, temperature=0.2, top_p=0.9, stop_sequences=("END",)
+            ),
+            is_streaming=True,
+            system_instructions="You are the order desk.\n\nAnswer in one sentence.",
+            tool_definitions=(offered,),
+        )
     )
     assert isinstance(completed, TurnCompleted)
     assert completed.model_call_metadata is not None
     assert (completed.model_call_metadata.response_id, completed.model_call_metadata.finish_reasons) == (
         "shop-model-2",
         ("stop",),
+    )
+    # The answering call was offered the same tools, under the same settings and instructions.
+    assert completed.model_call_metadata.tool_definitions == (offered,)
+    assert completed.model_call_metadata.request_parameters.temperature == 0.2
+    assert (
+        completed.model_call_metadata.system_instructions == requested.model_call_metadata.system_instructions
     )
 
 
@@ -151,6 +189,20 @@ def test_metadata_uses_the_providers_own_finish_reason_and_the_conventions_provi
     normalized_only = dataclasses.replace(raw, provider_details=None, finish_reason="length")
     assert model_call_metadata(normalized_only, None).finish_reasons == ("length",)
     assert model_call_metadata(normalized_only, None).request_model is None
+    # The endpoint the provider's client called, and the prompt cache writes the provider reported.
+    called = dataclasses.replace(
+        raw,
+        provider_url="https://generativelanguage.googleapis.com/v1beta/",
+        usage=RequestUsage(input_tokens=900, cache_write_tokens=800),
+    )
+    metadata = model_call_metadata(called, None)
+    assert (metadata.server_address, metadata.server_port, metadata.cache_creation_input_tokens) == (
+        "generativelanguage.googleapis.com",
+        443,
+        800,
+    )
+    local = model_call_metadata(dataclasses.replace(raw, provider_url="http://localhost:11434/v1"), None)
+    assert (local.server_address, local.server_port) == ("localhost", 11434)
     assert [genai_provider_name(name) for name in ("bedrock", "mistral", "xai", "openai", "anthropic")] == [
         "aws.bedrock",
         "mistral_ai",

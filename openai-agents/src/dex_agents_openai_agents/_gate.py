@@ -43,6 +43,8 @@ __all__ = [
     "UndeferrableToolError",
     "listed_mcp_tools",
     "mcp_listing_scope",
+    "offered_tools",
+    "offered_tools_scope",
     "recorded_result_tool",
     "recorded_results_scope",
     "turn_tools_scope",
@@ -72,6 +74,27 @@ _listed_mcp_tools: contextvars.ContextVar[dict[str, FunctionTool] | None] = cont
 _turn_tools: contextvars.ContextVar[tuple[FunctionTool, ...]] = contextvars.ContextVar(
     "dex_agents_openai_agents_turn_tools", default=()
 )
+
+
+_offered_tools: contextvars.ContextVar[dict[str, list[Tool]] | None] = contextvars.ContextVar(
+    "dex_agents_openai_agents_offered_tools", default=None
+)
+
+
+@contextlib.contextmanager
+def offered_tools_scope() -> Iterator[None]:
+    """Keep the tools the SDK gets for each agent's model calls during one model Step, for tracing."""
+    token = _offered_tools.set({})
+    try:
+        yield
+    finally:
+        _offered_tools.reset(token)
+
+
+def offered_tools(agent_name: str) -> list[Tool]:
+    """Return the tools the SDK last got for the agent's model call in this Step (empty if none)."""
+    offered = _offered_tools.get()
+    return list(offered.get(agent_name, ())) if offered is not None else []
 
 
 @contextlib.contextmanager
@@ -278,7 +301,11 @@ async def _gated_get_all_tools(self: Agent[Any], run_context: RunContextWrapper[
     # The SDK asks this for the model call's tools and again to find an approved call's tool on resume.
     tools = await Agent.get_all_tools(self, run_context)
     extra = _turn_tools.get()
-    if not extra:
-        return tools
-    names = {tool.name for tool in extra}
-    return [*(tool for tool in tools if getattr(tool, "name", None) not in names), *extra]
+    if extra:
+        names = {tool.name for tool in extra}
+        tools = [*(tool for tool in tools if getattr(tool, "name", None) not in names), *extra]
+    offered = _offered_tools.get()
+    if offered is not None:
+        # The listing right before a model call is the one the call offers; a later one replaces it.
+        offered[self.name] = list(tools)
+    return tools

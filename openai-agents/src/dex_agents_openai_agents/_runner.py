@@ -77,6 +77,7 @@ from dex_agents_openai_agents._gate import (
     GatedAgentGraph,
     listed_mcp_tools,
     mcp_listing_scope,
+    offered_tools_scope,
     recorded_results_scope,
     turn_tools_scope,
 )
@@ -297,7 +298,12 @@ class OpenAIAgentsRunner(Generic[TContext]):
             )
         offered = await self._turn_tools.offered(turn)
 
-        with recorded_results_scope(recorded), mcp_listing_scope(), turn_tools_scope(offered.tools):
+        with (
+            recorded_results_scope(recorded),
+            mcp_listing_scope(),
+            turn_tools_scope(offered.tools),
+            offered_tools_scope(),
+        ):
             result = Runner.run_streamed(
                 start.agent,
                 start.sdk_input,

@@ -30,6 +30,7 @@ through the source. Every outcome of a model call carries its `ModelCallMetadata
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, cast
@@ -81,7 +82,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_graph import End
 
-from dex_agents_pydantic_ai._call_metadata import model_call_metadata
+from dex_agents_pydantic_ai._call_metadata import CallRequest, model_call_metadata
 from dex_agents_pydantic_ai._compaction import TokenEstimator, estimate_tokens, select_cutoff, summary_request
 from dex_agents_pydantic_ai._effects import annotation_policy
 from dex_agents_pydantic_ai._gate import ModelStepToolGate, ToolCallInModelStepError
@@ -309,21 +310,24 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                 toolsets=turn_tools.toolsets,
                 capabilities=[ModelStepToolGate()],
             ) as run:
+                watch = _RequestWatch()
                 try:
-                    stop = await _run_to_boundary(run, turn.events)
+                    stop = await _run_to_boundary(run, turn.events, watch)
                 except UserError as error:
                     return _failed_turn(
                         turn,
                         [*earlier_turn_messages, *run.new_messages()],
                         f"Pydantic AI refused the run: {error}",
-                        call=_ModelCall.of(run),
+                        call=_ModelCall.of(run, watch),
                     )
                 except ToolCallInModelStepError as error:
                     # Every attempt would reach the same call. The response that asked for it stays out
                     # of the stored history: none of its calls ran.
-                    return _failed_turn(turn, earlier_turn_messages, str(error), call=_ModelCall.of(run))
+                    return _failed_turn(
+                        turn, earlier_turn_messages, str(error), call=_ModelCall.of(run, watch)
+                    )
                 new_messages = run.new_messages()
-                call = _ModelCall.of(run)
+                call = _ModelCall.of(run, watch)
         except UserError as error:
             return _failed_turn(turn, earlier_turn_messages, f"Pydantic AI refused the run: {error}")
         turn_messages = [*earlier_turn_messages, *new_messages]
@@ -446,11 +450,11 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             input_token_budget=request.input_token_budget - reserved if request.input_token_budget > 0 else 0,
             estimator=self._token_estimator,
         )
-        response = await make_summary_call(model, messages, self._model_settings)
+        response, call_request = await make_summary_call(model, messages, self._model_settings)
         return ContextSummaryResult(
             text=response.text or "",
             usage=_response_usage(response),
-            model_call_metadata=model_call_metadata(response, model),
+            model_call_metadata=model_call_metadata(response, model, call_request),
         )
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
@@ -571,6 +575,25 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             return units, []
 
 
+@dataclass
+class _RequestWatch:
+    """The model request step a run streamed, and when its stream began and produced its first event."""
+
+    node: ModelRequestNode[Any, Any] | None = None
+    started: float | None = None
+    first_event: float | None = None
+
+    def request(self) -> CallRequest | None:
+        if self.node is None:
+            return None
+        first_chunk = (
+            self.first_event - self.started
+            if self.first_event is not None and self.started is not None
+            else None
+        )
+        return CallRequest.of(self.node.last_request_context, first_chunk)
+
+
 @dataclass(frozen=True)
 class _ModelCall:
     """The usage and metadata of the one model call a run made, or zero usage when it made none."""
@@ -579,11 +602,12 @@ class _ModelCall:
     metadata: ModelCallMetadata | None = None
 
     @classmethod
-    def of(cls, run: AgentRun[Any, Any]) -> _ModelCall:
+    def of(cls, run: AgentRun[Any, Any], watch: _RequestWatch) -> _ModelCall:
         responses = [message for message in run.new_messages() if isinstance(message, ModelResponse)]
         if not responses:
             return cls()
-        return cls(_response_usage(responses[-1]), model_call_metadata(responses[-1], run.ctx.deps.model))
+        metadata = model_call_metadata(responses[-1], run.ctx.deps.model, watch.request())
+        return cls(_response_usage(responses[-1]), metadata)
 
 
 def _failed_turn(
@@ -606,8 +630,11 @@ def _failed_turn(
     )
 
 
-async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter) -> _Stop:
-    """Drive ``run`` through at most one model request and stop at the next boundary."""
+async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter, watch: _RequestWatch) -> _Stop:
+    """Drive ``run`` through at most one model request and stop at the next boundary.
+
+    ``watch`` gets the model request step and the times of its stream, for the call's tracing metadata.
+    """
     node = run.next_node
     model_requests = 0
     while True:
@@ -621,8 +648,14 @@ async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter) ->
             if model_requests:
                 return _Stop(_Boundary.OUTPUT_RETRY, feedback=node.request)
             model_requests += 1
+            watch.node = node
+            # The clock starts where Pydantic AI starts the request step, so the time to the first chunk
+            # includes the request's preparation (instructions, tool definitions), as a user waits it.
+            watch.started = time.perf_counter()
             async with node.stream(run.ctx) as stream:
                 async for event in stream:
+                    if watch.first_event is None:
+                        watch.first_event = time.perf_counter()
                     forward_stream_event(event, events)
         elif isinstance(node, CallToolsNode) and model_requests:
             # The tool manager was prepared for this run step before the model request, so it holds the

@@ -11,14 +11,16 @@ many.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from dex_agents import ContextSummary, build_summary_prompt
 from pydantic_ai.direct import model_request_stream
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
-from pydantic_ai.models import KnownModelName, Model
-from pydantic_ai.settings import ModelSettings
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings, merge_model_settings
 
+from dex_agents_pydantic_ai._call_metadata import CallRequest, system_instructions
 from dex_agents_pydantic_ai._compaction import TokenEstimator
 from dex_agents_pydantic_ai._messages import HistoryUnit
 from dex_agents_pydantic_ai._transcript import render_transcript
@@ -72,16 +74,24 @@ def _request(
 
 
 async def make_summary_call(
-    model: Model | KnownModelName | str,
-    messages: Sequence[ModelMessage],
-    model_settings: ModelSettings | None,
-) -> ModelResponse:
-    """Make the one summary request through Pydantic AI and return the model's response.
+    model: Model, messages: Sequence[ModelMessage], model_settings: ModelSettings | None
+) -> tuple[ModelResponse, CallRequest]:
+    """Make the one summary request through Pydantic AI and return the model's response and its request.
 
     It streams, as every model call of the runner does, and drops the stream's events: the summary is not
     an answer to the user, so it is not written as live text.
     """
+    started = time.perf_counter()
+    first_event: float | None = None
     async with model_request_stream(model, messages, model_settings=model_settings) as stream:
         async for _ in stream:
-            pass
-        return stream.get()
+            if first_event is None:
+                first_event = time.perf_counter()
+        response = stream.get()
+    request = CallRequest(
+        # The model's own settings under the runner's, as Pydantic AI merges them for the request.
+        settings=merge_model_settings(model.settings, model_settings),
+        system_instructions=system_instructions(messages),
+        time_to_first_chunk_seconds=None if first_event is None else first_event - started,
+    )
+    return response, request
