@@ -61,6 +61,7 @@ EXPECTED_EXPORTS = {
     "describe_tool_call_outcome",
     "message_sequence_key",
     "resolve_tool_policy",
+    "server_endpoint",
     # additions of this release
     "MAX_USER_MESSAGE_BYTES",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",

@@ -20,6 +20,7 @@ from dex_agents import (
     cancellation_rejection_message,
     describe_tool_call_outcome,
     resolve_tool_policy,
+    server_endpoint,
 )
 from dex_agents.limits import MAX_TURN_FAILURE_NOTE_BYTES, TURN_FAILURE_NOTE_CUT_MARKER, utf8_size
 
@@ -218,3 +219,21 @@ def test_steered_and_cancelled_notes_share_the_failure_note_lines(
     assert note.split("\n") == [header, *build_turn_failure_note(records).split("\n")[1:]]
     assert f'- tool_b {{"id":7}} -> rejected: {cancellation_rejection_message(reason)}' in note
     assert note.endswith(TURN_FAILURE_NOTE_FOOTER)
+
+
+@pytest.mark.parametrize(
+    ("url", "endpoint"),
+    [
+        ("https://api.openai.com/v1", ("api.openai.com", 443)),
+        ("http://127.0.0.1:8080/v1", ("127.0.0.1", 8080)),
+        ("http://llm.internal/", ("llm.internal", 80)),
+        ("", (None, None)),
+        (None, (None, None)),
+        ("**********", (None, None)),  # a masked secret names no endpoint
+        ("http://host:notaport/", (None, None)),
+    ],
+)
+def test_server_endpoint_reads_host_and_port_of_a_named_endpoint_only(
+    url: str | None, endpoint: tuple[str | None, int | None]
+) -> None:
+    assert server_endpoint(url) == endpoint

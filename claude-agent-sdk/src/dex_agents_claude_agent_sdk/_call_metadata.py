@@ -13,10 +13,9 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage
-from dex_agents.runner import ModelCallMetadata, ModelToolDescription
+from dex_agents.runner import ModelCallMetadata, ModelToolDescription, server_endpoint
 from dex_agents.values import AgentUsage
 
 __all__ = [
@@ -69,7 +68,7 @@ def run_request(options: ClaudeAgentOptions, tool_definitions: Sequence[ModelToo
     environment = {**os.environ, **options.env}
     address, port = (None, None)
     if not any(_is_set(environment.get(name)) for name in _OTHER_PLATFORMS):
-        address, port = _endpoint(environment.get("ANTHROPIC_BASE_URL"))
+        address, port = server_endpoint(environment.get("ANTHROPIC_BASE_URL"))
     return RunRequest(
         model=options.model,
         server_address=address,
@@ -134,18 +133,3 @@ def _system_prompt(prompt: object) -> str | None:
 
 def _is_set(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in ("", "0", "false", "no")
-
-
-def _endpoint(url: str | None) -> tuple[str | None, int | None]:
-    """The host and port of an explicit endpoint URL; the CLI's default endpoint stays unknown."""
-    if not url:
-        return None, None
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None, None
-    if not parts.hostname:
-        return None, None
-    default_ports = {"https": 443, "http": 80}
-    return parts.hostname, port if port is not None else default_ports.get(parts.scheme)

@@ -140,6 +140,7 @@ from dex_agents.runner import (
     current_tool_execution,
     describe_tool_call_outcome,
     resolve_tool_policy,
+    server_endpoint,
     tool_output_view,
 )
 from dex_agents.session import DEFAULT_MAX_DURABLE_WAIT, AgentSessionFlow, AgentSessionOptions
@@ -381,6 +382,7 @@ __all__ = [
     "policy_from_mcp_annotations",
     "resolve_tool_policy",
     "serve_agent_worker",
+    "server_endpoint",
     "set_decoded_value_cache_bytes",
     "start_tool_task",
     "started_tool_task",

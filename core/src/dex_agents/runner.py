@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from dex_agents._tools._context import current_tool_execution
 from dex_agents._tools._outcomes import (
@@ -95,6 +96,7 @@ __all__ = [
     "current_tool_execution",
     "describe_tool_call_outcome",
     "resolve_tool_policy",
+    "server_endpoint",
 ]
 
 #: What the model sees for a rejected call whose user gave no reason.
@@ -282,6 +284,38 @@ class ModelToolDescription:
     description: str | None = None
     parameters: str | None = None
     tool_type: str = "function"
+
+
+def server_endpoint(url: object) -> tuple[str | None, int | None]:
+    """Return the host and port of a model endpoint's URL, for `ModelCallMetadata`'s server fields.
+
+    A URL without a port takes its scheme's (443 for ``https``, 80 for ``http``). Anything that is not a
+    URL with a host, such as `None`, an empty string or a masked secret, gives ``(None, None)``: a runner
+    reports an endpoint only when the framework names one, never a provider's default it assumes.
+
+    Args:
+        url: The base URL the framework's client calls, as text (or an object whose text is the URL,
+            such as ``httpx.URL``).
+
+    Returns:
+        ``(host, port)``, or ``(None, None)``.
+    """
+    if url is None:
+        return None, None
+    text = url if isinstance(url, str) else str(url)
+    if not text:
+        return None, None
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        return None, None
+    if not parts.hostname:
+        return None, None
+    return parts.hostname, port if port is not None else _DEFAULT_PORTS.get(parts.scheme)
+
+
+_DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import cast
-from urllib.parse import urlsplit
 
-from dex_agents import AgentUsage, ModelCallMetadata, ModelRequestParameters, ModelToolDescription
+from dex_agents import (
+    AgentUsage,
+    ModelCallMetadata,
+    ModelRequestParameters,
+    ModelToolDescription,
+    server_endpoint,
+)
 from google.adk.models import BaseLlm
 from google.adk.models.google_llm import Gemini
 from google.adk.models.llm_request import LlmRequest
@@ -171,17 +176,7 @@ def _endpoint(model: BaseLlm) -> tuple[str | None, int | None]:
         if isinstance(arguments, Mapping):
             named = cast(Mapping[str, object], arguments)
             url = named.get("api_base") or named.get("base_url")
-    if not isinstance(url, str) or not url:
-        return None, None
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None, None
-    if not parts.hostname:
-        return None, None
-    default_ports = {"https": 443, "http": 80}
-    return parts.hostname, port if port is not None else default_ports.get(parts.scheme)
+    return server_endpoint(url) if isinstance(url, str) else (None, None)
 
 
 def _instruction_text(instruction: object) -> str | None:

@@ -15,9 +15,14 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
-from urllib.parse import urlsplit
 
-from dex_agents import AgentUsage, ModelCallMetadata, ModelRequestParameters, ModelToolDescription
+from dex_agents import (
+    AgentUsage,
+    ModelCallMetadata,
+    ModelRequestParameters,
+    ModelToolDescription,
+    server_endpoint,
+)
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -150,17 +155,8 @@ def _request_parameters(metadata: Mapping[str, Any], invocation: Mapping[str, An
 def _endpoint(arguments: Mapping[str, Any]) -> tuple[str | None, int | None]:
     """The host and port of the endpoint a model's constructor named; a default endpoint stays unknown."""
     url = next((arguments[name] for name in _ENDPOINT_ARGUMENTS if arguments.get(name)), None)
-    if not isinstance(url, str):
-        return None, None  # a secret-masked or structured value names no endpoint
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None, None
-    if not parts.hostname:
-        return None, None
-    default_ports = {"https": 443, "http": 80}
-    return parts.hostname, port if port is not None else default_ports.get(parts.scheme)
+    # A secret-masked or structured value names no endpoint.
+    return server_endpoint(url) if isinstance(url, str) else (None, None)
 
 
 def _system_instructions(messages: Sequence[BaseMessage]) -> str | None:

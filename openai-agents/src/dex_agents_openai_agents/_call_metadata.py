@@ -19,7 +19,6 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from agents import (
     FunctionTool,
@@ -34,7 +33,7 @@ from agents import (
     Tool,
 )
 from agents.models import get_default_model
-from dex_agents.runner import ModelCallMetadata, ModelRequestParameters, ModelToolDescription
+from dex_agents.runner import ModelCallMetadata, ModelRequestParameters, ModelToolDescription, server_endpoint
 from openai import AsyncAzureOpenAI
 from openai.types.responses import Response
 
@@ -168,17 +167,7 @@ def _endpoint(model: str | Model | None, provider: ModelProvider) -> tuple[str |
             return None, None
     if not isinstance(resolved, (OpenAIResponsesModel, OpenAIChatCompletionsModel)):
         return None, None
-    base_url = getattr(getattr(resolved, "_client", None), "base_url", None)
-    if base_url is None:
-        return None, None
-    try:
-        url = urlsplit(str(base_url))
-        port = url.port
-    except ValueError:
-        return None, None
-    if not url.hostname:
-        return None, None
-    return url.hostname, port if port is not None else {"https": 443, "http": 80}.get(url.scheme)
+    return server_endpoint(getattr(getattr(resolved, "_client", None), "base_url", None))
 
 
 def model_call_metadata(

@@ -20,9 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import cast
-from urllib.parse import urlsplit
 
-from dex_agents import ModelCallMetadata, ModelRequestParameters, ModelToolDescription
+from dex_agents import ModelCallMetadata, ModelRequestParameters, ModelToolDescription, server_endpoint
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, SystemPromptPart
 from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.tools import ToolDefinition
@@ -161,20 +160,6 @@ def _tool_description(tool: ToolDefinition) -> ModelToolDescription:
     )
 
 
-def _endpoint(url: str | None) -> tuple[str | None, int | None]:
-    """The host and port of the provider URL Pydantic AI's client called; unknown without one."""
-    if not url:
-        return None, None
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None, None
-    if not parts.hostname:
-        return None, None
-    return parts.hostname, port if port is not None else {"https": 443, "http": 80}.get(parts.scheme)
-
-
 def model_call_metadata(
     response: ModelResponse, model: Model | None, request: CallRequest | None = None
 ) -> ModelCallMetadata:
@@ -198,7 +183,7 @@ def model_call_metadata(
         reasons = (response.finish_reason,)
     else:
         reasons = ()
-    address, port = _endpoint(response.provider_url)
+    address, port = server_endpoint(response.provider_url)
     # Pydantic AI reports 0 when the provider says nothing about cache writes; 0 and unknown look alike.
     created = response.usage.cache_write_tokens
     return ModelCallMetadata(

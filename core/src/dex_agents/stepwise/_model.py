@@ -13,10 +13,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, cast, runtime_checkable
-from urllib.parse import urlsplit
 
 from dex_agents.events import AgentEventWriter
-from dex_agents.runner import ModelCallMetadata, ModelRequestParameters, ModelToolDescription
+from dex_agents.runner import ModelCallMetadata, ModelRequestParameters, ModelToolDescription, server_endpoint
 from dex_agents.stepwise._litellm import litellm
 from dex_agents.stepwise._tools import ListedTool, chat_tool
 from dex_agents.values import AgentUsage
@@ -405,7 +404,7 @@ class LiteLLMModelClient:
                     first_chunk = time.monotonic() - started
                 answer.add(chunk, request.events)
         response = answer.response(getattr(stream, "custom_llm_provider", None), self._provider_model())
-        address, port = _endpoint(arguments.get("api_base") or arguments.get("base_url"))
+        address, port = server_endpoint(arguments.get("api_base") or arguments.get("base_url"))
         return replace(
             response, time_to_first_chunk_seconds=first_chunk, server_address=address, server_port=port
         )
@@ -434,22 +433,6 @@ GENAI_PROVIDER_NAMES: Mapping[str, str] = {
 """LiteLLM's provider names that the GenAI conventions spell differently; any other name is the same in both
 (``openai``, ``anthropic``, ``cohere``, ``groq``, ``deepseek``, ``perplexity``) or has no conventional
 name and is kept as LiteLLM spells it."""
-
-
-def _endpoint(api_base: object) -> tuple[str | None, int | None]:
-    """The host and port of an explicit endpoint URL; a provider's default endpoint stays unknown."""
-    if not isinstance(api_base, str) or not api_base:
-        return None, None
-    try:
-        url = urlsplit(api_base)
-        port = url.port
-    except ValueError:
-        return None, None
-    if not url.hostname:
-        return None, None
-    if port is None:
-        port = {"https": 443, "http": 80}.get(url.scheme)
-    return url.hostname, port
 
 
 def _system_instructions(messages: Sequence[Mapping[str, object]]) -> str | None:
