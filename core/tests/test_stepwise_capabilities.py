@@ -67,7 +67,7 @@ from dex_agents.stepwise import (
     TurnContinuationContext,
     function_tool,
 )
-from dex_agents.stepwise._model import _endpoint, model_call_metadata  # pyright: ignore[reportPrivateUsage]
+from dex_agents.stepwise._model import model_call_metadata
 from dex_agents.testing import SessionSide
 from tests.stepwise_litellm import CHUNK_MODEL, chunk, chunk_model, tool_delta, usage_chunk
 
@@ -386,13 +386,6 @@ def test_the_model_call_metadata_has_the_request_parameters_instructions_tools_a
     assert metadata.tool_definitions == (
         ModelToolDescription("lookup", "Look an order up.", '{"type":"object"}'),
     )
-
-
-def test_an_explicit_endpoint_names_the_server_and_a_default_one_leaves_it_unknown() -> None:
-    assert _endpoint("https://llm.example.com/v1") == ("llm.example.com", 443)
-    assert _endpoint("http://127.0.0.1:8080") == ("127.0.0.1", 8080)
-    assert _endpoint(None) == (None, None)
-    assert _endpoint("not a url") == (None, None)
 
 
 RUNS: list[tuple[str, str, bool]] = []
