@@ -76,6 +76,11 @@ async def test_chat_spans_carry_the_model_call_metadata(features: Features) -> N
     assert resumed.kind == "CLIENT" and resumed.attributes["gen_ai.usage.output_tokens"] == 5
     assert resumed.attributes["gen_ai.response.finish_reasons"] == ["end_turn"]
     every_span = read_exported_spans(span_file, session)
+    # The deferred tool's span says what it does, in the words its `@tool` description gave the model.
+    executions = [span for span in every_span if span.attribute("gen_ai.operation.name") == "execute_tool"]
+    assert {span.name: span.attribute("gen_ai.tool.description") for span in executions} == {
+        "execute_tool send_receipt": "Email the receipt of an order."
+    }
     conventions = load_conventions()
     print(f"\nClaude Agent SDK, GenAI conventions {CONVENTIONS_COMMIT}: attributes per span kind\n")
     print(attribute_table(conventions, every_span))

@@ -454,6 +454,12 @@ async def test_a_traced_sessions_chat_spans_carry_adks_model_call_metadata_and_n
         assert chat.attribute("gen_ai.response.finish_reasons") == ["stop"]
     assert [chat.attribute("gen_ai.response.id") for chat in chats][-1] == final_event["interaction_id"]
     assert len({chat.attribute("gen_ai.response.id") for chat in chats}) == 2
+    # The tool's span says what it does: the whole docstring, as ADK's `FunctionTool` offers it to the model.
+    [execution] = [span for span in spans if span.attribute("gen_ai.operation.name") == "execute_tool"]
+    assert execution.attribute("gen_ai.tool.description") == (
+        "Look up an order's status (a read: retried freely).\n\n"
+        "Args:\n    order_id: The order to look up.\n\nReturns:\n    The order's status."
+    )
     conventions = load_conventions()
     print(f"\nGoogle ADK, GenAI conventions {CONVENTIONS_COMMIT}: attributes per span kind\n")
     print(attribute_table(conventions, spans))

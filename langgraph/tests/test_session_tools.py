@@ -210,6 +210,11 @@ async def test_a_tool_that_starts_a_task_is_polled_to_completion_and_the_chat_sp
     assert len(set(response_ids)) == 2
 
     every_span = read_exported_spans(sessions.span_file, session)
+    # The tool's spans (its call and each poll) say what it does, in its `BaseTool.description`.
+    executions = [span for span in every_span if span.attribute("gen_ai.operation.name") == "execute_tool"]
+    assert {span.attribute("gen_ai.tool.description") for span in executions} == {
+        "Render a report: a remote job the session polls until it is done."
+    }, executions
     conventions = load_conventions()
     print(f"\nLangGraph, GenAI conventions {CONVENTIONS_COMMIT}: attributes per span kind\n")
     print(attribute_table(conventions, every_span))

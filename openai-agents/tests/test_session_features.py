@@ -325,6 +325,11 @@ async def test_a_traced_sessions_chat_spans_describe_each_model_call_and_hold_to
     # Every span of the session, the activation's root and the tool's spans too, holds to the conventions.
     conventions = load_conventions()
     every_span = read_exported_spans(sessions.span_file, session)
+    # The tool's span says what the tool does, as its `FunctionTool.description` told the model.
+    executions = [span for span in every_span if span.attribute("gen_ai.operation.name") == "execute_tool"]
+    assert [span.attribute("gen_ai.tool.description") for span in executions] == [
+        "Look up an order's status (a read: retried freely)."
+    ], executions
     print(f"\nOpenAI Agents SDK, GenAI conventions {CONVENTIONS_COMMIT}: attributes per span kind\n")
     print(attribute_table(conventions, every_span))
 

@@ -334,6 +334,11 @@ async def test_a_traced_sessions_chat_spans_describe_each_model_call_and_hold_to
     # Every span of the session, the activation's root and the tool's spans too, holds to the conventions.
     conventions = load_conventions()
     every_span = read_exported_spans(features.span_file, session)
+    # The tool's spans (its call and each poll of its task) say what it does, as its docstring told the model.
+    executions = [span for span in every_span if span.attribute("gen_ai.operation.name") == "execute_tool"]
+    assert {span.attribute("gen_ai.tool.description") for span in executions} == {
+        "Render a report; it takes a while, so the session polls the job."
+    }, executions
     print(f"\nPydantic AI, GenAI conventions {CONVENTIONS_COMMIT}: attributes per span kind\n")
     print(attribute_table(conventions, every_span))
 

@@ -182,6 +182,27 @@ class ClaudeAgentRunner:
         """The `McpToolSource`s whose tools the runner offers."""
         return self._sources
 
+    def describe_tool(self, tool_name: str) -> str | None:
+        """Return what tool ``tool_name`` does, for tracing (`ToolDescriber`), or `None` when unknown.
+
+        It gives the description of the `@tool` tool by that name, else the last listing of the first
+        `McpToolSource` that has it; it never contacts a server.
+
+        Args:
+            tool_name: The tool's name, as the session records it (without the CLI's ``mcp__dex__``).
+
+        Returns:
+            The tool's description, or `None`.
+        """
+        tool = self._tools.get(tool_name)
+        if tool is not None:
+            return tool.description or None
+        for source in self._sources:
+            description = source.describe_tool(tool_name)
+            if description:
+                return description
+        return None
+
     def build_user_message(self, text: str) -> FrameworkMessage:
         """Return a user message holding ``text``."""
         return build_user_framework_message(text)

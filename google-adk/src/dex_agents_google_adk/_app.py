@@ -18,8 +18,16 @@ from google.adk.runners import Runner
 from google.adk.sessions import BaseSessionService
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset
+from google.adk.tools.function_tool import FunctionTool
 
-__all__ = ["AdkServices", "close_toolsets", "iter_agents", "resumable_app", "step_root_agent"]
+__all__ = [
+    "AdkServices",
+    "close_toolsets",
+    "declared_tool_description",
+    "iter_agents",
+    "resumable_app",
+    "step_root_agent",
+]
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,34 @@ def iter_agents(agent: BaseAgent) -> Iterator[BaseAgent]:
     yield agent
     for sub_agent in agent.sub_agents:
         yield from iter_agents(sub_agent)
+
+
+def declared_tool_description(root: BaseAgent, tool_name: str) -> str | None:
+    """Return the `BaseTool.description` of the first agent's tool named ``tool_name``, or `None`.
+
+    Only the tools an `LlmAgent` holds count (a plain function becomes ADK's `FunctionTool`, as ADK wraps
+    it); a `BaseToolset` is not asked, since listing it may contact a server.
+
+    Args:
+        root: The application's root agent.
+        tool_name: The tool's name, as the model called it.
+
+    Returns:
+        The tool's description, or `None`.
+    """
+    for agent in iter_agents(root):
+        if not isinstance(agent, LlmAgent):
+            continue
+        for item in cast(list[object], agent.tools):  # pyright: ignore[reportUnknownMemberType]
+            if isinstance(item, BaseTool):
+                tool = item
+            elif callable(item) and not isinstance(item, BaseToolset):
+                tool = FunctionTool(item)
+            else:
+                continue
+            if tool.name == tool_name and tool.description:
+                return tool.description
+    return None
 
 
 async def close_toolsets(root: BaseAgent) -> None:

@@ -78,6 +78,7 @@ from dex_agents_google_adk._adk_patches import skip_failing_a2a_import
 from dex_agents_google_adk._app import (
     AdkServices,
     close_toolsets,
+    declared_tool_description,
     iter_agents,
     resumable_app,
     step_root_agent,
@@ -437,6 +438,24 @@ class GoogleAdkRunner:
             arguments=record.arguments,
         )
         return ToolExecutionResult(output)
+
+    def describe_tool(self, tool_name: str) -> str | None:
+        """Return what tool ``tool_name`` does, for tracing (`ToolDescriber`), or `None` when unknown.
+
+        It gives the `BaseTool.description` of the first agent's tool by that name (a plain function's
+        docstring, as ADK's `FunctionTool` reads it), else the last listing of ``mcp_tools``. Toolsets,
+        such as ADK's `McpToolset`, are not asked: describing a span never contacts a server.
+
+        Args:
+            tool_name: The tool's name, as the model called it.
+
+        Returns:
+            The tool's description, or `None`.
+        """
+        description = declared_tool_description(cast(BaseAgent, self._app.root_agent), tool_name)
+        if description is None and self._mcp is not None:
+            description = self._mcp.describe_tool(tool_name)
+        return description
 
     async def _declared_tools(self, turn: AgentTurnContext) -> list[DeclaredTool]:
         """The tools a model Step adds to the application's own: the MCP source's, then the built-ins."""

@@ -352,6 +352,23 @@ class LangGraphRunner:
             return await self._mcp_tools.call_tool(call)
         return await self._tool_step.execute(call, self._run_config(None, call.flow_id))
 
+    def describe_tool(self, tool_name: str) -> str | None:
+        """Return what tool ``tool_name`` does, for tracing (`ToolDescriber`), or `None` when unknown.
+
+        It gives the `BaseTool.description` of the graph's `ToolNode` tool by that name, else the last
+        listing of ``mcp_tools``; it never contacts a server.
+
+        Args:
+            tool_name: The tool's name, as the model called it.
+
+        Returns:
+            The tool's description, or `None`.
+        """
+        tool = self._tool_node.tools_by_name.get(tool_name)
+        if tool is not None:
+            return tool.description or None
+        return self._mcp_tools.describe_tool(tool_name) if self._mcp_tools is not None else None
+
     async def _resume_input(
         self,
         turn: AgentTurnContext,

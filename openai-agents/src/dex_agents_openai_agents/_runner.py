@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast
 
 from agents import (
     Agent,
+    FunctionTool,
     InputGuardrailTripwireTriggered,
     ItemHelpers,
     MaxTurnsExceeded,
@@ -386,6 +387,26 @@ class OpenAIAgentsRunner(Generic[TContext]):
             source_reference=record.tool_source_reference,
         )
         return ToolExecutionResult(output)
+
+    def describe_tool(self, tool_name: str) -> str | None:
+        """Return what tool ``tool_name`` does, for tracing (`ToolDescriber`), or `None` when unknown.
+
+        It reads `FunctionTool.description` of the first agent of the graph (the starting agent and every
+        handoff target) that has the tool, then the last listing of ``mcp_tool_source``. The agents' own
+        ``mcp_servers`` are not asked: describing a span never contacts a server.
+
+        Args:
+            tool_name: The tool's name, as the model called it.
+
+        Returns:
+            The tool's description, or `None`.
+        """
+        for agent in self._graph.original_agents():
+            for tool in agent.tools:
+                if isinstance(tool, FunctionTool) and tool.name == tool_name and tool.description:
+                    return tool.description
+        source = self._turn_tools.mcp_source
+        return source.describe_tool(tool_name) if source is not None else None
 
     @property
     def poll_tool_task(self) -> Callable[[ToolTaskPoll], Awaitable[ToolTaskPollOutcome]] | None:

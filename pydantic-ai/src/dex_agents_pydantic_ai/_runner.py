@@ -100,6 +100,7 @@ from dex_agents_pydantic_ai._state import PydanticAiRunState
 from dex_agents_pydantic_ai._streaming import forward_stream_event
 from dex_agents_pydantic_ai._summary import make_summary_call, summary_call_messages
 from dex_agents_pydantic_ai._system_prompts import system_prompt_request
+from dex_agents_pydantic_ai._tool_descriptions import declared_tool_description
 from dex_agents_pydantic_ai._tool_execution import ToolCallRunner
 from dex_agents_pydantic_ai._turn_tools import TurnTools, list_turn_tools
 
@@ -483,6 +484,25 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             tool_name=record.tool_name, tool_call_id=record.tool_call_id, arguments=record.arguments
         )
         return ToolExecutionResult(output)
+
+    def describe_tool(self, tool_name: str) -> str | None:
+        """Return what tool ``tool_name`` does, for tracing (`ToolDescriber`), or `None` when unknown.
+
+        It reads the description the agent's toolsets declare (its function tools, `FunctionToolset`s and
+        `ExternalToolset`s, under the names prefixing and renaming give them), then the last listing of
+        ``mcp_tools``. A toolset that lists its tools only when asked (such as Pydantic AI's own MCP
+        servers) is not asked: describing a span never contacts a server.
+
+        Args:
+            tool_name: The tool's name, as the model called it.
+
+        Returns:
+            The tool's description, or `None`.
+        """
+        description = declared_tool_description(self._agent.toolsets, tool_name)
+        if description is None and self._mcp_tools is not None:
+            description = self._mcp_tools.describe_tool(tool_name)
+        return description
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> list[FrameworkMessage]:
         """Return the messages of a turn that ends without an answer, with a result for every tool call.

@@ -1,0 +1,59 @@
+"""What an agent's tool does, read from the toolsets it was built with, for ``execute_tool`` spans."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic_ai.toolsets import (
+    AbstractToolset,
+    CombinedToolset,
+    ExternalToolset,
+    FunctionToolset,
+    PrefixedToolset,
+    RenamedToolset,
+    WrapperToolset,
+)
+
+__all__ = ["declared_tool_description"]
+
+
+def declared_tool_description(toolsets: Iterable[AbstractToolset[Any]], tool_name: str) -> str | None:
+    """Return the description the first toolset that declares ``tool_name`` gives it, or `None`.
+
+    Only what the toolsets hold already counts: function tools and external tool definitions, under the
+    names prefixing and renaming wrappers give them. A toolset that lists its tools only when asked (an MCP
+    server, a dynamic toolset) is left alone, so describing a span never contacts anything.
+
+    Args:
+        toolsets: The agent's toolsets (`Agent.toolsets`).
+        tool_name: The tool's name, as the model called it.
+
+    Returns:
+        The tool's description, or `None`.
+    """
+    for toolset in toolsets:
+        description = _description(toolset, tool_name)
+        if description:
+            return description
+    return None
+
+
+def _description(toolset: AbstractToolset[Any], name: str) -> str | None:
+    if isinstance(toolset, FunctionToolset):
+        tool = toolset.tools.get(name)
+        return tool.description if tool is not None else None
+    if isinstance(toolset, ExternalToolset):
+        return next((tool.description for tool in toolset.tool_defs if tool.name == name), None)
+    if isinstance(toolset, CombinedToolset):
+        return declared_tool_description(toolset.toolsets, name)
+    if isinstance(toolset, PrefixedToolset):
+        prefix = f"{toolset.prefix}_"
+        return _description(toolset.wrapped, name.removeprefix(prefix)) if name.startswith(prefix) else None
+    if isinstance(toolset, RenamedToolset):
+        if name not in toolset.name_map and name in toolset.name_map.values():
+            return None  # renamed away: the model knows this tool by another name
+        return _description(toolset.wrapped, toolset.name_map.get(name, name))
+    if isinstance(toolset, WrapperToolset):
+        return _description(toolset.wrapped, name)
+    return None
