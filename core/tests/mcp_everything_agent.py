@@ -29,7 +29,12 @@ def build_everything_flow(state_dir: Path) -> AgentSessionFlow:
         str(EVERYTHING_BIN),
         ["stdio"],
         roots=ROOTS,
-        tool_policies={"trigger-elicitation-request": _READ, "trigger-url-elicitation": _READ},
+        # The server's annotations are not trusted (the default), so each tool the test calls has a policy.
+        tool_policies={
+            "trigger-elicitation-request": _READ,
+            "trigger-url-elicitation": _READ,
+            "get-roots-list": _READ,
+        },
     )
     source = McpToolSource([server])
     return AgentSessionFlow(

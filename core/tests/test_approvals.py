@@ -77,7 +77,7 @@ async def test_lock_conflict_past_the_retry_time_raises_and_changes_nothing(harn
     assert len(harness.tool_runs(session, harness.tools.approval_write)) == 1
 
 
-async def test_a_snapshot_read_outlasts_workers_that_disconnect_during_it(harness: MatrixHarness) -> None:
+async def test_rpcs_outlast_workers_that_disconnect_during_them(harness: MatrixHarness) -> None:
     # A rolling deploy: the Worker running the RPC is drained or killed, and another one answers it.
     session = await _start_approval(harness, "read-retry", "refund-1")
     for disconnects, survives in ((3, True), (4, False)):
@@ -95,6 +95,15 @@ async def test_a_snapshot_read_outlasts_workers_that_disconnect_during_it(harnes
             assert client.calls == disconnects + (1 if survives else 0)
         finally:
             await client.close()
+    # A message whose RPC lost its Worker committed nothing, so sending it again queues it once.
+    client = ConflictingClient(harness.stack, harness.flows.all, 1, "send_user_message", worker_disconnected)
+    try:
+        assert await AgentSessionClient(client, harness.flows.main).send_user_message(session, "And A-8?")
+        assert client.calls == 2
+    finally:
+        await client.close()
+    snapshot = await harness.sessions.get_agent_snapshot(session)
+    assert [queued.message.text for queued in snapshot.queued_messages] == ["And A-8?"]
 
 
 async def test_concurrent_resolutions_of_one_session_all_apply(harness: MatrixHarness) -> None:

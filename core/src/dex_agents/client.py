@@ -61,8 +61,8 @@ _PageT = TypeVar("_PageT", AgentSnapshot, AgentMessagesPage)
 
 _FIRST_RETRY_DELAY = 0.05
 _MAX_RETRY_DELAY = 0.5
-# How often a reading RPC is sent again when the Worker running it went away: a drained or killed Worker
-# during a rolling deploy, whose RPC another Worker answers the same, since reading changes nothing.
+# How often an RPC is sent again when the Worker running it went away before answering (a drained or
+# killed Worker during a rolling deploy): another Worker answers it, and nothing of the first was committed.
 _WORKER_DISCONNECT_TRIES = 4
 _WORKER_DISCONNECTED = "WORKER_DISCONNECTED"
 _DEFAULT_WAIT = timedelta(minutes=10)
@@ -114,12 +114,16 @@ def _chunks_read(loaded: tuple[int, ...], snapshot: AgentSnapshot) -> tuple[int,
     return tuple(first for first in loaded if first >= floor)
 
 
-async def _read_past_worker_disconnects(read: Callable[[], Awaitable[_ResultT]]) -> _ResultT:
-    """Call a reading RPC again when the Worker that ran it disconnected, a few times with a short pause."""
+async def _past_worker_disconnects(invoke: Callable[[], Awaitable[_ResultT]]) -> _ResultT:
+    """Call an RPC again when the Worker that ran it disconnected, a few times with a short pause.
+
+    The server commits an RPC's writes from the Worker's answer, so an RPC whose Worker went away before
+    answering changed nothing, and sending it again cannot apply it twice.
+    """
     delay = _FIRST_RETRY_DELAY
     for tries_left in range(_WORKER_DISCONNECT_TRIES - 1, -1, -1):
         try:
-            return await read()
+            return await invoke()
         except WorkerInvocationError as error:
             if error.worker_error_type != _WORKER_DISCONNECTED or tries_left == 0:
                 raise
@@ -232,7 +236,9 @@ class AgentSessionClient:
             ValueError: If the settings are not a JSON object or are too large; nothing is sent.
         """
         request = UpdateSessionSettingsRequest(session_settings=_checked_settings(session_settings))
-        return await self._client.invoke_rpc(self._flow.update_session_settings, session_id, request)
+        return await _past_worker_disconnects(
+            lambda: self._client.invoke_rpc(self._flow.update_session_settings, session_id, request)
+        )
 
     async def send_user_message(self, session_id: str, text: str, *, plan_mode: bool = False) -> bool:
         """Queue a user message; it starts a turn once the session is idle.
@@ -406,7 +412,9 @@ class AgentSessionClient:
         """
         request = DeleteQueuedMessageRequest(message_id=message_id)
         return await self._false_when_message_is_gone(
-            self._client.invoke_rpc(self._flow.delete_queued_message, session_id, request)
+            _past_worker_disconnects(
+                lambda: self._client.invoke_rpc(self._flow.delete_queued_message, session_id, request)
+            )
         )
 
     async def cancel_turn(self, session_id: str, turn_id: str | None = None) -> bool:
@@ -441,7 +449,7 @@ class AgentSessionClient:
         delay = _FIRST_RETRY_DELAY
         while True:
             try:
-                return await invoke()
+                return await _past_worker_disconnects(invoke)
             except RpcLockConflictError:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -530,7 +538,7 @@ class AgentSessionClient:
                     AGENT_MESSAGE_CHUNKS.load(message_sequence_key(sequence)) for sequence in loads
                 )
             )
-            answer = await _read_past_worker_disconnects(functools.partial(invoke, options))
+            answer = await _past_worker_disconnects(functools.partial(invoke, options))
             if not answer.missing_chunks or rounds == _CHUNK_ROUNDS:
                 return answer, loads
             loads = tuple(sorted({*loads, *answer.missing_chunks}))
@@ -553,7 +561,7 @@ class AgentSessionClient:
             message holds all of it) or retention deleted it.
         """
         key = tool_output_key(turn_id, tool_call_id)
-        output = await _read_past_worker_disconnects(
+        output = await _past_worker_disconnects(
             lambda: self._client.invoke_rpc(
                 self._flow.get_tool_output,
                 session_id,
@@ -610,7 +618,7 @@ class AgentSessionClient:
         self._send_markers.mark(session_id, token)
         sent = False
         try:
-            sent = await send()
+            sent = await _past_worker_disconnects(send)
         finally:
             if not sent:
                 self._send_markers.clear(session_id, token)
