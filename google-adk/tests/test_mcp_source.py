@@ -166,7 +166,7 @@ async def test_an_http_servers_task_is_polled_in_the_sessions_own_steps(mcp: Mcp
     assert "shipped K-1" in mcp.stack.invocations.model_calls(session)[-1].model_input_text
 
 
-async def test_official_server_memory_asks_before_its_unhinted_and_its_destructive_tool_and_reads_between(
+async def test_official_mcp_server_memory_asks_before_unhinted_and_destructive_tools_and_reads_between(
     mcp: McpSource,
 ) -> None:
     stack, sessions = mcp.stack, mcp.sessions
