@@ -304,7 +304,7 @@ async def test_mcp_source_tools_run_as_steps_with_the_key_in_meta_and_an_http_ta
 async def test_official_mcp_server_memory_asks_before_unhinted_and_destructive_tools_and_reads_between(
     sessions: Sessions,
 ) -> None:
-    stack, sessions = sessions.stack, sessions.mcp
+    stack, client = sessions.stack, sessions.mcp
     session = stack.new_session_id("memory")
     name = f"K-9 of {session}"
     entity = {"name": name, "entityType": "sku", "observations": ["7 in stock"]}
@@ -315,7 +315,7 @@ async def test_official_mcp_server_memory_asks_before_unhinted_and_destructive_t
     ]
     script = [ScriptedResponse(tool_calls=(call,)) for call in turn] + [ScriptedResponse(text="Forgotten.")]
     stack.scripts.set_turns(session, [script])
-    await sessions.start_session(session, "Remember K-9, show the graph, then forget K-9")
+    await client.start_session(session, "Remember K-9, show the graph, then forget K-9")
 
     def sent(tool: str) -> int:
         wire = read_mcp_wire_log(memory_wire_log(stack.state_dir))
@@ -324,7 +324,7 @@ async def test_official_mcp_server_memory_asks_before_unhinted_and_destructive_t
 
     async def approval(tool_call_id: str) -> dict[str, ToolEffect | None]:
         snapshot = await wait_for_agent_snapshot(
-            sessions,
+            client,
             session,
             lambda s: s if tool_call_id in {i.tool_call_id for i in s.pending_interrupts} else None,
             description=f"{tool_call_id}'s approval",
@@ -334,12 +334,12 @@ async def test_official_mcp_server_memory_asks_before_unhinted_and_destructive_t
     # No hint classifies create_entities: unclassified, so a person approves it before it runs.
     effects = await approval("create-1")
     assert sent("create_entities") == 0, "create_entities reached the server before its approval"
-    assert await sessions.resolve_interrupt(session, "create-1", approved=True)
+    assert await client.resolve_interrupt(session, "create-1", approved=True)
     # delete_entities is idempotent by its trusted hints, and destructive, so it asks too.
     effects |= await approval("delete-1")
     assert sent("delete_entities") == 0, "delete_entities reached the server before its approval"
-    assert await sessions.resolve_interrupt(session, "delete-1", approved=True)
-    done = await wait_for_turn_end(sessions, session, 1)
+    assert await client.resolve_interrupt(session, "delete-1", approved=True)
+    done = await wait_for_turn_end(client, session, 1)
 
     assert done.state is not None and done.state.last_turn_error is None, done.state
     print(f"\nserver-memory {official_mcp_server_version('server-memory')}: effects {effects}")
@@ -349,9 +349,7 @@ async def test_official_mcp_server_memory_asks_before_unhinted_and_destructive_t
         "delete-1": ToolEffect.IDEMPOTENT_WRITE,
     }
     assert [sent(tool) for tool in ("create_entities", "read_graph", "delete_entities")] == [1, 1, 1]
-    read_graph = {m.tool_call_id: m.tool_output for m in done.messages if m.role is MessageRole.TOOL}[
-        "read-1"
-    ]
+    read_graph = {m.tool_call_id: m.tool_output or "" for m in done.messages if m.tool_call_id}["read-1"]
     print(f"read_graph: {read_graph!r}")
     assert name in read_graph and "7 in stock" in read_graph, read_graph
     assert name not in memory_graph_path(stack.state_dir).read_text(encoding="utf-8"), "the entity stays"

@@ -253,7 +253,7 @@ async def test_an_mcp_task_over_http_is_polled_in_the_sessions_steps(sessions: S
 async def test_official_mcp_server_memory_asks_before_unhinted_and_destructive_tools_and_reads_between(
     sessions: Sessions,
 ) -> None:
-    stack, sessions = sessions.stack, sessions.mcp
+    stack, client = sessions.stack, sessions.mcp
     session = stack.new_session_id("memory")
     name = f"K-9 of {session}"
     entity = {"name": name, "entityType": "sku", "observations": ["7 in stock"]}
@@ -264,7 +264,7 @@ async def test_official_mcp_server_memory_asks_before_unhinted_and_destructive_t
     ]
     script = [ScriptedResponse(tool_calls=(call,)) for call in turn] + [ScriptedResponse(text="Forgotten.")]
     stack.scripts.set_turns(session, [script])
-    await sessions.start_session(session, "Remember K-9, show the graph, then forget K-9")
+    await client.start_session(session, "Remember K-9, show the graph, then forget K-9")
 
     def sent(tool: str) -> int:
         wire = read_mcp_wire_log(memory_wire_log(stack.state_dir))
@@ -273,7 +273,7 @@ async def test_official_mcp_server_memory_asks_before_unhinted_and_destructive_t
 
     async def approval(tool_call_id: str) -> dict[str, ToolEffect | None]:
         snapshot = await wait_for_agent_snapshot(
-            sessions,
+            client,
             session,
             lambda s: s if tool_call_id in {i.tool_call_id for i in s.pending_interrupts} else None,
             description=f"{tool_call_id}'s approval",
@@ -283,12 +283,12 @@ async def test_official_mcp_server_memory_asks_before_unhinted_and_destructive_t
     # No hint classifies create_entities: unclassified, so a person approves it before it runs.
     effects = await approval("create-1")
     assert sent("create_entities") == 0, "create_entities reached the server before its approval"
-    assert await sessions.resolve_interrupt(session, "create-1", approved=True)
+    assert await client.resolve_interrupt(session, "create-1", approved=True)
     # delete_entities is idempotent by its trusted hints, and destructive, so it asks too.
     effects |= await approval("delete-1")
     assert sent("delete_entities") == 0, "delete_entities reached the server before its approval"
-    assert await sessions.resolve_interrupt(session, "delete-1", approved=True)
-    done = await wait_for_turn_end(sessions, session, 1)
+    assert await client.resolve_interrupt(session, "delete-1", approved=True)
+    done = await wait_for_turn_end(client, session, 1)
 
     assert done.state is not None and done.state.last_turn_error is None, done.state
     print(f"\nserver-memory {official_mcp_server_version('server-memory')}: effects {effects}")
