@@ -9,11 +9,14 @@ set -euo pipefail
 cd "$(dirname "$0")"
 source ../scripts/lib/ensure-uv.sh
 source ../scripts/lib/lowest.sh
+source ../scripts/lib/official-mcp-servers.sh
 export UV_PYTHON="${UV_PYTHON:-3.11}"
 # Compiled once here, so the many Worker processes the tests start read bytecode instead of compiling their
 # imports each time (PYTHONDONTWRITEBYTECODE, which CI machines set, keeps Python from caching it itself).
 uv sync --locked --all-extras --quiet --compile-bytecode
 lowest_sync
+# The official MCP reference servers the McpToolSource session tests run (the core's tests/mcp_servers).
+install_official_mcp_servers
 uv run --locked --no-sync ruff check .
 uv run --locked --no-sync ruff format --check .
 uv run --locked --no-sync pyright

@@ -33,6 +33,7 @@ class Features:
     tool_requests: AgentSessionClient
     mcp: AgentSessionClient
     traced: AgentSessionClient
+    official: AgentSessionClient
 
     async def start(
         self, sessions: AgentSessionClient, prefix: str, prompt: str, *responses: ScriptedResponse

@@ -37,6 +37,7 @@ from dex_agents.testing import (
     STATE_DIR_ENV,
     matrix_session_options,
     mcp_inventory_server_command,
+    official_mcp_server_command,
     run_agent_worker,
     with_model_call_scope,
 )
@@ -133,7 +134,9 @@ async def check_region(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": region}]}
 
 
-# MCP: the core kit's inventory server on stdio, and on Streamable HTTP when the test started it.
+# MCP: the core kit's inventory server on stdio, and on Streamable HTTP when the test started it; in a
+# Flow of its own, the official server-memory on stdio behind a wire tap. Every server's annotations are
+# trusted.
 
 
 def mcp_log(state_dir: Path) -> Path:
@@ -144,6 +147,16 @@ def mcp_log(state_dir: Path) -> Path:
 def http_url_file(state_dir: Path) -> Path:
     """Where the test writes the Streamable HTTP inventory server's URL before the Worker starts."""
     return state_dir / "mcp-http-url"
+
+
+def memory_wire_log(state_dir: Path) -> Path:
+    """Every JSON-RPC message between the Worker and server-memory."""
+    return state_dir / "memory-wire.jsonl"
+
+
+def memory_graph_path(state_dir: Path) -> Path:
+    """Where server-memory keeps its graph."""
+    return state_dir / "memory-graph.jsonl"
 
 
 def _mcp_source(state_dir: Path) -> McpToolSource:
@@ -159,9 +172,22 @@ def _mcp_source(state_dir: Path) -> McpToolSource:
     return McpToolSource(servers)
 
 
+def _memory_source(state_dir: Path) -> McpToolSource:
+    memory = official_mcp_server_command(
+        "server-memory",
+        env={"MEMORY_FILE_PATH": str(memory_graph_path(state_dir))},
+        wire_log=memory_wire_log(state_dir),
+    )
+    return McpToolSource(
+        [McpStdioServer("memory", memory.command, memory.args, env=memory.env, trust_annotations=True)]
+    )
+
+
 def build_flows(state_dir: Path | None = None) -> tuple[AgentSessionFlow, ...]:
-    """The settings agent, the tool-request agent, the MCP agent and the traced matrix agent."""
+    """The settings agent, the tool-request agent, the MCP agent, the traced matrix agent and the
+    official server-memory's agent."""
     source = _mcp_source(state_dir or _state_dir())
+    memory = _memory_source(state_dir or _state_dir())
     return (
         AgentSessionFlow(
             ClaudeAgentRunner(
@@ -209,6 +235,11 @@ def build_flows(state_dir: Path | None = None) -> tuple[AgentSessionFlow, ...]:
                     agent_name="order-desk", provider_name="anthropic", record_message_content=True
                 ),
             ),
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(ClaudeAgentRunner(scripted_options, [memory])),
+            flow_type="ClaudeMcpOfficial",
+            options=AgentSessionOptions(tool_policies=memory.merge_tool_policies()),
         ),
     )
 

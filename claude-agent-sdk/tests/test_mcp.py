@@ -6,6 +6,9 @@ sends its one `tools/call` with the session's idempotency key in `_meta`, and a 
 MCP task is polled in the session's `PollToolTask` Steps. The shared `run_mcp_inventory_scenario` does not
 fit the harness: its model asks for a read and two writes in one response, of which the CLI keeps one
 waiting and the runner refuses the other (see the README's "One deferred call per response").
+
+The official server-memory (from npm, on stdio) has a Flow of its own (``memory__<tool>``): its unhinted
+and its trusted destructive tools wait for approval, and its read runs inline between them.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from dex_agents.testing import (
     ScriptedResponse,
     ScriptedToolCall,
     executed_step_types,
+    official_mcp_server_version,
+    read_mcp_wire_log,
     wait_for_agent_snapshot,
     wait_for_turn_end,
 )
 
 from tests.conftest import Features
-from tests.feature_agents import mcp_log
+from tests.feature_agents import mcp_log, memory_graph_path, memory_wire_log
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -122,3 +127,71 @@ async def test_an_http_tool_that_answers_with_a_task_is_polled_in_the_sessions_s
     steps = executed_step_types(await stack.read_step_history(session))
     assert steps.count("CallTool") == 1 and steps.count("PollToolTask") >= 1, steps
     assert "tool shipping__ship_order [ship-1] ok: shipped K-9" in features.last_model_input(session)
+
+
+async def test_official_mcp_server_memory_asks_before_unhinted_and_destructive_tools_and_reads_between(
+    features: Features,
+) -> None:
+    stack, sessions = features.stack, features.official
+    session = stack.new_session_id("memory")
+    name = f"K-9 of {session}"
+    entity = {"name": name, "entityType": "sku", "observations": ["7 in stock"]}
+    create = ScriptedToolCall("memory__create_entities", {"entities": [entity]}, "create-1")
+    read = ScriptedToolCall("memory__read_graph", {}, "read-1")
+    delete = ScriptedToolCall("memory__delete_entities", {"entityNames": [name]}, "delete-1")
+    script = [
+        ScriptedResponse(tool_calls=(create,)),
+        ScriptedResponse(tool_calls=(read,)),
+        ScriptedResponse(tool_calls=(delete,)),
+        ScriptedResponse(text="Forgotten."),
+    ]
+    stack.scripts.set_turns(session, [script])
+    await sessions.start_session(session, "Remember K-9, show the graph, then forget K-9")
+
+    def sent(tool: str) -> int:
+        wire = read_mcp_wire_log(memory_wire_log(stack.state_dir))
+        requests = [m for m in wire if m.direction == "client" and m.method == "tools/call"]
+        return sum(1 for request in requests if request.params.get("name") == tool)
+
+    async def approval(tool_call_id: str) -> dict[str, ToolEffect | None]:
+        snapshot = await wait_for_agent_snapshot(
+            sessions,
+            session,
+            lambda s: s if tool_call_id in {i.tool_call_id for i in s.pending_interrupts} else None,
+            description=f"{tool_call_id}'s approval",
+            timeout=120,
+        )
+        return {call.tool_call_id: call.effect for call in snapshot.tool_calls}
+
+    # No hint classifies create_entities: unclassified, so a person approves it before it runs.
+    effects = await approval("create-1")
+    assert sent("create_entities") == 0, "create_entities reached the server before its approval"
+    assert await sessions.resolve_interrupt(session, "create-1", approved=True)
+    # delete_entities is idempotent by its trusted hints, and destructive, so it asks too.
+    effects |= await approval("delete-1")
+    assert sent("delete_entities") == 0, "delete_entities reached the server before its approval"
+    assert await sessions.resolve_interrupt(session, "delete-1", approved=True)
+    done = await wait_for_turn_end(sessions, session, 1, timeout=120)
+
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    print(f"\nserver-memory {official_mcp_server_version('server-memory')}: effects {effects}")
+    # The read ran inline in RunModel, so it left no tool call record.
+    assert effects == {"create-1": ToolEffect.UNCLASSIFIED, "delete-1": ToolEffect.IDEMPOTENT_WRITE}
+    assert [sent(tool) for tool in ("create_entities", "read_graph", "delete_entities")] == [1, 1, 1]
+    [read_graph] = [
+        line
+        for line in stack.invocations.model_calls(session)[-1].model_input
+        if line.startswith("tool memory__read_graph [read-1] ok: ")
+    ]
+    print(f"read_graph: {read_graph!r}")
+    assert name in read_graph and "7 in stock" in read_graph, read_graph
+    assert name not in memory_graph_path(stack.state_dir).read_text(encoding="utf-8"), "the entity stays"
+    steps = executed_step_types(await stack.read_step_history(session))
+    print(f"Steps: {steps}")
+    # Approval then a single attempt; approval then an idempotent CallTool (the read ran inline).
+    assert [step for step in steps if step.startswith(("Call", "Await"))] == [
+        "AwaitToolApproval",
+        "CallSingleAttemptTool",
+        "AwaitToolApproval",
+        "CallTool",
+    ], steps

@@ -2,7 +2,8 @@
 
 ``ScriptedRunner`` with three plain tools named like the inventory server's; each appends the line the
 server would log. Their effects come from explicit policies (``order_more`` has none, so it falls back to the
-session's default, ``unclassified``), as an MCP adapter derives them from annotations.
+session's default, ``unclassified``), as an MCP adapter derives them from a trusted server's annotations:
+``set_stock`` is idempotent and destructive there, so its policy asks for approval too.
 """
 
 import os
@@ -48,7 +49,7 @@ def build_inventory_flow() -> AgentSessionFlow:
         options=AgentSessionOptions(
             tool_policies={
                 "count_items": ToolPolicy(ToolEffect.READ),
-                "set_stock": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE),
+                "set_stock": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True),
             }
         ),
     )

@@ -289,15 +289,11 @@ def build_flows() -> SpecificsFlows:
             flow_type="GoogleAdkStructured",
             options=matrix_session_options(),
         ),
-        # The Worker trusts the kit's server, so the effects come from its annotations or the default. The
-        # shared scenario runs set_stock without an approval, which its destructiveHint would ask for: the
-        # one policy says so, as an application that accepts the write would.
+        # The Worker trusts the kit's server, so every effect comes from its annotations or the default
+        # (set_stock's destructiveHint asks for approval, which the shared scenario gives).
         inventory=AgentSessionFlow(
             with_model_call_scope(GoogleAdkRunner(inventory, trust_mcp_annotations=True)),
             flow_type="GoogleAdkInventory",
-            options=AgentSessionOptions(
-                tool_policies={"set_stock": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=False)}
-            ),
         ),
         settings=AgentSessionFlow(settings, flow_type="GoogleAdkSettings"),
         tool_requests=AgentSessionFlow(

@@ -1,8 +1,9 @@
-"""`McpToolSource` tools as ADK tools in whole sessions: a devserver, a Worker child, and the test kit's
-inventory server on stdio and on Streamable HTTP.
+"""`McpToolSource` tools as ADK tools in whole sessions: a devserver, a Worker child, the test kit's
+inventory server on stdio and on Streamable HTTP, and the official server-memory from npm on stdio.
 
 Each MCP call runs in its own tool Step through the source, with the session's idempotency key in
-``_meta``; a task an HTTP server starts is polled in the session's own `PollToolTask` Steps.
+``_meta``; a task an HTTP server starts is polled in the session's own `PollToolTask` Steps; server-memory's
+unhinted and destructive tools wait for approval although its annotations are trusted.
 """
 
 from __future__ import annotations
@@ -21,14 +22,22 @@ from dex_agents.testing import (
     ScriptedResponse,
     ScriptedToolCall,
     executed_step_types,
+    official_mcp_server_version,
     read_agent_events,
+    read_mcp_wire_log,
     start_mcp_inventory_http_server,
     wait_for_agent_snapshot,
     wait_for_turn_end,
 )
 
 from tests.matrix_spec import PACKAGE_DIR
-from tests.mcp_source_agents import build_mcp_source_flow, stdio_log_path, write_http_server_url
+from tests.mcp_source_agents import (
+    build_mcp_source_flow,
+    memory_graph_path,
+    memory_wire_log,
+    stdio_log_path,
+    write_http_server_url,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -155,3 +164,67 @@ async def test_an_http_servers_task_is_polled_in_the_sessions_own_steps(mcp: Mcp
         ("ship-1", "shipping__ship_order")
     ]
     assert "shipped K-1" in mcp.stack.invocations.model_calls(session)[-1].model_input_text
+
+
+async def test_official_mcp_server_memory_asks_before_unhinted_and_destructive_tools_and_reads_between(
+    mcp: McpSource,
+) -> None:
+    stack, sessions = mcp.stack, mcp.sessions
+    session = stack.new_session_id("memory")
+    name = f"K-9 of {session}"
+    entity = {"name": name, "entityType": "sku", "observations": ["7 in stock"]}
+    turn = [
+        ScriptedToolCall("memory__create_entities", {"entities": [entity]}, "create-1"),
+        ScriptedToolCall("memory__read_graph", {}, "read-1"),
+        ScriptedToolCall("memory__delete_entities", {"entityNames": [name]}, "delete-1"),
+    ]
+    script = [ScriptedResponse(tool_calls=(call,)) for call in turn] + [ScriptedResponse(text="Forgotten.")]
+    stack.scripts.set_turns(session, [script])
+    await sessions.start_session(session, "Remember K-9, show the graph, then forget K-9")
+
+    def sent(tool: str) -> int:
+        wire = read_mcp_wire_log(memory_wire_log(stack.state_dir))
+        requests = [m for m in wire if m.direction == "client" and m.method == "tools/call"]
+        return sum(1 for request in requests if request.params.get("name") == tool)
+
+    async def approval(tool_call_id: str) -> dict[str, ToolEffect | None]:
+        snapshot = await wait_for_agent_snapshot(
+            sessions,
+            session,
+            lambda s: s if tool_call_id in {i.tool_call_id for i in s.pending_interrupts} else None,
+            description=f"{tool_call_id}'s approval",
+        )
+        return {call.tool_call_id: call.effect for call in snapshot.tool_calls}
+
+    # No hint classifies create_entities: unclassified, so a person approves it before it runs.
+    effects = await approval("create-1")
+    assert sent("create_entities") == 0, "create_entities reached the server before its approval"
+    assert await sessions.resolve_interrupt(session, "create-1", approved=True)
+    # delete_entities is idempotent by its trusted hints, and destructive, so it asks too.
+    effects |= await approval("delete-1")
+    assert sent("delete_entities") == 0, "delete_entities reached the server before its approval"
+    assert await sessions.resolve_interrupt(session, "delete-1", approved=True)
+    done = await wait_for_turn_end(sessions, session, 1)
+
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    print(f"\nserver-memory {official_mcp_server_version('server-memory')}: effects {effects}")
+    assert effects == {
+        "create-1": ToolEffect.UNCLASSIFIED,
+        "read-1": ToolEffect.READ,
+        "delete-1": ToolEffect.IDEMPOTENT_WRITE,
+    }
+    assert [sent(tool) for tool in ("create_entities", "read_graph", "delete_entities")] == [1, 1, 1]
+    outputs = _tool_outputs(done)
+    print(f"read_graph: {outputs['read-1']!r}")
+    assert name in outputs["read-1"] and "7 in stock" in outputs["read-1"], outputs
+    assert name not in memory_graph_path(stack.state_dir).read_text(encoding="utf-8"), "the entity stays"
+    steps = executed_step_types(await stack.read_step_history(session))
+    print(f"Steps: {steps}")
+    # Approval then a single attempt; the read; approval then an idempotent CallTool.
+    assert [step for step in steps if step.startswith(("Call", "Await"))] == [
+        "AwaitToolApproval",
+        "CallSingleAttemptTool",
+        "CallTool",
+        "AwaitToolApproval",
+        "CallTool",
+    ], steps

@@ -309,8 +309,8 @@ async def test_a_turn_cancelled_during_a_model_call_keeps_the_split_response_and
 async def test_mcp_tools_run_one_tools_call_per_tool_step_with_effects_from_annotations(
     session: Session,
 ) -> None:
-    # The shared scenario asserts the effects, order_more's approval, one tools/call per tool Step beside
-    # any tools/list, and the Step shape.
+    # The shared scenario asserts the effects, the approvals of set_stock (trusted, destructive) and
+    # order_more (unclassified), one tools/call per tool Step beside any tools/list, and the Step shape.
     session_id = session.stack.new_session_id("mcp")
     log = mcp_log_path(session.stack.state_dir)
 

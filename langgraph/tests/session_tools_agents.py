@@ -30,7 +30,12 @@ from dex_agents import (
 )
 from dex_agents.mcp import McpHttpServer, McpServer, McpStdioServer, McpToolSource
 from dex_agents.otel import AgentTracing
-from dex_agents.testing import STATE_DIR_ENV, mcp_inventory_server_command, with_model_call_scope
+from dex_agents.testing import (
+    STATE_DIR_ENV,
+    mcp_inventory_server_command,
+    official_mcp_server_command,
+    with_model_call_scope,
+)
 from langchain.agents import create_agent
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph.state import CompiledStateGraph
@@ -55,6 +60,16 @@ def tool_runs_path(state_dir: Path) -> Path:
 def mcp_log_path(state_dir: Path) -> Path:
     """The MCP servers' request log (the stdio and the HTTP server share it)."""
     return state_dir / "mcp-requests.log"
+
+
+def memory_wire_log(state_dir: Path) -> Path:
+    """Every JSON-RPC message between the Worker and server-memory."""
+    return state_dir / "memory-wire.jsonl"
+
+
+def memory_graph_path(state_dir: Path) -> Path:
+    """Where server-memory keeps its graph."""
+    return state_dir / "memory-graph.jsonl"
 
 
 def _log_run(line: str) -> None:
@@ -120,10 +135,18 @@ def instructions_for_settings(settings: Mapping[str, object]) -> str | None:
 
 
 def mcp_source(state_dir: Path, shipping_url: str) -> McpToolSource:
-    """The inventory server on stdio (``inventory__*``) and on Streamable HTTP (``shipping__*``)."""
+    """The inventory server on stdio (``inventory__*``) and on Streamable HTTP (``shipping__*``), and the
+    official server-memory on stdio behind a wire tap (``memory__*``), its graph in the state directory;
+    every server's annotations are trusted."""
     command = mcp_inventory_server_command(mcp_log_path(state_dir))
+    memory = official_mcp_server_command(
+        "server-memory",
+        env={"MEMORY_FILE_PATH": str(memory_graph_path(state_dir))},
+        wire_log=memory_wire_log(state_dir),
+    )
     servers: list[McpServer] = [
-        McpStdioServer("inventory", command.command, command.args, env=command.env, trust_annotations=True)
+        McpStdioServer("inventory", command.command, command.args, env=command.env, trust_annotations=True),
+        McpStdioServer("memory", memory.command, memory.args, env=memory.env, trust_annotations=True),
     ]
     if shipping_url:
         servers.append(McpHttpServer("shipping", shipping_url, trust_annotations=True))

@@ -2,7 +2,8 @@
 
 The turn's settings choose its model, a tool asks the user before it takes effect, a tool hands a task to
 the session, an `McpToolSource`'s tools run as Steps (the idempotency key in `_meta`, an HTTP task polled
-as Steps), and the `chat` spans carry the model call's metadata.
+as Steps, the official server-memory's unhinted and destructive tools waiting for approval although its
+annotations are trusted), and the `chat` spans carry the model call's metadata.
 """
 
 from __future__ import annotations
@@ -15,13 +16,17 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from dex_agents import AgentSessionClient, InterruptKind, MessageRole, TurnOutcome
+from dex_agents import AgentSessionClient, InterruptKind, MessageRole, ToolEffect, TurnOutcome
 from dex_agents.testing import (
     AgentTestStack,
     ScriptedResponse,
     ScriptedToolCall,
     executed_step_types,
+    official_mcp_server_version,
+    read_mcp_wire_log,
     start_mcp_inventory_http_server,
+    wait_for_agent_snapshot,
+    wait_for_turn_end,
     wait_until,
 )
 from dex_agents.testing.genai_conventions import (
@@ -40,6 +45,8 @@ from tests.session_tools_agents import (
     TEMPERATURE,
     build_flows,
     mcp_log_path,
+    memory_graph_path,
+    memory_wire_log,
     tool_runs_path,
 )
 
@@ -297,3 +304,67 @@ async def test_mcp_source_tools_run_as_steps_with_the_key_in_meta_and_an_http_ta
     ]
     steps = executed_step_types(await stack.read_step_history(session))
     assert steps.count("PollToolTask") == 2 and "AwaitToolApproval" in steps, steps
+
+
+async def test_official_mcp_server_memory_asks_before_unhinted_and_destructive_tools_and_reads_between(
+    sessions: Sessions,
+) -> None:
+    stack, client = sessions.stack, sessions.mcp
+    session = stack.new_session_id("memory")
+    name = f"K-9 of {session}"
+    entity = {"name": name, "entityType": "sku", "observations": ["7 in stock"]}
+    turn = [
+        ScriptedToolCall("memory__create_entities", {"entities": [entity]}, "create-1"),
+        ScriptedToolCall("memory__read_graph", {}, "read-1"),
+        ScriptedToolCall("memory__delete_entities", {"entityNames": [name]}, "delete-1"),
+    ]
+    script = [ScriptedResponse(tool_calls=(call,)) for call in turn] + [ScriptedResponse(text="Forgotten.")]
+    stack.scripts.set_turns(session, [script])
+    await client.start_session(session, "Remember K-9, show the graph, then forget K-9")
+
+    def sent(tool: str) -> int:
+        wire = read_mcp_wire_log(memory_wire_log(stack.state_dir))
+        requests = [m for m in wire if m.direction == "client" and m.method == "tools/call"]
+        return sum(1 for request in requests if request.params.get("name") == tool)
+
+    async def approval(tool_call_id: str) -> dict[str, ToolEffect | None]:
+        snapshot = await wait_for_agent_snapshot(
+            client,
+            session,
+            lambda s: s if tool_call_id in {i.tool_call_id for i in s.pending_interrupts} else None,
+            description=f"{tool_call_id}'s approval",
+        )
+        return {call.tool_call_id: call.effect for call in snapshot.tool_calls}
+
+    # No hint classifies create_entities: unclassified, so a person approves it before it runs.
+    effects = await approval("create-1")
+    assert sent("create_entities") == 0, "create_entities reached the server before its approval"
+    assert await client.resolve_interrupt(session, "create-1", approved=True)
+    # delete_entities is idempotent by its trusted hints, and destructive, so it asks too.
+    effects |= await approval("delete-1")
+    assert sent("delete_entities") == 0, "delete_entities reached the server before its approval"
+    assert await client.resolve_interrupt(session, "delete-1", approved=True)
+    done = await wait_for_turn_end(client, session, 1)
+
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    print(f"\nserver-memory {official_mcp_server_version('server-memory')}: effects {effects}")
+    assert effects == {
+        "create-1": ToolEffect.UNCLASSIFIED,
+        "read-1": ToolEffect.READ,
+        "delete-1": ToolEffect.IDEMPOTENT_WRITE,
+    }
+    assert [sent(tool) for tool in ("create_entities", "read_graph", "delete_entities")] == [1, 1, 1]
+    read_graph = {m.tool_call_id: m.tool_output or "" for m in done.messages if m.tool_call_id}["read-1"]
+    print(f"read_graph: {read_graph!r}")
+    assert name in read_graph and "7 in stock" in read_graph, read_graph
+    assert name not in memory_graph_path(stack.state_dir).read_text(encoding="utf-8"), "the entity stays"
+    steps = executed_step_types(await stack.read_step_history(session))
+    print(f"Steps: {steps}")
+    # Approval then a single attempt; the read; approval then an idempotent CallTool.
+    assert [step for step in steps if step.startswith(("Call", "Await"))] == [
+        "AwaitToolApproval",
+        "CallSingleAttemptTool",
+        "CallTool",
+        "AwaitToolApproval",
+        "CallTool",
+    ], steps

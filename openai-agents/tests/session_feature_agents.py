@@ -4,7 +4,9 @@
 - ``OpenAIAgentsToolRequests``: a plain ``def`` tool that asks the user before it takes effect, and an
   ``async`` tool that hands a remote job to the session, polled by the runner's ``tool_tasks``.
 - ``OpenAIAgentsMcpSource``: no tools of its own; an `McpToolSource` with the kit's inventory server on
-  stdio and, once the test wrote its URL, the same server on Streamable HTTP as ``shipping``.
+  stdio, the official server-memory on stdio behind a wire tap as ``memory`` (its graph in the state
+  directory) and, once the test wrote its URL, the inventory server on Streamable HTTP as ``shipping``; every
+  server's annotations are trusted.
 - ``OpenAIAgentsTraced``: the matrix tools, with `AgentTracing`; the Worker writes its spans to a file.
 
 The "remote" state of the tools (their runs, the jobs and their polls) lives in the stack's state
@@ -43,6 +45,7 @@ from dex_agents.testing import (
     STATE_DIR_ENV,
     matrix_session_options,
     mcp_inventory_server_command,
+    official_mcp_server_command,
     with_model_call_scope,
 )
 
@@ -154,10 +157,26 @@ def model_for_settings(settings: Mapping[str, object]) -> Model | None:
     return None if name is None else _SETTINGS_MODELS[str(name)]
 
 
+def memory_wire_log(state_dir: Path) -> Path:
+    """Every JSON-RPC message between the Worker and server-memory."""
+    return state_dir / "memory-wire.jsonl"
+
+
+def memory_graph_path(state_dir: Path) -> Path:
+    """Where server-memory keeps its graph."""
+    return state_dir / "memory-graph.jsonl"
+
+
 def _mcp_source(state_dir: Path) -> McpToolSource:
     command = mcp_inventory_server_command(mcp_log_path(state_dir))
+    memory = official_mcp_server_command(
+        "server-memory",
+        env={"MEMORY_FILE_PATH": str(memory_graph_path(state_dir))},
+        wire_log=memory_wire_log(state_dir),
+    )
     servers: list[McpServer] = [
-        McpStdioServer("inventory", command.command, command.args, env=command.env, trust_annotations=True)
+        McpStdioServer("inventory", command.command, command.args, env=command.env, trust_annotations=True),
+        McpStdioServer("memory", memory.command, memory.args, env=memory.env, trust_annotations=True),
     ]
     url_path = mcp_http_url_path(state_dir)
     if url_path.exists():

@@ -20,7 +20,7 @@ from agents import (
 )
 from agents.agent import AgentBase
 from agents.mcp import MCPServerStdio
-from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy
+from dex_agents import AgentSessionFlow
 from dex_agents.testing import (
     MATRIX_TOOLS,
     STATE_DIR_ENV,
@@ -156,14 +156,10 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow,
             flow_type="OpenAIAgentsGuarded",
             options=matrix_session_options(),
         ),
-        # The Worker trusts the kit's server, so the effects come from its annotations or the default. The
-        # shared scenario runs set_stock without an approval, which its destructiveHint would ask for: the
-        # one policy says so, as an application that accepts the write would.
+        # The Worker trusts the kit's server, so every effect comes from its annotations or the default
+        # (set_stock's destructiveHint asks for approval, which the shared scenario gives).
         AgentSessionFlow(
             with_model_call_scope(OpenAIAgentsRunner(stock, trust_mcp_annotations=True)),
             flow_type="OpenAIAgentsMcp",
-            options=AgentSessionOptions(
-                tool_policies={"set_stock": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=False)}
-            ),
         ),
     )

@@ -7,7 +7,9 @@ directory:
   effect (`ask_user_input`, from a plain ``def`` that Pydantic AI runs in a worker thread) and hand a
   remote job to the session (`start_tool_task`), polled by the runner's `ToolTaskHandlers`. It is traced.
 - ``PydanticAiMcpSource``: an agent without tools of its own, whose runner offers an `McpToolSource`: the
-  kit's inventory server on stdio, and on Streamable HTTP (``shipping``) when the test started one.
+  kit's inventory server on stdio, the official server-memory on stdio behind a wire tap (``memory``, its
+  graph in the state directory), and the inventory server on Streamable HTTP (``shipping``) when the test
+  started one; every server's annotations are trusted.
 
 The "remote services" live in the state directory, as a real one lives outside the Worker, so a test
 counts what happened across processes.
@@ -39,7 +41,12 @@ from dex_agents import (
 )
 from dex_agents.mcp import McpHttpServer, McpServer, McpStdioServer, McpToolSource
 from dex_agents.otel import AgentTracing
-from dex_agents.testing import STATE_DIR_ENV, mcp_inventory_server_command, with_model_call_scope
+from dex_agents.testing import (
+    STATE_DIR_ENV,
+    mcp_inventory_server_command,
+    official_mcp_server_command,
+    with_model_call_scope,
+)
 from pydantic_ai import Agent
 
 from dex_agents_pydantic_ai import PydanticAiRunner
@@ -159,9 +166,24 @@ def build_tool_requests_flow() -> AgentSessionFlow:
     return AgentSessionFlow(with_model_call_scope(runner), flow_type="PydanticAiToolRequests", options=traced)
 
 
+def memory_wire_log(directory: Path) -> Path:
+    """Every JSON-RPC message between the Worker and server-memory."""
+    return directory / "memory-wire.jsonl"
+
+
+def memory_graph_path(directory: Path) -> Path:
+    """Where server-memory keeps its graph."""
+    return directory / "memory-graph.jsonl"
+
+
 def build_mcp_source_flow() -> AgentSessionFlow:
     directory = state_dir()
     command = mcp_inventory_server_command(mcp_log_path(directory))
+    memory = official_mcp_server_command(
+        "server-memory",
+        env={"MEMORY_FILE_PATH": str(memory_graph_path(directory))},
+        wire_log=memory_wire_log(directory),
+    )
     servers: list[McpServer] = [
         McpStdioServer(
             "inventory",
@@ -171,7 +193,8 @@ def build_mcp_source_flow() -> AgentSessionFlow:
             trust_annotations=True,
             # A reservation is an idempotent write a person approves here, by the server's tool name.
             tool_policies={"reserve_stock": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True)},
-        )
+        ),
+        McpStdioServer("memory", memory.command, memory.args, env=memory.env, trust_annotations=True),
     ]
     url = http_url_path(directory)
     if url.exists():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy
+from dex_agents import AgentSessionFlow
 from dex_agents.testing import (
     MATRIX_TOOLS,
     STATE_DIR_ENV,
@@ -28,9 +28,6 @@ class Forecast(BaseModel):
 
     city: str
     temperature_c: int
-
-
-_SET_STOCK_WITHOUT_APPROVAL = {"set_stock": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=False)}
 
 
 def mcp_log_path(state_dir: Path) -> Path:
@@ -58,12 +55,10 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]
             flow_type="PydanticAiForecast",
             options=matrix_session_options(),
         ),
-        # The Worker trusts the kit's server, so the effects come from its annotations or the default. The
-        # scenario runs set_stock without an approval, which its destructiveHint would ask for: the one
-        # policy says so, as an application that accepts the write would.
+        # The Worker trusts the kit's server, so every effect comes from its annotations or the default
+        # (set_stock's destructiveHint asks for approval, which the shared scenario gives).
         AgentSessionFlow(
             with_model_call_scope(PydanticAiRunner(inventory, trust_mcp_annotations=True)),
             flow_type="PydanticAiMcp",
-            options=AgentSessionOptions(tool_policies=_SET_STOCK_WITHOUT_APPROVAL),
         ),
     )

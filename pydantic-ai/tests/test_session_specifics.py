@@ -162,8 +162,8 @@ async def test_text_streams_as_deltas_of_each_model_call_and_usage_is_per_call(s
 async def test_mcp_tools_run_one_tools_call_per_tool_step_with_effects_from_annotations(
     session: Session,
 ) -> None:
-    # The shared scenario asserts the effects, order_more's approval, one tools/call per tool Step beside
-    # any tools/list, and the Step shape.
+    # The shared scenario asserts the effects, the approvals of set_stock (trusted, destructive) and
+    # order_more (unclassified), one tools/call per tool Step beside any tools/list, and the Step shape.
     session_id = session.stack.new_session_id("mcp")
     log = mcp_log_path(session.stack.state_dir)
     await run_mcp_inventory_scenario(session.mcp, session.stack, session_id, log)
