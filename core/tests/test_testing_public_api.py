@@ -282,3 +282,10 @@ print(len(names))
     )
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) > 60, result.stdout
+
+
+def test_the_matrix_worker_reads_the_span_file_variable_the_span_kit_names() -> None:
+    from dex_agents.testing import _matrix_spec
+    from dex_agents.testing.otel_spans import SPAN_FILE_ENV
+
+    assert _matrix_spec._SPAN_FILE_ENV == SPAN_FILE_ENV  # pyright: ignore[reportPrivateUsage]

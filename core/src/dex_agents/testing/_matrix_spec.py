@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dex_agents import (
     BUILT_IN_TOOL_NAMES,
@@ -20,7 +22,14 @@ from dex_agents.testing._scoped_runner import with_model_call_scope
 from dex_agents.testing._waiting import wait_for_agent_snapshot
 from dex_agents.testing._worker import run_agent_worker
 
+if TYPE_CHECKING:
+    from dex_agents.otel import AgentTracing
+
 __all__ = ["MatrixFlows", "MatrixSpec", "run_matrix_worker", "wait_for_turn_end"]
+
+# `dex_agents.testing.otel_spans.SPAN_FILE_ENV`, spelled out so serving the matrix imports no OpenTelemetry
+# SDK until a test names a span file (item 18 does; a Worker main of its own honours the same variable).
+_SPAN_FILE_ENV = "DEX_AGENTS_TEST_SPAN_FILE"
 
 
 @dataclass(frozen=True)
@@ -31,16 +40,18 @@ class MatrixFlows:
         main: The agent with explicit policies for the four matrix tools.
         with_deadline: The same agent with an approval deadline.
         with_built_ins: The same agent with every built-in tool enabled, when the spec supports them.
+        traced: The same agent with OpenTelemetry GenAI spans, message content recorded (item 18).
     """
 
     main: AgentSessionFlow
     with_deadline: AgentSessionFlow
     with_built_ins: AgentSessionFlow | None = None
+    traced: AgentSessionFlow | None = None
 
     @property
     def all(self) -> tuple[AgentSessionFlow, ...]:
         """Every Flow, for the Worker's and the Client's Registry."""
-        extra = () if self.with_built_ins is None else (self.with_built_ins,)
+        extra = tuple(flow for flow in (self.with_built_ins, self.traced) if flow is not None)
         return (self.main, self.with_deadline, *extra)
 
 
@@ -114,7 +125,19 @@ class MatrixSpec:
                 options=matrix_session_options(self.tool_names, interrupt_deadline=self.approval_deadline),
             ),
             with_built_ins=with_built_ins,
+            traced=AgentSessionFlow(
+                with_model_call_scope(self.build_runner()),
+                flow_type=f"{self.flow_type_prefix}MatrixTraced",
+                options=replace(matrix_session_options(self.tool_names), tracing=_matrix_tracing()),
+            ),
         )
+
+
+def _matrix_tracing() -> AgentTracing:
+    # Imported here: the OpenTelemetry API comes with the testing extra, but only item 18 needs it.
+    from dex_agents.otel import AgentTracing  # noqa: PLC0415
+
+    return AgentTracing(agent_name="matrix-agent", provider_name="dex.scripted", record_message_content=True)
 
 
 def run_matrix_worker(spec: MatrixSpec) -> None:
@@ -123,6 +146,12 @@ def run_matrix_worker(spec: MatrixSpec) -> None:
     Args:
         spec: The adapter's matrix spec.
     """
+    span_file = os.environ.get(_SPAN_FILE_ENV)
+    if span_file:
+        # The traced Flow's spans go to the file as each ends, so a SIGKILL loses none that ended.
+        from dex_agents.testing.otel_spans import export_spans_to_file  # noqa: PLC0415
+
+        export_spans_to_file(span_file)
     run_agent_worker(spec.build_flows().all)
 
 

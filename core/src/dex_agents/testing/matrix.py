@@ -22,6 +22,15 @@ the answer reaching the next model call as the call's result. It runs when the s
 :attr:`MatrixSpec.supports_built_in_tools`; the scripted model must pass the names it offers as
 ``offered_tools`` to ``scripted_model_response``.
 
+Item 17 is a session of 100 KiB messages and tool results past 20 MiB, served by fresh Workers. Item 18 is
+tracing: on a Flow with `dex_agents.otel.AgentTracing` (message content recorded), a turn of a model call, a
+write and a model call gives ``chat`` spans whose input is what each call received and whose output only what
+it produced, an ``execute_tool`` span with the tool's type and description (the runner is a
+`dex_agents.ToolDescriber`), and spans that hold to the vendored GenAI conventions
+(`dex_agents.testing.genai_conventions`). The matrix Worker writes its spans to a file
+named by `dex_agents.testing.otel_spans.SPAN_FILE_ENV`, which `run_matrix_worker` honours (a Worker main of
+the adapter's own must too, with `export_spans_to_file`).
+
 An adapter runs the matrix by supplying its runner (built around a scripted model) and a Worker module::
 
     # tests/matrix_spec.py
@@ -72,6 +81,7 @@ from __future__ import annotations
 import collections
 import json
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -128,11 +138,15 @@ class MatrixHarness:
         flows: The matrix Flows the stack registered.
     """
 
-    def __init__(self, spec: MatrixSpec, stack: AgentTestStack, flows: MatrixFlows) -> None:
+    def __init__(
+        self, spec: MatrixSpec, stack: AgentTestStack, flows: MatrixFlows, span_file: Path | None = None
+    ) -> None:
         self.spec = spec
         self.stack = stack
         self.flows = flows
+        self.span_file = span_file
         self.sessions = stack.sessions(flows.main)
+        self.traced_sessions = None if flows.traced is None else stack.sessions(flows.traced)
         self.deadline_sessions = stack.sessions(flows.with_deadline)
         self.built_in_sessions = (
             None if flows.with_built_ins is None else stack.sessions(flows.with_built_ins)
@@ -285,14 +299,18 @@ class AgentMatrixTests:
         """The class's shared harness (a stack with a running Worker)."""
         spec = cls.spec
         flows = spec.build_flows()
+        from dex_agents.testing.otel_spans import SPAN_FILE_ENV  # noqa: PLC0415 - the SDK only when run
+
+        state_dir = tmp_path_factory.mktemp("matrix")
+        span_file = state_dir / "matrix-spans.jsonl"
         async with AgentTestStack(
-            tmp_path_factory.mktemp("matrix"),
+            state_dir,
             flows.all,
             spec.worker_module,
             worker_cwd=spec.worker_cwd,
-            worker_env=spec.worker_env,
+            worker_env={**spec.worker_env, SPAN_FILE_ENV: str(span_file)},
         ) as stack:
-            harness = MatrixHarness(spec, stack, flows)
+            harness = MatrixHarness(spec, stack, flows, span_file)
             await harness.ensure_worker()
             yield harness
 
@@ -837,3 +855,65 @@ class AgentMatrixTests:
             assert sizes.get("worker_request", 0) <= SDK_RECEIVE_LIMIT_BYTES, sizes
             assert sizes.get("load_blobs_response", 0) <= SDK_RECEIVE_LIMIT_BYTES, sizes
             assert sizes.get("rpc_output", 0) <= MAX_RPC_OUTPUT_BYTES, sizes
+
+    async def test_18_a_traced_turns_spans_describe_each_model_call_and_hold_to_the_genai_conventions(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Beyond the design: a traced turn's spans say what each model call received and produced.
+
+        The traced Flow records message content. For a turn of a model call, a write and a model call, the
+        first ``chat`` span's output is the tool call and nothing else, the second's input holds the write's
+        result and its output only the answer, the ``execute_tool`` span names the tool, its type and its
+        description (the runner is a `ToolDescriber`), and every span of the session holds to the vendored
+        GenAI conventions.
+        """
+        from dex_agents.testing.genai_conventions import (  # noqa: PLC0415
+            conventions_problems,
+            load_conventions,
+        )
+        from dex_agents.testing.otel_spans import ExportedSpan, read_exported_spans  # noqa: PLC0415
+
+        sessions, span_file = harness.traced_sessions, harness.span_file
+        assert sessions is not None and span_file is not None, "the matrix has no traced Flow"
+        session = harness.stack.new_session_id("m18")
+        write = harness.call(harness.tools.idempotent_write, "receipt-1")
+        harness.script(session, [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="Sent.")])
+        await sessions.start_session(session, "Send the receipt of A-1")
+        await wait_for_turn_end(sessions, session, 1)
+
+        def turn_spans() -> list[ExportedSpan] | None:
+            spans = read_exported_spans(span_file, session)
+            names = [str(span.attribute("gen_ai.operation.name")) for span in spans]
+            return spans if names.count("chat") == 2 and names.count("execute_tool") == 1 else None
+
+        spans = await wait_until("the traced turn's two chat spans and its execute_tool span", turn_spans)
+        asks, answers = sorted(
+            (span for span in spans if span.attribute("gen_ai.operation.name") == "chat"),
+            key=lambda span: span.start_ns,
+        )
+        [tool] = [span for span in spans if span.attribute("gen_ai.operation.name") == "execute_tool"]
+
+        def parts(span: ExportedSpan, key: str) -> list[dict[str, Any]]:
+            messages: list[dict[str, Any]] = json.loads(str(span.attribute(key)))
+            return [part for message in messages for part in message["parts"]]
+
+        asked = parts(asks, "gen_ai.output.messages")
+        assert [part["id"] for part in asked if part["type"] == "tool_call"] == ["receipt-1"], asked
+        assert all(part["type"] != "tool_call_response" for part in asked), "a tool result as model output"
+        received = parts(answers, "gen_ai.input.messages")
+        responses = [part["id"] for part in received if part["type"] == "tool_call_response"]
+        assert responses == ["receipt-1"], f"the answering call's input lacks the write's result: {received}"
+        answered = parts(answers, "gen_ai.output.messages")
+        assert [(part["type"], part.get("content")) for part in answered] == [("text", "Sent.")], answered
+        assert (tool.attribute("gen_ai.tool.name"), tool.attribute("gen_ai.tool.call.id")) == (
+            harness.tools.idempotent_write,
+            "receipt-1",
+        )
+        assert tool.attribute("gen_ai.tool.type") == "function"
+        description = tool.attribute("gen_ai.tool.description")
+        assert isinstance(description, str) and description.strip(), "execute_tool has no tool description"
+        # Whether a call streamed is the adapter's own tests' to check; the rest of the conventions hold here.
+        problems = conventions_problems(
+            load_conventions(), spans, lambda span: span.attribute("gen_ai.request.stream") is True
+        )
+        assert problems == [], problems
