@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, cast
 from dex_agents import (
     BUILT_IN_TOOL_DEFINITIONS,
     BUILT_IN_TOOL_NAMES,
+    ContextWindowExceeded,
     DeferredToolOutcome,
     ModelCallMetadata,
     ToolTaskCancellation,
@@ -50,6 +51,8 @@ from dex_agents import (
     ToolTaskPoll,
     ToolTaskPollOutcome,
     ToolTaskRouter,
+    is_context_window_refusal,
+    provider_refusal,
 )
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
@@ -91,6 +94,7 @@ from dex_agents_google_adk._call_metadata import (
 )
 from dex_agents_google_adk._effects import annotation_policy
 from dex_agents_google_adk._gate import DexToolGate
+from dex_agents_google_adk._litellm_answers import watching_litellm_answers
 from dex_agents_google_adk._messages import (
     REQUEST_CONFIRMATION_FUNCTION_NAME,
     build_user_event,
@@ -309,23 +313,32 @@ class GoogleAdkRunner:
         invocation_events: list[Event] = []
         model_error: Event | None = None
         try:
-            async for event in runner.run_async(
-                user_id=self._user_id,
-                session_id=turn.flow_id,
-                invocation_id=invocation_id,
-                new_message=new_message,
-                run_config=self._run_config,
-            ):
-                if event.error_code is not None and not event.partial:
-                    # Stop at once: an agent that goes on after the failed call would make a second
-                    # model call, whose refusal would hide this error.
-                    model_error = event
-                    break
-                if not event.partial:
-                    invocation_events.append(event)
+            with watching_litellm_answers():
+                async for event in runner.run_async(
+                    user_id=self._user_id,
+                    session_id=turn.flow_id,
+                    invocation_id=invocation_id,
+                    new_message=new_message,
+                    run_config=self._run_config,
+                ):
+                    if event.error_code is not None and not event.partial:
+                        # Stop at once: an agent that goes on after the failed call would make a second
+                        # model call, whose refusal would hide this error.
+                        model_error = event
+                        break
+                    if not event.partial:
+                        invocation_events.append(event)
         except Exception as error:
             if gate.model_requests > 1 or gate.refused_confirmation is not None:
                 return TurnCompleted(new_messages=(), turn_error=str(error))
+            if is_context_window_refusal(error):
+                raise ContextWindowExceeded(str(error)) from error
+            refusal = provider_refusal(error)
+            if refusal is not None:
+                # A bad request, a wrong key or model name: every attempt would get the same answer.
+                return TurnCompleted(new_messages=(), turn_error=refusal)
+            # A rate limit, a 5xx, a cut or unfinished answer, a timeout: `RunModel` makes a new attempt
+            # (after the provider's Retry-After), whose text replaces this attempt's.
             raise
         if gate.refused_confirmation is not None:
             # ADK reports the gate's refusal as an error event; a retry would meet the same confirmation.
