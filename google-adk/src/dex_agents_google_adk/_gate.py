@@ -157,6 +157,8 @@ class DexToolGate(BasePlugin):
         """Whether an agent's `before_model_callback` answered instead of the model."""
         self.streamed_text = False
         """Whether text deltas were written while the model streamed."""
+        self.model_exception: Exception | None = None
+        """What the model call raised, which ADK turns into an error event with only its type's name."""
 
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
@@ -204,6 +206,14 @@ class DexToolGate(BasePlugin):
                 # The `adk-` prefix makes ADK strip the ID from model requests, as it does for IDs it mints.
                 call.id = f"adk-{uuid.uuid4()}"
             self._used_ids.add(call.id)
+        return None
+
+    async def on_model_error_callback(
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest, error: Exception
+    ) -> LlmResponse | None:
+        """Keep the model call's exception, whose HTTP answer decides: a retry, a refusal or compaction."""
+        del callback_context, llm_request
+        self.model_exception = error
         return None
 
     @property

@@ -331,18 +331,13 @@ class GoogleAdkRunner:
         except Exception as error:
             if gate.model_requests > 1 or gate.refused_confirmation is not None:
                 return TurnCompleted(new_messages=(), turn_error=str(error))
-            if is_context_window_refusal(error):
-                raise ContextWindowExceeded(str(error)) from error
-            refusal = provider_refusal(error)
-            if refusal is not None:
-                # A bad request, a wrong key or model name: every attempt would get the same answer.
-                return TurnCompleted(new_messages=(), turn_error=refusal)
-            # A rate limit, a 5xx, a cut or unfinished answer, a timeout: `RunModel` makes a new attempt
-            # (after the provider's Retry-After), whose text replaces this attempt's.
-            raise
+            return _failed_model_call(error)
         if gate.refused_confirmation is not None:
             # ADK reports the gate's refusal as an error event; a retry would meet the same confirmation.
             return TurnCompleted(new_messages=(), turn_error=str(gate.refused_confirmation))
+        if model_error is not None and gate.model_exception is not None:
+            # ADK reported the model client's exception as an error event that names only its type.
+            return _failed_model_call(gate.model_exception)
         if model_error is not None:
             # A failed model call was still a model call, unless a callback answered with the error.
             model_called = gate.final_response is not None
@@ -578,6 +573,25 @@ class GoogleAdkRunner:
             usage=usage,
             model_call_metadata=metadata,
         )
+
+
+def _failed_model_call(error: Exception) -> TurnCompleted:
+    """End the turn for a provider's refusal that every attempt would meet; otherwise re-raise ``error``.
+
+    Raises:
+        ContextWindowExceeded: The provider refused the input as longer than the context window; the
+            session compacts or ends the turn saying so.
+        Exception: ``error`` itself, for a rate limit, a 5xx, a cut or unfinished answer or a timeout:
+            ``RunModel`` makes a new attempt (after the provider's ``Retry-After``, read from ``error``),
+            whose text replaces this attempt's.
+    """
+    if is_context_window_refusal(error):
+        raise ContextWindowExceeded(str(error)) from error
+    refusal = provider_refusal(error)
+    if refusal is None:
+        raise error
+    # A bad request, a wrong key or model name: every attempt would get the same answer.
+    return TurnCompleted(new_messages=(), turn_error=refusal)
 
 
 def _metadata(gate: DexToolGate, root: BaseAgent, response: Event) -> ModelCallMetadata:
