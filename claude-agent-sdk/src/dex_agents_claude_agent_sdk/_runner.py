@@ -110,15 +110,21 @@ ISOLATION_ENV: Mapping[str, str] = {
 _REPEATED_API_STATUSES = frozenset({413})
 
 
-class ModelApiError(RuntimeError):
-    """An API error the CLI gave up on (after its own retries), with the status the CLI reports.
+# The result's `terminal_reason` when the run ended on a model call the CLI gave up on.
+_API_ERROR = "api_error"
 
-    It carries `status_code` and `message` as the provider clients' errors do, so the core's
-    `is_context_window_refusal` and `provider_refusal` read it.
+
+class ModelApiError(RuntimeError):
+    """A model call the CLI gave up on (after its own retries), with the HTTP status the CLI reports.
+
+    It carries `status_code` (`None` when no answer came: a timeout, a refused connection) and `message`
+    as the provider clients' errors do, so the core's `is_context_window_refusal` and `provider_refusal`
+    read it.
     """
 
-    def __init__(self, status_code: int, message: str) -> None:
-        super().__init__(f"the model API failed with status {status_code}: {message}")
+    def __init__(self, status_code: int | None, message: str) -> None:
+        failure = "without an answer" if status_code is None else f"with status {status_code}"
+        super().__init__(f"the model API failed {failure}: {message}")
         self.status_code = status_code
         self.message = message
 
@@ -401,7 +407,8 @@ def _outcome(
         detail = "; ".join(result.errors or []) or result.result or result.subtype
         turn_error = f"the Claude Code CLI ended the turn with an error ({result.subtype}): {detail}"
         status = result.api_error_status
-        if status is not None:
+        # No status with an API error: the call failed without an answer (a timeout, a refused connection).
+        if status is not None or result.terminal_reason == _API_ERROR:
             error = ModelApiError(status, detail)
             if is_context_window_refusal(error):
                 # The session compacts where it can, or ends the turn saying why.
