@@ -273,8 +273,8 @@ class HarnessRun:
                 # The CLI asks again without streaming only after a stream failed (a cut connection);
                 # the events already carry that stream's partial text, so the attempt starts over instead.
                 self._fail_unfinished(
-                    f"the stream of model response {self.open_response_id or '(unknown)'} broke off, and "
-                    f"the Claude Code CLI asked again without streaming ({message.message_id})"
+                    "a model response's stream broke off, and the Claude Code CLI asked again without "
+                    f"streaming (response {message.message_id})"
                 )
             if message.message_id:
                 self.model_message_ids.add(message.message_id)
