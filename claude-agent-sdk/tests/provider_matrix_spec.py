@@ -49,5 +49,6 @@ SPEC = dataclasses.replace(
     build_runner=build_provider_runner,
     worker_module="tests.provider_matrix_worker",
     flow_type_prefix="ClaudeAgentSdkProvider",
+    provider_backed=True,
 )
 """The provider-fault matrix agent and its Worker."""
