@@ -1,0 +1,7 @@
+"""The Worker child of the provider-backed Stepwise matrix: both providers' Flows in one Worker."""
+
+from dex_agents.testing import run_agent_worker
+from tests.stepwise_provider_agents import ANTHROPIC_SPEC, OPENAI_SPEC
+
+if __name__ == "__main__":
+    run_agent_worker((*OPENAI_SPEC.build_flows().all, *ANTHROPIC_SPEC.build_flows().all))
