@@ -35,7 +35,8 @@ MODEL_TIMEOUT_SECONDS = 5.0
 API_KEY = "sk-scripted"
 
 
-def _chat_model() -> Model:
+def chat_model() -> Model:
+    """`OpenAIChatModel` with its OpenAI provider pointed at the process's scripted provider server."""
     server = scripted_provider_server()
     return OpenAIChatModel(
         "gpt-scripted", provider=OpenAIProvider(base_url=server.openai_base_url, api_key=API_KEY)
@@ -57,7 +58,7 @@ def _anthropic_model() -> Model:
 
 
 CLIENTS: dict[str, Callable[[], Model]] = {
-    "chat": _chat_model,
+    "chat": chat_model,
     "responses": _responses_model,
     "anthropic": _anthropic_model,
 }
@@ -86,6 +87,7 @@ def provider_spec(client: str, prefix: str) -> MatrixSpec:
         unknown_tool_message="Unknown tool name: 'launch_rocket'",
         supports_turn_control=True,
         supports_built_in_tools=True,
+        provider_backed=True,
     )
 
 

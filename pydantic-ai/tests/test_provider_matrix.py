@@ -6,13 +6,14 @@ turn, an approved write and the provider faults, which is where their wire forma
 
 from typing import ClassVar
 
-from dex_agents.testing.matrix import AgentMatrixTests
+from dex_agents.testing.matrix import PROVIDER_MATRIX_ITEMS, AgentMatrixTests
 
 from tests.provider_matrix_spec import ANTHROPIC_SPEC, RESPONSES_SPEC, SPEC
 
 
 class TestOpenAIChatMatrix(AgentMatrixTests):
     spec = SPEC
+    only_items: ClassVar[tuple[int, ...] | None] = PROVIDER_MATRIX_ITEMS
 
 
 class TestOpenAIResponsesMatrix(AgentMatrixTests):
