@@ -202,6 +202,14 @@ EXPECTED_EXPORTS = {
     "StoredToolOutput",
     "tool_output_key",
     "tool_output_view",
+    # provider faults (issue 31): what a provider's error means for the turn
+    "CONTEXT_WINDOW_EXCEEDED_ERROR",
+    "MAX_PROVIDER_RETRY_AFTER_SECONDS",
+    "ContextWindowExceeded",
+    "UnfinishedModelResponse",
+    "is_context_window_refusal",
+    "provider_refusal",
+    "provider_retry_after",
 }
 
 

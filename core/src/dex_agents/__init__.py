@@ -12,6 +12,15 @@ told apart (see the README's "Upgrading").
 from dex_agents._codecs import agent_codec_registry
 from dex_agents._decoded_value_cache import DEFAULT_DECODED_VALUE_CACHE_BYTES, set_decoded_value_cache_bytes
 from dex_agents._plans import PLANNING_TURN_REJECTION_MESSAGE, WRITE_TODOS_CALLED_TWICE_ERROR, build_plan_note
+from dex_agents._provider_errors import (
+    CONTEXT_WINDOW_EXCEEDED_ERROR,
+    MAX_PROVIDER_RETRY_AFTER_SECONDS,
+    ContextWindowExceeded,
+    UnfinishedModelResponse,
+    is_context_window_refusal,
+    provider_refusal,
+    provider_retry_after,
+)
 from dex_agents._release import installed_version as _installed_version
 from dex_agents._run_state import RunStateFormat, RunStateFormatError
 from dex_agents._session_waits import SessionWaitTimeoutError, TurnEnd, TurnOutcome
@@ -216,6 +225,7 @@ __all__ = [
     "BUILT_IN_TOOL_NAMES",
     "CONTEXT_SUMMARY",
     "CONTEXT_SUMMARY_HEADER",
+    "CONTEXT_WINDOW_EXCEEDED_ERROR",
     "DEFAULT_AGENT_EVENTS_CAPACITY_BYTES",
     "DEFAULT_CONTEXT_WINDOW_BYTES",
     "DEFAULT_DECODED_VALUE_CACHE_BYTES",
@@ -229,6 +239,7 @@ __all__ = [
     "INTERRUPT_RESOLUTIONS",
     "MAX_CONTEXT_SUMMARY_BYTES",
     "MAX_MESSAGE_CHUNK_BYTES",
+    "MAX_PROVIDER_RETRY_AFTER_SECONDS",
     "MAX_RPC_OUTPUT_BYTES",
     "MAX_SESSION_SETTINGS_BYTES",
     "MAX_TOOL_OUTPUT_BYTES",
@@ -301,6 +312,7 @@ __all__ = [
     "ContextSummary",
     "ContextSummaryRequest",
     "ContextSummaryResult",
+    "ContextWindowExceeded",
     "DeferredToolCall",
     "DeferredToolExecution",
     "DeferredToolOutcome",
@@ -361,6 +373,7 @@ __all__ = [
     "TurnOutcome",
     "TurnReplySequence",
     "TurnSessionSettings",
+    "UnfinishedModelResponse",
     "UnfinishedTurnMessageBuilder",
     "UpdateSessionSettingsRequest",
     "agent_codec_registry",
@@ -375,11 +388,14 @@ __all__ = [
     "current_tool_execution",
     "describe_tool_call_outcome",
     "effect_from_mcp_annotations",
+    "is_context_window_refusal",
     "left_out_messages_note",
     "message_sequence_key",
     "parse_tool_arguments",
     "plan_revision_key",
     "policy_from_mcp_annotations",
+    "provider_refusal",
+    "provider_retry_after",
     "resolve_tool_policy",
     "serve_agent_worker",
     "server_endpoint",

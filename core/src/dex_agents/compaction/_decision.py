@@ -19,7 +19,7 @@ from dex_agents.session._errors import RunnerCallError, runner_errors
 from dex_agents.session._state import stored_size
 from dex_agents.values import AgentUsage
 
-__all__ = ["checked_summary", "compaction_cutoff"]
+__all__ = ["checked_summary", "compaction_cutoff", "refused_input_cutoff"]
 
 
 async def _call(value: object) -> object:
@@ -61,6 +61,32 @@ async def compaction_cutoff(
             # The runner cuts by its own tokens; keeping the bytes' share of them keeps about that many bytes.
             budget = min(budget, estimate * policy.retained_bytes // max(input_bytes, 1))
         cutoff = await _call(runner.select_compaction_cutoff(turn, budget))
+    return _checked_cutoff(cutoff, turn, next_message_sequence)
+
+
+async def refused_input_cutoff(
+    policy: CompactionPolicy,
+    runner: ContextCompactionRunner,
+    turn: AgentTurnContext,
+    next_message_sequence: int,
+) -> int | None:
+    """Return the last message to summarize after the provider refused the input as too long.
+
+    The provider's refusal overrides the trigger: the runner's estimate was too low, so the cut keeps at
+    most half of it (and no more than the policy's retained budget). `None` when nothing past the current
+    summary can be summarized, so a refusal right after a compaction ends the turn instead of looping.
+
+    Raises:
+        RunnerCallError: As `compaction_cutoff`.
+    """
+    with runner_errors():
+        estimate = _whole_number(await _call(runner.estimate_input_tokens(turn)), "estimate_input_tokens")
+        budget = min(policy.retained_token_budget, max(estimate // 2, 1))
+        cutoff = await _call(runner.select_compaction_cutoff(turn, budget))
+    return _checked_cutoff(cutoff, turn, next_message_sequence)
+
+
+def _checked_cutoff(cutoff: object, turn: AgentTurnContext, next_message_sequence: int) -> int | None:
     if cutoff is None:
         return None
     through = _whole_number(cutoff, "select_compaction_cutoff")

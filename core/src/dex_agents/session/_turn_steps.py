@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
@@ -9,8 +10,13 @@ from typing import cast
 
 from dex import AsyncContext, StepDecision, Wait, force_fail, go_to_many
 
+from dex_agents._provider_errors import (
+    CONTEXT_WINDOW_EXCEEDED_ERROR,
+    ContextWindowExceeded,
+    provider_retry_after,
+)
 from dex_agents.compaction._capability import ContextCompactionRunner
-from dex_agents.compaction._decision import compaction_cutoff
+from dex_agents.compaction._decision import compaction_cutoff, refused_input_cutoff
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.limits import (
     MAX_STORED_VALUE_BYTES,
@@ -52,7 +58,6 @@ from dex_agents.session._errors import (
     SessionStateError,
     describe_exception,
     plain_recovery_detail,
-    runner_errors,
 )
 from dex_agents.session._message_reads import reply_count
 from dex_agents.session._moves import Moves
@@ -339,14 +344,39 @@ class RunModel(SessionStep[CompactContextInput | None]):
         # the same attempt number, so without it a model call killed early would repeat as "attempt 1" and a
         # UI could not tell the two calls apart.
         await context.heartbeat()
-        return await self._deps.tracing.trace_model_call(
-            context,
-            turn_id,
-            turn.messages,
-            lambda: self._call_runner(context, turn, writer),
-            lambda outcome: self._store_outcome(context, state, records, outcome),
-            records,
-        )
+        try:
+            return await self._deps.tracing.trace_model_call(
+                context,
+                turn_id,
+                turn.messages,
+                lambda: self._call_runner(context, turn, writer),
+                lambda outcome: self._store_outcome(context, state, records, outcome),
+                records,
+            )
+        except ContextWindowExceeded as refusal:
+            return await self._input_refused(context, state, turn, records, refusal)
+
+    async def _input_refused(
+        self,
+        context: AsyncContext,
+        state: AgentState,
+        turn: AgentTurnContext,
+        records: Sequence[AgentToolCall],
+        refusal: ContextWindowExceeded,
+    ) -> StepDecision:
+        """Compact after the provider refused the input as too long, or end the turn saying why."""
+        policy = self._deps.options.compaction
+        if policy is not None:
+            runner = cast(ContextCompactionRunner, self._deps.runner)
+            through = await refused_input_cutoff(policy, runner, turn, state.next_message_sequence)
+            if through is not None:
+                AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.COMPACTING_CONTEXT))
+                return go_to_many(self._moves.to_compact_context(context, through))
+            remedy = "and nothing older is left to summarize"
+        else:
+            remedy = "and the session does not compact (AgentSessionOptions.compaction is not set)"
+        error = f"{CONTEXT_WINDOW_EXCEEDED_ERROR} ({refusal}), {remedy}"
+        return await self._fail(context, state, error, records)
 
     async def _compaction_cutoff(self, state: AgentState, turn: AgentTurnContext) -> int | None:
         policy = self._deps.options.compaction
@@ -360,8 +390,15 @@ class RunModel(SessionStep[CompactContextInput | None]):
     ) -> AgentTurnOutcome:
         async with heartbeating(context):
             try:
-                with runner_errors():
-                    return await self._deps.runner.run_model_step(turn)
+                return await self._deps.runner.run_model_step(turn)
+            except (ContextWindowExceeded, RunnerCallError):
+                raise
+            except Exception as error:
+                # The next attempt would only meet the same rate limit sooner than the provider asked.
+                pause = provider_retry_after(error)
+                if pause:
+                    await asyncio.sleep(pause)
+                raise RunnerCallError(describe_exception(error)) from error
             finally:
                 writer.close()
 
