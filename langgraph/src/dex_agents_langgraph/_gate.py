@@ -173,7 +173,9 @@ def _with_invalid_calls_routed(response: ModelResponse[Any]) -> ModelResponse[An
         isinstance(message, AIMessage) and message.invalid_tool_calls for message in response.result
     ):
         return response
-    return dataclasses.replace(response, result=[_route_invalid_calls(message) for message in response.result])
+    return dataclasses.replace(
+        response, result=[_route_invalid_calls(message) for message in response.result]
+    )
 
 
 def _route_invalid_calls(message: BaseMessage) -> BaseMessage:
@@ -182,7 +184,10 @@ def _route_invalid_calls(message: BaseMessage) -> BaseMessage:
     routed = [call for call in message.invalid_tool_calls if call.get("id")]
     calls = [
         *message.tool_calls,
-        *(ToolCall(name=call.get("name") or "", args={}, id=call.get("id"), type="tool_call") for call in routed),
+        *(
+            ToolCall(name=call.get("name") or "", args={}, id=call.get("id"), type="tool_call")
+            for call in routed
+        ),
     ]
     unrouted = [call for call in message.invalid_tool_calls if not call.get("id")]
     return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": unrouted})
