@@ -23,6 +23,7 @@ from langchain.agents import create_agent
 from langchain_anthropic import ChatAnthropic
 from langchain_core.language_models import BaseChatModel
 from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
 
 from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner
 from tests.matrix_spec import SPEC as SCRIPTED_SPEC
@@ -40,7 +41,7 @@ def chat_openai() -> BaseChatModel:
     return ChatOpenAI(
         model="gpt-4.1",
         base_url=scripted_provider_server().openai_base_url,
-        api_key=PROVIDER_KEY,
+        api_key=SecretStr(PROVIDER_KEY),
         timeout=PROVIDER_TIMEOUT_SECONDS,
     )
 
@@ -50,7 +51,7 @@ def chat_openai_responses() -> BaseChatModel:
     return ChatOpenAI(
         model="gpt-4.1",
         base_url=scripted_provider_server().openai_base_url,
-        api_key=PROVIDER_KEY,
+        api_key=SecretStr(PROVIDER_KEY),
         timeout=PROVIDER_TIMEOUT_SECONDS,
         use_responses_api=True,
     )
@@ -61,7 +62,7 @@ def chat_anthropic() -> BaseChatModel:
     return ChatAnthropic(
         model_name="claude-sonnet-4-5",
         base_url=scripted_provider_server().anthropic_base_url,
-        api_key=PROVIDER_KEY,
+        api_key=SecretStr(PROVIDER_KEY),
         timeout=PROVIDER_TIMEOUT_SECONDS,
         stop=None,
     )
