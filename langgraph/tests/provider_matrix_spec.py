@@ -100,6 +100,7 @@ def provider_spec(client: str, flow_type_prefix: str) -> MatrixSpec:
         worker_module="tests.provider_matrix_worker",
         worker_env={CLIENT_ENV: client},
         flow_type_prefix=flow_type_prefix,
+        provider_backed=True,
     )
 
 

@@ -1,4 +1,4 @@
-"""Provider faults through ChatOpenAI and ChatAnthropic, one `run_model_step` at a time, in process.
+"""Provider faults through ChatOpenAI (Chat Completions, Responses) and ChatAnthropic, attempt by attempt.
 
 Each test plays the session's side (`SessionSide`) against the runner of `tests.provider_matrix_spec`,
 whose real provider client streams over HTTP to the kit's scripted provider server, so what a fault does
@@ -44,7 +44,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 LOOKUP = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "call-1")
 ANSWER = "A-1 was refunded, because it arrived broken."
-CLIENTS = ("chat_openai", "chat_anthropic")
+CLIENTS = ("chat_openai", "chat_openai_responses", "chat_anthropic")
 
 _executions = itertools.count(1)
 

@@ -1,22 +1,29 @@
 """The matrix through LangChain's real provider clients over HTTP to the kit's scripted provider server.
 
-ChatOpenAI on Chat Completions runs every provider matrix item; ChatOpenAI on the Responses API and
-ChatAnthropic run a few (a read turn, a Worker killed in the model call, the provider faults), which is
-where the clients differ, to keep the package's CI time.
+ChatOpenAI on Chat Completions runs every provider matrix item (streaming, tool calls, approvals, kills,
+retries and the provider faults); ChatOpenAI on the Responses API and ChatAnthropic run a read turn and the
+provider faults, which is where the clients differ: the kills and approvals do not depend on the client,
+and CI time is short.
 """
 
-from dex_agents.testing.matrix import AgentMatrixTests
+from dex_agents.testing.matrix import PROVIDER_MATRIX_ITEMS, AgentMatrixTests
 
 from tests.provider_matrix_spec import ANTHROPIC_SPEC, RESPONSES_SPEC, SPEC
+
+CLIENT_ITEMS = (1, 19, 20, 21)
+"""What a second and third client of the same agent run."""
 
 
 class TestChatOpenAIMatrix(AgentMatrixTests):
     spec = SPEC
+    only_items = PROVIDER_MATRIX_ITEMS
 
 
 class TestChatOpenAIResponsesMatrix(AgentMatrixTests):
     spec = RESPONSES_SPEC
+    only_items = CLIENT_ITEMS
 
 
 class TestChatAnthropicMatrix(AgentMatrixTests):
     spec = ANTHROPIC_SPEC
+    only_items = CLIENT_ITEMS
