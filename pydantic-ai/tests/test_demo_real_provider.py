@@ -4,8 +4,8 @@
 API) with only ``OPENAI_BASE_URL`` and a dummy ``OPENAI_API_KEY`` set, as ``scripts/demo --model ...`` runs
 it: Pydantic AI's own OpenAI client streams over HTTP from the kit's scripted provider server, which answers
 by the conversation's position what the demo's scripted model would, and fails the way providers do: a 429
-with ``Retry-After`` first, then a connection cut mid-answer on the answer that asks for the refund and on
-the final answer.
+with ``Retry-After`` first, then a connection cut mid-answer on the answer that asks for the refund (the
+issue a truncated answer once caused: taken for the final one, it ended the turn without the refund).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ LOOKUP_TEXT = "Sorry to hear that. Let me look up order A-17 first."
 REFUND_TEXT = "Order A-17 was an espresso machine for 40 EUR, delivered broken. I will refund it."
 FINAL_TEXT = "Done: Refunded 40 EUR for order A-17. You will see it on your card in a few days."
 RETRY_AFTER_SECONDS = 1.0
-CUT = (ProviderFault("cut_stream"),)
 
 # The demo's conversation (examples/order_desk/scripted.py), as a provider answers it.
 REPLIES = (
@@ -38,16 +37,16 @@ REPLIES = (
     ScriptedResponse(
         text=REFUND_TEXT,
         tool_calls=(ScriptedToolCall("refund_order", {"order_id": "A-17", "amount_eur": 40}, "refund-1"),),
-        provider_faults=CUT,
+        provider_faults=(ProviderFault("cut_stream"),),
     ),
-    ScriptedResponse(text=FINAL_TEXT, provider_faults=CUT),
+    ScriptedResponse(text=FINAL_TEXT),
 )
 
 
 @pytest.mark.parametrize(
     ("model", "api"), [("openai-chat:gpt-4.1", "chat_completions"), ("openai:gpt-4.1", "responses")]
 )
-def test_the_demo_on_an_openai_compatible_server_survives_a_rate_limit_and_cut_streams(
+def test_the_demo_on_an_openai_compatible_server_survives_a_rate_limit_and_a_cut_stream(
     model: str, api: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with ScriptedProviderServer(replies=REPLIES) as server:
@@ -60,13 +59,12 @@ def test_the_demo_on_an_openai_compatible_server_survives_a_rate_limit_and_cut_s
     # The turn completed, the approval survived the Worker kill and the refund ran exactly once.
     assert f"model {model}" in output
     assert "[turn_completed]" in output
-    history = check_order_desk_output(output, answer_sequence=8, model_calls=1)
-    # Each cut answer was asked again as a new attempt of its model call, and the user saw it start over.
-    assert history.count("RunModel attempt 2: ok") == 2, history
+    history = check_order_desk_output(output, answer_sequence=8, model_calls=2)
+    # The cut answer was asked again as a new attempt of its model call, and the user saw it start over.
+    assert history.count("RunModel attempt 2: ok") == 1, history
     live = output.split("Transcript (stored messages):")[0]
-    assert live.count("[model call retried: attempt 2]") == 2, live
+    assert live.count("[model call retried: attempt 2]") == 1, live
     assert f"[model call retried: attempt 2]\nassistant: {REFUND_TEXT}\n" in live, live
-    assert f"[model call retried: attempt 2]\nassistant: {FINAL_TEXT}\n" in live, live
     # The stored answers are the whole texts, never the part before a cut.
     transcript = output.split("Transcript (stored messages):")[1].split("  usage:")[0]
     assert transcript.splitlines()[1:] == [
@@ -84,5 +82,5 @@ def test_the_demo_on_an_openai_compatible_server_survives_a_rate_limit_and_cut_s
     # Every answer came over the chosen API; the OpenAI client itself retried the 429 after Retry-After.
     assert {request.api for request in requests} == {api}
     faults = [request.fault for request in requests]
-    assert faults == ["rate_limit", None, "cut_stream", None, "cut_stream", None], faults
+    assert faults == ["rate_limit", None, "cut_stream", None, None], faults
     assert requests[1].at - requests[0].at >= RETRY_AFTER_SECONDS
