@@ -8,8 +8,9 @@ stream parsing all run.
 from datetime import timedelta
 from pathlib import Path
 
+from dex_agents import AgentSessionFlow, AgentSessionOptions, CompactionPolicy
 from dex_agents.stepwise import AgentDefinition, LiteLLMModelClient, StepwiseRunner
-from dex_agents.testing import MATRIX_TOOLS, MatrixSpec, scripted_provider_server
+from dex_agents.testing import MATRIX_TOOLS, MatrixSpec, scripted_provider_server, with_model_call_scope
 
 CORE_DIR = Path(__file__).resolve().parents[1]
 DUMMY_KEY = "sk-scripted-offline"
@@ -66,3 +67,12 @@ OPENAI_SPEC = _spec(build_openai_runner, "StepwiseOpenAI", "tests.stepwise_provi
 ANTHROPIC_SPEC = _spec(build_anthropic_runner, "StepwiseAnthropic", "tests.stepwise_provider_worker")
 SPEC = OPENAI_SPEC
 """What scripts/chaos runs for core-stepwise: LiteLLM's OpenAI provider against the scripted server."""
+
+
+def build_compacting_flow() -> AgentSessionFlow:
+    """The OpenAI-provider agent with compaction whose window the runner never reaches by its own count,
+    so only the provider's context-length refusal makes it compact."""
+    options = AgentSessionOptions(compaction=CompactionPolicy(context_window_tokens=1_000_000))
+    return AgentSessionFlow(
+        with_model_call_scope(build_openai_runner()), flow_type="StepwiseOpenAICompacting", options=options
+    )

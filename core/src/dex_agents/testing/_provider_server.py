@@ -38,6 +38,7 @@ from dex_agents.testing._provider_wire import (
     reply_events,
 )
 from dex_agents.testing._script import (
+    DEFAULT_SCRIPTED_SUMMARY,
     ModelCallScope,
     ProviderFault,
     ScriptedResponse,
@@ -335,6 +336,8 @@ class ScriptedProviderServer:
                 return JSONResponse(error_answer(api, 500, str(error)), status_code=500)
         if response.turn_error is not None:
             return JSONResponse(error_answer(api, 400, response.turn_error), status_code=400)
+        if scope.is_summary and not response.text:
+            response = replace(response, text=DEFAULT_SCRIPTED_SUMMARY)  # a provider never sums up in nothing
         return _reply(api, read, _provider_reply(response, fault), fault)
 
     async def _answer_without_call(self, api: ProviderApi, read: ReadRequest, request_bytes: int) -> Any:
