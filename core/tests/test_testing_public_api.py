@@ -93,6 +93,13 @@ TESTING_EXPORTS = {
     "wait_for_turn_end",
     "wait_until",
     "with_model_call_scope",
+    # provider faults (issue 31): the scripted provider server
+    "ProviderFault",
+    "ProviderFaultKind",
+    "ProviderRequest",
+    "ScriptedProviderServer",
+    "read_provider_requests",
+    "scripted_provider_server",
 }
 
 

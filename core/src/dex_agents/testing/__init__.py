@@ -74,6 +74,12 @@ from dex_agents.testing._official_mcp import (
     start_official_mcp_http_server,
 )
 from dex_agents.testing._projection import ProjectedCall, check_message_projection
+from dex_agents.testing._provider_server import (
+    ProviderRequest,
+    ScriptedProviderServer,
+    read_provider_requests,
+    scripted_provider_server,
+)
 from dex_agents.testing._readme import ReadmeRun, readme_snippets, run_readme_files
 from dex_agents.testing._runner_contract_spec import RunnerContractSpec
 from dex_agents.testing._scoped_runner import ModelCallScopedRunner, with_model_call_scope
@@ -81,6 +87,8 @@ from dex_agents.testing._script import (
     DEFAULT_SCRIPTED_SUMMARY,
     STATE_DIR_ENV,
     ModelCallScope,
+    ProviderFault,
+    ProviderFaultKind,
     ScriptedResponse,
     ScriptedToolCall,
     ScriptStore,
@@ -139,9 +147,13 @@ __all__ = [
     "OfficialMcpHttpServer",
     "OfficialMcpServerName",
     "ProjectedCall",
+    "ProviderFault",
+    "ProviderFaultKind",
+    "ProviderRequest",
     "ReadmeRun",
     "RunnerContractSpec",
     "ScriptStore",
+    "ScriptedProviderServer",
     "ScriptedQuestion",
     "ScriptedResponse",
     "ScriptedRunner",
@@ -164,6 +176,7 @@ __all__ = [
     "official_mcp_servers_dir",
     "read_agent_events",
     "read_mcp_wire_log",
+    "read_provider_requests",
     "read_step_history",
     "readme_snippets",
     "recorded_usage",
@@ -178,6 +191,7 @@ __all__ = [
     "run_scripted_tool",
     "script_store_scope",
     "scripted_model_response",
+    "scripted_provider_server",
     "scripted_summary_response",
     "scripted_token_count",
     "send_receipt",

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast, get_args
 
 from dex_agents import ToolExecutionError, current_tool_execution
 from dex_agents.testing._gates import FileGate
@@ -43,6 +43,8 @@ __all__ = [
     "LOGGED_TEXT_CUT",
     "STATE_DIR_ENV",
     "ModelCallScope",
+    "ProviderFault",
+    "ProviderFaultKind",
     "ScriptStore",
     "ScriptedResponse",
     "ScriptedToolCall",
@@ -110,6 +112,68 @@ class ScriptedToolCall:
         return json.dumps(dict(self.arguments), sort_keys=True, separators=(",", ":"))
 
 
+ProviderFaultKind = Literal[
+    "rate_limit",
+    "server_error",
+    "overloaded",
+    "cut_stream",
+    "unfinished_stream",
+    "slow_first_byte",
+    "malformed_arguments",
+    "context_length",
+]
+"""The provider faults :func:`~dex_agents.testing.scripted_provider_server` can answer a request with."""
+
+
+@dataclass(frozen=True)
+class ProviderFault:
+    """A fault the scripted provider server answers a model call's HTTP request with.
+
+    Only the scripted provider server (`dex_agents.testing.scripted_provider_server`) reads it; scripted
+    models in the framework's model slot ignore it.
+
+    Attributes:
+        kind: ``"rate_limit"``: HTTP 429 with ``Retry-After``. ``"server_error"``: HTTP 500.
+            ``"overloaded"``: Anthropic's 529 ``overloaded_error``, OpenAI's 503, with ``Retry-After``.
+            ``"cut_stream"``: part of the answer, then the connection closes mid-body.
+            ``"unfinished_stream"``: the answer ends cleanly but without its finish reason (no
+            ``finish_reason``, no ``response.completed``, no ``stop_reason``).
+            ``"slow_first_byte"``: nothing for ``delay_seconds``, then the answer.
+            ``"malformed_arguments"``: every tool call's arguments are cut JSON text.
+            ``"context_length"``: HTTP 400 with the provider's context-length error.
+        attempts: The ``RunModel`` attempts it applies to.
+        requests: Which HTTP requests of such an attempt, counting from 1 (a client that retries by itself
+            sends several in one attempt); ``None`` for all of them.
+        retry_after_seconds: The ``Retry-After`` of a rate limit or an overload.
+        delay_seconds: How long a slow first byte takes.
+    """
+
+    kind: ProviderFaultKind
+    attempts: tuple[int, ...] = (1,)
+    requests: tuple[int, ...] | None = (1,)
+    retry_after_seconds: float = 1.0
+    delay_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in get_args(ProviderFaultKind):
+            raise ValueError(f"kind must be one of {list(get_args(ProviderFaultKind))}, got {self.kind!r}")
+
+    def applies_to(self, attempt: int, request: int) -> bool:
+        """Whether the ``request``-th HTTP request of ``attempt`` gets this fault."""
+        return attempt in self.attempts and (self.requests is None or request in self.requests)
+
+
+def _fault_from_json(data: Mapping[str, Any]) -> ProviderFault:
+    requests = data.get("requests")
+    return ProviderFault(
+        kind=data["kind"],
+        attempts=tuple(data.get("attempts", (1,))),
+        requests=None if requests is None else tuple(requests),
+        retry_after_seconds=data.get("retry_after_seconds", 1.0),
+        delay_seconds=data.get("delay_seconds", 5.0),
+    )
+
+
 @dataclass(frozen=True)
 class ScriptedResponse:
     """One scripted model answer.
@@ -138,6 +202,8 @@ class ScriptedResponse:
             oversized-run-state tests.
         input_tokens: The usage this call reports.
         output_tokens: The usage this call reports.
+        provider_faults: How the scripted provider server answers this call's HTTP requests on chosen
+            attempts (the first that applies to a request wins); ignored by in-process scripted models.
     """
 
     text: str = ""
@@ -154,6 +220,7 @@ class ScriptedResponse:
     thread_text: str = ""
     late_text: str = ""
     block_until_cancelled: bool = False
+    provider_faults: tuple[ProviderFault, ...] = ()
 
     def __post_init__(self) -> None:
         if self.failure_type not in _FAILURE_TYPES:
@@ -199,6 +266,7 @@ def _response_to_json(response: ScriptedResponse) -> dict[str, Any]:
         "thread_text": response.thread_text,
         "late_text": response.late_text,
         "block_until_cancelled": response.block_until_cancelled,
+        "provider_faults": [asdict(fault) for fault in response.provider_faults],
     }
 
 
@@ -238,6 +306,7 @@ def _response_from_json(data: Mapping[str, Any]) -> ScriptedResponse:
         thread_text=data.get("thread_text", ""),
         late_text=data.get("late_text", ""),
         block_until_cancelled=data.get("block_until_cancelled", False),
+        provider_faults=tuple(_fault_from_json(fault) for fault in data.get("provider_faults", ())),
     )
 
 
