@@ -5,6 +5,8 @@ JSON object: a scripted call whose arguments hold `RAW_ARGUMENTS` sends that tex
 A scripted `turn_error` that starts with `DROPS_ITS_MESSAGES` comes back without the turn's new messages, as
 a framework that stops a run by raising (a recursion limit, a refused confirmation) returns it.
 `NotASessionFlow` is a Flow of another kind, which a session client must not be pointed at.
+`BAD_PROVIDER_SPEC`'s agent is Stepwise on LiteLLM's OpenAI provider, talking HTTP to the scripted provider
+server, for the rows whose bad input is a provider's answer.
 """
 
 import json
@@ -15,6 +17,7 @@ from dex import Context, Flow, PersistenceSchema, Step, StepDecision, StepList, 
 from dex_agents import AgentTurnContext, AgentTurnOutcome, ToolCallsRequested, TurnCompleted
 from dex_agents.testing import MatrixSpec, ScriptedRunner
 from tests.agents import CORE_DIR
+from tests.stepwise_provider_agents import build_openai_runner
 
 RAW_ARGUMENTS = "raw_arguments"
 """The argument whose value a `ModelMistakesRunner` call sends as its whole argument text."""
@@ -63,4 +66,13 @@ BAD_INPUT_SPEC = MatrixSpec(
     worker_module="tests.bad_input_worker",
     flow_type_prefix="BadInput",
     worker_cwd=CORE_DIR,
+)
+
+
+BAD_PROVIDER_SPEC = MatrixSpec(
+    build_runner=build_openai_runner,
+    worker_module="tests.bad_input_worker",
+    flow_type_prefix="BadInputProvider",
+    worker_cwd=CORE_DIR,
+    provider_backed=True,
 )

@@ -5,7 +5,7 @@ to one of its Flows finds no Worker, which is the refusal the table's row checks
 """
 
 from dex_agents.testing import run_agent_worker
-from tests.bad_input_agents import BAD_INPUT_SPEC
+from tests.bad_input_agents import BAD_INPUT_SPEC, BAD_PROVIDER_SPEC
 
 if __name__ == "__main__":
-    run_agent_worker(BAD_INPUT_SPEC.build_flows().all)
+    run_agent_worker((*BAD_INPUT_SPEC.build_flows().all, BAD_PROVIDER_SPEC.build_flows().main))

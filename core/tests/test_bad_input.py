@@ -2,7 +2,8 @@
 the answer names the problem, and ends with a normal turn in the same session, so nothing was lost.
 
 Rows run against a real devserver and Worker, with the core's scripted runner (`ModelMistakesRunner` adds
-malformed tool arguments). Every row's session script ends with the normal turn, which
+malformed tool arguments); the provider rows run Stepwise on LiteLLM's OpenAI provider against the scripted
+provider server, whose answers are the bad input. Every row's session script ends with the normal turn, which
 `_finish_with_a_normal_turn` takes after the row.
 """
 
@@ -24,6 +25,7 @@ from dex import (
 
 from dex_agents import (
     APPROVAL_DEADLINE_PASSED,
+    CONTEXT_WINDOW_EXCEEDED_ERROR,
     DEFAULT_INLINE_TOOL_OUTPUT_BYTES,
     MAX_TOOL_OUTPUT_BYTES,
     MAX_USER_MESSAGE_BYTES,
@@ -40,13 +42,22 @@ from dex_agents import (
 from dex_agents.limits import MAX_SESSION_SETTINGS_BYTES, MAX_STORED_VALUE_BYTES
 from dex_agents.testing import (
     AgentTestStack,
+    ProviderFault,
+    ProviderFaultKind,
     ScriptedResponse,
     ScriptedToolCall,
+    read_provider_requests,
     wait_for_agent_snapshot,
     wait_for_turn_end,
 )
 from dex_agents.testing.matrix import MatrixHarness
-from tests.bad_input_agents import BAD_INPUT_SPEC, DROPS_ITS_MESSAGES, RAW_ARGUMENTS, NotASessionFlow
+from tests.bad_input_agents import (
+    BAD_INPUT_SPEC,
+    BAD_PROVIDER_SPEC,
+    DROPS_ITS_MESSAGES,
+    RAW_ARGUMENTS,
+    NotASessionFlow,
+)
 
 NORMAL_QUESTION = "Still there?"
 NORMAL_ANSWER = "Yes, still here."
@@ -58,15 +69,17 @@ LONE_SURROGATE = "refund order A-1 \udcff please"
 class Table:
     harness: MatrixHarness
     not_a_session: NotASessionFlow
+    provider_sessions: AgentSessionClient
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def table(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Table]:
     flows = BAD_INPUT_SPEC.build_flows()
     not_a_session = NotASessionFlow()
+    provider_flow = BAD_PROVIDER_SPEC.build_flows().main
     async with AgentTestStack(
         tmp_path_factory.mktemp("bad-input"),
-        (*flows.all, not_a_session),  # pyright: ignore[reportArgumentType]
+        (*flows.all, provider_flow, not_a_session),  # pyright: ignore[reportArgumentType]
         BAD_INPUT_SPEC.worker_module,
         worker_cwd=BAD_INPUT_SPEC.worker_cwd,
         # An RPC no Worker takes fails after the dispatch wait; keep the row that does it short.
@@ -74,7 +87,7 @@ async def table(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Table
     ) as stack:
         harness = MatrixHarness(BAD_INPUT_SPEC, stack, flows)
         await harness.ensure_worker()
-        yield Table(harness, not_a_session)
+        yield Table(harness, not_a_session, stack.sessions(provider_flow))
 
 
 class Case:
@@ -85,6 +98,11 @@ class Case:
         self.not_a_session = table.not_a_session
         self.session = table.harness.stack.new_session_id(name[:24])
         self.sessions = table.harness.sessions
+        self.provider_sessions = table.provider_sessions
+
+    def use_provider_agent(self) -> None:
+        """Run this row's session on the agent behind the scripted provider server."""
+        self.sessions = self.provider_sessions
 
     def use_deadline_agent(self) -> None:
         """Run this row's session on the agent whose approvals have a deadline."""
@@ -134,7 +152,7 @@ class Case:
         return seen
 
 
-Layer = Literal["client", "rpc", "runner"]
+Layer = Literal["client", "rpc", "runner", "provider"]
 
 
 @dataclass(frozen=True)
@@ -702,10 +720,77 @@ async def largest_settings(case: Case) -> None:
     await case.harness.replace_worker()
 
 
+# The provider: the model provider's answer is the bad input, read by LiteLLM's real OpenAI client.
+
+
+async def _provider_turn(case: Case, response: ScriptedResponse) -> str:
+    """Run one turn on the provider agent whose model call meets ``response``; return its turn error."""
+    case.use_provider_agent()
+    case.script([response, ScriptedResponse(text="I could not do that.")])
+    await case.sessions.start_session(case.session, "Where is order A-1?")
+    snapshot = await wait_for_turn_end(case.sessions, case.session, 1)
+    assert snapshot.state is not None
+    return snapshot.state.last_turn_error or ""
+
+
+def _always(kind: ProviderFaultKind) -> ProviderFault:
+    return ProviderFault(kind, attempts=(1, 2, 3), requests=None)
+
+
+@bad_input("provider")
+async def tool_call_arguments_cut_short(case: Case) -> None:
+    read = case.harness.call(case.harness.tools.read, "read-1")
+    error = await _provider_turn(
+        case, ScriptedResponse(tool_calls=(read,), provider_faults=(_always("malformed_arguments"),))
+    )
+    assert error == "", error
+    assert not case.harness.tool_runs(case.session, case.harness.tools.read)
+    case.model_saw("read-1", "arguments must be a JSON object", "are not strict JSON")
+
+
+@bad_input("provider")
+async def stream_cut_on_every_attempt(case: Case) -> None:
+    error = await _provider_turn(
+        case, ScriptedResponse(text="It was an accident.", provider_faults=(_always("cut_stream"),))
+    )
+    assert "It was an" not in [
+        message.text for message in (await case.sessions.get_agent_snapshot(case.session)).messages
+    ]
+    assert "APIConnectionError" in error or "connection" in error.lower(), error
+
+
+@bad_input("provider")
+async def answer_without_a_finish_reason_on_every_attempt(case: Case) -> None:
+    error = await _provider_turn(
+        case, ScriptedResponse(text="It was an accident.", provider_faults=(_always("unfinished_stream"),))
+    )
+    assert "UnfinishedModelResponse" in error and "ended without a finish reason" in error, error
+    snapshot = await case.sessions.get_agent_snapshot(case.session)
+    assert "It was an accident." not in [message.text for message in snapshot.messages], snapshot.messages
+
+
+@bad_input("provider")
+async def request_refused_as_bad(case: Case) -> None:
+    error = await _provider_turn(case, ScriptedResponse(turn_error="Invalid value for 'tool_choice'."))
+    assert error.startswith("the model provider refused the call (HTTP 400): "), error
+    assert "Invalid value for 'tool_choice'." in error, error
+    requests = read_provider_requests(case.harness.stack.state_dir, case.session)
+    assert {request.attempt for request in requests} == {1}, requests  # not retried
+
+
+@bad_input("provider")
+async def input_over_the_context_window(case: Case) -> None:
+    error = await _provider_turn(
+        case, ScriptedResponse(text="never", provider_faults=(_always("context_length"),))
+    )
+    assert error.startswith(CONTEXT_WINDOW_EXCEEDED_ERROR), error
+    assert "AgentSessionOptions.compaction is not set" in error, error
+
+
 def test_the_table_covers_the_client_the_rpcs_and_runner_outcomes() -> None:
     layers = [row.layer for row in TABLE]
     assert len(TABLE) >= 25 and len({row.name for row in TABLE}) == len(TABLE)
-    assert all(layers.count(layer) >= 5 for layer in ("client", "rpc", "runner")), layers
+    assert all(layers.count(layer) >= 5 for layer in ("client", "rpc", "runner", "provider")), layers
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -12,6 +12,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from dex_agents.testing import (
     ModelCallScope,
     ProviderFault,
+    ScriptedProviderServer,
     ScriptedResponse,
     ScriptedToolCall,
     ScriptStore,
@@ -170,3 +171,34 @@ async def test_a_request_outside_a_run_model_call_is_refused_by_name(store: Scri
         await _client().chat.completions.create(
             model="gpt-scripted", messages=[{"role": "user", "content": "Hi"}]
         )
+
+
+async def test_without_a_run_model_call_it_answers_by_the_conversations_position() -> None:
+    unfinished = ProviderFault("unfinished_stream", requests=(1,))
+    replies = [
+        ScriptedResponse(tool_calls=(LOOKUP,)),
+        ScriptedResponse(text="Shipped.", provider_faults=(unfinished,)),
+    ]
+    with ScriptedProviderServer(replies=replies) as server:
+        client = openai.AsyncOpenAI(base_url=server.openai_base_url, api_key="sk-scripted")
+        first = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "A-1?"}]
+        )
+        [call] = first.choices[0].message.tool_calls or []
+        assert call.id == "call-1"
+        assistant: ChatCompletionMessageParam = {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "call-1", "type": "function", "function": {"name": "lookup_order", "arguments": "{}"}}
+            ],
+        }
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "user", "content": "A-1?"},
+            assistant,
+            {"role": "tool", "tool_call_id": "call-1", "content": "shipped"},
+        ]
+        unfinished_answer = await client.chat.completions.create(model="m", messages=messages)
+        again = await client.chat.completions.create(model="m", messages=messages)
+    assert unfinished_answer.choices[0].finish_reason is None
+    assert (again.choices[0].message.content, again.choices[0].finish_reason) == ("Shipped.", "stop")
+    assert [request.fault for request in server.requests] == [None, "unfinished_stream", None]

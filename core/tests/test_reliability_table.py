@@ -66,6 +66,7 @@ def _report(label: str, kills: int, violations: list[Violation] | None = None) -
         approvals=5,
         retried_client_calls=0,
         seconds=1.0,
+        provider_faults={"cut_stream": 3, "rate_limit": 2},
         violations=violations or [],
     )
 
@@ -119,9 +120,12 @@ def test_the_table_comes_from_the_suites_output_and_replaces_only_the_marked_par
     readme = (tmp_path / "README.md").read_text("utf-8")
     assert readme.startswith("# Project\n\nBefore.\n\n") and readme.endswith(f"{END}\n\nAfter.\n")
     assert "stale" not in readme
-    assert "| core (`ScriptedRunner`) | 15/15 | 70 | 0 | 2 | 30/30 |" in readme
-    assert "| claude-agent-sdk | 14/15 (1 skipped) | 70 | 0 | 2 | shared (core) |" in readme
-    assert "Chaos (seed 42): 490 Worker kills and 14 engine crashes over 70 sessions and 210 turns" in readme
+    assert "| core (`ScriptedRunner`) | 15/15 | 70 | 0 | 2 | 5 | 30/30 |" in readme
+    assert "| claude-agent-sdk | 14/15 (1 skipped) | 70 | 0 | 2 | 5 | shared (core) |" in readme
+    assert (
+        "Chaos (seed 42): 490 Worker kills, 14 engine crashes and 35 provider faults over 70 sessions and "
+        "210 turns"
+    ) in readme
     assert _run(tmp_path, "--check").returncode == 0
 
 
@@ -131,9 +135,10 @@ def test_a_broken_promise_shows_and_a_missing_input_fails_without_writing(tmp_pa
     _report("langgraph", 12, [violation]).write(tmp_path / "results" / "chaos-langgraph.json")
     (tmp_path / "README.md").write_text(README.format(start=START, end=END), "utf-8")
     assert _run(tmp_path).returncode == 0
-    assert "| langgraph | 15/15 | 12 (not survived) | 1 | 2 (not survived) | shared (core) |" in (
-        tmp_path / "README.md"
-    ).read_text("utf-8")
+    assert (
+        "| langgraph | 15/15 | 12 (not survived) | 1 | 2 (not survived) | 5 (not survived) | shared (core) |"
+        in (tmp_path / "README.md").read_text("utf-8")
+    )
 
     before = (tmp_path / "README.md").read_text("utf-8")
     (tmp_path / "results" / "chaos-google-adk.json").unlink()

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 
+from dex_agents._provider_errors import UnfinishedModelResponse
 from dex_agents.events import AgentEventWriter
 from dex_agents.runner import ModelCallMetadata, ModelRequestParameters, ModelToolDescription, server_endpoint
 from dex_agents.stepwise._litellm import litellm
@@ -403,6 +404,12 @@ class LiteLLMModelClient:
                 if first_chunk is None:
                     first_chunk = time.monotonic() - started
                 answer.add(chunk, request.events)
+        if stream.received_finish_reason is None and stream.intermittent_finish_reason is None:
+            # LiteLLM ends a stream that stopped early as if it had finished; the provider never said so.
+            raise UnfinishedModelResponse(
+                f"the answer of {self._model!r} ended without a finish reason, so it may be cut short; "
+                "RunModel calls the model again"
+            )
         response = answer.response(getattr(stream, "custom_llm_provider", None), self._provider_model())
         address, port = server_endpoint(arguments.get("api_base") or arguments.get("base_url"))
         return replace(

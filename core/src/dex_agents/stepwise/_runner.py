@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from dex_agents._provider_errors import ContextWindowExceeded, is_context_window_refusal, provider_refusal
 from dex_agents._run_state import RunStateFormatError
 from dex_agents._tools._tasks import (
     ToolTaskCancellation,
@@ -192,7 +193,16 @@ class StepwiseRunner:
             events=turn.events,
             tool_choice=tool_choice,
         )
-        response = _with_usable_tool_call_ids(await client.complete(request), turn)
+        try:
+            answer = await client.complete(request)
+        except Exception as error:
+            if is_context_window_refusal(error):
+                raise ContextWindowExceeded(str(error)) from error
+            refusal = provider_refusal(error)
+            if refusal is None:
+                raise
+            return TurnCompleted(new_messages=items, usage=AgentUsage(), turn_error=refusal)
+        response = _with_usable_tool_call_ids(answer, turn)
         metadata = model_call_metadata(client, response, request)
         items.extend(response_messages(response))
         decision, turn_error = await self._decide(turn, response, state.consecutive_continuations)

@@ -90,6 +90,9 @@ class MatrixSpec:
             ``scripted_model_response``), and an ``ask_user`` call round-trips through ``answer_question``
             with the answer reaching the model. It registers a third Flow, ``<prefix>MatrixBuiltIns``, with
             every built-in enabled. ``False`` (the default) skips item 16.
+        provider_backed: The runner's model is the framework's own provider client talking HTTP to
+            `dex_agents.testing.scripted_provider_server`, so items 19 to 21 (provider faults) run.
+            ``False`` (the default) skips them.
     """
 
     build_runner: Callable[[], AgentFrameworkRunner]
@@ -103,6 +106,7 @@ class MatrixSpec:
     runs_reads_inline: bool = False
     supports_turn_control: bool = False
     supports_built_in_tools: bool = False
+    provider_backed: bool = False
 
     def build_flows(self) -> MatrixFlows:
         """Build the matrix Flows (each with its own runner, wrapped for the scripted model)."""

@@ -38,6 +38,7 @@ from dex_agents.testing._provider_wire import (
     reply_events,
 )
 from dex_agents.testing._script import (
+    DEFAULT_SCRIPTED_SUMMARY,
     ModelCallScope,
     ProviderFault,
     ScriptedResponse,
@@ -151,14 +152,28 @@ class _QuietCuts(logging.Filter):
 
 
 class ScriptedProviderServer:
-    """The process's scripted provider: see the module docstring and `scripted_provider_server`.
+    """A scripted model provider on loopback: see the module docstring and `scripted_provider_server`.
+
+    With ``replies``, it also answers requests that carry no ``RunModel`` call (a demo's Worker, an
+    application run as users run it): each gets the first reply its conversation does not hold yet (a reply
+    with tool calls is held when the conversation has calls with all its IDs, one without when it has its
+    text), so a rerun of a model call gets the same reply. There a fault's ``attempts`` are ignored and
+    ``requests`` counts every request for the reply; gates, failing attempts and the invocation log apply
+    only to ``RunModel`` calls.
 
     Args:
         store: The script store; by default the one ``DEX_AGENTS_TEST_STATE_DIR`` names, opened per request.
+        replies: The replies of requests without a ``RunModel`` call, in conversation order.
     """
 
-    def __init__(self, store: ScriptStore | None = None) -> None:
+    def __init__(
+        self, store: ScriptStore | None = None, *, replies: Sequence[ScriptedResponse] | None = None
+    ) -> None:
         self._store = store
+        self._replies = None if replies is None else tuple(replies)
+        self._uvicorn: Any = None
+        self.requests: list[ProviderRequest] = []
+        """Every request this server got, in arrival order."""
         self._scopes: dict[str, ModelCallScope] = {}
         self._tokens = itertools.count(1)
         self._counts: dict[tuple[str, str, str, int], int] = {}
@@ -203,6 +218,7 @@ class ScriptedProviderServer:
                 self._app(), log_config=None, access_log=False, lifespan="off", timeout_keep_alive=60
             )
             server = uvicorn.Server(config)
+            self._uvicorn = server
             self._thread = threading.Thread(
                 target=server.run, kwargs={"sockets": [self._socket]}, name="scripted-provider", daemon=True
             )
@@ -213,6 +229,18 @@ class ScriptedProviderServer:
                     raise RuntimeError("the scripted provider server did not start within 30 s")
                 time.sleep(0.01)
         return self
+
+    def close(self) -> None:
+        """Stop serving and wait for the server's thread (a no-op before `start`)."""
+        if self._uvicorn is not None and self._thread is not None:
+            self._uvicorn.should_exit = True
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> ScriptedProviderServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def register(self, scope: ModelCallScope) -> str:
         """Register a ``RunModel`` call and return the token its requests carry."""
@@ -272,13 +300,16 @@ class ScriptedProviderServer:
         token = request.path_params.get("token") or request.headers.get(CALL_HEADER)
         with self._lock:
             scope = self._scopes.get(token or "")
+        body = await request.body()
+        read = read_request(api, cast(dict[str, Any], json.loads(body)))
+        if scope is None and self._replies is not None:
+            return await self._answer_without_call(api, read, len(body))
         if scope is None:
             message = (
                 f"no RunModel call is registered for this request ({CALL_HEADER}: {token!r}); make model "
                 "calls inside with_model_call_scope() with an httpx or httpx2 client"
             )
             return JSONResponse(error_answer(api, 400, message), status_code=400)
-        read = read_request(api, cast(dict[str, Any], await request.json()))
         scope = replace(
             scope, recorded_tool_call_ids=scope.recorded_tool_call_ids | read.answered_tool_call_ids
         )
@@ -289,7 +320,8 @@ class ScriptedProviderServer:
             return JSONResponse(error_answer(api, 500, str(error)), status_code=500)
         number = self._count(scope)
         fault = next(
-            (item for item in planned.provider_faults if item.applies_to(scope.attempt, number)), None
+            (item for item in planned.provider_faults if item.applies_to(scope.attempt, number, len(body))),
+            None,
         )
         self._log(store, scope, api, read, number, fault)
         refused = _refusal(api, fault)
@@ -304,7 +336,38 @@ class ScriptedProviderServer:
                 return JSONResponse(error_answer(api, 500, str(error)), status_code=500)
         if response.turn_error is not None:
             return JSONResponse(error_answer(api, 400, response.turn_error), status_code=400)
+        if scope.is_summary and not response.text:
+            response = replace(response, text=DEFAULT_SCRIPTED_SUMMARY)  # a provider never sums up in nothing
         return _reply(api, read, _provider_reply(response, fault), fault)
+
+    async def _answer_without_call(self, api: ProviderApi, read: ReadRequest, request_bytes: int) -> Any:
+        from starlette.responses import JSONResponse  # noqa: PLC0415
+
+        replies = self._replies or ()
+        position = _reply_position(read, replies)
+        if position >= len(replies):
+            message = f"the scripted provider has no reply left: the conversation holds all {len(replies)}"
+            return JSONResponse(error_answer(api, 500, message), status_code=500)
+        planned = replies[position]
+        number = self._count(ModelCallScope("", "", 1, f"reply-{position}"))
+        fault = next(
+            (item for item in planned.provider_faults if item.applies_to(1, number, request_bytes)), None
+        )
+        self._remember(
+            ProviderRequest("", "", 1, "", api, read.stream, number, _kind(fault), time.time(), read.model)
+        )
+        refused = _refusal(api, fault)
+        if refused is not None:
+            return refused
+        if fault is not None and fault.kind == "slow_first_byte":
+            await asyncio.sleep(fault.delay_seconds)
+        if planned.turn_error is not None:
+            return JSONResponse(error_answer(api, 400, planned.turn_error), status_code=400)
+        return _reply(api, read, _provider_reply(planned, fault), fault)
+
+    def _remember(self, entry: ProviderRequest) -> None:
+        with self._lock:
+            self.requests.append(entry)
 
     @staticmethod
     def _planned(store: ScriptStore, scope: ModelCallScope) -> ScriptedResponse:
@@ -335,13 +398,36 @@ class ScriptedProviderServer:
             api=api,
             stream=read.stream,
             request=number,
-            fault=None if fault is None else fault.kind,
+            fault=_kind(fault),
             at=time.time(),
             model=read.model,
         )
+        self._remember(entry)
         line = json.dumps(asdict(entry)) + "\n"
         with self._lock, (store.state_dir / PROVIDER_REQUEST_LOG).open("a", encoding="utf-8") as log:
             log.write(line)
+
+
+def _kind(fault: ProviderFault | None) -> str | None:
+    return None if fault is None else fault.kind
+
+
+def _reply_position(read: ReadRequest, replies: Sequence[ScriptedResponse]) -> int:
+    """How many of ``replies`` the request's conversation holds, in order."""
+    called = {
+        text.rsplit("[", 1)[-1].rstrip("]") for text in read.texts if text.startswith("assistant calls ")
+    }
+    said = {text.removeprefix("assistant: ").strip() for text in read.texts if text.startswith("assistant: ")}
+    position = 0
+    for reply in replies:
+        if reply.tool_calls:
+            held = all(call.tool_call_id in called for call in reply.tool_calls)
+        else:
+            held = reply.text.strip() in said
+        if not held:
+            break
+        position += 1
+    return position
 
 
 def _refusal(api: ProviderApi, fault: ProviderFault | None) -> Any:

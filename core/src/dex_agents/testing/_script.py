@@ -146,6 +146,8 @@ class ProviderFault:
             sends several in one attempt); ``None`` for all of them.
         retry_after_seconds: The ``Retry-After`` of a rate limit or an overload.
         delay_seconds: How long a slow first byte takes.
+        min_request_bytes: Only requests whose body has at least this many bytes get it, as a provider
+            refuses only an input over its context window (so a compacted input passes).
     """
 
     kind: ProviderFaultKind
@@ -153,14 +155,19 @@ class ProviderFault:
     requests: tuple[int, ...] | None = (1,)
     retry_after_seconds: float = 1.0
     delay_seconds: float = 5.0
+    min_request_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in get_args(ProviderFaultKind):
             raise ValueError(f"kind must be one of {list(get_args(ProviderFaultKind))}, got {self.kind!r}")
 
-    def applies_to(self, attempt: int, request: int) -> bool:
-        """Whether the ``request``-th HTTP request of ``attempt`` gets this fault."""
-        return attempt in self.attempts and (self.requests is None or request in self.requests)
+    def applies_to(self, attempt: int, request: int, request_bytes: int = 0) -> bool:
+        """Whether the ``request``-th HTTP request of ``attempt``, of ``request_bytes``, gets this fault."""
+        return (
+            attempt in self.attempts
+            and (self.requests is None or request in self.requests)
+            and request_bytes >= self.min_request_bytes
+        )
 
 
 def _fault_from_json(data: Mapping[str, Any]) -> ProviderFault:
@@ -171,6 +178,7 @@ def _fault_from_json(data: Mapping[str, Any]) -> ProviderFault:
         requests=None if requests is None else tuple(requests),
         retry_after_seconds=data.get("retry_after_seconds", 1.0),
         delay_seconds=data.get("delay_seconds", 5.0),
+        min_request_bytes=data.get("min_request_bytes", 0),
     )
 
 

@@ -31,6 +31,14 @@ it produced, an ``execute_tool`` span with the tool's type and description (the 
 named by `dex_agents.testing.otel_spans.SPAN_FILE_ENV`, which `run_matrix_worker` honours (a Worker main of
 the adapter's own must too, with `export_spans_to_file`).
 
+Items 19 to 21 are provider faults, for a spec whose model is the framework's own provider client talking
+to `dex_agents.testing.scripted_provider_server` (:attr:`MatrixSpec.provider_backed`): an answer without its
+finish reason and a cut stream are retried as new attempts and never stored as final, a 429's
+``Retry-After`` is waited out, malformed tool-call arguments reach the model as an error without running
+the tool, and a context-length refusal ends the turn saying so while the next turn runs. A second class of
+the same adapter sets :attr:`AgentMatrixTests.only_items` to `PROVIDER_MATRIX_ITEMS` to run the items that
+involve streaming, tool calls, approvals, kills and retries through each provider client.
+
 An adapter runs the matrix by supplying its runner (built around a scripted model) and a Worker module::
 
     # tests/matrix_spec.py
@@ -93,6 +101,7 @@ from dex_agents import (
     APPROVAL_DEADLINE_PASSED,
     ASK_USER,
     BUILT_IN_TOOL_NAMES,
+    CONTEXT_WINDOW_EXCEEDED_ERROR,
     MAX_RPC_OUTPUT_BYTES,
     OUTCOME_UNKNOWN_TOOL_RESULT,
     TURN_CANCELLED_NOTE_HEADER,
@@ -117,7 +126,8 @@ from dex_agents.testing._invocations import Invocation
 from dex_agents.testing._large_session import LARGE_MESSAGE_BYTES, run_large_session
 from dex_agents.testing._matrix_spec import MatrixFlows, MatrixSpec, wait_for_turn_end
 from dex_agents.testing._model_call_rule import model_call_problems
-from dex_agents.testing._script import ScriptedResponse, ScriptedToolCall
+from dex_agents.testing._provider_server import read_provider_requests
+from dex_agents.testing._script import ProviderFault, ScriptedResponse, ScriptedToolCall
 from dex_agents.testing._session_events import read_agent_events
 from dex_agents.testing._stack import AgentTestStack
 from dex_agents.testing._transcript import stored_calls_without_result
@@ -199,6 +209,22 @@ class MatrixHarness:
     def tool_runs(self, session_id: str, tool_name: str) -> list[Invocation]:
         """Return the session's real runs of one tool."""
         return self.stack.invocations.tool_calls(session_id, tool_name)
+
+
+PROVIDER_MATRIX_ITEMS = (1, 2, 3, 5, 6, 9, 13, 19, 20, 21)
+"""The items a provider-backed class runs: streaming, tool calls, approvals, kills, retries, and faults."""
+
+
+def _item_number(test_name: str) -> int:
+    number = test_name.removeprefix("test_").split("_", 1)[0]
+    return int(number) if number.isdigit() else 0
+
+
+def _skip_unless_provider_backed(spec: MatrixSpec) -> None:
+    if not spec.provider_backed:
+        pytest.skip(
+            "MatrixSpec.provider_backed is False: the model is not behind the scripted provider server"
+        )
 
 
 _UNKNOWN_TOOL_NAME = "launch_rocket"
@@ -314,9 +340,16 @@ class AgentMatrixTests:
             await harness.ensure_worker()
             yield harness
 
+    only_items: ClassVar[tuple[int, ...] | None] = None
+    """When set, only these items run and the others skip (such as `PROVIDER_MATRIX_ITEMS` for a second
+    class of the same adapter whose model goes through a real provider client)."""
+
     @pytest_asyncio.fixture(loop_scope="class")
-    async def harness(self, matrix: MatrixHarness) -> MatrixHarness:
+    async def harness(self, matrix: MatrixHarness, request: pytest.FixtureRequest) -> MatrixHarness:
         """The shared harness, with a Worker running before each test."""
+        item = _item_number(request.node.name)
+        if self.only_items is not None and item not in self.only_items:
+            pytest.skip(f"item {item} is not among this class's only_items {self.only_items}")
         await matrix.ensure_worker()
         return matrix
 
@@ -917,3 +950,125 @@ class AgentMatrixTests:
             load_conventions(), spans, lambda span: span.attribute("gen_ai.request.stream") is True
         )
         assert problems == [], problems
+
+    async def test_19_provider_faults_retry_the_model_call_and_never_store_a_partial_answer(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Beyond the design: an answer the provider did not finish is retried; rate limits are waited out.
+
+        The tool-call answer ends without a finish reason and the final answer's stream is cut halfway, each
+        on its first attempt; the next turn's answer meets a 429 with ``Retry-After`` and then 500s. Every
+        such request is followed by a later attempt of the same ``RunModel`` execution, the stored answer is
+        whole, the read ran once, and no request came sooner after the 429 than it asked.
+        """
+        _skip_unless_provider_backed(harness.spec)
+        session = harness.stack.new_session_id("m19")
+        read = harness.call(harness.tools.read, "read-1")
+        final = "Order A-1 has shipped and arrives on Monday."
+        retry_after = 1.0
+        harness.script(
+            session,
+            [
+                ScriptedResponse(
+                    tool_calls=(read,), provider_faults=(ProviderFault("unfinished_stream", requests=None),)
+                ),
+                ScriptedResponse(text=final, provider_faults=(ProviderFault("cut_stream", requests=None),)),
+            ],
+            [
+                ScriptedResponse(
+                    text="You are welcome.",
+                    provider_faults=(
+                        ProviderFault("rate_limit", requests=(1,), retry_after_seconds=retry_after),
+                        ProviderFault("server_error", requests=None),
+                    ),
+                )
+            ],
+        )
+        await harness.sessions.start_session(session, "Where is order A-1?")
+        snapshot = await wait_for_turn_end(harness.sessions, session, 1)
+        assert snapshot.state is not None and snapshot.state.last_turn_error is None, snapshot.state
+        assert snapshot.messages[-1].text == final, snapshot.messages
+        assert len(harness.tool_runs(session, harness.tools.read)) == 1
+        assert await harness.sessions.send_user_message(session, "Thanks!")
+        snapshot = await wait_for_turn_end(harness.sessions, session, 2)
+        assert snapshot.messages[-1].text == "You are welcome.", snapshot.messages
+
+        requests = read_provider_requests(harness.stack.state_dir, session)
+        faulted = [request for request in requests if request.fault is not None]
+        assert {"unfinished_stream", "cut_stream", "rate_limit"} <= {request.fault for request in faulted}, (
+            requests
+        )
+        for request in faulted:
+            assert any(
+                later.step_execution_id == request.step_execution_id
+                and later.at > request.at
+                and later.fault is None
+                for later in requests
+            ), ("no later answered request after", request, requests)
+        for request in faulted:
+            if request.fault in ("unfinished_stream", "cut_stream"):
+                # A partial answer is never final: the same execution was called again in a later attempt.
+                assert any(
+                    later.step_execution_id == request.step_execution_id and later.attempt > request.attempt
+                    for later in requests
+                ), ("the partial answer was taken as final", request, requests)
+        [limited] = [request for request in requests if request.fault == "rate_limit"]
+        following = min(
+            (request for request in requests if request.at > limited.at), key=lambda item: item.at
+        )
+        assert following.at - limited.at >= retry_after * 0.95, (limited, following)
+        events = await read_agent_events(harness.sessions, session)
+        retried_text = [
+            event for event in events if event.type == AgentEventType.TEXT_DELTA and event.attempt > 1
+        ]
+        assert retried_text, "no text delta of a retried attempt on the event stream"
+        assert len(harness.tool_runs(session, harness.tools.read)) == 1
+
+    async def test_20_malformed_tool_call_arguments_reach_the_model_as_an_error(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Beyond the design: a tool call whose arguments are cut JSON never runs nor crashes the turn."""
+        _skip_unless_provider_backed(harness.spec)
+        session = harness.stack.new_session_id("m20")
+        read = harness.call(harness.tools.read, "read-1")
+        malformed = ProviderFault("malformed_arguments", attempts=(1, 2, 3), requests=None)
+        harness.script(
+            session,
+            [
+                ScriptedResponse(tool_calls=(read,), provider_faults=(malformed,)),
+                ScriptedResponse(text="I could not read that order."),
+            ],
+        )
+        await harness.sessions.start_session(session, "Where is order A-1?")
+        snapshot = await wait_for_turn_end(harness.sessions, session, 1)
+        assert snapshot.state is not None and snapshot.state.last_turn_error is None, snapshot.state
+        assert snapshot.messages[-1].text == "I could not read that order.", snapshot.messages
+        assert not harness.tool_runs(session, harness.tools.read)
+        last_input = harness.model_calls(session)[-1].model_input
+        answered = [text for text in last_input if text.startswith("tool ") and "[read-1]" in text]
+        assert answered, ("the model never saw what became of read-1", last_input)
+        assert any("json" in text.lower() or "argument" in text.lower() for text in answered), answered
+
+    async def test_21_a_context_length_refusal_ends_the_turn_saying_why_and_the_next_turn_runs(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Beyond the design: a refusal of the input as too long is not retried; the session stays usable."""
+        _skip_unless_provider_backed(harness.spec)
+        session = harness.stack.new_session_id("m21")
+        too_long = ProviderFault("context_length", attempts=(1, 2, 3), requests=None)
+        harness.script(
+            session,
+            [ScriptedResponse(text="never sent", provider_faults=(too_long,))],
+            [ScriptedResponse(text="Hello again.")],
+        )
+        await harness.sessions.start_session(session, "Summarize everything")
+        snapshot = await wait_for_turn_end(harness.sessions, session, 1)
+        assert snapshot.state is not None
+        error = snapshot.state.last_turn_error or ""
+        assert CONTEXT_WINDOW_EXCEEDED_ERROR in error, error
+        requests = read_provider_requests(harness.stack.state_dir, session)
+        assert requests and all(request.attempt == 1 for request in requests), requests
+        assert await harness.sessions.send_user_message(session, "Hi")
+        snapshot = await wait_for_turn_end(harness.sessions, session, 2)
+        assert snapshot.state is not None and snapshot.state.last_turn_error is None, snapshot.state
+        assert snapshot.messages[-1].text == "Hello again.", snapshot.messages

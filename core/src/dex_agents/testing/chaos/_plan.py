@@ -3,7 +3,9 @@
 Every turn mixes the four matrix tools: reads, idempotent writes, approved single-attempt writes and
 single-attempt writes without approval. Some calls fail their first attempt (a Step retry without any
 kill), and some tool runs and model calls stop at a gate, so the fault injector can kill the Worker
-exactly inside them. The same seed always plans the same sessions.
+exactly inside them. For a runner whose model is behind the scripted provider server, some model calls
+also meet a provider fault on their first attempt: a rate limit, a 500, an overload, a cut stream, a stream
+without its finish reason, or malformed tool-call arguments. The same seed always plans the same sessions.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import random
 from dataclasses import dataclass
 
 from dex_agents.testing._matrix_tools import MatrixToolNames
-from dex_agents.testing._script import ScriptedResponse, ScriptedToolCall
+from dex_agents.testing._script import ProviderFault, ProviderFaultKind, ScriptedResponse, ScriptedToolCall
 
 __all__ = [
     "CHECK_TURN_ANSWER",
@@ -37,6 +39,18 @@ _TOOL_GATE_CHANCE = 0.35
 _MODEL_GATE_CHANCE = 0.25
 _FIRST_ATTEMPT_FAILURE_CHANCE = 0.1
 _EAGER_MESSAGE_CHANCE = 0.3
+_PROVIDER_FAULT_CHANCE = 0.25
+# Faults a retry survives; a context-length refusal is not one (it ends the turn by design).
+_ANSWER_FAULTS: tuple[ProviderFaultKind, ...] = (
+    "rate_limit",
+    "server_error",
+    "overloaded",
+    "cut_stream",
+    "unfinished_stream",
+)
+_TOOL_CALL_FAULTS: tuple[ProviderFaultKind, ...] = (*_ANSWER_FAULTS, "malformed_arguments")
+# Short, so a run's time goes to its Worker kills rather than to waiting out rate limits.
+_RETRY_AFTER_SECONDS = 0.2
 
 
 @dataclass(frozen=True)
@@ -81,6 +95,7 @@ def plan_session(
     *,
     one_deferred_call_per_response: bool = False,
     turn_range: tuple[int, int] = (2, 4),
+    provider_faults: bool = False,
 ) -> SessionPlan:
     """Plan one session's turns.
 
@@ -91,6 +106,8 @@ def plan_session(
         one_deferred_call_per_response: Put at most one call that is not a read in a response, after its
             reads (a harness that defers one call per response and runs reads inline).
         turn_range: The fewest and most turns.
+        provider_faults: Give some model calls a provider fault on their first attempt (the runner's
+            model is behind `dex_agents.testing.scripted_provider_server`).
 
     Returns:
         The plan.
@@ -101,12 +118,14 @@ def plan_session(
             ScriptedResponse(
                 tool_calls=_tool_calls(rng, tools, number, response, one_deferred_call_per_response),
                 gate=_gate(rng, _MODEL_GATE_CHANCE, f"{MODEL_GATE_PREFIX}{number}-{response}"),
+                provider_faults=_provider_faults(rng, provider_faults, _TOOL_CALL_FAULTS),
             )
             for response in range(1, rng.randint(1, 3) + 1)
         ]
         answer = ScriptedResponse(
             text=f"Turn {number} of {session_id} is done.",
             gate=_gate(rng, _MODEL_GATE_CHANCE, f"{MODEL_GATE_PREFIX}{number}-final"),
+            provider_faults=_provider_faults(rng, provider_faults, _ANSWER_FAULTS),
         )
         turns.append(
             PlannedTurn(
@@ -116,6 +135,21 @@ def plan_session(
             )
         )
     return SessionPlan(session_id=session_id, turns=tuple(turns))
+
+
+def _provider_faults(
+    rng: random.Random, enabled: bool, kinds: tuple[ProviderFaultKind, ...]
+) -> tuple[ProviderFault, ...]:
+    # Drawn only when enabled, so a run without provider faults plans what the same seed always planned.
+    if not enabled or rng.random() >= _PROVIDER_FAULT_CHANCE:
+        return ()
+    kind = rng.choice(kinds)
+    if kind == "malformed_arguments":
+        # On every attempt: the call must fail as a tool error, not pass on a retry of the model call.
+        return (ProviderFault(kind, attempts=(1, 2, 3), requests=None),)
+    if kind in ("rate_limit", "overloaded"):
+        return (ProviderFault(kind, requests=(1,), retry_after_seconds=_RETRY_AFTER_SECONDS),)
+    return (ProviderFault(kind, requests=None),)
 
 
 def _gate(rng: random.Random, chance: float, name: str) -> str | None:

@@ -41,6 +41,8 @@ class ChaosReport:
         approvals: Interrupts the driver approved.
         retried_client_calls: Client calls that failed under a fault and were made again.
         seconds: The run's wall time.
+        provider_faults: Model call requests the scripted provider server answered with a fault, by kind
+            (a runner whose model is behind it only); every one was survived when there are no violations.
         violations: Every broken promise; a passing run has none.
         replay: The command that replays this run.
     """
@@ -66,6 +68,7 @@ class ChaosReport:
     approvals: int
     retried_client_calls: int
     seconds: float
+    provider_faults: dict[str, int] = field(default_factory=dict[str, int])
     violations: list[Violation] = field(default_factory=list[Violation])
     replay: str = ""
 
@@ -116,6 +119,9 @@ class ChaosReport:
             f"{self.model_calls} model calls, {self.seconds:.0f} s: "
             f"{len(self.violations)} invariant violations",
         ]
+        if self.provider_faults:
+            faults = ", ".join(f"{count} {kind}" for kind, count in self.provider_faults.items())
+            lines.append(f"  provider faults survived: {sum(self.provider_faults.values())} ({faults})")
         if self.stopped_by_time_limit:
             lines.append(
                 f"  the time limit stopped the faults early ({self.requested_worker_kills} kills and "

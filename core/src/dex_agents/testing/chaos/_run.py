@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dex_agents import AgentMessage, AgentSessionClient, AgentSnapshot
 from dex_agents.testing._invocations import Invocation
+from dex_agents.testing._provider_server import read_provider_requests
 from dex_agents.testing._stack import AgentTestStack
 from dex_agents.testing.chaos._faults import FaultInjector, GateWatcher
 from dex_agents.testing.chaos._invariants import (
@@ -132,6 +133,12 @@ async def run_chaos(
             await _run_check_turns(runs, sessions)
             log(f"{settings.name}: check turns done after {time.monotonic() - started:.0f} s")
             report = _check(runs, stack.invocations.read(), spec, settings, injector)
+            faulted = Counter(
+                request.fault
+                for request in read_provider_requests(stack.state_dir)
+                if request.fault is not None
+            )
+            report = replace(report, provider_faults=dict(sorted(faulted.items())))
         finally:
             watching.cancel()
     return _with_time(report, time.monotonic() - started)
@@ -156,6 +163,7 @@ async def _run_sessions_until(
                 stack.new_session_id(f"chaos-{settings.name}"),
                 spec.matrix.tool_names,
                 one_deferred_call_per_response=spec.one_deferred_call_per_response,
+                provider_faults=spec.matrix.provider_backed,
             )
             stack.scripts.set_turns(plan.session_id, plan.script())
             run = _Session(
