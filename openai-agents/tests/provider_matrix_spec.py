@@ -70,6 +70,7 @@ def _spec(api: ProviderApi, prefix: str) -> MatrixSpec:
         unknown_tool_message="Tool launch_rocket not found in agent orders",
         supports_turn_control=True,
         supports_built_in_tools=True,
+        provider_backed=True,
     )
 
 
