@@ -17,4 +17,9 @@ install_official_mcp_servers
 uv run --locked --no-sync ruff check .
 uv run --locked --no-sync ruff format --check .
 uv run --locked --no-sync pyright
+# The provider matrix (three provider clients, each with its own devserver and Worker: about 80 s) goes as
+# its own process beside the rest of the lockfile run, and stays out of the lowest run, where
+# tests/test_provider_answers.py reads the same clients' answers on the lowest versions in about a second.
+newest_split=(tests/test_provider_matrix.py)
+lowest_selection=(--ignore=tests/test_provider_matrix.py "${lowest_default_selection[@]}")
 both_suites "$@"

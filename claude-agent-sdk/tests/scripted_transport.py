@@ -11,7 +11,8 @@ real CLI speaks on stdout/stdin, in the order the CLI does:
   (or, with `ScriptedCli.lose_deferred_calls`, the internal-error result CLI 2.1.332 gave a deferred call
   it lost);
 - plays the scripted model's replies (the public `ApiReply`, one per model call, in order): `stream_event`s
-  (`message_start`, blocks, text deltas, `message_stop`), then the `assistant` message; asks the hook about
+  (`message_start`, blocks, text deltas, `message_delta` with the stop reason, `message_stop`), then the
+  `assistant` message; asks the hook about
   each tool use (`hook_callback`; before `message_stop` while `ScriptedCli.hooks_before_stop`), runs
   allowed calls of `dex` through
   `tools/call` with the tool use ID in `_meta["claudecode/toolUseId"]`, and turns a `deny` into the CLI's
@@ -321,6 +322,9 @@ class ScriptedTransport(Transport):
         if before_stop is not None:
             async for message in before_stop:
                 yield message
+        # The API's closing delta says the response finished; the runner takes no response without it.
+        stop_reason = "tool_use" if response.tool_uses else "end_turn"
+        yield self._stream_event({"type": "message_delta", "delta": {"stop_reason": stop_reason}})
         yield self._stream_event({"type": "message_stop"})
         message = {"id": message_id, "role": "assistant", "model": "scripted", "content": blocks}
         self._record({"type": "assistant", "message": message})

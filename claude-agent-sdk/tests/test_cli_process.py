@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 import pytest_asyncio
+from dex_agents import UnfinishedModelResponse
 from dex_agents.testing import wait_until
 
 from dex_agents_claude_agent_sdk._cli_process import (
@@ -76,6 +77,18 @@ async def test_a_cancelled_body_kills_the_cli_tree_before_the_cancellation_goes_
         await task
 
     # Killed by the time the cancellation left the block: nothing was left to a graceful close.
+    assert process.poll() == -9 or process.wait(timeout=30) == -9
+    await wait_until("the children to die", lambda: not [pid for pid in children if is_running(pid)])
+
+
+async def test_an_unfinished_model_response_kills_the_cli_tree_too(
+    stubborn: tuple[subprocess.Popen[bytes], set[int]],
+) -> None:
+    # The CLI would go on from the partial answer (or run its calls) while the SDK waited for it to exit.
+    process, children = stubborn
+    with pytest.raises(UnfinishedModelResponse):
+        async with ended_when_cancelled(client_of(process)):
+            raise UnfinishedModelResponse("model response msg_1 stopped without a stop_reason")
     assert process.poll() == -9 or process.wait(timeout=30) == -9
     await wait_until("the children to die", lambda: not [pid for pid in children if is_running(pid)])
 

@@ -10,7 +10,15 @@ import asyncio
 from typing import Any, cast
 
 import pytest
-from claude_agent_sdk import ClaudeAgentOptions, StreamEvent, ToolAnnotations, tool
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ResultMessage,
+    StreamEvent,
+    TextBlock,
+    ToolAnnotations,
+    tool,
+)
 from claude_agent_sdk.types import HookContext, HookInput
 from dex_agents import (
     ASK_USER,
@@ -21,11 +29,12 @@ from dex_agents import (
     ModelToolDescription,
     ToolEffect,
     ToolPolicy,
+    UnfinishedModelResponse,
 )
 
 from dex_agents_claude_agent_sdk import REFUSED_TOOL_CALL_MESSAGE
 from dex_agents_claude_agent_sdk._call_metadata import RunRequest, run_request
-from dex_agents_claude_agent_sdk._gate import HarnessRun
+from dex_agents_claude_agent_sdk._gate import UNFINISHED_RESPONSE_MESSAGE, HarnessRun
 from dex_agents_claude_agent_sdk._turn_tools import gather_run_tools
 
 
@@ -65,15 +74,19 @@ async def make_run(
     return HarnessRun(turn=turn, tools=tools, inline_read_tools=True), events
 
 
-def stream(run: HarnessRun, *uses: tuple[str, str], text: str = "") -> list[StreamEvent]:
+def stream(
+    run: HarnessRun, *uses: tuple[str, str], text: str = "", stop_reason: str | None = "tool_use"
+) -> list[StreamEvent]:
     """The stream events of one response with ``text`` and tool uses ``(id, CLI name)``."""
-    raw: list[dict[str, Any]] = [{"type": "message_start", "message": {}}]
+    raw: list[dict[str, Any]] = [{"type": "message_start", "message": {"id": "msg_1"}}]
     if text:
         raw.append({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}})
     raw += [
         {"type": "content_block_start", "content_block": {"type": "tool_use", "id": i, "name": n}}
         for i, n in uses
     ]
+    if stop_reason is not None:
+        raw.append({"type": "message_delta", "delta": {"stop_reason": stop_reason}})
     raw.append({"type": "message_stop"})
     return [StreamEvent(uuid=str(n), session_id="cli", event=event) for n, event in enumerate(raw)]
 
@@ -162,6 +175,62 @@ async def test_a_built_in_call_is_always_deferred_and_a_user_tool_of_its_name_is
     assert (await decide(run, "r1", "mcp__dex__lookup"))["permissionDecision"] == "allow"
     assert (await decide(run, "a1", "mcp__dex__ask_user"))["permissionDecision"] == "defer"
     assert [call.tool_name for call in run.deferrals] == [ASK_USER]
+
+
+async def test_a_response_that_stops_without_a_stop_reason_fails_the_run_and_its_calls_are_refused() -> None:
+    run, _ = await make_run()
+    events = stream(run, ("w1", "mcp__dex__refund"), text="I will refund", stop_reason=None)
+    waiting = asyncio.ensure_future(decide(run, "w1", "mcp__dex__refund"))
+    for event in events[:-1]:
+        run.observe(event, run.turn.events)
+    with pytest.raises(UnfinishedModelResponse, match="msg_1 stopped without a stop_reason"):
+        run.observe(events[-1], run.turn.events)
+    # The hook that waited for the response neither defers nor allows the call of a partial answer.
+    assert await waiting == {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": UNFINISHED_RESPONSE_MESSAGE,
+    }
+    assert run.deferrals == []
+
+
+def _assistant(message_id: str, model: str = "claude-x") -> AssistantMessage:
+    return AssistantMessage(content=[TextBlock("It was")], model=model, message_id=message_id)
+
+
+async def test_a_stream_that_broke_off_fails_the_run_whatever_the_cli_does_next() -> None:
+    def cut_stream() -> list[StreamEvent]:
+        return stream(run, text="It was")[:2]  # message_start and a delta, then nothing
+
+    # The CLI starts another response (it asks the model to resume).
+    run, _ = await make_run()
+    for event in cut_stream():
+        run.observe(event, run.turn.events)
+    with pytest.raises(UnfinishedModelResponse, match="msg_1 ended without message_stop"):
+        run.observe(stream(run, text="again")[0], run.turn.events)
+
+    # The CLI asks again without streaming: a whole answer, but the events hold the partial text.
+    run, _ = await make_run()
+    for event in cut_stream():
+        run.observe(event, run.turn.events)
+    with pytest.raises(UnfinishedModelResponse, match="without streaming"):
+        run.observe(_assistant("msg_fallback"), run.turn.events)
+
+    # The CLI ends the run.
+    run, _ = await make_run()
+    for event in cut_stream():
+        run.observe(event, run.turn.events)
+    result = ResultMessage("success", 1, 1, is_error=False, num_turns=1, session_id="cli", stop_reason=None)
+    with pytest.raises(UnfinishedModelResponse, match="msg_1 ended without message_stop"):
+        run.observe(result, run.turn.events)
+
+    # The streamed response's own assistant messages and the CLI's own texts are no such thing.
+    run, _ = await make_run()
+    for event in stream(run, text="Done.", stop_reason="end_turn"):
+        run.observe(event, run.turn.events)
+    run.observe(_assistant("msg_1"), run.turn.events)
+    run.observe(_assistant("synthetic-1", model="<synthetic>"), run.turn.events)
+    assert run.unfinished is None
 
 
 async def test_the_run_reports_the_last_model_responses_metadata() -> None:

@@ -10,7 +10,7 @@ from typing import Any, cast
 import pytest
 from claude_agent_sdk import SdkMcpTool, tool
 from dex_agents import ToolCallsRequested, ToolCallStatus, ToolEffect, ToolPolicy, TurnCompleted
-from dex_agents.testing import SessionSide
+from dex_agents.testing import ProviderFault, SessionSide
 
 from dex_agents_claude_agent_sdk import ClaudeAgentRunner
 from dex_agents_claude_agent_sdk.testing import (
@@ -123,3 +123,67 @@ def test_a_tool_use_names_the_runners_tools_by_their_own_names() -> None:
     assert ApiToolUse("t1", "lookup_order", {}).cli_name == "mcp__dex__lookup_order"
     assert ApiToolUse("t2", "Bash", {}).cli_name == "Bash"
     assert ApiToolUse("t3", "mcp__inventory__count_items", {}).cli_name == "mcp__inventory__count_items"
+
+
+async def _post(server: AnthropicApiServer, body: dict[str, Any]) -> bytes:
+    """One raw `POST /v1/messages`, and whatever came back before the server closed or reset."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    payload = json.dumps(body).encode()
+    writer.write(
+        b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        + f"content-length: {len(payload)}\r\n\r\n".encode()
+        + payload
+    )
+    received = b""
+    try:
+        while chunk := await reader.read(65536):
+            received += chunk
+    except ConnectionResetError:
+        received += b"<reset>"
+    writer.close()
+    return received
+
+
+async def test_a_reply_with_a_provider_fault_fails_the_way_the_api_does() -> None:
+    use = ApiToolUse("toolu_1", "refund_order", {"order_id": "A-17"})
+    replies = {
+        "rate_limit": ApiReply(fault=ProviderFault("rate_limit", retry_after_seconds=2)),
+        "overloaded": ApiReply(fault=ProviderFault("overloaded")),
+        "context_length": ApiReply(fault=ProviderFault("context_length")),
+        "cut_stream": ApiReply("It was an unfortunate mistake", fault=ProviderFault("cut_stream")),
+        "unfinished_stream": ApiReply("It was", [use], fault=ProviderFault("unfinished_stream")),
+        "malformed_arguments": ApiReply(tool_uses=[use], fault=ProviderFault("malformed_arguments")),
+    }
+
+    async def responder(request: ApiRequest) -> ApiReply:
+        return replies[str(request.body["model"])]
+
+    server = AnthropicApiServer(responder)
+    await server.start()
+    try:
+        answers = {
+            kind: (await _post(server, {"model": kind, "stream": True, "messages": []})).decode()
+            for kind in replies
+        }
+        whole = await _post(server, {"model": "unfinished_stream", "messages": []})
+    finally:
+        await server.close()
+
+    assert answers["rate_limit"].startswith("HTTP/1.1 429 ") and "retry-after: 2\r\n" in answers["rate_limit"]
+    assert '"rate_limit_error"' in answers["rate_limit"]
+    assert answers["overloaded"].startswith("HTTP/1.1 529 ") and '"overloaded_error"' in answers["overloaded"]
+    assert answers["context_length"].startswith("HTTP/1.1 400 ")
+    assert "prompt is too long" in answers["context_length"]
+    # Part of the stream, then a reset connection: never the answer's end.
+    assert "message_start" in answers["cut_stream"] and "message_stop" not in answers["cut_stream"]
+    # A clean end without the stop reason.
+    assert "message_stop" in answers["unfinished_stream"]
+    assert "message_delta" not in answers["unfinished_stream"]
+    assert json.loads(whole.split(b"\r\n\r\n", 1)[1])["stop_reason"] is None
+    # Tool input in pieces that join to JSON cut before its last character.
+    pieces = [
+        cast(dict[str, Any], json.loads(line.removeprefix("data: ")))["delta"]["partial_json"]
+        for line in answers["malformed_arguments"].splitlines()
+        if "input_json_delta" in line and line.startswith("data: ")
+    ]
+    assert len(pieces) > 1 and "".join(pieces) == json.dumps({"order_id": "A-17"})[:-1]

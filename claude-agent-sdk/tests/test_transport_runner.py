@@ -32,6 +32,7 @@ from dex_agents import (
     AgentMessage,
     AgentToolCall,
     AgentTurnContext,
+    ContextWindowExceeded,
     MessageRole,
     ToolCallStatus,
     ToolEffect,
@@ -377,6 +378,14 @@ async def test_an_api_error_a_retry_would_repeat_ends_the_turn(status: int) -> N
     outcome = await runner(cli).run_model_step(turn([]))
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error is not None and f"API Error: {status}" in outcome.turn_error
+
+
+async def test_a_context_length_refusal_is_the_sessions_to_handle() -> None:
+    # CLI 2.1.332 rewords the API's message ("Prompt is too long · the request is ~250000 tokens ...").
+    message = "Prompt is too long · the request is ~250000 tokens (limit 200000)"
+    cli = ScriptedCli([ApiReply(error_status=400, error_message=message)])
+    with pytest.raises(ContextWindowExceeded, match="Prompt is too long"):
+        await runner(cli).run_model_step(turn([]))
 
 
 async def test_a_built_in_call_is_left_to_the_users_can_use_tool_which_may_refuse_it() -> None:

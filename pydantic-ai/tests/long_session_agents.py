@@ -5,6 +5,8 @@
   message storage so the summarized messages sit in chunks, and retention that keeps four messages.
 - ``PydanticAiSettings``: an agent whose model and added instructions come from the session settings; each of
   its two models says in its answer which model it is and which instructions it was given.
+- ``PydanticAiCompactingOnRefusal``: the compacting agent with `OpenAIChatModel` behind the kit's scripted
+  provider server and a window so large that only the provider's context-length refusal makes it compact.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ from pydantic_ai.messages import ModelMessage, ModelRequest
 
 from dex_agents_pydantic_ai import PydanticAiRunner
 from dex_agents_pydantic_ai.testing import ScriptedModel
+from tests.provider_matrix_spec import chat_model
 
 #: The compacting session's context window, in the runner's estimated tokens.
 CONTEXT_WINDOW_TOKENS = 1000
 #: Retention keeps at least this many messages when it deletes chunks behind the summary.
 RETAINED_MESSAGES = 4
+#: The refusal-compacting session's window: its own trigger never fires in the test.
+REFUSAL_WINDOW_TOKENS = 100_000
 #: Four messages in the window and two per chunk, so a few turns roll messages into chunks.
 TINY_STORAGE = {"message_window_size": 4, "message_chunk_size": 2, "message_chunk_max_bytes": 64 * 1024}
 
@@ -53,7 +58,7 @@ def _instructions_for(settings: Mapping[str, object]) -> str | None:
     return None if tone is None else f"Answer in a {tone} tone."
 
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow]:
+def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
     compacting = Agent(ScriptedModel.from_script_store(), tools=list(MATRIX_TOOLS))
     options = replace(
         matrix_session_options(),
@@ -62,6 +67,10 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow]:
         compaction=CompactionPolicy(context_window_tokens=CONTEXT_WINDOW_TOKENS),
     )
     settings = Agent(SETTINGS_MODELS["small"], instructions="You are the order desk.")
+    on_refusal = Agent(chat_model(), tools=list(MATRIX_TOOLS))
+    refusal_options = replace(
+        matrix_session_options(), compaction=CompactionPolicy(context_window_tokens=REFUSAL_WINDOW_TOKENS)
+    )
     return (
         AgentSessionFlow(
             with_model_call_scope(PydanticAiRunner(compacting)),
@@ -73,5 +82,10 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow]:
                 settings, model_for_settings=_model_for, instructions_for_settings=_instructions_for
             ),
             flow_type="PydanticAiSettings",
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(PydanticAiRunner(on_refusal)),
+            flow_type="PydanticAiCompactingOnRefusal",
+            options=refusal_options,
         ),
     )

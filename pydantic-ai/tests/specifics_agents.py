@@ -18,9 +18,11 @@ from fastmcp.client.transports import StdioTransport
 from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.settings import ModelSettings
 
 from dex_agents_pydantic_ai import PydanticAiRunner
 from dex_agents_pydantic_ai.testing import ScriptedModel
+from tests.provider_matrix_spec import chat_model
 
 
 class Forecast(BaseModel):
@@ -35,8 +37,15 @@ def mcp_log_path(state_dir: Path) -> Path:
     return state_dir / "mcp-requests.log"
 
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
-    """A plain agent with the matrix tools, the same agent with structured output, and an MCP agent."""
+PROVIDER_TIMEOUT_SECONDS = 1.0
+"""The provider agent's client timeout: a first byte later than this fails the request."""
+
+
+def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
+    """A plain agent with the matrix tools, the same agent with structured output, an MCP agent, and the
+    plain agent on `OpenAIChatModel` behind the kit's scripted provider server, with a short client timeout
+    and one client retry.
+    """
     plain = Agent(ScriptedModel.from_script_store(), tools=list(MATRIX_TOOLS))
     forecast = Agent(ScriptedModel.from_script_store(), tools=list(MATRIX_TOOLS), output_type=Forecast)
     # The test process builds the Flows only to talk to sessions; the server runs when a Worker lists tools.
@@ -44,6 +53,8 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]
     server = mcp_inventory_server_command(mcp_log_path(state_dir))
     transport = StdioTransport(server.command, server.args, env=server.env, keep_alive=False)
     inventory = Agent(ScriptedModel.from_script_store(), toolsets=[MCPToolset(Client(transport))])
+    provider = Agent(chat_model(), tools=list(MATRIX_TOOLS))
+    provider_settings = ModelSettings(timeout=PROVIDER_TIMEOUT_SECONDS, max_retries=1)
     return (
         AgentSessionFlow(
             with_model_call_scope(PydanticAiRunner(plain)),
@@ -60,5 +71,10 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]
         AgentSessionFlow(
             with_model_call_scope(PydanticAiRunner(inventory, trust_mcp_annotations=True)),
             flow_type="PydanticAiMcp",
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(PydanticAiRunner(provider, model_settings=provider_settings)),
+            flow_type="PydanticAiProvider",
+            options=matrix_session_options(),
         ),
     )

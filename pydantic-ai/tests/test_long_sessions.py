@@ -17,8 +17,10 @@ from dex_agents import AgentEventType, AgentSessionClient, AgentSnapshot
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
     AgentTestStack,
+    ProviderFault,
     ScriptedResponse,
     read_agent_events,
+    read_provider_requests,
     wait_for_turn_end,
     wait_until,
 )
@@ -44,6 +46,7 @@ class Long:
     stack: AgentTestStack
     compacting: AgentSessionClient
     settings: AgentSessionClient
+    on_refusal: AgentSessionClient
 
     async def turns(self, session: str, numbers: Sequence[int]) -> AgentSnapshot:
         """Send each numbered question (the first starts the session) and wait for its turn to end."""
@@ -70,7 +73,7 @@ async def long_stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
     async with AgentTestStack(
         tmp_path_factory.mktemp("long"), flows, "tests.long_session_worker", worker_cwd=PACKAGE_DIR
     ) as stack:
-        yield Long(stack, stack.sessions(flows[0]), stack.sessions(flows[1]))
+        yield Long(stack, stack.sessions(flows[0]), stack.sessions(flows[1]), stack.sessions(flows[2]))
 
 
 @pytest_asyncio.fixture(loop_scope="module")
@@ -209,3 +212,46 @@ async def test_update_session_settings_changes_the_next_turns_model_and_instruct
     plain = await wait_for_turn_end(sessions, session, 4)
     assert plain.state is not None and plain.state.last_turn_error is None
     assert plain.messages[-1].text == "small model; instructions: You are the order desk."
+
+
+async def test_a_context_length_refusal_compacts_and_the_turn_then_completes(long: Long) -> None:
+    """OpenAIChatModel against the scripted provider: the provider refuses turn 3's whole input as too long.
+
+    The session's own trigger never fires (a 100,000-token window); the refusal alone makes it compact, with
+    the cut below half the runner's estimate (through turn 2's answer), and the smaller input then passes.
+    """
+    session = long.stack.new_session_id("refused")
+    # Refused while the input holds both long answers (about 3.9 KB), accepted once they are summarized.
+    too_long = ProviderFault("context_length", attempts=(1, 2, 3), requests=None, min_request_bytes=3000)
+    summary_text = "The user asked questions 1 and 2; each was answered at length."
+    long.stack.scripts.set_turns(
+        session,
+        [
+            [ScriptedResponse(text=answer(1))],
+            [ScriptedResponse(text=answer(2))],
+            [ScriptedResponse(text="Answer 3, from the summary.", provider_faults=(too_long,))],
+        ],
+    )
+    long.stack.scripts.set_summaries(session, {"turn-3": ScriptedResponse(text=summary_text)})
+    await long.on_refusal.start_session(session, question(1))
+    await wait_for_turn_end(long.on_refusal, session, 1)
+    assert await long.on_refusal.send_user_message(session, question(2))
+    await wait_for_turn_end(long.on_refusal, session, 2)
+    assert await long.on_refusal.send_user_message(session, question(3))
+    snapshot = await wait_for_turn_end(long.on_refusal, session, 3)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None, snapshot.state
+    assert snapshot.messages[-1].text == "Answer 3, from the summary."
+    assert snapshot.context_summary is not None
+    assert (snapshot.context_summary.text, snapshot.context_summary.last_sequence) == (summary_text, 4)
+    history = await long.stack.read_step_history(session)
+    completed = [entry for entry in history if entry.event_type == EXECUTE_COMPLETED_EVENT]
+    assert [entry.step_input for entry in completed if entry.step_type == "CompactContext"] == [
+        {"through_sequence": 4}
+    ]
+    # The refused request, the summary call, then the compacted input, which the provider answered.
+    turn_3 = read_provider_requests(long.stack.state_dir, session)[-3:]
+    assert [request.fault for request in turn_3] == ["context_length", None, None], turn_3
+    [answered] = long.stack.invocations.model_calls(session, "turn-3")
+    header = f"user: {CONTEXT_SUMMARY_HEADER}\n\n{summary_text}"
+    assert list(answered.model_input) == [header, f"user: {question(3)}"]

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 import pytest
 import pytest_asyncio
-from dex_agents import AgentSessionClient, MessageRole
+from dex_agents import AgentEvent, AgentEventType, AgentSessionClient, MessageRole
 from dex_agents.testing import (
     AgentTestStack,
+    ProviderFault,
     ScriptedResponse,
     ScriptedToolCall,
     executed_step_types,
     read_agent_events,
+    read_provider_requests,
     recorded_usage,
     run_mcp_inventory_scenario,
     stored_calls_without_result,
@@ -37,6 +39,7 @@ class Session:
     plain: AgentSessionClient
     forecast: AgentSessionClient
     mcp: AgentSessionClient
+    provider: AgentSessionClient
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -46,7 +49,7 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
         tmp_path_factory.mktemp("specifics"), flows, "tests.specifics_worker", worker_cwd=PACKAGE_DIR
     ) as stack:
         await stack.start_worker()
-        yield Session(stack, stack.sessions(flows[0]), stack.sessions(flows[1]), stack.sessions(flows[2]))
+        yield Session(stack, *(stack.sessions(flow) for flow in flows))
 
 
 async def test_structured_output_next_to_a_read_call_ends_the_turn_without_another_model_call(
@@ -167,3 +170,56 @@ async def test_mcp_tools_run_one_tools_call_per_tool_step_with_effects_from_anno
     session_id = session.stack.new_session_id("mcp")
     log = mcp_log_path(session.stack.state_dir)
     await run_mcp_inventory_scenario(session.mcp, session.stack, session_id, log)
+
+
+def _text_by_attempt(events: Sequence[AgentEvent]) -> dict[int, str]:
+    text: dict[int, str] = {}
+    for event in events:
+        if event.type == AgentEventType.TEXT_DELTA:
+            text[event.attempt] = text.get(event.attempt, "") + json.loads(event.payload)["text"]
+    return text
+
+
+async def test_a_first_byte_later_than_the_client_timeout_fails_the_attempt_and_the_next_one_answers(
+    session: Session,
+) -> None:
+    """OpenAIChatModel with `timeout=1` and one client retry: both requests of attempt 1 time out."""
+    session_id = session.stack.new_session_id("slow")
+    slow = ProviderFault("slow_first_byte", attempts=(1,), requests=None, delay_seconds=3.0)
+    session.stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(text="Order A-1 has shipped.", provider_faults=(slow,))]]
+    )
+    await session.provider.start_session(session_id, "Where is order A-1?")
+    snapshot = await wait_for_turn_end(session.provider, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None, snapshot.state
+    assert snapshot.messages[-1].text == "Order A-1 has shipped."
+    requests = read_provider_requests(session.stack.state_dir, session_id)
+    assert [(request.attempt, request.request, request.fault) for request in requests] == [
+        (1, 1, "slow_first_byte"),
+        (1, 2, "slow_first_byte"),
+        (2, 1, None),
+    ]
+    # The client gave up on each after its timeout, not after the server's 3 s.
+    assert requests[1].at - requests[0].at < 3.0
+    events = await read_agent_events(session.provider, session_id)
+    assert _text_by_attempt(events) == {2: "Order A-1 has shipped."}
+
+
+async def test_a_stream_cut_halfway_is_superseded_by_the_next_attempts_whole_answer(session: Session) -> None:
+    """The live text shows attempt 1's partial answer, then attempt 2's; only the whole one is stored."""
+    session_id = session.stack.new_session_id("cut")
+    final = "Order A-1 was refunded in full and the receipt is on its way."
+    cut = ProviderFault("cut_stream", attempts=(1,), requests=None)
+    session.stack.scripts.set_turns(session_id, [[ScriptedResponse(text=final, provider_faults=(cut,))]])
+    await session.provider.start_session(session_id, "Refund order A-1")
+    snapshot = await wait_for_turn_end(session.provider, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None, snapshot.state
+    assert [message.text for message in snapshot.messages if message.role is MessageRole.ASSISTANT] == [final]
+    by_attempt = _text_by_attempt(await read_agent_events(session.provider, session_id))
+    assert sorted(by_attempt) == [1, 2], by_attempt
+    assert final.startswith(by_attempt[1]) and by_attempt[1] != final, by_attempt
+    assert by_attempt[2] == final
+    requests = read_provider_requests(session.stack.state_dir, session_id)
+    assert [request.attempt for request in requests] == [1, 2]

@@ -1,5 +1,8 @@
 """Ending a run's Claude Code CLI at once, with every process it started, when `RunModel` is cancelled.
 
+The same holds when the run turns out to hold an unfinished model response (`UnfinishedModelResponse`):
+the CLI would otherwise go on from the partial answer while the SDK waits for it to exit.
+
 The SDK closes the CLI gracefully: it closes stdin, waits up to five seconds, then terminates and kills.
 A cancelled `RunModel` (`cancel_turn`) cannot wait for that, and the SDK's own escalation is skipped when
 a plain asyncio cancellation reaches it. A run's CLI may also have children of its own: a `Bash` command,
@@ -19,6 +22,8 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+
+from dex_agents import UnfinishedModelResponse
 
 __all__ = ["cli_process_id", "descendant_process_ids", "ended_when_cancelled", "kill_process_tree"]
 
@@ -118,7 +123,9 @@ def kill_process_tree(pid: int) -> set[int]:
 
 @asynccontextmanager
 async def ended_when_cancelled(client: object) -> AsyncIterator[None]:
-    """Kill the client's CLI tree when the body is cancelled, before the client closes; then re-raise.
+    """Kill the client's CLI tree when the body is cancelled or meets an unfinished model response.
+
+    The tree is killed before the client closes; then the error is re-raised.
 
     Args:
         client: A connected `ClaudeSDKClient`.
@@ -128,7 +135,7 @@ async def ended_when_cancelled(client: object) -> AsyncIterator[None]:
     """
     try:
         yield
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, UnfinishedModelResponse):
         pid = cli_process_id(client)
         if pid is not None:
             kill_process_tree(pid)

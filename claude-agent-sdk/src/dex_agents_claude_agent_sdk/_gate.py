@@ -12,6 +12,13 @@ Claude Code's permission system decides about it, as it would without the runner
 - every other non-read call of that response is refused with `REFUSED_TOOL_CALL_MESSAGE`, which asks the
   model to call it again. Reads before the deferred call run inline.
 
+A model response counts only when the API said it finished: a streamed response whose `message_stop`
+came without a `stop_reason`, one whose stream broke off (the CLI then starts another response, or asks
+again without streaming) or a run that ends with its last response open is unfinished. `observe` raises
+`UnfinishedModelResponse` at once, the hook decides nothing for such a response (it refuses its calls), and
+the runner kills the CLI, so neither a partial answer nor a call of a partial response is taken as final;
+`RunModel` retries the attempt.
+
 A resumed run lets the deferred call through, and the shim that the CLI's `tools/call` names by that call's
 tool use ID answers with the recorded result instead of running the tool.
 
@@ -41,6 +48,7 @@ from claude_agent_sdk import (
     UserMessage,
 )
 from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput, Message
+from dex_agents import UnfinishedModelResponse
 from dex_agents.events import AgentEventWriter
 from dex_agents.runner import AgentTurnContext, ModelCallMetadata, ToolPolicy
 from dex_agents.values import ToolEffect
@@ -55,6 +63,7 @@ __all__ = [
     "INLINE_TOOL_REQUEST_MESSAGE",
     "REFUSED_TOOL_CALL_MESSAGE",
     "RESPONSE_WAIT_SECONDS",
+    "UNFINISHED_RESPONSE_MESSAGE",
     "HarnessRun",
     "ResumedCall",
 ]
@@ -73,6 +82,12 @@ INLINE_TOOL_REQUEST_MESSAGE = (
 )
 """What the model reads when an inline read calls `ask_user_input` or `start_tool_task` ({tool}: its name)."""
 
+UNFINISHED_RESPONSE_MESSAGE = (
+    "Not run: the model response holding this call ended before the API said it was finished, so the "
+    "call may be incomplete."
+)
+"""What the hook answers for a call of an unfinished response (the run fails right after; see above)."""
+
 _logger = logging.getLogger("dex_agents_claude_agent_sdk")
 # The core module whose functions refuse outside a tool Step (`ask_user_input`, `start_tool_task`).
 _TOOL_REQUESTS_MODULE = "dex_agents._tools._requests"
@@ -80,6 +95,9 @@ _TOOL_REQUESTS_MODULE = "dex_agents._tools._requests"
 # How long the hook waits for the rest of a response before it decides about a call; the runner raises the
 # CLI's own hook timeout (60 s by default) above it, so a long response never fails the hook.
 RESPONSE_WAIT_SECONDS = 600.0
+
+# The model name of the assistant texts the CLI writes itself ("No response requested."), never streamed.
+_SYNTHETIC_MODEL = "<synthetic>"
 
 # A hook answer without a permission decision: the CLI's own permission system decides about the call.
 _NO_DECISION = cast(HookJSONOutput, {})
@@ -125,6 +143,12 @@ class HarnessRun:
     """The API's stop reason of the run's last model response (`tool_use`, `end_turn`, ...)."""
     cache_creation_input_tokens: int | None = None
     """Input tokens the run's last model call wrote to the prompt cache, as its streamed usage says."""
+    open_response_id: str | None = None
+    """The streamed response that started (`message_start`) and has not stopped (`message_stop`)."""
+    streamed_response_ids: set[str] = field(default_factory=set[str])
+    """The IDs of every response the run streamed."""
+    unfinished: str | None = None
+    """Why a response of the run is unfinished (see the module docstring); `None` while all finished."""
 
     def policy(self, tool_name: str) -> ToolPolicy:
         return self.tools.policy(tool_name)
@@ -161,6 +185,8 @@ class HarnessRun:
         # The CLI keeps only one deferred call per run, and resumes correctly only when that call is the
         # last tool use of its response; so the hook decides with the whole response in view.
         uses = await self.response_tool_uses(call_id) or [(call_id, cli_name)]
+        if self.unfinished is not None:
+            return _decision("deny", UNFINISHED_RESPONSE_MESSAGE)
         if not any(self.is_deferrable(name) for _, name in uses):
             return _decision("allow")
         last_id, last_name = uses[-1]
@@ -188,9 +214,12 @@ class HarnessRun:
         return self.owns(cli_name) and not self.runs_inline(cli_name.removeprefix(TOOL_NAME_PREFIX))
 
     async def response_tool_uses(self, call_id: str) -> list[tuple[str, str]]:
-        """Wait until the model response holding ``call_id`` has streamed, and return its tool uses."""
+        """Wait until the model response holding ``call_id`` has streamed, and return its tool uses.
+
+        Returns none when the wait gave up, or the response turned out unfinished (`unfinished` says so).
+        """
         deadline = asyncio.get_running_loop().time() + RESPONSE_WAIT_SECONDS
-        while call_id not in self.completed_tool_uses:
+        while call_id not in self.completed_tool_uses and self.unfinished is None:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 # Without the whole response, defer this call. If a later call of the response is
@@ -199,7 +228,7 @@ class HarnessRun:
             changed = self.response_completed
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), remaining)
-        return self.completed_tool_uses[call_id]
+        return self.completed_tool_uses.get(call_id, [])
 
     def shim(self, tool: SdkMcpTool[Any]) -> SdkMcpTool[Any]:
         """Return the tool the CLI sees: the user's schema and hints, with a handler the runner controls."""
@@ -227,6 +256,11 @@ class HarnessRun:
         )
 
     def observe(self, message: Message, events: AgentEventWriter) -> None:
+        """Collect one message of the CLI's stream, and forward its text to the turn's events.
+
+        Raises:
+            UnfinishedModelResponse: When a model response of the run turns out unfinished.
+        """
         if isinstance(message, StreamEvent):
             if message.parent_tool_use_id is None:
                 _forward_delta(message.event, events)
@@ -234,6 +268,14 @@ class HarnessRun:
         elif isinstance(message, AssistantMessage):
             if message.parent_tool_use_id is not None or message.error is not None:
                 return
+            streamed = message.message_id in self.streamed_response_ids
+            if message.message_id and not streamed and message.model != _SYNTHETIC_MODEL:
+                # The CLI asks again without streaming only after a stream failed (a cut connection);
+                # the events already carry that stream's partial text, so the attempt starts over instead.
+                self._fail_unfinished(
+                    "a model response's stream broke off, and the Claude Code CLI asked again without "
+                    f"streaming (response {message.message_id})"
+                )
             if message.message_id:
                 self.model_message_ids.add(message.message_id)
             for block in message.content:
@@ -257,15 +299,37 @@ class HarnessRun:
                         }
                     )
         elif isinstance(message, ResultMessage):
+            if self.open_response_id is not None and not message.is_error:
+                self._fail_unfinished(
+                    f"the stream of model response {self.open_response_id} ended without message_stop"
+                )
             self.result = message
             self.session_id = message.session_id
+
+    def _fail_unfinished(self, reason: str) -> None:
+        """Record that a response is unfinished, wake the hook (which then refuses its calls), and raise."""
+        self.unfinished = reason
+        completed, self.response_completed = self.response_completed, asyncio.Event()
+        completed.set()
+        raise UnfinishedModelResponse(
+            f"{reason}: the model's answer is incomplete, so this attempt does not count"
+        )
 
     def _track_response(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
         if kind == "message_start":
-            self.streaming_tool_uses = []
             message = cast(Mapping[str, Any], event.get("message") or {})
+            if self.open_response_id is not None:
+                # The CLI goes on by itself after a stream that ended without message_stop (it asks the
+                # model to resume); the partial answer stays in its conversation, so this run cannot count.
+                self._fail_unfinished(
+                    f"the stream of model response {self.open_response_id} ended without message_stop"
+                )
+            self.streaming_tool_uses = []
             self.response_id = _text_or_none(message.get("id"))
+            self.open_response_id = self.response_id or "(unknown)"
+            if self.response_id is not None:
+                self.streamed_response_ids.add(self.response_id)
             self.response_model = _text_or_none(message.get("model")) or self.response_model
             self.finish_reason = None
             self.cache_creation_input_tokens = _cache_creation(message.get("usage"))
@@ -282,6 +346,9 @@ class HarnessRun:
             if block.get("type") == "tool_use":
                 self.streaming_tool_uses.append((str(block.get("id")), str(block.get("name"))))
         elif kind == "message_stop":
+            stopped, self.open_response_id = self.open_response_id, None
+            if self.finish_reason is None:
+                self._fail_unfinished(f"model response {stopped} stopped without a stop_reason")
             uses = list(self.streaming_tool_uses)
             for use_id, _ in uses:
                 self.completed_tool_uses[use_id] = uses

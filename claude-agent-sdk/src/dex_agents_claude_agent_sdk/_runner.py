@@ -37,7 +37,14 @@ from claude_agent_sdk import (
     SdkMcpTool,
     Transport,
 )
-from dex_agents import AgentToolCall, ToolTaskHandlers, ToolTaskRouter
+from dex_agents import (
+    AgentToolCall,
+    ContextWindowExceeded,
+    ToolTaskHandlers,
+    ToolTaskRouter,
+    is_context_window_refusal,
+    provider_refusal,
+)
 from dex_agents.mcp import McpToolSource
 from dex_agents.runner import (
     AgentTurnContext,
@@ -80,7 +87,13 @@ from dex_agents_claude_agent_sdk._state import ClaudeRunState, PendingToolUse, T
 from dex_agents_claude_agent_sdk._tool_execution import run_tool
 from dex_agents_claude_agent_sdk._turn_tools import gather_run_tools
 
-__all__ = ["ISOLATION_ENV", "REFUSED_TOOL_CALL_MESSAGE", "ClaudeAgentRunner", "OptionsFactory"]
+__all__ = [
+    "ISOLATION_ENV",
+    "REFUSED_TOOL_CALL_MESSAGE",
+    "ClaudeAgentRunner",
+    "ModelApiError",
+    "OptionsFactory",
+]
 
 OptionsFactory = Callable[[AgentTurnContext], Awaitable[ClaudeAgentOptions]]
 """Builds the options of one run from the turn, for options that differ per session or per call."""
@@ -92,8 +105,28 @@ ISOLATION_ENV: Mapping[str, str] = {
 }
 """Environment every run starts from; `ClaudeAgentOptions.env` may override it."""
 
-# An API error with one of these statuses repeats on every attempt, so it ends the turn instead.
-_DETERMINISTIC_API_STATUSES = frozenset({400, 401, 403, 404, 413})
+# Besides the statuses `provider_refusal` names: a request larger than the API takes (413) is sent again
+# as it is by every attempt.
+_REPEATED_API_STATUSES = frozenset({413})
+
+
+# The result's `terminal_reason` when the run ended on a model call the CLI gave up on.
+_API_ERROR = "api_error"
+
+
+class ModelApiError(RuntimeError):
+    """A model call the CLI gave up on (after its own retries), with the HTTP status the CLI reports.
+
+    It carries `status_code` (`None` when no answer came: a timeout, a refused connection) and `message`
+    as the provider clients' errors do, so the core's `is_context_window_refusal` and `provider_refusal`
+    read it.
+    """
+
+    def __init__(self, status_code: int | None, message: str) -> None:
+        failure = "without an answer" if status_code is None else f"with status {status_code}"
+        super().__init__(f"the model API failed {failure}: {message}")
+        self.status_code = status_code
+        self.message = message
 
 
 class ClaudeAgentRunner:
@@ -222,7 +255,12 @@ class ClaudeAgentRunner:
             another runner wrote, or session settings the hooks refuse).
 
         Raises:
-            RuntimeError: For a failure that a retry may cure (an API error, a CLI that ended early).
+            ContextWindowExceeded: When the API refused the conversation as longer than the model's
+                context window (the session compacts, or ends the turn saying so).
+            UnfinishedModelResponse: When a model response ended before the API said it was finished
+                (a cut stream, no `stop_reason`); the run's CLI is killed at once.
+            RuntimeError: For a failure that a retry may cure (an API error the CLI gave up on, which is a
+                `ModelApiError`; a CLI that ended early).
         """
         state: ClaudeRunState | None = None
         try:
@@ -367,13 +405,20 @@ def _outcome(
     items = [*turn_items, *run.items]
     if result.is_error:
         detail = "; ".join(result.errors or []) or result.result or result.subtype
+        turn_error = f"the Claude Code CLI ended the turn with an error ({result.subtype}): {detail}"
         status = result.api_error_status
-        if status is not None and status not in _DETERMINISTIC_API_STATUSES:
-            raise RuntimeError(f"the model API failed with status {status}: {detail}")
+        # No status with an API error: the call failed without an answer (a timeout, a refused connection).
+        if status is not None or result.terminal_reason == _API_ERROR:
+            error = ModelApiError(status, detail)
+            if is_context_window_refusal(error):
+                # The session compacts where it can, or ends the turn saying why.
+                raise ContextWindowExceeded(str(error)) from error
+            if provider_refusal(error) is None and status not in _REPEATED_API_STATUSES:
+                raise error
         return TurnCompleted(
             new_messages=project_items(items),
             usage=usage,
-            turn_error=f"the Claude Code CLI ended the turn with an error ({result.subtype}): {detail}",
+            turn_error=turn_error,
             model_call_metadata=metadata,
         )
     if run.resumed is not None and not run.resumed.delivered:

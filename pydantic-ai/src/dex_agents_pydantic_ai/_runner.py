@@ -94,6 +94,7 @@ from dex_agents_pydantic_ai._messages import (
     project_messages,
     render_output,
 )
+from dex_agents_pydantic_ai._provider_errors import check_finished, provider_turn_error
 from dex_agents_pydantic_ai._recorded_results import close_open_tool_calls, deferred_tool_results
 from dex_agents_pydantic_ai._settings import InstructionsForSettings, ModelForSettings, SettingsChoice
 from dex_agents_pydantic_ai._state import PydanticAiRunState
@@ -250,11 +251,18 @@ class PydanticAiRunner(Generic[AgentDepsT]):
 
         Returns:
             `ToolCallsRequested` when the model asked for tools, else `TurnCompleted` with every message
-            of the turn, or with `turn_error` when the output needs a retry.
+            of the turn, or with `turn_error` when the output needs a retry or the provider refused the
+            request as every attempt would see it refused (a 400, 401, 403, 404 or 422).
 
         Raises:
             asyncio.CancelledError: When `cancel_turn` cancels the call. It reaches the model request
                 Pydantic AI is awaiting, and leaving `Agent.iter()` closes the model's stream.
+            dex_agents.ContextWindowExceeded: When the provider refused the input as longer than the
+                model's context window; the session compacts, or ends the turn.
+            dex_agents.UnfinishedModelResponse: When the model's stream ended before the provider said the
+                answer finished (no finish or stop reason); the attempt fails and `RunModel` retries it.
+            pydantic_ai.exceptions.ModelAPIError: For any other provider error once the provider client's
+                own retries are spent (a 429, a 5xx, a broken stream, a timeout); `RunModel` retries it.
         """
         try:
             history = [unit.message for unit in history_units(turn.messages)]
@@ -327,6 +335,13 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                     return _failed_turn(
                         turn, earlier_turn_messages, str(error), call=_ModelCall.of(run, watch)
                     )
+                except Exception as error:
+                    # A context-length refusal raises `ContextWindowExceeded` here; any other error but
+                    # a refusal every attempt would meet fails the attempt, which `RunModel` retries.
+                    refusal = provider_turn_error(error)
+                    if refusal is None:
+                        raise
+                    return _failed_turn(turn, earlier_turn_messages, refusal, call=_ModelCall.of(run, watch))
                 new_messages = run.new_messages()
                 call = _ModelCall.of(run, watch)
         except UserError as error:
@@ -432,6 +447,8 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             pydantic.ValidationError: If a stored message is not a Pydantic AI message.
             StoredHistoryError: If the pieces of a stored response are incomplete.
             pydantic_ai.UserError: If no model is configured, or Pydantic AI refuses the request.
+            dex_agents.UnfinishedModelResponse: If the summary's stream ended before the provider said it
+                finished.
         """
         chosen = self._turn_model(request.session_settings) or self._agent.model
         if chosen is None:
@@ -452,6 +469,8 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             estimator=self._token_estimator,
         )
         response, call_request = await make_summary_call(model, messages, self._model_settings)
+        # A summary cut short would stand in for the conversation from now on.
+        check_finished(response, model)
         return ContextSummaryResult(
             text=response.text or "",
             usage=_response_usage(response),
@@ -678,10 +697,13 @@ async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter, wa
                         watch.first_event = time.perf_counter()
                     forward_stream_event(event, events)
         elif isinstance(node, CallToolsNode) and model_requests:
+            response = node.model_response
+            # Before Pydantic AI takes the response as an answer or as tool calls: a stream that ended
+            # without the provider saying it finished may hold half of either.
+            check_finished(response, run.ctx.deps.model)
             # The tool manager was prepared for this run step before the model request, so it holds the
             # definitions the model was offered, with their kinds and MCP annotations.
             tool_manager = run.ctx.deps.tool_manager
-            response = node.model_response
             tool_defs = {
                 call.tool_call_id: tool_manager.get_tool_def(call.tool_name) for call in response.tool_calls
             }

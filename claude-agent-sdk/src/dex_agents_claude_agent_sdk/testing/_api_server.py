@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from dex_agents.testing import text_chunks
+from dex_agents.testing import ProviderFault, text_chunks
 
 from dex_agents_claude_agent_sdk._messages import TOOL_NAME_PREFIX, tool_result_text
 
@@ -26,6 +26,7 @@ __all__ = [
 ]
 
 _MESSAGES_PATH = "/v1/messages"
+_INPUT_PIECE = 8
 SYSTEM_REMINDER = "<system-reminder>"
 """How the CLI's own reminders, which it adds to prompts and results, start."""
 
@@ -69,6 +70,12 @@ class ApiReply:
         cache_creation_input_tokens: The usage the response reports.
         error_status: When set, the server answers with this HTTP status and an API error instead.
         error_message: The API error's message.
+        fault: When set, the server answers the way a provider fails (`dex_agents.testing.ProviderFault`'s
+            ``kind``; its ``attempts`` and ``requests`` count only in script-store mode, which sets this
+            from the scripted response's ``provider_faults``): a 429 or 529 with ``Retry-After``, a 500,
+            a context-length refusal (400 ``prompt is too long``), the answer after ``delay_seconds``,
+            the answer's first half and then a reset connection, the answer without its ``stop_reason``,
+            or tool uses whose input JSON is cut before its last character.
     """
 
     text: str = ""
@@ -79,6 +86,7 @@ class ApiReply:
     cache_creation_input_tokens: int = 0
     error_status: int | None = None
     error_message: str = "scripted API error"
+    fault: ProviderFault | None = None
 
 
 @dataclass(frozen=True)
@@ -226,20 +234,28 @@ class AnthropicApiServer:
         reply = await self._reply_unless_abandoned(request, reader)
         if reply is None:
             return False
-        if reply.error_status is not None:
-            error_type = "invalid_request_error" if reply.error_status == 400 else "api_error"
-            payload = json.dumps(
-                {"type": "error", "error": {"type": error_type, "message": reply.error_message}}
+        fault = reply.fault.kind if reply.fault is not None else None
+        refusal = _refusal(reply)
+        if refusal is not None:
+            status, error_type, message, headers = refusal
+            payload = json.dumps({"type": "error", "error": {"type": error_type, "message": message}})
+            await _respond(
+                writer, status, "application/json", payload.encode(), keep_alive=False, headers=headers
             )
-            await _respond(writer, reply.error_status, "application/json", payload.encode(), keep_alive=False)
             return False
+        if reply.fault is not None and fault == "slow_first_byte":
+            await asyncio.sleep(reply.fault.delay_seconds)
         model = str(request.body.get("model", "claude-scripted"))
         message_id = f"msg_scripted_{next(self._ids)}"
         if request.body.get("stream"):
             await _stream_reply(writer, reply, model, message_id)
         else:
             payload = json.dumps(_whole_message(reply, model, message_id)).encode()
-            await _respond(writer, 200, "application/json", payload, keep_alive=False)
+            if fault == "cut_stream":
+                head = _head(200, "application/json", len(payload), "close")
+                await _cut(writer, head + payload[: len(payload) // 2])
+            else:
+                await _respond(writer, 200, "application/json", payload, keep_alive=False)
         return False
 
     async def _reply_unless_abandoned(
@@ -280,16 +296,76 @@ async def _read_body(reader: asyncio.StreamReader, headers: Mapping[str, str]) -
     return b""
 
 
+# What the API answers for each refusing fault: status, error type, message, and whether it says when to
+# come back (the API sends `retry-after` with its 429 and 529 answers).
+_REFUSALS: dict[str, tuple[int, str, str, bool]] = {
+    "rate_limit": (
+        429,
+        "rate_limit_error",
+        "Number of request tokens has exceeded your rate limit (scripted)",
+        True,
+    ),
+    "server_error": (500, "api_error", "Internal server error (scripted)", False),
+    "overloaded": (529, "overloaded_error", "Overloaded (scripted)", True),
+    "context_length": (
+        400,
+        "invalid_request_error",
+        "prompt is too long: 210000 tokens > 200000 maximum",
+        False,
+    ),
+}
+
+
+def _refusal(reply: ApiReply) -> tuple[int, str, str, dict[str, str]] | None:
+    """The error answer of a reply that is one: status, error type, message and headers."""
+    if reply.fault is not None and reply.fault.kind in _REFUSALS:
+        status, error_type, message, says_when = _REFUSALS[reply.fault.kind]
+        seconds = reply.fault.retry_after_seconds
+        headers = (
+            {"retry-after": f"{seconds:g}", "retry-after-ms": str(int(seconds * 1000))} if says_when else {}
+        )
+        return status, error_type, message, headers
+    if reply.error_status is not None:
+        error_type = "invalid_request_error" if reply.error_status == 400 else "api_error"
+        return reply.error_status, error_type, reply.error_message, {}
+    return None
+
+
+def _head(
+    status: int,
+    content_type: str,
+    length: int | None,
+    connection: str,
+    headers: Mapping[str, str] | None = None,
+) -> bytes:
+    lines = [f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}", f"content-type: {content_type}"]
+    if length is not None:
+        lines.append(f"content-length: {length}")
+    lines += [f"connection: {connection}", *(f"{name}: {value}" for name, value in (headers or {}).items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
 async def _respond(
-    writer: asyncio.StreamWriter, status: int, content_type: str, payload: bytes, *, keep_alive: bool
+    writer: asyncio.StreamWriter,
+    status: int,
+    content_type: str,
+    payload: bytes,
+    *,
+    keep_alive: bool,
+    headers: Mapping[str, str] | None = None,
 ) -> None:
     connection = "keep-alive" if keep_alive else "close"
-    head = (
-        f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\ncontent-type: {content_type}\r\n"
-        f"content-length: {len(payload)}\r\nconnection: {connection}\r\n\r\n"
-    )
-    writer.write(head.encode() + payload)
+    writer.write(_head(status, content_type, len(payload), connection, headers) + payload)
     await writer.drain()
+
+
+async def _cut(writer: asyncio.StreamWriter, sent: bytes) -> None:
+    """Send part of an answer, then reset the connection, as a cut answer does."""
+    writer.write(sent)
+    await writer.drain()
+    # Let the part reach the client before the reset, as a provider's cut stream does.
+    await asyncio.sleep(0.05)
+    writer.transport.abort()
 
 
 def _usage(reply: ApiReply, output_tokens: int) -> dict[str, int]:
@@ -301,31 +377,60 @@ def _usage(reply: ApiReply, output_tokens: int) -> dict[str, int]:
     }
 
 
+def _has_fault(reply: ApiReply, kind: str) -> bool:
+    return reply.fault is not None and reply.fault.kind == kind
+
+
+def _stop_reason(reply: ApiReply) -> str | None:
+    if _has_fault(reply, "unfinished_stream"):
+        return None
+    return "tool_use" if reply.tool_uses else "end_turn"
+
+
+def _input_json(reply: ApiReply, use: ApiToolUse) -> str:
+    """A tool use's input as JSON text; cut before its last character for a malformed-arguments fault."""
+    text = json.dumps(dict(use.input))
+    return text[:-1] if _has_fault(reply, "malformed_arguments") else text
+
+
 def _whole_message(reply: ApiReply, model: str, message_id: str) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if reply.text:
         content.append({"type": "text", "text": reply.text})
     for use in reply.tool_uses:
-        content.append(
-            {"type": "tool_use", "id": use.tool_use_id, "name": use.cli_name, "input": dict(use.input)}
-        )
+        # Cut JSON cannot be an object; the API would send the text it has.
+        tool_input = _input_json(reply, use) if _has_fault(reply, "malformed_arguments") else dict(use.input)
+        content.append({"type": "tool_use", "id": use.tool_use_id, "name": use.cli_name, "input": tool_input})
     return {
         "id": message_id,
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": "tool_use" if reply.tool_uses else "end_turn",
+        "stop_reason": _stop_reason(reply),
         "stop_sequence": None,
         "usage": _usage(reply, reply.output_tokens),
     }
 
 
 async def _stream_reply(writer: asyncio.StreamWriter, reply: ApiReply, model: str, message_id: str) -> None:
-    writer.write(
+    head = (
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
         b"connection: close\r\n\r\n"
     )
+    encoded = [
+        f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+        for event in _stream_events(reply, model, message_id)
+    ]
+    if _has_fault(reply, "cut_stream"):
+        # Whole events only, so the client reads a stream that breaks off, not a garbled event.
+        await _cut(writer, head + b"".join(encoded[: max(1, len(encoded) // 2)]))
+        return
+    writer.write(head + b"".join(encoded))
+    await writer.drain()
+
+
+def _stream_events(reply: ApiReply, model: str, message_id: str) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     start = _whole_message(reply, model, message_id)
     start["content"] = []
@@ -345,18 +450,21 @@ async def _stream_reply(writer: asyncio.StreamWriter, reply: ApiReply, model: st
     for use in reply.tool_uses:
         block: dict[str, Any] = {"type": "tool_use", "id": use.tool_use_id, "name": use.cli_name, "input": {}}
         events.append({"type": "content_block_start", "index": index, "content_block": block})
-        delta = {"type": "input_json_delta", "partial_json": json.dumps(dict(use.input))}
-        events.append({"type": "content_block_delta", "index": index, "delta": delta})
+        text = _input_json(reply, use)
+        # In pieces, as the API streams a tool use's input.
+        for start in range(0, len(text), _INPUT_PIECE):
+            delta = {"type": "input_json_delta", "partial_json": text[start : start + _INPUT_PIECE]}
+            events.append({"type": "content_block_delta", "index": index, "delta": delta})
         events.append({"type": "content_block_stop", "index": index})
         index += 1
-    events.append(
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "tool_use" if reply.tool_uses else "end_turn", "stop_sequence": None},
-            "usage": {"output_tokens": reply.output_tokens},
-        }
-    )
+    stop_reason = _stop_reason(reply)
+    if stop_reason is not None:
+        events.append(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": reply.output_tokens},
+            }
+        )
     events.append({"type": "message_stop"})
-    for event in events:
-        writer.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
-    await writer.drain()
+    return events

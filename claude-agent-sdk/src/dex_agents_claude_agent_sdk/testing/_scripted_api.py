@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import itertools
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -13,6 +14,8 @@ from claude_agent_sdk import ClaudeAgentOptions
 from dex_agents import AgentTurnContext
 from dex_agents.testing import (
     ModelCallScope,
+    ProviderFault,
+    ProviderRequest,
     ScriptStore,
     current_model_call,
     model_call_scope,
@@ -35,6 +38,10 @@ from dex_agents_claude_agent_sdk.testing._api_server import (
 __all__ = ["OFFLINE_ENV", "ScriptedClaudeApi"]
 
 _SCOPE_PREFIX = "/scope/"
+# Where the kit's `read_provider_requests` reads the requests of a stack's scripted providers.
+_PROVIDER_REQUEST_LOG = "provider_requests.jsonl"
+# Faults answered with an API error instead of the scripted response.
+_REFUSING_FAULTS = frozenset({"rate_limit", "server_error", "overloaded", "context_length"})
 # Scopes of RunModel calls kept for their requests; older ones are dropped (a call's requests come soon).
 _MAX_SCOPES = 10_000
 
@@ -131,6 +138,7 @@ class ScriptedClaudeApi:
         self._uses_store = False
         self._scopes: dict[str, ModelCallScope] = {}
         self._tokens = itertools.count(1)
+        self._request_counts: dict[tuple[str, str, str, int], int] = {}
 
     @classmethod
     def from_script_store(
@@ -243,9 +251,14 @@ class ScriptedClaudeApi:
         texts, answered = _render(request)
         recorded = scope.recorded_tool_call_ids | answered
         call_scope = dataclasses.replace(scope, recorded_tool_call_ids=recorded)
+        store = self._store or ScriptStore.from_environment()
+        fault = self._provider_fault(store, call_scope, request)
+        if fault is not None and fault.kind in _REFUSING_FAULTS:
+            # Refused before the model "ran": the call is not logged as a model call, as with a provider.
+            return ApiReply(fault=fault)
         offered = [name.removeprefix(TOOL_NAME_PREFIX) for name in request.tool_names]
         with model_call_scope(call_scope):
-            response = await scripted_model_response(texts, self._store, offered_tools=offered)
+            response = await scripted_model_response(texts, store, offered_tools=offered)
         if response.turn_error is not None:
             # A request the API refuses, which a retry would only repeat.
             return ApiReply(error_status=400, error_message=response.turn_error)
@@ -257,4 +270,36 @@ class ScriptedClaudeApi:
             ],
             input_tokens=response.input_tokens,
             output_tokens=response.output_tokens,
+            fault=fault,
         )
+
+    def _provider_fault(
+        self, store: ScriptStore, scope: ModelCallScope, request: ApiRequest
+    ) -> ProviderFault | None:
+        """Return the scripted fault of this request of its `RunModel` attempt, if any.
+
+        The request is logged as the kit's scripted provider server logs its own (`read_provider_requests`).
+        """
+        key = (scope.session_id, scope.turn_id, scope.step_execution_id, scope.attempt)
+        number = self._request_counts[key] = self._request_counts.get(key, 0) + 1
+        try:
+            planned = store.response_for(scope.session_id, scope.turn_id, scope.recorded_tool_call_ids)
+        except LookupError:
+            planned = None  # scripted_model_response says so, in the answer's 500
+        faults = () if planned is None else planned.provider_faults
+        fault = next((item for item in faults if item.applies_to(scope.attempt, number)), None)
+        entry = ProviderRequest(
+            session_id=scope.session_id,
+            turn_id=scope.turn_id,
+            attempt=scope.attempt,
+            step_execution_id=scope.step_execution_id,
+            api="messages",
+            stream=bool(request.body.get("stream")),
+            request=number,
+            fault=None if fault is None else fault.kind,
+            at=time.time(),
+            model=str(request.body.get("model", "")),
+        )
+        with (store.state_dir / _PROVIDER_REQUEST_LOG).open("a", encoding="utf-8") as log:
+            log.write(json.dumps(dataclasses.asdict(entry)) + "\n")
+        return fault
