@@ -26,7 +26,14 @@ import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
-from agents import Model, ModelProvider, OpenAIChatCompletionsModel, OpenAIResponsesModel, RunConfig
+from agents import (
+    Model,
+    ModelProvider,
+    OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
+    OpenAIResponsesWSModel,
+    RunConfig,
+)
 from dex_agents import UnfinishedModelResponse
 from openai.types.chat import ChatCompletionChunk
 
@@ -137,14 +144,16 @@ def finish_checked_model(model: Model) -> Model:
 
     Args:
         model: Any model; only `OpenAIResponsesModel` and `OpenAIChatCompletionsModel` (and their
-            subclasses) are copied.
+            subclasses but the websocket `OpenAIResponsesWSModel`) are copied.
 
     Returns:
         The copy, or ``model`` itself when it is another model or already checked.
     """
     if not isinstance(model, (OpenAIResponsesModel, OpenAIChatCompletionsModel)):
         return model
-    if getattr(model, _CHECKED_ATTRIBUTE, False):
+    if isinstance(model, OpenAIResponsesWSModel) or getattr(model, _CHECKED_ATTRIBUTE, False):
+        # The websocket model keeps its open connection on the object the provider caches, so a copy
+        # would open connections of its own; the SDK fails its stream closed before a terminal event.
         return model
     checked = copy.copy(model)
     # The copy's own bound methods, looked up before the instance attributes below shadow them.
