@@ -27,6 +27,7 @@ what the call's start reported for its `ModelCallMetadata`, and when its first s
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -42,7 +43,7 @@ from langchain.agents.middleware.internal_call_transformer import (
 )
 from langchain.agents.middleware.types import ExtendedModelResponse
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, BaseMessage, ToolCall, ToolMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, GenerationChunk, LLMResult
 from langchain_core.tools import BaseTool
@@ -52,6 +53,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, Send, interrupt
 
 from dex_agents_langgraph._call_metadata import ModelCallStart, token_usage
+from dex_agents_langgraph._provider_answers import RawToolArguments
 from dex_agents_langgraph._turn_scope import TurnScope, current_turn_scope
 
 __all__ = [
@@ -159,6 +161,38 @@ def _with_turn_scope(request: ModelRequest[Any]) -> ModelRequest[Any]:
     return request if scope is None else scope.apply(request)
 
 
+def _with_invalid_calls_routed(response: ModelResponse[Any]) -> ModelResponse[Any]:
+    """In a model Step, turn the answer's unparsable tool calls into calls the agent routes to the gate.
+
+    `create_agent` routes only `AIMessage.tool_calls` to its tools, so a call whose arguments are no JSON
+    would vanish and the answer's text would end the turn. As a call with empty arguments it stops at the
+    gate like any other, and the runner gives its tool Step the provider's own text, which fails to parse,
+    so the model hears about its arguments instead of the turn ending on a half answer.
+    """
+    if current_turn_scope() is None or not any(
+        isinstance(message, AIMessage) and message.invalid_tool_calls for message in response.result
+    ):
+        return response
+    return dataclasses.replace(
+        response, result=[_route_invalid_calls(message) for message in response.result]
+    )
+
+
+def _route_invalid_calls(message: BaseMessage) -> BaseMessage:
+    if not isinstance(message, AIMessage) or not message.invalid_tool_calls:
+        return message
+    routed = [call for call in message.invalid_tool_calls if call.get("id")]
+    calls = [
+        *message.tool_calls,
+        *(
+            ToolCall(name=call.get("name") or "", args={}, id=call.get("id"), type="tool_call")
+            for call in routed
+        ),
+    ]
+    unrouted = [call for call in message.invalid_tool_calls if not call.get("id")]
+    return message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": unrouted})
+
+
 class DexToolGate(AgentMiddleware):
     """The `create_agent` middleware that defers every tool call to the Dex session.
 
@@ -177,7 +211,7 @@ class DexToolGate(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         """Add the session's tools and apply the turn's model and instructions, then call the model."""
-        return handler(_with_turn_scope(request))
+        return _with_invalid_calls_routed(handler(_with_turn_scope(request)))
 
     async def awrap_model_call(
         self,
@@ -185,7 +219,7 @@ class DexToolGate(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
         """Add the session's tools and apply the turn's model and instructions, then call the model."""
-        return await handler(_with_turn_scope(request))
+        return _with_invalid_calls_routed(await handler(_with_turn_scope(request)))
 
     def wrap_tool_call(
         self,
@@ -277,6 +311,9 @@ class ModelStepGuard(BaseCallbackHandler):
         middleware_usage: The summed tokens of the middleware's own calls that returned.
         model_call: What the agent's model call reported when it started (its LangSmith parameters,
             invocation parameters, input messages) and when its first chunk streamed, or `None` before it.
+        agent_answer: The agent's model answer as the chat model returned it (before any middleware saw
+            it), or `None` until the call ended.
+        raw_tool_arguments: The argument text of each tool call of the agent's answer, as it streamed.
     """
 
     # Without `raise_error`, LangChain would log the guard's exception and carry on. The guard runs like any
@@ -289,6 +326,8 @@ class ModelStepGuard(BaseCallbackHandler):
         self.model_calls = 0
         self.middleware_usage = AgentUsage()
         self.model_call: ModelCallStart | None = None
+        self.agent_answer: BaseMessage | None = None
+        self.raw_tool_arguments = RawToolArguments()
         self._scope = scope
         self._agent_run: UUID | None = None
         self._agent_calls = 0
@@ -360,13 +399,28 @@ class ModelStepGuard(BaseCallbackHandler):
         run_id: UUID,
         **kwargs: Any,
     ) -> None:
-        """Note when the agent's call streamed its first chunk."""
+        """Note when the agent's call streamed its first chunk, and the text of its tool calls."""
+        if run_id != self._agent_run:
+            return
         call = self.model_call
-        if run_id == self._agent_run and call is not None and call.first_chunk_at is None:
+        if call is not None and call.first_chunk_at is None:
             call.first_chunk_at = time.monotonic()
+        message = chunk.message if isinstance(chunk, ChatGenerationChunk) else None
+        if isinstance(message, AIMessageChunk):
+            self.raw_tool_arguments.add_chunk(message.tool_call_chunks)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        """Add the usage of a middleware's own call (the agent's call is read from its `AIMessage`)."""
+        """Keep the agent's answer; add the usage of a middleware's own call.
+
+        The agent's usage is read from its `AIMessage` in the graph state.
+        """
+        if run_id == self._agent_run:
+            for generations in response.generations:
+                for generation in generations:
+                    if isinstance(generation, ChatGeneration):
+                        self.agent_answer = generation.message
+                        self.raw_tool_arguments.add_answer(generation.message)
+            return
         if run_id not in self._middleware_runs:
             return
         usage: UsageMetadata | None = None

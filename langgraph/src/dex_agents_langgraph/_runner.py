@@ -35,7 +35,14 @@ import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from dex_agents import ToolTaskHandlers, ToolTaskRouter
+from dex_agents import (
+    ContextWindowExceeded,
+    ToolTaskHandlers,
+    ToolTaskRouter,
+    UnfinishedModelResponse,
+    is_context_window_refusal,
+    provider_refusal,
+)
 from dex_agents.events import AgentEventWriter
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
@@ -73,6 +80,7 @@ from dex_agents_langgraph._messages import (
     project_messages,
     tool_arguments_json,
 )
+from dex_agents_langgraph._provider_answers import unfinished_answer
 from dex_agents_langgraph._refusals import refuse_conversation_rewriting_middleware
 from dex_agents_langgraph._settings import InstructionsForSettings, ModelForSettings
 from dex_agents_langgraph._state import DexCheckpointSaver, LangGraphRunState
@@ -302,6 +310,23 @@ class LangGraphRunner:
                 turn_error=f"LangGraph refused the run: {error}",
                 model_call_metadata=model_call_metadata(guard.model_call, None),
             )
+        except Exception as error:
+            if is_context_window_refusal(error):
+                raise ContextWindowExceeded(str(error)) from error
+            refusal = provider_refusal(error)
+            if refusal is None:
+                raise  # a rate limit, a 5xx, a cut stream: RunModel tries again
+            return TurnCompleted(
+                new_messages=(),
+                usage=_no_usage(guard),
+                turn_error=refusal,
+                model_call_metadata=model_call_metadata(guard.model_call, None),
+            )
+        if guard.agent_answer is not None:
+            # Checked before anything of the answer is kept: a tool call cut short must not reach a Step.
+            unfinished = unfinished_answer(guard.agent_answer)
+            if unfinished is not None:
+                raise UnfinishedModelResponse(unfinished)
         snapshot = await self._graph.aget_state(thread_config)
         messages = cast(Sequence[BaseMessage], snapshot.values.get("messages") or ())
         new_messages = [message for message in messages if message.id not in history_ids]
@@ -310,7 +335,9 @@ class LangGraphRunner:
         metadata = model_call_metadata(guard.model_call, responses[-1] if responses else None)
         if snapshot.interrupts:
             interrupts = snapshot.interrupts
-            outcome = self._tool_calls_requested(turn, thread_id, interrupts, messages, history_ids, usage)
+            outcome = self._tool_calls_requested(
+                turn, thread_id, interrupts, messages, history_ids, usage, guard
+            )
             return dataclasses.replace(outcome, model_call_metadata=metadata)
         if snapshot.next:
             return TurnCompleted(
@@ -475,6 +502,7 @@ class LangGraphRunner:
         messages: Sequence[BaseMessage],
         history_ids: set[str | None],
         usage: AgentUsage,
+        guard: ModelStepGuard,
     ) -> AgentTurnOutcome:
         gated: dict[str, Mapping[str, Any]] = {}
         for pending in interrupts:
@@ -513,7 +541,7 @@ class LangGraphRunner:
                 ),
             )
         deferred = [
-            self._deferred_call(turn, tool_call_id, gated[tool_call_id])
+            self._deferred_call(turn, tool_call_id, gated[tool_call_id], guard)
             for tool_call_id in sorted(gated, key=order.index)
         ]
         state = LangGraphRunState(
@@ -525,16 +553,19 @@ class LangGraphRunner:
         return ToolCallsRequested(framework_run_state=state.to_json(), tool_calls=deferred, usage=usage)
 
     def _deferred_call(
-        self, turn: AgentTurnContext, tool_call_id: str, payload: Mapping[str, Any]
+        self, turn: AgentTurnContext, tool_call_id: str, payload: Mapping[str, Any], guard: ModelStepGuard
     ) -> DeferredToolCall:
         """One gated call with its policy.
 
         A built-in's policy does not matter (the session routes it); a graph tool's comes from the session
         and the tool's metadata; the MCP source resolves its own (and adds the reference its tool Step
-        calls by); a name nobody has gets `UNKNOWN_TOOL_POLICY`.
+        calls by); a name nobody has gets `UNKNOWN_TOOL_POLICY`. A call whose streamed argument text is no
+        JSON object keeps that text, not what LangChain made of it, so its tool Step fails to parse it and
+        the model sees why.
         """
         name = str(payload.get("name"))
-        arguments = tool_arguments_json(payload.get("args") or {})
+        malformed = guard.raw_tool_arguments.malformed(tool_call_id)
+        arguments = malformed if malformed is not None else tool_arguments_json(payload.get("args") or {})
         tool = self._tool_node.tools_by_name.get(name)
         if name in turn.enabled_built_in_tools:
             policy = turn.resolve_tool_policy(name)
