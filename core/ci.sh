@@ -44,14 +44,20 @@ lowest_selection=(
   tests/test_mcp_*.py tests/test_kit_mcp*.py tests/test_otel_session.py tests/test_unit_*.py
   tests/test_stepwise_session.py tests/test_stepwise_unit.py tests/test_stepwise_runner.py
   tests/test_testing_public_api.py tests/test_readme_*.py tests/test_runner_contract.py
+  tests/test_stepwise_provider_matrix.py
   "${lowest_default_selection[@]}"
 )
+# The Stepwise provider matrix (LiteLLM's OpenAI and Anthropic clients over HTTP, LiteLLM pinned exactly)
+# runs on the lowest versions only, where the kit's server meets the web stack's lowest uvicorn and
+# Starlette; the lockfile's run of the same LiteLLM is the in-process matrix.
+newest_ignore=(tests/test_stepwise_provider_matrix.py)
 # The lockfile run goes as two processes (see both_suites): the session's own long tests, and the rest.
 newest_split=(
   tests/test_stepwise_matrix.py tests/test_matrix.py tests/test_long_sessions.py tests/test_bad_input.py
   tests/test_turn_control.py tests/test_chaos.py tests/test_builtin_tools.py tests/test_dispatch_wait.py
-  tests/test_stepwise_example.py tests/test_turn_failures.py tests/test_tool_tasks.py
-  tests/test_tool_questions.py tests/test_approvals.py tests/test_tool_failures.py tests/test_stepwise_desk.py
+  tests/test_stepwise_example.py tests/test_stepwise_demo_real_provider.py tests/test_turn_failures.py
+  tests/test_tool_tasks.py tests/test_tool_questions.py tests/test_approvals.py tests/test_tool_failures.py
+  tests/test_stepwise_desk.py
   tests/test_mcp_source.py tests/test_mcp_tasks_session.py
 )
 both_suites "$@"

@@ -120,15 +120,19 @@ async def print_live_events(sessions: AgentSessionClient, session_id: str) -> No
         sessions: The session client.
         session_id: The session to follow.
     """
-    model_call = ""
+    model_call = ("", 0)
     async for message in sessions.follow_agent_events(session_id):
         event = message.value
         payload = json.loads(event.payload)
         if event.type == AgentEventType.TEXT_DELTA:
             # Each model call is its own Step execution; its text starts a new assistant line.
-            if event.step_execution_id != model_call:
-                model_call = event.step_execution_id
+            if event.step_execution_id != model_call[0]:
                 print("\nassistant: ", end="")
+            elif event.attempt != model_call[1]:
+                # A failed call (a provider error, a cut stream) is answered again by a new attempt, whose
+                # text replaces what the failed one streamed.
+                print(f"\n  [model call retried: attempt {event.attempt}]\nassistant: ", end="")
+            model_call = (event.step_execution_id, event.attempt)
             print(payload["text"], end="", flush=True)
         elif event.type == AgentEventType.TOOL_CALL_DEFERRED:
             approval = ", needs approval" if payload["requires_approval"] else ""

@@ -5,7 +5,8 @@ copy of every agent reachable through handoffs in which each function tool (MCP 
 approval, so a model response with tool calls ends the run with one interruption per call. On resume,
 an approved call reaches the gated tool's invoker, which returns the result the session recorded for
 that call instead of running anything. The user's own agents and tools are left untouched; the tool
-Steps run the original tools.
+Steps run the original tools. An agent's own OpenAI model is a finish-checked copy in the gated graph
+(`_provider_models`).
 
 A model Step may offer every agent more tools than its own (`turn_tools_scope`): the session's enabled
 built-ins and an `McpToolSource`'s tools, which exist only as definitions. They are gated the same way
@@ -30,6 +31,7 @@ from agents import (
     Handoff,
     HostedMCPTool,
     ImageGenerationTool,
+    Model,
     ProgrammaticToolCallingTool,
     RunContextWrapper,
     Tool,
@@ -37,6 +39,8 @@ from agents import (
     WebSearchTool,
 )
 from agents.tool_context import ToolContext
+
+from dex_agents_openai_agents._provider_models import finish_checked_model
 
 __all__ = [
     "GatedAgentGraph",
@@ -251,6 +255,9 @@ class GatedAgentGraph:
         if existing is not None:
             return existing
         gated = agent.clone(tools=[_check_tool(agent, tool) for tool in agent.tools])
+        if isinstance(agent.model, Model):
+            # An answer the provider never said it finished must fail the Step, not end the turn.
+            gated.model = finish_checked_model(agent.model)
         self._gated[id(agent)] = gated
         self._originals.setdefault(agent.name, agent)
         self._keep_alive.append(gated)

@@ -52,11 +52,15 @@ from agents import (
 )
 from agents.run_context import TContext
 from dex_agents import (
+    ContextWindowExceeded,
     ToolTaskCancellation,
     ToolTaskHandlers,
     ToolTaskPoll,
     ToolTaskPollOutcome,
     ToolTaskRouter,
+    UnfinishedModelResponse,
+    is_context_window_refusal,
+    provider_refusal,
 )
 from dex_agents.runner import (
     DEFAULT_REJECTION_TOOL_RESULT,
@@ -89,6 +93,7 @@ from dex_agents_openai_agents._messages import (
     recorded_result_item,
     with_recorded_results,
 )
+from dex_agents_openai_agents._provider_models import finish_checked_run_config
 from dex_agents_openai_agents._run_events import (
     HANDOFF_EVENT_TYPE,
     StepHooks,
@@ -167,6 +172,16 @@ async def _stop_run(result: RunResultStreaming) -> None:
     if pending:
         # A model that ignores cancellation; the Step must still end.
         _logger.warning("the OpenAI Agents SDK's run task did not stop after it was cancelled")
+
+
+def _is_unfinished_answer(error: ModelBehaviorError) -> bool:
+    """Whether the SDK failed a streamed answer because the provider never said it was finished.
+
+    The finish-checked OpenAI models raise `UnfinishedModelResponse` themselves; these are the SDK's own
+    words for the same case with any other model, and with a finish reason missing from api.openai.com.
+    """
+    text = str(error)
+    return "did not produce a final response" in text or "ended before receiving a finish_reason" in text
 
 
 def _no_context(context: object) -> Mapping[str, Any]:
@@ -311,13 +326,17 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 context=self._context,
                 max_turns=self._max_turns,
                 hooks=hooks,
-                run_config=run_config,
+                run_config=finish_checked_run_config(run_config),
             )
             try:
                 async for event in result.stream_events():
                     hooks.observe(event)
                     forward_stream_event(event, turn.events)
+            except UnfinishedModelResponse:
+                raise
             except ModelBehaviorError as error:
+                if _is_unfinished_answer(error):
+                    raise UnfinishedModelResponse(str(error)) from error
                 unknown = await self._unknown_tool_outcome(error, turn, hooks, start, result, offered)
                 if unknown is not None:
                     return unknown
@@ -332,6 +351,14 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 return self._failed(turn, hooks, f"the OpenAI Agents SDK stopped the run: {error}")
             except (UnexpectedModelCallError, UserError) as error:
                 return self._failed(turn, hooks, str(error))
+            except Exception as error:
+                if is_context_window_refusal(error):
+                    raise ContextWindowExceeded(str(error)) from error
+                refusal = provider_refusal(error)
+                if refusal is None:
+                    # A rate limit, a 5xx, a timeout: the attempt fails and `RunModel` retries it.
+                    raise
+                return self._failed(turn, hooks, refusal)
             finally:
                 await _stop_run(result)
             hooks.write_handoff_events(turn.events)
