@@ -88,7 +88,15 @@ class Long:
 async def long_stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Long]:
     flows = build_long_session_flows()
     async with AgentTestStack(
-        tmp_path_factory.mktemp("long"), flows.all, "tests.long_session_worker", worker_cwd=CORE_DIR
+        tmp_path_factory.mktemp("long"),
+        flows.all,
+        "tests.long_session_worker",
+        worker_cwd=CORE_DIR,
+        # The rollout test's turns wait while no Worker serves their Flow type: the previous release's
+        # Workers drain (one holds a gated model call for its whole 15 s drain timeout) before this
+        # release's start. With the default 10 s a dispatch, three RunModel attempts could run out on a
+        # loaded machine and fail a turn that a server configured for rolling deploys keeps waiting.
+        server_args=("--dispatch-wait", "30"),
     ) as stack:
         yield Long(stack, flows)
 
