@@ -55,9 +55,8 @@ newest_ignore=(tests/test_stepwise_provider_matrix.py)
 newest_split=(
   tests/test_stepwise_matrix.py tests/test_matrix.py tests/test_long_sessions.py tests/test_bad_input.py
   tests/test_turn_control.py tests/test_chaos.py tests/test_builtin_tools.py tests/test_dispatch_wait.py
-  tests/test_stepwise_example.py tests/test_stepwise_demo_real_provider.py tests/test_turn_failures.py
+  tests/test_stepwise_example.py tests/test_turn_failures.py
   tests/test_tool_tasks.py tests/test_tool_questions.py tests/test_approvals.py tests/test_tool_failures.py
-  tests/test_stepwise_desk.py
-  tests/test_mcp_source.py tests/test_mcp_tasks_session.py
+  tests/test_stepwise_desk.py tests/test_mcp_source.py
 )
 both_suites "$@"
