@@ -57,6 +57,6 @@ newest_split=(
   tests/test_turn_control.py tests/test_chaos.py tests/test_builtin_tools.py tests/test_dispatch_wait.py
   tests/test_stepwise_example.py tests/test_turn_failures.py
   tests/test_tool_tasks.py tests/test_tool_questions.py tests/test_approvals.py tests/test_tool_failures.py
-  tests/test_stepwise_desk.py tests/test_mcp_source.py
+  tests/test_stepwise_desk.py tests/test_mcp_source.py tests/test_mcp_tasks_session.py
 )
 both_suites "$@"
