@@ -20,6 +20,10 @@ uv run --locked --no-sync pyright
 # The provider matrix (three provider clients, each with its own devserver and Worker: about 80 s) goes as
 # its own process beside the rest of the lockfile run, and stays out of the lowest run, where
 # tests/test_provider_answers.py reads the same clients' answers on the lowest versions in about a second.
+# The demo through a real client (tests/test_demo_real_provider.py) runs on the lockfile only.
 newest_split=(tests/test_provider_matrix.py)
-lowest_selection=(--ignore=tests/test_provider_matrix.py "${lowest_default_selection[@]}")
+lowest_selection=(
+  --ignore=tests/test_provider_matrix.py --ignore=tests/test_demo_real_provider.py
+  "${lowest_default_selection[@]}"
+)
 both_suites "$@"

@@ -39,7 +39,7 @@ _TOOL_GATE_CHANCE = 0.35
 _MODEL_GATE_CHANCE = 0.25
 _FIRST_ATTEMPT_FAILURE_CHANCE = 0.1
 _EAGER_MESSAGE_CHANCE = 0.3
-_PROVIDER_FAULT_CHANCE = 0.25
+_PROVIDER_FAULT_CHANCE = 0.15
 # Faults a retry survives; a context-length refusal is not one (it ends the turn by design).
 _ANSWER_FAULTS: tuple[ProviderFaultKind, ...] = (
     "rate_limit",
