@@ -345,8 +345,14 @@ async def test_a_rollout_from_previous_release_workers_to_this_release_while_ses
         for number in range(3, 7):
             await long.turn(flow, looping, f"Order {number}?", number)
 
+    # The upgrade rule: every Worker of the previous release stops (drains) before this release starts. All
+    # of them are told at once, before more turns arrive: a turn begun on a previous-release Worker that
+    # was still serving while another drained would continue on this release, whose ScriptedRunner
+    # refuses the previous run state format (as the approving session's turn shows below).
+    for worker in previous:
+        worker.begin_stop()
+    await asyncio.sleep(2)  # the SIGTERM handlers have run: no previous-release Worker takes a new task
     arriving = asyncio.create_task(more_turns())
-    # The upgrade rule: every Worker of the previous release stops (drains) before this release starts.
     for worker in previous:
         await asyncio.to_thread(worker.stop, 15.0)
     current = [await long.stack.start_worker() for _ in range(2)]
@@ -379,7 +385,10 @@ async def test_a_rollout_from_previous_release_workers_to_this_release_while_ses
     await long.turn(flow, idle, "Order 2?", 2)
     for session, last in ((busy, 6), (approving, 4), (looping, 24), (idle, 8)):
         snapshot = await sessions.get_agent_snapshot(session)
-        assert [message.sequence for message in snapshot.messages] == list(range(1, last + 1)), session
+        assert [message.sequence for message in snapshot.messages] == list(range(1, last + 1)), (
+            session,
+            [(message.sequence, message.role, (message.text or "")[:80]) for message in snapshot.messages],
+        )
         assert snapshot.state is not None and snapshot.state.last_turn_error is None, session
         assert await all_pages(sessions, session) == list(snapshot.messages)
     assert [call.turn_id for call in long.stack.invocations.tool_calls(looping, "lookup_order")] == [
