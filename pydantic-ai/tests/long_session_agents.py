@@ -7,6 +7,7 @@
   its two models says in its answer which model it is and which instructions it was given.
 - ``PydanticAiCompactingOnRefusal``: the compacting agent with `OpenAIChatModel` behind the kit's scripted
   provider server and a window so large that only the provider's context-length refusal makes it compact.
+- ``PydanticAiPlanning``: the compacting agent and window with plan mode (and so ``write_todos``) enabled.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _instructions_for(settings: Mapping[str, object]) -> str | None:
     return None if tone is None else f"Answer in a {tone} tone."
 
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
+def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
     compacting = Agent(ScriptedModel.from_script_store(), tools=list(MATRIX_TOOLS))
     options = replace(
         matrix_session_options(),
@@ -70,6 +71,11 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]
     on_refusal = Agent(chat_model(), tools=list(MATRIX_TOOLS))
     refusal_options = replace(
         matrix_session_options(), compaction=CompactionPolicy(context_window_tokens=REFUSAL_WINDOW_TOKENS)
+    )
+    planning_options = replace(
+        matrix_session_options(built_in_tools=("write_todos",)),
+        plan_mode_enabled=True,
+        compaction=CompactionPolicy(context_window_tokens=CONTEXT_WINDOW_TOKENS),
     )
     return (
         AgentSessionFlow(
@@ -87,5 +93,10 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]
             with_model_call_scope(PydanticAiRunner(on_refusal)),
             flow_type="PydanticAiCompactingOnRefusal",
             options=refusal_options,
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(PydanticAiRunner(compacting)),
+            flow_type="PydanticAiPlanning",
+            options=planning_options,
         ),
     )

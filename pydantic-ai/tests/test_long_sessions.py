@@ -13,12 +13,21 @@ from dataclasses import dataclass
 
 import pytest
 import pytest_asyncio
-from dex_agents import AgentEventType, AgentSessionClient, AgentSnapshot
+from dex_agents import (
+    PLANNING_TURN_REJECTION_MESSAGE,
+    WRITE_TODOS,
+    AgentEventType,
+    AgentSessionClient,
+    AgentSnapshot,
+    InteractionMode,
+    PlanStatus,
+)
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
     AgentTestStack,
     ProviderFault,
     ScriptedResponse,
+    ScriptedToolCall,
     read_agent_events,
     read_provider_requests,
     wait_for_turn_end,
@@ -47,6 +56,7 @@ class Long:
     compacting: AgentSessionClient
     settings: AgentSessionClient
     on_refusal: AgentSessionClient
+    planning: AgentSessionClient
 
     async def turns(self, session: str, numbers: Sequence[int]) -> AgentSnapshot:
         """Send each numbered question (the first starts the session) and wait for its turn to end."""
@@ -73,7 +83,7 @@ async def long_stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
     async with AgentTestStack(
         tmp_path_factory.mktemp("long"), flows, "tests.long_session_worker", worker_cwd=PACKAGE_DIR
     ) as stack:
-        yield Long(stack, stack.sessions(flows[0]), stack.sessions(flows[1]), stack.sessions(flows[2]))
+        yield Long(stack, *(stack.sessions(flow) for flow in flows))
 
 
 @pytest_asyncio.fixture(loop_scope="module")
@@ -255,3 +265,84 @@ async def test_a_context_length_refusal_compacts_and_the_turn_then_completes(lon
     [answered] = long.stack.invocations.model_calls(session, "turn-3")
     header = f"user: {CONTEXT_SUMMARY_HEADER}\n\n{summary_text}"
     assert list(answered.model_input) == [header, f"user: {question(3)}"]
+
+
+async def test_a_planning_turn_offers_only_write_todos_survives_a_worker_kill_and_its_plan_stays_shown(
+    long: Long,
+) -> None:
+    """Plan mode through Pydantic AI's agent loop, with the session compacting later turns.
+
+    Turn 1 plans (the Worker dies during its first model call), turn 2 carries the approved plan out, and
+    turns 3 and 4 are long enough that turn 4 compacts: its model input is the summary, then the plan note,
+    then its question.
+    """
+    session = long.stack.new_session_id("plan")
+    sessions = long.planning
+    draft = ScriptedToolCall(
+        WRITE_TODOS, {"todos": [{"content": "Look up A-1", "status": "pending"}]}, "todos-1"
+    )
+    early_read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-early")
+    long_answer = "".ljust(1800, ".")
+    long.stack.scripts.set_turns(
+        session,
+        [
+            [
+                ScriptedResponse(text="My plan.", tool_calls=(draft, early_read), gate="planning"),
+                ScriptedResponse(text="Review the plan, please."),
+            ],
+            [ScriptedResponse(text="Executed: " + long_answer)],
+            [ScriptedResponse(text="Three: " + long_answer)],
+            [ScriptedResponse(text="Four.")],
+        ],
+    )
+    long.stack.scripts.set_summaries(session, {"turn-4": ScriptedResponse(text="Planned and executed.")})
+    await sessions.start_session(session)
+    assert await sessions.send_user_message(session, "Plan the refund of A-1", plan_mode=True)
+    await long.stack.gate(session, "planning").wait_until_reached()
+
+    long.stack.kill_workers()
+    await long.stack.start_worker()
+    planned = await wait_for_turn_end(sessions, session, 1)
+
+    assert planned.state is not None and planned.state.interaction_mode is InteractionMode.PLANNING
+    assert planned.plan is not None and (planned.plan.revision, planned.plan.status) == (1, PlanStatus.DRAFT)
+    # Only the planning call ran again, in the new Worker, with the same input; it offered write_todos alone.
+    first, again, second = long.stack.invocations.model_calls(session, "turn-1")
+    assert (first.attempt, again.attempt) == (1, 2) and first.pid != again.pid
+    assert first.model_input == again.model_input
+    assert [call.offered_tools for call in (first, again, second)] == [(WRITE_TODOS,)] * 3
+    assert list(first.model_input) == [
+        "user: [Dex] There is no plan yet.\nThis turn only plans: write or revise the plan with write_todos, "
+        "and do not do or claim any of its tasks. The user reviews the plan before it runs.",
+        "user: Plan the refund of A-1",
+    ]
+    assert PLANNING_TURN_REJECTION_MESSAGE in second.model_input_text
+    assert not long.stack.invocations.tool_calls(session), "a planning turn runs no tool"
+    # The note is shown, never stored.
+    assert not [message for message in planned.messages if "There is no plan yet" in (message.text or "")]
+
+    assert await sessions.execute_plan(session, 1)
+    executed = await wait_for_turn_end(sessions, session, 2)
+    [executing] = long.stack.invocations.model_calls(session, "turn-2")
+    assert "lookup_order" in executing.offered_tools and WRITE_TODOS in executing.offered_tools
+    plan_note = "user: [Dex] The current plan, revision 1, is active:\n- [pending] Look up A-1"
+    assert executing.model_input[-2:] == (
+        plan_note,
+        "user: [Dex] The user approved plan revision 1. Execute it and keep the task statuses current with "
+        "write_todos.",
+    )
+    assert executed.plan is not None and executed.plan.status is PlanStatus.ACTIVE
+
+    assert await sessions.send_user_message(session, "Three?")
+    await wait_for_turn_end(sessions, session, 3)
+    assert await sessions.send_user_message(session, "Four?")
+    done = await wait_for_turn_end(sessions, session, 4)
+
+    assert done.state is not None and done.state.last_turn_error is None
+    assert done.context_summary is not None and done.context_summary.text == "Planned and executed."
+    [fourth] = long.stack.invocations.model_calls(session, "turn-4")
+    assert list(fourth.model_input) == [
+        f"user: {CONTEXT_SUMMARY_HEADER}\n\nPlanned and executed.",
+        plan_note,
+        "user: Four?",
+    ]

@@ -59,6 +59,7 @@ from dex_agents import (
     ToolTaskPollOutcome,
     ToolTaskRouter,
     TurnCompleted,
+    build_plan_note,
 )
 from pydantic import ValidationError
 from pydantic_ai import (
@@ -76,6 +77,7 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     RetryFeedbackPart,
+    UserPromptPart,
 )
 from pydantic_ai.models import KnownModelName, Model, infer_model
 from pydantic_ai.settings import ModelSettings
@@ -235,6 +237,17 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         self.cancel_tool_task: _CancelToolTask | None = tasks.cancel_tool_task if tasks.can_poll else None
 
     @property
+    def supports_plan_mode(self) -> bool:
+        """`True` (`PlanModeRunner`): a planning turn offers only ``write_todos``, and the plan is shown.
+
+        In a `planning` turn the run offers the model ``write_todos`` alone (the agent's function tools
+        are filtered out with Pydantic AI's ``prepare_tools`` hook; output tools stay), and in any turn
+        with a plan, or a planning turn, the model input has `build_plan_note` as a user prompt before the
+        turn's first stored message. The note is never stored.
+        """
+        return True
+
+    @property
     def agent(self) -> Agent[AgentDepsT, Any]:
         """The agent this runner drives."""
         return self._agent
@@ -265,14 +278,12 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                 own retries are spent (a 429, a 5xx, a broken stream, a timeout); `RunModel` retries it.
         """
         try:
-            history = [unit.message for unit in history_units(turn.messages)]
+            history = _model_history(turn, history_units(turn.messages))
         except ValidationError as error:
             # Messages another runner stored cannot become Pydantic AI input on any attempt.
             return _failed_turn(turn, [], f"a stored message is not a Pydantic AI message: {error}")
         except StoredHistoryError as error:
             return _failed_turn(turn, [], f"the stored messages cannot be replayed to Pydantic AI: {error}")
-        if turn.context_summary is not None:
-            history.insert(0, summary_request(turn.context_summary))
         earlier_turn_messages: list[ModelMessage] = []
         results: DeferredToolResults | None = None
         if turn.framework_run_state is None:
@@ -317,7 +328,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                 instructions=instructions,
                 model_settings=self._model_settings,
                 toolsets=turn_tools.toolsets,
-                capabilities=[ModelStepToolGate()],
+                capabilities=[ModelStepToolGate(), *turn_tools.capabilities],
             ) as run:
                 watch = _RequestWatch()
                 try:
@@ -393,10 +404,7 @@ class PydanticAiRunner(Generic[AgentDepsT]):
             The estimated token count.
         """
         units, unstored = self._compaction_view(turn)
-        messages: list[ModelMessage] = []
-        if turn.context_summary is not None:
-            messages.append(summary_request(turn.context_summary))
-        messages.extend(unit.message for unit in units)
+        messages = _model_history(turn, units)
         messages.extend(unstored)
         try:
             instructions = self._settings.instructions(turn.session_settings)
@@ -647,6 +655,29 @@ class _ModelCall:
             return cls()
         metadata = model_call_metadata(responses[-1], run.ctx.deps.model, watch.request())
         return cls(_response_usage(responses[-1]), metadata)
+
+
+def _model_history(turn: AgentTurnContext, units: Sequence[HistoryUnit]) -> list[ModelMessage]:
+    """The stored part of the model input: the summary, the stored messages, and the plan note.
+
+    The plan note goes right before the turn's first stored message, as the user's words would, so the
+    earlier turns read as they did and the model reads the plan next to this turn's request.
+    """
+    history = [unit.message for unit in units]
+    note = build_plan_note(turn.plan, turn.interaction_mode)
+    if note is not None:
+        turn_start = min(
+            (message.sequence for message in turn.messages if message.turn_id == turn.turn_id), default=None
+        )
+        position = len(history)
+        if turn_start is not None:
+            position = next(
+                (index for index, unit in enumerate(units) if unit.first_sequence >= turn_start), position
+            )
+        history.insert(position, ModelRequest(parts=[UserPromptPart(note)]))
+    if turn.context_summary is not None:
+        history.insert(0, summary_request(turn.context_summary))
+    return history
 
 
 def _failed_turn(

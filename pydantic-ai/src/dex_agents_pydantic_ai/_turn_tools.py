@@ -7,6 +7,11 @@ which offers its tools to the model like any other and never runs them; the runn
 `CallToolsNode` anyway and defers every call. What differs is the deferral: a built-in call needs no
 policy of its own (the session routes it), and an MCP call takes its policy and its
 `tool_source_reference` from the source.
+
+A `planning` turn offers the model `write_todos` alone. The agent's own toolsets are still built as
+Pydantic AI builds them; `PlanningTools`, a capability added to the run, filters the function tools of
+the request with Pydantic AI's own `prepare_tools` hook, so the hidden tools are neither shown to the model
+nor callable. Output tools stay: they are how the agent's run ends, and no policy applies to them.
 """
 
 from __future__ import annotations
@@ -17,18 +22,22 @@ from typing import TYPE_CHECKING, Any
 from dex_agents import (
     BUILT_IN_TOOL_DEFINITIONS,
     BUILT_IN_TOOL_NAMES,
+    WRITE_TODOS,
     AgentTurnContext,
     DeferredToolCall,
+    InteractionMode,
     ToolEffect,
     ToolPolicy,
 )
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ExternalToolset
 
 if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource
 
-__all__ = ["BUILT_IN_TOOLSET_ID", "MCP_TOOLSET_ID", "TurnTools", "list_turn_tools"]
+__all__ = ["BUILT_IN_TOOLSET_ID", "MCP_TOOLSET_ID", "PlanningTools", "TurnTools", "list_turn_tools"]
 
 BUILT_IN_TOOLSET_ID = "dex-built-in-tools"
 """The toolset of the session's built-in tools; Pydantic AI names it in a tool name conflict."""
@@ -53,6 +62,8 @@ class TurnTools:
     toolsets: tuple[AbstractToolset[Any], ...] = ()
     built_in_names: frozenset[str] = frozenset()
     mcp_names: frozenset[str] = frozenset()
+    capabilities: tuple[AbstractCapability[Any], ...] = ()
+    """Capabilities to add to the run: `PlanningTools` in a planning turn."""
 
     def deferred_call(
         self,
@@ -95,25 +106,19 @@ async def list_turn_tools(turn: AgentTurnContext, mcp_tools: McpToolSource | Non
         mcp_tools: The runner's MCP source, if any.
 
     Returns:
-        The toolsets and the names they hold.
+        The toolsets and the names they hold; in a planning turn only ``write_todos``, with the
+        `PlanningTools` capability that hides the agent's own function tools.
     """
     toolsets: list[AbstractToolset[Any]] = []
     built_ins = [name for name in BUILT_IN_TOOL_NAMES if name in turn.enabled_built_in_tools]
+    if InteractionMode(turn.interaction_mode) is InteractionMode.PLANNING:
+        # The session rejects every other call of a planning turn, so nothing else is offered, and the
+        # MCP source is not even listed.
+        planning = [name for name in built_ins if name == WRITE_TODOS]
+        toolsets.append(_built_in_toolset(planning))
+        return TurnTools(tuple(toolsets), frozenset(planning), capabilities=(PlanningTools(),))
     if built_ins:
-        definitions = [BUILT_IN_TOOL_DEFINITIONS[name] for name in built_ins]
-        toolsets.append(
-            ExternalToolset(
-                [
-                    ToolDefinition(
-                        name=definition.name,
-                        description=definition.description,
-                        parameters_json_schema=definition.parameters_json_schema,
-                    )
-                    for definition in definitions
-                ],
-                id=BUILT_IN_TOOLSET_ID,
-            )
-        )
+        toolsets.append(_built_in_toolset(built_ins))
     mcp_names: list[str] = []
     if mcp_tools is not None:
         listed = await mcp_tools.list_tools()
@@ -133,3 +138,34 @@ async def list_turn_tools(turn: AgentTurnContext, mcp_tools: McpToolSource | Non
             )
             mcp_names = [tool.name for tool in listed]
     return TurnTools(tuple(toolsets), frozenset(built_ins), frozenset(mcp_names))
+
+
+def _built_in_toolset(names: list[str]) -> ExternalToolset[Any]:
+    return ExternalToolset(
+        [
+            ToolDefinition(
+                name=definition.name,
+                description=definition.description,
+                parameters_json_schema=definition.parameters_json_schema,
+            )
+            for definition in (BUILT_IN_TOOL_DEFINITIONS[name] for name in names)
+        ],
+        id=BUILT_IN_TOOLSET_ID,
+    )
+
+
+@dataclass
+class PlanningTools(AbstractCapability[Any]):
+    """Offers the model only ``write_todos`` among the function tools: the run of a planning turn."""
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        """Added per run by the runner; never part of an agent spec."""
+        return None
+
+    async def prepare_tools(
+        self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]
+    ) -> list[ToolDefinition]:
+        """Keep ``write_todos`` (the session's built-in) and drop every other function tool."""
+        del ctx
+        return [tool_def for tool_def in tool_defs if tool_def.name == WRITE_TODOS]
