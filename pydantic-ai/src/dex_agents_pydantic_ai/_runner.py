@@ -103,7 +103,7 @@ from dex_agents_pydantic_ai._state import PydanticAiRunState
 from dex_agents_pydantic_ai._streaming import forward_stream_event
 from dex_agents_pydantic_ai._summary import make_summary_call, summary_call_messages
 from dex_agents_pydantic_ai._system_prompts import system_prompt_request
-from dex_agents_pydantic_ai._tool_descriptions import declared_tool_description
+from dex_agents_pydantic_ai._tool_descriptions import declared_tool_description, declared_tool_names
 from dex_agents_pydantic_ai._tool_execution import ToolCallRunner
 from dex_agents_pydantic_ai._turn_tools import TurnTools, list_turn_tools
 
@@ -226,6 +226,10 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         self._token_estimator = token_estimator
         self._summary_instructions = summary_instructions
         self._tool_calls = ToolCallRunner(agent, deps=self._deps)
+        # The agent's tool names when its toolsets declare them; else what this process's last model
+        # request offered (`agent_tool_names`).
+        self._declared_tool_names = declared_tool_names(agent.toolsets)
+        self._seen_tool_names: frozenset[str] | None = None
         self._mcp_tools = mcp_tools
         self._trust_mcp_annotations = trust_mcp_annotations
         tasks = ToolTaskRouter(
@@ -355,6 +359,11 @@ class PydanticAiRunner(Generic[AgentDepsT]):
                     return _failed_turn(turn, earlier_turn_messages, refusal, call=_ModelCall.of(run, watch))
                 new_messages = run.new_messages()
                 call = _ModelCall.of(run, watch)
+                if watch.tool_names is not None and not turn_tools.capabilities:
+                    # A planning turn's request hid the agent's tools, so only a full request counts.
+                    # A union: a tool the agent offered once is its tool, even when a later step hides it.
+                    offered = watch.tool_names - turn_tools.built_in_names - turn_tools.mcp_names
+                    self._seen_tool_names = offered | (self._seen_tool_names or frozenset())
         except UserError as error:
             return _failed_turn(turn, earlier_turn_messages, f"Pydantic AI refused the run: {error}")
         turn_messages = [*earlier_turn_messages, *new_messages]
@@ -512,6 +521,21 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         )
         return ToolExecutionResult(output)
 
+    def agent_tool_names(self) -> frozenset[str] | None:
+        """Return the names of the agent's tools as the model calls them (`ToolNamesRunner`), or `None`.
+
+        The session checks the keys of its tool policies against them. They are read from the agent's
+        toolsets (function tools, `FunctionToolset`s and `ExternalToolset`s, under the names prefixing and
+        renaming give them); output tools are left out, since no policy applies to them, and so are the
+        session's built-ins and ``mcp_tools``, which the session knows itself. When a toolset lists its
+        tools only at run time (Pydantic AI's MCP servers, a dynamic toolset), the answer is what the model
+        requests of this runner in this process offered so far, and `None` before the first.
+
+        Returns:
+            The names, or `None` when they are not known yet.
+        """
+        return self._declared_tool_names if self._declared_tool_names is not None else self._seen_tool_names
+
     def describe_tool(self, tool_name: str) -> str | None:
         """Return what tool ``tool_name`` does, for tracing (`ToolDescriber`), or `None` when unknown.
 
@@ -629,6 +653,8 @@ class _RequestWatch:
     node: ModelRequestNode[Any, Any] | None = None
     started: float | None = None
     first_event: float | None = None
+    tool_names: frozenset[str] | None = None
+    """The non-output tools the model request offered."""
 
     def request(self) -> CallRequest | None:
         if self.node is None:
@@ -735,6 +761,9 @@ async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter, wa
             # The tool manager was prepared for this run step before the model request, so it holds the
             # definitions the model was offered, with their kinds and MCP annotations.
             tool_manager = run.ctx.deps.tool_manager
+            watch.tool_names = frozenset(
+                tool_def.name for tool_def in tool_manager.tool_defs if tool_def.kind != "output"
+            )
             tool_defs = {
                 call.tool_call_id: tool_manager.get_tool_def(call.tool_name) for call in response.tool_calls
             }
