@@ -8,7 +8,7 @@ from dex_agents.testing import SessionSide
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.tools import ToolDefinition
-from pydantic_ai.toolsets import ExternalToolset, FunctionToolset
+from pydantic_ai.toolsets import DynamicToolset, ExternalToolset, FunctionToolset
 
 from dex_agents_pydantic_ai import PydanticAiRunner
 from dex_agents_pydantic_ai.testing import ScriptedModel
@@ -52,12 +52,12 @@ def test_the_names_are_the_agents_tools_as_the_model_calls_them_without_output_t
 
 async def test_a_toolset_known_only_at_run_time_gives_none_until_a_model_request_offered_it() -> None:
     model = ScriptedModel(["Done."])
-    agent = Agent(model, tools=[lookup_order])
 
-    @agent.toolset
     def parcels(ctx: RunContext[None]) -> FunctionToolset[None]:
         del ctx
         return FunctionToolset([track_parcel])
+
+    agent = Agent(model, deps_type=type(None), tools=[lookup_order], toolsets=[DynamicToolset(parcels)])
 
     runner = PydanticAiRunner(agent)
     assert runner.agent_tool_names() is None
