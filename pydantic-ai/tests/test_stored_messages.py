@@ -12,7 +12,9 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 from dex_agents import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
     STEERED_REJECTION_MESSAGE,
+    TURN_CANCELLED_REJECTION_MESSAGE,
     AgentEventWriter,
     CancellationReason,
     FrameworkMessage,
@@ -20,6 +22,7 @@ from dex_agents import (
     ToolCallsRequested,
     ToolCallStatus,
     TurnCompleted,
+    describe_tool_call_outcome,
 )
 from dex_agents.testing import (
     ProjectedCall,
@@ -230,3 +233,48 @@ async def test_a_turn_that_fails_after_its_tools_ran_keeps_every_result_and_is_n
     [result] = [message for message in outcome.new_messages if message.role is MessageRole.TOOL]
     assert (result.tool_call_id, result.tool_output) == ("call-1", "sunny in Oslo")
     assert json.loads(result.tool_arguments or "") == {"city": "Oslo"}
+
+
+async def test_every_final_call_stores_the_sessions_outcome_text_while_the_model_sees_its_envelope() -> None:
+    calls = [tool_call("get_weather", {"city": f"City {n}"}, f"call-{n}") for n in range(6)]
+    for goes_on in (True, False):
+        model = ScriptedModel([respond(*calls), "Done."])
+        runner = PydanticAiRunner(Agent(model, tools=[get_weather]))
+        session = SessionSide()
+        session.start_turn(runner.build_user_message("Weather everywhere?"))
+        deferred = await runner.run_model_step(session.context())
+        assert isinstance(deferred, ToolCallsRequested)
+        session.defer(deferred)
+        # A JSON output with its own spacing stays as the tool wrote it.
+        session.finish("call-0", ToolCallStatus.SUCCEEDED, output='{"sky": "clear",  "c":21}')
+        session.finish("call-1", ToolCallStatus.FAILED, error="the weather service timed out")
+        session.finish("call-2", ToolCallStatus.REJECTED, rejection_message="Not that city.")
+        session.finish("call-3", ToolCallStatus.OUTCOME_UNKNOWN)
+        session.abandon("call-4", CancellationReason.STEERED)
+        session.abandon("call-5", CancellationReason.TURN_CANCELLED)
+        records = dict(session.records)
+        if goes_on:
+            # The turn goes on: Pydantic AI writes the returns from `DeferredToolResults`.
+            outcome = await runner.run_model_step(session.context())
+            assert isinstance(outcome, TurnCompleted) and outcome.turn_error is None
+            stored = outcome.new_messages
+            shown = {part.tool_call_id: part.model_response_str() for part in model.calls[-1].tool_returns}
+            assert shown["call-1"] == json.dumps(
+                {"error": "The tool call failed: the weather service timed out"}, separators=(",", ":")
+            ), "Pydantic AI's model still sees its own envelope"
+        else:
+            # The turn ends early (steered, cancelled, failed): the runner writes the returns itself.
+            stored = await session.end_turn_early(runner)
+
+        outputs = {message.tool_call_id: message.tool_output for message in stored if message.tool_output}
+        assert outputs == {
+            record.tool_call_id: describe_tool_call_outcome(record) for record in records.values()
+        }
+        assert outputs == {
+            "call-0": '{"sky": "clear",  "c":21}',
+            "call-1": "The tool call failed: the weather service timed out",
+            "call-2": "Not that city.",
+            "call-3": OUTCOME_UNKNOWN_TOOL_RESULT,
+            "call-4": STEERED_REJECTION_MESSAGE,
+            "call-5": TURN_CANCELLED_REJECTION_MESSAGE,
+        }

@@ -296,7 +296,10 @@ def _project_request(request: ModelRequest, calls_by_id: dict[str, ToolCallPart]
                     tool_call_id=part.tool_call_id,
                     tool_name=part.tool_name,
                     tool_arguments=call.args_as_json_str() if call is not None else None,
-                    tool_output=part.model_response_str(),
+                    # What the session recorded, verbatim (`describe_tool_call_outcome`): Pydantic AI
+                    # shows its model a failed call inside an {"error": ...} envelope, which UIs reading
+                    # `tool_output` would otherwise have to strip, differently per adapter.
+                    tool_output=part.model_response_str(wrap_if_error=False),
                 )
             )
         else:
