@@ -59,3 +59,5 @@ async def test_a_rolling_deploy_drains_every_worker_and_fails_no_turn(tmp_path: 
     assert (report.rolling_deploys, report.worker_drains) == (1, 2), report
     assert report.failed_turns == 0 and report.tool_call_statuses.get("outcome_unknown", 0) == 0, report
     assert report.approvals >= 1 and report.turns > report.sessions, report
+    # The sessions that ran through the deploy went on on other Worker processes than they began on.
+    assert report.sessions_on_several_workers >= 1, report

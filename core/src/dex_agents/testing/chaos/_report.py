@@ -46,6 +46,8 @@ class ChaosReport:
         rolling_deploys: Rolling deploys made (every Worker SIGTERMed in turn and replaced).
         worker_drains: Workers a deploy stopped that drained and exited by themselves.
         longest_drain_seconds: The longest of those drains, from SIGTERM to exit.
+        sessions_on_several_workers: Sessions whose model and tool calls more than one Worker process made:
+            a session is not tied to a Worker, so a turn goes on wherever a Worker is free.
         violations: Every broken promise; a passing run has none.
         replay: The command that replays this run.
     """
@@ -75,6 +77,7 @@ class ChaosReport:
     rolling_deploys: int = 0
     worker_drains: int = 0
     longest_drain_seconds: float = 0.0
+    sessions_on_several_workers: int = 0
     violations: list[Violation] = field(default_factory=list[Violation])
     replay: str = ""
 
@@ -131,7 +134,8 @@ class ChaosReport:
         if self.rolling_deploys:
             lines.append(
                 f"  rolling deploys: {self.rolling_deploys}; {self.worker_drains} Workers drained and exited,"
-                f" the longest in {self.longest_drain_seconds:.1f} s"
+                f" the longest in {self.longest_drain_seconds:.1f} s; {self.sessions_on_several_workers}"
+                f" of {self.sessions} sessions ran on more than one Worker"
             )
         if self.stopped_by_time_limit:
             lines.append(

@@ -260,6 +260,7 @@ def _check(
         != (settings.worker_kills, settings.engine_crashes, settings.rolling_deploys),
         rolling_deploys=counts.deploys,
         worker_drains=len(counts.drain_seconds),
+        sessions_on_several_workers=_sessions_on_several_workers(invocations),
         longest_drain_seconds=max(counts.drain_seconds, default=0.0),
         sessions=len(runs),
         turns=sum(len(run.driver.sent) for run in runs),
@@ -275,6 +276,15 @@ def _check(
         violations=violations,
         replay=settings.replay,
     )
+
+
+def _sessions_on_several_workers(invocations: list[Invocation]) -> int:
+    """How many sessions had their model or tool calls made by more than one Worker process."""
+    pids: dict[str, set[int]] = {}
+    for call in invocations:
+        if call.kind in ("model", "tool"):
+            pids.setdefault(call.session_id, set()).add(call.pid)
+    return sum(1 for served in pids.values() if len(served) > 1)
 
 
 def _session_violations(run: _Session) -> list[Violation]:
