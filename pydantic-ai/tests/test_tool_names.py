@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from dex_agents.mcp import McpStdioServer, McpToolSource
 from dex_agents.testing import SessionSide
 from pydantic import BaseModel
 from pydantic_ai import Agent, RunContext
@@ -69,3 +70,11 @@ async def test_a_toolset_known_only_at_run_time_gives_none_until_a_model_request
     # The request offered ask_user too, but the session's built-ins are the session's to add.
     assert model.calls[-1].tool_names == ("lookup_order", "track_parcel", "ask_user")
     assert runner.agent_tool_names() == {"lookup_order", "track_parcel"}
+
+
+def test_an_mcp_tool_source_that_has_not_listed_its_servers_leaves_the_names_unknown() -> None:
+    source = McpToolSource([McpStdioServer("inventory", "never-started", [])])
+    runner = PydanticAiRunner(Agent(ScriptedModel(["unused"]), tools=[lookup_order]), mcp_tools=source)
+
+    # The source's tools are known once a model Step in this Worker listed every server.
+    assert runner.agent_tool_names() is None

@@ -526,15 +526,19 @@ class PydanticAiRunner(Generic[AgentDepsT]):
 
         The session checks the keys of its tool policies against them. They are read from the agent's
         toolsets (function tools, `FunctionToolset`s and `ExternalToolset`s, under the names prefixing and
-        renaming give them); output tools are left out, since no policy applies to them, and so are the
-        session's built-ins and ``mcp_tools``, which the session knows itself. When a toolset lists its
-        tools only at run time (Pydantic AI's MCP servers, a dynamic toolset), the answer is what the model
-        requests of this runner in this process offered so far, and `None` before the first.
+        renaming give them), with ``mcp_tools``' tools once this process has listed every server of it;
+        output tools are left out, since no policy applies to them. When a toolset lists its tools only at
+        run time (Pydantic AI's MCP servers, a dynamic toolset), the agent's part is what the model
+        requests of this runner in this process offered so far. `None` while any part is unknown.
 
         Returns:
             The names, or `None` when they are not known yet.
         """
-        return self._declared_tool_names if self._declared_tool_names is not None else self._seen_tool_names
+        names = self._declared_tool_names if self._declared_tool_names is not None else self._seen_tool_names
+        if names is None or self._mcp_tools is None:
+            return names
+        listed = self._mcp_tools.agent_tool_names()
+        return None if listed is None else names | frozenset(listed)
 
     def describe_tool(self, tool_name: str) -> str | None:
         """Return what tool ``tool_name`` does, for tracing (`ToolDescriber`), or `None` when unknown.
