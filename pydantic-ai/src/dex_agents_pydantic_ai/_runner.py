@@ -30,6 +30,7 @@ through the source. Every outcome of a model call carries its `ModelCallMetadata
 from __future__ import annotations
 
 import enum
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ from dex_agents import (
     TurnCompleted,
     build_plan_note,
 )
+from dex_agents.limits import MAX_JSON_NESTING_DEPTH
 from pydantic import ValidationError
 from pydantic_ai import (
     Agent,
@@ -82,6 +84,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import KnownModelName, Model, infer_model
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
+from pydantic_core import PydanticSerializationError
 from pydantic_graph import End
 
 from dex_agents_pydantic_ai._call_metadata import CallRequest, model_call_metadata
@@ -762,6 +765,7 @@ async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter, wa
             # Before Pydantic AI takes the response as an answer or as tool calls: a stream that ended
             # without the provider saying it finished may hold half of either.
             check_finished(response, run.ctx.deps.model)
+            _keep_arguments_serializable(response)
             # The tool manager was prepared for this run step before the model request, so it holds the
             # definitions the model was offered, with their kinds and MCP annotations.
             tool_manager = run.ctx.deps.tool_manager
@@ -775,6 +779,27 @@ async def _run_to_boundary(run: AgentRun[Any, Any], events: AgentEventWriter, wa
                 # Stop before `CallToolsNode`: running it would run the tools inside this model Step.
                 return _Stop(_Boundary.TOOL_CALLS, response=response, tool_defs=tool_defs)
         node = await run.next(node)
+
+
+def _keep_arguments_serializable(response: ModelResponse) -> None:
+    """Turn the parsed arguments of a call that Pydantic AI cannot serialize into JSON text, in place.
+
+    A provider whose client parses arguments hands Pydantic AI a dict, which it serializes with a nesting
+    limit of its own (about 250 levels): past it, deferring and storing the call would fail the model Step
+    on every attempt. As text, the call is deferred and stored like any other, and its tool Step fails it
+    as nested too deeply, which the model sees.
+    """
+    for part in response.tool_calls:
+        if not isinstance(part.args, dict):
+            continue
+        try:
+            part.args_as_json_str()
+        except PydanticSerializationError:
+            try:
+                part.args = json.dumps(part.args, separators=(",", ":"))
+            except (RecursionError, ValueError, TypeError):
+                # Deeper than the standard encoder reaches: text just as deep stands in for it.
+                part.args = "[" * (MAX_JSON_NESTING_DEPTH + 1) + "]" * (MAX_JSON_NESTING_DEPTH + 1)
 
 
 def _response_usage(response: ModelResponse) -> AgentUsage:

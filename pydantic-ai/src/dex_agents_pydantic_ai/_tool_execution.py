@@ -6,6 +6,10 @@ function directly (and skipping argument validation, `prepare` functions, capabi
 `DeferredToolResults`, and stops before the next model request. Pydantic AI validates the arguments and
 runs the tool exactly as it would inside `Agent.run`. The run's model is a stand-in that refuses every
 request, so a tool Step needs no provider credentials and can never call a model.
+
+Arguments nested deeper than `MAX_JSON_NESTING_DEPTH` fail before Pydantic AI sees them, with the core's
+text, as in every adapter. (Pydantic AI's own parser stops a level later and then hands its validator
+``{"INVALID_JSON": <text>}``, which fails as an unexpected argument.)
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Generic, cast
 
 from dex_agents import ToolExecutionError
+from dex_agents.limits import MAX_JSON_NESTING_DEPTH
 from pydantic_ai import (
     Agent,
     DeferredToolRequests,
@@ -27,7 +32,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import AgentDepsT
 from pydantic_graph import End
 
-__all__ = ["TOOL_STEP_MODEL_NAME", "ToolCallRunner"]
+__all__ = ["TOOL_STEP_MODEL_NAME", "ToolCallRunner", "json_nesting_depth"]
 
 TOOL_STEP_MODEL_NAME = "dex-tool-step"
 """The name of the stand-in model a tool's `RunContext.model` shows in a tool Step."""
@@ -77,6 +82,12 @@ class ToolCallRunner(Generic[AgentDepsT]):
                 this name. Any other exception the tool raises propagates unchanged, so the session
                 retries or records the call by its effect.
         """
+        brackets = arguments.count("[") + arguments.count("{")
+        if brackets > MAX_JSON_NESTING_DEPTH and json_nesting_depth(arguments) > MAX_JSON_NESTING_DEPTH:
+            raise ToolExecutionError(
+                f"the arguments of {tool_name!r} nest too deeply: arrays and objects nest more than "
+                f"{MAX_JSON_NESTING_DEPTH} levels deep"
+            )
         call = ToolCallPart(tool_name, arguments, tool_call_id=tool_call_id)
         history: Sequence[ModelMessage] = [ModelResponse(parts=[call])]
         approval = DeferredToolResults(approvals={tool_call_id: ToolApproved()})
@@ -116,3 +127,29 @@ class ToolCallRunner(Generic[AgentDepsT]):
         raise ToolExecutionError(
             f"Pydantic AI returned no result for tool call {tool_call_id!r} of {tool_name!r}"
         )
+
+
+def json_nesting_depth(text: str) -> int:
+    """Return how deep the arrays and objects of JSON text nest, counting no bracket inside a string.
+
+    A scan without recursion or parsing, so no depth makes it fail; for text that is not JSON the count
+    is only an estimate.
+    """
+    depth = deepest = 0
+    in_string = escaped = False
+    for character in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif character == "\\":
+                escaped = True
+            elif character == '"':
+                in_string = False
+        elif character == '"':
+            in_string = True
+        elif character in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif character in "]}":
+            depth -= 1
+    return deepest
