@@ -6,7 +6,7 @@ from typing import Any, cast
 
 import pytest
 from dex_agents import ToolCallsRequested, ToolCallStatus, TurnCompleted
-from dex_agents.testing import SessionSide
+from dex_agents.testing import ScriptedResponse, ScriptedToolCall, SessionSide
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     BaseToolReturnPart,
@@ -115,8 +115,28 @@ async def test_a_call_beyond_the_script_fails_with_a_clear_error() -> None:
 
 
 def test_an_answer_the_model_cannot_give_is_refused_when_the_model_is_built() -> None:
-    with pytest.raises(TypeError, match="str or a ModelResponse, got int"):
+    with pytest.raises(TypeError, match="a str, a ModelResponse or a ScriptedResponse, got int"):
         ScriptedModel(cast(list[str], [42]))
     image = FilePart(content=cast(Any, None))  # the part's kind is refused before its content is read
     with pytest.raises(TypeError, match="cannot answer with a FilePart"):
         ScriptedModel([ModelResponse(parts=[image])])
+
+
+async def test_the_cores_scripted_responses_work_and_a_call_without_an_id_gets_the_same_one_each_time() -> (
+    None
+):
+    lookup = ScriptedToolCall("lookup_order", {"order_id": "A-18"}, tool_call_id="")
+    model = ScriptedModel(
+        [ScriptedResponse(text="Checking.", tool_calls=(lookup,)), ScriptedResponse(text="Done.")]
+    )
+
+    first = await Agent(model, tools=[lookup_order]).run("Where is A-18?")
+    # The same conversation again, as a retried model call or another Worker would have it.
+    second = await Agent(model, tools=[lookup_order]).run("Where is A-18?")
+
+    assert (first.output, second.output) == ("Done.", "Done.")
+    returned = [call.tool_returns[0] for call in model.calls if call.tool_returns]
+    assert [(part.tool_call_id, part.content) for part in returned] == [
+        ("call-1-1", "Order A-18 shipped on Monday."),
+        ("call-1-1", "Order A-18 shipped on Monday."),
+    ]

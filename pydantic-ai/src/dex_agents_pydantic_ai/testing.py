@@ -80,8 +80,9 @@ __all__ = [
     "ScriptedModelCall",
 ]
 
-ScriptedAnswer: TypeAlias = str | ModelResponse
-"""One answer of a `ScriptedModel`: a text, or a whole `ModelResponse` (text, tool calls, thinking)."""
+ScriptedAnswer: TypeAlias = str | ModelResponse | ScriptedResponse
+"""One answer of a `ScriptedModel`: a text, a whole `ModelResponse` (text, tool calls, thinking), or the
+core's `ScriptedResponse` (its text and tool calls; a call without a ``tool_call_id`` gets one)."""
 
 Answerer: TypeAlias = Callable[[list[ModelMessage]], ScriptedAnswer | Awaitable[ScriptedAnswer]]
 """A function that answers a model call from the messages it is shown, plain or `async`."""
@@ -149,7 +150,7 @@ class ScriptedModel(FunctionModel):
             answerer = answers
             self._answerer: _CallAnswerer = lambda messages, info: answerer(messages)
         else:
-            script = [_as_response(answer) for answer in answers]
+            script = [_as_response(answer, position) for position, answer in enumerate(answers)]
             self._answerer = lambda messages, info: _answer_in_conversation_order(script, messages)
         self._calls: deque[ScriptedModelCall] = deque(maxlen=_KEPT_CALLS)
         super().__init__(self._answer, stream_function=self._stream, model_name=model_name)
@@ -184,7 +185,7 @@ class ScriptedModel(FunctionModel):
             if scope is not None and scope.is_summary and not response.text:
                 # The summary script leaves the text to the runner; a real summary must not be blank.
                 return DEFAULT_SCRIPTED_SUMMARY
-            return _scripted_response(response)
+            return _scripted_response(response, _responses_shown(messages))
 
         model = cls((), model_name="dex-scripted")
         model._answerer = answer
@@ -206,8 +207,8 @@ class ScriptedModel(FunctionModel):
         answer = self._answerer(messages, info)
         if inspect.isawaitable(answer):
             answer = await answer
-        response = _as_response(answer)
-        position = sum(1 for message in messages if isinstance(message, ModelResponse))
+        position = _responses_shown(messages)
+        response = _as_response(answer, position)
         calls_tools = bool(response.tool_calls)
         # A copy: Pydantic AI sets the model name and usage on the response it is given.
         response = dataclasses.replace(
@@ -263,11 +264,20 @@ class ScriptedModel(FunctionModel):
                 yield {index: part}
 
 
-def _as_response(answer: object) -> ModelResponse:
+def _responses_shown(messages: Sequence[ModelMessage]) -> int:
+    return sum(1 for message in messages if isinstance(message, ModelResponse))
+
+
+def _as_response(answer: object, position: int) -> ModelResponse:
+    if isinstance(answer, ScriptedResponse):
+        return _scripted_response(answer, position)
     if isinstance(answer, str):
         return ModelResponse(parts=[TextPart(answer)])
     if not isinstance(answer, ModelResponse):
-        raise TypeError(f"a ScriptedModel answer is a str or a ModelResponse, got {type(answer).__name__}")
+        raise TypeError(
+            "a ScriptedModel answer is a str, a ModelResponse or a ScriptedResponse, got "
+            f"{type(answer).__name__}"
+        )
     for part in answer.parts:
         if not isinstance(part, _STREAMABLE_PARTS):
             raise TypeError(
@@ -289,10 +299,19 @@ def _answer_in_conversation_order(
     return script[position]
 
 
-def _scripted_response(response: ScriptedResponse) -> ModelResponse:
+def _scripted_response(response: ScriptedResponse, position: int) -> ModelResponse:
+    """The response of the answer to a call shown ``position`` model responses.
+
+    A call without an ID gets ``call-<n>-<k>``, the k-th call of answer n, so a retried call, or the same
+    call in another Worker, gets the same ID.
+    """
     parts: list[ModelResponsePart] = [TextPart(response.text)] if response.text else []
     parts.extend(
-        ToolCallPart(call.tool_name, call.arguments_json, tool_call_id=call.tool_call_id)
-        for call in response.tool_calls
+        ToolCallPart(
+            call.tool_name,
+            call.arguments_json,
+            tool_call_id=call.tool_call_id or f"call-{position + 1}-{index + 1}",
+        )
+        for index, call in enumerate(response.tool_calls)
     )
     return ModelResponse(parts=parts)
