@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from claude_agent_sdk import (
+    CanUseTool,
     PermissionResult,
     PermissionResultAllow,
     PermissionResultDeny,
@@ -24,6 +25,7 @@ from dex_agents_claude_agent_sdk import ClaudeAgentRunner
 from tests.scripted_claude import matrix_tools, scripted_options, scripted_options_with
 
 BASH_REFUSAL = "Bash is off limits in this deployment."
+REMOVAL_REFUSAL = "Nothing is removed in this deployment."
 
 
 def permission_log_path(state_dir: Path) -> Path:
@@ -43,9 +45,19 @@ async def refuse_bash(
     return PermissionResultAllow()
 
 
+async def refuse_removals(
+    name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+) -> PermissionResult | None:
+    """A `can_use_tool` that refuses `rm` and leaves every other request to the session's approval."""
+    del context
+    if name == "Bash" and str(tool_input.get("command", "")).startswith("rm "):
+        return PermissionResultDeny(message=REMOVAL_REFUSAL)
+    return None
+
+
 def build_flows() -> tuple[AgentSessionFlow, ...]:
-    """The matrix agent, a Bash agent, one that defers reads too, and an agent whose `can_use_tool`
-    refuses Bash next to the matrix tools."""
+    """The matrix agent, a Bash agent, one that defers reads too, an agent whose `can_use_tool` refuses
+    Bash next to the matrix tools, and a Bash agent whose permission requests the session approves."""
     return (
         AgentSessionFlow(
             with_model_call_scope(ClaudeAgentRunner(scripted_options, matrix_tools())),
@@ -74,5 +86,15 @@ def build_flows() -> tuple[AgentSessionFlow, ...]:
             ),
             flow_type="ClaudeGuardedBuiltins",
             options=matrix_session_options(),
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(
+                ClaudeAgentRunner(
+                    # The SDK types can_use_tool without `None`, which leaves a request to the session.
+                    scripted_options_with(tools=["Bash"], can_use_tool=cast(CanUseTool, refuse_removals)),
+                    permission_requests_as_approvals=True,
+                )
+            ),
+            flow_type="ClaudeSessionPermissions",
         ),
     )

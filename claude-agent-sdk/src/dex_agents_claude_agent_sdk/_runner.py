@@ -49,15 +49,17 @@ from dex_agents.mcp import McpToolSource
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
+    DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
+    ModelCallMetadata,
     ToolCallsRequested,
     ToolTaskCancellation,
     ToolTaskPoll,
     ToolTaskPollOutcome,
     TurnCompleted,
 )
-from dex_agents.values import FrameworkMessage
+from dex_agents.values import AgentUsage, FrameworkMessage
 
 from dex_agents_claude_agent_sdk._call_metadata import RunRequest, no_call_metadata, run_request, run_usage
 from dex_agents_claude_agent_sdk._cli_process import ended_when_cancelled
@@ -65,6 +67,7 @@ from dex_agents_claude_agent_sdk._gate import (
     REFUSED_TOOL_CALL_MESSAGE,
     RESPONSE_WAIT_SECONDS,
     HarnessRun,
+    PermissionCallback,
     ResumedCall,
 )
 from dex_agents_claude_agent_sdk._messages import (
@@ -83,8 +86,18 @@ from dex_agents_claude_agent_sdk._settings import (
     options_for_settings,
 )
 from dex_agents_claude_agent_sdk._shim_server import create_shim_server, listed_tools
-from dex_agents_claude_agent_sdk._state import ClaudeRunState, PendingToolUse, TranscriptStore
-from dex_agents_claude_agent_sdk._tool_execution import run_tool
+from dex_agents_claude_agent_sdk._state import (
+    ClaudeRunState,
+    PendingToolUse,
+    TranscriptStore,
+    deferred_permission_entries,
+)
+from dex_agents_claude_agent_sdk._tool_execution import (
+    PERMISSION_REQUEST_REFERENCE,
+    approved_permission_request,
+    is_permission_request,
+    run_tool,
+)
 from dex_agents_claude_agent_sdk._turn_tools import gather_run_tools
 
 __all__ = [
@@ -158,6 +171,13 @@ class ClaudeAgentRunner:
         instructions_for_settings: Returns instructions each turn adds after the options' system prompt,
             from the turn's session settings; `None` adds none. With this hook the CLI rebuilds the
             system prompt on every run (`snapshot: False`), so a change reaches the next turn.
+        permission_requests_as_approvals: Turn the CLI's permission requests for Claude Code's own tools
+            (`Bash`, `Edit`, `Write`, ...) into the session's approvals, answered with
+            `resolve_interrupt`, off by default. Your `can_use_tool` (in the options) still decides first:
+            an allow or a deny goes to the CLI as it is, and `None` leaves the request to the session. The
+            run then ends, the call waits in `AwaitToolApproval` (a Worker may die meanwhile), and the
+            turn's next run lets the CLI run an approved call, or hands the model the rejection text as
+            the call's result.
         task_handlers: Poll and cancel the tasks that your tools start with `dex_agents.start_tool_task`,
             by tool name. The tasks of an `McpToolSource`'s tools go to their source.
         transport_factory: Builds the SDK `Transport` of one run from that run's final options, in
@@ -178,6 +198,7 @@ class ClaudeAgentRunner:
         inline_read_tools: bool = True,
         model_for_settings: ModelForSettings | None = None,
         instructions_for_settings: InstructionsForSettings | None = None,
+        permission_requests_as_approvals: bool = False,
         task_handlers: ToolTaskHandlers | None = None,
         transport_factory: Callable[[ClaudeAgentOptions], Transport] | None = None,
     ) -> None:
@@ -200,6 +221,7 @@ class ClaudeAgentRunner:
         self._inline_read_tools = inline_read_tools
         self._model_for_settings = model_for_settings
         self._instructions_for_settings = instructions_for_settings
+        self._permission_requests_as_approvals = permission_requests_as_approvals
         self._tasks = ToolTaskRouter(
             "ClaudeAgentRunner", "task_handlers", task_handlers, sources=self._sources
         )
@@ -286,7 +308,12 @@ class ClaudeAgentRunner:
             return TurnCompleted(
                 new_messages=kept, turn_error=str(error), model_call_metadata=no_call_metadata()
             )
-        run = HarnessRun(turn=turn, tools=tools, inline_read_tools=self._inline_read_tools)
+        run = HarnessRun(
+            turn=turn,
+            tools=tools,
+            inline_read_tools=self._inline_read_tools,
+            permission_callback=cast(PermissionCallback | None, base.can_use_tool),
+        )
         store = TranscriptStore()
         prompt: str | None
         if state is None:
@@ -306,13 +333,25 @@ class ClaudeAgentRunner:
             turn_entries = [dict(entry) for entry in state.turn_entries]
             turn_items = [dict(item) for item in state.turn_items]
             text, is_error = recorded_tool_result(turn.recorded_tool_call(state.pending.tool_use_id))
-            run.resumed = ResumedCall(tool_use_id=state.pending.tool_use_id, text=text, is_error=is_error)
+            run.resumed = ResumedCall(
+                tool_use_id=state.pending.tool_use_id,
+                text=text,
+                is_error=is_error,
+                is_permission_request=state.pending.is_permission_request,
+            )
         if session_id is not None:
             earlier = stored.entries if stored.session_id == session_id else []
             store.preload(session_id, [*earlier, *turn_entries])
 
         with tempfile.TemporaryDirectory(prefix="dex-claude-run-") as root:
-            options = _run_options(base, run, store, Path(root), resume=session_id)
+            options = _run_options(
+                base,
+                run,
+                store,
+                Path(root),
+                resume=session_id,
+                answers_permissions=self._permission_requests_as_approvals,
+            )
             request = run_request(options, await listed_tools(_shim_server_of(options)))
             transport = self._transport_factory(options) if self._transport_factory is not None else None
             async with ClaudeSDKClient(options, transport=transport) as client, ended_when_cancelled(client):
@@ -365,6 +404,8 @@ class ClaudeAgentRunner:
                 the call by its effect.
         """
         record = call.tool_call
+        if is_permission_request(record):
+            return approved_permission_request(record)
         source = self._owning_source(record)
         if source is not None:
             return await source.call_tool(call)
@@ -403,6 +444,8 @@ def _outcome(
     metadata = run.model_call_metadata(request)
     entries = [*turn_entries, *store.new_entries(run.session_id)]
     items = [*turn_items, *run.items]
+    if run.permission_request is not None:
+        return _permission_request_outcome(turn, run, entries, items, usage=usage, metadata=metadata)
     if result.is_error:
         detail = "; ".join(result.errors or []) or result.result or result.subtype
         turn_error = f"the Claude Code CLI ended the turn with an error ({result.subtype}): {detail}"
@@ -451,6 +494,49 @@ def _outcome(
     )
 
 
+def _permission_request_outcome(
+    turn: AgentTurnContext,
+    run: HarnessRun,
+    entries: list[dict[str, Any]],
+    items: list[dict[str, Any]],
+    *,
+    usage: AgentUsage,
+    metadata: ModelCallMetadata,
+) -> ToolCallsRequested:
+    """Request the session's approval of the permission request the run stopped at.
+
+    The refusal that stopped the run (and anything after it) leaves the items and the transcript, which
+    then reads as a hook's deferral of the call, so the next run asks for its permission again.
+    """
+    pending = run.permission_request
+    assert pending is not None and run.session_id is not None
+    cut = next(
+        (
+            index
+            for index, item in enumerate(items)
+            if item.get("type") == "tool_result" and item.get("tool_use_id") == pending.tool_use_id
+        ),
+        len(items),
+    )
+    state = ClaudeRunState(
+        session_id=run.session_id,
+        turn_entries=deferred_permission_entries(entries, pending),
+        turn_items=items[:cut],
+        pending=pending,
+    )
+    call = DeferredToolCall(
+        pending.tool_use_id,
+        pending.tool_name,
+        json.dumps(dict(pending.input), sort_keys=True),
+        # The tool Step only records the approval (the CLI runs the call), so it may run again.
+        replace(turn.resolve_tool_policy(pending.tool_name), requires_approval=True),
+        tool_source_reference=PERMISSION_REQUEST_REFERENCE,
+    )
+    return ToolCallsRequested(
+        framework_run_state=state.to_json(), tool_calls=[call], usage=usage, model_call_metadata=metadata
+    )
+
+
 def _agreed_deferral(reported: DeferredToolUse | None, deferrals: Sequence[PendingToolUse]) -> PendingToolUse:
     """Return the call the run deferred, when the CLI's report and the hook's record name the same one.
 
@@ -494,7 +580,13 @@ def _shim_server_of(options: ClaudeAgentOptions) -> McpSdkServerConfig:
 
 
 def _run_options(
-    base: ClaudeAgentOptions, run: HarnessRun, store: TranscriptStore, root: Path, *, resume: str | None
+    base: ClaudeAgentOptions,
+    run: HarnessRun,
+    store: TranscriptStore,
+    root: Path,
+    *,
+    resume: str | None,
+    answers_permissions: bool,
 ) -> ClaudeAgentOptions:
     """Return the options of one CLI run: the user's, plus everything the runner owns."""
     home, config = root / "home", root / "config"
@@ -525,4 +617,5 @@ def _run_options(
         session_store=store,
         env=env,
         cwd=cwd,
+        can_use_tool=run.can_use_tool if answers_permissions else base.can_use_tool,
     )
