@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -14,7 +15,7 @@ from claude_agent_sdk import (
     PermissionResultDeny,
     ToolPermissionContext,
 )
-from dex_agents import AgentSessionFlow
+from dex_agents import WRITE_TODOS, AgentSessionFlow
 from dex_agents.testing import (
     STATE_DIR_ENV,
     matrix_session_options,
@@ -57,7 +58,8 @@ async def refuse_removals(
 
 def build_flows() -> tuple[AgentSessionFlow, ...]:
     """The matrix agent, a Bash agent, one that defers reads too, an agent whose `can_use_tool` refuses
-    Bash next to the matrix tools, and a Bash agent whose permission requests the session approves."""
+    Bash next to the matrix tools, a Bash agent whose permission requests the session approves, and the
+    matrix agent with Bash and plan mode."""
     return (
         AgentSessionFlow(
             with_model_call_scope(ClaudeAgentRunner(scripted_options, matrix_tools())),
@@ -96,5 +98,16 @@ def build_flows() -> tuple[AgentSessionFlow, ...]:
                 )
             ),
             flow_type="ClaudeSessionPermissions",
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(
+                ClaudeAgentRunner(
+                    scripted_options_with(tools=["Bash"], allowed_tools=["Bash"]), matrix_tools()
+                )
+            ),
+            flow_type="ClaudePlanning",
+            options=dataclasses.replace(
+                matrix_session_options(built_in_tools=(WRITE_TODOS,)), plan_mode_enabled=True
+            ),
         ),
     )

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from dex_agents import AgentSessionClient, MessageRole
+from dex_agents import (
+    WRITE_TODOS,
+    AgentSessionClient,
+    InteractionMode,
+    MessageRole,
+    PlanStatus,
+    build_plan_note,
+)
 from dex_agents.testing import (
     AgentTestStack,
     ScriptedResponse,
@@ -42,6 +49,7 @@ class Session:
     deferred_reads: AgentSessionClient
     guarded: AgentSessionClient
     permissions: AgentSessionClient
+    planning: AgentSessionClient
     worker_home: Path
 
 
@@ -66,6 +74,7 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
             stack.sessions(flows[2]),
             stack.sessions(flows[3]),
             stack.sessions(flows[4]),
+            stack.sessions(flows[5]),
             worker_home,
         )
 
@@ -367,6 +376,44 @@ async def test_cancel_turn_during_a_built_in_command_kills_the_cli_and_the_comma
     assert done.messages[-1].text == "Stopped.", done.messages
     [next_call] = session.stack.invocations.model_calls(session_id, "turn-2")
     assert "Wait a while" in next_call.model_input_text and "Never mind" in next_call.model_input_text
+
+
+async def test_a_planning_turn_offers_the_cli_write_todos_alone_and_the_next_turn_reads_the_plan(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("planning")
+    draft = ScriptedToolCall(
+        WRITE_TODOS, {"todos": [{"content": "Look up A-1", "status": "pending"}]}, "todos-1"
+    )
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [ScriptedResponse(text="My plan.", tool_calls=(draft,)), ScriptedResponse(text="Approve it?")],
+            [ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="A-1 shipped.")],
+        ],
+    )
+    await session.planning.start_session(session_id)
+    assert await session.planning.send_user_message(session_id, "Plan the look-up of A-1", plan_mode=True)
+    planned = await wait_for_turn_end(session.planning, session_id, 1, timeout=90)
+    assert planned.plan is not None and (planned.plan.revision, planned.plan.status) == (1, PlanStatus.DRAFT)
+    first, second = session.stack.invocations.model_calls(session_id, "turn-1")
+    # Neither the runner's tools nor Claude Code's Bash: the CLI offered the model write_todos alone.
+    assert list(first.offered_tools) == [WRITE_TODOS] == list(second.offered_tools), first.offered_tools
+    # The plan note (no plan yet, this turn only plans) is user text before the turn's own message.
+    note = build_plan_note(None, InteractionMode.PLANNING)
+    assert note is not None and f"user: {note}\n\nPlan the look-up of A-1" in first.model_input_text
+
+    assert await session.planning.execute_plan(session_id, 1)
+    executed = await wait_for_turn_end(session.planning, session_id, 2, timeout=90)
+    assert executed.state is not None and executed.state.last_turn_error is None, executed.state
+    [executing, _] = session.stack.invocations.model_calls(session_id, "turn-2")
+    assert {"lookup_order", "Bash", WRITE_TODOS} <= set(executing.offered_tools), executing.offered_tools
+    turn_input = executing.model_input_text.split("Approve it?")[-1]
+    note = "[Dex] The current plan, revision 1, is active:\n- [pending] Look up A-1"
+    assert note in turn_input and turn_input.index(note) < turn_input.index(
+        "The user approved plan revision 1"
+    )
 
 
 async def test_a_permission_request_waits_for_the_sessions_approval_across_a_worker_kill(

@@ -42,6 +42,7 @@ from dex_agents import (
     ContextWindowExceeded,
     ToolTaskHandlers,
     ToolTaskRouter,
+    build_plan_note,
     is_context_window_refusal,
     provider_refusal,
 )
@@ -98,7 +99,7 @@ from dex_agents_claude_agent_sdk._tool_execution import (
     is_permission_request,
     run_tool,
 )
-from dex_agents_claude_agent_sdk._turn_tools import gather_run_tools
+from dex_agents_claude_agent_sdk._turn_tools import gather_run_tools, is_planning_turn
 
 __all__ = [
     "ISOLATION_ENV",
@@ -228,6 +229,15 @@ class ClaudeAgentRunner:
         self._transport_factory = transport_factory
 
     @property
+    def supports_plan_mode(self) -> bool:
+        """`True`: a planning turn offers only ``write_todos`` and the model reads the plan note first.
+
+        In a planning turn the run has none of Claude Code's own tools (`options.tools`) and none of the
+        options' MCP servers; the runner's MCP server offers ``write_todos`` alone.
+        """
+        return True
+
+    @property
     def tools(self) -> Mapping[str, SdkMcpTool[Any]]:
         """The user's `@tool` tools by name (without the MCP sources' tools)."""
         return dict(self._tools)
@@ -324,6 +334,10 @@ class ClaudeAgentRunner:
                     model_call_metadata=no_call_metadata(base.model),
                 )
             prompt = "\n\n".join(stored.prompt)
+            note = build_plan_note(turn.plan, turn.interaction_mode)
+            if note is not None:
+                # User text before the turn's messages; a resumed run of the turn has it in its transcript.
+                prompt = f"{note}\n\n{prompt}"
             session_id = stored.session_id
             turn_entries: list[dict[str, Any]] = []
             turn_items: list[dict[str, Any]] = []
@@ -604,10 +618,12 @@ def _run_options(
     matcher = HookMatcher(hooks=[run.pre_tool_use], timeout=RESPONSE_WAIT_SECONDS + 60)
     hooks["PreToolUse"] = [matcher, *hooks.get("PreToolUse", [])]
     env = {**ISOLATION_ENV, **base.env, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config)}
+    # A planning turn offers write_todos alone: none of Claude Code's own tools, no other MCP server.
+    planning = is_planning_turn(run.turn)
     return replace(
         base,
-        tools=base.tools if base.tools is not None else [],
-        mcp_servers={**base.mcp_servers, MCP_SERVER_NAME: server},
+        tools=base.tools if base.tools is not None and not planning else [],
+        mcp_servers={MCP_SERVER_NAME: server} if planning else {**base.mcp_servers, MCP_SERVER_NAME: server},
         hooks=hooks,
         include_partial_messages=True,
         resume=resume,
