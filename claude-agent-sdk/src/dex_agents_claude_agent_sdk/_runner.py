@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -227,6 +227,27 @@ class ClaudeAgentRunner:
             "ClaudeAgentRunner", "task_handlers", task_handlers, sources=self._sources
         )
         self._transport_factory = transport_factory
+        # Claude Code's own tools in the options an options factory built last in this process: what
+        # `agent_tool_names` reports for such a runner, since it may not call the factory itself.
+        self._last_cli_tools: list[str] | None = None
+
+    def agent_tool_names(self) -> Collection[str] | None:
+        """Return the names of the tools the agent offers the model, for checking `tool_policies` keys.
+
+        They are your `@tool` tools' names and Claude Code's own tools in `options.tools` (such as `Bash`,
+        whose permission requests `permission_requests_as_approvals` turns into approvals with the
+        session's policy for that name). With an options factory, Claude Code's tools are known once a
+        run in this process built the options, so the names come from the last run; before it, and
+        whenever an `McpToolSource` is given (its tools are listed by a server) or `options.tools` is a
+        preset, the answer is `None`. No I/O.
+        """
+        if self._sources:
+            return None
+        if isinstance(self._options, ClaudeAgentOptions):
+            cli_tools = _cli_tool_names(self._options)
+        else:
+            cli_tools = self._last_cli_tools
+        return None if cli_tools is None else frozenset([*self._tools, *cli_tools])
 
     @property
     def supports_plan_mode(self) -> bool:
@@ -305,6 +326,7 @@ class ClaudeAgentRunner:
                 new_messages=(), turn_error=str(error), model_call_metadata=no_call_metadata()
             )
         base = self._options if isinstance(self._options, ClaudeAgentOptions) else await self._options(turn)
+        self._last_cli_tools = _cli_tool_names(base)
         try:
             base = options_for_settings(
                 base,
@@ -579,6 +601,13 @@ def _agreed_deferral(reported: DeferredToolUse | None, deferrals: Sequence[Pendi
             "this run's calls are not requested"
         )
     return PendingToolUse(expected.tool_use_id, expected.tool_name, dict(reported.input))
+
+
+def _cli_tool_names(options: ClaudeAgentOptions) -> list[str] | None:
+    """Claude Code's own tools the options enable by name (none by default); `None` for a preset."""
+    if options.tools is None:
+        return []
+    return list(options.tools) if isinstance(options.tools, list) else None
 
 
 def _check_unique(names: Sequence[str]) -> None:
