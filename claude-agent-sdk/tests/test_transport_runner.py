@@ -511,24 +511,12 @@ async def test_two_writes_deferred_after_a_long_wait_fail_the_attempt_and_the_re
     assert ran == []
 
 
-async def test_the_runner_lists_its_tools_and_claude_codes_own_by_name_without_io() -> None:
-    # Static options: the @tools and Claude Code's own tools in options.tools.
-    static = ClaudeAgentRunner(ClaudeAgentOptions(tools=["Bash", "Edit"]), [lookup, refund])
-    assert set(static.agent_tool_names() or ()) == {"lookup", "refund", "Bash", "Edit"}
-    assert set(ClaudeAgentRunner(tools=[lookup]).agent_tool_names() or ()) == {"lookup"}
-    # A preset, or an MCP source's tools, are known only to the CLI or the server.
-    preset = ClaudeAgentOptions(tools={"type": "preset", "preset": "claude_code"})
-    assert ClaudeAgentRunner(preset, [lookup]).agent_tool_names() is None
+async def test_the_runner_lists_the_tools_its_policies_govern_without_io() -> None:
+    # Claude Code's own tools are left to its permission system, so a policy key naming one is refused.
+    assert ClaudeAgentRunner(ClaudeAgentOptions(tools=["Bash"]), [lookup, refund]).agent_tool_names() == {
+        "lookup",
+        "refund",
+    }
+    # An MCP source's tools are known once its servers are listed.
     source = McpToolSource([McpHttpServer("shipping", "http://127.0.0.1:9/mcp")])
     assert ClaudeAgentRunner(tools=[lookup, source]).agent_tool_names() is None
-
-    # An options factory: unknown until a run in this process built the options.
-    async def options(turn: AgentTurnContext) -> ClaudeAgentOptions:
-        del turn
-        return ClaudeAgentOptions(tools=["Bash"])
-
-    cli = ScriptedCli([ApiReply(text="Hi.")])
-    factory = ClaudeAgentRunner(options, [lookup], transport_factory=cli.transport)
-    assert factory.agent_tool_names() is None
-    await factory.run_model_step(turn([]))
-    assert set(factory.agent_tool_names() or ()) == {"lookup", "Bash"}

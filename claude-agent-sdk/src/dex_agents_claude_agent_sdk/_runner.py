@@ -55,12 +55,13 @@ from dex_agents.runner import (
     DeferredToolOutcome,
     ModelCallMetadata,
     ToolCallsRequested,
+    ToolPolicy,
     ToolTaskCancellation,
     ToolTaskPoll,
     ToolTaskPollOutcome,
     TurnCompleted,
 )
-from dex_agents.values import AgentUsage, FrameworkMessage
+from dex_agents.values import AgentUsage, FrameworkMessage, ToolEffect
 
 from dex_agents_claude_agent_sdk._call_metadata import RunRequest, no_call_metadata, run_request, run_usage
 from dex_agents_claude_agent_sdk._cli_process import ended_when_cancelled
@@ -118,6 +119,9 @@ ISOLATION_ENV: Mapping[str, str] = {
     "DISABLE_AUTOUPDATER": "1",
 }
 """Environment every run starts from; `ClaudeAgentOptions.env` may override it."""
+
+_PERMISSION_REQUEST_POLICY = ToolPolicy(ToolEffect.UNCLASSIFIED, requires_approval=True)
+"""The policy of a permission request the session answers: nothing is known of the call, and it asks."""
 
 # Besides the statuses `provider_refusal` names: a request larger than the API takes (413) is sent again
 # as it is by every attempt.
@@ -178,7 +182,8 @@ class ClaudeAgentRunner:
             an allow or a deny goes to the CLI as it is, and `None` leaves the request to the session. The
             run then ends, the call waits in `AwaitToolApproval` (a Worker may die meanwhile), and the
             turn's next run lets the CLI run an approved call, or hands the model the rejection text as
-            the call's result.
+            the call's result. Such a call is `unclassified` and requires approval (Claude Code's permission
+            system governs the tool, so `tool_policies` has no say).
         task_handlers: Poll and cancel the tasks that your tools start with `dex_agents.start_tool_task`,
             by tool name. The tasks of an `McpToolSource`'s tools go to their source.
         transport_factory: Builds the SDK `Transport` of one run from that run's final options, in
@@ -227,27 +232,16 @@ class ClaudeAgentRunner:
             "ClaudeAgentRunner", "task_handlers", task_handlers, sources=self._sources
         )
         self._transport_factory = transport_factory
-        # Claude Code's own tools in the options an options factory built last in this process: what
-        # `agent_tool_names` reports for such a runner, since it may not call the factory itself.
-        self._last_cli_tools: list[str] | None = None
 
     def agent_tool_names(self) -> Collection[str] | None:
-        """Return the names of the tools the agent offers the model, for checking `tool_policies` keys.
+        """Return the names of the tools whose calls the session's policies govern: your `@tool` tools.
 
-        They are your `@tool` tools' names and Claude Code's own tools in `options.tools` (such as `Bash`,
-        whose permission requests `permission_requests_as_approvals` turns into approvals with the
-        session's policy for that name). With an options factory, Claude Code's tools are known once a
-        run in this process built the options, so the names come from the last run; before it, and
-        whenever an `McpToolSource` is given (its tools are listed by a server) or `options.tools` is a
-        preset, the answer is `None`. No I/O.
+        Claude Code's own tools and the tools of `options.mcp_servers` are not among them: Claude Code's
+        permission system decides about their calls, and a permission request the session answers
+        (`permission_requests_as_approvals`) always asks. `None` when an `McpToolSource` is given, whose
+        tools its servers list. No I/O.
         """
-        if self._sources:
-            return None
-        if isinstance(self._options, ClaudeAgentOptions):
-            cli_tools = _cli_tool_names(self._options)
-        else:
-            cli_tools = self._last_cli_tools
-        return None if cli_tools is None else frozenset([*self._tools, *cli_tools])
+        return None if self._sources else frozenset(self._tools)
 
     @property
     def supports_plan_mode(self) -> bool:
@@ -326,7 +320,6 @@ class ClaudeAgentRunner:
                 new_messages=(), turn_error=str(error), model_call_metadata=no_call_metadata()
             )
         base = self._options if isinstance(self._options, ClaudeAgentOptions) else await self._options(turn)
-        self._last_cli_tools = _cli_tool_names(base)
         try:
             base = options_for_settings(
                 base,
@@ -564,8 +557,8 @@ def _permission_request_outcome(
         pending.tool_use_id,
         pending.tool_name,
         json.dumps(dict(pending.input), sort_keys=True),
-        # The tool Step only records the approval (the CLI runs the call), so it may run again.
-        replace(turn.resolve_tool_policy(pending.tool_name), requires_approval=True),
+        # Claude Code's permission system, not a session policy, governs the tool; the session only asks.
+        _PERMISSION_REQUEST_POLICY,
         tool_source_reference=PERMISSION_REQUEST_REFERENCE,
     )
     return ToolCallsRequested(
@@ -601,13 +594,6 @@ def _agreed_deferral(reported: DeferredToolUse | None, deferrals: Sequence[Pendi
             "this run's calls are not requested"
         )
     return PendingToolUse(expected.tool_use_id, expected.tool_name, dict(reported.input))
-
-
-def _cli_tool_names(options: ClaudeAgentOptions) -> list[str] | None:
-    """Claude Code's own tools the options enable by name (none by default); `None` for a preset."""
-    if options.tools is None:
-        return []
-    return list(options.tools) if isinstance(options.tools, list) else None
 
 
 def _check_unique(names: Sequence[str]) -> None:
