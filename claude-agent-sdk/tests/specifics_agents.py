@@ -15,7 +15,8 @@ from claude_agent_sdk import (
     PermissionResultDeny,
     ToolPermissionContext,
 )
-from dex_agents import WRITE_TODOS, AgentSessionFlow
+from dex_agents import WRITE_TODOS, AgentSessionFlow, AgentSessionOptions
+from dex_agents.compaction import CompactionPolicy
 from dex_agents.testing import (
     STATE_DIR_ENV,
     matrix_session_options,
@@ -59,7 +60,7 @@ async def refuse_removals(
 def build_flows() -> tuple[AgentSessionFlow, ...]:
     """The matrix agent, a Bash agent, one that defers reads too, an agent whose `can_use_tool` refuses
     Bash next to the matrix tools, a Bash agent whose permission requests the session approves, and the
-    matrix agent with Bash and plan mode."""
+    matrix agent with Bash and plan mode, and an agent whose session compacts early."""
     return (
         AgentSessionFlow(
             with_model_call_scope(ClaudeAgentRunner(scripted_options, matrix_tools())),
@@ -108,6 +109,14 @@ def build_flows() -> tuple[AgentSessionFlow, ...]:
             flow_type="ClaudePlanning",
             options=dataclasses.replace(
                 matrix_session_options(built_in_tools=(WRITE_TODOS,)), plan_mode_enabled=True
+            ),
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(ClaudeAgentRunner(scripted_options)),
+            flow_type="ClaudeCompacting",
+            # A window of 300 tokens as the runner counts them: compacts from 240, keeps about 90.
+            options=AgentSessionOptions(
+                compaction=CompactionPolicy(context_window_tokens=300, trigger_ratio=0.8, retained_ratio=0.3)
             ),
         ),
     )

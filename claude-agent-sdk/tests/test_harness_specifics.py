@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from dex_agents import (
+    CONTEXT_SUMMARY_HEADER,
     WRITE_TODOS,
     AgentSessionClient,
     InteractionMode,
@@ -50,6 +51,7 @@ class Session:
     guarded: AgentSessionClient
     permissions: AgentSessionClient
     planning: AgentSessionClient
+    compacting: AgentSessionClient
     worker_home: Path
 
 
@@ -75,6 +77,7 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
             stack.sessions(flows[3]),
             stack.sessions(flows[4]),
             stack.sessions(flows[5]),
+            stack.sessions(flows[6]),
             worker_home,
         )
 
@@ -414,6 +417,38 @@ async def test_a_planning_turn_offers_the_cli_write_todos_alone_and_the_next_tur
     assert note in turn_input and turn_input.index(note) < turn_input.index(
         "The user approved plan revision 1"
     )
+
+
+async def test_a_compacted_session_resumes_its_cli_conversation_from_the_summary(session: Session) -> None:
+    session_id = session.stack.new_session_id("compacting")
+    long_answer = "Alpha " * 153 + "ok"  # 920 characters: 230 tokens as the runner counts them
+    summary = "The user asked about A; the answer was long."
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [ScriptedResponse(text=long_answer)],
+            [ScriptedResponse(text="Bravo.")],
+            [ScriptedResponse(text="C.")],
+        ],
+    )
+    session.stack.scripts.set_summaries(session_id, {"turn-3": ScriptedResponse(text=summary)})
+    await session.compacting.start_session(session_id, "Tell me about A.")
+    await wait_for_turn_end(session.compacting, session_id, 1, timeout=90)
+    assert await session.compacting.send_user_message(session_id, "And B?")
+    await wait_for_turn_end(session.compacting, session_id, 2, timeout=90)
+    # Turn 3 starts at 243 tokens: the session summarizes turn 1 and keeps turn 2 verbatim.
+    assert await session.compacting.send_user_message(session_id, "And what about C then?")
+    done = await wait_for_turn_end(session.compacting, session_id, 3, timeout=90)
+
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    assert done.context_summary is not None and done.context_summary.text == summary
+    assert "CompactContext" in executed_step_types(await session.stack.read_step_history(session_id))
+    [call] = session.stack.invocations.model_calls(session_id, "turn-3")
+    # The CLI read the summary, then turn 2 from its own transcript, then the new prompt; turn 1 is gone.
+    seen = call.model_input_text
+    assert seen.startswith(f"user: {CONTEXT_SUMMARY_HEADER}\n\n{summary}"), seen
+    assert "Alpha" not in seen and "Tell me about A." not in seen
+    assert seen.index("And B?") < seen.index("Bravo.") < seen.index("And what about C then?")
 
 
 async def test_a_permission_request_waits_for_the_sessions_approval_across_a_worker_kill(

@@ -29,12 +29,15 @@ from pathlib import Path
 from typing import Any, cast
 
 from claude_agent_sdk import (
+    AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
     DeferredToolUse,
     HookMatcher,
     McpSdkServerConfig,
+    ResultMessage,
     SdkMcpTool,
+    TextBlock,
     Transport,
 )
 from dex_agents import (
@@ -43,8 +46,15 @@ from dex_agents import (
     ToolTaskHandlers,
     ToolTaskRouter,
     build_plan_note,
+    context_summary_text,
     is_context_window_refusal,
     provider_refusal,
+)
+from dex_agents.compaction import (
+    DEFAULT_SUMMARY_INSTRUCTIONS,
+    ContextSummaryRequest,
+    ContextSummaryResult,
+    build_summary_prompt,
 )
 from dex_agents.mcp import McpToolSource
 from dex_agents.runner import (
@@ -65,6 +75,12 @@ from dex_agents.values import AgentUsage, FrameworkMessage, ToolEffect
 
 from dex_agents_claude_agent_sdk._call_metadata import RunRequest, no_call_metadata, run_request, run_usage
 from dex_agents_claude_agent_sdk._cli_process import ended_when_cancelled
+from dex_agents_claude_agent_sdk._compaction import (
+    estimate_input_tokens,
+    select_cutoff,
+    summary_lines,
+    with_summary_root,
+)
 from dex_agents_claude_agent_sdk._gate import (
     REFUSED_TOOL_CALL_MESSAGE,
     RESPONSE_WAIT_SECONDS,
@@ -354,6 +370,9 @@ class ClaudeAgentRunner:
                 # User text before the turn's messages; a resumed run of the turn has it in its transcript.
                 prompt = f"{note}\n\n{prompt}"
             session_id = stored.session_id
+            if turn.context_summary is not None and session_id is None:
+                # Every earlier turn is summarized: a new CLI conversation starts from the summary.
+                prompt = f"{context_summary_text(turn.context_summary)}\n\n{prompt}"
             turn_entries: list[dict[str, Any]] = []
             turn_items: list[dict[str, Any]] = []
         else:
@@ -370,7 +389,10 @@ class ClaudeAgentRunner:
             )
         if session_id is not None:
             earlier = stored.entries if stored.session_id == session_id else []
-            store.preload(session_id, [*earlier, *turn_entries])
+            entries = [*earlier, *turn_entries]
+            if turn.context_summary is not None:
+                entries = with_summary_root(turn.context_summary, entries)
+            store.preload(session_id, entries)
 
         with tempfile.TemporaryDirectory(prefix="dex-claude-run-") as root:
             options = _run_options(
@@ -389,6 +411,77 @@ class ClaudeAgentRunner:
                 async for message in client.receive_response():
                     run.observe(message, turn.events)
         return _outcome(turn, run, store, turn_entries, turn_items, request=request)
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Estimate the next run's model input in tokens (`ContextCompactionRunner`).
+
+        A token per four characters of what the model reads: the summary, the stored messages and the
+        running turn's items. Claude Code's system prompt and tool definitions are not counted; leave room
+        for them in the policy's window.
+        """
+        return estimate_input_tokens(turn)
+
+    def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+        """Return the last message to summarize: the end of an earlier turn, or `None` when none ended.
+
+        It keeps about ``retained_token_budget`` tokens of the newest messages.
+        """
+        return select_cutoff(turn, retained_token_budget)
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Summarize the earlier conversation in one CLI run with no tools: one model call.
+
+        The run is a new CLI conversation, with the options' model and environment, the core's summary
+        instructions as its system prompt, and the previous summary and the messages as its prompt. An
+        options factory is called with a turn that holds no messages.
+
+        Raises:
+            RuntimeError: When the run ends with an error or without text (the `CompactContext` attempt
+                fails, and the session retries it).
+        """
+        if isinstance(self._options, ClaudeAgentOptions):
+            base = self._options
+        else:
+            base = await self._options(_summary_turn(request))
+        prompt = build_summary_prompt(request.previous_summary, summary_lines(request.messages))
+        texts: list[str] = []
+        result: ResultMessage | None = None
+        with tempfile.TemporaryDirectory(prefix="dex-claude-summary-") as root:
+            home, config, cwd = Path(root) / "home", Path(root) / "config", Path(root) / "work"
+            for folder in (home, config, cwd):
+                folder.mkdir()
+            options = replace(
+                base,
+                tools=[],
+                mcp_servers={},
+                hooks={},
+                can_use_tool=None,
+                system_prompt=DEFAULT_SUMMARY_INSTRUCTIONS,
+                include_partial_messages=False,
+                resume=None,
+                continue_conversation=False,
+                fork_session=False,
+                session_id=None,
+                session_store=None,
+                max_turns=1,
+                env={**ISOLATION_ENV, **base.env, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config)},
+                cwd=cwd,
+            )
+            transport = self._transport_factory(options) if self._transport_factory is not None else None
+            async with ClaudeSDKClient(options, transport=transport) as client, ended_when_cancelled(client):
+                await client.query(prompt)
+                async for message in client.receive_response():
+                    if isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
+                        texts.extend(block.text for block in message.content if isinstance(block, TextBlock))
+                    elif isinstance(message, ResultMessage):
+                        result = message
+        if result is None or result.is_error:
+            detail = "no result" if result is None else "; ".join(result.errors or []) or result.subtype
+            raise RuntimeError(f"the Claude Code CLI's summary run failed: {detail}")
+        text = "\n".join(texts).strip()
+        if not text:
+            raise RuntimeError("the Claude Code CLI's summary run answered no text")
+        return ContextSummaryResult(text=text, usage=run_usage(result, 1))
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """Return the messages of a turn that ends without an answer (steered, cancelled or failed).
@@ -594,6 +687,23 @@ def _agreed_deferral(reported: DeferredToolUse | None, deferrals: Sequence[Pendi
             "this run's calls are not requested"
         )
     return PendingToolUse(expected.tool_use_id, expected.tool_name, dict(reported.input))
+
+
+def _summary_turn(request: ContextSummaryRequest) -> AgentTurnContext:
+    """The turn an options factory gets for a summary run: the session, turn and settings, no messages."""
+    return AgentTurnContext(
+        flow_id=request.flow_id,
+        turn_id=request.turn_id,
+        attempt=request.attempt,
+        messages=(),
+        framework_run_state=None,
+        tool_calls={},
+        events=request.events,
+        tool_policies={},
+        default_tool_effect=ToolEffect.UNCLASSIFIED,
+        heartbeat_function=request.heartbeat_function,
+        session_settings=request.session_settings,
+    )
 
 
 def _check_unique(names: Sequence[str]) -> None:
