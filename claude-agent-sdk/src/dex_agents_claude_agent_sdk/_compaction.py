@@ -6,7 +6,7 @@ starts with the first kept turn's entries, whose first parent link names an entr
 The runner puts a user entry holding the summary (`dex_agents.context_summary_text`) in front and points
 every such dangling link at it, so the CLI reads the summary, then the kept turns, then the new prompt.
 When no kept turn carries a transcript (the summary covers every earlier turn), the run starts a new CLI
-conversation whose prompt opens with the summary.
+conversation whose prompt opens with the summary, a text block of its own.
 
 The cut falls only at the end of an earlier turn (its last message, which carries that turn's transcript),
 since a turn's transcript entries are stored together, and a completed or closed turn has a result for

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -357,6 +357,7 @@ class ClaudeAgentRunner:
         )
         store = TranscriptStore()
         prompt: str | None
+        summary_text: str | None = None
         if state is None:
             if not stored.prompt:
                 return TurnCompleted(
@@ -371,8 +372,9 @@ class ClaudeAgentRunner:
                 prompt = f"{note}\n\n{prompt}"
             session_id = stored.session_id
             if turn.context_summary is not None and session_id is None:
-                # Every earlier turn is summarized: a new CLI conversation starts from the summary.
-                prompt = f"{context_summary_text(turn.context_summary)}\n\n{prompt}"
+                # Every earlier turn is summarized: a new CLI conversation starts from the summary, a text
+                # block of its own before the prompt's.
+                summary_text = context_summary_text(turn.context_summary)
             turn_entries: list[dict[str, Any]] = []
             turn_items: list[dict[str, Any]] = []
         else:
@@ -407,7 +409,7 @@ class ClaudeAgentRunner:
             transport = self._transport_factory(options) if self._transport_factory is not None else None
             async with ClaudeSDKClient(options, transport=transport) as client, ended_when_cancelled(client):
                 if prompt is not None:
-                    await client.query(prompt)
+                    await client.query(prompt if summary_text is None else _text_blocks(summary_text, prompt))
                 async for message in client.receive_response():
                     run.observe(message, turn.events)
         return _outcome(turn, run, store, turn_entries, turn_items, request=request)
@@ -687,6 +689,15 @@ def _agreed_deferral(reported: DeferredToolUse | None, deferrals: Sequence[Pendi
             "this run's calls are not requested"
         )
     return PendingToolUse(expected.tool_use_id, expected.tool_name, dict(reported.input))
+
+
+async def _text_blocks(*texts: str) -> AsyncIterator[dict[str, Any]]:
+    """One user message of the CLI's input stream whose content is ``texts``, a text block each."""
+    yield {
+        "type": "user",
+        "message": {"role": "user", "content": [{"type": "text", "text": text} for text in texts]},
+        "parent_tool_use_id": None,
+    }
 
 
 def _summary_turn(request: ContextSummaryRequest) -> AgentTurnContext:
