@@ -135,11 +135,12 @@ async def test_recorded_results_reach_the_model_as_adk_function_responses_and_no
         {"error": OUTCOME_UNKNOWN_TOOL_RESULT},
     ], "a JSON object result as itself, anything else as ADK's error response, the user's own rejection text"
     assert isinstance(final, TurnCompleted) and final.turn_error is None
+    # What a UI reads is the session's own text for each record, verbatim, without ADK's envelope.
     assert [m.tool_output for m in final.new_messages if m.role is MessageRole.TOOL] == [
-        '{"forecast": "sunny in Paris"}',
-        '{"error": "The tool call failed: weather service down"}',
-        '{"error": "Never touch /etc."}',
-        json.dumps({"error": OUTCOME_UNKNOWN_TOOL_RESULT}),
+        json.dumps({"forecast": "sunny in Paris"}),
+        "The tool call failed: weather service down",
+        "Never touch /etc.",
+        OUTCOME_UNKNOWN_TOOL_RESULT,
     ]
     for message in final.new_messages:
         assert "adk_request_confirmation" not in message.framework_item

@@ -104,7 +104,11 @@ from dex_agents_google_adk._messages import (
     text_of,
     user_content_of,
 )
-from dex_agents_google_adk._recorded_results import recorded_confirmations, with_recorded_results
+from dex_agents_google_adk._recorded_results import (
+    recorded_confirmations,
+    recorded_outputs,
+    with_recorded_results,
+)
 from dex_agents_google_adk._settings import (
     InstructionsForSettings,
     ModelForSettings,
@@ -384,7 +388,9 @@ class GoogleAdkRunner:
             turn.events.write_text_delta(text_of(structured_answer.content))
         # The first event of the invocation is the turn's user message, which the session stored already.
         return TurnCompleted(
-            new_messages=project_turn_events(turn_events[1:]), usage=usage, model_call_metadata=metadata
+            new_messages=project_turn_events(turn_events[1:], recorded_outputs(turn)),
+            usage=usage,
+            model_call_metadata=metadata,
         )
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
@@ -410,7 +416,7 @@ class GoogleAdkRunner:
         state = GoogleAdkRunState.from_json(turn.framework_run_state)
         events = with_recorded_results(state.turn_events, turn, set(turn.tool_calls))
         # The first event of the invocation is the turn's user message, which the session stored already.
-        return project_turn_events(events[1:])
+        return project_turn_events(events[1:], recorded_outputs(turn))
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         """Run the application's real tool for one approved call, once.
@@ -636,7 +642,9 @@ def _finish_with_structured_answer(state: GoogleAdkRunState, turn: AgentTurnCont
     answer = find_structured_answer(events)
     turn.events.write_text_delta(text_of(answer.content if answer is not None else None))
     # The first event of the invocation is the turn's user message, which the session stored already.
-    return TurnCompleted(new_messages=project_turn_events(events[1:]), usage=AgentUsage())
+    return TurnCompleted(
+        new_messages=project_turn_events(events[1:], recorded_outputs(turn)), usage=AgentUsage()
+    )
 
 
 def _is_model_response(event: Event) -> bool:
