@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -42,7 +43,7 @@ from dex_agents_google_adk import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, AdkServi
 from dex_agents_google_adk._call_metadata import ModelCallTiming, model_call_metadata
 from dex_agents_google_adk._gate import DEFERRED_PLACEHOLDER
 from tests.specifics_agents import OneAfterAnother
-from tests.support import CannedLlm, call, respond
+from tests.support import CannedLlm, call, inventory_toolset, respond
 
 
 def adk_message(role: MessageRole, event: Event) -> FrameworkMessage:
@@ -778,3 +779,27 @@ def test_model_call_metadata_reads_the_requests_config_and_the_models_endpoint()
     # Gemini's default endpoint is not named by the model object, so it stays unset.
     plain = model_call_metadata(LlmRequest(model="gemini-2.5-flash"), None, Gemini(model="gemini-2.5-flash"))
     assert plain.server_address is None and plain.server_port is None and not plain.is_streaming
+
+
+def test_the_runner_lists_every_agents_own_tools_and_none_when_a_toolset_lists_them_at_run_time(
+    tmp_path: Path,
+) -> None:
+    model = CannedLlm()
+    helper = LlmAgent(name="helper", model=model, tools=[FunctionTool(find_slots)])
+    root = LlmAgent(name="desk", model=model, tools=[book_slot, AgentTool(helper)], sub_agents=[])
+    assert GoogleAdkRunner(root).agent_tool_names() == {"book_slot", "helper"}
+    with_sub_agent = LlmAgent(name="desk", model=model, tools=[book_slot], sub_agents=[helper])
+    assert GoogleAdkRunner(with_sub_agent).agent_tool_names() == {"book_slot", "find_slots"}
+    # Listing an MCP toolset would contact its server; the session checks the policies later.
+    with_toolset = LlmAgent(name="desk", model=model, tools=[book_slot, inventory_toolset(tmp_path / "log")])
+    assert GoogleAdkRunner(with_toolset).agent_tool_names() is None
+
+
+def find_slots(day: str) -> str:
+    """Find free slots on a day."""
+    return f"09:00 on {day}"
+
+
+def book_slot(slot: str) -> str:
+    """Book a slot."""
+    return f"booked {slot}"

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from dex_agents import (
@@ -80,6 +80,7 @@ from google.genai import types
 from dex_agents_google_adk._adk_patches import skip_failing_a2a_import
 from dex_agents_google_adk._app import (
     AdkServices,
+    agent_tool_names,
     close_toolsets,
     declared_tool_description,
     iter_agents,
@@ -452,6 +453,19 @@ class GoogleAdkRunner:
             arguments=record.arguments,
         )
         return ToolExecutionResult(output)
+
+    def agent_tool_names(self) -> Collection[str] | None:
+        """Return the names of the application's own tools, for checking the session's tool policies.
+
+        Every `LlmAgent` of the tree counts, by the name its model calls the tool (a plain function's
+        name, as ADK's `FunctionTool` gives it). Nothing is contacted: an agent with a toolset (such as
+        ADK's `McpToolset`) makes the answer `None`, since its tools are known only once it runs. The
+        session adds its built-ins and the ``mcp_tools`` source's tools itself.
+
+        Returns:
+            The tool names, or `None` when a toolset's tools are known only at run time.
+        """
+        return agent_tool_names(cast(BaseAgent, self._app.root_agent))
 
     def describe_tool(self, tool_name: str) -> str | None:
         """Return what tool ``tool_name`` does, for tracing (`ToolDescriber`), or `None` when unknown.
