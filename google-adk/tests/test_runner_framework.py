@@ -19,6 +19,7 @@ from dex_agents.runner import (
     ToolExecutionError,
     ToolPolicy,
     TurnCompleted,
+    TurnContinued,
 )
 from dex_agents.testing import SessionSide
 from dex_agents.values import FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
@@ -39,7 +40,13 @@ from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from dex_agents_google_adk import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, AdkServices, GoogleAdkRunner
+from dex_agents_google_adk import (
+    AGENT_TRANSFER_EVENT_TYPE,
+    DEFAULT_USER_ID,
+    UNKNOWN_TOOL_POLICY,
+    AdkServices,
+    GoogleAdkRunner,
+)
 from dex_agents_google_adk._call_metadata import ModelCallTiming, model_call_metadata
 from dex_agents_google_adk._gate import DEFERRED_PLACEHOLDER
 from tests.specifics_agents import OneAfterAnother
@@ -486,29 +493,103 @@ async def test_an_agent_tool_runs_its_sub_agent_inside_the_tool_step() -> None:
     assert model.responses_seen(2) == [{"result": "The capital is Paris."}]
 
 
-async def test_an_agent_transfer_fails_visibly_instead_of_pretending_to_move_the_conversation() -> None:
+async def test_a_transfer_continues_the_turn_with_the_target_agent_one_model_call_per_step() -> None:
     model = CannedLlm(
         responses=[
-            respond(call("transfer_to_agent", {"agent_name": "billing"}, "t-1")),
+            respond("Let me pass you on.", call("transfer_to_agent", {"agent_name": "billing"}, "t-1")),
+            respond(call("refund", {"invoice": "I-9"}, "r-1")),
+            respond("Refunded I-9."),
+        ]
+    )
+    runs: list[str] = []
+
+    def refund(invoice: str) -> str:
+        """Refund an invoice."""
+        runs.append(invoice)
+        return f"refunded {invoice}"
+
+    def build_runner() -> GoogleAdkRunner:
+        billing = LlmAgent(
+            name="billing", model=model, instruction="Bill.", description="Handles billing.", tools=[refund]
+        )
+        return GoogleAdkRunner(
+            LlmAgent(name="front", model=model, instruction="Route.", sub_agents=[billing])
+        )
+
+    session = SessionSide()
+    session.start_turn(build_runner().build_user_message("Refund invoice I-9"))
+    first = await build_runner().run_model_step(session.context())
+    assert isinstance(first, TurnContinued), first
+    assert model.calls == 1, "the target agent's model call is the next Step's"
+    session.framework_run_state = first.framework_run_state
+
+    # Each Step on a fresh runner, as in another Worker: the run state says which agent is active.
+    second = await build_runner().run_model_step(session.context())
+    assert isinstance(second, ToolCallsRequested)
+    assert [(c.tool_name, json.loads(c.tool_source_reference or "{}")) for c in second.tool_calls] == [
+        ("refund", {"agent": "billing"})
+    ]
+    session.defer(second)
+    result = await session.execute(build_runner(), "r-1")
+    session.finish("r-1", ToolCallStatus.SUCCEEDED, output=result)
+    final = await build_runner().run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert runs == ["I-9"] and model.calls == 3
+    assert "Refund an invoice." not in model.instructions_seen[0] and "Bill." in model.instructions_seen[1]
+    stored = [(m.role, m.text or m.tool_output or m.tool_name) for m in final.new_messages]
+    assert stored == [
+        (MessageRole.ASSISTANT, "Let me pass you on."),
+        (MessageRole.ASSISTANT, "transfer_to_agent"),
+        (MessageRole.TOOL, "Transferred to agent billing."),
+        (MessageRole.ASSISTANT, "refund"),
+        (MessageRole.TOOL, "refunded I-9"),
+        (MessageRole.ASSISTANT, "Refunded I-9."),
+    ]
+    authors = [Event.model_validate_json(m.framework_item).author for m in final.new_messages]
+    assert authors == ["front", "front", "front", "billing", "billing", "billing"], "each names who spoke"
+    assert [json.loads(e.payload) for e in session.events if e.type == AGENT_TRANSFER_EVENT_TYPE] == [
+        {"source_agent": "front", "target_agent": "billing"}
+    ]
+
+
+async def test_a_transfer_next_to_another_call_is_not_carried_out_and_the_model_reads_why() -> None:
+    model = CannedLlm(
+        responses=[
+            respond(call("transfer_to_agent", {"agent_name": "billing"}, "t-1"), call("note", {}, "n-1")),
             respond("I keep it."),
         ]
     )
+
+    def note() -> str:
+        """Take a note."""
+        return "noted"
+
     billing = LlmAgent(name="billing", model=model, instruction="Bill.", description="Handles billing.")
-    runner = GoogleAdkRunner(LlmAgent(name="front", model=model, instruction="Route.", sub_agents=[billing]))
+    runner = GoogleAdkRunner(
+        LlmAgent(name="front", model=model, instruction="Route.", sub_agents=[billing], tools=[note])
+    )
     session = SessionSide()
     session.start_turn(runner.build_user_message("I have a billing question"))
     outcome = await runner.run_model_step(session.context())
     assert isinstance(outcome, ToolCallsRequested)
-    assert [deferred.policy for deferred in outcome.tool_calls] == [UNKNOWN_TOOL_POLICY], "nothing to approve"
+    assert outcome.tool_calls[0].policy == UNKNOWN_TOOL_POLICY, "nothing to approve"
     session.defer(outcome)
 
-    with pytest.raises(ToolExecutionError, match="agent transfer is not supported") as error:
+    with pytest.raises(
+        ToolExecutionError, match="was not carried out: call transfer_to_agent alone"
+    ) as error:
         await session.execute(runner, "t-1")
+    assert "billing" in error.value.message
     session.finish("t-1", ToolCallStatus.FAILED, error=error.value.message)
+    session.finish("n-1", ToolCallStatus.SUCCEEDED, output="noted")
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert model.responses_seen(2) == [{"error": f"The tool call failed: {error.value.message}"}]
+    assert model.responses_seen(2) == [
+        {"error": f"The tool call failed: {error.value.message}"},
+        {"result": "noted"},
+    ]
 
 
 async def test_without_streaming_the_answer_arrives_as_one_delta() -> None:

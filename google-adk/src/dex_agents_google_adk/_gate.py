@@ -24,6 +24,11 @@ inside the model call itself (a README limit), and an agent's local `code_execut
   Step, so a valid answer ends the turn as ADK ends it, with no tool Step and no approval. An answer that
   fails the check is marked `skip_summarization`, so the model reads the validation error at its next
   call, in the next model Step.
+- ADK's `transfer_to_agent`, called alone with an agent it may transfer to, is carried out in the model
+  Step: it only sets the event's transfer action, which has no effect outside the invocation. ADK would
+  then run the target agent, whose model call is the next Step's: the runner stops at the transfer
+  (`transfer_target`). A transfer next to other calls, or to an agent it may not reach, is deferred and
+  fails in its tool Step with a text the model reads.
 - No other plugin's or agent's tool callback runs in a model Step: they run once, around the real call,
   in its tool Step.
 - Every model response gets tool call IDs that are non-empty, free of `/`, and unique within the turn.
@@ -50,6 +55,7 @@ from google.adk.plugins import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.set_model_response_tool import SetModelResponseTool
 from google.adk.tools.tool_context import ToolContext
+from google.adk.tools.transfer_to_agent_tool import TransferToAgentTool
 
 from dex_agents_google_adk._call_metadata import ModelCallTiming
 from dex_agents_google_adk._messages import REQUEST_CONFIRMATION_FUNCTION_NAME
@@ -159,6 +165,9 @@ class DexToolGate(BasePlugin):
         """Whether text deltas were written while the model streamed."""
         self.model_exception: Exception | None = None
         """What the model call raised, which ADK turns into an error event with only its type's name."""
+        self.transfer_target: str | None = None
+        """The agent the model's `transfer_to_agent` call handed the conversation to in this Step."""
+        self._calls_in_response = 0
 
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
@@ -202,6 +211,7 @@ class DexToolGate(BasePlugin):
             call = part.function_call
             if call is None:
                 continue
+            self._calls_in_response += 1
             if not call.id or "/" in call.id or call.id in self._used_ids:
                 # The `adk-` prefix makes ADK strip the ID from model requests, as it does for IDs it mints.
                 call.id = f"adk-{uuid.uuid4()}"
@@ -261,6 +271,11 @@ class DexToolGate(BasePlugin):
             raise self.refused_confirmation
         if isinstance(tool, SetModelResponseTool):
             return await self._check_structured_answer(tool, tool_args, tool_context)
+        if isinstance(tool, TransferToAgentTool) and self.can_transfer(tool, tool_args):
+            # Only sets the transfer action; ADK wraps the function's None result as {"result": None}.
+            await tool.run_async(args=tool_args, tool_context=tool_context)
+            self.transfer_target = str(tool_args["agent_name"])
+            return {"result": None}
         if tool.name not in self._offered_tools:
             # ADK cannot confirm a tool it does not have; this answer is replaced by the recorded
             # failure when the turn resumes, and skip_summarization keeps ADK from calling the model now.
@@ -270,6 +285,22 @@ class DexToolGate(BasePlugin):
             self.confirmation_required.add(tool_context.function_call_id)
         tool_context.request_confirmation(hint=CONFIRMATION_HINT, payload=None)
         return dict(DEFERRED_PLACEHOLDER)
+
+    def can_transfer(self, tool: TransferToAgentTool, tool_args: Mapping[str, Any]) -> bool:
+        """Whether a `transfer_to_agent` call is carried out in the model Step (see the module docstring).
+
+        The first call of the Step's response only, and only when the response made no other call: ADK
+        resumes a paused invocation with the agent whose calls it answers, so a transfer next to
+        deferred calls would be lost when they resume.
+        """
+        target = tool_args.get("agent_name")
+        offered = tool._agent_names  # pyright: ignore[reportPrivateUsage]
+        return (
+            self.transfer_target is None
+            and self._calls_in_response == 1
+            and isinstance(target, str)
+            and target in offered
+        )
 
     async def _check_structured_answer(
         self, tool: SetModelResponseTool, tool_args: dict[str, Any], tool_context: ToolContext

@@ -30,6 +30,7 @@ from google.genai import types
 
 __all__ = [
     "REQUEST_CONFIRMATION_FUNCTION_NAME",
+    "TRANSFER_TO_AGENT",
     "build_user_event",
     "decode_event",
     "encode_event",
@@ -43,6 +44,8 @@ __all__ = [
 
 REQUEST_CONFIRMATION_FUNCTION_NAME = "adk_request_confirmation"
 """The name of the function call ADK adds for every tool call that waits for a confirmation."""
+TRANSFER_TO_AGENT = "transfer_to_agent"
+"""The name of the tool ADK offers an agent with sub-agents or peers to transfer the conversation to."""
 USER_AUTHOR = "user"
 
 
@@ -252,9 +255,7 @@ def _project_user_content(
                 tool_call_id=response.id,
                 tool_name=response.name,
                 tool_arguments=_arguments_text(call) if call is not None else None,
-                tool_output=recorded_outputs.get(response.id or "")
-                if response.id in recorded_outputs
-                else function_response_to_text(response.response),
+                tool_output=_stored_output(event, response, recorded_outputs),
             )
         )
     if other_parts:
@@ -265,6 +266,17 @@ def _project_user_content(
             )
         )
     return projected
+
+
+def _stored_output(
+    event: Event, response: types.FunctionResponse, recorded_outputs: Mapping[str, str]
+) -> str:
+    if response.id in recorded_outputs:
+        return recorded_outputs[response.id or ""]
+    if response.name == TRANSFER_TO_AGENT and event.actions.transfer_to_agent:
+        # ADK's answer to a transfer is {"result": null}; a reader wants to know where it went.
+        return f"Transferred to agent {event.actions.transfer_to_agent}."
+    return function_response_to_text(response.response)
 
 
 def events_from_stored_messages(messages: Iterable[AgentMessage]) -> list[Event]:

@@ -7,7 +7,10 @@ make exactly one model call:
 - the response asks for tools: the adapter's gate plugin (`DexToolGate`) asks ADK for a confirmation of
   every call instead of running it, and ADK pauses the invocation. The invocation's events go into the
   framework run state, and every call becomes a `DeferredToolCall`;
-- the response is the final answer: the invocation ends and the turn's messages are stored.
+- the response is the final answer: the invocation ends and the turn's messages are stored;
+- the response transfers to another agent (`transfer_to_agent` alone): the gate carries the transfer out,
+  the runner stops before ADK runs the target agent, and the turn continues (`TurnContinued`) with the
+  paused invocation's events, from which ADK resumes the target agent in the next Step.
 
 The next `run_model_step` of the turn resumes the paused invocation through ADK's own mechanism: a user
 message of `adk_request_confirmation` responses, each carrying the call's recorded result (a rejection
@@ -63,6 +66,7 @@ from dex_agents.runner import (
     ToolCallsRequested,
     ToolExecutionResult,
     TurnCompleted,
+    TurnContinued,
 )
 from dex_agents.values import AgentMessage, AgentUsage, FrameworkMessage, MessageRole
 from google.adk.agents import BaseAgent, LlmAgent
@@ -125,10 +129,12 @@ if TYPE_CHECKING:
     # `dex_agents.mcp` needs the `mcp` extra; a runner without a source never imports it.
     from dex_agents.mcp import McpToolSource
 
-__all__ = ["DEFAULT_USER_ID", "UNKNOWN_TOOL_POLICY", "GoogleAdkRunner"]
+__all__ = ["AGENT_TRANSFER_EVENT_TYPE", "DEFAULT_USER_ID", "UNKNOWN_TOOL_POLICY", "GoogleAdkRunner"]
 
 DEFAULT_USER_ID = "dex"
 """The ADK user ID of every session unless the runner is given another."""
+AGENT_TRANSFER_EVENT_TYPE = "google_adk.agent_transfer"
+"""The session event of an ADK agent transfer; its payload names the ``source_agent`` and ``target_agent``."""
 
 
 class GoogleAdkRunner:
@@ -333,6 +339,10 @@ class GoogleAdkRunner:
                         break
                     if not event.partial:
                         invocation_events.append(event)
+                    if gate.transfer_target is not None and event.actions.transfer_to_agent:
+                        # ADK would now run the target agent, whose model call is the next Step's; the
+                        # event is in the session already, and resuming the invocation runs that agent.
+                        break
         except Exception as error:
             if gate.model_requests > 1 or gate.refused_confirmation is not None:
                 return TurnCompleted(new_messages=(), turn_error=str(error))
@@ -385,6 +395,16 @@ class GoogleAdkRunner:
         deferred = self._deferred_calls(turn, gate)
         if deferred:
             return self._tool_calls_requested(gate, deferred, turn_events, state, usage, metadata)
+        if gate.transfer_target is not None:
+            turn.events.write_event(
+                AGENT_TRANSFER_EVENT_TYPE,
+                {"source_agent": last_response.author, "target_agent": gate.transfer_target},
+            )
+            return TurnContinued(
+                framework_run_state=_paused_state(gate, turn_events, state).to_json(),
+                usage=usage,
+                model_call_metadata=metadata,
+            )
         if structured_answer is not None:
             turn.events.write_text_delta(text_of(structured_answer.content))
         # The first event of the invocation is the turn's user message, which the session stored already.
@@ -543,7 +563,10 @@ class GoogleAdkRunner:
                 # Its tool Step only checks the answer again and records the error the model reads.
                 policy = UNKNOWN_TOOL_POLICY
             elif call.tool_name == TRANSFER_TO_AGENT:
-                # Its tool Step only records that transfers are not supported; nothing runs.
+                if gate.transfer_target is not None:
+                    continue  # Carried out in the model Step; the next Step runs the target agent.
+                # Not carried out (next to other calls, or to an agent it may not reach): its tool Step
+                # only records why, for the model to read; nothing runs.
                 policy = UNKNOWN_TOOL_POLICY
             else:
                 # A built-in's policy is the session's own; it replaces this one.
@@ -578,21 +601,27 @@ class GoogleAdkRunner:
         usage: AgentUsage,
         metadata: ModelCallMetadata | None,
     ) -> ToolCallsRequested:
-        unknown = [
-            *(earlier_state.unknown_tool_call_ids if earlier_state else ()),
-            *(call.tool_call_id for call in gate.tool_calls if call.tool is None),
-        ]
-        state = GoogleAdkRunState(
-            invocation_id=turn_events[0].invocation_id,
-            turn_events=turn_events,
-            unknown_tool_call_ids=tuple(unknown),
-        )
         return ToolCallsRequested(
-            framework_run_state=state.to_json(),
+            framework_run_state=_paused_state(gate, turn_events, earlier_state).to_json(),
             tool_calls=deferred,
             usage=usage,
             model_call_metadata=metadata,
         )
+
+
+def _paused_state(
+    gate: DexToolGate, turn_events: Sequence[Event], earlier_state: GoogleAdkRunState | None
+) -> GoogleAdkRunState:
+    """The run state of the invocation this Step leaves paused: its events, and its unknown tool calls."""
+    unknown = [
+        *(earlier_state.unknown_tool_call_ids if earlier_state else ()),
+        *(call.tool_call_id for call in gate.tool_calls if call.tool is None),
+    ]
+    return GoogleAdkRunState(
+        invocation_id=turn_events[0].invocation_id,
+        turn_events=turn_events,
+        unknown_tool_call_ids=tuple(unknown),
+    )
 
 
 def _failed_model_call(error: Exception) -> TurnCompleted:

@@ -19,6 +19,9 @@ from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
 from google.adk.events import Event
+from google.adk.flows.llm_flows.extensions._agent_transfer import (
+    _get_transfer_targets,  # pyright: ignore[reportPrivateUsage]
+)
 from google.adk.flows.llm_flows.functions import handle_function_calls_async
 from google.adk.sessions import InMemorySessionService
 from google.adk.tools.base_tool import BaseTool
@@ -27,13 +30,10 @@ from google.adk.tools.transfer_to_agent_tool import TransferToAgentTool
 from google.genai import types
 
 from dex_agents_google_adk._app import AdkServices
-from dex_agents_google_adk._messages import function_response_to_text
+from dex_agents_google_adk._messages import TRANSFER_TO_AGENT, function_response_to_text
 from dex_agents_google_adk._structured_answer import SET_MODEL_RESPONSE, structured_answer_tool
 
 __all__ = ["TRANSFER_TO_AGENT", "McpCallInterruptedError", "run_tool_call"]
-
-TRANSFER_TO_AGENT = "transfer_to_agent"
-"""The name of the tool ADK offers an agent with sub-agents or peers to transfer the conversation to."""
 
 
 class McpCallInterruptedError(RuntimeError):
@@ -126,11 +126,12 @@ async def run_tool_call(
         # session its record, and the model reads the result at its next call.
         tools.setdefault(structured_answer.name, structured_answer)
     if tool_name == TRANSFER_TO_AGENT or isinstance(tools.get(tool_name), TransferToAgentTool):
-        # ADK adds the transfer tool to model requests only; a transfer would set an action on an
-        # event this Step cannot hand back, and the model would wrongly read a success.
+        # The model Step carries out a transfer that came alone, to an agent this one may reach; one
+        # that reaches a tool Step did not happen, and the model reads why.
+        targets = ", ".join(target.name for target in _get_transfer_targets(agent)) or "none"
         raise ToolExecutionError(
-            "agent transfer is not supported in a durable Dex session; this agent keeps the "
-            "conversation (the application can offer the other agent as an AgentTool instead)"
+            f"the transfer to agent {args.get('agent_name')!r} was not carried out: call "
+            f"{TRANSFER_TO_AGENT} alone in a response, with one of these agents: {targets}"
         )
     if tool_name not in tools:
         available = ", ".join(sorted(tools)) or "none"
