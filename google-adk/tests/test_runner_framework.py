@@ -23,7 +23,12 @@ from dex_agents.runner import (
 )
 from dex_agents.testing import SessionSide
 from dex_agents.values import FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
-from google.adk.agents import LlmAgent
+from google.adk.agents import (
+    LlmAgent,
+    LoopAgent,  # pyright: ignore[reportDeprecated]
+    ParallelAgent,  # pyright: ignore[reportDeprecated]
+    SequentialAgent,  # pyright: ignore[reportDeprecated]
+)
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
@@ -884,3 +889,72 @@ def find_slots(day: str) -> str:
 def book_slot(slot: str) -> str:
     """Book a slot."""
     return f"booked {slot}"
+
+
+# ADK 2 deprecates its workflow agents in favour of Workflow; applications still compose with them.
+WORKFLOW_AGENT_DEPRECATION = "ignore:.*is deprecated in favor of Workflow:DeprecationWarning"
+
+
+@pytest.mark.filterwarnings(WORKFLOW_AGENT_DEPRECATION)
+async def test_a_sequential_agent_runs_each_sub_agents_model_call_in_a_step_of_its_own() -> None:
+    model = CannedLlm(
+        responses=[
+            respond("Draft: refund I-9."),
+            respond(call("refund", {"invoice": "I-9"}, "r-1")),
+            respond("Reviewed and refunded."),
+        ]
+    )
+
+    def refund(invoice: str) -> str:
+        """Refund an invoice."""
+        return f"refunded {invoice}"
+
+    def build_runner() -> GoogleAdkRunner:
+        return GoogleAdkRunner(
+            SequentialAgent(  # pyright: ignore[reportDeprecated]
+                name="pipeline",
+                sub_agents=[
+                    LlmAgent(name="drafter", model=model, instruction="Draft."),
+                    LlmAgent(name="reviewer", model=model, instruction="Review.", tools=[refund]),
+                ],
+            )
+        )
+
+    session = SessionSide()
+    session.start_turn(build_runner().build_user_message("Refund I-9"))
+    first = await build_runner().run_model_step(session.context())
+    assert isinstance(first, TurnContinued) and model.calls == 1, "the reviewer's call is the next Step's"
+    session.framework_run_state = first.framework_run_state
+    second = await build_runner().run_model_step(session.context())
+    assert isinstance(second, ToolCallsRequested) and model.calls == 2
+    assert json.loads(second.tool_calls[0].tool_source_reference or "{}") == {"agent": "reviewer"}
+    session.defer(second)
+    session.finish("r-1", ToolCallStatus.SUCCEEDED, output=await session.execute(build_runner(), "r-1"))
+    final = await build_runner().run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None and model.calls == 3
+    assert "Draft." in model.instructions_seen[0] and "Review." in model.instructions_seen[1]
+    assert [
+        (Event.model_validate_json(m.framework_item).author, m.text or m.tool_output)
+        for m in final.new_messages
+    ] == [
+        ("drafter", "Draft: refund I-9."),
+        ("reviewer", None),
+        ("reviewer", "refunded I-9"),
+        ("reviewer", "Reviewed and refunded."),
+    ]
+
+
+@pytest.mark.filterwarnings(WORKFLOW_AGENT_DEPRECATION)
+@pytest.mark.parametrize("kind", ["ParallelAgent", "LoopAgent"])
+def test_parallel_and_loop_agents_are_refused_when_the_runner_is_built(kind: str) -> None:
+    agent_class = ParallelAgent if kind == "ParallelAgent" else LoopAgent  # pyright: ignore[reportDeprecated]
+    leaf = LlmAgent(name="leaf", model=CannedLlm())
+    with pytest.raises(
+        TypeError, match=f"agent 'team' is a {kind}, which a durable Dex session does not run"
+    ):
+        GoogleAdkRunner(
+            LlmAgent(
+                name="front", model=CannedLlm(), sub_agents=[agent_class(name="team", sub_agents=[leaf])]
+            )
+        )

@@ -32,8 +32,11 @@ inside the model call itself (a README limit), and an agent's local `code_execut
 - No other plugin's or agent's tool callback runs in a model Step: they run once, around the real call,
   in its tool Step.
 - Every model response gets tool call IDs that are non-empty, free of `/`, and unique within the turn.
-- A second model request in one `run_model_step` raises `SecondModelCallError` instead of reaching the
-  model, so a model call is never hidden inside another call's Step.
+- A second model request in one `run_model_step` never reaches the model, so a model call is never hidden
+  inside another call's Step. In a tree of `LlmAgent`s and `SequentialAgent`s, which ADK resumes from
+  their recorded agent states, the gate raises `NextModelCallBoundary` and the runner continues the turn
+  with that call in the next Step; in any other tree (a custom agent that runs several `LlmAgent`s) it
+  raises `SecondModelCallError`, which ends the turn.
 - The request gets the instructions the turn's session settings chose after the agent's own, and the
   gate keeps the model the request named, for the call's tracing metadata.
 """
@@ -66,6 +69,7 @@ __all__ = [
     "DEFERRED_PLACEHOLDER",
     "DexToolGate",
     "ModelToolCall",
+    "NextModelCallBoundary",
     "SecondModelCallError",
     "UnrecordedConfirmationError",
 ]
@@ -80,6 +84,14 @@ DEFERRED_PLACEHOLDER: Mapping[str, str] = {"status": "deferred: Dex runs this to
 
 class SecondModelCallError(RuntimeError):
     """ADK was about to make a second model request within one `run_model_step`."""
+
+
+class NextModelCallBoundary(BaseException):
+    """ADK is about to make the next model call of a resumable agent tree; it belongs to the next Step.
+
+    A `BaseException`, as ADK's own `NodeInterruptedError` is, so ADK's plugin manager and error handlers
+    (which catch `Exception`, log it as an error and wrap it) let it through to the runner unchanged.
+    """
 
 
 class UnrecordedConfirmationError(RuntimeError):
@@ -136,8 +148,10 @@ class DexToolGate(BasePlugin):
         instructions: str | None = None,
         *,
         is_streaming: bool = False,
+        resumes_next_model_call: bool = False,
     ) -> None:
         super().__init__(name="dex_tool_gate")
+        self._resumes_next_model_call = resumes_next_model_call
         self._is_streaming = is_streaming
         self._requested_at: float | None = None
         self._first_response_at: float | None = None
@@ -165,6 +179,8 @@ class DexToolGate(BasePlugin):
         """Whether text deltas were written while the model streamed."""
         self.model_exception: Exception | None = None
         """What the model call raised, which ADK turns into an error event with only its type's name."""
+        self.stopped_before_next_model_call = False
+        """Whether the gate stopped ADK before the next model call of a resumable tree (see the module)."""
         self.transfer_target: str | None = None
         """The agent the model's `transfer_to_agent` call handed the conversation to in this Step."""
         self._calls_in_response = 0
@@ -175,6 +191,9 @@ class DexToolGate(BasePlugin):
         """Count the request, refuse a second one, add the turn's instructions, and note the tools."""
         del callback_context
         self.model_requests += 1
+        if self.model_requests > 1 and self._resumes_next_model_call:
+            self.stopped_before_next_model_call = True
+            raise NextModelCallBoundary("the next model call belongs to the next Step")
         if self.model_requests > 1:
             raise SecondModelCallError(
                 "Google ADK asked for a second model call within one Dex model Step; the adapter stops "

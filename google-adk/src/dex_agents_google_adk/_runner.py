@@ -69,7 +69,15 @@ from dex_agents.runner import (
     TurnContinued,
 )
 from dex_agents.values import AgentMessage, AgentUsage, FrameworkMessage, MessageRole
-from google.adk.agents import BaseAgent, LlmAgent
+
+# ADK 2 deprecates its workflow agents in favour of its Workflow; applications still compose with them.
+from google.adk.agents import (
+    BaseAgent,
+    LlmAgent,
+    LoopAgent,  # pyright: ignore[reportDeprecated]
+    ParallelAgent,  # pyright: ignore[reportDeprecated]
+    SequentialAgent,  # pyright: ignore[reportDeprecated]
+)
 from google.adk.agents.run_config import (
     RunConfig,
     StreamingMode,  # pyright: ignore[reportPrivateImportUsage]
@@ -98,7 +106,7 @@ from dex_agents_google_adk._call_metadata import (
     terminal_model_error,
 )
 from dex_agents_google_adk._effects import annotation_policy
-from dex_agents_google_adk._gate import DexToolGate
+from dex_agents_google_adk._gate import DexToolGate, NextModelCallBoundary
 from dex_agents_google_adk._litellm_answers import watching_litellm_answers
 from dex_agents_google_adk._messages import (
     REQUEST_CONFIRMATION_FUNCTION_NAME,
@@ -205,6 +213,7 @@ class GoogleAdkRunner:
         else:
             self._app = App(name=app_or_agent.name, root_agent=app_or_agent)
         _refuse_local_code_executors(cast(BaseAgent, self._app.root_agent))
+        self._resumes_next_model_call = _resumable_tree(cast(BaseAgent, self._app.root_agent))
         if patch_adk:
             skip_failing_a2a_import()
         self._user_id = user_id
@@ -297,6 +306,7 @@ class GoogleAdkRunner:
             choices.instructions,
             # As ADK decides whether it calls the model with stream=True.
             is_streaming=self._run_config.streaming_mode == StreamingMode.SSE,
+            resumes_next_model_call=self._resumes_next_model_call,
         )
         app = resumable_app(self._app.model_copy(update={"root_agent": root}), [gate])
         service = InMemorySessionService()
@@ -343,6 +353,10 @@ class GoogleAdkRunner:
                         # ADK would now run the target agent, whose model call is the next Step's; the
                         # event is in the session already, and resuming the invocation runs that agent.
                         break
+        except NextModelCallBoundary:
+            # ADK has stored the agent states that resume the tree at the next model call (a
+            # SequentialAgent's next sub-agent); that call is the next Step's.
+            pass
         except Exception as error:
             if gate.model_requests > 1 or gate.refused_confirmation is not None:
                 return TurnCompleted(new_messages=(), turn_error=str(error))
@@ -395,6 +409,14 @@ class GoogleAdkRunner:
         deferred = self._deferred_calls(turn, gate)
         if deferred:
             return self._tool_calls_requested(gate, deferred, turn_events, state, usage, metadata)
+        if gate.stopped_before_next_model_call and gate.transfer_target is None:
+            if structured_answer is not None:
+                turn.events.write_text_delta(text_of(structured_answer.content))
+            return TurnContinued(
+                framework_run_state=_paused_state(gate, turn_events, state).to_json(),
+                usage=usage,
+                model_call_metadata=metadata,
+            )
         if gate.transfer_target is not None:
             turn.events.write_event(
                 AGENT_TRANSFER_EVENT_TYPE,
@@ -648,6 +670,35 @@ def _metadata(gate: DexToolGate, root: BaseAgent, response: Event) -> ModelCallM
     agent = root.find_agent(response.author)
     model = agent.canonical_model if isinstance(agent, LlmAgent) else None
     return model_call_metadata(gate.request, response, model, gate.timing)
+
+
+def _resumable_tree(root: BaseAgent) -> bool:
+    """Whether ADK resumes every agent of the tree at its next model call from the recorded agent states.
+
+    `LlmAgent` and `SequentialAgent` record where they are (`SequentialAgentState.current_sub_agent`) and
+    resume there, so a Step may stop before the next model call and the next Step resume the invocation.
+
+    Raises:
+        TypeError: The tree has a `ParallelAgent` (its branches call their models at the same time, in one
+            Step) or a `LoopAgent` (it ends when a tool escalates, which a tool Step does not carry back).
+    """
+    resumable = True
+    for agent in iter_agents(root):
+        if isinstance(agent, ParallelAgent | LoopAgent):  # pyright: ignore[reportDeprecated]
+            why = (
+                "its branches call their models at the same time, inside one Step"
+                if isinstance(agent, ParallelAgent)  # pyright: ignore[reportDeprecated]
+                else "it ends when a tool escalates (exit_loop), and a tool's actions stay in its tool Step"
+            )
+            raise TypeError(
+                f"agent {agent.name!r} is a {type(agent).__name__}, which a durable Dex session does not "
+                f"run: {why}. Use a SequentialAgent, sub-agents with transfer_to_agent, or AgentTool"
+            )
+        if not isinstance(agent, LlmAgent | SequentialAgent):  # pyright: ignore[reportDeprecated]
+            # A custom agent restarts from its first sub-agent when resumed: its next model call ends
+            # the turn (`SecondModelCallError`) instead.
+            resumable = False
+    return resumable
 
 
 def _refuse_local_code_executors(root: BaseAgent) -> None:
