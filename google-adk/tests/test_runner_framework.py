@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from dex_agents import ModelRequestParameters, current_tool_execution
+from dex_agents import WRITE_TODOS, ModelRequestParameters, build_plan_note, current_tool_execution
 from dex_agents.runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     ToolCallsRequested,
@@ -22,7 +22,17 @@ from dex_agents.runner import (
     TurnContinued,
 )
 from dex_agents.testing import SessionSide
-from dex_agents.values import FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
+from dex_agents.values import (
+    AgentPlan,
+    AgentPlanTask,
+    FrameworkMessage,
+    InteractionMode,
+    MessageRole,
+    PlanStatus,
+    PlanTaskStatus,
+    ToolCallStatus,
+    ToolEffect,
+)
 from google.adk.agents import (
     LlmAgent,
     LoopAgent,  # pyright: ignore[reportDeprecated]
@@ -958,3 +968,40 @@ def test_parallel_and_loop_agents_are_refused_when_the_runner_is_built(kind: str
                 name="front", model=CannedLlm(), sub_agents=[agent_class(name="team", sub_agents=[leaf])]
             )
         )
+
+
+async def test_a_planning_turn_offers_only_write_todos_and_a_plan_is_shown_before_the_turns_message() -> None:
+    model = CannedLlm(responses=[respond("Here is my plan."), respond("Doing it.")])
+    root = LlmAgent(
+        name="front", model=model, tools=[book_slot], sub_agents=[LlmAgent(name="helper", model=model)]
+    )
+    runner = GoogleAdkRunner(root)
+    assert runner.supports_plan_mode is True
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Plan my week"))
+    planning = dataclasses.replace(
+        session.context(),
+        interaction_mode=InteractionMode.PLANNING,
+        enabled_built_in_tools=(WRITE_TODOS,),
+    )
+    await runner.run_model_step(planning)
+    assert model.offered_tools[0] == [WRITE_TODOS], "no own tool, no transfer: only write_todos"
+    assert model.texts_seen(1) == [build_plan_note(None, InteractionMode.PLANNING), "Plan my week"]
+
+    plan = AgentPlan(
+        revision=1,
+        status=PlanStatus.ACTIVE,
+        tasks=(AgentPlanTask("Book Monday", PlanTaskStatus.PENDING),),
+        updated_at="2026-12-02T15:00:00Z",
+    )
+    session.start_turn(runner.build_user_message("Go"))
+    executing = dataclasses.replace(
+        session.context(),
+        interaction_mode=InteractionMode.EXECUTING,
+        plan=plan,
+        enabled_built_in_tools=(WRITE_TODOS,),
+    )
+    await runner.run_model_step(executing)
+    assert {"book_slot", "transfer_to_agent", WRITE_TODOS} <= set(model.offered_tools[1])
+    note = build_plan_note(plan, InteractionMode.EXECUTING)
+    assert model.texts_seen(2)[-2:] == [note, "Go"], model.texts_seen(2)

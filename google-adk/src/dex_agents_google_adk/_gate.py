@@ -59,6 +59,7 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.set_model_response_tool import SetModelResponseTool
 from google.adk.tools.tool_context import ToolContext
 from google.adk.tools.transfer_to_agent_tool import TransferToAgentTool
+from google.genai import types
 
 from dex_agents_google_adk._call_metadata import ModelCallTiming
 from dex_agents_google_adk._messages import REQUEST_CONFIRMATION_FUNCTION_NAME
@@ -149,8 +150,14 @@ class DexToolGate(BasePlugin):
         *,
         is_streaming: bool = False,
         resumes_next_model_call: bool = False,
+        only_tools: frozenset[str] | None = None,
+        plan_note: str | None = None,
+        turn_text: str | None = None,
     ) -> None:
         super().__init__(name="dex_tool_gate")
+        self._only_tools = only_tools
+        self._plan_note = plan_note
+        self._turn_text = turn_text
         self._resumes_next_model_call = resumes_next_model_call
         self._is_streaming = is_streaming
         self._requested_at: float | None = None
@@ -201,6 +208,10 @@ class DexToolGate(BasePlugin):
             )
         if self._instructions:
             llm_request.append_instructions([self._instructions])
+        if self._only_tools is not None:
+            _offer_only(llm_request, self._only_tools)
+        if self._plan_note is not None:
+            _insert_plan_note(llm_request, self._plan_note, self._turn_text)
         self.request = llm_request
         self._requested_at = time.monotonic()
         self._offered_tools = dict(llm_request.tools_dict)
@@ -350,3 +361,34 @@ class DexToolGate(BasePlugin):
         """
         del tool, tool_args, tool_context
         return result
+
+
+def _offer_only(llm_request: LlmRequest, names: frozenset[str]) -> None:
+    """Leave only the function tools named ``names`` in the request (a planning turn's ``write_todos``).
+
+    A provider's built-in tools go too: a planning turn offers nothing that acts.
+    """
+    llm_request.tools_dict = {name: tool for name, tool in llm_request.tools_dict.items() if name in names}
+    kept: list[types.Tool] = []
+    for tool in llm_request.config.tools or ():
+        declarations = [
+            declaration
+            for declaration in (getattr(tool, "function_declarations", None) or ())
+            if declaration.name in names
+        ]
+        if declarations:
+            kept.append(types.Tool(function_declarations=declarations))
+    llm_request.config.tools = cast(Any, kept) or None
+
+
+def _insert_plan_note(llm_request: LlmRequest, note: str, turn_text: str | None) -> None:
+    """Show the model the plan note as user text just before the turn's user message."""
+    contents = llm_request.contents
+    position = len(contents)
+    for index in range(len(contents) - 1, -1, -1):
+        content = contents[index]
+        text = "".join(part.text or "" for part in content.parts or ())
+        if content.role == "user" and turn_text is not None and text == turn_text:
+            position = index
+            break
+    contents.insert(position, types.Content(role="user", parts=[types.Part(text=note)]))

@@ -46,6 +46,9 @@ from typing import TYPE_CHECKING, Any, cast
 from dex_agents import (
     BUILT_IN_TOOL_DEFINITIONS,
     BUILT_IN_TOOL_NAMES,
+    WRITE_TODOS,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     ContextWindowExceeded,
     DeferredToolOutcome,
     ModelCallMetadata,
@@ -54,6 +57,8 @@ from dex_agents import (
     ToolTaskPoll,
     ToolTaskPollOutcome,
     ToolTaskRouter,
+    build_plan_note,
+    context_summary_text,
     is_context_window_refusal,
     provider_refusal,
 )
@@ -68,7 +73,7 @@ from dex_agents.runner import (
     TurnCompleted,
     TurnContinued,
 )
-from dex_agents.values import AgentMessage, AgentUsage, FrameworkMessage, MessageRole
+from dex_agents.values import AgentMessage, AgentUsage, FrameworkMessage, InteractionMode, MessageRole
 
 # ADK 2 deprecates its workflow agents in favour of its Workflow; applications still compose with them.
 from google.adk.agents import (
@@ -104,6 +109,13 @@ from dex_agents_google_adk._call_metadata import (
     model_call_metadata,
     model_call_usage,
     terminal_model_error,
+)
+from dex_agents_google_adk._compaction import (
+    estimate_event_tokens,
+    estimate_text_tokens,
+    select_cutoff,
+    summarize,
+    summary_model,
 )
 from dex_agents_google_adk._effects import annotation_policy
 from dex_agents_google_adk._gate import DexToolGate, NextModelCallBoundary
@@ -234,6 +246,16 @@ class GoogleAdkRunner:
             self.cancel_tool_task = tasks.cancel_tool_task
 
     @property
+    def supports_plan_mode(self) -> bool:
+        """`True`: a planning turn offers every agent's model only ``write_todos``, and a plan is shown.
+
+        The gate leaves only ``write_todos`` in each model request of a `planning` turn (enable it in
+        the session's built-in tools), and puts `dex_agents.build_plan_note` before the turn's user
+        message as user text whenever the session has a plan or the turn plans.
+        """
+        return True
+
+    @property
     def app(self) -> App:
         """The application this runner drives."""
         return self._app
@@ -307,6 +329,12 @@ class GoogleAdkRunner:
             # As ADK decides whether it calls the model with stream=True.
             is_streaming=self._run_config.streaming_mode == StreamingMode.SSE,
             resumes_next_model_call=self._resumes_next_model_call,
+            # A planning turn offers only write_todos; any turn with a plan shows it before its message.
+            only_tools=frozenset({WRITE_TODOS})
+            if turn.interaction_mode is InteractionMode.PLANNING
+            else None,
+            plan_note=build_plan_note(turn.plan, turn.interaction_mode),
+            turn_text=turn_message.text,
         )
         app = resumable_app(self._app.model_copy(update={"root_agent": root}), [gate])
         service = InMemorySessionService()
@@ -314,6 +342,9 @@ class GoogleAdkRunner:
         session = await service.create_session(
             app_name=app.name, user_id=self._user_id, session_id=turn.flow_id
         )
+        if turn.context_summary is not None:
+            # The session compacted: ADK reads the summary as the conversation's first user message.
+            await service.append_event(session, build_user_event(context_summary_text(turn.context_summary)))
         for event in events_from_stored_messages(earlier):
             await service.append_event(session, event)
         turn_start = len(session.events)
@@ -526,6 +557,71 @@ class GoogleAdkRunner:
         if description is None and self._mcp is not None:
             description = self._mcp.describe_tool(tool_name)
         return description
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Return the estimated tokens of the next model call's input (`ContextCompactionRunner`).
+
+        It counts the summary, the stored messages after it, the turn's events in the run state and the
+        root agent's instruction, a token per four characters; tool definitions are not counted. No
+        model call is made.
+        """
+        texts: list[str] = []
+        if turn.context_summary is not None:
+            texts.append(context_summary_text(turn.context_summary))
+        root = cast(BaseAgent, self._app.root_agent)
+        if isinstance(root, LlmAgent) and isinstance(root.instruction, str):
+            texts.append(root.instruction)
+        return (
+            estimate_text_tokens(texts)
+            + estimate_event_tokens(events_from_stored_messages(turn.messages))
+            + self._unstored_tokens(turn)
+        )
+
+    def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+        """Return the last stored message to summarize, or `None` (`ContextCompactionRunner`).
+
+        The cut follows a whole ADK event with every tool call up to it answered, before the turn's own
+        user message, and keeps about ``retained_token_budget`` tokens of the newest messages.
+        """
+        turn_message = _turn_user_message(turn)
+        if turn_message is None:
+            return None
+        return select_cutoff(
+            turn.messages,
+            turn_message,
+            unstored_tokens=self._unstored_tokens(turn),
+            budget=retained_token_budget,
+        )
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Make the one summary call with the root agent's own model (`ContextCompactionRunner`).
+
+        The model gets the core's summary instructions and one user prompt: the previous summary, then the
+        messages as a transcript that names the agent of each line. Its text becomes the session's summary,
+        which every later model Step shows ADK as the first user event of its session.
+
+        Raises:
+            RuntimeError: The call failed or returned no text; the `CompactContext` Step retries it.
+        """
+        model = summary_model(cast(BaseAgent, self._app.root_agent))
+        response, llm_request = await summarize(
+            model, request.messages, request.previous_summary, request.input_token_budget
+        )
+        return ContextSummaryResult(
+            text=text_of(response.content),
+            usage=model_call_usage(response),
+            model_call_metadata=model_call_metadata(llm_request, response, model),
+        )
+
+    def _unstored_tokens(self, turn: AgentTurnContext) -> int:
+        """The tokens of the turn's events in the run state, after its stored user message."""
+        if turn.framework_run_state is None:
+            return 0
+        try:
+            state = GoogleAdkRunState.from_json(turn.framework_run_state)
+        except ValueError:
+            return 0
+        return estimate_event_tokens(state.turn_events[1:])
 
     async def _declared_tools(self, turn: AgentTurnContext) -> list[DeclaredTool]:
         """The tools a model Step adds to the application's own: the MCP source's, then the built-ins."""
