@@ -1005,3 +1005,49 @@ async def test_a_planning_turn_offers_only_write_todos_and_a_plan_is_shown_befor
     assert {"book_slot", "transfer_to_agent", WRITE_TODOS} <= set(model.offered_tools[1])
     note = build_plan_note(plan, InteractionMode.EXECUTING)
     assert model.texts_seen(2)[-2:] == [note, "Go"], model.texts_seen(2)
+
+
+def _nested(depth: int) -> object:
+    value: object = "x"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+async def test_deeply_nested_arguments_and_results_reach_the_model_as_tool_errors() -> None:
+    model = CannedLlm(
+        responses=[
+            respond(
+                call("deep_echo", {"payload": _nested(250)}, "args-1"), call("deep_echo", {}, "result-1")
+            ),
+            respond("Both failed."),
+        ]
+    )
+    runs: list[str] = []
+
+    def deep_echo(payload: object = None) -> object:
+        """Echo a payload, or return a very deep one."""
+        runs.append("ran")
+        return _nested(1000)
+
+    runner = GoogleAdkRunner(LlmAgent(name="echo", model=model, tools=[deep_echo]))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Echo"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, ToolCallsRequested)
+    session.defer(first)
+    errors: dict[str, str] = {}
+    for call_id in ("args-1", "result-1"):
+        with pytest.raises(ToolExecutionError) as error:
+            await session.execute(runner, call_id)
+        errors[call_id] = error.value.message
+        session.finish(call_id, ToolCallStatus.FAILED, error=error.value.message)
+    assert runs == ["ran"], "a call whose arguments nest too deeply never runs"
+    too_deep = "arrays and objects nest more than 200 levels deep"
+    assert errors == {
+        "args-1": f"the arguments of 'deep_echo' nest too deeply: {too_deep}",
+        "result-1": f"the result of 'deep_echo' nests too deeply: {too_deep}",
+    }
+    final = await runner.run_model_step(session.context())
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert model.responses_seen(2) == [{"error": f"The tool call failed: {errors[key]}"} for key in errors]

@@ -31,7 +31,9 @@ inside the model call itself (a README limit), and an agent's local `code_execut
   fails in its tool Step with a text the model reads.
 - No other plugin's or agent's tool callback runs in a model Step: they run once, around the real call,
   in its tool Step.
-- Every model response gets tool call IDs that are non-empty, free of `/`, and unique within the turn.
+- Every model response gets tool call IDs that are non-empty, free of `/`, and unique within the turn, and
+  a call whose arguments nest deeper than `MAX_JSON_NESTING_DEPTH` gets `{NESTING_ERROR_KEY: <why>}`
+  instead, which its tool Step records as the call's failure.
 - A second model request in one `run_model_step` never reaches the model, so a model call is never hidden
   inside another call's Step. In a tree of `LlmAgent`s and `SequentialAgent`s, which ADK resumes from
   their recorded agent states, the gate raises `NextModelCallBoundary` and the runner continues the turn
@@ -50,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from dex_agents.events import AgentEventWriter
+from dex_agents.limits import MAX_JSON_NESTING_DEPTH
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.events import Event
 from google.adk.models.llm_request import LlmRequest
@@ -68,11 +71,14 @@ __all__ = [
     "CONFIRMATION_HINT",
     "CONFIRMATION_RESPONSE_KEY",
     "DEFERRED_PLACEHOLDER",
+    "NESTING_ERROR_KEY",
+    "TOO_DEEP",
     "DexToolGate",
     "ModelToolCall",
     "NextModelCallBoundary",
     "SecondModelCallError",
     "UnrecordedConfirmationError",
+    "nests_deeper_than",
 ]
 
 CONFIRMATION_HINT = "Dex runs this tool call in its own Step and answers with the recorded result."
@@ -81,6 +87,29 @@ CONFIRMATION_RESPONSE_KEY = "dex_tool_response"
 """The key of the confirmation payload that holds the function response the model sees."""
 DEFERRED_PLACEHOLDER: Mapping[str, str] = {"status": "deferred: Dex runs this tool call in its own Step"}
 """The placeholder that answers a call until its recorded result arrives; the model never sees it."""
+
+
+NESTING_ERROR_KEY = "dex_nesting_error"
+"""The only argument of a call whose arguments nested too deeply; its tool Step fails with the text."""
+TOO_DEEP = f"arrays and objects nest more than {MAX_JSON_NESTING_DEPTH} levels deep"
+
+
+def nests_deeper_than(value: object, max_depth: int) -> bool:
+    """Whether ``value``'s dicts and lists nest deeper than ``max_depth``, checked without recursion."""
+    level: list[object] = [value] if isinstance(value, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > max_depth:
+            return True
+        deeper: list[object] = []
+        for item in level:
+            members = (
+                cast(dict[str, object], item).values() if isinstance(item, dict) else cast(list[object], item)
+            )
+            deeper.extend(member for member in members if isinstance(member, dict | list))  # pyright: ignore[reportUnknownArgumentType]
+        level = deeper
+    return False
 
 
 class SecondModelCallError(RuntimeError):
@@ -242,6 +271,10 @@ class DexToolGate(BasePlugin):
             if call is None:
                 continue
             self._calls_in_response += 1
+            if call.args and nests_deeper_than(call.args, MAX_JSON_NESTING_DEPTH):
+                # ADK copies events deeply and recursively (its session service, the request it builds):
+                # such arguments would fail every later Step. The call's tool Step records the error.
+                call.args = {NESTING_ERROR_KEY: f"the arguments of {call.name!r} nest too deeply: {TOO_DEEP}"}
             if not call.id or "/" in call.id or call.id in self._used_ids:
                 # The `adk-` prefix makes ADK strip the ID from model requests, as it does for IDs it mints.
                 call.id = f"adk-{uuid.uuid4()}"

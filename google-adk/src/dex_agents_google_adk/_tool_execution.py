@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from dex_agents import parse_tool_arguments
+from dex_agents.limits import MAX_JSON_NESTING_DEPTH
 from dex_agents.runner import ToolExecutionError
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.agents.readonly_context import ReadonlyContext
@@ -30,6 +31,7 @@ from google.adk.tools.transfer_to_agent_tool import TransferToAgentTool
 from google.genai import types
 
 from dex_agents_google_adk._app import AdkServices
+from dex_agents_google_adk._gate import NESTING_ERROR_KEY, TOO_DEEP, nests_deeper_than
 from dex_agents_google_adk._messages import TRANSFER_TO_AGENT, function_response_to_text
 from dex_agents_google_adk._structured_answer import SET_MODEL_RESPONSE, structured_answer_tool
 
@@ -110,6 +112,9 @@ async def run_tool_call(
         McpCallInterruptedError: When an MCP call got no result back.
     """
     args = parse_tool_arguments(arguments, tool_name=tool_name)
+    if set(args) == {NESTING_ERROR_KEY}:
+        # The model Step replaced arguments that nested too deeply; the tool does not run.
+        raise ToolExecutionError(str(args[NESTING_ERROR_KEY]))
     root = cast(BaseAgent, app.root_agent)
     agent = (root.find_agent(agent_name) if agent_name else None) or root
     if not isinstance(agent, LlmAgent):
@@ -145,9 +150,13 @@ async def run_tool_call(
     # The call reaches this Step only after the session approved it where its policy asks for that,
     # so the session's approval stands for ADK's own confirmation of the tool.
     approved = {tool_call_id: ToolConfirmation(confirmed=True)}
-    response_event = await handle_function_calls_async(
-        context, call_event, tools, tool_confirmation_dict=approved
-    )
+    try:
+        response_event = await handle_function_calls_async(
+            context, call_event, tools, tool_confirmation_dict=approved
+        )
+    except RecursionError:
+        # A result nested so deeply that ADK cannot copy or serialize it; every retry would meet it.
+        raise ToolExecutionError(f"the result of {tool_name!r} nests too deeply: {TOO_DEEP}") from None
     if response_event is None:
         raise ToolExecutionError(
             f"tool {tool_name!r} returned no result; a long-running tool must return its result in a "
@@ -158,5 +167,7 @@ async def run_tool_call(
             _raise_for_interrupted_mcp_call(tools[tool_name], response.response)
             if _is_mcp_error(tools[tool_name], response.response):
                 raise ToolExecutionError(_mcp_error_text(response.response or {}))
+            if response.response and nests_deeper_than(response.response, MAX_JSON_NESTING_DEPTH):
+                raise ToolExecutionError(f"the result of {tool_name!r} nests too deeply: {TOO_DEEP}")
             return function_response_to_text(response.response)
     raise ToolExecutionError(f"Google ADK returned no result for tool call {tool_call_id!r} of {tool_name!r}")
