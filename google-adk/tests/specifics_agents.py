@@ -7,7 +7,6 @@ import json
 import os
 import threading
 import uuid
-import warnings
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,12 +38,7 @@ from dex_agents.testing import (
     run_scripted_tool,
     with_model_call_scope,
 )
-from google.adk.agents import (
-    BaseAgent,
-    InvocationContext,
-    LlmAgent,
-    SequentialAgent,  # pyright: ignore[reportDeprecated]
-)
+from google.adk.agents import BaseAgent, InvocationContext, LlmAgent
 from google.adk.agents.run_config import (
     RunConfig,
     StreamingMode,  # pyright: ignore[reportPrivateImportUsage]
@@ -227,7 +221,6 @@ class SpecificsFlows:
     plain: AgentSessionFlow
     pipeline: AgentSessionFlow
     transfer: AgentSessionFlow
-    sequential: AgentSessionFlow
     structured: AgentSessionFlow
     inventory: AgentSessionFlow
     settings: AgentSessionFlow
@@ -240,7 +233,6 @@ class SpecificsFlows:
             self.plain,
             self.pipeline,
             self.transfer,
-            self.sequential,
             self.structured,
             self.inventory,
             self.settings,
@@ -251,7 +243,7 @@ class SpecificsFlows:
 
 def build_flows() -> SpecificsFlows:
     """An agent whose tools are read by default, one of which ADK confirms; a two-agent pipeline; a front
-    desk that transfers to its billing sub-agent; a `SequentialAgent` of a drafter and a purger; an
+    desk that transfers to its billing sub-agent; an
     agent with an `output_schema` whose unlisted tools (ADK's `set_model_response`) need approval; an
     agent with an MCP toolset on the test kit's inventory server, with no tool policies; an agent whose
     model and instructions come from the session settings; an agent whose tools ask the user and start a
@@ -285,28 +277,6 @@ def build_flows() -> SpecificsFlows:
             )
         ],
     )
-    # ADK 2 deprecates its workflow agents in favour of Workflow; applications still compose with them.
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message=".*is deprecated in favor of Workflow", category=DeprecationWarning
-        )
-        sequential = SequentialAgent(  # pyright: ignore[reportDeprecated]
-            name="draft_then_purge",
-            sub_agents=[
-                # The session's script answers a turn's text responses alike, so the drafter has its own.
-                LlmAgent(
-                    name="drafter",
-                    model=ScriptedLlm(responses=[ScriptedResponse(text="Plan: purge A-1.")]),
-                    instruction="Draft the plan.",
-                ),
-                LlmAgent(
-                    name="purger",
-                    model=ScriptedLlm(),
-                    instruction="Carry out the plan.",
-                    tools=[FunctionTool(purge_order, require_confirmation=True)],
-                ),
-            ],
-        )
     structured = LlmAgent(
         name="order_status",
         model=ScriptedLlm(),
@@ -359,11 +329,6 @@ def build_flows() -> SpecificsFlows:
         ),
         transfer=AgentSessionFlow(
             with_model_call_scope(GoogleAdkRunner(front_desk)), flow_type="GoogleAdkTransfer", options=options
-        ),
-        sequential=AgentSessionFlow(
-            with_model_call_scope(GoogleAdkRunner(sequential)),
-            flow_type="GoogleAdkSequential",
-            options=options,
         ),
         structured=AgentSessionFlow(
             with_model_call_scope(GoogleAdkRunner(structured)),

@@ -64,7 +64,6 @@ class Session:
     plain: AgentSessionClient
     pipeline: AgentSessionClient
     transfer: AgentSessionClient
-    sequential: AgentSessionClient
     structured: AgentSessionClient
     inventory: AgentSessionClient
     settings: AgentSessionClient
@@ -237,39 +236,6 @@ async def test_a_transfer_hands_the_turn_to_the_sub_agent_which_keeps_it_across_
     ]
     assert transfers == [{"source_agent": "front_desk", "target_agent": "billing"}]
     assert stored_calls_without_result(done.messages) == []
-
-
-async def test_a_sequential_agents_sub_agents_call_their_models_in_steps_of_their_own_across_a_worker_kill(
-    session: Session,
-) -> None:
-    session_id = session.stack.new_session_id("sequential")
-    purge = ScriptedToolCall("purge_order", {"order_id": "A-1"}, "purge-1")
-    session.stack.scripts.set_turns(
-        session_id,
-        [[ScriptedResponse(tool_calls=(purge,)), ScriptedResponse(text="A-1 is purged.")]],
-    )
-    await session.sequential.start_session(session_id, "Purge A-1")
-    interrupt = await wait_for_agent_snapshot(
-        session.sequential,
-        session_id,
-        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
-        description="the purger's approval",
-    )
-    session.stack.kill_workers()
-    await session.stack.start_worker()
-    assert await session.sequential.resolve_interrupt(session_id, interrupt.interrupt_id, approved=True)
-    done = await wait_for_turn_end(session.sequential, session_id, 1)
-
-    assert done.state is not None and done.state.last_turn_error is None, done.state
-    calls = session.stack.invocations.model_calls(session_id)
-    # The drafter answers from its own list; the purger's calls are the script's, each made once.
-    assert [(call.offered_tools, call.attempt) for call in calls] == [(("purge_order",), 1)] * 2
-    assert [m.text for m in done.messages if m.role is MessageRole.ASSISTANT and m.text] == [
-        "Plan: purge A-1.",
-        "A-1 is purged.",
-    ]
-    history = executed_step_types(await session.stack.read_step_history(session_id))
-    assert history.count("RunModel") == 3, "the drafter's call, then the purger's two, in Steps of their own"
 
 
 async def test_a_second_model_call_in_one_step_fails_the_turn_without_a_retry(session: Session) -> None:
