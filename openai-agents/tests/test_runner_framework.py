@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from agents import (
@@ -17,7 +17,6 @@ from agents import (
     ComputerTool,
     CustomTool,
     GuardrailFunctionOutput,
-    HostedMCPTool,
     LocalShellTool,
     RunConfig,
     RunContextWrapper,
@@ -39,14 +38,15 @@ from agents.tracing import Span, Trace, TracingProcessor, get_trace_provider, se
 from agents.tracing.provider import DefaultTraceProvider
 from dex_agents import current_tool_execution
 from dex_agents.runner import (
+    TURN_CANCELLED_REJECTION_MESSAGE,
     ToolCallsRequested,
     ToolExecutionError,
     ToolPolicy,
     TurnCompleted,
+    describe_tool_call_outcome,
 )
-from dex_agents.testing import SessionSide
-from dex_agents.values import AgentUsage, MessageRole, ToolCallStatus, ToolEffect
-from openai.types.responses.response_output_item import McpApprovalRequest
+from dex_agents.testing import ProjectedCall, SessionSide, check_message_projection
+from dex_agents.values import AgentUsage, CancellationReason, MessageRole, ToolCallStatus, ToolEffect
 
 from dex_agents_openai_agents import (
     HANDOFF_EVENT_TYPE,
@@ -62,6 +62,7 @@ from dex_agents_openai_agents.testing import (
     scripted_stream_events,
     text_item,
 )
+from tests.specifics_agents import hosted_git_answer, hosted_git_tool
 
 
 def build_agent(model: ScriptedResponsesModel, runs: list[str], name: str = "assistant") -> Agent[Any]:
@@ -658,22 +659,85 @@ async def test_a_cancelled_model_step_has_closed_its_model_stream_when_the_cance
     assert session.text_deltas() == ["Thinking"]
 
 
-async def test_a_hosted_mcp_approval_request_ends_the_turn_instead_of_being_approved_blindly() -> None:
-    request = McpApprovalRequest(
-        id="mcpr-1", type="mcp_approval_request", name="delete_repo", arguments="{}", server_label="git"
+@pytest.mark.parametrize("decision", ["approved", "rejected", "outcome_unknown"])
+async def test_a_hosted_mcp_approval_request_is_a_deferred_approval_answered_the_sdks_way(
+    decision: str,
+) -> None:
+    model = ScriptedResponsesModel(hosted_git_answer)
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model, tools=[hosted_git_tool()]))
+    # A default that needs no approval: the provider's request still waits for one.
+    session = SessionSide(default_tool_effect=ToolEffect.READ)
+    session.start_turn(runner.build_user_message("Delete branch old"))
+
+    requested = await runner.run_model_step(session.context())
+
+    assert isinstance(requested, ToolCallsRequested), requested
+    [call] = requested.tool_calls
+    assert (call.tool_call_id, call.tool_name, call.arguments) == (
+        "mcpr-1",
+        "delete_branch",
+        '{"branch":"old"}',
     )
-    model = ScriptedResponsesModel.from_answers([[request]])
-    hosted = HostedMCPTool(
-        tool_config={"type": "mcp", "server_label": "git", "server_url": "https://git.invalid/mcp"}
+    assert call.policy == ToolPolicy(ToolEffect.READ, requires_approval=True)
+    session.defer(requested)
+    if decision == "approved":
+        session.finish("mcpr-1", ToolCallStatus.SUCCEEDED, output=await session.execute(runner, "mcpr-1"))
+    elif decision == "rejected":
+        session.finish("mcpr-1", ToolCallStatus.REJECTED, rejection_message="Keep that branch.")
+    else:
+        session.finish("mcpr-1", ToolCallStatus.OUTCOME_UNKNOWN)
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None, final
+    # The SDK answered the request with its own response item in the next model call's input.
+    response = cast(Mapping[str, Any], model.calls[1].input_items[-1])
+    record = session.records["mcpr-1"]
+    assert response["type"] == "mcp_approval_response" and response["approval_request_id"] == "mcpr-1"
+    assert response["approve"] is (decision == "approved")
+    messages = final.new_messages
+    tool = next(m for m in messages if m.role is MessageRole.TOOL)
+    assert (tool.tool_call_id, tool.tool_name) == ("mcpr-1", "delete_branch")
+    assert tool.tool_output == describe_tool_call_outcome(record)
+    if decision == "approved":
+        assert messages[-1].text == "Deleted branch old."
+        assert json.loads(messages[-2].framework_item)["output"] == "branch old deleted"
+    else:
+        assert response["reason"] == describe_tool_call_outcome(record)
+        assert messages[-1].text == f"Not deleted: {describe_tool_call_outcome(record)}"
+    check_message_projection(
+        messages[:-1] if decision != "approved" else messages[:-2],
+        response_text="Asking first.",
+        calls=[ProjectedCall("mcpr-1", "delete_branch", {"branch": "old"})],
+        outputs={"mcpr-1": describe_tool_call_outcome(record)},
     )
-    runner = OpenAIAgentsRunner(Agent(name="a", model=model, tools=[hosted]))
+    # The next turn hands the SDK the stored items as they are.
+    session.store(final.new_messages)
+    session.start_turn(runner.build_user_message("Thanks"))
+    again = await runner.run_model_step(session.context())
+    assert isinstance(again, ToolCallsRequested) and again.tool_calls[0].tool_call_id != "mcpr-1"
+
+
+async def test_a_turn_that_ends_during_a_hosted_mcp_approval_keeps_a_rejection_for_the_request() -> None:
+    model = ScriptedResponsesModel(hosted_git_answer)
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model, tools=[hosted_git_tool()]))
     session = SessionSide()
-    session.start_turn(runner.build_user_message("Delete the repo"))
+    session.start_turn(runner.build_user_message("Delete branch old"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    session.abandon("mcpr-1", CancellationReason.TURN_CANCELLED)
 
-    outcome = await runner.run_model_step(session.context())
+    kept = await session.end_turn_early(runner)
 
-    assert isinstance(outcome, TurnCompleted)
-    assert outcome.turn_error and "mcp_approval_request" in outcome.turn_error
+    record_text = TURN_CANCELLED_REJECTION_MESSAGE
+    assert json.loads(kept[-1].framework_item) == {
+        "type": "mcp_approval_response",
+        "approval_request_id": "mcpr-1",
+        "approve": False,
+        "reason": record_text,
+    }
+    assert kept[-1].tool_output == record_text
 
 
 async def test_reasoning_summaries_stream_as_reasoning_deltas_and_text_as_text_deltas() -> None:

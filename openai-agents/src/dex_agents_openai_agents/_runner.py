@@ -86,6 +86,12 @@ from dex_agents_openai_agents._gate import (
     recorded_results_scope,
     turn_tools_scope,
 )
+from dex_agents_openai_agents._hosted_mcp import (
+    HOSTED_MCP_APPROVED_RESULT,
+    hosted_mcp_policy,
+    hosted_mcp_source_reference,
+    is_hosted_mcp_reference,
+)
 from dex_agents_openai_agents._messages import (
     build_user_framework_message,
     input_items_from_stored_messages,
@@ -182,6 +188,23 @@ def _is_unfinished_answer(error: ModelBehaviorError) -> bool:
     """
     text = str(error)
     return "did not produce a final response" in text or "ended before receiving a finish_reason" in text
+
+
+def _hosted_mcp_call(turn: AgentTurnContext, agent_name: str, raw_item: object) -> DeferredToolCall:
+    """The deferred call for a hosted MCP approval request, which the session approves or rejects."""
+    request = (
+        cast(Mapping[str, Any], raw_item)
+        if isinstance(raw_item, Mapping)
+        else cast(Mapping[str, Any], cast(Any, raw_item).model_dump())
+    )
+    tool_name = str(request.get("name", ""))
+    return DeferredToolCall(
+        tool_call_id=str(request.get("id", "")),
+        tool_name=tool_name,
+        arguments=str(request.get("arguments") or "{}"),
+        policy=hosted_mcp_policy(turn, tool_name),
+        tool_source_reference=hosted_mcp_source_reference(agent_name, str(request.get("server_label", ""))),
+    )
 
 
 def _no_context(context: object) -> Mapping[str, Any]:
@@ -364,7 +387,9 @@ class OpenAIAgentsRunner(Generic[TContext]):
             hooks.write_handoff_events(turn.events)
             if result.interruptions:
                 unsupported = [
-                    item for item in result.interruptions if _raw_type(item.raw_item) != "function_call"
+                    item
+                    for item in result.interruptions
+                    if _raw_type(item.raw_item) not in ("function_call", "mcp_approval_request")
                 ]
                 if unsupported:
                     # Approving such a request would let the provider run a tool with no Step and no record.
@@ -372,8 +397,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
                     return self._failed(
                         turn,
                         hooks,
-                        f"the model asked for approvals the runner cannot defer ({', '.join(kinds)}); "
-                        "set require_approval='never' on hosted MCP tools",
+                        f"the model asked for approvals the runner cannot defer ({', '.join(kinds)})",
                     )
                 # Inside the listing scope: the effects of MCP tools come from what this Step listed.
                 return await self._tool_calls_requested(turn, result, hooks, start, offered)
@@ -404,6 +428,9 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 agent does not have.
         """
         record = call.tool_call
+        if is_hosted_mcp_reference(record.tool_source_reference):
+            # The approval is the whole Step: the provider runs the tool in the next model call.
+            return ToolExecutionResult(HOSTED_MCP_APPROVED_RESULT)
         source = self._turn_tools.mcp_source
         if source is not None and source.owns_tool_call(record):
             return await source.call_tool(call)
@@ -533,6 +560,13 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 state.reject(
                     item, rejection_message=record.rejection_message or DEFAULT_REJECTION_TOOL_RESULT
                 )
+            elif _raw_type(item.raw_item) == "mcp_approval_request":
+                # The provider runs an approved request in the next model call; a request whose
+                # decision failed or is unknown was never approved, and the model hears why.
+                if record.status is ToolCallStatus.SUCCEEDED:
+                    state.approve(item)
+                else:
+                    state.reject(item, rejection_message=describe_tool_call_outcome(record))
             else:
                 state.approve(item)
                 recorded[call_id] = describe_tool_call_outcome(record)
@@ -589,7 +623,9 @@ class OpenAIAgentsRunner(Generic[TContext]):
         offered: OfferedTurnTools,
     ) -> ToolCallsRequested:
         deferred = [
-            await self._defer(
+            _hosted_mcp_call(turn, item.agent.name, item.raw_item)
+            if _raw_type(item.raw_item) == "mcp_approval_request"
+            else await self._defer(
                 turn,
                 offered,
                 item.agent.name,
@@ -650,7 +686,10 @@ class OpenAIAgentsRunner(Generic[TContext]):
         calls: list[DeferredToolCall] = []
         for raw in output_items:
             item = cast(Mapping[str, Any], raw)
-            if item.get("type") != "function_call":
+            if item.get("type") not in ("function_call", "mcp_approval_request"):
+                continue
+            if item.get("type") == "mcp_approval_request":
+                calls.append(_hosted_mcp_call(turn, agent.name, item))
                 continue
             name = str(item.get("name", ""))
             if name in handoff_names:
