@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -161,7 +162,7 @@ async def no_passwords(
 
 def build_flows() -> tuple[AgentSessionFlow, ...]:
     """A plain agent with the matrix tools, a triage agent that hands off, a guarded agent, an MCP agent,
-    and an agent with a hosted MCP server that asks for approval."""
+    an agent with a hosted MCP server that asks for approval, and the plain agent with plan mode."""
     tools: list[Tool] = [function_tool(tool) for tool in MATRIX_TOOLS]
     plain = Agent[None](name="orders", model=ScriptedResponsesModel.from_script_store(), tools=tools)
     billing = Agent[None](name="billing", model=ScriptedResponsesModel(_billing_answer), tools=tools)
@@ -214,5 +215,12 @@ def build_flows() -> tuple[AgentSessionFlow, ...]:
                 )
             ),
             flow_type="OpenAIAgentsHostedMcp",
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(OpenAIAgentsRunner(plain)),
+            flow_type="OpenAIAgentsPlanning",
+            options=dataclasses.replace(
+                matrix_session_options(), plan_mode_enabled=True, built_in_tools=("write_todos",)
+            ),
         ),
     )

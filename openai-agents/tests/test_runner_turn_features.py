@@ -24,6 +24,7 @@ from agents import (
     RunConfig,
     Tool,
     TResponseInputItem,
+    WebSearchTool,
     function_tool,
     handoff,
 )
@@ -44,9 +45,18 @@ from dex_agents import (
     ToolTaskPoll,
     ToolTaskPollOutcome,
     TurnCompleted,
+    build_plan_note,
 )
 from dex_agents.testing import SessionSide
-from dex_agents.values import ToolCallStatus, ToolEffect
+from dex_agents.values import (
+    AgentPlan,
+    AgentPlanTask,
+    InteractionMode,
+    PlanStatus,
+    PlanTaskStatus,
+    ToolCallStatus,
+    ToolEffect,
+)
 from openai import AsyncAzureOpenAI, AsyncOpenAI
 
 from dex_agents_openai_agents import UNKNOWN_TOOL_POLICY, OpenAIAgentsRunner
@@ -376,16 +386,78 @@ def test_the_runner_polls_tasks_only_when_something_can_poll_them() -> None:
     assert callable(with_tasks.poll_tool_task)
 
 
-def test_compaction_and_plan_mode_are_refused_when_the_flow_is_built() -> None:
-    # The README's limits: this runner neither compacts nor limits a planning turn to write_todos.
+def test_compaction_is_refused_when_the_flow_is_built_and_plan_mode_accepted() -> None:
     runner = OpenAIAgentsRunner(_agent(None))
     with pytest.raises(TypeError, match="does not implement ContextCompactionRunner"):
         AgentSessionFlow(
             runner, flow_type="Compacting", options=AgentSessionOptions(compaction=CompactionPolicy(100_000))
         )
     planning = AgentSessionOptions(plan_mode_enabled=True, built_in_tools=("write_todos",))
-    with pytest.raises(ValueError, match="does not set supports_plan_mode"):
-        AgentSessionFlow(runner, flow_type="Planning", options=planning)
+    AgentSessionFlow(runner, flow_type="Planning", options=planning)
     AgentSessionFlow(
         runner, flow_type="Plain", options=AgentSessionOptions(built_in_tools=BUILT_IN_TOOL_NAMES)
     )
+
+
+async def test_a_planning_turn_offers_only_write_todos_and_the_plan_note_precedes_the_next_turn() -> None:
+    todos = {"todos": [{"content": "Look up A-1", "status": "pending"}]}
+    model = ScriptedResponsesModel.from_answers(
+        [[call_item("write_todos", todos, "plan-1")], "Planned.", "A-1 shipped."]
+    )
+    billing = Agent[None](name="billing", model=model)
+    agent = Agent[None](
+        name="orders",
+        model=model,
+        tools=[lookup_order, WebSearchTool()],
+        handoffs=[billing],
+    )
+    runner = OpenAIAgentsRunner(agent)
+    built_ins = ("ask_user", "write_todos")
+    session, context = _start(
+        runner, "Plan A-1", interaction_mode=InteractionMode.PLANNING, enabled_built_in_tools=built_ins
+    )
+
+    requested = await runner.run_model_step(context)
+
+    assert isinstance(requested, ToolCallsRequested)
+    # Nothing but write_todos: no tool of the agent, no hosted tool, no handoff, no other built-in.
+    assert model.calls[0].offered_tools == ["write_todos"]
+    assert model.calls[0].input_items[0] == {
+        "role": "user",
+        "content": build_plan_note(None, InteractionMode.PLANNING),
+    }
+    session.defer(requested)
+    session.finish("plan-1", ToolCallStatus.SUCCEEDED, output="plan revision 1 written")
+    plan = AgentPlan(
+        revision=1,
+        status=PlanStatus.DRAFT,
+        tasks=(AgentPlanTask("Look up A-1", PlanTaskStatus.PENDING),),
+        updated_at="2026-12-02T00:00:00Z",
+    )
+    planning = {"interaction_mode": InteractionMode.PLANNING, "enabled_built_in_tools": built_ins}
+    final = await runner.run_model_step(dataclasses.replace(session.context(), plan=plan, **planning))
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    # The plan the call wrote shows at the next model call; the note is never stored.
+    assert model.calls[1].input_items[0] == {
+        "role": "user",
+        "content": build_plan_note(plan, InteractionMode.PLANNING),
+    }
+    assert all("[Dex]" not in (m.text or "") for m in final.new_messages)
+    session.store(final.new_messages)
+
+    session.start_turn(runner.build_user_message("Go ahead"))
+    chat = dataclasses.replace(session.context(), plan=plan, enabled_built_in_tools=built_ins)
+    done = await runner.run_model_step(chat)
+
+    assert isinstance(done, TurnCompleted) and done.turn_error is None
+    assert model.calls[2].offered_tools == [
+        "lookup_order",
+        "web_search",
+        "ask_user",
+        "write_todos",
+        "transfer_to_billing",
+    ]
+    note = {"role": "user", "content": build_plan_note(plan, InteractionMode.CHAT)}
+    # Right before the turn's own message, after the earlier turn.
+    assert model.calls[2].input_items[-2:] == [note, {"role": "user", "content": "Go ahead"}]
+    assert [item for item in model.calls[2].input_items if item == note] == [note]

@@ -42,6 +42,7 @@ class Session:
     guarded: AgentSessionClient
     mcp: AgentSessionClient
     hosted: AgentSessionClient
+    planning: AgentSessionClient
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -239,3 +240,46 @@ async def test_a_hosted_mcp_approval_waits_through_a_worker_kill_and_the_provide
         HOSTED_MCP_APPROVED_RESULT,
         "Keep that branch.",
     ]
+
+
+async def test_a_planning_turn_offers_only_write_todos_and_a_worker_kill_repeats_only_its_model_call(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("plan")
+    todos = {"todos": [{"content": "Look up A-1", "status": "pending"}]}
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(
+                    tool_calls=(ScriptedToolCall("write_todos", todos, "todos-1"),), gate="plan"
+                ),
+                ScriptedResponse(text="Review the plan, please."),
+            ],
+            [ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="A-1 shipped.")],
+        ],
+    )
+    client = session.planning
+    await client.start_session(session_id)
+    assert await client.send_user_message(session_id, "Plan a look at A-1", plan_mode=True)
+    await session.stack.gate(session_id, "plan").wait_until_reached()
+    session.stack.kill_workers()
+    await session.stack.start_worker()
+    planned = await wait_for_turn_end(client, session_id, 1)
+
+    assert planned.plan is not None and planned.plan.revision == 1
+    calls = session.stack.invocations.model_calls(session_id, "turn-1")
+    # The killed planning call, its retry, and the call after write_todos: nothing else ran.
+    assert [call.attempt for call in calls] == [1, 2, 1]
+    assert all(list(call.offered_tools) == ["write_todos"] for call in calls)
+    assert "[Dex] There is no plan yet." in calls[1].model_input_text
+    assert "[Dex] The current plan, revision 1, is draft:" in calls[2].model_input_text
+    assert all("[Dex] The current plan" not in (m.text or "") for m in planned.messages)
+
+    assert await client.execute_plan(session_id, 1)
+    executed = await wait_for_turn_end(client, session_id, 2)
+    assert executed.messages[-1].text == "A-1 shipped."
+    [first, _] = session.stack.invocations.model_calls(session_id, "turn-2")
+    assert "lookup_order" in first.offered_tools
+    assert "[Dex] The current plan, revision 1, is active:" in first.model_input_text

@@ -59,6 +59,8 @@ from dex_agents import (
     ToolTaskPollOutcome,
     ToolTaskRouter,
     UnfinishedModelResponse,
+    build_plan_note,
+    context_summary_text,
     is_context_window_refusal,
     provider_refusal,
 )
@@ -75,7 +77,7 @@ from dex_agents.runner import (
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.values import FrameworkMessage, ToolCallStatus
+from dex_agents.values import FrameworkMessage, InteractionMode, ToolCallStatus
 
 from dex_agents_openai_agents._effects import CallPolicies
 from dex_agents_openai_agents._gate import (
@@ -83,6 +85,7 @@ from dex_agents_openai_agents._gate import (
     listed_mcp_tools,
     mcp_listing_scope,
     offered_tools_scope,
+    planning_scope,
     recorded_results_scope,
     turn_tools_scope,
 )
@@ -207,6 +210,48 @@ def _hosted_mcp_call(turn: AgentTurnContext, agent_name: str, raw_item: object) 
     )
 
 
+def _with_turn_notes(
+    turn: AgentTurnContext, run_input: list[TResponseInputItem], turn_input: TurnInput
+) -> list[TResponseInputItem]:
+    """Return the run's input with the session's notes the model sees but the session does not store.
+
+    The context summary, once the session has compacted, starts the input; the plan note
+    (`build_plan_note`) comes right before the turn's own messages. Both are user items, rebuilt from the
+    turn's committed state on every Step, so a plan that ``write_todos`` changed shows at the next call.
+    An input a handoff input filter rewrote already holds the notes it was given.
+    """
+    if turn_input.input_items:
+        return run_input
+    first_of_turn = next(
+        (index for index, message in enumerate(turn.messages) if message.turn_id == turn.turn_id),
+        len(turn.messages),
+    )
+    items = list(run_input)
+    note = build_plan_note(turn.plan, turn.interaction_mode)
+    if note is not None:
+        items.insert(first_of_turn, cast(TResponseInputItem, {"role": "user", "content": note}))
+    if turn.context_summary is not None:
+        summary = {"role": "user", "content": context_summary_text(turn.context_summary)}
+        items.insert(0, cast(TResponseInputItem, summary))
+    return items
+
+
+def _after_compaction(
+    turn: AgentTurnContext, turn_input: TurnInput, history: Sequence[TResponseInputItem]
+) -> TurnInput:
+    """Return the turn's input counted against the stored messages as they are now.
+
+    The stored conversation does not change while a turn runs, except when the session compacts between
+    two of its model calls: then the oldest messages are in the summary and no longer among the turn's
+    messages, and the input starts with what is left of them (never the turn's own, which the cut keeps).
+    """
+    if turn.context_summary is None or turn_input.input_items:
+        return turn_input
+    if len(history) < turn_input.history_message_count:
+        return dataclasses.replace(turn_input, history_message_count=len(history))
+    return turn_input
+
+
 def _no_context(context: object) -> Mapping[str, Any]:
     # The runner supplies the context object on every Step, so the run state never needs to carry it.
     del context
@@ -301,6 +346,17 @@ class OpenAIAgentsRunner(Generic[TContext]):
         self._turn_configs = TurnRunConfig(self._run_config, model_for_settings, instructions_for_settings)
 
     @property
+    def supports_plan_mode(self) -> bool:
+        """`True`: a planning turn offers the model only ``write_todos``, and the plan note precedes the turn.
+
+        In a planning turn every agent of the graph is offered ``write_todos`` alone: none of its own or
+        its MCP servers' tools, no hosted tool and no handoff. Whenever the session has a plan (and in every
+        planning turn), the model input holds `build_plan_note` as a user item right before the turn's
+        own messages; it is not stored.
+        """
+        return True
+
+    @property
     def agent(self) -> Agent[TContext]:
         """The starting agent this runner drives."""
         return self._agent
@@ -338,6 +394,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
         offered = await self._turn_tools.offered(turn)
 
         with (
+            planning_scope(turn.interaction_mode is InteractionMode.PLANNING),
             recorded_results_scope(recorded),
             mcp_listing_scope(),
             turn_tools_scope(offered.tools),
@@ -522,20 +579,23 @@ class OpenAIAgentsRunner(Generic[TContext]):
         """Return how this Step's SDK run starts: afresh, from the `RunState`, or from the kept items."""
         if turn.framework_run_state is None:
             agent = self._last_agent(history) if self._resume_last_agent else self._graph.root
-            return _RunStart(agent, history, TurnInput(len(history)), history)
+            turn_input = TurnInput(len(history))
+            given = _with_turn_notes(turn, history, turn_input)
+            return _RunStart(agent, given, turn_input, given)
         saved = OpenAIAgentsRunState.from_json(turn.framework_run_state)
         if saved.kind == "run_state":
-            given = saved.turn_input.run_input(history)
+            turn_input = _after_compaction(turn, saved.turn_input, history)
+            given = _with_turn_notes(turn, turn_input.run_input(history), turn_input)
             state = await self._restore_run_state(saved, given, turn, recorded)
             # The `RunState` names the agent the run goes on with.
-            return _RunStart(self._graph.root, state, saved.turn_input, given)
+            return _RunStart(self._graph.root, state, turn_input, given)
         agent = self._graph.gated_agent(saved.agent_name or "")
         if agent is None:
             raise ValueError(f"the agent graph has no agent named {saved.agent_name!r}")
-        turn_input = saved.turn_input.with_turn_items(
+        turn_input = _after_compaction(turn, saved.turn_input, history).with_turn_items(
             [recorded_result_item(turn.recorded_tool_call(call_id)) for call_id in saved.pending_call_ids]
         )
-        given = turn_input.run_input(history)
+        given = _with_turn_notes(turn, turn_input.run_input(history), turn_input)
         return _RunStart(agent, given, turn_input, given)
 
     async def _restore_run_state(
@@ -668,15 +728,14 @@ class OpenAIAgentsRunner(Generic[TContext]):
         if details is None or "not found in agent" not in str(error) or response is None:
             return None
         agent = details.last_agent
-        offered = (
-            {
+        # A planning turn offered the model nothing but the turn tools.
+        offered = turn_tools.names
+        if turn.interaction_mode is not InteractionMode.PLANNING:
+            offered |= {
                 tool.name
                 for tool in (self._graph.gated_agent(agent.name) or agent).tools
                 if hasattr(tool, "name")
-            }
-            | set(listed_mcp_tools())
-            | turn_tools.names
-        )
+            } | set(listed_mcp_tools())
         handoff_names = {
             cast(Any, handoff).tool_name for handoff in agent.handoffs if hasattr(handoff, "tool_name")
         }
