@@ -46,11 +46,14 @@ from dex_agents import (
     ToolTaskPollOutcome,
     TurnCompleted,
     build_plan_note,
+    context_summary_text,
 )
+from dex_agents.compaction import is_compaction_runner
 from dex_agents.testing import SessionSide
 from dex_agents.values import (
     AgentPlan,
     AgentPlanTask,
+    ContextSummary,
     InteractionMode,
     PlanStatus,
     PlanTaskStatus,
@@ -386,17 +389,61 @@ def test_the_runner_polls_tasks_only_when_something_can_poll_them() -> None:
     assert callable(with_tasks.poll_tool_task)
 
 
-def test_compaction_is_refused_when_the_flow_is_built_and_plan_mode_accepted() -> None:
+def test_compaction_and_plan_mode_are_accepted_when_the_flow_is_built() -> None:
     runner = OpenAIAgentsRunner(_agent(None))
-    with pytest.raises(TypeError, match="does not implement ContextCompactionRunner"):
-        AgentSessionFlow(
-            runner, flow_type="Compacting", options=AgentSessionOptions(compaction=CompactionPolicy(100_000))
-        )
+    assert is_compaction_runner(runner)
+    AgentSessionFlow(
+        runner, flow_type="Compacting", options=AgentSessionOptions(compaction=CompactionPolicy(100_000))
+    )
     planning = AgentSessionOptions(plan_mode_enabled=True, built_in_tools=("write_todos",))
     AgentSessionFlow(runner, flow_type="Planning", options=planning)
-    AgentSessionFlow(
-        runner, flow_type="Plain", options=AgentSessionOptions(built_in_tools=BUILT_IN_TOOL_NAMES)
+
+
+async def test_a_compaction_between_two_model_calls_of_a_turn_keeps_the_turns_items() -> None:
+    model = ScriptedResponsesModel.from_answers(
+        [
+            "Hello.",
+            [call_item("lookup_order", {"order_id": "A-1"}, "look-1")],
+            "Summary of the greeting.",
+            "A-1 shipped.",
+        ]
     )
+    runner = OpenAIAgentsRunner(_agent(model))
+    session, context = _start(runner, "Hi")
+    first = await runner.run_model_step(context)
+    assert isinstance(first, TurnCompleted)
+    session.store(first.new_messages)
+    session.start_turn(runner.build_user_message("Where is A-1?"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    session.finish("look-1", ToolCallStatus.SUCCEEDED, output=await session.execute(runner, "look-1"))
+
+    # The cut falls at the end of turn 1, never inside the running turn.
+    cutoff = runner.select_compaction_cutoff(session.context(), retained_token_budget=1)
+    assert cutoff == 2
+    result = await runner.summarize_context(session.summary_request(cutoff))
+    assert result.text == "Summary of the greeting."
+    assert model.calls[2].offered_tools == []
+    assert model.calls[2].input_items == [
+        {"role": "user", "content": "The conversation:\nuser: Hi\nassistant: Hello."}
+    ]
+    summary = ContextSummary(1, 1, cutoff, result.text, "2026-12-02T00:00:00Z")
+    compacted = dataclasses.replace(
+        session.context(),
+        messages=tuple(m for m in session.messages if m.sequence > cutoff),
+        context_summary=summary,
+    )
+    final = await runner.run_model_step(compacted)
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None, final
+    seen = model.calls[3].input_items
+    assert seen[:2] == [
+        {"role": "user", "content": context_summary_text(summary)},
+        {"role": "user", "content": "Where is A-1?"},
+    ]
+    assert model.calls[3].tool_outputs() == {"look-1": "A-1 shipped"}
+    assert [m.text for m in final.new_messages if m.text] == ["A-1 shipped."]
 
 
 async def test_a_planning_turn_offers_only_write_todos_and_the_plan_note_precedes_the_next_turn() -> None:

@@ -52,6 +52,9 @@ from agents import (
 )
 from agents.run_context import TContext
 from dex_agents import (
+    DEFAULT_SUMMARY_INSTRUCTIONS,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     ContextWindowExceeded,
     ToolTaskCancellation,
     ToolTaskHandlers,
@@ -79,6 +82,12 @@ from dex_agents.runner import (
 )
 from dex_agents.values import FrameworkMessage, InteractionMode, ToolCallStatus
 
+from dex_agents_openai_agents._compaction import (
+    CHARACTERS_PER_TOKEN,
+    estimate_item_tokens,
+    select_turn_cutoff,
+    summary_prompt,
+)
 from dex_agents_openai_agents._effects import CallPolicies
 from dex_agents_openai_agents._gate import (
     GatedAgentGraph,
@@ -466,6 +475,111 @@ class OpenAIAgentsRunner(Generic[TContext]):
             usage=hooks.total_usage(),
             model_call_metadata=hooks.model_call_metadata(),
         )
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Estimate the tokens of the input the next model call gets (`ContextCompactionRunner`).
+
+        The input is rebuilt as `run_model_step` builds it: the summary, the stored messages after it, the
+        plan note, and the turn's items from its run state; the starting agent's instructions (when they
+        are text) and its function tools' descriptions and schemas count too. A token is four characters
+        of the text the model reads. Nothing is called.
+
+        Args:
+            turn: The committed state of the turn.
+
+        Returns:
+            The estimated token count.
+        """
+        items = self._model_input_items(turn)
+        agent = self._agent
+        extra = agent.instructions if isinstance(agent.instructions, str) else ""
+        for tool in agent.tools:
+            if isinstance(tool, FunctionTool):
+                extra += tool.name + tool.description + json.dumps(tool.params_json_schema)
+        return estimate_item_tokens(items) + -(-len(extra) // CHARACTERS_PER_TOKEN)
+
+    def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+        """Return the last stored sequence to summarize, keeping about ``retained_token_budget`` tokens.
+
+        The cut falls at the end of an earlier turn, never inside one (every call keeps its result, every
+        reasoning item the item it belongs to) and never in the current turn.
+
+        Args:
+            turn: The committed state of the turn.
+            retained_token_budget: The tokens to keep after the cut.
+
+        Returns:
+            The sequence, or `None` when there is no earlier turn to cut.
+        """
+        stored = estimate_item_tokens(input_items_from_stored_messages(turn.messages))
+        unstored = max(0, estimate_item_tokens(self._model_input_items(turn)) - stored)
+        return select_turn_cutoff(
+            turn.messages, turn.turn_id, unstored_tokens=unstored, retained_token_budget=retained_token_budget
+        )
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Make the one summary call through the SDK with the turn's model, and return its text.
+
+        A tool-less agent with the starting agent's model (or the one the session settings choose) and
+        model settings gets `DEFAULT_SUMMARY_INSTRUCTIONS` and one user item: the previous summary, then the
+        messages as a transcript (`build_summary_prompt`), the oldest left out when the prompt would not fit
+        ``request.input_token_budget``. Its text is not streamed as live text.
+
+        Args:
+            request: The messages to summarize and the summary so far.
+
+        Returns:
+            The summary, its usage and its model call's metadata.
+
+        Raises:
+            UnfinishedModelResponse: If the answer's stream ended before the provider said it finished.
+        """
+        run_config = self._turn_configs.for_settings(request.session_settings)
+        root = self._graph.root
+        summarizer = Agent[Any](
+            name=root.name,
+            instructions=DEFAULT_SUMMARY_INSTRUCTIONS,
+            model=root.model,
+            model_settings=root.model_settings,
+        )
+        prompt = summary_prompt(request.previous_summary, request.messages, request.input_token_budget)
+        hooks = StepHooks(run_config)
+        result = Runner.run_streamed(
+            summarizer,
+            [cast(TResponseInputItem, {"role": "user", "content": prompt})],
+            context=self._context,
+            max_turns=1,
+            hooks=hooks,
+            run_config=finish_checked_run_config(run_config),
+        )
+        try:
+            async for event in result.stream_events():
+                hooks.observe(event)
+        except ModelBehaviorError as error:
+            if _is_unfinished_answer(error):
+                raise UnfinishedModelResponse(str(error)) from error
+            raise
+        finally:
+            await _stop_run(result)
+        return ContextSummaryResult(
+            text=str(result.final_output or ""),
+            usage=hooks.total_usage(),
+            model_call_metadata=hooks.model_call_metadata(),
+        )
+
+    def _model_input_items(self, turn: AgentTurnContext) -> list[TResponseInputItem]:
+        """The items the turn's next model call would get, without restoring the SDK run."""
+        history = input_items_from_stored_messages(turn.messages)
+        if turn.framework_run_state is None:
+            return _with_turn_notes(turn, history, TurnInput(len(history)))
+        try:
+            saved = OpenAIAgentsRunState.from_json(turn.framework_run_state)
+            turn_input = _after_compaction(turn, saved.turn_input, history)
+            given = _with_turn_notes(turn, turn_input.run_input(history), turn_input)
+        except ValueError:
+            # A run state this release cannot read ends the turn at its model call; count what is stored.
+            return history
+        return [*given, *saved.run_items] if saved.kind == "run_state" else given
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         """Run the user's original tool for one approved call, once.

@@ -35,7 +35,13 @@ from agents import (
     Usage,
 )
 from agents.items import TResponseOutputItem, TResponseStreamEvent
-from dex_agents.testing import ScriptStore, scripted_model_response, text_chunks
+from dex_agents.testing import (
+    DEFAULT_SCRIPTED_SUMMARY,
+    ScriptStore,
+    current_model_call,
+    scripted_model_response,
+    text_chunks,
+)
 from openai.types.responses import (
     Response,
     ResponseCompletedEvent,
@@ -331,9 +337,11 @@ class ScriptedResponsesModel(Model):
         Each call renders its input with `render_model_input` and awaits
         `dex_agents.testing.scripted_model_response`, which logs the call, holds it at the script's gates,
         fails it on the script's failing attempts, and blocks until it is cancelled when the script says
-        so; the scripted text and tool calls come back as a streamed response. The runner must be
-        wrapped with `dex_agents.testing.with_model_call_scope` (the matrix harness does), so the store
-        knows the call's session, turn and attempt.
+        so; the scripted text and tool calls come back as a streamed response. A context summary call
+        (`summarize_context` inside `with_model_call_scope`) answers from the session's summary script
+        (`ScriptStore.set_summaries`), with `DEFAULT_SCRIPTED_SUMMARY` when it gives no text. The runner
+        must be wrapped with `dex_agents.testing.with_model_call_scope` (the matrix harness does), so the
+        store knows the call's session, turn and attempt.
 
         Args:
             store: The script store; by default the one ``DEX_AGENTS_TEST_STATE_DIR`` names, which
@@ -346,6 +354,10 @@ class ScriptedResponsesModel(Model):
 
         async def scripted_answer(items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
             response = await scripted_model_response(render_model_input(items), store, offered_tools=offered)
+            scope = current_model_call()
+            if scope is not None and scope.is_summary and not response.text:
+                # The summary script leaves the text to the runner; a real summary must not be blank.
+                return ScriptedAnswer([text_item(DEFAULT_SCRIPTED_SUMMARY)])
             output: list[TResponseOutputItem] = [text_item(response.text)] if response.text else []
             output.extend(
                 call_item(call.tool_name, call.arguments, call.tool_call_id) for call in response.tool_calls
