@@ -38,6 +38,7 @@ from agents.tracing import Span, Trace, TracingProcessor, get_trace_provider, se
 from agents.tracing.provider import DefaultTraceProvider
 from dex_agents import current_tool_execution
 from dex_agents.runner import (
+    STEERED_REJECTION_MESSAGE,
     TURN_CANCELLED_REJECTION_MESSAGE,
     ToolCallsRequested,
     ToolExecutionError,
@@ -47,6 +48,7 @@ from dex_agents.runner import (
 )
 from dex_agents.testing import ProjectedCall, SessionSide, check_message_projection
 from dex_agents.values import AgentUsage, CancellationReason, MessageRole, ToolCallStatus, ToolEffect
+from openai.types.responses import ResponseFunctionToolCall
 
 from dex_agents_openai_agents import (
     HANDOFF_EVENT_TYPE,
@@ -180,6 +182,61 @@ async def test_a_tool_execution_error_a_tool_raises_reaches_the_session_unchange
 
     with pytest.raises(ToolExecutionError, match="order A-1 was already refunded"):
         await session.execute(runner, "call-1")
+
+
+async def test_every_final_record_is_stored_as_describe_tool_call_outcome_says() -> None:
+    calls = [call_item("get_weather", {"city": f"c{n}"}, f"call-{n}") for n in range(5)]
+    model = ScriptedResponsesModel.from_answers([calls, "Done."])
+    runner = OpenAIAgentsRunner(build_agent(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    session.finish("call-0", ToolCallStatus.SUCCEEDED, output=await session.execute(runner, "call-0"))
+    session.finish("call-1", ToolCallStatus.FAILED, error="the weather service is down")
+    session.finish("call-2", ToolCallStatus.REJECTED, rejection_message="Not that city.")
+    session.finish("call-3", ToolCallStatus.REJECTED)
+    session.finish("call-4", ToolCallStatus.OUTCOME_UNKNOWN)
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted)
+    stored = {m.tool_call_id: m.tool_output for m in final.new_messages if m.role is MessageRole.TOOL}
+    assert stored == {call_id: describe_tool_call_outcome(r) for call_id, r in session.records.items()}
+    # An abandoned call (steered) keeps the structured rejection verbatim, as compact JSON text.
+    session.store(final.new_messages)
+    again = ScriptedResponsesModel.from_answers([[call_item("get_weather", {"city": "Oslo"}, "call-9")]])
+    runner = OpenAIAgentsRunner(build_agent(again, []))
+    session.start_turn(runner.build_user_message("And Oslo?"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    session.abandon("call-9", CancellationReason.STEERED)
+    [*_, kept] = await session.end_turn_early(runner)
+    assert kept.tool_output == STEERED_REJECTION_MESSAGE
+
+
+async def test_tool_arguments_nested_too_deeply_for_the_sdk_end_the_turn_without_retries() -> None:
+    deep = "[" * 1000 + "]" * 1000
+    call = ResponseFunctionToolCall(
+        id="deep-1",
+        call_id="deep-1",
+        name="get_weather",
+        arguments=f'{{"city": {deep}}}',
+        type="function_call",
+        status="completed",
+    )
+    model = ScriptedResponsesModel.from_answers([[call]])
+    runner = OpenAIAgentsRunner(build_agent(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    # The SDK parses the arguments while it plans the calls, inside the model Step; a retry would repeat it.
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and "nested too deeply" in outcome.turn_error
 
 
 async def test_a_handoff_makes_one_model_call_per_agent_and_reports_each() -> None:

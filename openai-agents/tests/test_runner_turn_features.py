@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from agents import (
@@ -71,6 +71,7 @@ from dex_agents_openai_agents.testing import (
     scripted_stream_events,
     text_item,
 )
+from tests.specifics_agents import hosted_git_tool
 
 
 @function_tool
@@ -508,3 +509,19 @@ async def test_a_planning_turn_offers_only_write_todos_and_the_plan_note_precede
     # Right before the turn's own message, after the earlier turn.
     assert model.calls[2].input_items[-2:] == [note, {"role": "user", "content": "Go ahead"}]
     assert [item for item in model.calls[2].input_items if item == note] == [note]
+
+
+def test_agent_tool_names_lists_every_agents_function_tools_unless_some_are_known_only_at_run_time() -> None:
+    @function_tool
+    def refund(order_id: str) -> str:
+        """Refund an order."""
+        return order_id
+
+    billing = Agent[None](name="billing", tools=[refund])
+    triage = Agent[None](name="triage", tools=[lookup_order, WebSearchTool()], handoffs=[handoff(billing)])
+    assert OpenAIAgentsRunner(triage).agent_tool_names() == {"lookup_order", "refund"}
+
+    hosted = Agent[None](name="git", tools=[hosted_git_tool()])
+    assert OpenAIAgentsRunner(Agent[None](name="a", handoffs=[hosted])).agent_tool_names() is None
+    with_servers = Agent[None](name="stock", mcp_servers=[cast(Any, object())])
+    assert OpenAIAgentsRunner(with_servers).agent_tool_names() is None

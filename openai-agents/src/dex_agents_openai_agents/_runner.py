@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast
 from agents import (
     Agent,
     FunctionTool,
+    HostedMCPTool,
     InputGuardrailTripwireTriggered,
     ItemHelpers,
     MaxTurnsExceeded,
@@ -370,6 +371,29 @@ class OpenAIAgentsRunner(Generic[TContext]):
         """The starting agent this runner drives."""
         return self._agent
 
+    def agent_tool_names(self) -> frozenset[str] | None:
+        """Return the names of the function tools the agents offer the model, or `None` when run-time only.
+
+        The names of every agent of the graph (the starting agent and every handoff target), as the model
+        calls them; the session checks its ``tool_policies`` keys against them. `None` when an agent has
+        MCP servers or a `HostedMCPTool`, whose tools are only known once they are listed (at the model
+        Step, or at the provider). The session's built-ins and an ``mcp_tool_source``'s tools are not
+        listed. Nothing is called.
+
+        Returns:
+            The tool names, or `None`.
+        """
+        names: set[str] = set()
+        for agent in self._graph.original_agents():
+            if agent.mcp_servers:
+                return None
+            for tool in agent.tools:
+                if isinstance(tool, HostedMCPTool):
+                    return None
+                if isinstance(tool, FunctionTool):
+                    names.add(tool.name)
+        return frozenset(names)
+
     def build_user_message(self, text: str) -> FrameworkMessage:
         """Return a user message holding ``text`` as an SDK input item."""
         return build_user_framework_message(text)
@@ -436,6 +460,15 @@ class OpenAIAgentsRunner(Generic[TContext]):
             except OutputGuardrailTripwireTriggered as error:
                 name = error.guardrail_result.guardrail.get_name()
                 return self._failed(turn, hooks, f"output guardrail {name!r} tripped")
+            except RecursionError:
+                # The SDK parses every call's arguments while it plans the calls (to deduplicate them);
+                # JSON nested deeper than Python's recursion limit fails there, on every attempt alike.
+                return self._failed(
+                    turn,
+                    hooks,
+                    "the model's tool call arguments are nested too deeply for the OpenAI Agents SDK "
+                    "to parse",
+                )
             except MaxTurnsExceeded as error:
                 return self._failed(turn, hooks, f"the OpenAI Agents SDK stopped the run: {error}")
             except (UnexpectedModelCallError, UserError) as error:
