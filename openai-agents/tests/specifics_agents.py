@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,7 +21,7 @@ from agents import (
 )
 from agents.agent import AgentBase
 from agents.mcp import MCPServerStdio
-from dex_agents import AgentSessionFlow, CompactionPolicy
+from dex_agents import AgentSessionFlow
 from dex_agents.testing import (
     MATRIX_TOOLS,
     STATE_DIR_ENV,
@@ -36,9 +35,6 @@ from openai.types.responses.response_output_item import McpApprovalRequest, McpC
 
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from dex_agents_openai_agents.testing import ScriptedAnswer, ScriptedResponsesModel, call_item, text_item
-
-#: The compacting session's context window, in the runner's estimated tokens (four characters each).
-COMPACTION_WINDOW_TOKENS = 1000
 
 
 def mcp_log_path(state_dir: Path) -> Path:
@@ -165,8 +161,7 @@ async def no_passwords(
 
 def build_flows() -> tuple[AgentSessionFlow, ...]:
     """A plain agent with the matrix tools, a triage agent that hands off, a guarded agent, an MCP agent,
-    an agent with a hosted MCP server that asks for approval, a tool-less agent whose session compacts past
-    `COMPACTION_WINDOW_TOKENS`, and the plain agent with plan mode."""
+    and an agent with a hosted MCP server that asks for approval."""
     tools: list[Tool] = [function_tool(tool) for tool in MATRIX_TOOLS]
     plain = Agent[None](name="orders", model=ScriptedResponsesModel.from_script_store(), tools=tools)
     billing = Agent[None](name="billing", model=ScriptedResponsesModel(_billing_answer), tools=tools)
@@ -179,7 +174,6 @@ def build_flows() -> tuple[AgentSessionFlow, ...]:
         tools=tools,
         input_guardrails=[no_passwords],
     )
-    notes = Agent[None](name="notes", model=ScriptedResponsesModel.from_script_store())
     state_dir = Path(os.environ.get(STATE_DIR_ENV, "."))
     command = mcp_inventory_server_command(mcp_log_path(state_dir))
     inventory = WorkerStdioServer(
@@ -220,20 +214,5 @@ def build_flows() -> tuple[AgentSessionFlow, ...]:
                 )
             ),
             flow_type="OpenAIAgentsHostedMcp",
-        ),
-        AgentSessionFlow(
-            with_model_call_scope(OpenAIAgentsRunner(notes)),
-            flow_type="OpenAIAgentsCompacting",
-            options=dataclasses.replace(
-                matrix_session_options(),
-                compaction=CompactionPolicy(context_window_tokens=COMPACTION_WINDOW_TOKENS),
-            ),
-        ),
-        AgentSessionFlow(
-            with_model_call_scope(OpenAIAgentsRunner(plain)),
-            flow_type="OpenAIAgentsPlanning",
-            options=dataclasses.replace(
-                matrix_session_options(), plan_mode_enabled=True, built_in_tools=("write_todos",)
-            ),
         ),
     )

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import pytest
 import pytest_asyncio
 from dex_agents import (
-    CONTEXT_SUMMARY_HEADER,
     TURN_CANCELLED_NOTE_HEADER,
     AgentEventType,
     AgentSessionClient,
@@ -43,8 +42,6 @@ class Session:
     guarded: AgentSessionClient
     mcp: AgentSessionClient
     hosted: AgentSessionClient
-    compacting: AgentSessionClient
-    planning: AgentSessionClient
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -242,96 +239,3 @@ async def test_a_hosted_mcp_approval_waits_through_a_worker_kill_and_the_provide
         HOSTED_MCP_APPROVED_RESULT,
         "Keep that branch.",
     ]
-
-
-async def test_a_planning_turn_offers_only_write_todos_and_a_worker_kill_repeats_only_its_model_call(
-    session: Session,
-) -> None:
-    session_id = session.stack.new_session_id("plan")
-    todos = {"todos": [{"content": "Look up A-1", "status": "pending"}]}
-    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
-    session.stack.scripts.set_turns(
-        session_id,
-        [
-            [
-                ScriptedResponse(
-                    tool_calls=(ScriptedToolCall("write_todos", todos, "todos-1"),), gate="plan"
-                ),
-                ScriptedResponse(text="Review the plan, please."),
-            ],
-            [ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="A-1 shipped.")],
-        ],
-    )
-    client = session.planning
-    await client.start_session(session_id)
-    assert await client.send_user_message(session_id, "Plan a look at A-1", plan_mode=True)
-    await session.stack.gate(session_id, "plan").wait_until_reached()
-    session.stack.kill_workers()
-    await session.stack.start_worker()
-    planned = await wait_for_turn_end(client, session_id, 1)
-
-    assert planned.plan is not None and planned.plan.revision == 1
-    calls = session.stack.invocations.model_calls(session_id, "turn-1")
-    # The killed planning call, its retry, and the call after write_todos: nothing else ran.
-    assert [call.attempt for call in calls] == [1, 2, 1]
-    assert all(list(call.offered_tools) == ["write_todos"] for call in calls)
-    assert "[Dex] There is no plan yet." in calls[1].model_input_text
-    assert "[Dex] The current plan, revision 1, is draft:" in calls[2].model_input_text
-    assert all("[Dex] The current plan" not in (m.text or "") for m in planned.messages)
-
-    assert await client.execute_plan(session_id, 1)
-    executed = await wait_for_turn_end(client, session_id, 2)
-    assert executed.messages[-1].text == "A-1 shipped."
-    [first, _] = session.stack.invocations.model_calls(session_id, "turn-2")
-    assert "lookup_order" in first.offered_tools
-    assert "[Dex] The current plan, revision 1, is active:" in first.model_input_text
-
-
-async def test_a_long_session_compacts_and_a_worker_killed_during_the_summary_call_repeats_only_it(
-    session: Session,
-) -> None:
-    session_id = session.stack.new_session_id("compact")
-    client = session.compacting
-
-    def answer(number: int) -> str:
-        return f"Answer {number}: ".ljust(1000, ".")
-
-    session.stack.scripts.set_turns(session_id, [[ScriptedResponse(text=answer(n))] for n in range(1, 7)])
-    session.stack.scripts.set_summaries(
-        session_id, {"turn-5": ScriptedResponse(text="Questions 1 to 3 were answered.", gate="summary")}
-    )
-    for number in range(1, 6):
-        if number == 1:
-            await client.start_session(session_id, "Question 1?")
-        else:
-            assert await client.send_user_message(session_id, f"Question {number}?")
-        if number < 5:
-            await wait_for_turn_end(client, session_id, number)
-    # Turn 5's input (four answers of 250 estimated tokens) passes 85 % of the 1,000-token window.
-    await session.stack.gate(session_id, "summary").wait_until_reached()
-    session.stack.kill_workers()
-    await session.stack.start_worker()
-    fifth = await wait_for_turn_end(client, session_id, 5)
-    assert await client.send_user_message(session_id, "Question 6?")
-    sixth = await wait_for_turn_end(client, session_id, 6)
-
-    invocations = session.stack.invocations
-    summaries = invocations.summary_calls(session_id)
-    assert [call.attempt for call in summaries] == [1, 2]
-    assert summaries[0].model_input == summaries[1].model_input
-    [prompt] = summaries[0].model_input
-    # Keeping 30 % of the window keeps turn 4: the summary covers turns 1 to 3, as a transcript.
-    assert prompt.startswith("user: The conversation:\nuser: Question 1?\nassistant: Answer 1: ")
-    assert "Question 3?" in prompt and "Question 4?" not in prompt
-    # No model call ran twice; turns 5 and 6 start from the summary, without the summarized turns.
-    calls = invocations.model_calls(session_id)
-    assert [(call.turn_id, call.attempt) for call in calls] == [(f"turn-{n}", 1) for n in range(1, 7)]
-    header = f"user: {CONTEXT_SUMMARY_HEADER}\n\nQuestions 1 to 3 were answered."
-    for call, first_kept in ((calls[4], 4), (calls[5], 4)):
-        assert call.model_input[0] == header
-        assert call.model_input[1] == f"user: Question {first_kept}?"
-        assert not any("Question 3?" in text for text in call.model_input)
-    assert fifth.context_summary is not None and fifth.context_summary.last_sequence == 6
-    assert sixth.messages[-1].text == answer(6)
-    history = await session.stack.read_step_history(session_id)
-    assert executed_step_types(history).count("CompactContext") == 1
