@@ -38,6 +38,7 @@ from dex_agents import (
     ModelCallMetadata,
     ModelRequestParameters,
     ToolCallsRequested,
+    ToolNamesRunner,
     ToolPolicy,
     ToolTaskHandler,
     ToolTaskHandlers,
@@ -519,7 +520,9 @@ def test_agent_tool_names_lists_every_agents_function_tools_unless_some_are_know
 
     billing = Agent[None](name="billing", tools=[refund])
     triage = Agent[None](name="triage", tools=[lookup_order, WebSearchTool()], handoffs=[handoff(billing)])
-    assert OpenAIAgentsRunner(triage).agent_tool_names() == {"lookup_order", "refund"}
+    runner = OpenAIAgentsRunner(triage)
+    assert isinstance(runner, ToolNamesRunner)
+    assert runner.agent_tool_names() == {"lookup_order", "refund"}
 
     hosted = Agent[None](name="git", tools=[hosted_git_tool()])
     assert OpenAIAgentsRunner(Agent[None](name="a", handoffs=[hosted])).agent_tool_names() is None
