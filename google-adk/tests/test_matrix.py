@@ -13,7 +13,7 @@ class TestGoogleAdkMatrix(AgentMatrixTests):
 
     @pytest.mark.xfail(
         strict=True,
-        reason="issue 32: rejected, steered, failed and outcome_unknown calls are stored as "
+        reason="issue 32: rejected, steered, cancelled, failed and outcome_unknown calls are stored as "
         '{"error": ...} (spaced JSON), not exactly describe_tool_call_outcome(record)',
     )
     async def test_24_rejected_abandoned_failed_and_unknown_calls_are_stored_as_their_outcome_text(
