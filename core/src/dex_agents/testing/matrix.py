@@ -1228,9 +1228,10 @@ class AgentMatrixTests:
         assert done.messages[-1].text == "A-7 shipped, like every other order.", done.messages
         stored = done.context_summary
         [answer] = [message for message in done.messages if message.text == long_answer]
-        assert stored is not None and (stored.text, stored.last_sequence) == (summary, answer.sequence), (
-            stored
-        )
+        [question] = [message for message in done.messages if message.text == "Did A-7 ship?"]
+        # It covers turn 1 (an adapter may store more items after the answer) and nothing of turn 2.
+        assert stored is not None and stored.text == summary, stored
+        assert answer.sequence <= stored.last_sequence < question.sequence, (stored, done.messages)
         assert (await harness.executed(session)).count("CompactContext") == 1
 
     async def test_24_rejected_abandoned_failed_and_unknown_calls_are_stored_as_their_outcome_text(
