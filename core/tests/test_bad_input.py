@@ -29,6 +29,7 @@ from dex_agents import (
     DEFAULT_INLINE_TOOL_OUTPUT_BYTES,
     MAX_TOOL_OUTPUT_BYTES,
     MAX_USER_MESSAGE_BYTES,
+    OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentSessionClient,
     AgentSessionStartInput,
     AgentSessionStatus,
@@ -598,6 +599,36 @@ async def tool_arguments_that_are_not_json(case: Case) -> None:
     )
 
 
+#: About 2 KB of JSON nested 1,000 levels deep: past the stdlib decoder's recursion limit.
+DEEPLY_NESTED = "[" * 1000 + "]" * 1000
+
+
+@bad_input("runner")
+async def deeply_nested_arguments_to_a_single_attempt_write(case: Case) -> None:
+    raw = '{"order_id":' + DEEPLY_NESTED + "}"
+    call = ScriptedToolCall(case.harness.tools.single_attempt_write, {RAW_ARGUMENTS: raw}, "cancel-1")
+    await _turn_with_calls(case, call)
+    done = await wait_for_turn_end(case.sessions, case.session, 1)
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    # Failed before it ran, so the write is not outcome_unknown.
+    seen = case.model_saw("The tool call failed:", "the arguments of 'cancel_order' nest too deeply")
+    assert OUTCOME_UNKNOWN_TOOL_RESULT not in seen
+    assert not case.harness.tool_runs(case.session, case.harness.tools.single_attempt_write)
+
+
+@bad_input("runner")
+async def deeply_nested_tool_output(case: Case) -> None:
+    read = case.harness.call(case.harness.tools.read, "read-1", output=DEEPLY_NESTED)
+    await _turn_with_calls(case, read)
+    done = await wait_for_turn_end(case.sessions, case.session, 1)
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    # Output is text: stored and shown to the model as the tool returned it.
+    case.model_saw(f"tool lookup_order [read-1]: {DEEPLY_NESTED}")
+    [stored] = [message for message in done.messages if message.role == MessageRole.TOOL]
+    assert stored.tool_output == DEEPLY_NESTED, stored
+    assert len(case.harness.tool_runs(case.session, case.harness.tools.read)) == 1
+
+
 @bad_input("runner")
 async def call_to_an_unknown_tool(case: Case) -> None:
     await _turn_with_calls(case, ScriptedToolCall("launch_rocket", {"target": "moon"}, "rocket-1"))
@@ -810,3 +841,36 @@ async def test_empty_session_settings_mean_none(table: Table) -> None:
     snapshot = await wait_for_turn_end(case.sessions, case.session, 1)
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     assert [message.text for message in snapshot.messages] == ["Hi", "Hello."]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_misspelled_tool_policy_found_at_run_time_fails_each_turn_before_any_tool_runs(
+    table: Table,
+) -> None:
+    # ModelMistakesRunner lists its tools only once it made a model call, so the Flow was built.
+    harness = table.harness
+    flow = harness.flows.misspelled_policy
+    assert flow is not None
+    sessions = harness.stack.sessions(flow)
+    session = harness.stack.new_session_id("misspelled-policy")
+    write = harness.call(harness.tools.single_attempt_write, "cancel-1")
+    harness.script(
+        session,
+        [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="never sent")],
+        [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="never sent")],
+    )
+    expected = (
+        "tool_policies names 'lookup_orde', but the agent has no tool by that name; did you mean "
+        "'lookup_order'? Its tools: cancel_order, lookup_order, refund_order, send_receipt"
+    )
+    await sessions.start_session(session, "Cancel A-1")
+    first = await wait_for_turn_end(sessions, session, 1)
+    assert first.state is not None and first.state.last_turn_error == expected, first.state
+    # The same policy fails the next turn the same way: the session waits for messages, nothing ran.
+    assert await sessions.send_user_message(session, "Cancel A-1, please")
+    second = await wait_for_turn_end(sessions, session, 2)
+    assert second.state is not None and second.state.last_turn_error == expected, second.state
+    assert not harness.tool_runs(session, harness.tools.single_attempt_write)
+    assert second.tool_calls == () and not second.pending_interrupts, second
+    assert [message.text for message in second.messages] == ["Cancel A-1", "Cancel A-1, please"]
+    assert len(harness.model_calls(session)) == 2

@@ -160,6 +160,15 @@ class McpToolSource:
         """Return the definition of tool ``name`` from the last `list_tools`, or `None`."""
         return self._definitions.get(name)
 
+    def agent_tool_names(self) -> tuple[str, ...]:
+        """Return the ``<server>__<tool>`` names the last `list_tools` in this process returned; never lists.
+
+        Empty before the first listing. A session counts a ``tool_policies`` key of a server with no name
+        here as real (see `dex_agents.ToolNamesRunner`), so a runner may return these beside its other
+        tools at any time: the keys of a listed server are checked, the others wait for its listing.
+        """
+        return tuple(self._definitions)
+
     def describe_tool(self, tool_name: str) -> str | None:
         """Return tool ``tool_name``'s description from the last `list_tools`, for tracing; never lists.
 

@@ -15,9 +15,13 @@ from dex_agents import (
     AgentFrameworkRunner,
     AgentSessionClient,
     AgentSessionFlow,
+    AgentSessionOptions,
     AgentSessionStatus,
     AgentSnapshot,
     CompactionPolicy,
+    ToolEffect,
+    ToolNamesRunner,
+    ToolPolicy,
 )
 from dex_agents.compaction import is_compaction_runner
 from dex_agents.testing._matrix_tools import MatrixToolNames, matrix_session_options
@@ -28,7 +32,15 @@ from dex_agents.testing._worker import run_agent_worker
 if TYPE_CHECKING:
     from dex_agents.otel import AgentTracing
 
-__all__ = ["MATRIX_COMPACTION", "MatrixFlows", "MatrixSpec", "run_matrix_worker", "wait_for_turn_end"]
+__all__ = [
+    "MATRIX_COMPACTION",
+    "MatrixFlows",
+    "MatrixSpec",
+    "misspelled_policy_options",
+    "misspelled_read_tool",
+    "run_matrix_worker",
+    "wait_for_turn_end",
+]
 
 # `dex_agents.testing.otel_spans.SPAN_FILE_ENV`, spelled out so serving the matrix imports no OpenTelemetry
 # SDK until a test names a span file (item 18 does; a Worker main of its own honours the same variable).
@@ -49,6 +61,9 @@ class MatrixFlows:
         with_deadline: The same agent with an approval deadline.
         with_built_ins: The same agent with every built-in tool enabled, when the spec supports them.
         traced: The same agent with OpenTelemetry GenAI spans, message content recorded (item 18).
+        misspelled_policy: The same agent with a policy for a misspelling of the read tool
+            (`misspelled_policy_options`), when its runner lists no tool names at construction, so the
+            session finds the misspelling only once a turn runs (item 25).
         planning: The same agent with plan mode on and ``write_todos`` enabled (item 22), when the runner
             supports plan mode.
         compacting: The same agent with `MATRIX_COMPACTION` (item 23), when the runner compacts.
@@ -58,15 +73,28 @@ class MatrixFlows:
     with_deadline: AgentSessionFlow
     with_built_ins: AgentSessionFlow | None = None
     traced: AgentSessionFlow | None = None
+    misspelled_policy: AgentSessionFlow | None = None
     planning: AgentSessionFlow | None = None
     compacting: AgentSessionFlow | None = None
 
     @property
     def all(self) -> tuple[AgentSessionFlow, ...]:
         """Every Flow, for the Worker's and the Client's Registry."""
-        optional = (self.with_built_ins, self.traced, self.planning, self.compacting)
+        optional = (self.with_built_ins, self.traced, self.misspelled_policy, self.planning, self.compacting)
         extra = tuple(flow for flow in optional if flow is not None)
         return (self.main, self.with_deadline, *extra)
+
+
+def misspelled_read_tool(names: MatrixToolNames) -> str:
+    """Return the name item 25 misspells: the read tool's name without its last letter."""
+    return names.read[:-1]
+
+
+def misspelled_policy_options(names: MatrixToolNames) -> AgentSessionOptions:
+    """Return the matrix options plus a ``read`` policy keyed by `misspelled_read_tool`."""
+    options = matrix_session_options(names)
+    policies = {**options.tool_policies, misspelled_read_tool(names): ToolPolicy(ToolEffect.READ)}
+    return replace(options, tool_policies=policies)
 
 
 @dataclass(frozen=True)
@@ -147,7 +175,14 @@ class MatrixSpec:
                 flow_type=f"{self.flow_type_prefix}MatrixCompacting",
                 options=replace(matrix_session_options(self.tool_names), compaction=MATRIX_COMPACTION),
             )
-        with_built_ins = None
+        with_built_ins = misspelled_policy = None
+        runner = self.build_runner()
+        if isinstance(runner, ToolNamesRunner) and runner.agent_tool_names() is None:
+            misspelled_policy = AgentSessionFlow(
+                with_model_call_scope(self.build_runner()),
+                flow_type=f"{self.flow_type_prefix}MatrixMisspelledPolicy",
+                options=misspelled_policy_options(self.tool_names),
+            )
         if self.supports_built_in_tools:
             with_built_ins = AgentSessionFlow(
                 with_model_call_scope(self.build_runner()),
@@ -156,7 +191,7 @@ class MatrixSpec:
             )
         return MatrixFlows(
             main=AgentSessionFlow(
-                with_model_call_scope(self.build_runner()),
+                with_model_call_scope(runner),
                 flow_type=f"{self.flow_type_prefix}Matrix",
                 options=matrix_session_options(self.tool_names),
             ),
@@ -171,6 +206,7 @@ class MatrixSpec:
                 flow_type=f"{self.flow_type_prefix}MatrixTraced",
                 options=replace(matrix_session_options(self.tool_names), tracing=_matrix_tracing()),
             ),
+            misspelled_policy=misspelled_policy,
             planning=planning,
             compacting=compacting,
         )

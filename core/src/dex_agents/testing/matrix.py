@@ -54,6 +54,12 @@ steer and one by ``cancel_turn`` are each stored as a ``tool`` message whose ``t
 `dex_agents.describe_tool_call_outcome` of the final record, never a framework's envelope around it. It runs
 for every spec.
 
+Item 25 is a tool policy keyed by a misspelled tool name (the read tool's name without its last letter).
+A runner that lists its tools at construction (`dex_agents.ToolNamesRunner`) gets the Flow refused with
+`dex_agents.UnknownToolPolicyError` naming the read tool; one that lists them only once it runs (its
+``agent_tool_names`` returns `None` at first) gets its first turn ended with a ``turn_error`` of the same
+text before any tool call runs, on a Flow registered for it (``<prefix>MatrixMisspelledPolicy``).
+
 An adapter runs the matrix by supplying its runner (built around a scripted model) and a Worker module::
 
     # tests/matrix_spec.py
@@ -131,11 +137,14 @@ from dex_agents import (
     AgentInterrupt,
     AgentMessage,
     AgentSessionClient,
+    AgentSessionFlow,
     InteractionMode,
     InterruptKind,
     MessageRole,
     PlanStatus,
     ToolCallStatus,
+    ToolNamesRunner,
+    UnknownToolPolicyError,
     build_plan_note,
 )
 from dex_agents.testing._history import (
@@ -146,7 +155,13 @@ from dex_agents.testing._history import (
 )
 from dex_agents.testing._invocations import Invocation
 from dex_agents.testing._large_session import LARGE_MESSAGE_BYTES, run_large_session
-from dex_agents.testing._matrix_spec import MatrixFlows, MatrixSpec, wait_for_turn_end
+from dex_agents.testing._matrix_spec import (
+    MatrixFlows,
+    MatrixSpec,
+    misspelled_policy_options,
+    misspelled_read_tool,
+    wait_for_turn_end,
+)
 from dex_agents.testing._model_call_rule import model_call_problems
 from dex_agents.testing._projection import ProjectedCall, check_message_projection
 from dex_agents.testing._provider_server import read_provider_requests
@@ -1336,3 +1351,39 @@ class AgentMatrixTests:
                     f"the {how} call's tool message must carry exactly {expected!r}, not {stored!r}"
                 )
         assert not problems, "\n\n".join(problems)
+
+    async def test_25_a_misspelled_tool_policy_is_refused_naming_the_closest_tool(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Beyond the design: a policy for a tool the agent lacks is refused, naming the tool it meant."""
+        tools = harness.tools
+        misspelled = misspelled_read_tool(tools)
+        expected = (f"tool_policies names {misspelled!r}", f"did you mean {tools.read!r}?")
+        runner = harness.spec.build_runner()
+        assert isinstance(runner, ToolNamesRunner), (
+            f"{type(runner).__name__} has no agent_tool_names (dex_agents.ToolNamesRunner)"
+        )
+        if runner.agent_tool_names() is not None:
+            with pytest.raises(UnknownToolPolicyError) as refused:
+                AgentSessionFlow(
+                    runner,
+                    flow_type=f"{harness.spec.flow_type_prefix}MatrixMisspelled",
+                    options=misspelled_policy_options(tools),
+                )
+            assert all(part in str(refused.value) for part in expected), refused.value
+            return
+        flow = harness.flows.misspelled_policy
+        assert flow is not None, "build_flows registers the misspelled-policy Flow for this runner"
+        sessions = harness.stack.sessions(flow)
+        session = harness.stack.new_session_id("m25")
+        read = harness.call(tools.read, "read-1")
+        harness.script(session, [ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="never sent")])
+        await sessions.start_session(session, "Where is order A-1?")
+        snapshot = await wait_for_turn_end(sessions, session, 1)
+        assert snapshot.state is not None
+        error = snapshot.state.last_turn_error or ""
+        assert all(part in error for part in expected), error
+        # The response's call was dropped with it: no record, no tool Step, no run.
+        assert not harness.tool_runs(session, tools.read)
+        assert not [step for step in await harness.executed(session) if "Tool" in step]
+        assert [message.role for message in snapshot.messages] == [MessageRole.USER], snapshot.messages
