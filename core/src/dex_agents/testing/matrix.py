@@ -50,7 +50,7 @@ message and nothing it replaced.
 
 Item 24 holds every adapter to one stored shape for calls that did not succeed: a failed call, an
 outcome-unknown one, a rejected one and (with :attr:`MatrixSpec.supports_turn_control`) one abandoned by a
-steer are each stored as a ``tool`` message whose ``tool_output`` is exactly
+steer and one by ``cancel_turn`` are each stored as a ``tool`` message whose ``tool_output`` is exactly
 `dex_agents.describe_tool_call_outcome` of the final record, never a framework's envelope around it. It runs
 for every spec.
 
@@ -128,6 +128,7 @@ from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     STEERED_REJECTION_MESSAGE,
     TURN_CANCELLED_NOTE_HEADER,
+    TURN_CANCELLED_REJECTION_MESSAGE,
     TURN_FAILURE_NOTE_HEADER,
     TURN_STEERED_NOTE_HEADER,
     WRITE_TODOS,
@@ -1242,9 +1243,10 @@ class AgentMatrixTests:
         assert done.messages[-1].text == "A-7 shipped, like every other order.", done.messages
         stored = done.context_summary
         [answer] = [message for message in done.messages if message.text == long_answer]
-        assert stored is not None and (stored.text, stored.last_sequence) == (summary, answer.sequence), (
-            stored
-        )
+        [question] = [message for message in done.messages if message.text == "Did A-7 ship?"]
+        # It covers turn 1 (an adapter may store more items after the answer) and nothing of turn 2.
+        assert stored is not None and stored.text == summary, stored
+        assert answer.sequence <= stored.last_sequence < question.sequence, (stored, done.messages)
         assert (await harness.executed(session)).count("CompactContext") == 1
 
     async def test_24_rejected_abandoned_failed_and_unknown_calls_are_stored_as_their_outcome_text(
@@ -1253,10 +1255,11 @@ class AgentMatrixTests:
         """Beyond the design: every adapter stores a call that did not succeed in one shape.
 
         One turn has a failed call (a `ToolExecutionError`), an outcome-unknown one (a single-attempt write
-        whose Step failed) and a rejected one, one call per response; with turn control, the next turn's
-        approval is abandoned by a steer. Each stored ``tool`` message's ``tool_output`` is exactly
-        `dex_agents.describe_tool_call_outcome` of the call's final record (`STEERED_REJECTION_MESSAGE` for
-        the abandoned call), with no framework envelope and no re-serialised JSON, in the shared projection
+        whose Step failed) and a rejected one, one call per response; with turn control, a later turn's
+        approval is abandoned by a steer, and another's by ``cancel_turn``. Each stored ``tool`` message's
+        ``tool_output`` is exactly `dex_agents.describe_tool_call_outcome` of the call's final record
+        (`STEERED_REJECTION_MESSAGE` and `TURN_CANCELLED_REJECTION_MESSAGE` for the abandoned calls), with
+        no framework envelope and no re-serialised JSON, in the shared projection
         (`dex_agents.testing.check_message_projection`).
         """
         session = harness.stack.new_session_id("m24")
@@ -1267,6 +1270,7 @@ class AgentMatrixTests:
         unknown = harness.call(tools.single_attempt_write, "cancel-1", order_id="B-2", fail_attempts=(1,))
         rejected = harness.call(tools.approval_write, "refund-1", order_id="C-3")
         abandoned = harness.call(tools.approval_write, "refund-2", order_id="D-4")
+        cancelled = harness.call(tools.approval_write, "refund-3", order_id="E-5")
         harness.script(
             session,
             [
@@ -1275,9 +1279,11 @@ class AgentMatrixTests:
                 ScriptedResponse(tool_calls=(rejected,)),
                 ScriptedResponse(text="None of it went through.", gate="outcomes"),
             ],
-            # Turn 2 has no second response: a model call after the steer would fail the turn.
+            # Turns 2 and 4 have no second response: a model call after the steer or the cancel would fail
+            # the turn.
             [ScriptedResponse(tool_calls=(abandoned,))],
             [ScriptedResponse(text="D-4 is not refunded.")],
+            [ScriptedResponse(tool_calls=(cancelled,))],
         )
         await harness.sessions.start_session(session, "Mail A-1's receipt, cancel B-2, refund C-3")
         interrupt = await _pending_interrupt(harness.sessions, session, "refund-1")
@@ -1302,6 +1308,11 @@ class AgentMatrixTests:
             assert await harness.sessions.steer_user_message(session, "Do not refund D-4.")
             done = await wait_for_turn_end(harness.sessions, session, 3)
             assert done.state is not None and done.state.last_turn_error is None, done.state
+            assert await harness.sessions.send_user_message(session, "Refund E-5")
+            await _pending_interrupt(harness.sessions, session, "refund-3")
+            assert await harness.sessions.cancel_turn(session, "turn-4")
+            done = await wait_for_turn_end(harness.sessions, session, 4)
+            assert done.state is not None and done.state.last_turn_error is None, done.state
         assert not harness.tool_runs(session, tools.approval_write)
 
         # Both checks run before either fails, so a failure shows every shape the adapter stores.
@@ -1319,18 +1330,25 @@ class AgentMatrixTests:
             )
         except AssertionError as error:
             problems.append(str(error))
-        if harness.spec.supports_turn_control:
+        # A runner without build_unfinished_turn_messages stores the steered or cancelled note instead.
+        keeps_items = callable(getattr(harness.flows.main.runner, "build_unfinished_turn_messages", None))
+        abandoned_calls = (
+            [
+                ("refund-2", "steered", STEERED_REJECTION_MESSAGE),
+                ("refund-3", "cancelled", TURN_CANCELLED_REJECTION_MESSAGE),
+            ]
+            if harness.spec.supports_turn_control
+            else []
+        )
+        for tool_call_id, how, expected in abandoned_calls:
             stored = [
                 message.tool_output
                 for message in done.messages
-                if message.role is MessageRole.TOOL and message.tool_call_id == "refund-2"
+                if message.role is MessageRole.TOOL and message.tool_call_id == tool_call_id
             ]
-            # A runner without build_unfinished_turn_messages stores the steered note instead of its items.
-            keeps_items = callable(getattr(harness.flows.main.runner, "build_unfinished_turn_messages", None))
-            if stored != ([STEERED_REJECTION_MESSAGE] if keeps_items else []):
+            if stored != ([expected] if keeps_items else []):
                 problems.append(
-                    f"the steered call's tool message must carry exactly {STEERED_REJECTION_MESSAGE!r}, "
-                    f"not {stored!r}"
+                    f"the {how} call's tool message must carry exactly {expected!r}, not {stored!r}"
                 )
         assert not problems, "\n\n".join(problems)
 
