@@ -72,9 +72,9 @@ async def test_a_toolset_known_only_at_run_time_gives_none_until_a_model_request
     assert runner.agent_tool_names() == {"lookup_order", "track_parcel"}
 
 
-def test_an_mcp_tool_source_that_has_not_listed_its_servers_leaves_the_names_unknown() -> None:
+def test_an_mcp_tool_source_adds_the_tools_it_listed_and_none_before_it_lists() -> None:
     source = McpToolSource([McpStdioServer("inventory", "never-started", [])])
     runner = PydanticAiRunner(Agent(ScriptedModel(["unused"]), tools=[lookup_order]), mcp_tools=source)
 
-    # The source's tools are known once a model Step in this Worker listed every server.
-    assert runner.agent_tool_names() is None
+    # The session counts policies for a server the source has not listed yet as real until it lists.
+    assert runner.agent_tool_names() == {"lookup_order"}

@@ -529,10 +529,10 @@ class PydanticAiRunner(Generic[AgentDepsT]):
 
         The session checks the keys of its tool policies against them. They are read from the agent's
         toolsets (function tools, `FunctionToolset`s and `ExternalToolset`s, under the names prefixing and
-        renaming give them), with ``mcp_tools``' tools once this process has listed every server of it;
+        renaming give them), with the tools ``mcp_tools`` listed in this process so far;
         output tools are left out, since no policy applies to them. When a toolset lists its tools only at
         run time (Pydantic AI's MCP servers, a dynamic toolset), the agent's part is what the model
-        requests of this runner in this process offered so far. `None` while any part is unknown.
+        requests of this runner in this process offered so far, and `None` before the first.
 
         Returns:
             The names, or `None` when they are not known yet.
@@ -540,8 +540,8 @@ class PydanticAiRunner(Generic[AgentDepsT]):
         names = self._declared_tool_names if self._declared_tool_names is not None else self._seen_tool_names
         if names is None or self._mcp_tools is None:
             return names
-        listed = self._mcp_tools.agent_tool_names()
-        return None if listed is None else names | frozenset(listed)
+        # The source names what it listed so far; the session counts its unlisted servers' keys as real.
+        return names | frozenset(self._mcp_tools.agent_tool_names())
 
     def describe_tool(self, tool_name: str) -> str | None:
         """Return what tool ``tool_name`` does, for tracing (`ToolDescriber`), or `None` when unknown.
