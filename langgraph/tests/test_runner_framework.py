@@ -8,12 +8,13 @@ unknown tool) is `tests/test_runner_contract.py`; these are LangChain's specific
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from dex_agents import current_tool_execution
+from dex_agents import QuestionAnswer, ToolInputRequested, current_tool_execution
 from dex_agents.runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     ToolCallsRequested,
@@ -466,16 +467,21 @@ async def test_a_tool_step_gets_the_runtime_context_and_the_graphs_store() -> No
     assert await session.execute(runner, "call-1") == "40 EUR"
 
 
-async def test_a_tool_that_calls_interrupt_records_a_failure_the_model_sees() -> None:
-    @tool
-    async def confirm(question: str) -> str:
-        """Ask the user to confirm."""
-        return str(interrupt(question))
+async def test_a_tools_interrupts_are_the_sessions_questions_and_their_answers_resume_it_in_order() -> None:
+    runs: list[tuple[str, str]] = []
 
-    model = ScriptedChatModel(responses=[respond("", tool_call("confirm", {"question": "Sure?"}, "call-1"))])
+    @tool
+    async def ship(order_id: str) -> str:
+        """Ship an order where the user says."""
+        city = interrupt({"question": "Ship to which city?", "choices": ["Berlin", "Lyon"]})
+        floor = interrupt("Which floor?")
+        runs.append((city, floor))
+        return f"{order_id} ships to {city}, floor {floor}"
+
+    model = ScriptedChatModel(responses=[respond("", tool_call("ship", {"order_id": "A-1"}, "call-1"))])
 
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
-        return create_agent(model, tools=[confirm], middleware=[DexToolGate()], checkpointer=checkpointer)
+        return create_agent(model, tools=[ship], middleware=[DexToolGate()], checkpointer=checkpointer)
 
     runner = LangGraphRunner(build)
     session = SessionSide()
@@ -484,8 +490,17 @@ async def test_a_tool_that_calls_interrupt_records_a_failure_the_model_sees() ->
     assert isinstance(requested, ToolCallsRequested)
     session.defer(requested)
 
-    with pytest.raises(ToolExecutionError, match=r"called interrupt\(\)"):
-        await session.execute(runner, "call-1")
+    assert await session.execute_outcome(runner, "call-1") == ToolInputRequested(
+        "Ship to which city?", ("Berlin", "Lyon")
+    )
+    city = QuestionAnswer("call-1-input-1", "Ship to which city?", "Lyon")
+    session.records["call-1"] = dataclasses.replace(session.records["call-1"], input_answers=(city,))
+    assert await session.execute_outcome(runner, "call-1") == ToolInputRequested("Which floor?")
+    floor = QuestionAnswer("call-1-input-2", "Which floor?", "3")
+    session.records["call-1"] = dataclasses.replace(session.records["call-1"], input_answers=(city, floor))
+    assert await session.execute(runner, "call-1") == "A-1 ships to Lyon, floor 3"
+    # interrupt() returned each answer; the tool body past its questions ran once.
+    assert runs == [("Lyon", "3")]
 
 
 async def test_a_turn_with_two_tool_rounds_stores_every_message_once_in_order() -> None:

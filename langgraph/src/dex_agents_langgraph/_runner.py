@@ -166,7 +166,7 @@ class LangGraphRunner:
         self._graph = _checked_graph(graph, self._saver)
         self._tool_node = single_tool_node(self._graph)
         self._config: RunnableConfig = config or {}
-        self._tool_step = ToolStepExecutor(self._tool_node, self._graph, context)
+        self._tool_step = ToolStepExecutor(self._tool_node, self._graph, context, self._saver)
         self._mcp_tools = mcp_tools
         self._trust_mcp_annotations = trust_mcp_annotations
         self._turn_setup = TurnSetup(
