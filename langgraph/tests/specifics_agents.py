@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dex_agents import AgentSessionFlow
 from dex_agents.testing import MATRIX_TOOLS, matrix_session_options, with_model_call_scope
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
 from langchain.agents.structured_output import ToolStrategy
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel
@@ -22,12 +24,14 @@ class Forecast(BaseModel):
     temperature_c: int
 
 
-def _runner(tools: list[Any], **agent_options: Any) -> LangGraphRunner:
+def _runner(
+    tools: list[Any], middleware: Sequence[AgentMiddleware] = (), **agent_options: Any
+) -> LangGraphRunner:
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(
             ScriptedChatModel(),
             tools=tools,
-            middleware=[DexToolGate()],
+            middleware=[*middleware, DexToolGate()],
             checkpointer=checkpointer,
             **agent_options,
         )
@@ -35,8 +39,10 @@ def _runner(tools: list[Any], **agent_options: Any) -> LangGraphRunner:
     return LangGraphRunner(build, allowed_msgpack_modules=[(__name__, "Forecast")])
 
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow]:
-    """A plain agent with the matrix tools, and the same agent with structured output."""
+def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
+    """A plain agent with the matrix tools, the same agent with structured output, and one whose
+    `HumanInTheLoopMiddleware` reviews the single-attempt write (which the session's policy runs without
+    approval) and the idempotent write."""
     return (
         AgentSessionFlow(
             with_model_call_scope(_runner(list(MATRIX_TOOLS))),
@@ -46,6 +52,16 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow]:
         AgentSessionFlow(
             with_model_call_scope(_runner(list(MATRIX_TOOLS), response_format=ToolStrategy(Forecast))),
             flow_type="LangGraphForecast",
+            options=matrix_session_options(),
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(
+                _runner(
+                    list(MATRIX_TOOLS),
+                    [HumanInTheLoopMiddleware(interrupt_on={"cancel_order": True, "send_receipt": True})],
+                )
+            ),
+            flow_type="LangGraphReviewed",
             options=matrix_session_options(),
         ),
     )

@@ -9,12 +9,19 @@ unknown tool) is `tests/test_runner_contract.py`; these are LangChain's specific
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pytest
-from dex_agents import QuestionAnswer, ToolInputRequested, current_tool_execution
+from dex_agents import (
+    QuestionAnswer,
+    ToolEffect,
+    ToolInputRequested,
+    ToolPolicy,
+    current_tool_execution,
+)
 from dex_agents.runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     ToolCallsRequested,
@@ -24,9 +31,9 @@ from dex_agents.runner import (
 from dex_agents.testing import SessionSide
 from dex_agents.values import MessageRole, ToolCallStatus
 from langchain.agents import create_agent
-from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.agents.middleware import HumanInTheLoopMiddleware, after_model
 from langchain.agents.structured_output import ToolStrategy
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import StructuredTool, ToolException, tool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolRuntime
@@ -203,16 +210,87 @@ async def test_a_graph_without_the_tool_gate_ends_the_turn_before_any_tool_runs(
     assert len(model.inputs) == 1
 
 
-async def test_an_interrupt_that_is_not_the_gates_ends_the_turn_with_a_clear_error() -> None:
+_HAS_PER_CALL_REVIEWS = "interrupt_mode" in inspect.signature(HumanInTheLoopMiddleware.__init__).parameters
+
+
+@pytest.mark.parametrize(
+    ("mode", "gate_first"), [("batched", False), ("per_call", False), ("per_call", True)]
+)
+async def test_human_in_the_loop_middleware_asks_through_the_sessions_approvals(
+    mode: Literal["batched", "per_call"], gate_first: bool
+) -> None:
+    """Its interrupt_on tools require the session's approval; an approved call runs, a rejected one never
+    runs and the model sees the user's text; the middleware's own interrupts never reach the session."""
+    model = ScriptedChatModel(
+        responses=[
+            respond(
+                "",
+                tool_call("get_weather", {"city": "Paris"}, "call-1"),
+                tool_call("delete_file", {"path": "/a"}, "call-2"),
+                tool_call("delete_file", {"path": "/b"}, "call-3"),
+            ),
+            respond("Done."),
+        ]
+    )
+    tools = Tools()
+    if mode == "batched":
+        review = HumanInTheLoopMiddleware(interrupt_on={"delete_file": True})
+    elif _HAS_PER_CALL_REVIEWS:
+        review = HumanInTheLoopMiddleware(interrupt_on={"delete_file": True}, interrupt_mode=mode)
+    else:
+        pytest.skip("langchain before 1.5 has no per-call reviews")
+
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        middleware = [DexToolGate(), review] if gate_first else [review, DexToolGate()]
+        return create_agent(model, tools=tools.all(), middleware=middleware, checkpointer=checkpointer)
+
+    runner = LangGraphRunner(build)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather, and clean up"))
+    read_only = ToolPolicy(ToolEffect.READ, requires_approval=False)
+    context = dataclasses.replace(
+        session.context(), tool_policies={"get_weather": read_only, "delete_file": read_only}
+    )
+
+    requested = await runner.run_model_step(context)
+
+    assert isinstance(requested, ToolCallsRequested)
+    assert [(call.tool_call_id, call.policy.is_approval_required) for call in requested.tool_calls] == [
+        ("call-1", False),
+        ("call-2", True),
+        ("call-3", True),
+    ]
+    assert len(model.inputs) == 1 and tools.runs == []
+    session.defer(requested)
+    assert await session.execute(runner, "call-1") == "sunny in Paris"
+    assert await session.execute(runner, "call-2") == "deleted /a"
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny in Paris")
+    session.finish("call-2", ToolCallStatus.SUCCEEDED, output="deleted /a")
+    session.finish("call-3", ToolCallStatus.REJECTED, rejection_message="Keep /b, it is the backup.")
+
+    ended = await runner.run_model_step(session.context())
+
+    assert isinstance(ended, TurnCompleted) and ended.turn_error is None
+    assert tools.runs == ["get_weather Paris", "delete_file /a"]
+    results = [message for message in model.inputs[-1] if isinstance(message, ToolMessage)]
+    assert [(result.tool_call_id, result.status, result.text) for result in results] == [
+        ("call-1", "success", "sunny in Paris"),
+        ("call-2", "success", "deleted /a"),
+        ("call-3", "error", "Keep /b, it is the backup."),
+    ]
+
+
+async def test_an_interrupt_in_a_graph_node_ends_the_turn_with_a_clear_error() -> None:
     model = ScriptedChatModel(responses=[respond("", tool_call("get_weather", {"city": "Paris"}, "call-1"))])
     tools = Tools()
 
+    @after_model
+    def confirm(state: Any, runtime: Any) -> None:
+        interrupt("Go on?")
+
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(
-            model,
-            tools=tools.all(),
-            middleware=[HumanInTheLoopMiddleware(interrupt_on={"get_weather": True}), DexToolGate()],
-            checkpointer=checkpointer,
+            model, tools=tools.all(), middleware=[confirm, DexToolGate()], checkpointer=checkpointer
         )
 
     runner = LangGraphRunner(build)
@@ -222,7 +300,7 @@ async def test_an_interrupt_that_is_not_the_gates_ends_the_turn_with_a_clear_err
     outcome = await runner.run_model_step(session.context())
 
     assert isinstance(outcome, TurnCompleted)
-    assert outcome.turn_error is not None and "HumanInTheLoopMiddleware" in outcome.turn_error
+    assert outcome.turn_error is not None and "'Go on?'" in outcome.turn_error
     assert tools.runs == []
 
 

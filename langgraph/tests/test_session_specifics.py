@@ -13,6 +13,7 @@ from dex_agents import (
     AgentMessage,
     AgentSessionClient,
     FrameworkMessage,
+    InterruptKind,
     MessageRole,
 )
 from dex_agents.testing import (
@@ -42,6 +43,7 @@ class Session:
     stack: AgentTestStack
     plain: AgentSessionClient
     forecast: AgentSessionClient
+    reviewed: AgentSessionClient
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -51,7 +53,52 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
         tmp_path_factory.mktemp("specifics"), flows, "tests.specifics_worker", worker_cwd=PACKAGE_DIR
     ) as stack:
         await stack.start_worker()
-        yield Session(stack, stack.sessions(flows[0]), stack.sessions(flows[1]))
+        yield Session(stack, *(stack.sessions(flow) for flow in flows))
+
+
+async def test_human_in_the_loop_middleware_reviews_are_the_sessions_approvals_across_a_worker_kill(
+    session: Session,
+) -> None:
+    stack, client = session.stack, session.reviewed
+    session_id = stack.new_session_id("reviewed")
+    calls = (
+        ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1"),
+        ScriptedToolCall("cancel_order", {"order_id": "A-1"}, "cancel-1"),
+        ScriptedToolCall("send_receipt", {"order_id": "A-1"}, "receipt-1"),
+    )
+    stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(tool_calls=calls), ScriptedResponse(text="A-1 is cancelled.")]]
+    )
+    await client.start_session(session_id, "Cancel A-1 and send me the receipt")
+    pending = await wait_for_agent_snapshot(
+        client,
+        session_id,
+        lambda snapshot: snapshot.pending_interrupts if len(snapshot.pending_interrupts) == 2 else None,
+        description="both reviewed calls waiting for approval",
+    )
+    assert {interrupt.kind for interrupt in pending} == {InterruptKind.TOOL_APPROVAL}
+    waiting = {interrupt.tool_name or "": interrupt.interrupt_id for interrupt in pending}
+    # Only the middleware's interrupt_on tools ask (cancel_order's own policy needs no approval), and
+    # nothing the middleware reviews has run.
+    assert sorted(waiting) == ["cancel_order", "send_receipt"]
+    assert stack.invocations.tool_calls(session_id, "cancel_order") == []
+    stack.kill_workers()
+    await stack.start_worker()
+    assert await client.resolve_interrupt(session_id, waiting["cancel_order"], approved=True)
+    # The middleware's "respond" decision: the user's text is what the model gets for the call.
+    answer = "The customer already has the receipt."
+    assert await client.resolve_interrupt(
+        session_id, waiting["send_receipt"], approved=False, rejection_message=answer
+    )
+    snapshot = await wait_for_turn_end(client, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    assert len(stack.invocations.tool_calls(session_id, "cancel_order")) == 1
+    assert stack.invocations.tool_calls(session_id, "send_receipt") == []
+    [_, resumed] = stack.invocations.model_calls(session_id)
+    assert resumed.model_input[-1] == f"tool send_receipt [receipt-1] error: {answer}"
+    outputs = {m.tool_call_id: m.tool_output for m in snapshot.messages if m.role is MessageRole.TOOL}
+    assert outputs["receipt-1"] == answer
 
 
 async def test_structured_output_next_to_a_read_call_ends_the_turn_without_another_model_call(

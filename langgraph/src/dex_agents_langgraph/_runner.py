@@ -74,6 +74,7 @@ from dex_agents_langgraph._gate import (
     is_middleware_model_call,
     recorded_answer,
 )
+from dex_agents_langgraph._hitl import ApprovalTools
 from dex_agents_langgraph._messages import (
     build_user_framework_message,
     history_from_stored_messages,
@@ -92,6 +93,9 @@ if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource
 
 __all__ = ["UNKNOWN_TOOL_POLICY", "GraphFactory", "LangGraphRunner"]
+
+_MAX_MIDDLEWARE_REVIEWS = 8
+"""How often `HumanInTheLoopMiddleware` may interrupt one model Step (once per pending call at most)."""
 
 GraphFactory = Callable[[DexCheckpointSaver], Pregel[Any, Any, Any, Any]]
 """Builds the compiled graph with the checkpoint saver it is given (`checkpointer=` of `create_agent` or
@@ -166,7 +170,10 @@ class LangGraphRunner:
         self._graph = _checked_graph(graph, self._saver)
         self._tool_node = single_tool_node(self._graph)
         self._config: RunnableConfig = config or {}
-        self._tool_step = ToolStepExecutor(self._tool_node, self._graph, context, self._saver)
+        self._approval_tools = ApprovalTools(self._graph)
+        self._tool_step = ToolStepExecutor(
+            self._tool_node, self._graph, context, self._saver, self._approval_tools
+        )
         self._mcp_tools = mcp_tools
         self._trust_mcp_annotations = trust_mcp_annotations
         self._turn_setup = TurnSetup(
@@ -295,7 +302,7 @@ class LangGraphRunner:
                 return resumed
             graph_input, known_ids = resumed
         try:
-            await self._stream(graph_input, turn.flow_id, thread_id, guard, known_ids, turn.events)
+            await self._stream_until_the_gate(graph_input, turn, thread_id, thread_config, guard, known_ids)
         except ModelStepViolation as error:
             return TurnCompleted(
                 new_messages=(),
@@ -446,6 +453,40 @@ class LangGraphRunner:
         config["callbacks"] = callbacks
         return cast(RunnableConfig, config)
 
+    async def _stream_until_the_gate(
+        self,
+        graph_input: object,
+        turn: AgentTurnContext,
+        thread_id: str,
+        thread_config: RunnableConfig,
+        guard: ModelStepGuard,
+        known_ids: set[str | None],
+    ) -> None:
+        """Run the graph until it ends or stops at interrupts other than `HumanInTheLoopMiddleware`'s.
+
+        The middleware's interrupts are approved at once: its calls then stop at the gate, where the
+        session's approval (which `ApprovalTools` requires for them) decides. Resuming runs no model call.
+        """
+        streamed_ids: set[str] = set()
+        for _ in range(_MAX_MIDDLEWARE_REVIEWS):
+            await self._stream(
+                graph_input, turn.flow_id, thread_id, guard, known_ids, streamed_ids, turn.events
+            )
+            if not self._approval_tools.has_middleware:
+                return
+            pending = (await self._graph.aget_state(thread_config)).interrupts
+            approvals = {
+                interrupt.id: answer
+                for interrupt in pending
+                if (answer := self._approval_tools.answer(interrupt.value)) is not None
+            }
+            if not approvals:
+                return
+            graph_input = Command(resume=approvals)
+        raise ModelStepViolation(
+            f"HumanInTheLoopMiddleware interrupted {_MAX_MIDDLEWARE_REVIEWS} times in one model Step"
+        )
+
     async def _stream(
         self,
         graph_input: object,
@@ -453,10 +494,10 @@ class LangGraphRunner:
         thread_id: str,
         guard: ModelStepGuard,
         known_ids: set[str | None],
+        streamed_ids: set[str],
         events: AgentEventWriter,
     ) -> None:
         """Run the graph until it ends or stops at interrupts, forwarding the model's text as it streams."""
-        streamed_ids: set[str] = set()
         stream = cast(
             AsyncGenerator[Any, None],
             self._graph.astream(
@@ -573,7 +614,9 @@ class LangGraphRunner:
             # Any MCP server may annotate its tools as it likes, so the metadata counts only where the
             # Worker's code says it trusts it.
             declared = annotation_policy(tool) if self._trust_mcp_annotations else None
-            policy = turn.resolve_tool_policy(name, framework_policy=declared)
+            policy = self._approval_tools.policy(
+                name, turn.resolve_tool_policy(name, framework_policy=declared)
+            )
         elif self._mcp_tools is not None and self._mcp_tools.tool(name) is not None:
             return self._mcp_tools.deferred_tool_call(
                 turn, tool_call_id=tool_call_id, tool_name=name, arguments=arguments

@@ -25,6 +25,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from dex_agents_langgraph._gate import executing_tool_call
+from dex_agents_langgraph._hitl import ApprovalTools
 from dex_agents_langgraph._state import DexCheckpointSaver
 
 __all__ = ["ToolStepExecutor", "ask_for_interrupt", "single_tool_node"]
@@ -58,6 +59,8 @@ class ToolStepExecutor:
         graph: The user's compiled graph.
         context: The runtime context of every tool call.
         saver: The runner's checkpoint saver.
+        approval_tools: The graph's `HumanInTheLoopMiddleware` reviews, whose per-call interrupts in a tool
+            Step are approved (the session approved the call before its tool Step).
     """
 
     def __init__(
@@ -66,10 +69,12 @@ class ToolStepExecutor:
         graph: Pregel[Any, Any, Any, Any],
         context: object,
         saver: DexCheckpointSaver,
+        approval_tools: ApprovalTools,
     ) -> None:
         self._graph = _one_node_graph(tool_node, graph, saver)
         self._context = context
         self._saver = saver
+        self._approval_tools = approval_tools
 
     async def execute(self, call: DeferredToolExecution, config: RunnableConfig) -> ToolExecutionResult:
         """Run the call once and return its result as text.
@@ -111,7 +116,9 @@ class ToolStepExecutor:
                     break
                 # One task runs, so one interrupt is pending; its answer (asked for now, or the next one the
                 # session holds) resumes the tool, which then returns or interrupts again.
-                graph_input = Command(resume=ask_for_interrupt(output.interrupts[0].value))
+                value = output.interrupts[0].value
+                approval = self._approval_tools.answer(value)
+                graph_input = Command(resume=ask_for_interrupt(value) if approval is None else approval)
         finally:
             self._saver.delete_thread(thread_id)
         result = cast(Mapping[str, Any], output.value)
