@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from dex_agents import AgentSessionFlow
-from dex_agents.testing import MATRIX_TOOLS, matrix_session_options, with_model_call_scope
+from dex_agents.testing import MATRIX_TOOLS, STATE_DIR_ENV, matrix_session_options, with_model_call_scope
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
+from langchain.agents.middleware import AgentMiddleware, AgentState, HumanInTheLoopMiddleware, before_model
 from langchain.agents.structured_output import ToolStrategy
+from langchain_core.messages import HumanMessage
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
 from pydantic import BaseModel
 
 from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner
@@ -39,10 +44,25 @@ def _runner(
     return LangGraphRunner(build, allowed_msgpack_modules=[(__name__, "Forecast")])
 
 
+def node_answers_path(state_dir: Path) -> Path:
+    """One line per answer a graph node's interrupt() returned."""
+    return state_dir / "node-answers.log"
+
+
+@before_model
+def confirm_first(state: AgentState[Any], runtime: Runtime[Any]) -> None:
+    """Ask the user before the model call when their message starts with "Confirm first"."""
+    last = state["messages"][-1]
+    if isinstance(last, HumanMessage) and last.text.startswith("Confirm first"):
+        answer = interrupt({"question": "Go ahead with the order?", "choices": ["yes", "no"]})
+        with node_answers_path(Path(os.environ[STATE_DIR_ENV])).open("a", encoding="utf-8") as log:
+            log.write(f"{answer}\n")
+
+
 def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
     """A plain agent with the matrix tools, the same agent with structured output, and one whose
     `HumanInTheLoopMiddleware` reviews the single-attempt write (which the session's policy runs without
-    approval) and the idempotent write."""
+    approval) and the idempotent write, and whose node asks before the model call when told to."""
     return (
         AgentSessionFlow(
             with_model_call_scope(_runner(list(MATRIX_TOOLS))),
@@ -58,7 +78,10 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]
             with_model_call_scope(
                 _runner(
                     list(MATRIX_TOOLS),
-                    [HumanInTheLoopMiddleware(interrupt_on={"cancel_order": True, "send_receipt": True})],
+                    [
+                        confirm_first,
+                        HumanInTheLoopMiddleware(interrupt_on={"cancel_order": True, "send_receipt": True}),
+                    ],
                 )
             ),
             flow_type="LangGraphReviewed",

@@ -280,13 +280,18 @@ async def test_human_in_the_loop_middleware_asks_through_the_sessions_approvals(
     ]
 
 
-async def test_an_interrupt_in_a_graph_node_ends_the_turn_with_a_clear_error() -> None:
-    model = ScriptedChatModel(responses=[respond("", tool_call("get_weather", {"city": "Paris"}, "call-1"))])
+async def test_an_interrupt_in_a_graph_node_is_a_question_whose_answer_resumes_the_node() -> None:
+    model = ScriptedChatModel(
+        responses=[respond("", tool_call("get_weather", {"city": "Paris"}, "call-1")), respond("Sunny.")]
+    )
     tools = Tools()
+    answers: list[object] = []
 
     @after_model
     def confirm(state: Any, runtime: Any) -> None:
-        interrupt("Go on?")
+        if any(isinstance(message, ToolMessage) for message in state["messages"]):
+            return
+        answers.append(interrupt({"question": "Look the weather up?", "choices": ["yes", "no"]}))
 
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(
@@ -297,11 +302,36 @@ async def test_an_interrupt_in_a_graph_node_ends_the_turn_with_a_clear_error() -
     session = SessionSide()
     session.start_turn(runner.build_user_message("Weather?"))
 
-    outcome = await runner.run_model_step(session.context())
+    asked = await runner.run_model_step(session.context())
 
-    assert isinstance(outcome, TurnCompleted)
-    assert outcome.turn_error is not None and "'Go on?'" in outcome.turn_error
-    assert tools.runs == []
+    # The node's interrupt is deferred as a call whose tool Step asks the session's question.
+    assert isinstance(asked, ToolCallsRequested)
+    [question] = asked.tool_calls
+    assert (question.tool_name, question.policy.is_approval_required) == ("langgraph_interrupt", False)
+    session.defer(asked)
+    assert await session.execute_outcome(runner, question.tool_call_id) == ToolInputRequested(
+        "Look the weather up?", ("yes", "no")
+    )
+    answer = QuestionAnswer(f"{question.tool_call_id}-input-1", "Look the weather up?", "yes")
+    session.records[question.tool_call_id] = dataclasses.replace(
+        session.records[question.tool_call_id], input_answers=(answer,)
+    )
+    assert await session.execute(runner, question.tool_call_id) == "yes"
+    session.finish(question.tool_call_id, ToolCallStatus.SUCCEEDED, output="yes")
+
+    # Resumed in a fresh runner: interrupt() returns the answer, and the model's call reaches the gate
+    # without another model call.
+    resumed_runner = LangGraphRunner(build)
+    requested = await resumed_runner.run_model_step(session.context())
+
+    assert answers == ["yes"] and len(model.inputs) == 1
+    assert isinstance(requested, ToolCallsRequested)
+    assert [call.tool_call_id for call in requested.tool_calls] == ["call-1"]
+    session.defer(requested)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny in Paris")
+    ended = await resumed_runner.run_model_step(session.context())
+    assert isinstance(ended, TurnCompleted) and ended.turn_error is None
+    assert [message.text for message in ended.new_messages][-1] == "Sunny."
 
 
 def test_the_factory_must_compile_with_the_given_checkpointer_and_have_tools() -> None:

@@ -33,7 +33,7 @@ from dex_agents.testing import (
 from dex_agents.testing.matrix import wait_for_turn_end
 
 from tests.matrix_spec import PACKAGE_DIR
-from tests.specifics_agents import build_flows
+from tests.specifics_agents import build_flows, node_answers_path
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -99,6 +99,31 @@ async def test_human_in_the_loop_middleware_reviews_are_the_sessions_approvals_a
     assert resumed.model_input[-1] == f"tool send_receipt [receipt-1] error: {answer}"
     outputs = {m.tool_call_id: m.tool_output for m in snapshot.messages if m.role is MessageRole.TOOL}
     assert outputs["receipt-1"] == answer
+
+
+async def test_an_interrupt_in_a_graph_node_is_a_question_that_survives_a_worker_kill(
+    session: Session,
+) -> None:
+    stack, client = session.stack, session.reviewed
+    session_id = stack.new_session_id("node-question")
+    stack.scripts.set_turns(session_id, [[ScriptedResponse(text="Going ahead.")]])
+    await client.start_session(session_id, "Confirm first: cancel A-2")
+    question = await client.wait_for_interrupt(session_id)
+    assert question is not None and question.kind is InterruptKind.QUESTION
+    assert (question.question, question.choices) == ("Go ahead with the order?", ("yes", "no"))
+    assert stack.invocations.model_calls(session_id) == [], "the node asks before the model call"
+    stack.kill_workers()
+    await stack.start_worker()
+    assert await client.answer_question(session_id, question.interrupt_id, "yes")
+    snapshot = await wait_for_turn_end(client, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    # interrupt() returned the answer once, and the model was called once, after it.
+    assert node_answers_path(stack.state_dir).read_text(encoding="utf-8").splitlines() == ["yes"]
+    assert len(stack.invocations.model_calls(session_id)) == 1
+    assert [message.text for message in snapshot.messages if message.role is MessageRole.ASSISTANT] == [
+        "Going ahead."
+    ]
 
 
 async def test_structured_output_next_to_a_read_call_ends_the_turn_without_another_model_call(

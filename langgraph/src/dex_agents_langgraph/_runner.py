@@ -52,6 +52,7 @@ from dex_agents.runner import (
     DeferredToolExecution,
     DeferredToolOutcome,
     ToolCallsRequested,
+    ToolExecutionResult,
     TurnCompleted,
 )
 from dex_agents.values import AgentUsage, FrameworkMessage
@@ -74,6 +75,12 @@ from dex_agents_langgraph._gate import (
     is_middleware_model_call,
     recorded_answer,
 )
+from dex_agents_langgraph._graph_interrupts import (
+    graph_interrupt_answer,
+    graph_interrupt_call,
+    graph_interrupt_value,
+    is_graph_interrupt_call,
+)
 from dex_agents_langgraph._hitl import ApprovalTools
 from dex_agents_langgraph._messages import (
     build_user_framework_message,
@@ -85,7 +92,7 @@ from dex_agents_langgraph._provider_answers import unfinished_answer
 from dex_agents_langgraph._refusals import refuse_conversation_rewriting_middleware
 from dex_agents_langgraph._settings import InstructionsForSettings, ModelForSettings
 from dex_agents_langgraph._state import DexCheckpointSaver, LangGraphRunState
-from dex_agents_langgraph._tool_execution import ToolStepExecutor, single_tool_node
+from dex_agents_langgraph._tool_execution import ToolStepExecutor, ask_for_interrupt, single_tool_node
 from dex_agents_langgraph._turn_scope import TurnScope, turn_scope
 from dex_agents_langgraph._turn_tools import TurnSetup, TurnSetupError
 
@@ -384,6 +391,8 @@ class LangGraphRunner:
         """
         if self._mcp_tools is not None and self._mcp_tools.owns_tool_call(call.tool_call):
             return await self._mcp_tools.call_tool(call)
+        if is_graph_interrupt_call(call.tool_call.tool_call_id, call.tool_call.tool_name):
+            return ToolExecutionResult(ask_for_interrupt(graph_interrupt_value(call.tool_call.arguments)))
         return await self._tool_step.execute(call, self._run_config(None, call.flow_id))
 
     def describe_tool(self, tool_name: str) -> str | None:
@@ -418,11 +427,15 @@ class LangGraphRunner:
         except ValueError as error:
             return TurnCompleted(new_messages=(), turn_error=str(error))
         snapshot = await self._graph.aget_state(thread_config)
-        answers: dict[str, GateAnswer] = {}
+        answers: dict[str, GateAnswer | str] = {}
         for pending in snapshot.interrupts:
             payload = gate_payload(pending.value)
             if payload is None:
-                return TurnCompleted(new_messages=(), turn_error=_foreign_interrupt_error(pending))
+                answered = graph_interrupt_answer(pending, turn.tool_calls)
+                if isinstance(answered, TurnCompleted):
+                    return answered
+                answers[pending.id] = answered
+                continue
             record = turn.tool_calls.get(str(payload.get("id")))
             if record is None or not record.is_final:
                 # The session makes every record final before RunModel; anything else is a bug to surface.
@@ -546,13 +559,13 @@ class LangGraphRunner:
         guard: ModelStepGuard,
     ) -> AgentTurnOutcome:
         gated: dict[str, Mapping[str, Any]] = {}
+        questions: list[DeferredToolCall] = []
         for pending in interrupts:
             payload = gate_payload(pending.value)
             if payload is None:
-                return TurnCompleted(
-                    new_messages=(), usage=usage, turn_error=_foreign_interrupt_error(pending)
-                )
-            gated[str(payload.get("id"))] = payload
+                questions.append(graph_interrupt_call(pending))
+            else:
+                gated[str(payload.get("id"))] = payload
         order = _model_order(messages)
         invalid = _tool_call_id_problem(order)
         if invalid is not None:
@@ -572,7 +585,8 @@ class LangGraphRunner:
             for tool_call_id in order
             if tool_call_id not in gated and tool_call_id not in answered
         ]
-        if ungated:
+        # A node's interrupt can stop the graph before the calls reach the gate; they do once it resumes.
+        if ungated and not questions:
             return TurnCompleted(
                 new_messages=(),
                 usage=usage,
@@ -582,8 +596,11 @@ class LangGraphRunner:
                 ),
             )
         deferred = [
-            self._deferred_call(turn, tool_call_id, gated[tool_call_id], guard)
-            for tool_call_id in sorted(gated, key=order.index)
+            *questions,
+            *(
+                self._deferred_call(turn, tool_call_id, gated[tool_call_id], guard)
+                for tool_call_id in sorted(gated, key=order.index)
+            ),
         ]
         state = LangGraphRunState(
             self._saver.export_thread(
@@ -647,14 +664,6 @@ def _checked_graph(graph: object, saver: DexCheckpointSaver) -> Pregel[Any, Any,
             "the tool gate stops it for every tool call"
         )
     return compiled
-
-
-def _foreign_interrupt_error(pending: Interrupt) -> str:
-    return (
-        f"the graph raised an interrupt that is not the Dex tool gate's ({pending.value!r}); in a Dex "
-        "session, approvals come from the session's tool policies, so remove HumanInTheLoopMiddleware "
-        "and other interrupt() calls from the graph"
-    )
 
 
 def _model_order(messages: Sequence[BaseMessage]) -> list[str]:
