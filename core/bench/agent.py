@@ -10,6 +10,7 @@ the adapters' scripted models stream them).
 from __future__ import annotations
 
 import json
+import os
 
 from dex_agents import (
     AgentSessionFlow,
@@ -30,6 +31,8 @@ from dex_agents import (
 from dex_agents.testing import text_chunks
 
 TOOL_NAME = "lookup_order"
+#: The user message that starts each benchmark turn.
+QUESTION = "Where is order A-1?"
 
 
 def item_of_size(kind: str, size: int, **fields: str) -> str:
@@ -82,9 +85,11 @@ class BareRunner:
         return TurnCompleted((calls, result, answer), usage)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        """Return the order's status."""
+        """Return the order's status, and which Worker process looked it up (`bench.scale` counts them)."""
         arguments = json.loads(call.tool_call.arguments)
-        return ToolExecutionResult(json.dumps({"order_id": arguments["order_id"], "status": "shipped"}))
+        return ToolExecutionResult(
+            json.dumps({"order_id": arguments["order_id"], "status": "shipped", "worker_pid": os.getpid()})
+        )
 
 
 def build_flow() -> AgentSessionFlow:

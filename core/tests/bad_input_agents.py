@@ -26,7 +26,14 @@ DROPS_ITS_MESSAGES = "the run stopped"
 
 
 class ModelMistakesRunner(ScriptedRunner):
-    """A scripted runner whose model may write malformed tool arguments."""
+    """A scripted runner whose model may write malformed tool arguments.
+
+    Its tool names are known only once it made a model call, as a runner's whose tools come from an MCP
+    listing, so its sessions check their tool policies at run time (``MatrixFlows.misspelled_policy``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(lists_tool_names_after_model_call=True)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         outcome = await super().run_model_step(turn)

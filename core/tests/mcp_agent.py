@@ -81,6 +81,10 @@ class McpScriptedRunner(ScriptedRunner):
         self._source = source
         self._state_dir = state_dir
 
+    def agent_tool_names(self) -> tuple[str, ...] | None:
+        # Its only tools are the servers', known once this Worker listed them.
+        return self._source.agent_tool_names()
+
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         await self._source.list_tools()
         outcome = await super().run_model_step(turn)

@@ -810,3 +810,36 @@ async def test_empty_session_settings_mean_none(table: Table) -> None:
     snapshot = await wait_for_turn_end(case.sessions, case.session, 1)
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     assert [message.text for message in snapshot.messages] == ["Hi", "Hello."]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_misspelled_tool_policy_found_at_run_time_fails_each_turn_before_any_tool_runs(
+    table: Table,
+) -> None:
+    # ModelMistakesRunner lists its tools only once it made a model call, so the Flow was built.
+    harness = table.harness
+    flow = harness.flows.misspelled_policy
+    assert flow is not None
+    sessions = harness.stack.sessions(flow)
+    session = harness.stack.new_session_id("misspelled-policy")
+    write = harness.call(harness.tools.single_attempt_write, "cancel-1")
+    harness.script(
+        session,
+        [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="never sent")],
+        [ScriptedResponse(tool_calls=(write,)), ScriptedResponse(text="never sent")],
+    )
+    expected = (
+        "tool_policies names 'lookup_orde', but the agent has no tool by that name; did you mean "
+        "'lookup_order'? Its tools: cancel_order, lookup_order, refund_order, send_receipt"
+    )
+    await sessions.start_session(session, "Cancel A-1")
+    first = await wait_for_turn_end(sessions, session, 1)
+    assert first.state is not None and first.state.last_turn_error == expected, first.state
+    # The same policy fails the next turn the same way: the session waits for messages, nothing ran.
+    assert await sessions.send_user_message(session, "Cancel A-1, please")
+    second = await wait_for_turn_end(sessions, session, 2)
+    assert second.state is not None and second.state.last_turn_error == expected, second.state
+    assert not harness.tool_runs(session, harness.tools.single_attempt_write)
+    assert second.tool_calls == () and not second.pending_interrupts, second
+    assert [message.text for message in second.messages] == ["Cancel A-1", "Cancel A-1, please"]
+    assert len(harness.model_calls(session)) == 2

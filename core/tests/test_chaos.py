@@ -40,3 +40,24 @@ async def test_a_runner_that_runs_each_call_twice_is_reported_with_its_replay(tm
     summary = report.summary()
     assert "VIOLATION single_attempt_write_ran_twice" in summary
     assert "replay: scripts/chaos --seed 3 executes-twice" in summary
+
+
+async def test_a_rolling_deploy_drains_every_worker_and_fails_no_turn(tmp_path: Path) -> None:
+    settings = ChaosSettings(
+        name="core-deploy",
+        spec_reference="tests.agents:SPEC",
+        seed=11,
+        worker_kills=0,
+        rolling_deploys=1,
+        concurrent_sessions=8,
+    )
+    report = await run_chaos(ChaosSpec(SPEC), settings, tmp_path, log=lambda _line: None)
+
+    assert report.violations == [], report.summary()
+    # Both Workers were SIGTERMed in turn while sessions ran, each drained and exited by itself, and the
+    # sessions went on on their replacements without one failed turn or one unknown outcome.
+    assert (report.rolling_deploys, report.worker_drains) == (1, 2), report
+    assert report.failed_turns == 0 and report.tool_call_statuses.get("outcome_unknown", 0) == 0, report
+    assert report.approvals >= 1 and report.turns > report.sessions, report
+    # The sessions that ran through the deploy went on on other Worker processes than they began on.
+    assert report.sessions_on_several_workers >= 1, report

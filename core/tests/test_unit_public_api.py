@@ -210,6 +210,9 @@ EXPECTED_EXPORTS = {
     "is_context_window_refusal",
     "provider_refusal",
     "provider_retry_after",
+    # tool policies checked against the agent's tools (issue 32)
+    "ToolNamesRunner",
+    "UnknownToolPolicyError",
 }
 
 

@@ -236,7 +236,9 @@ async def test_page_and_resume_tokens_that_the_devserver_did_not_issue_are_refus
         await server.stop()
 
 
-async def test_a_failed_commit_is_rolled_back_reported_and_retried(tmp_path: Path) -> None:
+async def test_a_failed_commit_is_rolled_back_reported_and_retried(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "s.sqlite3"
     server = DevServer(ServerOptions(port=0, db_path=str(path)))
     await server.start()
@@ -259,6 +261,12 @@ async def test_a_failed_commit_is_rolled_back_reported_and_retried(tmp_path: Pat
             with sqlite3.connect(path) as db:
                 assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
             db.close()
+            # A full disk fails every retry alike: the log says so in one line each, with no traceback.
+            failures = [
+                record for record in caplog.records if record.getMessage().startswith("commit failed")
+            ]
+            assert failures and all(record.exc_info is None for record in failures), failures
+            assert "(disk full)" in failures[0].getMessage()
             server.store.execute_script("DROP TRIGGER refuse;")
             # The change was kept and its commit is retried; the client's retry finds the same run.
             deadline = time.monotonic() + 20

@@ -144,3 +144,37 @@ def test_a_failed_commit_rolls_back_and_keeps_its_writes_for_the_next_one(tmp_pa
     assert store.query("SELECT key FROM attributes") == [("a",)]
     assert store.query("SELECT event_id, event_type FROM history") == [(1, "Unspecified")]
     store.close()
+
+
+def test_a_symlinked_path_finds_the_same_lock(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite3"
+    first = Store(str(path))
+    alias = tmp_path / "alias.sqlite3"
+    alias.symlink_to(path)
+    in_use = rf"alias.sqlite3 \(that is, {path}\) is in use by another dex-devserver"
+    with pytest.raises(StoreError, match=in_use):
+        Store(str(alias))
+    first.close()
+    Store(str(alias)).close()
+
+
+def test_a_file_that_is_no_devserver_database_is_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corrupt = tmp_path / "corrupt.sqlite3"
+    corrupt.write_bytes(b"this was never a database " * 200)
+    with pytest.raises(StoreError, match=r"corrupt.sqlite3 is not a database .*file is not a database"):
+        Store(str(corrupt))
+    # The command line prints the one line and exits; the file is left as it was.
+    assert main(["serve", "--port", "0", "--db", str(corrupt)]) == 1
+    assert f"dex-devserver: {corrupt} is not a database" in capsys.readouterr().err
+    assert corrupt.read_bytes().startswith(b"this was never a database")
+    foreign = tmp_path / "notes.sqlite3"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE notes (body TEXT)")
+    db.close()
+    foreign_file = r"notes.sqlite3 is another program's SQLite database \(its tables: notes\)"
+    with pytest.raises(StoreError, match=foreign_file):
+        Store(str(foreign))
+    with pytest.raises(StoreError, match=r"creating its lock file .*missing.*check that the folder exists"):
+        Store(str(tmp_path / "missing" / "s.sqlite3"))

@@ -3,10 +3,23 @@ steering during an approval, cancelling a model call) against the devserver, wit
 agent and Worker children.
 """
 
-from dex_agents.testing.matrix import AgentMatrixTests
+import pytest
+from dex_agents.testing.matrix import AgentMatrixTests, MatrixHarness
 
 from tests.matrix_spec import SPEC
 
 
 class TestPydanticAiMatrix(AgentMatrixTests):
     spec = SPEC
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason='issue 32: failed and outcome_unknown calls are stored as {"error": ...}, not exactly '
+        "describe_tool_call_outcome(record)",
+    )
+    async def test_24_rejected_abandoned_failed_and_unknown_calls_are_stored_as_their_outcome_text(
+        self, harness: MatrixHarness
+    ) -> None:
+        await super().test_24_rejected_abandoned_failed_and_unknown_calls_are_stored_as_their_outcome_text(
+            harness
+        )

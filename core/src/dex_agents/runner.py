@@ -7,7 +7,7 @@ keeps no state between calls and derives everything from its arguments.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
@@ -79,6 +79,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolExecutionResult",
     "ToolInputRequested",
+    "ToolNamesRunner",
     "ToolPolicy",
     "ToolTaskCancellation",
     "ToolTaskCanceller",
@@ -90,6 +91,7 @@ __all__ = [
     "TurnCompleted",
     "TurnContinued",
     "UnfinishedTurnMessageBuilder",
+    "UnknownToolPolicyError",
     "build_turn_control_note",
     "build_turn_failure_note",
     "cancellation_rejection_message",
@@ -652,6 +654,38 @@ class ToolDescriber(Protocol):
             The tool's description, or `None`.
         """
         ...
+
+
+@runtime_checkable
+class ToolNamesRunner(Protocol):
+    """Optional runner capability: the names of the agent's tools, so the session checks `tool_policies`.
+
+    With it, `AgentSessionFlow` refuses (`UnknownToolPolicyError`) a policy for a name the agent has no
+    tool by, such as a misspelling, which would otherwise leave the real tool unclassified. When the
+    method returns names at construction the Flow is refused then; when it returns `None` the session asks
+    again after each `run_model_step` and ends a turn whose runner then lists names that a policy misses
+    with a ``turn_error`` of the same text, before any of that response's tool calls run.
+    """
+
+    def agent_tool_names(self) -> Collection[str] | None:
+        """Return the names the model calls the agent's own tools by, or `None` when not known yet.
+
+        Answer from what the runner already holds: no I/O and no model call. Return `None` while some
+        tools are only known once the agent runs (a toolset listed from an MCP server, a dynamic
+        toolset), and the names once they are. The built-in tools (``ask_user``, ``durable_wait``,
+        ``write_todos``) need not be listed: the session counts them.
+
+        Returns:
+            The tool names, or `None`.
+        """
+        ...
+
+
+class UnknownToolPolicyError(ValueError):
+    """`AgentSessionOptions.tool_policies` names a tool the agent does not have.
+
+    The message names the key, the closest real tool name when one is close, and the agent's tools.
+    """
 
 
 @runtime_checkable

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import sqlite3
 from collections.abc import Callable
 
 from dex.dexpb import dex_pb2 as pb
@@ -102,7 +103,13 @@ class Journal:
             self.store.commit()
         except Exception as error:
             self.failures += 1
-            _LOG.exception("commit failed; it is rolled back and tried again in %.1f s", _RETRY_DELAY)
+            if isinstance(error, sqlite3.Error):
+                # A full disk or a locked file fails every retry the same way: one line each, no traceback.
+                _LOG.error(
+                    "commit failed (%s); it is rolled back and tried again in %.1f s", error, _RETRY_DELAY
+                )
+            else:
+                _LOG.exception("commit failed; it is rolled back and tried again in %.1f s", _RETRY_DELAY)
             if done is not None and not done.done():
                 done.set_exception(
                     CommitFailedError(f"the devserver could not commit to its database: {error}")

@@ -123,25 +123,74 @@ CREATE TABLE streams (
 
 
 class StoreError(Exception):
-    """The database cannot be used: another devserver holds it, or its schema version is unknown."""
+    """The database cannot be used.
+
+    Another devserver holds it, it is not a devserver database (corrupt, or another program's), or its schema
+    version is unknown.
+    """
 
 
 Statement = tuple[str, list[Sequence[Any]]]
 
 
 def _lock(path: str) -> int:
-    """Takes the exclusive lock on ``<path>.lock``; the kernel releases it when the process dies."""
-    lock_path = f"{path}.lock"
-    descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    """Takes the exclusive lock on ``<resolved path>.lock``; the kernel releases it when the process dies.
+
+    The lock sits beside the file the path resolves to, so two devservers given the same database through
+    different spellings (a symlink, ``..``, a relative path) find the same lock.
+    """
+    resolved = os.path.realpath(path)
+    lock_path = f"{resolved}.lock"
+    try:
+        descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise StoreError(
+            f"cannot use {path}: creating its lock file {lock_path} failed ({error.strerror}); check that the"
+            " folder exists and this user may write there"
+        ) from None
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os.close(descriptor)
+        shown = path if resolved == path else f"{path} (that is, {resolved})"
         raise StoreError(
-            f"{path} is in use by another dex-devserver (it holds {lock_path});"
+            f"{shown} is in use by another dex-devserver (it holds {lock_path});"
             " one devserver per database file: stop the other one or pass another --db"
         ) from None
     return descriptor
+
+
+def _open(path: str | None) -> sqlite3.Connection:
+    """Opens the database in autocommit mode (`commit` opens and ends its own transaction).
+
+    Raises:
+        StoreError: When SQLite cannot open or read the file, naming the file and SQLite's reason.
+    """
+    db: sqlite3.Connection | None = None
+    try:
+        db = sqlite3.connect(path or ":memory:", isolation_level=None, check_same_thread=False)
+        if path is not None:
+            db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode never corrupts the database and survives a process kill; only a power
+            # loss can drop the last transactions, which is the trade-off the benchmark reports.
+            db.execute("PRAGMA synchronous=NORMAL")
+        _check_version(db, path or ":memory:")
+    except BaseException as error:
+        if db is not None:
+            db.close()
+        # SQLite's own words ("file is not a database", "unable to open database file") name the symptom,
+        # not the file; the operator needs both, and no traceback.
+        if isinstance(error, sqlite3.OperationalError):
+            raise StoreError(
+                f"cannot open {path} (SQLite: {error}); check that it is a file this user may write"
+            ) from None
+        if isinstance(error, sqlite3.DatabaseError):
+            raise StoreError(
+                f"{path} is not a database this dex-devserver can open (SQLite: {error}): it is corrupt or"
+                " another program's file; move it away or pass another --db"
+            ) from None
+        raise
+    return db
 
 
 def _check_version(db: sqlite3.Connection, path: str) -> None:
@@ -153,7 +202,12 @@ def _check_version(db: sqlite3.Connection, path: str) -> None:
     if version == 0 and not tables:
         db.executescript(f"BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
         return
-    if version == 0 and "runs" in tables:
+    if version == 0 and "runs" not in tables:
+        raise StoreError(
+            f"{path} is another program's SQLite database (its tables: {', '.join(sorted(tables))}),"
+            " not a dex-devserver one; pass another --db"
+        )
+    if version == 0:
         version = _PICKLE_SCHEMA_VERSION
     raise StoreError(
         f"{path} has schema version {version}; this dex-devserver reads version {SCHEMA_VERSION} only"
@@ -173,7 +227,8 @@ class Store:
         path: The SQLite file, or None for a database in memory (nothing survives a restart).
 
     Raises:
-        StoreError: When another devserver uses the file or its schema version is unknown.
+        StoreError: When another devserver uses the file, it is not a devserver database, or its schema
+            version is unknown.
     """
 
     def __init__(self, path: str | None) -> None:
@@ -183,14 +238,7 @@ class Store:
         if path is not None:
             self._lock_descriptor = _lock(path)
         try:
-            # Autocommit mode: `commit` opens and ends its own transaction.
-            db = sqlite3.connect(path or ":memory:", isolation_level=None, check_same_thread=False)
-            if path is not None:
-                db.execute("PRAGMA journal_mode=WAL")
-                # NORMAL in WAL mode never corrupts the database and survives a process kill; only a power
-                # loss can drop the last transactions, which is the trade-off the benchmark reports.
-                db.execute("PRAGMA synchronous=NORMAL")
-            _check_version(db, path or ":memory:")
+            db = _open(path)
         except BaseException:
             self._unlock()
             raise

@@ -160,6 +160,17 @@ class McpToolSource:
         """Return the definition of tool ``name`` from the last `list_tools`, or `None`."""
         return self._definitions.get(name)
 
+    def agent_tool_names(self) -> tuple[str, ...] | None:
+        """Return the names of the tools the last `list_tools` returned, once every server is listed.
+
+        `None` before a `list_tools` in this process reached every server (a server left out for now may
+        have any tool), so a session checks ``tool_policies`` against an MCP source only then; see
+        `dex_agents.ToolNamesRunner`. Never lists.
+        """
+        if any(name not in self._listings for name in self._servers):
+            return None
+        return tuple(self._definitions)
+
     def describe_tool(self, tool_name: str) -> str | None:
         """Return tool ``tool_name``'s description from the last `list_tools`, for tracing; never lists.
 

@@ -46,7 +46,7 @@ from dex_agents.persistence import (
     agent_events_stream,
     tool_output_key,
 )
-from dex_agents.runner import AgentFrameworkRunner
+from dex_agents.runner import AgentFrameworkRunner, UnknownToolPolicyError
 from dex_agents.session._client_only import ClientOnlyRunner
 from dex_agents.session._deps import SessionDeps
 from dex_agents.session._plan import execute_plan
@@ -63,6 +63,7 @@ from dex_agents.session._state import (
     read_interrupts,
     read_state,
 )
+from dex_agents.session._tool_names import listed_tool_names, unknown_tool_policy_problem
 from dex_agents.session._transitions import build_session_steps
 from dex_agents.session._turn_control_rpcs import cancel_turn, delete_queued_message, steer_user_message
 from dex_agents.session._turn_lifecycle import user_message_problem
@@ -116,10 +117,13 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
                 storage and compaction.
 
         Raises:
-            TypeError: If ``runner`` lacks a runner method, ``options`` has the wrong type, or
-                ``options.compaction`` is set for a runner without the `ContextCompactionRunner` methods.
+            TypeError: If ``runner`` lacks a runner method, ``options`` has the wrong type,
+                ``options.compaction`` is set for a runner without the `ContextCompactionRunner` methods,
+                or its ``agent_tool_names`` returns something other than names or `None`.
             ValueError: If ``flow_type`` is empty or contains ``/``, or the options enable plan mode for a
                 runner whose ``supports_plan_mode`` is not `True`.
+            UnknownToolPolicyError: If ``options.tool_policies`` names a tool that the runner's
+                ``agent_tool_names`` (`ToolNamesRunner`) does not list and that is not a built-in.
         """
         for method in ("build_user_message", "run_model_step", "execute_deferred_tool_call"):
             if not callable(getattr(runner, method, None)):
@@ -140,6 +144,15 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
                 f"plan_mode_enabled needs a runner that supports plan mode, and {type(runner).__name__} does "
                 "not set supports_plan_mode to True: it would not limit planning turns to write_todos"
             )
+        if resolved.tool_policies:
+            listed = listed_tool_names(runner)
+            problem = (
+                None
+                if listed is None
+                else unknown_tool_policy_problem(resolved.tool_policies, listed, resolved.built_in_tools)
+            )
+            if problem is not None:
+                raise UnknownToolPolicyError(problem)
         self._runner = runner
         self._flow_type = flow_type
         self._options = resolved

@@ -58,6 +58,7 @@ from dex_agents.session._errors import (
     SessionStateError,
     describe_exception,
     plain_recovery_detail,
+    runner_errors,
 )
 from dex_agents.session._message_reads import reply_count
 from dex_agents.session._moves import Moves
@@ -84,6 +85,7 @@ from dex_agents.session._state import (
 )
 from dex_agents.session._step import SessionStep
 from dex_agents.session._storage import append_messages
+from dex_agents.session._tool_names import listed_tool_names, unknown_tool_policy_problem
 from dex_agents.session._turn_lifecycle import (
     begin_turn,
     has_unfinished_turn_builder,
@@ -304,6 +306,18 @@ def _check_tool_calls(
     return None
 
 
+def _tool_policy_problem(deps: SessionDeps) -> str | None:
+    """Return why the session's tool policies name a tool the runner now lists no tool by, if they do."""
+    policies = deps.options.tool_policies
+    if not policies:
+        return None
+    with runner_errors():
+        listed = listed_tool_names(deps.runner)
+    if listed is None:
+        return None
+    return unknown_tool_policy_problem(policies, listed, deps.options.built_in_tools)
+
+
 class RunModel(SessionStep[CompactContextInput | None]):
     """Makes one model call through the runner and stores its outcome, or first compacts the context.
 
@@ -427,6 +441,11 @@ class RunModel(SessionStep[CompactContextInput | None]):
                 context, state, f"the outcome's usage must be AgentUsage, got {type(usage).__name__}", records
             )
         record_usage(context, self._deps, state.active_turn_id, usage)
+        # A runner whose tools are known only once it runs (an MCP listing) lists them now. Failing here
+        # drops the whole response, so none of its tool calls runs under the wrong policy.
+        problem = _tool_policy_problem(self._deps)
+        if problem is not None:
+            return await self._fail(context, state, problem, records)
         if isinstance(outcome, TurnCompleted):
             return await self._complete_turn(context, state, records, outcome)
         if isinstance(outcome, TurnContinued):

@@ -44,6 +44,7 @@ from dex_agents.runner import (
     ToolCallsRequested,
     ToolDescriber,
     ToolExecutionError,
+    ToolNamesRunner,
     TurnCompleted,
     TurnContinued,
     describe_tool_call_outcome,
@@ -439,6 +440,20 @@ class StepwiseRunner:
                     )
                 listed[tool.name] = (tool, source)
         return listed
+
+    def agent_tool_names(self) -> tuple[str, ...] | None:
+        """Return every source's tool names (`ToolNamesRunner`), or `None` while a source lists none.
+
+        Function tools are known at once; an `McpToolSource` knows its tools once this Worker listed every
+        server (in a model call), so an agent with one is checked at its first model call.
+        """
+        names: list[str] = []
+        for source in self._definition.tool_sources:
+            listed = source.agent_tool_names() if isinstance(source, ToolNamesRunner) else None
+            if listed is None:
+                return None
+            names.extend(listed)
+        return tuple(names)
 
     def describe_tool(self, tool_name: str) -> str | None:
         """Return a tool's description from the first source that knows it (`ToolDescriber`), for tracing."""

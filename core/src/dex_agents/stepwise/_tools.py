@@ -136,6 +136,10 @@ class ToolSource(Protocol):
     `dex_agents.ToolTaskPoller` and, optionally, `dex_agents.ToolTaskCanceller` for the calls it owns; the
     runner passes each poll and cancellation of such a call to it. The tools of a source without
     ``poll_tool_task`` run with ``supports_tool_tasks`` false.
+
+    A source that knows its tools' names without I/O also implements ``agent_tool_names`` (as
+    `dex_agents.ToolNamesRunner` has it), so the session checks ``tool_policies`` against them; the runner
+    lists no names while one of its sources returns `None` or lacks the method.
     """
 
     async def list_tools(self) -> Sequence[ListedTool]:
@@ -476,6 +480,10 @@ class FunctionToolSource:
     def names(self) -> tuple[str, ...]:
         """The tools' names, in the order given."""
         return tuple(self._by_name)
+
+    def agent_tool_names(self) -> tuple[str, ...]:
+        """Return the tools' names (`dex_agents.ToolNamesRunner`), so the session checks its policies."""
+        return self.names
 
     async def list_tools(self) -> Sequence[ToolDefinition]:
         """Return every function's definition."""

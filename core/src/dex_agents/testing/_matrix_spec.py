@@ -14,8 +14,12 @@ from dex_agents import (
     AgentFrameworkRunner,
     AgentSessionClient,
     AgentSessionFlow,
+    AgentSessionOptions,
     AgentSessionStatus,
     AgentSnapshot,
+    ToolEffect,
+    ToolNamesRunner,
+    ToolPolicy,
 )
 from dex_agents.testing._matrix_tools import MatrixToolNames, matrix_session_options
 from dex_agents.testing._scoped_runner import with_model_call_scope
@@ -25,7 +29,14 @@ from dex_agents.testing._worker import run_agent_worker
 if TYPE_CHECKING:
     from dex_agents.otel import AgentTracing
 
-__all__ = ["MatrixFlows", "MatrixSpec", "run_matrix_worker", "wait_for_turn_end"]
+__all__ = [
+    "MatrixFlows",
+    "MatrixSpec",
+    "misspelled_policy_options",
+    "misspelled_read_tool",
+    "run_matrix_worker",
+    "wait_for_turn_end",
+]
 
 # `dex_agents.testing.otel_spans.SPAN_FILE_ENV`, spelled out so serving the matrix imports no OpenTelemetry
 # SDK until a test names a span file (item 18 does; a Worker main of its own honours the same variable).
@@ -41,18 +52,35 @@ class MatrixFlows:
         with_deadline: The same agent with an approval deadline.
         with_built_ins: The same agent with every built-in tool enabled, when the spec supports them.
         traced: The same agent with OpenTelemetry GenAI spans, message content recorded (item 18).
+        misspelled_policy: The same agent with a policy for a misspelling of the read tool
+            (`misspelled_policy_options`), when its runner lists no tool names at construction, so the
+            session finds the misspelling only once a turn runs (item 25).
     """
 
     main: AgentSessionFlow
     with_deadline: AgentSessionFlow
     with_built_ins: AgentSessionFlow | None = None
     traced: AgentSessionFlow | None = None
+    misspelled_policy: AgentSessionFlow | None = None
 
     @property
     def all(self) -> tuple[AgentSessionFlow, ...]:
         """Every Flow, for the Worker's and the Client's Registry."""
-        extra = tuple(flow for flow in (self.with_built_ins, self.traced) if flow is not None)
+        optional = (self.with_built_ins, self.traced, self.misspelled_policy)
+        extra = tuple(flow for flow in optional if flow is not None)
         return (self.main, self.with_deadline, *extra)
+
+
+def misspelled_read_tool(names: MatrixToolNames) -> str:
+    """Return the name item 25 misspells: the read tool's name without its last letter."""
+    return names.read[:-1]
+
+
+def misspelled_policy_options(names: MatrixToolNames) -> AgentSessionOptions:
+    """Return the matrix options plus a ``read`` policy keyed by `misspelled_read_tool`."""
+    options = matrix_session_options(names)
+    policies = {**options.tool_policies, misspelled_read_tool(names): ToolPolicy(ToolEffect.READ)}
+    return replace(options, tool_policies=policies)
 
 
 @dataclass(frozen=True)
@@ -110,7 +138,14 @@ class MatrixSpec:
 
     def build_flows(self) -> MatrixFlows:
         """Build the matrix Flows (each with its own runner, wrapped for the scripted model)."""
-        with_built_ins = None
+        with_built_ins = misspelled_policy = None
+        runner = self.build_runner()
+        if isinstance(runner, ToolNamesRunner) and runner.agent_tool_names() is None:
+            misspelled_policy = AgentSessionFlow(
+                with_model_call_scope(self.build_runner()),
+                flow_type=f"{self.flow_type_prefix}MatrixMisspelledPolicy",
+                options=misspelled_policy_options(self.tool_names),
+            )
         if self.supports_built_in_tools:
             with_built_ins = AgentSessionFlow(
                 with_model_call_scope(self.build_runner()),
@@ -119,7 +154,7 @@ class MatrixSpec:
             )
         return MatrixFlows(
             main=AgentSessionFlow(
-                with_model_call_scope(self.build_runner()),
+                with_model_call_scope(runner),
                 flow_type=f"{self.flow_type_prefix}Matrix",
                 options=matrix_session_options(self.tool_names),
             ),
@@ -134,6 +169,7 @@ class MatrixSpec:
                 flow_type=f"{self.flow_type_prefix}MatrixTraced",
                 options=replace(matrix_session_options(self.tool_names), tracing=_matrix_tracing()),
             ),
+            misspelled_policy=misspelled_policy,
         )
 
 

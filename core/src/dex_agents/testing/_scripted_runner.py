@@ -179,6 +179,9 @@ class ScriptedRunner:
         stores_incrementally: Store each model call's items at once through
             ``ToolCallsRequested.new_messages``, keeping only the pending calls in the run state, as a
             runner whose framework stores messages as it goes does.
+        lists_tool_names_after_model_call: ``agent_tool_names`` (`ToolNamesRunner`) returns `None` until
+            this runner made a model call, as a runner whose tools come from an MCP listing does, so the
+            session checks ``tool_policies`` at the first model call instead of at construction.
     """
 
     def __init__(
@@ -188,16 +191,27 @@ class ScriptedRunner:
         *,
         default_turns: Sequence[Sequence[ScriptedResponse]] | None = None,
         stores_incrementally: bool = False,
+        lists_tool_names_after_model_call: bool = False,
     ) -> None:
         self._tools: Mapping[str, ScriptedTool] = {tool.__name__: tool for tool in tools}
         self._store = store
         self._default_turns = default_turns
         self._stores_incrementally = stores_incrementally
+        self._tool_names_listed = not lists_tool_names_after_model_call
 
     @property
     def supports_plan_mode(self) -> bool:
         """`True`: a planning turn offers only ``write_todos`` and the model sees the plan note."""
         return True
+
+    def agent_tool_names(self) -> tuple[str, ...] | None:
+        """Return the names of the runner's tools (`ToolNamesRunner`), so the session checks its policies.
+
+        Returns:
+            The names, or `None` before the first model call when built with
+            ``lists_tool_names_after_model_call``.
+        """
+        return tuple(self._tools) if self._tool_names_listed else None
 
     def _store_for_call(self) -> ScriptStore:
         return self._store or ScriptStore.from_environment(self._default_turns)
@@ -249,6 +263,7 @@ class ScriptedRunner:
             step_execution_id=turn.events.step_execution_id,
             recorded_tool_call_ids=frozenset(turn.tool_calls),
         )
+        self._tool_names_listed = True
         with model_call_scope(scope):
             response = await scripted_model_response(
                 model_input,

@@ -18,6 +18,7 @@ from dex_agents import AgentSessionFlow, AgentWorker, serve_agent_worker
 __all__ = [
     "DEFAULT_MAX_CONCURRENT_TASKS",
     "SERVER_ADDRESS_ENV",
+    "WORKER_DRAIN_TIMEOUT_SECONDS",
     "WORKER_MAX_CONCURRENT_TASKS_ENV",
     "WORKER_READY_FILE_ENV",
     "WorkerProcess",
@@ -35,6 +36,8 @@ WORKER_MAX_CONCURRENT_TASKS_ENV = "DEX_AGENTS_WORKER_MAX_CONCURRENT_TASKS"
 # The largest tool batch in these tests is a handful of calls; RunModel, ResumeTurn, approvals and RPCs run
 # beside it. The SDK default (the CPU count, 2 here) would run one Step at a time and hide parallelism.
 DEFAULT_MAX_CONCURRENT_TASKS = 16
+WORKER_DRAIN_TIMEOUT_SECONDS = 5.0
+"""How long a Worker child lets running Steps finish after SIGTERM before it cancels them and exits."""
 _READY_TIMEOUT_SECONDS = 30.0
 
 
@@ -235,5 +238,5 @@ def run_agent_worker(flows: Sequence[AgentSessionFlow], *, server_address: str |
         server_address=address,
         on_ready=on_ready,
         max_concurrent_tasks=max_tasks,
-        drain_timeout=timedelta(seconds=5),
+        drain_timeout=timedelta(seconds=WORKER_DRAIN_TIMEOUT_SECONDS),
     )

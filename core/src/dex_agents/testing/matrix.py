@@ -39,6 +39,18 @@ the tool, and a context-length refusal ends the turn saying so while the next tu
 the same adapter sets :attr:`AgentMatrixTests.only_items` to `PROVIDER_MATRIX_ITEMS` to run the items that
 involve streaming, tool calls, approvals, kills and retries through each provider client.
 
+Item 24 holds every adapter to one stored shape for calls that did not succeed: a failed call, an
+outcome-unknown one, a rejected one and (with :attr:`MatrixSpec.supports_turn_control`) one abandoned by a
+steer are each stored as a ``tool`` message whose ``tool_output`` is exactly
+`dex_agents.describe_tool_call_outcome` of the final record, never a framework's envelope around it. It runs
+for every spec.
+
+Item 25 is a tool policy keyed by a misspelled tool name (the read tool's name without its last letter).
+A runner that lists its tools at construction (`dex_agents.ToolNamesRunner`) gets the Flow refused with
+`dex_agents.UnknownToolPolicyError` naming the read tool; one that lists them only once it runs (its
+``agent_tool_names`` returns `None` at first) gets its first turn ended with a ``turn_error`` of the same
+text before any tool call runs, on a Flow registered for it (``<prefix>MatrixMisspelledPolicy``).
+
 An adapter runs the matrix by supplying its runner (built around a scripted model) and a Worker module::
 
     # tests/matrix_spec.py
@@ -105,6 +117,7 @@ from dex_agents import (
     CONTEXT_WINDOW_EXCEEDED_ERROR,
     MAX_RPC_OUTPUT_BYTES,
     OUTCOME_UNKNOWN_TOOL_RESULT,
+    STEERED_REJECTION_MESSAGE,
     TURN_CANCELLED_NOTE_HEADER,
     TURN_FAILURE_NOTE_HEADER,
     TURN_STEERED_NOTE_HEADER,
@@ -113,9 +126,12 @@ from dex_agents import (
     AgentInterrupt,
     AgentMessage,
     AgentSessionClient,
+    AgentSessionFlow,
     InterruptKind,
     MessageRole,
     ToolCallStatus,
+    ToolNamesRunner,
+    UnknownToolPolicyError,
 )
 from dex_agents.testing._history import (
     EXECUTE_COMPLETED_EVENT,
@@ -125,8 +141,15 @@ from dex_agents.testing._history import (
 )
 from dex_agents.testing._invocations import Invocation
 from dex_agents.testing._large_session import LARGE_MESSAGE_BYTES, run_large_session
-from dex_agents.testing._matrix_spec import MatrixFlows, MatrixSpec, wait_for_turn_end
+from dex_agents.testing._matrix_spec import (
+    MatrixFlows,
+    MatrixSpec,
+    misspelled_policy_options,
+    misspelled_read_tool,
+    wait_for_turn_end,
+)
 from dex_agents.testing._model_call_rule import model_call_problems
+from dex_agents.testing._projection import ProjectedCall, check_message_projection
 from dex_agents.testing._provider_server import read_provider_requests
 from dex_agents.testing._script import ProviderFault, ScriptedResponse, ScriptedToolCall
 from dex_agents.testing._session_events import read_agent_events
@@ -1086,3 +1109,126 @@ class AgentMatrixTests:
         snapshot = await wait_for_turn_end(harness.sessions, session, 2)
         assert snapshot.state is not None and snapshot.state.last_turn_error is None, snapshot.state
         assert snapshot.messages[-1].text == "Hello again.", snapshot.messages
+
+    async def test_24_rejected_abandoned_failed_and_unknown_calls_are_stored_as_their_outcome_text(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Beyond the design: every adapter stores a call that did not succeed in one shape.
+
+        One turn has a failed call (a `ToolExecutionError`), an outcome-unknown one (a single-attempt write
+        whose Step failed) and a rejected one, one call per response; with turn control, the next turn's
+        approval is abandoned by a steer. Each stored ``tool`` message's ``tool_output`` is exactly
+        `dex_agents.describe_tool_call_outcome` of the call's final record (`STEERED_REJECTION_MESSAGE` for
+        the abandoned call), with no framework envelope and no re-serialised JSON, in the shared projection
+        (`dex_agents.testing.check_message_projection`).
+        """
+        session = harness.stack.new_session_id("m24")
+        tools = harness.tools
+        failed = harness.call(
+            tools.idempotent_write, "receipt-1", error="The mail server refused the receipt."
+        )
+        unknown = harness.call(tools.single_attempt_write, "cancel-1", order_id="B-2", fail_attempts=(1,))
+        rejected = harness.call(tools.approval_write, "refund-1", order_id="C-3")
+        abandoned = harness.call(tools.approval_write, "refund-2", order_id="D-4")
+        harness.script(
+            session,
+            [
+                ScriptedResponse(text="Let me see to all three.", tool_calls=(failed,)),
+                ScriptedResponse(tool_calls=(unknown,)),
+                ScriptedResponse(tool_calls=(rejected,)),
+                ScriptedResponse(text="None of it went through.", gate="outcomes"),
+            ],
+            # Turn 2 has no second response: a model call after the steer would fail the turn.
+            [ScriptedResponse(tool_calls=(abandoned,))],
+            [ScriptedResponse(text="D-4 is not refunded.")],
+        )
+        await harness.sessions.start_session(session, "Mail A-1's receipt, cancel B-2, refund C-3")
+        interrupt = await _pending_interrupt(harness.sessions, session, "refund-1")
+        assert await harness.sessions.resolve_interrupt(
+            session, interrupt.interrupt_id, approved=False, rejection_message="Refunds need a manager."
+        )
+        gate = harness.stack.gate(session, "outcomes")
+        await gate.wait_until_reached()
+        # The turn's records stay in the snapshot until the turn ends; the last model call holds it open.
+        records = (await harness.sessions.get_agent_snapshot(session)).tool_calls
+        gate.release()
+        assert {record.tool_call_id: record.status for record in records} == {
+            "receipt-1": ToolCallStatus.FAILED,
+            "cancel-1": ToolCallStatus.OUTCOME_UNKNOWN,
+            "refund-1": ToolCallStatus.REJECTED,
+        }, records
+        done = await wait_for_turn_end(harness.sessions, session, 1)
+        assert done.state is not None and done.state.last_turn_error is None, done.state
+        if harness.spec.supports_turn_control:
+            assert await harness.sessions.send_user_message(session, "Refund D-4 too")
+            await _pending_interrupt(harness.sessions, session, "refund-2")
+            assert await harness.sessions.steer_user_message(session, "Do not refund D-4.")
+            done = await wait_for_turn_end(harness.sessions, session, 3)
+            assert done.state is not None and done.state.last_turn_error is None, done.state
+        assert not harness.tool_runs(session, tools.approval_write)
+
+        # Both checks run before either fails, so a failure shows every shape the adapter stores.
+        problems: list[str] = []
+        try:
+            check_message_projection(
+                [message for message in done.messages if message.turn_id == "turn-1"][1:],
+                response_text="Let me see to all three.",
+                calls=[
+                    ProjectedCall(call.tool_call_id, call.tool_name, call.arguments)
+                    for call in (failed, unknown, rejected)
+                ],
+                outputs={},
+                final_records=records,
+            )
+        except AssertionError as error:
+            problems.append(str(error))
+        if harness.spec.supports_turn_control:
+            stored = [
+                message.tool_output
+                for message in done.messages
+                if message.role is MessageRole.TOOL and message.tool_call_id == "refund-2"
+            ]
+            # A runner without build_unfinished_turn_messages stores the steered note instead of its items.
+            keeps_items = callable(getattr(harness.flows.main.runner, "build_unfinished_turn_messages", None))
+            if stored != ([STEERED_REJECTION_MESSAGE] if keeps_items else []):
+                problems.append(
+                    f"the steered call's tool message must carry exactly {STEERED_REJECTION_MESSAGE!r}, "
+                    f"not {stored!r}"
+                )
+        assert not problems, "\n\n".join(problems)
+
+    async def test_25_a_misspelled_tool_policy_is_refused_naming_the_closest_tool(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Beyond the design: a policy for a tool the agent lacks is refused, naming the tool it meant."""
+        tools = harness.tools
+        misspelled = misspelled_read_tool(tools)
+        expected = (f"tool_policies names {misspelled!r}", f"did you mean {tools.read!r}?")
+        runner = harness.spec.build_runner()
+        assert isinstance(runner, ToolNamesRunner), (
+            f"{type(runner).__name__} has no agent_tool_names (dex_agents.ToolNamesRunner)"
+        )
+        if runner.agent_tool_names() is not None:
+            with pytest.raises(UnknownToolPolicyError) as refused:
+                AgentSessionFlow(
+                    runner,
+                    flow_type=f"{harness.spec.flow_type_prefix}MatrixMisspelled",
+                    options=misspelled_policy_options(tools),
+                )
+            assert all(part in str(refused.value) for part in expected), refused.value
+            return
+        flow = harness.flows.misspelled_policy
+        assert flow is not None, "build_flows registers the misspelled-policy Flow for this runner"
+        sessions = harness.stack.sessions(flow)
+        session = harness.stack.new_session_id("m25")
+        read = harness.call(tools.read, "read-1")
+        harness.script(session, [ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="never sent")])
+        await sessions.start_session(session, "Where is order A-1?")
+        snapshot = await wait_for_turn_end(sessions, session, 1)
+        assert snapshot.state is not None
+        error = snapshot.state.last_turn_error or ""
+        assert all(part in error for part in expected), error
+        # The response's call was dropped with it: no record, no tool Step, no run.
+        assert not harness.tool_runs(session, tools.read)
+        assert not [step for step in await harness.executed(session) if "Tool" in step]
+        assert [message.role for message in snapshot.messages] == [MessageRole.USER], snapshot.messages

@@ -27,6 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, required=True, help="plans the sessions and the faults")
     parser.add_argument("--kills", type=int, required=True, help="Worker process groups to SIGKILL")
     parser.add_argument("--engine-crashes", type=int, default=0, help="engine SIGKILLs with a restart")
+    parser.add_argument(
+        "--rolling-deploys", type=int, default=0, help="SIGTERM every Worker in turn and replace it, N times"
+    )
     parser.add_argument("--max-seconds", type=float, default=600.0, help="when the faults stop at the latest")
     parser.add_argument("--sessions", type=int, default=4, help="sessions running at once")
     parser.add_argument("--workers", type=int, default=2, help="Workers kept running")
@@ -45,9 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         The exit code.
     """
     arguments = _parser().parse_args(argv)
-    if arguments.kills < 0 or arguments.engine_crashes < 0 or arguments.sessions < 1 or arguments.workers < 1:
+    faults = (arguments.kills, arguments.engine_crashes, arguments.rolling_deploys)
+    if min(faults) < 0 or arguments.sessions < 1 or arguments.workers < 1:
         print(
-            "error: --kills and --engine-crashes must be >= 0, --sessions and --workers >= 1", file=sys.stderr
+            "error: --kills, --engine-crashes and --rolling-deploys must be >= 0,"
+            " --sessions and --workers >= 1",
+            file=sys.stderr,
         )
         return 2
     spec = load_chaos_spec(arguments.spec)
@@ -57,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=arguments.seed,
         worker_kills=arguments.kills,
         engine_crashes=arguments.engine_crashes,
+        rolling_deploys=arguments.rolling_deploys,
         max_seconds=arguments.max_seconds,
         concurrent_sessions=arguments.sessions,
         workers=arguments.workers,

@@ -1,5 +1,8 @@
 """Fault injection: SIGKILL Worker process groups and the engine at seeded moments, and replace them.
 
+A rolling deploy is the graceful fault: every Worker in turn gets SIGTERM, drains, and is replaced by a new
+one started beside it, as a deployment replaces the processes of a release one by one.
+
 A kill lands at one of three moments: a random one (whatever the Workers are doing then), inside a tool
 run, or inside a model call. The last two use the script's gates: a scripted tool or model stops at its
 gate right after it logged its run, so killing the Worker that reached the gate kills it between a side
@@ -13,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import random
+import subprocess
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +24,7 @@ from pathlib import Path
 
 from dex_agents.testing._gates import FileGate
 from dex_agents.testing._stack import AgentTestStack
-from dex_agents.testing._worker import WorkerProcess
+from dex_agents.testing._worker import WORKER_DRAIN_TIMEOUT_SECONDS, WorkerProcess
 from dex_agents.testing.chaos._plan import MODEL_GATE_PREFIX, TOOL_GATE_PREFIX
 
 __all__ = ["FaultCounts", "FaultInjector", "GateWatcher", "HeldGate"]
@@ -28,6 +32,8 @@ __all__ = ["FaultCounts", "FaultInjector", "GateWatcher", "HeldGate"]
 _GATE_POLL_SECONDS = 0.02
 _REACHED_SUFFIX = ".reached"
 _RELEASED_SUFFIX = ".released"
+# What a draining Worker may take beyond its drain timeout to cancel what is left and exit.
+_EXIT_GRACE_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -137,6 +143,10 @@ class FaultCounts:
         engine_crashes: Engine SIGKILLs followed by a restart on the same database.
         engine_crash_moments: Engine crashes by moment: ``random`` or ``in_tool``.
         workers_started: Worker processes started, the first ones included.
+        deploys: Rolling deploys: every running Worker SIGTERMed in turn and replaced.
+        drain_seconds: How long each Worker a deploy stopped took to drain and exit.
+        drain_overruns: The pids of Workers that did not exit within their drain timeout and the grace, and
+            were SIGKILLed.
     """
 
     worker_kills: int = 0
@@ -144,6 +154,9 @@ class FaultCounts:
     engine_crashes: int = 0
     engine_crash_moments: Counter[str] = field(default_factory=Counter[str])
     workers_started: int = 0
+    deploys: int = 0
+    drain_seconds: list[float] = field(default_factory=list[float])
+    drain_overruns: list[int] = field(default_factory=list[int])
 
 
 class FaultInjector:
@@ -183,23 +196,25 @@ class FaultInjector:
             await asyncio.gather(*(self._stack.start_worker() for _ in range(missing)))
             self.counts.workers_started += missing
 
-    async def run(self, worker_kills: int, engine_crashes: int, deadline: float) -> None:
+    async def run(self, worker_kills: int, engine_crashes: int, deadline: float, deploys: int = 0) -> None:
         """Inject the faults in a seeded order, stopping early at ``deadline`` (event-loop time).
 
         Args:
             worker_kills: Worker kills to make.
             engine_crashes: Engine crashes to make.
             deadline: When to stop even if faults remain.
+            deploys: Rolling deploys to make.
         """
-        faults = ["worker"] * worker_kills + ["engine"] * engine_crashes
+        faults = ["worker"] * worker_kills + ["engine"] * engine_crashes + ["deploy"] * deploys
         self._rng.shuffle(faults)
         loop = asyncio.get_running_loop()
+        actions = {"worker": self._kill_worker, "engine": self._crash_engine, "deploy": self._deploy}
         for number, fault in enumerate(faults, start=1):
             if loop.time() >= deadline:
                 return
             await asyncio.sleep(self._rng.uniform(0.2, 1.5))
             started = loop.time()
-            what = await (self._kill_worker() if fault == "worker" else self._crash_engine())
+            what = await actions[fault]()
             killed = loop.time()
             await self.start_workers()
             self._log(
@@ -244,3 +259,25 @@ class FaultInjector:
         self.counts.engine_crashes += 1
         self.counts.engine_crash_moments[moment] += 1
         return f"engine crashed and restarted ({moment})"
+
+    async def _deploy(self) -> str:
+        loop = asyncio.get_running_loop()
+        outgoing = self._stack.workers
+        drains: list[float] = []
+        for worker in outgoing:
+            # The replacement starts while the old Worker drains, as a rolling deployment surges by one.
+            worker.begin_stop()
+            started = loop.time()
+            replacement = asyncio.create_task(self._stack.start_worker())
+            try:
+                await asyncio.to_thread(worker.wait, WORKER_DRAIN_TIMEOUT_SECONDS + _EXIT_GRACE_SECONDS)
+                drains.append(round(loop.time() - started, 2))
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                self.counts.drain_overruns.append(worker.pid)
+            await replacement
+            self.counts.workers_started += 1
+        self.counts.deploys += 1
+        self.counts.drain_seconds.extend(drains)
+        longest = max(drains, default=0.0)
+        return f"rolling deploy of {len(outgoing)} Workers (longest drain {longest:.1f} s)"

@@ -43,6 +43,11 @@ class ChaosReport:
         seconds: The run's wall time.
         provider_faults: Model call requests the scripted provider server answered with a fault, by kind
             (a runner whose model is behind it only); every one was survived when there are no violations.
+        rolling_deploys: Rolling deploys made (every Worker SIGTERMed in turn and replaced).
+        worker_drains: Workers a deploy stopped that drained and exited by themselves.
+        longest_drain_seconds: The longest of those drains, from SIGTERM to exit.
+        sessions_on_several_workers: Sessions whose model and tool calls more than one Worker process made:
+            a session is not tied to a Worker, so a turn goes on wherever a Worker is free.
         violations: Every broken promise; a passing run has none.
         replay: The command that replays this run.
     """
@@ -69,6 +74,10 @@ class ChaosReport:
     retried_client_calls: int
     seconds: float
     provider_faults: dict[str, int] = field(default_factory=dict[str, int])
+    rolling_deploys: int = 0
+    worker_drains: int = 0
+    longest_drain_seconds: float = 0.0
+    sessions_on_several_workers: int = 0
     violations: list[Violation] = field(default_factory=list[Violation])
     replay: str = ""
 
@@ -122,6 +131,12 @@ class ChaosReport:
         if self.provider_faults:
             faults = ", ".join(f"{count} {kind}" for kind, count in self.provider_faults.items())
             lines.append(f"  provider faults survived: {sum(self.provider_faults.values())} ({faults})")
+        if self.rolling_deploys:
+            lines.append(
+                f"  rolling deploys: {self.rolling_deploys}; {self.worker_drains} Workers drained and exited,"
+                f" the longest in {self.longest_drain_seconds:.1f} s; {self.sessions_on_several_workers}"
+                f" of {self.sessions} sessions ran on more than one Worker"
+            )
         if self.stopped_by_time_limit:
             lines.append(
                 f"  the time limit stopped the faults early ({self.requested_worker_kills} kills and "

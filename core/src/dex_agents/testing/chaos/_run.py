@@ -48,6 +48,8 @@ class ChaosSettings:
         seed: Plans the sessions and the faults.
         worker_kills: Worker process groups to SIGKILL.
         engine_crashes: Times to SIGKILL the engine and restart it on the same database.
+        rolling_deploys: Rolling deploys: every Worker in turn gets SIGTERM, drains and is replaced. A run
+            with deploys and no kills or crashes must end no turn failed.
         max_seconds: When the faults stop even if some remain (the sessions then still finish).
         concurrent_sessions: Sessions running at once while the faults go on.
         workers: Workers kept running.
@@ -60,6 +62,7 @@ class ChaosSettings:
     seed: int
     worker_kills: int
     engine_crashes: int = 0
+    rolling_deploys: int = 0
     max_seconds: float = 600.0
     concurrent_sessions: int = 4
     workers: int = 2
@@ -121,7 +124,10 @@ async def run_chaos(
             loop = asyncio.get_running_loop()
             faults = asyncio.create_task(
                 injector.run(
-                    settings.worker_kills, settings.engine_crashes, loop.time() + settings.max_seconds
+                    settings.worker_kills,
+                    settings.engine_crashes,
+                    loop.time() + settings.max_seconds,
+                    deploys=settings.rolling_deploys,
                 )
             )
             runs = await _run_sessions_until(faults, sessions, stack, spec, settings, plan_rng, gates)
@@ -220,6 +226,16 @@ def _check(
     for run in runs:
         violations.extend(_session_violations(run))
     failed_turns = [error for run in runs for error in run.ends.failed]
+    counts = injector.counts
+    violations.extend(
+        Violation("worker_drain_overrun", f"worker {pid}", "it did not exit within its drain timeout")
+        for pid in counts.drain_overruns
+    )
+    if settings.rolling_deploys and not (settings.worker_kills or settings.engine_crashes) and failed_turns:
+        # Nothing was killed: a deploy that drains Workers one at a time must not fail a single turn.
+        violations.extend(
+            Violation("turn_failed_in_rolling_deploy", "-", error) for error in sorted(set(failed_turns))
+        )
     statuses: Counter[str] = Counter()
     for run in runs:
         statuses.update(run.ends.tool_statuses)
@@ -230,7 +246,6 @@ def _check(
         for call in invocations
         if call.kind == "tool" and call.tool_name in retrying and call.tool_call_id
     )
-    counts = injector.counts
     return ChaosReport(
         name=settings.name,
         spec=settings.spec_reference,
@@ -241,8 +256,12 @@ def _check(
         worker_kill_moments=dict(counts.worker_kill_moments),
         engine_crashes=counts.engine_crashes,
         engine_crash_moments=dict(counts.engine_crash_moments),
-        stopped_by_time_limit=(counts.worker_kills, counts.engine_crashes)
-        != (settings.worker_kills, settings.engine_crashes),
+        stopped_by_time_limit=(counts.worker_kills, counts.engine_crashes, counts.deploys)
+        != (settings.worker_kills, settings.engine_crashes, settings.rolling_deploys),
+        rolling_deploys=counts.deploys,
+        worker_drains=len(counts.drain_seconds),
+        sessions_on_several_workers=_sessions_on_several_workers(invocations),
+        longest_drain_seconds=max(counts.drain_seconds, default=0.0),
         sessions=len(runs),
         turns=sum(len(run.driver.sent) for run in runs),
         failed_turns=len(failed_turns),
@@ -257,6 +276,15 @@ def _check(
         violations=violations,
         replay=settings.replay,
     )
+
+
+def _sessions_on_several_workers(invocations: list[Invocation]) -> int:
+    """How many sessions had their model or tool calls made by more than one Worker process."""
+    pids: dict[str, set[int]] = {}
+    for call in invocations:
+        if call.kind in ("model", "tool"):
+            pids.setdefault(call.session_id, set()).add(call.pid)
+    return sum(1 for served in pids.values() if len(served) > 1)
 
 
 def _session_violations(run: _Session) -> list[Violation]:
