@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dex_agents import AgentSessionFlow
+from dex_agents import WRITE_TODOS, AgentSessionFlow
 from dex_agents.testing import MATRIX_TOOLS, STATE_DIR_ENV, matrix_session_options, with_model_call_scope
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState, HumanInTheLoopMiddleware, before_model
@@ -59,10 +60,11 @@ def confirm_first(state: AgentState[Any], runtime: Runtime[Any]) -> None:
             log.write(f"{answer}\n")
 
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
+def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
     """A plain agent with the matrix tools, the same agent with structured output, and one whose
     `HumanInTheLoopMiddleware` reviews the single-attempt write (which the session's policy runs without
-    approval) and the idempotent write, and whose node asks before the model call when told to."""
+    approval) and the idempotent write, and whose node asks before the model call when told to; and the
+    plain agent with plan mode."""
     return (
         AgentSessionFlow(
             with_model_call_scope(_runner(list(MATRIX_TOOLS))),
@@ -86,5 +88,12 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]
             ),
             flow_type="LangGraphReviewed",
             options=matrix_session_options(),
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(_runner(list(MATRIX_TOOLS))),
+            flow_type="LangGraphPlanning",
+            options=dataclasses.replace(
+                matrix_session_options(built_in_tools=[WRITE_TODOS]), plan_mode_enabled=True
+            ),
         ),
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 import pytest_asyncio
 from dex_agents import (
+    WRITE_TODOS,
     AgentEventType,
     AgentMessage,
     AgentSessionClient,
@@ -44,6 +45,7 @@ class Session:
     plain: AgentSessionClient
     forecast: AgentSessionClient
     reviewed: AgentSessionClient
+    planning: AgentSessionClient
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -124,6 +126,58 @@ async def test_an_interrupt_in_a_graph_node_is_a_question_that_survives_a_worker
     assert [message.text for message in snapshot.messages if message.role is MessageRole.ASSISTANT] == [
         "Going ahead."
     ]
+
+
+async def test_a_planning_turn_offers_only_write_todos_across_a_worker_kill_and_the_next_turn_sees_the_plan(
+    session: Session,
+) -> None:
+    stack, client = session.stack, session.planning
+    session_id = stack.new_session_id("plan")
+    todos = [{"content": "Look up A-1", "status": "pending"}, {"content": "Refund A-1", "status": "pending"}]
+    draft = ScriptedToolCall(WRITE_TODOS, {"todos": todos}, "todos-1")
+    stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(text="My plan.", tool_calls=(draft,), gate="planning"),
+                ScriptedResponse(text="Ok?"),
+            ],
+            [
+                ScriptedResponse(
+                    tool_calls=(ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1"),)
+                ),
+                ScriptedResponse(text="A-1 is looked up."),
+            ],
+        ],
+    )
+    await client.start_session(session_id)
+    assert await client.send_user_message(session_id, "Plan the refund of A-1", plan_mode=True)
+    # The Worker dies during the planning model call; the replacement makes only that call again.
+    await stack.gate(session_id, "planning").wait_until_reached()
+    stack.kill_workers()
+    await stack.start_worker()
+    stack.gate(session_id, "planning").release()
+    planned = await wait_for_turn_end(client, session_id, 1)
+
+    assert planned.plan is not None and (planned.plan.revision, len(planned.plan.tasks)) == (1, 2)
+    calls = stack.invocations.model_calls(session_id, "turn-1")
+    assert [list(call.offered_tools) for call in calls] == [[WRITE_TODOS]] * 3, "killed, again, then Ok?"
+    assert calls[0].model_input == calls[1].model_input
+    assert "[Dex] There is no plan yet." in calls[0].model_input_text
+
+    assert await client.execute_plan(session_id, 1)
+    executed = await wait_for_turn_end(client, session_id, 2)
+    assert executed.state is not None and executed.state.last_turn_error is None
+    first = stack.invocations.model_calls(session_id, "turn-2")[0]
+    assert "lookup_order" in first.offered_tools, first.offered_tools
+    # The plan note comes as user text right before the turn's own message.
+    assert first.model_input[-3:] == (
+        "assistant: Ok?",
+        "user: [Dex] The current plan, revision 1, is active:\n"
+        "- [pending] Look up A-1\n- [pending] Refund A-1",
+        "user: [Dex] The user approved plan revision 1. Execute it and keep the task statuses current with "
+        "write_todos.",
+    )
 
 
 async def test_structured_output_next_to_a_read_call_ends_the_turn_without_another_model_call(

@@ -200,6 +200,15 @@ class LangGraphRunner:
             self.cancel_tool_task = tasks.cancel_tool_task
 
     @property
+    def supports_plan_mode(self) -> bool:
+        """`True`: a planning turn offers the model only ``write_todos``, and the model sees the plan note.
+
+        `DexToolGate`'s model hook does both (`PlanModeRunner`); a graph without it ends a planning turn
+        with a `turn_error` before its model call, and its other turns do not show the plan.
+        """
+        return True
+
+    @property
     def graph(self) -> Pregel[Any, Any, Any, Any]:
         """The compiled graph this runner drives."""
         return self._graph
