@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dex_agents import WRITE_TODOS, AgentSessionFlow
+from dex_agents import WRITE_TODOS, AgentSessionFlow, CompactionPolicy
 from dex_agents.testing import MATRIX_TOOLS, STATE_DIR_ENV, matrix_session_options, with_model_call_scope
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, AgentState, HumanInTheLoopMiddleware, before_model
@@ -31,7 +31,11 @@ class Forecast(BaseModel):
 
 
 def _runner(
-    tools: list[Any], middleware: Sequence[AgentMiddleware] = (), **agent_options: Any
+    tools: list[Any],
+    middleware: Sequence[AgentMiddleware] = (),
+    *,
+    summary_model: ScriptedChatModel | None = None,
+    **agent_options: Any,
 ) -> LangGraphRunner:
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(
@@ -42,7 +46,9 @@ def _runner(
             **agent_options,
         )
 
-    return LangGraphRunner(build, allowed_msgpack_modules=[(__name__, "Forecast")])
+    return LangGraphRunner(
+        build, allowed_msgpack_modules=[(__name__, "Forecast")], summary_model=summary_model
+    )
 
 
 def node_answers_path(state_dir: Path) -> Path:
@@ -60,11 +66,15 @@ def confirm_first(state: AgentState[Any], runtime: Runtime[Any]) -> None:
             log.write(f"{answer}\n")
 
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
+COMPACTION_WINDOW_TOKENS = 200
+"""The compacting agent's context window: a 700-character message fills most of it."""
+
+
+def build_flows() -> tuple[AgentSessionFlow, ...]:
     """A plain agent with the matrix tools, the same agent with structured output, and one whose
     `HumanInTheLoopMiddleware` reviews the single-attempt write (which the session's policy runs without
     approval) and the idempotent write, and whose node asks before the model call when told to; and the
-    plain agent with plan mode."""
+    plain agent with plan mode, and with compaction."""
     return (
         AgentSessionFlow(
             with_model_call_scope(_runner(list(MATRIX_TOOLS))),
@@ -94,6 +104,14 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow,
             flow_type="LangGraphPlanning",
             options=dataclasses.replace(
                 matrix_session_options(built_in_tools=[WRITE_TODOS]), plan_mode_enabled=True
+            ),
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(_runner(list(MATRIX_TOOLS), summary_model=ScriptedChatModel())),
+            flow_type="LangGraphCompacting",
+            options=dataclasses.replace(
+                matrix_session_options(),
+                compaction=CompactionPolicy(context_window_tokens=COMPACTION_WINDOW_TOKENS),
             ),
         ),
     )

@@ -46,6 +46,7 @@ class Session:
     forecast: AgentSessionClient
     reviewed: AgentSessionClient
     planning: AgentSessionClient
+    compacting: AgentSessionClient
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -178,6 +179,50 @@ async def test_a_planning_turn_offers_only_write_todos_across_a_worker_kill_and_
         "user: [Dex] The user approved plan revision 1. Execute it and keep the task statuses current with "
         "write_todos.",
     )
+
+
+async def test_a_long_session_compacts_into_a_summary_message_and_a_worker_kill_repeats_only_the_summary_call(
+    session: Session,
+) -> None:
+    stack, client = session.stack, session.compacting
+    session_id = stack.new_session_id("compact")
+    long_question = "Where is order A-1? " + "It was a birthday present for my aunt. " * 18
+    stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(text="A-1 ships Monday.")], [ScriptedResponse(text="Yes, Monday.")]]
+    )
+    stack.scripts.set_summaries(
+        session_id,
+        {"turn-2": ScriptedResponse(text="The user asked where A-1 is: it ships Monday.", gate="sum")},
+    )
+    await client.start_session(session_id, long_question)
+    await wait_for_turn_end(client, session_id, 1)
+    assert await client.send_user_message(session_id, "Monday, really?")
+    # The Worker dies during the summary call; the replacement makes only that call again.
+    await stack.gate(session_id, "sum").wait_until_reached()
+    stack.kill_workers()
+    await stack.start_worker()
+    stack.gate(session_id, "sum").release()
+    snapshot = await wait_for_turn_end(client, session_id, 2)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    summaries = stack.invocations.summary_calls(session_id)
+    assert len(summaries) == 2 and summaries[0].model_input == summaries[1].model_input
+    assert "birthday present" in summaries[0].model_input_text
+    # The model input starts with the summary as a user message; the summarized question is gone, and as
+    # much as fits the retained budget stays verbatim.
+    [answer] = stack.invocations.model_calls(session_id, "turn-2")
+    assert answer.model_input == (
+        "user: [Dex] Summary of the earlier conversation:\n\nThe user asked where A-1 is: it ships Monday.",
+        "assistant: A-1 ships Monday.",
+        "user: Monday, really?",
+    )
+    # The stored transcript keeps every message; only the model input is shorter.
+    assert [message.text for message in snapshot.messages] == [
+        long_question,
+        "A-1 ships Monday.",
+        "Monday, really?",
+        "Yes, Monday.",
+    ]
 
 
 async def test_structured_output_next_to_a_read_call_ends_the_turn_without_another_model_call(

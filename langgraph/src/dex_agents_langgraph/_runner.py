@@ -43,6 +43,7 @@ from dex_agents import (
     is_context_window_refusal,
     provider_refusal,
 )
+from dex_agents.compaction import DEFAULT_SUMMARY_INSTRUCTIONS, ContextSummaryRequest, ContextSummaryResult
 from dex_agents.events import AgentEventWriter
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
@@ -56,7 +57,15 @@ from dex_agents.runner import (
     TurnCompleted,
 )
 from dex_agents.values import AgentUsage, FrameworkMessage
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError, InvalidUpdateError
@@ -65,6 +74,7 @@ from langgraph.types import Command, Interrupt
 from pydantic import BaseModel
 
 from dex_agents_langgraph._call_metadata import model_call_metadata, token_usage
+from dex_agents_langgraph._compaction import estimate_tokens, select_cutoff, summary_message, summary_prompt
 from dex_agents_langgraph._effects import annotation_policy
 from dex_agents_langgraph._gate import (
     GateAnswer,
@@ -150,6 +160,11 @@ class LangGraphRunner:
             approval. Off by default, since any server may claim anything: the tools then take the
             session's ``default_tool_effect``. Turn it on only when you trust every MCP server whose tools
             the graph holds. ``mcp_tools`` has its own switch per server (``trust_annotations``).
+        summary_model: The chat model of the session's context summary calls. With it the runner compacts
+            (`dex_agents.compaction.ContextCompactionRunner`, for ``AgentSessionOptions(compaction=...)``),
+            and the graph's conversation starts with the summary as a `HumanMessage`; without it the
+            session refuses ``compaction``.
+        summary_instructions: The system message of a summary call.
 
     Raises:
         TypeError: If the factory does not return a compiled graph that uses the given checkpoint saver,
@@ -168,6 +183,8 @@ class LangGraphRunner:
         mcp_tools: McpToolSource | None = None,
         tool_tasks: ToolTaskHandlers | None = None,
         trust_mcp_annotations: bool = False,
+        summary_model: BaseChatModel | None = None,
+        summary_instructions: str = DEFAULT_SUMMARY_INSTRUCTIONS,
     ) -> None:
         if tool_tasks is not None and not isinstance(tool_tasks, ToolTaskHandlers):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"tool_tasks must be a ToolTaskHandlers, got {type(tool_tasks).__name__}")
@@ -198,6 +215,54 @@ class LangGraphRunner:
             # methods and tells tools (`supports_tool_tasks`) whether they may hand work over.
             self.poll_tool_task = tasks.poll_tool_task
             self.cancel_tool_task = tasks.cancel_tool_task
+        self._summary_model = summary_model
+        self._summary_instructions = summary_instructions
+        if summary_model is not None:
+            # Only a runner with a model to summarize with compacts: the session reads the capability from
+            # these methods, and refuses `AgentSessionOptions(compaction=...)` without them.
+            self.estimate_input_tokens = self._estimate_input_tokens
+            self.select_compaction_cutoff = self._select_compaction_cutoff
+            self.summarize_context = self._summarize_context
+
+    def _estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Estimate the model input of ``turn`` with LangChain's `count_tokens_approximately`.
+
+        It counts the summary message and the stored messages after it, as the graph replays them; the
+        agent's system prompt and tool definitions are not part of it (leave room for them in the policy's
+        window). Stored messages the runner cannot read count as nothing: that model Step ends the turn.
+        """
+        try:
+            return estimate_tokens(_history(turn))
+        except ValueError:
+            return 0
+
+    def _select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+        """Return the last stored sequence to summarize at a turn's first model call, else `None`.
+
+        The cut never separates a tool call from its result or the parts of one response, and keeps about
+        ``retained_token_budget`` tokens of the newest messages (see `_compaction.select_cutoff`).
+        """
+        return select_cutoff(turn, retained_token_budget)
+
+    async def _summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Make the one summary call with ``summary_model``: the instructions, then the conversation.
+
+        The answer's text is the summary; no live text is written for it.
+
+        Raises:
+            ValueError: If the model's answer has no text.
+        """
+        assert self._summary_model is not None
+        prompt = summary_prompt(request.previous_summary, request.messages, request.input_token_budget)
+        config = self._run_config(None, request.flow_id)
+        answer = await self._summary_model.ainvoke(
+            [SystemMessage(content=self._summary_instructions), HumanMessage(content=prompt)], config
+        )
+        text = answer.text.strip()
+        if not text:
+            raise ValueError("the summary call returned no text")
+        usage = AgentUsage(model_calls=1).plus(token_usage(answer.usage_metadata))
+        return ContextSummaryResult(text=text, usage=usage)
 
     @property
     def supports_plan_mode(self) -> bool:
@@ -246,7 +311,7 @@ class LangGraphRunner:
             one-model-call rule.
         """
         try:
-            history = history_from_stored_messages(turn.messages)
+            history = _history(turn)
         except ValueError as error:
             return TurnCompleted(new_messages=(), turn_error=str(error))
         if turn.framework_run_state is None and not history:
@@ -278,7 +343,7 @@ class LangGraphRunner:
         """
         if turn.framework_run_state is None:
             return []
-        history = history_from_stored_messages(turn.messages)
+        history = _history(turn)
         state = LangGraphRunState.from_json(turn.framework_run_state)
         with self._private_thread(turn) as (thread_id, thread_config):
             self._saver.import_thread(thread_id, state.thread, stored_messages=history)
@@ -662,6 +727,14 @@ class LangGraphRunner:
         else:
             policy = UNKNOWN_TOOL_POLICY
         return DeferredToolCall(tool_call_id, name, arguments, policy)
+
+
+def _history(turn: AgentTurnContext) -> list[BaseMessage]:
+    """The stored conversation as LangChain messages, after the session's summary when it has one."""
+    history = history_from_stored_messages(turn.messages)
+    if turn.context_summary is not None:
+        history.insert(0, summary_message(turn.context_summary))
+    return history
 
 
 def _checked_graph(graph: object, saver: DexCheckpointSaver) -> Pregel[Any, Any, Any, Any]:
