@@ -6,7 +6,7 @@ from langchain_core.messages import AIMessage, ToolCall
 from langchain_core.messages.ai import UsageMetadata
 
 
-def tool_call(name: str, arguments: dict[str, object], tool_call_id: str | None) -> ToolCall:
+def tool_call(name: str, arguments: dict[str, object], tool_call_id: str) -> ToolCall:
     """A tool call of a scripted answer."""
     return ToolCall(name=name, args=arguments, id=tool_call_id, type="tool_call")
 

@@ -682,3 +682,51 @@ async def test_the_saver_keeps_nothing_between_steps() -> None:
     session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny")
     assert isinstance(await runner.run_model_step(session.context()), TurnCompleted)
     assert not saver.storage and not saver.writes and not saver.blobs
+
+
+async def test_deeply_nested_json_in_arguments_or_a_result_is_a_tool_error_the_model_sees() -> None:
+    runs: list[str] = []
+
+    @tool
+    def store(data: Any) -> str:
+        """Store data."""
+        runs.append("store")
+        return "stored"
+
+    @tool
+    def nest(depth: int) -> Any:
+        """Return a nested list."""
+        runs.append("nest")
+        nested: list[Any] = []
+        for _ in range(depth):
+            nested = [nested]
+        return nested
+
+    model = ScriptedChatModel(
+        responses=[
+            respond(
+                "",
+                tool_call("store", {"data": 1}, "store-1"),
+                tool_call("nest", {"depth": 1000}, "nest-1"),
+            )
+        ]
+    )
+
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        return create_agent(model, tools=[store, nest], middleware=[DexToolGate()], checkpointer=checkpointer)
+
+    runner = LangGraphRunner(build)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Go"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    # About 1,000 levels in 2 KB, as a provider's argument text can hold them.
+    deep = '{"data": ' + "[" * 1000 + "]" * 1000 + "}"
+    session.records["store-1"] = dataclasses.replace(session.records["store-1"], arguments=deep)
+
+    with pytest.raises(ToolExecutionError, match="nested too deeply"):
+        await session.execute(runner, "store-1")
+    with pytest.raises(ToolExecutionError, match="nested too deeply"):
+        await session.execute(runner, "nest-1")
+    assert runs == ["nest"], "the store tool never ran"

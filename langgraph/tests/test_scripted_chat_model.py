@@ -139,7 +139,7 @@ def test_respond_and_responses_are_one_or_the_other_and_respond_returns_a_messag
         model.invoke([HumanMessage("Hi")])
 
 
-async def test_the_cores_scripted_response_shapes_work_and_missing_tool_call_ids_are_generated() -> None:
+def test_the_cores_scripted_response_shapes_work_and_a_left_out_tool_call_id_is_generated() -> None:
     model = ScriptedChatModel(
         responses=[
             ScriptedResponse(
@@ -148,15 +148,15 @@ async def test_the_cores_scripted_response_shapes_work_and_missing_tool_call_ids
                 input_tokens=12,
                 output_tokens=4,
             ),
-            AIMessage(
-                "And again.", tool_calls=[{"name": "lookup_order", "args": {"order_id": "8"}, "id": None}]
+            ScriptedResponse(
+                text="And again.", tool_calls=(ScriptedToolCall("lookup_order", {"order_id": "8"}, ""),)
             ),
             ScriptedResponse(text="Both have shipped."),
         ]
     )
     agent = create_agent(model, tools=[lookup_order])
 
-    result = await agent.ainvoke({"messages": [HumanMessage("Where are 7 and 8?")]})
+    result = agent.invoke({"messages": [HumanMessage("Where are 7 and 8?")]})
 
     first, second = [message for message in result["messages"] if isinstance(message, AIMessage)][:2]
     assert first.text == "Looking." and first.tool_calls[0]["id"] == "lookup-7"

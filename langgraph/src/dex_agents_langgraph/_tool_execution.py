@@ -30,6 +30,8 @@ from dex_agents_langgraph._state import DexCheckpointSaver
 
 __all__ = ["ToolStepExecutor", "ask_for_interrupt", "single_tool_node"]
 
+_TOO_DEEP = "the {what} of this {tool} call are nested too deeply to process; send flatter JSON"
+
 
 def single_tool_node(graph: Pregel[Any, Any, Any, Any]) -> ToolNode:
     """Return the graph's one `ToolNode`.
@@ -94,12 +96,11 @@ class ToolStepExecutor:
                 yet (the session asks the user and runs the Step again).
         """
         record = call.tool_call
-        tool_call = ToolCall(
-            name=record.tool_name,
-            args=parse_tool_arguments(record.arguments, tool_name=record.tool_name),
-            id=record.tool_call_id,
-            type="tool_call",
-        )
+        try:
+            arguments = parse_tool_arguments(record.arguments, tool_name=record.tool_name)
+        except RecursionError as error:
+            raise ToolExecutionError(_TOO_DEEP.format(what="arguments", tool=record.tool_name)) from error
+        tool_call = ToolCall(name=record.tool_name, args=arguments, id=record.tool_call_id, type="tool_call")
         request = AIMessage(content="", tool_calls=[tool_call])
         thread_id = f"tool-step/{record.tool_call_id}/{uuid.uuid4().hex}"
         configurable = dict(cast(Mapping[str, Any], config.get("configurable") or {}))
@@ -109,9 +110,16 @@ class ToolStepExecutor:
         try:
             while True:
                 with executing_tool_call(record.tool_call_id):
-                    output = await self._graph.ainvoke(
-                        graph_input, run_config, context=self._context, version="v2"
-                    )
+                    try:
+                        output = await self._graph.ainvoke(
+                            graph_input, run_config, context=self._context, version="v2"
+                        )
+                    except RecursionError as error:
+                        # LangChain's validation of deeply nested arguments, or its rendering of a deeply
+                        # nested result, recursed past Python's limit: the model should hear about it.
+                        raise ToolExecutionError(
+                            _TOO_DEEP.format(what="arguments or result", tool=record.tool_name)
+                        ) from error
                 if not output.interrupts:
                     break
                 # One task runs, so one interrupt is pending; its answer (asked for now, or the next one the

@@ -112,7 +112,8 @@ class ScriptedChatModel(BaseChatModel):
     Attributes:
         responses: The answers in conversation order, or `None`: `AIMessage`s, texts, or the core's
             `dex_agents.testing.ScriptedResponse` (its text, tool calls and token counts), each made an
-            `AIMessage`. A tool call without an ID gets one (``call-<hex>``), as a provider gives it.
+            `AIMessage`. A `ScriptedToolCall` without an ID gets one (``call-<hex>``), as a provider gives
+            it; an `AIMessage` is answered exactly as given.
         respond: Returns the answer (an `AIMessage`, or text) to a call's input messages, or `None`. At most
             one of ``responses`` and ``respond`` is given; with neither, the session script answers.
         inputs: Each call's input messages, oldest call first.
@@ -271,13 +272,6 @@ class ScriptedChatModel(BaseChatModel):
         return _as_message(responses[answered])
 
     def _answer_message(self, answer: AIMessage) -> AIMessage:
-        if any(not call["id"] for call in answer.tool_calls):
-            answer.tool_calls = [
-                ToolCall(
-                    name=call["name"], args=call["args"], id=call["id"] or _new_call_id(), type="tool_call"
-                )
-                for call in answer.tool_calls
-            ]
         answer.response_metadata = {
             "model_name": self.model_name,
             "finish_reason": "tool_calls" if answer.tool_calls else "stop",
