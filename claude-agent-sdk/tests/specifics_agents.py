@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from claude_agent_sdk import (
+    CanUseTool,
     PermissionResult,
     PermissionResultAllow,
     PermissionResultDeny,
     ToolPermissionContext,
 )
-from dex_agents import AgentSessionFlow
+from dex_agents import WRITE_TODOS, AgentSessionFlow, AgentSessionOptions
+from dex_agents.compaction import CompactionPolicy
 from dex_agents.testing import (
     STATE_DIR_ENV,
     matrix_session_options,
@@ -24,6 +27,7 @@ from dex_agents_claude_agent_sdk import ClaudeAgentRunner
 from tests.scripted_claude import matrix_tools, scripted_options, scripted_options_with
 
 BASH_REFUSAL = "Bash is off limits in this deployment."
+REMOVAL_REFUSAL = "Nothing is removed in this deployment."
 
 
 def permission_log_path(state_dir: Path) -> Path:
@@ -43,9 +47,20 @@ async def refuse_bash(
     return PermissionResultAllow()
 
 
+async def refuse_removals(
+    name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+) -> PermissionResult | None:
+    """A `can_use_tool` that refuses `rm` and leaves every other request to the session's approval."""
+    del context
+    if name == "Bash" and str(tool_input.get("command", "")).startswith("rm "):
+        return PermissionResultDeny(message=REMOVAL_REFUSAL)
+    return None
+
+
 def build_flows() -> tuple[AgentSessionFlow, ...]:
-    """The matrix agent, a Bash agent, one that defers reads too, and an agent whose `can_use_tool`
-    refuses Bash next to the matrix tools."""
+    """The matrix agent, a Bash agent, one that defers reads too, an agent whose `can_use_tool` refuses
+    Bash next to the matrix tools, a Bash agent whose permission requests the session approves, and the
+    matrix agent with Bash and plan mode, and an agent whose session compacts early."""
     return (
         AgentSessionFlow(
             with_model_call_scope(ClaudeAgentRunner(scripted_options, matrix_tools())),
@@ -74,5 +89,34 @@ def build_flows() -> tuple[AgentSessionFlow, ...]:
             ),
             flow_type="ClaudeGuardedBuiltins",
             options=matrix_session_options(),
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(
+                ClaudeAgentRunner(
+                    # The SDK types can_use_tool without `None`, which leaves a request to the session.
+                    scripted_options_with(tools=["Bash"], can_use_tool=cast(CanUseTool, refuse_removals)),
+                    permission_requests_as_approvals=True,
+                )
+            ),
+            flow_type="ClaudeSessionPermissions",
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(
+                ClaudeAgentRunner(
+                    scripted_options_with(tools=["Bash"], allowed_tools=["Bash"]), matrix_tools()
+                )
+            ),
+            flow_type="ClaudePlanning",
+            options=dataclasses.replace(
+                matrix_session_options(built_in_tools=(WRITE_TODOS,)), plan_mode_enabled=True
+            ),
+        ),
+        AgentSessionFlow(
+            with_model_call_scope(ClaudeAgentRunner(scripted_options)),
+            flow_type="ClaudeCompacting",
+            # A window of 300 tokens as the runner counts them: compacts from 240, keeps about 90.
+            options=AgentSessionOptions(
+                compaction=CompactionPolicy(context_window_tokens=300, trigger_ratio=0.8, retained_ratio=0.3)
+            ),
         ),
     )

@@ -5,11 +5,20 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from dex_agents import AgentSessionClient, MessageRole
+from dex_agents import (
+    CONTEXT_SUMMARY_HEADER,
+    WRITE_TODOS,
+    AgentSessionClient,
+    InteractionMode,
+    MessageRole,
+    PlanStatus,
+    build_plan_note,
+)
 from dex_agents.testing import (
     AgentTestStack,
     ScriptedResponse,
@@ -25,7 +34,7 @@ from dex_agents.testing import (
 from tests.matrix_spec import PACKAGE_DIR
 from tests.processes import is_running, running_tree
 from tests.scripted_claude import unexpected_requests_log
-from tests.specifics_agents import BASH_REFUSAL, build_flows, permission_log_path
+from tests.specifics_agents import BASH_REFUSAL, REMOVAL_REFUSAL, build_flows, permission_log_path
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -40,6 +49,9 @@ class Session:
     builtins: AgentSessionClient
     deferred_reads: AgentSessionClient
     guarded: AgentSessionClient
+    permissions: AgentSessionClient
+    planning: AgentSessionClient
+    compacting: AgentSessionClient
     worker_home: Path
 
 
@@ -63,6 +75,9 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
             stack.sessions(flows[1]),
             stack.sessions(flows[2]),
             stack.sessions(flows[3]),
+            stack.sessions(flows[4]),
+            stack.sessions(flows[5]),
+            stack.sessions(flows[6]),
             worker_home,
         )
 
@@ -364,3 +379,143 @@ async def test_cancel_turn_during_a_built_in_command_kills_the_cli_and_the_comma
     assert done.messages[-1].text == "Stopped.", done.messages
     [next_call] = session.stack.invocations.model_calls(session_id, "turn-2")
     assert "Wait a while" in next_call.model_input_text and "Never mind" in next_call.model_input_text
+
+
+async def test_a_planning_turn_offers_the_cli_write_todos_alone_and_the_next_turn_reads_the_plan(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("planning")
+    draft = ScriptedToolCall(
+        WRITE_TODOS, {"todos": [{"content": "Look up A-1", "status": "pending"}]}, "todos-1"
+    )
+    read = ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [ScriptedResponse(text="My plan.", tool_calls=(draft,)), ScriptedResponse(text="Approve it?")],
+            [ScriptedResponse(tool_calls=(read,)), ScriptedResponse(text="A-1 shipped.")],
+        ],
+    )
+    await session.planning.start_session(session_id)
+    assert await session.planning.send_user_message(session_id, "Plan the look-up of A-1", plan_mode=True)
+    planned = await wait_for_turn_end(session.planning, session_id, 1, timeout=90)
+    assert planned.plan is not None and (planned.plan.revision, planned.plan.status) == (1, PlanStatus.DRAFT)
+    first, second = session.stack.invocations.model_calls(session_id, "turn-1")
+    # Neither the runner's tools nor Claude Code's Bash: the CLI offered the model write_todos alone.
+    assert list(first.offered_tools) == [WRITE_TODOS] == list(second.offered_tools), first.offered_tools
+    # The plan note (no plan yet, this turn only plans) is user text before the turn's own message.
+    note = build_plan_note(None, InteractionMode.PLANNING)
+    assert note is not None and f"user: {note}\n\nPlan the look-up of A-1" in first.model_input_text
+
+    assert await session.planning.execute_plan(session_id, 1)
+    executed = await wait_for_turn_end(session.planning, session_id, 2, timeout=90)
+    assert executed.state is not None and executed.state.last_turn_error is None, executed.state
+    [executing, _] = session.stack.invocations.model_calls(session_id, "turn-2")
+    assert {"lookup_order", "Bash", WRITE_TODOS} <= set(executing.offered_tools), executing.offered_tools
+    turn_input = executing.model_input_text.split("Approve it?")[-1]
+    note = "[Dex] The current plan, revision 1, is active:\n- [pending] Look up A-1"
+    assert note in turn_input and turn_input.index(note) < turn_input.index(
+        "The user approved plan revision 1"
+    )
+
+
+async def test_a_compacted_session_resumes_its_cli_conversation_from_the_summary(session: Session) -> None:
+    session_id = session.stack.new_session_id("compacting")
+    long_answer = "Alpha " * 153 + "ok"  # 920 characters: 230 tokens as the runner counts them
+    summary = "The user asked about A; the answer was long."
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [ScriptedResponse(text=long_answer)],
+            [ScriptedResponse(text="Bravo.")],
+            [ScriptedResponse(text="C.")],
+        ],
+    )
+    session.stack.scripts.set_summaries(session_id, {"turn-3": ScriptedResponse(text=summary)})
+    await session.compacting.start_session(session_id, "Tell me about A.")
+    await wait_for_turn_end(session.compacting, session_id, 1, timeout=90)
+    assert await session.compacting.send_user_message(session_id, "And B?")
+    await wait_for_turn_end(session.compacting, session_id, 2, timeout=90)
+    # Turn 3 starts at 243 tokens: the session summarizes turn 1 and keeps turn 2 verbatim.
+    assert await session.compacting.send_user_message(session_id, "And what about C then?")
+    done = await wait_for_turn_end(session.compacting, session_id, 3, timeout=90)
+
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    assert done.context_summary is not None and done.context_summary.text == summary
+    assert "CompactContext" in executed_step_types(await session.stack.read_step_history(session_id))
+    [call] = session.stack.invocations.model_calls(session_id, "turn-3")
+    # The CLI read the summary, then turn 2 from its own transcript, then the new prompt; turn 1 is gone.
+    seen = call.model_input_text
+    assert seen.startswith(f"user: {CONTEXT_SUMMARY_HEADER}\n\n{summary}"), seen
+    assert "Alpha" not in seen and "Tell me about A." not in seen
+    assert seen.index("And B?") < seen.index("Bravo.") < seen.index("And what about C then?")
+
+
+async def test_a_permission_request_waits_for_the_sessions_approval_across_a_worker_kill(
+    session: Session, tmp_path: Path
+) -> None:
+    session_id = session.stack.new_session_id("permissions")
+    marker = tmp_path / "approved.txt"
+    first = ScriptedToolCall("Bash", {"command": f"echo ran >> {marker}", "description": "mark"}, "bash-1")
+    removal = ScriptedToolCall("Bash", {"command": f"rm {marker}", "description": "remove"}, "rm-1")
+    second = ScriptedToolCall("Bash", {"command": f"echo again >> {marker}", "description": "mark"}, "bash-2")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [ScriptedResponse(text="Marking.", tool_calls=(first,)), ScriptedResponse(text="Marked.")],
+            [
+                ScriptedResponse(tool_calls=(removal,)),
+                ScriptedResponse(tool_calls=(second,)),
+                ScriptedResponse(text="Left as it is."),
+            ],
+        ],
+    )
+    await session.permissions.start_session(session_id, "Mark the file")
+    interrupt = await session.permissions.wait_for_interrupt(session_id, timeout=timedelta(seconds=90))
+    assert interrupt is not None and (interrupt.tool_call_id, interrupt.tool_name) == ("bash-1", "Bash")
+    assert json.loads(interrupt.arguments)["command"] == f"echo ran >> {marker}"
+    assert not marker.exists()
+
+    # The request waits in the session, not in a Worker: a replacement Worker carries the turn on.
+    session.stack.kill_workers()
+    await session.stack.start_worker()
+    assert await session.permissions.resolve_interrupt(session_id, interrupt.interrupt_id, approved=True)
+    first_turn = await wait_for_turn_end(session.permissions, session_id, 1, timeout=90)
+    assert first_turn.state is not None and first_turn.state.last_turn_error is None, first_turn.state
+    # Approved, the command ran once, in the resumed run, and the model read its own result.
+    assert marker.read_text() == "ran\n"
+    calls = session.stack.invocations.model_calls(session_id)
+    assert (
+        len(calls) == 2
+        and "tool Bash [bash-1] ok: (Bash completed with no output)" in calls[1].model_input_text
+    )
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
+        "StartAgentSession",
+        "RunModel",
+        "AwaitToolApproval",
+        "CallSingleAttemptTool",
+        "ResumeTurn",
+        "RunModel",
+    ]
+
+    # The user's can_use_tool refuses the removal itself; the session asks only about the next command.
+    assert await session.permissions.send_user_message(session_id, "Mark it again, then clean up")
+    interrupt = await session.permissions.wait_for_interrupt(session_id, timeout=timedelta(seconds=90))
+    assert interrupt is not None and interrupt.tool_call_id == "bash-2"
+    rejection = "Not today: the file stays as it is."
+    assert await session.permissions.resolve_interrupt(
+        session_id, interrupt.interrupt_id, approved=False, rejection_message=rejection
+    )
+    second_turn = await wait_for_turn_end(session.permissions, session_id, 2, timeout=90)
+    assert second_turn.state is not None and second_turn.state.last_turn_error is None, second_turn.state
+    assert marker.read_text() == "ran\n"
+    last_input = session.stack.invocations.model_calls(session_id)[-1].model_input_text
+    assert f"[rm-1] error: {REMOVAL_REFUSAL}" in last_input
+    assert f"[bash-2] error: {rejection}" in last_input, last_input
+    # The stored result is the rejection text as it is, the shape of every adapter's rejected call.
+    [stored] = [
+        message
+        for message in second_turn.messages
+        if message.tool_call_id == "bash-2" and message.role is MessageRole.TOOL
+    ]
+    assert stored.tool_output == rejection

@@ -10,7 +10,7 @@ from typing import Any, cast
 import pytest
 from claude_agent_sdk import SdkMcpTool, tool
 from dex_agents import ToolCallsRequested, ToolCallStatus, ToolEffect, ToolPolicy, TurnCompleted
-from dex_agents.testing import ProviderFault, SessionSide
+from dex_agents.testing import ProviderFault, ScriptedResponse, ScriptedToolCall, SessionSide
 
 from dex_agents_claude_agent_sdk import ClaudeAgentRunner
 from dex_agents_claude_agent_sdk.testing import (
@@ -20,6 +20,7 @@ from dex_agents_claude_agent_sdk.testing import (
     ApiToolUse,
     ScriptedClaudeApi,
 )
+from dex_agents_claude_agent_sdk.testing._scripted_api import api_reply
 from tests.matrix_spec import PACKAGE_DIR
 
 _EXAMPLE = re.compile(r"<!-- offline-example[^>]*-->\n```python\n(.*?)```", re.DOTALL)
@@ -187,3 +188,26 @@ async def test_a_reply_with_a_provider_fault_fails_the_way_the_api_does() -> Non
         if "input_json_delta" in line and line.startswith("data: ")
     ]
     assert len(pieces) > 1 and "".join(pieces) == json.dumps({"order_id": "A-17"})[:-1]
+
+
+def test_the_core_kits_responses_are_replies_with_a_left_out_id_generated_the_same_each_time() -> None:
+    scripted = ScriptedResponse(
+        text="Let me look.",
+        tool_calls=(ScriptedToolCall("lookup_order", {"order_id": "7"}, ""),),
+        input_tokens=30,
+    )
+    reply = api_reply(scripted, 2)
+    assert reply == ApiReply(
+        text="Let me look.",
+        tool_uses=[ApiToolUse("toolu_002_1", "lookup_order", {"order_id": "7"})],
+        input_tokens=30,
+    )
+    assert api_reply(scripted, 2) == reply
+    with_id = ScriptedToolCall("refund_order", {"order_id": "7"}, "refund-1")
+    assert api_reply(ScriptedResponse(tool_calls=(with_id,)), 4).tool_uses[0].tool_use_id == "refund-1"
+    assert api_reply(ScriptedResponse(turn_error="too long"), 0) == ApiReply(
+        error_status=400, error_message="too long"
+    )
+    # A list may mix both shapes.
+    api = ScriptedClaudeApi([scripted, ApiReply(text="Done.")])
+    assert api._replies[0] == api_reply(scripted, 0)  # pyright: ignore[reportPrivateUsage]

@@ -509,3 +509,14 @@ async def test_two_writes_deferred_after_a_long_wait_fail_the_attempt_and_the_re
         ("toolu_2", "defer", None),
     ]
     assert ran == []
+
+
+async def test_the_runner_lists_the_tools_its_policies_govern_without_io() -> None:
+    # Claude Code's own tools are left to its permission system, so a policy key naming one is refused.
+    assert ClaudeAgentRunner(ClaudeAgentOptions(tools=["Bash"]), [lookup, refund]).agent_tool_names() == {
+        "lookup",
+        "refund",
+    }
+    # An MCP source's tools are known once its servers are listed.
+    source = McpToolSource([McpHttpServer("shipping", "http://127.0.0.1:9/mcp")])
+    assert ClaudeAgentRunner(tools=[lookup, source]).agent_tool_names() is None

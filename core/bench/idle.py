@@ -24,6 +24,7 @@ from dex_agents_bench import process_cpu_seconds
 from dex_agents_bench._measure import child_processes, wait_for_turn_completed
 
 from bench.agent import QUESTION, build_flow
+from bench.worker import DECODED_CACHE_BYTES_ENV
 from dex_agents import AgentSessionClient, agent_worker_task_slots
 from dex_agents.testing import AgentTestStack, wait_for_turn_end
 
@@ -75,6 +76,11 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=2)
     parser.add_argument("--idle-seconds", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, default=100)
+    parser.add_argument(
+        "--decoded-cache-mib",
+        type=float,
+        help="bound the Worker's decoded-value cache (default: its own bound)",
+    )
     options = parser.parse_args()
     flow = build_flow()
     slots = agent_worker_task_slots(max_concurrent_turns=options.concurrency, max_parallel_tool_calls=1)
@@ -82,7 +88,9 @@ async def main() -> None:
         async with AgentTestStack(
             Path(directory), [flow], "bench.worker", worker_cwd=CORE_DIR, max_concurrent_tasks=slots
         ) as stack:
-            await stack.start_worker()
+            cache = options.decoded_cache_mib
+            env = {} if cache is None else {DECODED_CACHE_BYTES_ENV: str(int(cache * 2**20))}
+            await stack.start_worker(env=env)
             sessions = stack.sessions(flow)
             await _take_turns(sessions, "warm-up", 1)
             print(_memory_line("after one session"))

@@ -92,7 +92,14 @@ async def run_cell(workers: int, concurrent: int, turns: int) -> Cell:
     slots = agent_worker_task_slots(max_concurrent_turns=-(-concurrent // workers), max_parallel_tool_calls=1)
     with tempfile.TemporaryDirectory(prefix="scale-") as directory:
         async with AgentTestStack(
-            Path(directory), [flow], "bench.worker", worker_cwd=CORE_DIR, max_concurrent_tasks=slots
+            Path(directory),
+            [flow],
+            "bench.worker",
+            worker_cwd=CORE_DIR,
+            max_concurrent_tasks=slots,
+            # A thousand sessions queue more tasks than two cores clear in the default 10 s dispatch wait,
+            # and an RPC that waits longer fails; a server sized for this load waits as long as it takes.
+            server_args=("--dispatch-wait", "300"),
         ) as stack:
             for _ in range(workers):
                 await stack.start_worker()

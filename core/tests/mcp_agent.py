@@ -81,8 +81,8 @@ class McpScriptedRunner(ScriptedRunner):
         self._source = source
         self._state_dir = state_dir
 
-    def agent_tool_names(self) -> tuple[str, ...] | None:
-        # Its only tools are the servers', known once this Worker listed them.
+    def agent_tool_names(self) -> tuple[str, ...]:
+        # Its only tools are the servers', checked once this Worker listed them.
         return self._source.agent_tool_names()
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:

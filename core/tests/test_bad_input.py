@@ -29,6 +29,7 @@ from dex_agents import (
     DEFAULT_INLINE_TOOL_OUTPUT_BYTES,
     MAX_TOOL_OUTPUT_BYTES,
     MAX_USER_MESSAGE_BYTES,
+    OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentSessionClient,
     AgentSessionStartInput,
     AgentSessionStatus,
@@ -596,6 +597,36 @@ async def tool_arguments_that_are_not_json(case: Case) -> None:
     await _call_failed_for_its_arguments(
         case, "{order_id: A-1", "the arguments of 'send_receipt' are not strict JSON"
     )
+
+
+#: About 2 KB of JSON nested 1,000 levels deep: past the stdlib decoder's recursion limit.
+DEEPLY_NESTED = "[" * 1000 + "]" * 1000
+
+
+@bad_input("runner")
+async def deeply_nested_arguments_to_a_single_attempt_write(case: Case) -> None:
+    raw = '{"order_id":' + DEEPLY_NESTED + "}"
+    call = ScriptedToolCall(case.harness.tools.single_attempt_write, {RAW_ARGUMENTS: raw}, "cancel-1")
+    await _turn_with_calls(case, call)
+    done = await wait_for_turn_end(case.sessions, case.session, 1)
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    # Failed before it ran, so the write is not outcome_unknown.
+    seen = case.model_saw("The tool call failed:", "the arguments of 'cancel_order' nest too deeply")
+    assert OUTCOME_UNKNOWN_TOOL_RESULT not in seen
+    assert not case.harness.tool_runs(case.session, case.harness.tools.single_attempt_write)
+
+
+@bad_input("runner")
+async def deeply_nested_tool_output(case: Case) -> None:
+    read = case.harness.call(case.harness.tools.read, "read-1", output=DEEPLY_NESTED)
+    await _turn_with_calls(case, read)
+    done = await wait_for_turn_end(case.sessions, case.session, 1)
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    # Output is text: stored and shown to the model as the tool returned it.
+    case.model_saw(f"tool lookup_order [read-1]: {DEEPLY_NESTED}")
+    [stored] = [message for message in done.messages if message.role == MessageRole.TOOL]
+    assert stored.tool_output == DEEPLY_NESTED, stored
+    assert len(case.harness.tool_runs(case.session, case.harness.tools.read)) == 1
 
 
 @bad_input("runner")

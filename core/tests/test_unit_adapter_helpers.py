@@ -15,6 +15,8 @@ from dex_agents import (
     effect_from_mcp_annotations,
     parse_tool_arguments,
 )
+from dex_agents._tools._arguments import parse_json_text
+from dex_agents.limits import MAX_JSON_NESTING_DEPTH
 
 PYDANTIC = RunStateFormat("dex-agents-pydantic-ai/run-state", 1, "PydanticAiRunner")
 
@@ -149,3 +151,34 @@ def test_other_tool_arguments_fail_as_the_model_should_see_it(arguments: str, wh
         error.value.message
     )
     assert what in error.value.message, error.value.message
+
+
+def _nested(depth: int) -> str:
+    return '{"days":' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_NESTING_DEPTH + 1, 1000, 100_000])
+def test_tool_arguments_that_nest_too_deeply_fail_as_the_model_should_see_it(depth: int) -> None:
+    # 1,000 levels is past the standard decoder's recursion limit, which raised RecursionError before.
+    with pytest.raises(ToolExecutionError) as error:
+        parse_tool_arguments(_nested(depth), tool_name="forecast")
+    assert error.value.message == (
+        "the arguments of 'forecast' nest too deeply: arrays and objects nest more than "
+        f"{MAX_JSON_NESTING_DEPTH} levels deep"
+    )
+
+
+def test_tool_arguments_as_deep_as_the_limit_and_long_flat_ones_are_read() -> None:
+    deepest = parse_tool_arguments(_nested(MAX_JSON_NESTING_DEPTH), tool_name="forecast")
+    assert list(deepest) == ["days"]
+    flat = parse_tool_arguments(json.dumps({"days": [[1]] * 10_000}), tool_name="forecast")
+    assert len(flat["days"]) == 10_000
+
+
+def test_json_shown_as_a_value_stays_text_when_it_nests_too_deeply() -> None:
+    deep = "[" * 1000 + "]" * 1000
+    assert parse_json_text(deep) == deep
+    assert parse_json_text('{"a":[1]}') == {"a": [1]}
+    deep_state = '{"format":"dex-agents-pydantic-ai/run-state","version":1,"x":' + deep + "}"
+    with pytest.raises(RunStateFormatError, match="nests arrays and objects too deeply to decode"):
+        PYDANTIC.unwrap(deep_state)

@@ -254,6 +254,7 @@ def test_turn_failure_note_limits_live_in_limits() -> None:
         "DEFAULT_INLINE_TOOL_OUTPUT_BYTES",
         "DEFAULT_MESSAGE_WINDOW_MAX_BYTES",
         "MAX_CONTEXT_SUMMARY_BYTES",
+        "MAX_JSON_NESTING_DEPTH",
         "MAX_MESSAGE_CHUNK_BYTES",
         "MAX_NOTE_TEXT_BYTES",
         "MAX_PLAN_TASKS",

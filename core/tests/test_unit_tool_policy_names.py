@@ -109,16 +109,29 @@ def test_agent_tool_names_must_be_a_collection_of_names(names: object, named: st
         _flow(_ListedLater(names), _options("find_slots"))
 
 
-def test_stepwise_lists_its_function_tools_and_waits_for_an_mcp_listing() -> None:
+def test_stepwise_lists_its_function_tools_and_an_mcp_sources_once_listed() -> None:
     plain = StepwiseRunner(AgentDefinition(name="clinic", model="openai/gpt-4.1-mini", tools=[find_slots]))
     assert plain.agent_tool_names() == ("find_slots",)
     with pytest.raises(UnknownToolPolicyError, match="did you mean 'find_slots'"):
         _flow(plain, _options("find_slot"))
-    # MCP tools are named <server>__<tool> and known only once this Worker listed every server.
+    # MCP tools are named <server>__<tool> and known only once this Worker listed the server.
     source = McpToolSource([McpStdioServer("calendar", "python")])
-    assert source.agent_tool_names() is None
+    assert source.agent_tool_names() == ()
     with_mcp = StepwiseRunner(
         AgentDefinition(name="clinic", model="openai/gpt-4.1-mini", tools=[find_slots, source])
     )
-    assert with_mcp.agent_tool_names() is None
+    assert with_mcp.agent_tool_names() == ("find_slots",)
     _flow(with_mcp, _options("find_slots", "calendar__book"))
+    with pytest.raises(UnknownToolPolicyError, match="names 'find_slot'"):
+        _flow(with_mcp, _options("find_slot", "calendar__book"))
+
+
+def test_an_mcp_servers_keys_are_checked_once_the_runner_lists_one_of_its_tools() -> None:
+    listed = ("find_slots", "calendar__book_slot", "calendar__free_busy")
+    assert unknown_tool_policy_problem({"calendar__book_slot": READ, "crm__note": READ}, listed, ()) is None
+    assert unknown_tool_policy_problem({"calendar__book": READ}, listed, ()) == (
+        "tool_policies names 'calendar__book', but the agent has no tool by that name; did you mean "
+        "'calendar__book_slot'? Its tools: calendar__book_slot, calendar__free_busy, find_slots"
+    )
+    # Not an MCP name: a key with an empty server or tool part is checked as any other.
+    assert unknown_tool_policy_problem({"__book": READ}, listed, ()) is not None

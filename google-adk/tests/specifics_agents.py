@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -31,7 +32,9 @@ from dex_agents.otel import AgentTracing
 from dex_agents.testing import (
     MATRIX_TOOLS,
     STATE_DIR_ENV,
+    current_model_call,
     matrix_session_options,
+    model_call_scope,
     run_scripted_tool,
     with_model_call_scope,
 )
@@ -176,6 +179,28 @@ async def poll_export(poll: ToolTaskPoll) -> ToolTaskPollOutcome:
     return ToolExecutionResult(f"export of {job['month']} ready after {job['polls']} polls")
 
 
+TRANSFER_CALL_ID = "transfer-1"
+"""The ID the transfer tests give the front desk's `transfer_to_agent` call."""
+
+
+class TransferredToLlm(ScriptedLlm):
+    """The sub-agent's scripted model, which counts the front desk's transfer as answered.
+
+    The runner carries out a transfer in the model Step, so it has no record; ADK shows the sub-agent the
+    transfer as a quoted transcript without the call's ID. The session's script picks the first response
+    whose calls are not all recorded, so this model adds the transfer's ID, as the kit's provider server
+    adds the IDs of the calls a request answers.
+    """
+
+    async def choose_response(self, llm_request: LlmRequest) -> ScriptedAnswer:
+        scope = current_model_call()
+        if scope is None:
+            return await super().choose_response(llm_request)
+        answered = scope.recorded_tool_call_ids | {TRANSFER_CALL_ID}
+        with model_call_scope(dataclasses.replace(scope, recorded_tool_call_ids=answered)):
+            return await super().choose_response(llm_request)
+
+
 class ModelClientTracingLlm(ScriptedLlm):
     """The session's scripted model, inside a span of its own, as a provider's HTTP client would start."""
 
@@ -195,6 +220,7 @@ TRACED_MAX_TOKENS = 512
 class SpecificsFlows:
     plain: AgentSessionFlow
     pipeline: AgentSessionFlow
+    transfer: AgentSessionFlow
     structured: AgentSessionFlow
     inventory: AgentSessionFlow
     settings: AgentSessionFlow
@@ -206,6 +232,7 @@ class SpecificsFlows:
         return (
             self.plain,
             self.pipeline,
+            self.transfer,
             self.structured,
             self.inventory,
             self.settings,
@@ -215,7 +242,8 @@ class SpecificsFlows:
 
 
 def build_flows() -> SpecificsFlows:
-    """An agent whose tools are read by default, one of which ADK confirms; a two-agent pipeline; an
+    """An agent whose tools are read by default, one of which ADK confirms; a two-agent pipeline; a front
+    desk that transfers to its billing sub-agent; an
     agent with an `output_schema` whose unlisted tools (ADK's `set_model_response`) need approval; an
     agent with an MCP toolset on the test kit's inventory server, with no tool policies; an agent whose
     model and instructions come from the session settings; an agent whose tools ask the user and start a
@@ -232,6 +260,21 @@ def build_flows() -> SpecificsFlows:
         sub_agents=[
             LlmAgent(name="drafter", model=ScriptedLlm(), instruction="Draft."),
             LlmAgent(name="reviewer", model=ScriptedLlm(), instruction="Review."),
+        ],
+    )
+    # The front desk has no tool of its own: it hands billing questions to the billing agent.
+    front_desk = LlmAgent(
+        name="front_desk",
+        model=ScriptedLlm(),
+        instruction="Route the customer.",
+        sub_agents=[
+            LlmAgent(
+                name="billing",
+                model=TransferredToLlm(),
+                instruction="Handle billing.",
+                description="Purges and refunds orders.",
+                tools=[FunctionTool(purge_order, require_confirmation=True)],
+            )
         ],
     )
     structured = LlmAgent(
@@ -283,6 +326,9 @@ def build_flows() -> SpecificsFlows:
         ),
         pipeline=AgentSessionFlow(
             with_model_call_scope(GoogleAdkRunner(pipeline)), flow_type="GoogleAdkPipeline", options=options
+        ),
+        transfer=AgentSessionFlow(
+            with_model_call_scope(GoogleAdkRunner(front_desk)), flow_type="GoogleAdkTransfer", options=options
         ),
         structured=AgentSessionFlow(
             with_model_call_scope(GoogleAdkRunner(structured)),

@@ -2,23 +2,10 @@
 application and Worker children.
 """
 
-import pytest
-from dex_agents.testing.matrix import AgentMatrixTests, MatrixHarness
+from dex_agents.testing.matrix import AgentMatrixTests
 
 from tests.matrix_spec import SPEC
 
 
 class TestGoogleAdkMatrix(AgentMatrixTests):
     spec = SPEC
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason="issue 32: rejected, steered, failed and outcome_unknown calls are stored as "
-        '{"error": ...} (spaced JSON), not exactly describe_tool_call_outcome(record)',
-    )
-    async def test_24_rejected_abandoned_failed_and_unknown_calls_are_stored_as_their_outcome_text(
-        self, harness: MatrixHarness
-    ) -> None:
-        await super().test_24_rejected_abandoned_failed_and_unknown_calls_are_stored_as_their_outcome_text(
-            harness
-        )

@@ -9,6 +9,7 @@ import dex_agents_google_adk.testing
 def test_public_api_is_pinned() -> None:
     assert dex_agents_google_adk.__all__ == [
         "ADK_INSTRUMENTATION_SCOPE",
+        "AGENT_TRANSFER_EVENT_TYPE",
         "DEFAULT_USER_ID",
         "UNKNOWN_TOOL_POLICY",
         "AdkServices",

@@ -8,20 +8,37 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from dex_agents import ModelRequestParameters, current_tool_execution
+from dex_agents import WRITE_TODOS, ModelRequestParameters, build_plan_note, current_tool_execution
 from dex_agents.runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     ToolCallsRequested,
     ToolExecutionError,
     ToolPolicy,
     TurnCompleted,
+    TurnContinued,
 )
 from dex_agents.testing import SessionSide
-from dex_agents.values import FrameworkMessage, MessageRole, ToolCallStatus, ToolEffect
-from google.adk.agents import LlmAgent
+from dex_agents.values import (
+    AgentPlan,
+    AgentPlanTask,
+    FrameworkMessage,
+    InteractionMode,
+    MessageRole,
+    PlanStatus,
+    PlanTaskStatus,
+    ToolCallStatus,
+    ToolEffect,
+)
+from google.adk.agents import (
+    LlmAgent,
+    LoopAgent,  # pyright: ignore[reportDeprecated]
+    ParallelAgent,  # pyright: ignore[reportDeprecated]
+    SequentialAgent,  # pyright: ignore[reportDeprecated]
+)
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
@@ -38,11 +55,17 @@ from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
-from dex_agents_google_adk import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, AdkServices, GoogleAdkRunner
+from dex_agents_google_adk import (
+    AGENT_TRANSFER_EVENT_TYPE,
+    DEFAULT_USER_ID,
+    UNKNOWN_TOOL_POLICY,
+    AdkServices,
+    GoogleAdkRunner,
+)
 from dex_agents_google_adk._call_metadata import ModelCallTiming, model_call_metadata
 from dex_agents_google_adk._gate import DEFERRED_PLACEHOLDER
 from tests.specifics_agents import OneAfterAnother
-from tests.support import CannedLlm, call, respond
+from tests.support import CannedLlm, call, inventory_toolset, respond
 
 
 def adk_message(role: MessageRole, event: Event) -> FrameworkMessage:
@@ -135,11 +158,12 @@ async def test_recorded_results_reach_the_model_as_adk_function_responses_and_no
         {"error": OUTCOME_UNKNOWN_TOOL_RESULT},
     ], "a JSON object result as itself, anything else as ADK's error response, the user's own rejection text"
     assert isinstance(final, TurnCompleted) and final.turn_error is None
+    # What a UI reads is the session's own text for each record, verbatim, without ADK's envelope.
     assert [m.tool_output for m in final.new_messages if m.role is MessageRole.TOOL] == [
-        '{"forecast": "sunny in Paris"}',
-        '{"error": "The tool call failed: weather service down"}',
-        '{"error": "Never touch /etc."}',
-        json.dumps({"error": OUTCOME_UNKNOWN_TOOL_RESULT}),
+        json.dumps({"forecast": "sunny in Paris"}),
+        "The tool call failed: weather service down",
+        "Never touch /etc.",
+        OUTCOME_UNKNOWN_TOOL_RESULT,
     ]
     for message in final.new_messages:
         assert "adk_request_confirmation" not in message.framework_item
@@ -484,29 +508,103 @@ async def test_an_agent_tool_runs_its_sub_agent_inside_the_tool_step() -> None:
     assert model.responses_seen(2) == [{"result": "The capital is Paris."}]
 
 
-async def test_an_agent_transfer_fails_visibly_instead_of_pretending_to_move_the_conversation() -> None:
+async def test_a_transfer_continues_the_turn_with_the_target_agent_one_model_call_per_step() -> None:
     model = CannedLlm(
         responses=[
-            respond(call("transfer_to_agent", {"agent_name": "billing"}, "t-1")),
+            respond("Let me pass you on.", call("transfer_to_agent", {"agent_name": "billing"}, "t-1")),
+            respond(call("refund", {"invoice": "I-9"}, "r-1")),
+            respond("Refunded I-9."),
+        ]
+    )
+    runs: list[str] = []
+
+    def refund(invoice: str) -> str:
+        """Refund an invoice."""
+        runs.append(invoice)
+        return f"refunded {invoice}"
+
+    def build_runner() -> GoogleAdkRunner:
+        billing = LlmAgent(
+            name="billing", model=model, instruction="Bill.", description="Handles billing.", tools=[refund]
+        )
+        return GoogleAdkRunner(
+            LlmAgent(name="front", model=model, instruction="Route.", sub_agents=[billing])
+        )
+
+    session = SessionSide()
+    session.start_turn(build_runner().build_user_message("Refund invoice I-9"))
+    first = await build_runner().run_model_step(session.context())
+    assert isinstance(first, TurnContinued), first
+    assert model.calls == 1, "the target agent's model call is the next Step's"
+    session.framework_run_state = first.framework_run_state
+
+    # Each Step on a fresh runner, as in another Worker: the run state says which agent is active.
+    second = await build_runner().run_model_step(session.context())
+    assert isinstance(second, ToolCallsRequested)
+    assert [(c.tool_name, json.loads(c.tool_source_reference or "{}")) for c in second.tool_calls] == [
+        ("refund", {"agent": "billing"})
+    ]
+    session.defer(second)
+    result = await session.execute(build_runner(), "r-1")
+    session.finish("r-1", ToolCallStatus.SUCCEEDED, output=result)
+    final = await build_runner().run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert runs == ["I-9"] and model.calls == 3
+    assert "Refund an invoice." not in model.instructions_seen[0] and "Bill." in model.instructions_seen[1]
+    stored = [(m.role, m.text or m.tool_output or m.tool_name) for m in final.new_messages]
+    assert stored == [
+        (MessageRole.ASSISTANT, "Let me pass you on."),
+        (MessageRole.ASSISTANT, "transfer_to_agent"),
+        (MessageRole.TOOL, "Transferred to agent billing."),
+        (MessageRole.ASSISTANT, "refund"),
+        (MessageRole.TOOL, "refunded I-9"),
+        (MessageRole.ASSISTANT, "Refunded I-9."),
+    ]
+    authors = [Event.model_validate_json(m.framework_item).author for m in final.new_messages]
+    assert authors == ["front", "front", "front", "billing", "billing", "billing"], "each names who spoke"
+    assert [json.loads(e.payload) for e in session.events if e.type == AGENT_TRANSFER_EVENT_TYPE] == [
+        {"source_agent": "front", "target_agent": "billing"}
+    ]
+
+
+async def test_a_transfer_next_to_another_call_is_not_carried_out_and_the_model_reads_why() -> None:
+    model = CannedLlm(
+        responses=[
+            respond(call("transfer_to_agent", {"agent_name": "billing"}, "t-1"), call("note", {}, "n-1")),
             respond("I keep it."),
         ]
     )
+
+    def note() -> str:
+        """Take a note."""
+        return "noted"
+
     billing = LlmAgent(name="billing", model=model, instruction="Bill.", description="Handles billing.")
-    runner = GoogleAdkRunner(LlmAgent(name="front", model=model, instruction="Route.", sub_agents=[billing]))
+    runner = GoogleAdkRunner(
+        LlmAgent(name="front", model=model, instruction="Route.", sub_agents=[billing], tools=[note])
+    )
     session = SessionSide()
     session.start_turn(runner.build_user_message("I have a billing question"))
     outcome = await runner.run_model_step(session.context())
     assert isinstance(outcome, ToolCallsRequested)
-    assert [deferred.policy for deferred in outcome.tool_calls] == [UNKNOWN_TOOL_POLICY], "nothing to approve"
+    assert outcome.tool_calls[0].policy == UNKNOWN_TOOL_POLICY, "nothing to approve"
     session.defer(outcome)
 
-    with pytest.raises(ToolExecutionError, match="agent transfer is not supported") as error:
+    with pytest.raises(
+        ToolExecutionError, match="was not carried out: call transfer_to_agent alone"
+    ) as error:
         await session.execute(runner, "t-1")
+    assert "billing" in error.value.message
     session.finish("t-1", ToolCallStatus.FAILED, error=error.value.message)
+    session.finish("n-1", ToolCallStatus.SUCCEEDED, output="noted")
     final = await runner.run_model_step(session.context())
 
     assert isinstance(final, TurnCompleted) and final.turn_error is None
-    assert model.responses_seen(2) == [{"error": f"The tool call failed: {error.value.message}"}]
+    assert model.responses_seen(2) == [
+        {"error": f"The tool call failed: {error.value.message}"},
+        {"result": "noted"},
+    ]
 
 
 async def test_without_streaming_the_answer_arrives_as_one_delta() -> None:
@@ -777,3 +875,179 @@ def test_model_call_metadata_reads_the_requests_config_and_the_models_endpoint()
     # Gemini's default endpoint is not named by the model object, so it stays unset.
     plain = model_call_metadata(LlmRequest(model="gemini-2.5-flash"), None, Gemini(model="gemini-2.5-flash"))
     assert plain.server_address is None and plain.server_port is None and not plain.is_streaming
+
+
+def test_the_runner_lists_every_agents_own_tools_and_none_when_a_toolset_lists_them_at_run_time(
+    tmp_path: Path,
+) -> None:
+    model = CannedLlm()
+    helper = LlmAgent(name="helper", model=model, tools=[FunctionTool(find_slots)])
+    root = LlmAgent(name="desk", model=model, tools=[book_slot, AgentTool(helper)], sub_agents=[])
+    assert GoogleAdkRunner(root).agent_tool_names() == {"book_slot", "helper"}
+    with_sub_agent = LlmAgent(name="desk", model=model, tools=[book_slot], sub_agents=[helper])
+    assert GoogleAdkRunner(with_sub_agent).agent_tool_names() == {"book_slot", "find_slots"}
+    # Listing an MCP toolset would contact its server; the session checks the policies later.
+    with_toolset = LlmAgent(name="desk", model=model, tools=[book_slot, inventory_toolset(tmp_path / "log")])
+    assert GoogleAdkRunner(with_toolset).agent_tool_names() is None
+
+
+def find_slots(day: str) -> str:
+    """Find free slots on a day."""
+    return f"09:00 on {day}"
+
+
+def book_slot(slot: str) -> str:
+    """Book a slot."""
+    return f"booked {slot}"
+
+
+# ADK 2 deprecates its workflow agents in favour of Workflow; applications still compose with them.
+WORKFLOW_AGENT_DEPRECATION = "ignore:.*is deprecated in favor of Workflow:DeprecationWarning"
+
+
+@pytest.mark.filterwarnings(WORKFLOW_AGENT_DEPRECATION)
+async def test_a_sequential_agent_runs_each_sub_agents_model_call_in_a_step_of_its_own() -> None:
+    model = CannedLlm(
+        responses=[
+            respond("Draft: refund I-9."),
+            respond(call("refund", {"invoice": "I-9"}, "r-1")),
+            respond("Reviewed and refunded."),
+        ]
+    )
+
+    def refund(invoice: str) -> str:
+        """Refund an invoice."""
+        return f"refunded {invoice}"
+
+    def build_runner() -> GoogleAdkRunner:
+        return GoogleAdkRunner(
+            SequentialAgent(  # pyright: ignore[reportDeprecated]
+                name="pipeline",
+                sub_agents=[
+                    LlmAgent(name="drafter", model=model, instruction="Draft."),
+                    LlmAgent(name="reviewer", model=model, instruction="Review.", tools=[refund]),
+                ],
+            )
+        )
+
+    session = SessionSide()
+    session.start_turn(build_runner().build_user_message("Refund I-9"))
+    first = await build_runner().run_model_step(session.context())
+    assert isinstance(first, TurnContinued) and model.calls == 1, "the reviewer's call is the next Step's"
+    session.framework_run_state = first.framework_run_state
+    second = await build_runner().run_model_step(session.context())
+    assert isinstance(second, ToolCallsRequested) and model.calls == 2
+    assert json.loads(second.tool_calls[0].tool_source_reference or "{}") == {"agent": "reviewer"}
+    session.defer(second)
+    session.finish("r-1", ToolCallStatus.SUCCEEDED, output=await session.execute(build_runner(), "r-1"))
+    final = await build_runner().run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None and model.calls == 3
+    assert "Draft." in model.instructions_seen[0] and "Review." in model.instructions_seen[1]
+    assert [
+        (Event.model_validate_json(m.framework_item).author, m.text or m.tool_output)
+        for m in final.new_messages
+    ] == [
+        ("drafter", "Draft: refund I-9."),
+        ("reviewer", None),
+        ("reviewer", "refunded I-9"),
+        ("reviewer", "Reviewed and refunded."),
+    ]
+
+
+@pytest.mark.filterwarnings(WORKFLOW_AGENT_DEPRECATION)
+@pytest.mark.parametrize("kind", ["ParallelAgent", "LoopAgent"])
+def test_parallel_and_loop_agents_are_refused_when_the_runner_is_built(kind: str) -> None:
+    agent_class = ParallelAgent if kind == "ParallelAgent" else LoopAgent  # pyright: ignore[reportDeprecated]
+    leaf = LlmAgent(name="leaf", model=CannedLlm())
+    with pytest.raises(
+        TypeError, match=f"agent 'team' is a {kind}, which a durable Dex session does not run"
+    ):
+        GoogleAdkRunner(
+            LlmAgent(
+                name="front", model=CannedLlm(), sub_agents=[agent_class(name="team", sub_agents=[leaf])]
+            )
+        )
+
+
+async def test_a_planning_turn_offers_only_write_todos_and_a_plan_is_shown_before_the_turns_message() -> None:
+    model = CannedLlm(responses=[respond("Here is my plan."), respond("Doing it.")])
+    root = LlmAgent(
+        name="front", model=model, tools=[book_slot], sub_agents=[LlmAgent(name="helper", model=model)]
+    )
+    runner = GoogleAdkRunner(root)
+    assert runner.supports_plan_mode is True
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Plan my week"))
+    planning = dataclasses.replace(
+        session.context(),
+        interaction_mode=InteractionMode.PLANNING,
+        enabled_built_in_tools=(WRITE_TODOS,),
+    )
+    await runner.run_model_step(planning)
+    assert model.offered_tools[0] == [WRITE_TODOS], "no own tool, no transfer: only write_todos"
+    assert model.texts_seen(1) == [build_plan_note(None, InteractionMode.PLANNING), "Plan my week"]
+
+    plan = AgentPlan(
+        revision=1,
+        status=PlanStatus.ACTIVE,
+        tasks=(AgentPlanTask("Book Monday", PlanTaskStatus.PENDING),),
+        updated_at="2026-12-02T15:00:00Z",
+    )
+    session.start_turn(runner.build_user_message("Go"))
+    executing = dataclasses.replace(
+        session.context(),
+        interaction_mode=InteractionMode.EXECUTING,
+        plan=plan,
+        enabled_built_in_tools=(WRITE_TODOS,),
+    )
+    await runner.run_model_step(executing)
+    assert {"book_slot", "transfer_to_agent", WRITE_TODOS} <= set(model.offered_tools[1])
+    note = build_plan_note(plan, InteractionMode.EXECUTING)
+    assert model.texts_seen(2)[-2:] == [note, "Go"], model.texts_seen(2)
+
+
+def _nested(depth: int) -> object:
+    value: object = "x"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+async def test_deeply_nested_arguments_and_results_reach_the_model_as_tool_errors() -> None:
+    model = CannedLlm(
+        responses=[
+            respond(
+                call("deep_echo", {"payload": _nested(250)}, "args-1"), call("deep_echo", {}, "result-1")
+            ),
+            respond("Both failed."),
+        ]
+    )
+    runs: list[str] = []
+
+    def deep_echo(payload: object = None) -> object:
+        """Echo a payload, or return a very deep one."""
+        runs.append("ran")
+        return _nested(1000)
+
+    runner = GoogleAdkRunner(LlmAgent(name="echo", model=model, tools=[deep_echo]))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Echo"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, ToolCallsRequested)
+    session.defer(first)
+    errors: dict[str, str] = {}
+    for call_id in ("args-1", "result-1"):
+        with pytest.raises(ToolExecutionError) as error:
+            await session.execute(runner, call_id)
+        errors[call_id] = error.value.message
+        session.finish(call_id, ToolCallStatus.FAILED, error=error.value.message)
+    assert runs == ["ran"], "a call whose arguments nest too deeply never runs"
+    too_deep = "arrays and objects nest more than 200 levels deep"
+    assert errors == {
+        "args-1": f"the arguments of 'deep_echo' nest too deeply: {too_deep}",
+        "result-1": f"the result of 'deep_echo' nests too deeply: {too_deep}",
+    }
+    final = await runner.run_model_step(session.context())
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert model.responses_seen(2) == [{"error": f"The tool call failed: {errors[key]}"} for key in errors]

@@ -1,11 +1,15 @@
 """The public scripted model's list mode, as a user tries an agent with it: plain ADK, no Dex at all.
 
-Its script-store mode runs in every session test (the matrix, the runner contract, the ADK specifics).
+A call left without an ID also runs through `GoogleAdkRunner` here. Its script-store mode runs in every
+session test (the matrix, the runner contract, the ADK specifics).
 """
 
 from __future__ import annotations
 
 import pytest
+from dex_agents.runner import ToolCallsRequested, TurnCompleted
+from dex_agents.testing import SessionSide
+from dex_agents.values import MessageRole, ToolCallStatus
 from google.adk.agents import LlmAgent
 from google.adk.agents.run_config import RunConfig, StreamingMode  # pyright: ignore[reportPrivateImportUsage]
 from google.adk.events import Event
@@ -13,6 +17,7 @@ from google.adk.runners import InMemoryRunner
 from google.genai import types
 from pydantic import BaseModel
 
+from dex_agents_google_adk import GoogleAdkRunner
 from dex_agents_google_adk.testing import ScriptedLlm, ScriptedResponse, ScriptedToolCall
 
 SSE = RunConfig(streaming_mode=StreamingMode.SSE)
@@ -121,3 +126,37 @@ async def test_a_call_past_the_last_response_fails_with_an_error_naming_the_scri
 def test_a_list_refuses_fields_only_the_sessions_script_honours() -> None:
     with pytest.raises(ValueError, match=r"responses\[1\] sets gate, fail_attempts, which only"):
         ScriptedLlm(responses=[ScriptedResponse(text="Hi."), ScriptedResponse(gate="g", fail_attempts=(1,))])
+
+
+async def test_a_tool_call_without_an_id_gets_one_in_plain_adk_and_in_a_durable_session() -> None:
+    """The kit's shapes with the ID left out, as a new user writes them (issue 32: a TypeError before)."""
+
+    def lookup_order(order_id: str) -> str:
+        """Look up an order."""
+        return f"{order_id} shipped"
+
+    def build_agent() -> LlmAgent:
+        responses: list[ScriptedResponse] = [
+            ScriptedResponse(tool_calls=(ScriptedToolCall("lookup_order", {"order_id": "A-1"}),)),
+            ScriptedResponse(text="A-1 shipped."),
+        ]
+        return LlmAgent(name="orders", model=ScriptedLlm(responses=list(responses)), tools=[lookup_order])
+
+    plain = await run_turn(InMemoryRunner(agent=build_agent()), "Where is A-1?")
+    assert final_text(plain) == "A-1 shipped."
+
+    runner = GoogleAdkRunner(build_agent())
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Where is A-1?"))
+    first = await runner.run_model_step(session.context())
+    assert isinstance(first, ToolCallsRequested)
+    [deferred] = first.tool_calls
+    assert deferred.tool_call_id.startswith("adk-"), deferred
+    session.defer(first)
+    session.finish(deferred.tool_call_id, ToolCallStatus.SUCCEEDED, output="A-1 shipped")
+    final = await runner.run_model_step(session.context())
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    assert [(m.role, m.tool_call_id) for m in final.new_messages if m.tool_call_id] == [
+        (MessageRole.ASSISTANT, deferred.tool_call_id),
+        (MessageRole.TOOL, deferred.tool_call_id),
+    ]

@@ -41,12 +41,14 @@ from dex_agents.testing.genai_conventions import (
 from dex_agents.testing.matrix import wait_for_turn_end
 from dex_agents.testing.otel_spans import SPAN_FILE_ENV, ExportedSpan, read_exported_spans
 
+from dex_agents_google_adk import AGENT_TRANSFER_EVENT_TYPE
 from tests.matrix_spec import PACKAGE_DIR
 from tests.specifics_agents import (
     MODEL_CLIENT_SPAN,
     TRACED_INSTRUCTION,
     TRACED_MAX_TOKENS,
     TRACED_TEMPERATURE,
+    TRANSFER_CALL_ID,
     build_flows,
     export_jobs,
     mcp_log_path,
@@ -61,6 +63,7 @@ class Session:
     stack: AgentTestStack
     plain: AgentSessionClient
     pipeline: AgentSessionClient
+    transfer: AgentSessionClient
     structured: AgentSessionClient
     inventory: AgentSessionClient
     settings: AgentSessionClient
@@ -170,6 +173,69 @@ async def test_text_streams_as_deltas_of_each_model_call_and_usage_is_per_call(s
     recorded = recorded_usage(events)
     assert [(usage["model_calls"], usage["input_tokens"]) for usage in recorded] == [(1, 40), (1, 60)]
     assert snapshot.usage.input_tokens == 100 and snapshot.usage.output_tokens == 12
+
+
+async def test_a_transfer_hands_the_turn_to_the_sub_agent_which_keeps_it_across_a_worker_kill(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("transfer")
+    transfer = ScriptedToolCall("transfer_to_agent", {"agent_name": "billing"}, TRANSFER_CALL_ID)
+    purge = ScriptedToolCall("purge_order", {"order_id": "A-1"}, "purge-1")
+    session.stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(text="Billing will help.", tool_calls=(transfer,)),
+                ScriptedResponse(tool_calls=(purge,)),
+                ScriptedResponse(text="A-1 is purged."),
+            ],
+            [ScriptedResponse(text="You are welcome.")],
+        ],
+    )
+    await session.transfer.start_session(session_id, "Purge A-1")
+    interrupt = await wait_for_agent_snapshot(
+        session.transfer,
+        session_id,
+        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+        description="the billing agent's purge approval",
+    )
+    assert interrupt.tool_call_id == "purge-1"
+    # The Worker that ran the transfer is gone; the run state says billing holds the turn.
+    session.stack.kill_workers()
+    await session.stack.start_worker()
+    assert await session.transfer.resolve_interrupt(session_id, interrupt.interrupt_id, approved=True)
+    await wait_for_turn_end(session.transfer, session_id, 1)
+    await session.transfer.send_user_message(session_id, "Thanks")
+    done = await wait_for_turn_end(session.transfer, session_id, 2)
+
+    assert done.state is not None and done.state.last_turn_error is None, done.state
+    calls = session.stack.invocations.model_calls(session_id)
+    # Front desk, billing, billing after the kill, then billing again: ADK keeps the transferred agent.
+    offers_purge = ["purge_order" in call.offered_tools for call in calls]
+    assert offers_purge == [False, True, True, True], [call.offered_tools for call in calls]
+    assert [call.attempt for call in calls] == [1, 1, 1, 1], "each model call once, in its own Step"
+    page = await session.transfer.list_agent_messages(session_id, include_framework_items=True)
+    authors = [
+        (message.role, json.loads(message.framework_item)["author"])
+        for message in page.messages
+        if message.role is not MessageRole.USER
+    ]
+    assert authors == [
+        (MessageRole.ASSISTANT, "front_desk"),
+        (MessageRole.ASSISTANT, "front_desk"),
+        (MessageRole.TOOL, "front_desk"),
+        (MessageRole.ASSISTANT, "billing"),
+        (MessageRole.TOOL, "billing"),
+        (MessageRole.ASSISTANT, "billing"),
+        (MessageRole.ASSISTANT, "billing"),
+    ], "each stored message names the agent that spoke (ADK's event author)"
+    transfers = [
+        json.loads(event.payload)
+        for event in await read_agent_events(session.transfer, session_id)
+        if event.type == AGENT_TRANSFER_EVENT_TYPE
+    ]
+    assert transfers == [{"source_agent": "front_desk", "target_agent": "billing"}]
+    assert stored_calls_without_result(done.messages) == []
 
 
 async def test_a_second_model_call_in_one_step_fails_the_turn_without_a_retry(session: Session) -> None:

@@ -81,6 +81,12 @@ async def test_a_turn_ended_after_two_model_calls_keeps_both_and_a_recorded_resu
         (MessageRole.TOOL, None, "teleport-1"),
     ]
     assert stored_calls_without_result(session.messages) == []
+    # The abandoned call stores the session's compact rejection text as it is, not ADK's envelope.
+    assert {m.tool_call_id: m.tool_output for m in stored if m.role is MessageRole.TOOL} == {
+        "read-1": "A-1 shipped on Monday",
+        "refund-1": cancellation_rejection_message(CancellationReason.STEERED),
+        "teleport-1": "The tool call failed: no teleport here",
+    }
     for message in stored:
         assert "adk_request_confirmation" not in message.framework_item
         assert DEFERRED_PLACEHOLDER["status"] not in message.framework_item

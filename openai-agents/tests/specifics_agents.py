@@ -11,6 +11,7 @@ from typing import Any, cast
 from agents import (
     Agent,
     GuardrailFunctionOutput,
+    HostedMCPTool,
     RunContextWrapper,
     Tool,
     TResponseInputItem,
@@ -30,6 +31,7 @@ from dex_agents.testing import (
 )
 from mcp.types import CallToolResult
 from mcp.types import Tool as MCPTool
+from openai.types.responses.response_output_item import McpApprovalRequest, McpCall
 
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from dex_agents_openai_agents.testing import ScriptedAnswer, ScriptedResponsesModel, call_item, text_item
@@ -106,6 +108,48 @@ async def _billing_answer(items: list[TResponseInputItem], offered: Sequence[str
     return ScriptedAnswer([text_item("Billing: order A-1 is paid.")], input_tokens=17, output_tokens=5)
 
 
+def hosted_git_tool() -> HostedMCPTool:
+    """A hosted git MCP server whose every tool call needs approval (at the provider)."""
+    return HostedMCPTool(
+        tool_config={
+            "type": "mcp",
+            "server_label": "git",
+            "server_url": "https://git.invalid/mcp",
+            "require_approval": "always",
+        }
+    )
+
+
+async def hosted_git_answer(items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
+    """The provider's side of `hosted_git_tool`: it asks to delete branch ``old``, then runs or drops it.
+
+    After an approval it returns the hosted call's ``mcp_call`` item with the server's output; after a
+    rejection it repeats the reason the request carried.
+    """
+    del offered
+    last = cast(Mapping[str, Any], items[-1])
+    if last.get("type") != "mcp_approval_response":
+        request = McpApprovalRequest(
+            id=f"mcpr-{len(items)}",
+            type="mcp_approval_request",
+            name="delete_branch",
+            arguments='{"branch":"old"}',
+            server_label="git",
+        )
+        return ScriptedAnswer([text_item("Asking first."), request])
+    if last.get("approve") is not True:
+        return ScriptedAnswer([text_item(f"Not deleted: {last.get('reason')}")])
+    call = McpCall(
+        id=f"mcp-{len(items)}",
+        type="mcp_call",
+        name="delete_branch",
+        arguments='{"branch":"old"}',
+        server_label="git",
+        output="branch old deleted",
+    )
+    return ScriptedAnswer([call, text_item("Deleted branch old.")])
+
+
 @input_guardrail
 async def no_passwords(
     context: RunContextWrapper[Any], agent: Agent[Any], items: str | list[TResponseInputItem]
@@ -115,8 +159,9 @@ async def no_passwords(
     return GuardrailFunctionOutput(output_info=None, tripwire_triggered="password" in last.lower())
 
 
-def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow, AgentSessionFlow]:
-    """A plain agent with the matrix tools, a triage agent that hands off, a guarded agent, an MCP agent."""
+def build_flows() -> tuple[AgentSessionFlow, ...]:
+    """A plain agent with the matrix tools, a triage agent that hands off, a guarded agent, an MCP agent,
+    and an agent with a hosted MCP server that asks for approval."""
     tools: list[Tool] = [function_tool(tool) for tool in MATRIX_TOOLS]
     plain = Agent[None](name="orders", model=ScriptedResponsesModel.from_script_store(), tools=tools)
     billing = Agent[None](name="billing", model=ScriptedResponsesModel(_billing_answer), tools=tools)
@@ -161,5 +206,13 @@ def build_flows() -> tuple[AgentSessionFlow, AgentSessionFlow, AgentSessionFlow,
         AgentSessionFlow(
             with_model_call_scope(OpenAIAgentsRunner(stock, trust_mcp_annotations=True)),
             flow_type="OpenAIAgentsMcp",
+        ),
+        AgentSessionFlow(
+            OpenAIAgentsRunner(
+                Agent[None](
+                    name="git", model=ScriptedResponsesModel(hosted_git_answer), tools=[hosted_git_tool()]
+                )
+            ),
+            flow_type="OpenAIAgentsHostedMcp",
         ),
     )

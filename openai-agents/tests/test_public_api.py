@@ -10,6 +10,7 @@ from dex_agents_openai_agents.testing import ScriptedModelCall, ScriptedResponse
 def test_public_api_is_pinned() -> None:
     assert dex_agents_openai_agents.__all__ == [
         "HANDOFF_EVENT_TYPE",
+        "HOSTED_MCP_APPROVED_RESULT",
         "UNKNOWN_TOOL_POLICY",
         "InstructionsForSettings",
         "ModelForSettings",

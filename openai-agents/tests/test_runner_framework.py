@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from agents import (
@@ -17,7 +17,6 @@ from agents import (
     ComputerTool,
     CustomTool,
     GuardrailFunctionOutput,
-    HostedMCPTool,
     LocalShellTool,
     RunConfig,
     RunContextWrapper,
@@ -39,14 +38,17 @@ from agents.tracing import Span, Trace, TracingProcessor, get_trace_provider, se
 from agents.tracing.provider import DefaultTraceProvider
 from dex_agents import current_tool_execution
 from dex_agents.runner import (
+    STEERED_REJECTION_MESSAGE,
+    TURN_CANCELLED_REJECTION_MESSAGE,
     ToolCallsRequested,
     ToolExecutionError,
     ToolPolicy,
     TurnCompleted,
+    describe_tool_call_outcome,
 )
-from dex_agents.testing import SessionSide
-from dex_agents.values import AgentUsage, MessageRole, ToolCallStatus, ToolEffect
-from openai.types.responses.response_output_item import McpApprovalRequest
+from dex_agents.testing import ProjectedCall, SessionSide, check_message_projection
+from dex_agents.values import AgentUsage, CancellationReason, MessageRole, ToolCallStatus, ToolEffect
+from openai.types.responses import ResponseFunctionToolCall
 
 from dex_agents_openai_agents import (
     HANDOFF_EVENT_TYPE,
@@ -62,6 +64,7 @@ from dex_agents_openai_agents.testing import (
     scripted_stream_events,
     text_item,
 )
+from tests.specifics_agents import hosted_git_answer, hosted_git_tool
 
 
 def build_agent(model: ScriptedResponsesModel, runs: list[str], name: str = "assistant") -> Agent[Any]:
@@ -179,6 +182,61 @@ async def test_a_tool_execution_error_a_tool_raises_reaches_the_session_unchange
 
     with pytest.raises(ToolExecutionError, match="order A-1 was already refunded"):
         await session.execute(runner, "call-1")
+
+
+async def test_every_final_record_is_stored_as_describe_tool_call_outcome_says() -> None:
+    calls = [call_item("get_weather", {"city": f"c{n}"}, f"call-{n}") for n in range(5)]
+    model = ScriptedResponsesModel.from_answers([calls, "Done."])
+    runner = OpenAIAgentsRunner(build_agent(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    session.finish("call-0", ToolCallStatus.SUCCEEDED, output=await session.execute(runner, "call-0"))
+    session.finish("call-1", ToolCallStatus.FAILED, error="the weather service is down")
+    session.finish("call-2", ToolCallStatus.REJECTED, rejection_message="Not that city.")
+    session.finish("call-3", ToolCallStatus.REJECTED)
+    session.finish("call-4", ToolCallStatus.OUTCOME_UNKNOWN)
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted)
+    stored = {m.tool_call_id: m.tool_output for m in final.new_messages if m.role is MessageRole.TOOL}
+    assert stored == {call_id: describe_tool_call_outcome(r) for call_id, r in session.records.items()}
+    # An abandoned call (steered) keeps the structured rejection verbatim, as compact JSON text.
+    session.store(final.new_messages)
+    again = ScriptedResponsesModel.from_answers([[call_item("get_weather", {"city": "Oslo"}, "call-9")]])
+    runner = OpenAIAgentsRunner(build_agent(again, []))
+    session.start_turn(runner.build_user_message("And Oslo?"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    session.abandon("call-9", CancellationReason.STEERED)
+    [*_, kept] = await session.end_turn_early(runner)
+    assert kept.tool_output == STEERED_REJECTION_MESSAGE
+
+
+async def test_tool_arguments_nested_too_deeply_for_the_sdk_end_the_turn_without_retries() -> None:
+    deep = "[" * 1000 + "]" * 1000
+    call = ResponseFunctionToolCall(
+        id="deep-1",
+        call_id="deep-1",
+        name="get_weather",
+        arguments=f'{{"city": {deep}}}',
+        type="function_call",
+        status="completed",
+    )
+    model = ScriptedResponsesModel.from_answers([[call]])
+    runner = OpenAIAgentsRunner(build_agent(model, []))
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    # The SDK parses the arguments while it plans the calls, inside the model Step; a retry would repeat it.
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and "nested too deeply" in outcome.turn_error
 
 
 async def test_a_handoff_makes_one_model_call_per_agent_and_reports_each() -> None:
@@ -658,22 +716,85 @@ async def test_a_cancelled_model_step_has_closed_its_model_stream_when_the_cance
     assert session.text_deltas() == ["Thinking"]
 
 
-async def test_a_hosted_mcp_approval_request_ends_the_turn_instead_of_being_approved_blindly() -> None:
-    request = McpApprovalRequest(
-        id="mcpr-1", type="mcp_approval_request", name="delete_repo", arguments="{}", server_label="git"
+@pytest.mark.parametrize("decision", ["approved", "rejected", "outcome_unknown"])
+async def test_a_hosted_mcp_approval_request_is_a_deferred_approval_answered_the_sdks_way(
+    decision: str,
+) -> None:
+    model = ScriptedResponsesModel(hosted_git_answer)
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model, tools=[hosted_git_tool()]))
+    # A default that needs no approval: the provider's request still waits for one.
+    session = SessionSide(default_tool_effect=ToolEffect.READ)
+    session.start_turn(runner.build_user_message("Delete branch old"))
+
+    requested = await runner.run_model_step(session.context())
+
+    assert isinstance(requested, ToolCallsRequested), requested
+    [call] = requested.tool_calls
+    assert (call.tool_call_id, call.tool_name, call.arguments) == (
+        "mcpr-1",
+        "delete_branch",
+        '{"branch":"old"}',
     )
-    model = ScriptedResponsesModel.from_answers([[request]])
-    hosted = HostedMCPTool(
-        tool_config={"type": "mcp", "server_label": "git", "server_url": "https://git.invalid/mcp"}
+    assert call.policy == ToolPolicy(ToolEffect.READ, requires_approval=True)
+    session.defer(requested)
+    if decision == "approved":
+        session.finish("mcpr-1", ToolCallStatus.SUCCEEDED, output=await session.execute(runner, "mcpr-1"))
+    elif decision == "rejected":
+        session.finish("mcpr-1", ToolCallStatus.REJECTED, rejection_message="Keep that branch.")
+    else:
+        session.finish("mcpr-1", ToolCallStatus.OUTCOME_UNKNOWN)
+
+    final = await runner.run_model_step(session.context())
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None, final
+    # The SDK answered the request with its own response item in the next model call's input.
+    response = cast(Mapping[str, Any], model.calls[1].input_items[-1])
+    record = session.records["mcpr-1"]
+    assert response["type"] == "mcp_approval_response" and response["approval_request_id"] == "mcpr-1"
+    assert response["approve"] is (decision == "approved")
+    messages = final.new_messages
+    tool = next(m for m in messages if m.role is MessageRole.TOOL)
+    assert (tool.tool_call_id, tool.tool_name) == ("mcpr-1", "delete_branch")
+    assert tool.tool_output == describe_tool_call_outcome(record)
+    if decision == "approved":
+        assert messages[-1].text == "Deleted branch old."
+        assert json.loads(messages[-2].framework_item)["output"] == "branch old deleted"
+    else:
+        assert response["reason"] == describe_tool_call_outcome(record)
+        assert messages[-1].text == f"Not deleted: {describe_tool_call_outcome(record)}"
+    check_message_projection(
+        messages[:-1] if decision != "approved" else messages[:-2],
+        response_text="Asking first.",
+        calls=[ProjectedCall("mcpr-1", "delete_branch", {"branch": "old"})],
+        outputs={"mcpr-1": describe_tool_call_outcome(record)},
     )
-    runner = OpenAIAgentsRunner(Agent(name="a", model=model, tools=[hosted]))
+    # The next turn hands the SDK the stored items as they are.
+    session.store(final.new_messages)
+    session.start_turn(runner.build_user_message("Thanks"))
+    again = await runner.run_model_step(session.context())
+    assert isinstance(again, ToolCallsRequested) and again.tool_calls[0].tool_call_id != "mcpr-1"
+
+
+async def test_a_turn_that_ends_during_a_hosted_mcp_approval_keeps_a_rejection_for_the_request() -> None:
+    model = ScriptedResponsesModel(hosted_git_answer)
+    runner = OpenAIAgentsRunner(Agent(name="a", model=model, tools=[hosted_git_tool()]))
     session = SessionSide()
-    session.start_turn(runner.build_user_message("Delete the repo"))
+    session.start_turn(runner.build_user_message("Delete branch old"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    session.abandon("mcpr-1", CancellationReason.TURN_CANCELLED)
 
-    outcome = await runner.run_model_step(session.context())
+    kept = await session.end_turn_early(runner)
 
-    assert isinstance(outcome, TurnCompleted)
-    assert outcome.turn_error and "mcp_approval_request" in outcome.turn_error
+    record_text = TURN_CANCELLED_REJECTION_MESSAGE
+    assert json.loads(kept[-1].framework_item) == {
+        "type": "mcp_approval_response",
+        "approval_request_id": "mcpr-1",
+        "approve": False,
+        "reason": record_text,
+    }
+    assert kept[-1].tool_output == record_text
 
 
 async def test_reasoning_summaries_stream_as_reasoning_deltas_and_text_as_text_deltas() -> None:

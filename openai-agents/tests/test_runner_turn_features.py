@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from agents import (
@@ -24,6 +24,7 @@ from agents import (
     RunConfig,
     Tool,
     TResponseInputItem,
+    WebSearchTool,
     function_tool,
     handoff,
 )
@@ -37,6 +38,7 @@ from dex_agents import (
     ModelCallMetadata,
     ModelRequestParameters,
     ToolCallsRequested,
+    ToolNamesRunner,
     ToolPolicy,
     ToolTaskHandler,
     ToolTaskHandlers,
@@ -44,9 +46,21 @@ from dex_agents import (
     ToolTaskPoll,
     ToolTaskPollOutcome,
     TurnCompleted,
+    build_plan_note,
+    context_summary_text,
 )
+from dex_agents.compaction import is_compaction_runner
 from dex_agents.testing import SessionSide
-from dex_agents.values import ToolCallStatus, ToolEffect
+from dex_agents.values import (
+    AgentPlan,
+    AgentPlanTask,
+    ContextSummary,
+    InteractionMode,
+    PlanStatus,
+    PlanTaskStatus,
+    ToolCallStatus,
+    ToolEffect,
+)
 from openai import AsyncAzureOpenAI, AsyncOpenAI
 
 from dex_agents_openai_agents import UNKNOWN_TOOL_POLICY, OpenAIAgentsRunner
@@ -58,6 +72,7 @@ from dex_agents_openai_agents.testing import (
     scripted_stream_events,
     text_item,
 )
+from tests.specifics_agents import hosted_git_tool
 
 
 @function_tool
@@ -376,16 +391,140 @@ def test_the_runner_polls_tasks_only_when_something_can_poll_them() -> None:
     assert callable(with_tasks.poll_tool_task)
 
 
-def test_compaction_and_plan_mode_are_refused_when_the_flow_is_built() -> None:
-    # The README's limits: this runner neither compacts nor limits a planning turn to write_todos.
+def test_compaction_and_plan_mode_are_accepted_when_the_flow_is_built() -> None:
     runner = OpenAIAgentsRunner(_agent(None))
-    with pytest.raises(TypeError, match="does not implement ContextCompactionRunner"):
-        AgentSessionFlow(
-            runner, flow_type="Compacting", options=AgentSessionOptions(compaction=CompactionPolicy(100_000))
-        )
-    planning = AgentSessionOptions(plan_mode_enabled=True, built_in_tools=("write_todos",))
-    with pytest.raises(ValueError, match="does not set supports_plan_mode"):
-        AgentSessionFlow(runner, flow_type="Planning", options=planning)
+    assert is_compaction_runner(runner)
     AgentSessionFlow(
-        runner, flow_type="Plain", options=AgentSessionOptions(built_in_tools=BUILT_IN_TOOL_NAMES)
+        runner, flow_type="Compacting", options=AgentSessionOptions(compaction=CompactionPolicy(100_000))
     )
+    planning = AgentSessionOptions(plan_mode_enabled=True, built_in_tools=("write_todos",))
+    AgentSessionFlow(runner, flow_type="Planning", options=planning)
+
+
+async def test_a_compaction_between_two_model_calls_of_a_turn_keeps_the_turns_items() -> None:
+    model = ScriptedResponsesModel.from_answers(
+        [
+            "Hello.",
+            [call_item("lookup_order", {"order_id": "A-1"}, "look-1")],
+            "Summary of the greeting.",
+            "A-1 shipped.",
+        ]
+    )
+    runner = OpenAIAgentsRunner(_agent(model))
+    session, context = _start(runner, "Hi")
+    first = await runner.run_model_step(context)
+    assert isinstance(first, TurnCompleted)
+    session.store(first.new_messages)
+    session.start_turn(runner.build_user_message("Where is A-1?"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    session.finish("look-1", ToolCallStatus.SUCCEEDED, output=await session.execute(runner, "look-1"))
+
+    # The cut falls at the end of turn 1, never inside the running turn.
+    cutoff = runner.select_compaction_cutoff(session.context(), retained_token_budget=1)
+    assert cutoff == 2
+    result = await runner.summarize_context(session.summary_request(cutoff))
+    assert result.text == "Summary of the greeting."
+    assert model.calls[2].offered_tools == []
+    assert model.calls[2].input_items == [
+        {"role": "user", "content": "The conversation:\nuser: Hi\nassistant: Hello."}
+    ]
+    summary = ContextSummary(1, 1, cutoff, result.text, "2026-12-02T00:00:00Z")
+    compacted = dataclasses.replace(
+        session.context(),
+        messages=tuple(m for m in session.messages if m.sequence > cutoff),
+        context_summary=summary,
+    )
+    final = await runner.run_model_step(compacted)
+
+    assert isinstance(final, TurnCompleted) and final.turn_error is None, final
+    seen = model.calls[3].input_items
+    assert seen[:2] == [
+        {"role": "user", "content": context_summary_text(summary)},
+        {"role": "user", "content": "Where is A-1?"},
+    ]
+    assert model.calls[3].tool_outputs() == {"look-1": "A-1 shipped"}
+    assert [m.text for m in final.new_messages if m.text] == ["A-1 shipped."]
+
+
+async def test_a_planning_turn_offers_only_write_todos_and_the_plan_note_precedes_the_next_turn() -> None:
+    todos = {"todos": [{"content": "Look up A-1", "status": "pending"}]}
+    model = ScriptedResponsesModel.from_answers(
+        [[call_item("write_todos", todos, "plan-1")], "Planned.", "A-1 shipped."]
+    )
+    billing = Agent[None](name="billing", model=model)
+    agent = Agent[None](
+        name="orders",
+        model=model,
+        tools=[lookup_order, WebSearchTool()],
+        handoffs=[billing],
+    )
+    runner = OpenAIAgentsRunner(agent)
+    built_ins = ("ask_user", "write_todos")
+    session, context = _start(
+        runner, "Plan A-1", interaction_mode=InteractionMode.PLANNING, enabled_built_in_tools=built_ins
+    )
+
+    requested = await runner.run_model_step(context)
+
+    assert isinstance(requested, ToolCallsRequested)
+    # Nothing but write_todos: no tool of the agent, no hosted tool, no handoff, no other built-in.
+    assert model.calls[0].offered_tools == ["write_todos"]
+    assert model.calls[0].input_items[0] == {
+        "role": "user",
+        "content": build_plan_note(None, InteractionMode.PLANNING),
+    }
+    session.defer(requested)
+    session.finish("plan-1", ToolCallStatus.SUCCEEDED, output="plan revision 1 written")
+    plan = AgentPlan(
+        revision=1,
+        status=PlanStatus.DRAFT,
+        tasks=(AgentPlanTask("Look up A-1", PlanTaskStatus.PENDING),),
+        updated_at="2026-12-02T00:00:00Z",
+    )
+    planning = {"interaction_mode": InteractionMode.PLANNING, "enabled_built_in_tools": built_ins}
+    final = await runner.run_model_step(dataclasses.replace(session.context(), plan=plan, **planning))
+    assert isinstance(final, TurnCompleted) and final.turn_error is None
+    # The plan the call wrote shows at the next model call; the note is never stored.
+    assert model.calls[1].input_items[0] == {
+        "role": "user",
+        "content": build_plan_note(plan, InteractionMode.PLANNING),
+    }
+    assert all("[Dex]" not in (m.text or "") for m in final.new_messages)
+    session.store(final.new_messages)
+
+    session.start_turn(runner.build_user_message("Go ahead"))
+    chat = dataclasses.replace(session.context(), plan=plan, enabled_built_in_tools=built_ins)
+    done = await runner.run_model_step(chat)
+
+    assert isinstance(done, TurnCompleted) and done.turn_error is None
+    assert model.calls[2].offered_tools == [
+        "lookup_order",
+        "web_search",
+        "ask_user",
+        "write_todos",
+        "transfer_to_billing",
+    ]
+    note = {"role": "user", "content": build_plan_note(plan, InteractionMode.CHAT)}
+    # Right before the turn's own message, after the earlier turn.
+    assert model.calls[2].input_items[-2:] == [note, {"role": "user", "content": "Go ahead"}]
+    assert [item for item in model.calls[2].input_items if item == note] == [note]
+
+
+def test_agent_tool_names_lists_every_agents_function_tools_unless_some_are_known_only_at_run_time() -> None:
+    @function_tool
+    def refund(order_id: str) -> str:
+        """Refund an order."""
+        return order_id
+
+    billing = Agent[None](name="billing", tools=[refund])
+    triage = Agent[None](name="triage", tools=[lookup_order, WebSearchTool()], handoffs=[handoff(billing)])
+    runner = OpenAIAgentsRunner(triage)
+    assert isinstance(runner, ToolNamesRunner)
+    assert runner.agent_tool_names() == {"lookup_order", "refund"}
+
+    hosted = Agent[None](name="git", tools=[hosted_git_tool()])
+    assert OpenAIAgentsRunner(Agent[None](name="a", handoffs=[hosted])).agent_tool_names() is None
+    with_servers = Agent[None](name="stock", mcp_servers=[cast(Any, object())])
+    assert OpenAIAgentsRunner(with_servers).agent_tool_names() is None

@@ -27,7 +27,7 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.matrix import wait_for_turn_end
 
-from dex_agents_openai_agents import HANDOFF_EVENT_TYPE
+from dex_agents_openai_agents import HANDOFF_EVENT_TYPE, HOSTED_MCP_APPROVED_RESULT
 from tests.matrix_spec import PACKAGE_DIR
 from tests.specifics_agents import build_flows, mcp_log_path
 
@@ -41,6 +41,7 @@ class Session:
     triage: AgentSessionClient
     guarded: AgentSessionClient
     mcp: AgentSessionClient
+    hosted: AgentSessionClient
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -183,3 +184,58 @@ async def test_a_turn_cancelled_during_its_model_call_keeps_its_own_items_and_th
         'assistant calls lookup_order {"order_id": "A-1"} [read-1]',
         "tool lookup_order [read-1]: A-1 shipped on Monday",
     )
+
+
+async def test_a_hosted_mcp_approval_waits_through_a_worker_kill_and_the_provider_runs_the_approved_call(
+    session: Session,
+) -> None:
+    session_id = session.stack.new_session_id("hosted-mcp")
+    client = session.hosted
+    await client.start_session(session_id, "Delete branch old")
+    interrupt = await client.wait_for_interrupt(session_id)
+    assert interrupt is not None
+    assert (interrupt.tool_name, json.loads(interrupt.arguments)) == ("delete_branch", {"branch": "old"})
+
+    # The approval waits in the session, not in the Worker: a replacement answers it.
+    session.stack.kill_workers()
+    await session.stack.start_worker()
+    assert await client.resolve_interrupt(session_id, interrupt.interrupt_id, approved=True)
+    first = await wait_for_turn_end(client, session_id, 1)
+
+    assert first.state is not None and first.state.last_turn_error is None
+    page = await client.list_agent_messages(session_id, include_framework_items=True)
+    items = [json.loads(m.framework_item) for m in page.messages]
+    assert [item.get("type") for item in items[1:]] == [
+        "message",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "mcp_call",
+        "message",
+    ]
+    assert items[3]["approve"] is True
+    # The hosted tool's result is what the provider returned after the approval.
+    assert items[4]["output"] == "branch old deleted"
+    assert first.messages[3].tool_output == HOSTED_MCP_APPROVED_RESULT
+    assert first.messages[-1].text == "Deleted branch old."
+    assert executed_step_types(await session.stack.read_step_history(session_id)) == [
+        "StartAgentSession",
+        "RunModel",
+        "AwaitToolApproval",
+        "CallSingleAttemptTool",
+        "ResumeTurn",
+        "RunModel",
+    ]
+
+    # A rejection reaches the model as the request's reason; nothing runs at the provider.
+    assert await client.send_user_message(session_id, "And the new one?")
+    again = await client.wait_for_interrupt(session_id)
+    assert again is not None and again.interrupt_id != interrupt.interrupt_id
+    assert await client.resolve_interrupt(
+        session_id, again.interrupt_id, approved=False, rejection_message="Keep that branch."
+    )
+    second = await wait_for_turn_end(client, session_id, 2)
+    assert second.messages[-1].text == "Not deleted: Keep that branch."
+    assert [m.tool_output for m in second.messages if m.role is MessageRole.TOOL] == [
+        HOSTED_MCP_APPROVED_RESULT,
+        "Keep that branch.",
+    ]

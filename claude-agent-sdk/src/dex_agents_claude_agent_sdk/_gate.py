@@ -22,6 +22,15 @@ the runner kills the CLI, so neither a partial answer nor a call of a partial re
 A resumed run lets the deferred call through, and the shim that the CLI's `tools/call` names by that call's
 tool use ID answers with the recorded result instead of running the tool.
 
+With `permission_requests_as_approvals`, the run's `can_use_tool` is the runner's: a permission request
+for one of Claude Code's own tools goes to the user's callback first, and one it leaves undecided (`None`)
+becomes the run's deferred call when it is its response's last tool use (otherwise it is refused with
+`REFUSED_TOOL_CALL_MESSAGE`, as the runner's own calls are). No hook can defer a call after the permission
+check, so the runner refuses the request with `interrupt`, which ends the run at once, and rewrites the
+transcript as a hook's deferral (`deferred_permission_entries`). The resumed run asks for the permission
+again; the answer then follows the call's record: an approved call runs in the CLI, a rejected one gets the
+rejection text as its result.
+
 The session's built-ins are among the runner's tools and are always deferred: the session carries them out.
 An inline read runs inside the model Step, where the user cannot be asked and no task can be handed over,
 so a read that calls `ask_user_input` or `start_tool_task` gets `INLINE_TOOL_REQUEST_MESSAGE` as its error
@@ -33,16 +42,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from claude_agent_sdk import (
     AssistantMessage,
+    PermissionResult,
+    PermissionResultAllow,
+    PermissionResultDeny,
     ResultMessage,
     SdkMcpTool,
     StreamEvent,
     TextBlock,
+    ToolPermissionContext,
     ToolResultBlock,
     ToolUseBlock,
     UserMessage,
@@ -61,10 +74,12 @@ from dex_agents_claude_agent_sdk._turn_tools import RunTools
 
 __all__ = [
     "INLINE_TOOL_REQUEST_MESSAGE",
+    "PERMISSION_PENDING_MESSAGE",
     "REFUSED_TOOL_CALL_MESSAGE",
     "RESPONSE_WAIT_SECONDS",
     "UNFINISHED_RESPONSE_MESSAGE",
     "HarnessRun",
+    "PermissionCallback",
     "ResumedCall",
 ]
 
@@ -87,6 +102,14 @@ UNFINISHED_RESPONSE_MESSAGE = (
     "call may be incomplete."
 )
 """What the hook answers for a call of an unfinished response (the run fails right after; see above)."""
+
+PERMISSION_PENDING_MESSAGE = "Waiting for the session's approval."
+"""The refusal that ends a run at a permission request; the transcript never keeps it (see above)."""
+
+PermissionCallback = Callable[
+    [str, dict[str, Any], ToolPermissionContext], Awaitable[PermissionResult | None]
+]
+"""The user's `can_use_tool`, which may return `None` to leave a request to the session's approval."""
 
 _logger = logging.getLogger("dex_agents_claude_agent_sdk")
 # The core module whose functions refuse outside a tool Step (`ask_user_input`, `start_tool_task`).
@@ -111,7 +134,10 @@ class ResumedCall:
     text: str
     is_error: bool
     delivered: bool = False
-    """Whether a shim answered the call (the CLI named its tool use ID in `tools/call`)."""
+    """Whether a shim answered the call (the CLI named its tool use ID in `tools/call`), or, for a
+    permission request, whether the CLI asked for its permission again or wrote its result."""
+    is_permission_request: bool = False
+    """A call of one of Claude Code's own tools that waited for the session's approval."""
 
 
 @dataclass
@@ -121,7 +147,11 @@ class HarnessRun:
     turn: AgentTurnContext
     tools: RunTools
     inline_read_tools: bool
+    permission_callback: PermissionCallback | None = None
+    """The user's `can_use_tool` when the session answers permission requests (see the module docstring)."""
     resumed: ResumedCall | None = None
+    permission_request: PendingToolUse | None = None
+    """The permission request this run stopped at, waiting for the session's approval."""
     deferrals: list[PendingToolUse] = field(default_factory=list[PendingToolUse])
     """Every call the hook deferred in this run, in order (more than one only if a wait gave up)."""
     items: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
@@ -176,7 +206,13 @@ class HarnessRun:
         data = cast(Mapping[str, Any], input_data)
         cli_name = str(data.get("tool_name", ""))
         call_id = tool_use_id or str(data.get("tool_use_id", ""))
-        if self.resumed is not None and call_id == self.resumed.tool_use_id:
+        resumed = self.resumed
+        if resumed is not None and call_id == resumed.tool_use_id:
+            if resumed.is_permission_request:
+                # "ask" sends the call to `can_use_tool` even where a rule would let it through, so a
+                # rejected call never runs; its refusal there reaches the model without the prefix a
+                # hook's reason gets.
+                return _decision("ask")
             return _decision("allow")
         if not self.owns(cli_name):
             # A built-in the user enabled or a tool of another MCP server: not the runner's to allow. The
@@ -201,6 +237,35 @@ class HarnessRun:
                 "deny", REFUSED_TOOL_CALL_MESSAGE.format(tool=cli_name.removeprefix(TOOL_NAME_PREFIX))
             )
         return _decision("allow")
+
+    async def can_use_tool(
+        self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResult:
+        """Answer a permission request of the CLI: the recorded approval, the user's callback, or a stop.
+
+        The run's `can_use_tool` when the session answers permission requests (see the module docstring).
+        """
+        call_id = context.tool_use_id or ""
+        resumed = self.resumed
+        if resumed is not None and resumed.is_permission_request and call_id == resumed.tool_use_id:
+            resumed.delivered = True
+            if resumed.is_error:
+                return PermissionResultDeny(message=resumed.text)
+            return PermissionResultAllow()
+        if self.permission_callback is not None:
+            decided = await self.permission_callback(tool_name, tool_input, context)
+            if decided is not None:
+                return decided
+        uses = await self.response_tool_uses(call_id) or [(call_id, tool_name)]
+        if self.unfinished is not None:
+            return PermissionResultDeny(message=UNFINISHED_RESPONSE_MESSAGE)
+        if uses[-1][0] != call_id or self.deferrals or self.permission_request is not None:
+            # The CLI keeps one deferred call per run, and it must be its response's last tool use.
+            return PermissionResultDeny(message=REFUSED_TOOL_CALL_MESSAGE.format(tool=tool_name))
+        self.permission_request = PendingToolUse(
+            call_id, tool_name, dict(tool_input), is_permission_request=True
+        )
+        return PermissionResultDeny(message=PERMISSION_PENDING_MESSAGE, interrupt=True)
 
     def owns(self, cli_name: str) -> bool:
         """Whether a CLI tool name is one of the runner's tools."""
@@ -290,6 +355,10 @@ class HarnessRun:
                 return
             for block in message.content:
                 if isinstance(block, ToolResultBlock):
+                    resumed = self.resumed
+                    if resumed is not None and resumed.is_permission_request:
+                        # Claude Code's permission system may let the approved call through by itself.
+                        resumed.delivered = resumed.delivered or block.tool_use_id == resumed.tool_use_id
                     self.items.append(
                         {
                             "type": "tool_result",

@@ -23,18 +23,21 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
 from claude_agent_sdk import (
+    AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
     DeferredToolUse,
     HookMatcher,
     McpSdkServerConfig,
+    ResultMessage,
     SdkMcpTool,
+    TextBlock,
     Transport,
 )
 from dex_agents import (
@@ -42,29 +45,47 @@ from dex_agents import (
     ContextWindowExceeded,
     ToolTaskHandlers,
     ToolTaskRouter,
+    build_plan_note,
+    context_summary_text,
     is_context_window_refusal,
     provider_refusal,
+)
+from dex_agents.compaction import (
+    DEFAULT_SUMMARY_INSTRUCTIONS,
+    ContextSummaryRequest,
+    ContextSummaryResult,
+    build_summary_prompt,
 )
 from dex_agents.mcp import McpToolSource
 from dex_agents.runner import (
     AgentTurnContext,
     AgentTurnOutcome,
+    DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
+    ModelCallMetadata,
     ToolCallsRequested,
+    ToolPolicy,
     ToolTaskCancellation,
     ToolTaskPoll,
     ToolTaskPollOutcome,
     TurnCompleted,
 )
-from dex_agents.values import FrameworkMessage
+from dex_agents.values import AgentUsage, FrameworkMessage, ToolEffect
 
 from dex_agents_claude_agent_sdk._call_metadata import RunRequest, no_call_metadata, run_request, run_usage
 from dex_agents_claude_agent_sdk._cli_process import ended_when_cancelled
+from dex_agents_claude_agent_sdk._compaction import (
+    estimate_input_tokens,
+    select_cutoff,
+    summary_lines,
+    with_summary_root,
+)
 from dex_agents_claude_agent_sdk._gate import (
     REFUSED_TOOL_CALL_MESSAGE,
     RESPONSE_WAIT_SECONDS,
     HarnessRun,
+    PermissionCallback,
     ResumedCall,
 )
 from dex_agents_claude_agent_sdk._messages import (
@@ -83,9 +104,19 @@ from dex_agents_claude_agent_sdk._settings import (
     options_for_settings,
 )
 from dex_agents_claude_agent_sdk._shim_server import create_shim_server, listed_tools
-from dex_agents_claude_agent_sdk._state import ClaudeRunState, PendingToolUse, TranscriptStore
-from dex_agents_claude_agent_sdk._tool_execution import run_tool
-from dex_agents_claude_agent_sdk._turn_tools import gather_run_tools
+from dex_agents_claude_agent_sdk._state import (
+    ClaudeRunState,
+    PendingToolUse,
+    TranscriptStore,
+    deferred_permission_entries,
+)
+from dex_agents_claude_agent_sdk._tool_execution import (
+    PERMISSION_REQUEST_REFERENCE,
+    approved_permission_request,
+    is_permission_request,
+    run_tool,
+)
+from dex_agents_claude_agent_sdk._turn_tools import gather_run_tools, is_planning_turn
 
 __all__ = [
     "ISOLATION_ENV",
@@ -104,6 +135,9 @@ ISOLATION_ENV: Mapping[str, str] = {
     "DISABLE_AUTOUPDATER": "1",
 }
 """Environment every run starts from; `ClaudeAgentOptions.env` may override it."""
+
+_PERMISSION_REQUEST_POLICY = ToolPolicy(ToolEffect.UNCLASSIFIED, requires_approval=True)
+"""The policy of a permission request the session answers: nothing is known of the call, and it asks."""
 
 # Besides the statuses `provider_refusal` names: a request larger than the API takes (413) is sent again
 # as it is by every attempt.
@@ -158,6 +192,14 @@ class ClaudeAgentRunner:
         instructions_for_settings: Returns instructions each turn adds after the options' system prompt,
             from the turn's session settings; `None` adds none. With this hook the CLI rebuilds the
             system prompt on every run (`snapshot: False`), so a change reaches the next turn.
+        permission_requests_as_approvals: Turn the CLI's permission requests for Claude Code's own tools
+            (`Bash`, `Edit`, `Write`, ...) into the session's approvals, answered with
+            `resolve_interrupt`, off by default. Your `can_use_tool` (in the options) still decides first:
+            an allow or a deny goes to the CLI as it is, and `None` leaves the request to the session. The
+            run then ends, the call waits in `AwaitToolApproval` (a Worker may die meanwhile), and the
+            turn's next run lets the CLI run an approved call, or hands the model the rejection text as
+            the call's result. Such a call is `unclassified` and requires approval (Claude Code's permission
+            system governs the tool, so `tool_policies` has no say).
         task_handlers: Poll and cancel the tasks that your tools start with `dex_agents.start_tool_task`,
             by tool name. The tasks of an `McpToolSource`'s tools go to their source.
         transport_factory: Builds the SDK `Transport` of one run from that run's final options, in
@@ -178,6 +220,7 @@ class ClaudeAgentRunner:
         inline_read_tools: bool = True,
         model_for_settings: ModelForSettings | None = None,
         instructions_for_settings: InstructionsForSettings | None = None,
+        permission_requests_as_approvals: bool = False,
         task_handlers: ToolTaskHandlers | None = None,
         transport_factory: Callable[[ClaudeAgentOptions], Transport] | None = None,
     ) -> None:
@@ -200,10 +243,30 @@ class ClaudeAgentRunner:
         self._inline_read_tools = inline_read_tools
         self._model_for_settings = model_for_settings
         self._instructions_for_settings = instructions_for_settings
+        self._permission_requests_as_approvals = permission_requests_as_approvals
         self._tasks = ToolTaskRouter(
             "ClaudeAgentRunner", "task_handlers", task_handlers, sources=self._sources
         )
         self._transport_factory = transport_factory
+
+    def agent_tool_names(self) -> Collection[str] | None:
+        """Return the names of the tools whose calls the session's policies govern: your `@tool` tools.
+
+        Claude Code's own tools and the tools of `options.mcp_servers` are not among them: Claude Code's
+        permission system decides about their calls, and a permission request the session answers
+        (`permission_requests_as_approvals`) always asks. `None` when an `McpToolSource` is given, whose
+        tools its servers list. No I/O.
+        """
+        return None if self._sources else frozenset(self._tools)
+
+    @property
+    def supports_plan_mode(self) -> bool:
+        """`True`: a planning turn offers only ``write_todos`` and the model reads the plan note first.
+
+        In a planning turn the run has none of Claude Code's own tools (`options.tools`) and none of the
+        options' MCP servers; the runner's MCP server offers ``write_todos`` alone.
+        """
+        return True
 
     @property
     def tools(self) -> Mapping[str, SdkMcpTool[Any]]:
@@ -286,9 +349,15 @@ class ClaudeAgentRunner:
             return TurnCompleted(
                 new_messages=kept, turn_error=str(error), model_call_metadata=no_call_metadata()
             )
-        run = HarnessRun(turn=turn, tools=tools, inline_read_tools=self._inline_read_tools)
+        run = HarnessRun(
+            turn=turn,
+            tools=tools,
+            inline_read_tools=self._inline_read_tools,
+            permission_callback=cast(PermissionCallback | None, base.can_use_tool),
+        )
         store = TranscriptStore()
         prompt: str | None
+        summary_text: str | None = None
         if state is None:
             if not stored.prompt:
                 return TurnCompleted(
@@ -297,7 +366,15 @@ class ClaudeAgentRunner:
                     model_call_metadata=no_call_metadata(base.model),
                 )
             prompt = "\n\n".join(stored.prompt)
+            note = build_plan_note(turn.plan, turn.interaction_mode)
+            if note is not None:
+                # User text before the turn's messages; a resumed run of the turn has it in its transcript.
+                prompt = f"{note}\n\n{prompt}"
             session_id = stored.session_id
+            if turn.context_summary is not None and session_id is None:
+                # Every earlier turn is summarized: a new CLI conversation starts from the summary, a text
+                # block of its own before the prompt's.
+                summary_text = context_summary_text(turn.context_summary)
             turn_entries: list[dict[str, Any]] = []
             turn_items: list[dict[str, Any]] = []
         else:
@@ -306,21 +383,107 @@ class ClaudeAgentRunner:
             turn_entries = [dict(entry) for entry in state.turn_entries]
             turn_items = [dict(item) for item in state.turn_items]
             text, is_error = recorded_tool_result(turn.recorded_tool_call(state.pending.tool_use_id))
-            run.resumed = ResumedCall(tool_use_id=state.pending.tool_use_id, text=text, is_error=is_error)
+            run.resumed = ResumedCall(
+                tool_use_id=state.pending.tool_use_id,
+                text=text,
+                is_error=is_error,
+                is_permission_request=state.pending.is_permission_request,
+            )
         if session_id is not None:
             earlier = stored.entries if stored.session_id == session_id else []
-            store.preload(session_id, [*earlier, *turn_entries])
+            entries = [*earlier, *turn_entries]
+            if turn.context_summary is not None:
+                entries = with_summary_root(turn.context_summary, entries)
+            store.preload(session_id, entries)
 
         with tempfile.TemporaryDirectory(prefix="dex-claude-run-") as root:
-            options = _run_options(base, run, store, Path(root), resume=session_id)
+            options = _run_options(
+                base,
+                run,
+                store,
+                Path(root),
+                resume=session_id,
+                answers_permissions=self._permission_requests_as_approvals,
+            )
             request = run_request(options, await listed_tools(_shim_server_of(options)))
             transport = self._transport_factory(options) if self._transport_factory is not None else None
             async with ClaudeSDKClient(options, transport=transport) as client, ended_when_cancelled(client):
                 if prompt is not None:
-                    await client.query(prompt)
+                    await client.query(prompt if summary_text is None else _text_blocks(summary_text, prompt))
                 async for message in client.receive_response():
                     run.observe(message, turn.events)
         return _outcome(turn, run, store, turn_entries, turn_items, request=request)
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Estimate the next run's model input in tokens (`ContextCompactionRunner`).
+
+        A token per four characters of what the model reads: the summary, the stored messages and the
+        running turn's items. Claude Code's system prompt and tool definitions are not counted; leave room
+        for them in the policy's window.
+        """
+        return estimate_input_tokens(turn)
+
+    def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+        """Return the last message to summarize: the end of an earlier turn, or `None` when none ended.
+
+        It keeps about ``retained_token_budget`` tokens of the newest messages.
+        """
+        return select_cutoff(turn, retained_token_budget)
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Summarize the earlier conversation in one CLI run with no tools: one model call.
+
+        The run is a new CLI conversation, with the options' model and environment, the core's summary
+        instructions as its system prompt, and the previous summary and the messages as its prompt. An
+        options factory is called with a turn that holds no messages.
+
+        Raises:
+            RuntimeError: When the run ends with an error or without text (the `CompactContext` attempt
+                fails, and the session retries it).
+        """
+        if isinstance(self._options, ClaudeAgentOptions):
+            base = self._options
+        else:
+            base = await self._options(_summary_turn(request))
+        prompt = build_summary_prompt(request.previous_summary, summary_lines(request.messages))
+        texts: list[str] = []
+        result: ResultMessage | None = None
+        with tempfile.TemporaryDirectory(prefix="dex-claude-summary-") as root:
+            home, config, cwd = Path(root) / "home", Path(root) / "config", Path(root) / "work"
+            for folder in (home, config, cwd):
+                folder.mkdir()
+            options = replace(
+                base,
+                tools=[],
+                mcp_servers={},
+                hooks={},
+                can_use_tool=None,
+                system_prompt=DEFAULT_SUMMARY_INSTRUCTIONS,
+                include_partial_messages=False,
+                resume=None,
+                continue_conversation=False,
+                fork_session=False,
+                session_id=None,
+                session_store=None,
+                max_turns=1,
+                env={**ISOLATION_ENV, **base.env, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config)},
+                cwd=cwd,
+            )
+            transport = self._transport_factory(options) if self._transport_factory is not None else None
+            async with ClaudeSDKClient(options, transport=transport) as client, ended_when_cancelled(client):
+                await client.query(prompt)
+                async for message in client.receive_response():
+                    if isinstance(message, AssistantMessage) and message.parent_tool_use_id is None:
+                        texts.extend(block.text for block in message.content if isinstance(block, TextBlock))
+                    elif isinstance(message, ResultMessage):
+                        result = message
+        if result is None or result.is_error:
+            detail = "no result" if result is None else "; ".join(result.errors or []) or result.subtype
+            raise RuntimeError(f"the Claude Code CLI's summary run failed: {detail}")
+        text = "\n".join(texts).strip()
+        if not text:
+            raise RuntimeError("the Claude Code CLI's summary run answered no text")
+        return ContextSummaryResult(text=text, usage=run_usage(result, 1))
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """Return the messages of a turn that ends without an answer (steered, cancelled or failed).
@@ -365,6 +528,8 @@ class ClaudeAgentRunner:
                 the call by its effect.
         """
         record = call.tool_call
+        if is_permission_request(record):
+            return approved_permission_request(record)
         source = self._owning_source(record)
         if source is not None:
             return await source.call_tool(call)
@@ -403,6 +568,8 @@ def _outcome(
     metadata = run.model_call_metadata(request)
     entries = [*turn_entries, *store.new_entries(run.session_id)]
     items = [*turn_items, *run.items]
+    if run.permission_request is not None:
+        return _permission_request_outcome(turn, run, entries, items, usage=usage, metadata=metadata)
     if result.is_error:
         detail = "; ".join(result.errors or []) or result.result or result.subtype
         turn_error = f"the Claude Code CLI ended the turn with an error ({result.subtype}): {detail}"
@@ -451,6 +618,49 @@ def _outcome(
     )
 
 
+def _permission_request_outcome(
+    turn: AgentTurnContext,
+    run: HarnessRun,
+    entries: list[dict[str, Any]],
+    items: list[dict[str, Any]],
+    *,
+    usage: AgentUsage,
+    metadata: ModelCallMetadata,
+) -> ToolCallsRequested:
+    """Request the session's approval of the permission request the run stopped at.
+
+    The refusal that stopped the run (and anything after it) leaves the items and the transcript, which
+    then reads as a hook's deferral of the call, so the next run asks for its permission again.
+    """
+    pending = run.permission_request
+    assert pending is not None and run.session_id is not None
+    cut = next(
+        (
+            index
+            for index, item in enumerate(items)
+            if item.get("type") == "tool_result" and item.get("tool_use_id") == pending.tool_use_id
+        ),
+        len(items),
+    )
+    state = ClaudeRunState(
+        session_id=run.session_id,
+        turn_entries=deferred_permission_entries(entries, pending),
+        turn_items=items[:cut],
+        pending=pending,
+    )
+    call = DeferredToolCall(
+        pending.tool_use_id,
+        pending.tool_name,
+        json.dumps(dict(pending.input), sort_keys=True),
+        # Claude Code's permission system, not a session policy, governs the tool; the session only asks.
+        _PERMISSION_REQUEST_POLICY,
+        tool_source_reference=PERMISSION_REQUEST_REFERENCE,
+    )
+    return ToolCallsRequested(
+        framework_run_state=state.to_json(), tool_calls=[call], usage=usage, model_call_metadata=metadata
+    )
+
+
 def _agreed_deferral(reported: DeferredToolUse | None, deferrals: Sequence[PendingToolUse]) -> PendingToolUse:
     """Return the call the run deferred, when the CLI's report and the hook's record name the same one.
 
@@ -481,6 +691,32 @@ def _agreed_deferral(reported: DeferredToolUse | None, deferrals: Sequence[Pendi
     return PendingToolUse(expected.tool_use_id, expected.tool_name, dict(reported.input))
 
 
+async def _text_blocks(*texts: str) -> AsyncIterator[dict[str, Any]]:
+    """One user message of the CLI's input stream whose content is ``texts``, a text block each."""
+    yield {
+        "type": "user",
+        "message": {"role": "user", "content": [{"type": "text", "text": text} for text in texts]},
+        "parent_tool_use_id": None,
+    }
+
+
+def _summary_turn(request: ContextSummaryRequest) -> AgentTurnContext:
+    """The turn an options factory gets for a summary run: the session, turn and settings, no messages."""
+    return AgentTurnContext(
+        flow_id=request.flow_id,
+        turn_id=request.turn_id,
+        attempt=request.attempt,
+        messages=(),
+        framework_run_state=None,
+        tool_calls={},
+        events=request.events,
+        tool_policies={},
+        default_tool_effect=ToolEffect.UNCLASSIFIED,
+        heartbeat_function=request.heartbeat_function,
+        session_settings=request.session_settings,
+    )
+
+
 def _check_unique(names: Sequence[str]) -> None:
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
@@ -494,7 +730,13 @@ def _shim_server_of(options: ClaudeAgentOptions) -> McpSdkServerConfig:
 
 
 def _run_options(
-    base: ClaudeAgentOptions, run: HarnessRun, store: TranscriptStore, root: Path, *, resume: str | None
+    base: ClaudeAgentOptions,
+    run: HarnessRun,
+    store: TranscriptStore,
+    root: Path,
+    *,
+    resume: str | None,
+    answers_permissions: bool,
 ) -> ClaudeAgentOptions:
     """Return the options of one CLI run: the user's, plus everything the runner owns."""
     home, config = root / "home", root / "config"
@@ -512,10 +754,12 @@ def _run_options(
     matcher = HookMatcher(hooks=[run.pre_tool_use], timeout=RESPONSE_WAIT_SECONDS + 60)
     hooks["PreToolUse"] = [matcher, *hooks.get("PreToolUse", [])]
     env = {**ISOLATION_ENV, **base.env, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config)}
+    # A planning turn offers write_todos alone: none of Claude Code's own tools, no other MCP server.
+    planning = is_planning_turn(run.turn)
     return replace(
         base,
-        tools=base.tools if base.tools is not None else [],
-        mcp_servers={**base.mcp_servers, MCP_SERVER_NAME: server},
+        tools=base.tools if base.tools is not None and not planning else [],
+        mcp_servers={MCP_SERVER_NAME: server} if planning else {**base.mcp_servers, MCP_SERVER_NAME: server},
         hooks=hooks,
         include_partial_messages=True,
         resume=resume,
@@ -525,4 +769,5 @@ def _run_options(
         session_store=store,
         env=env,
         cwd=cwd,
+        can_use_tool=run.can_use_tool if answers_permissions else base.can_use_tool,
     )

@@ -18,7 +18,14 @@ from typing import Any, cast
 from claude_agent_sdk.types import SessionKey, SessionStoreEntry
 from dex_agents import RunStateFormat, RunStateFormatError
 
-__all__ = ["RUN_STATE_FORMAT", "ClaudeRunState", "PendingToolUse", "TranscriptStore", "tool_result_entries"]
+__all__ = [
+    "RUN_STATE_FORMAT",
+    "ClaudeRunState",
+    "PendingToolUse",
+    "TranscriptStore",
+    "deferred_permission_entries",
+    "tool_result_entries",
+]
 
 RUN_STATE_FORMAT = RunStateFormat("dex-agents-claude-agent-sdk/run-state", 1, "ClaudeAgentRunner")
 """The envelope of `ClaudeRunState` (its fields are those of the 0.1.0 state, which had no `format`)."""
@@ -37,13 +44,17 @@ class PendingToolUse:
 
     Attributes:
         tool_use_id: The model's tool use ID.
-        tool_name: The user's tool name, without the MCP prefix.
+        tool_name: The user's tool name, without the MCP prefix, or the name of one of Claude Code's own
+            tools (`Bash`) for a permission request.
         input: The call's arguments.
+        is_permission_request: A call of one of Claude Code's own tools whose permission request waits for
+            the session's approval (`permission_requests_as_approvals`), not a call of the runner's tools.
     """
 
     tool_use_id: str
     tool_name: str
     input: Mapping[str, Any]
+    is_permission_request: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,16 +75,20 @@ class ClaudeRunState:
 
     def to_json(self) -> str:
         """Return the state as compact JSON text in `RUN_STATE_FORMAT`'s envelope."""
+        pending: dict[str, Any] = {
+            "tool_use_id": self.pending.tool_use_id,
+            "tool_name": self.pending.tool_name,
+            "input": dict(self.pending.input),
+        }
+        if self.pending.is_permission_request:
+            # Only then: a state without it reads as before (and as release 0.1.0 wrote it).
+            pending["permission_request"] = True
         return RUN_STATE_FORMAT.wrap(
             {
                 "session_id": self.session_id,
                 "turn_entries": list(self.turn_entries),
                 "turn_items": list(self.turn_items),
-                "pending": {
-                    "tool_use_id": self.pending.tool_use_id,
-                    "tool_name": self.pending.tool_name,
-                    "input": dict(self.pending.input),
-                },
+                "pending": pending,
             }
         )
 
@@ -104,6 +119,7 @@ class ClaudeRunState:
                     tool_use_id=str(pending["tool_use_id"]),
                     tool_name=str(pending["tool_name"]),
                     input=cast(dict[str, Any], pending["input"]),
+                    is_permission_request=pending.get("permission_request") is True,
                 ),
             )
         except (AttributeError, KeyError, TypeError) as error:
@@ -154,7 +170,7 @@ def tool_result_entries(
             for block in cast(Sequence[Any], cast(Mapping[str, Any], message).get("content") or []):
                 if isinstance(block, Mapping) and cast(Mapping[str, Any], block).get("type") == "tool_use":
                     sources[str(cast(Mapping[str, Any], block).get("id"))] = entry
-    timestamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    timestamp = _now()
     closing: list[dict[str, Any]] = []
     for result in results:
         source = sources.get(str(result["tool_use_id"]), {})
@@ -175,6 +191,77 @@ def tool_result_entries(
         closing.append(result_entry)
         parent = entry_id
     return closing
+
+
+def deferred_permission_entries(
+    entries: Sequence[Mapping[str, Any]], pending: PendingToolUse
+) -> list[dict[str, Any]]:
+    """Return a run's transcript as if a `PreToolUse` hook had deferred the pending permission request.
+
+    The runner stops such a run by refusing the request with `interrupt`, so the CLI writes a refusal as
+    the call's result and an interruption notice. Both go, with everything after them, and an entry like
+    the one the CLI writes for a hook's deferral (`hook_deferred_tool`) takes their place: a resumed run
+    then asks for the call's permission again, and runs it or reads its refusal, before the next model
+    call.
+
+    Args:
+        entries: The transcript entries of the run's turn so far, oldest first.
+        pending: The call whose permission request waits.
+
+    Returns:
+        The entries up to the call's tool use and the other results before its refusal, then the deferral.
+    """
+    kept: list[dict[str, Any]] = []
+    for entry in entries:
+        if _holds_tool_result(entry, pending.tool_use_id):
+            break
+        kept.append(dict(entry))
+    nothing: Mapping[str, Any] = {}
+    source = next(
+        (entry for entry in reversed(kept) if entry.get("type") == "assistant" and entry.get("uuid")), nothing
+    )
+    parent = next((str(entry["uuid"]) for entry in reversed(kept) if entry.get("uuid")), None)
+    session = str(source.get("sessionId", ""))
+    entry_id = uuid.uuid5(uuid.NAMESPACE_URL, f"dex-agents:{session}:{pending.tool_use_id}:deferred")
+    kept.append(
+        {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "attachment": {
+                "type": "hook_deferred_tool",
+                "toolUseID": pending.tool_use_id,
+                "toolName": pending.tool_name,
+                "toolInput": dict(pending.input),
+                "hookName": "settings",
+                "hookEvent": "PreToolUse",
+                "permissionMode": "default",
+            },
+            "type": "attachment",
+            "uuid": str(entry_id),
+            "timestamp": source.get("timestamp") or _now(),
+            **{key: source[key] for key in _ENTRY_METADATA if key in source},
+        }
+    )
+    return kept
+
+
+def _holds_tool_result(entry: Mapping[str, Any], tool_use_id: str) -> bool:
+    message = entry.get("message")
+    if entry.get("type") != "user" or not isinstance(message, Mapping):
+        return False
+    content = cast(Mapping[str, Any], message).get("content")
+    if not isinstance(content, list):
+        return False
+    return any(
+        isinstance(block, Mapping)
+        and cast(Mapping[str, Any], block).get("type") == "tool_result"
+        and cast(Mapping[str, Any], block).get("tool_use_id") == tool_use_id
+        for block in cast(list[Any], content)
+    )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass

@@ -1,4 +1,8 @@
-"""Running one approved tool call in its tool Step: the user's own `@tool` handler, once."""
+"""Running one approved tool call in its tool Step: the user's own `@tool` handler, once.
+
+An approved permission request for one of Claude Code's own tools runs nothing here: only the CLI can run
+its tools, so the tool Step records the approval, and the turn's next run lets the CLI run the call.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,31 @@ from dex_agents.values import AgentToolCall
 
 from dex_agents_claude_agent_sdk._messages import tool_result_text
 
-__all__ = ["run_tool"]
+__all__ = [
+    "APPROVED_PERMISSION_OUTPUT",
+    "PERMISSION_REQUEST_REFERENCE",
+    "approved_permission_request",
+    "is_permission_request",
+    "run_tool",
+]
+
+PERMISSION_REQUEST_REFERENCE = '{"source":"claude-code-permission-request"}'
+"""The `tool_source_reference` of a call whose Claude Code permission request waits for approval."""
+
+APPROVED_PERMISSION_OUTPUT = (
+    "Approved: Claude Code runs {tool} when the turn goes on, and the model reads the tool's own result."
+)
+"""The recorded output of an approved permission request ({tool}: the tool); see the module docstring."""
+
+
+def is_permission_request(record: AgentToolCall) -> bool:
+    """Whether ``record`` is a Claude Code permission request that waited for the session's approval."""
+    return record.tool_source_reference == PERMISSION_REQUEST_REFERENCE
+
+
+def approved_permission_request(record: AgentToolCall) -> ToolExecutionResult:
+    """Record the approval of a permission request; the CLI runs the call in the turn's next run."""
+    return ToolExecutionResult(APPROVED_PERMISSION_OUTPUT.format(tool=record.tool_name))
 
 
 async def run_tool(tool: SdkMcpTool[Any] | None, record: AgentToolCall) -> ToolExecutionResult:

@@ -3,7 +3,8 @@
 Three kinds share the server: the user's `@tool` tools, the tools of the runner's `McpToolSource`s, and
 the session's enabled built-ins (`ask_user`, `durable_wait`, `write_todos`), which the session carries
 out itself, so their calls are always deferred and never run in the CLI. An enabled built-in's name is
-reserved: a user tool of that name is not offered while it is enabled.
+reserved: a user tool of that name is not offered while it is enabled. A planning turn offers `write_todos`
+alone (the runner also turns Claude Code's own tools and the options' MCP servers off for it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from claude_agent_sdk import SdkMcpTool
-from dex_agents import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES
+from dex_agents import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, WRITE_TODOS, InteractionMode
 from dex_agents.mcp import McpToolSource
 from dex_agents.runner import UNKNOWN_TOOL_POLICY, AgentTurnContext, DeferredToolCall, ToolPolicy
 from dex_agents.values import ToolEffect
@@ -21,7 +22,7 @@ from dex_agents.values import ToolEffect
 from dex_agents_claude_agent_sdk._effects import tool_policy
 from dex_agents_claude_agent_sdk._mcp import mcp_sdk_tool, source_policy
 
-__all__ = ["RunTool", "RunTools", "gather_run_tools"]
+__all__ = ["RunTool", "RunTools", "gather_run_tools", "is_planning_turn"]
 
 # The session overrides a built-in call's policy; this one only keeps it out of the inline path.
 _BUILT_IN_POLICY = ToolPolicy(ToolEffect.READ)
@@ -76,9 +77,12 @@ async def gather_run_tools(
         ValueError: If a source's tool has the name of a user tool or of another source's tool.
     """
     tools: dict[str, RunTool] = {}
+    planning = is_planning_turn(turn)
     for name in BUILT_IN_TOOL_NAMES:
-        if name in turn.enabled_built_in_tools:
+        if name in turn.enabled_built_in_tools and (name == WRITE_TODOS or not planning):
             tools[name] = RunTool(_built_in_tool(name), _BUILT_IN_POLICY, is_built_in=True)
+    if planning:
+        return RunTools(tools)
     for name, tool in user_tools.items():
         if name not in tools:
             tools[name] = RunTool(tool, turn.resolve_tool_policy(name, framework_policy=tool_policy(tool)))
@@ -94,6 +98,11 @@ async def gather_run_tools(
                 source=source,
             )
     return RunTools(tools)
+
+
+def is_planning_turn(turn: AgentTurnContext) -> bool:
+    """Whether the turn plans (`InteractionMode.PLANNING`): the model may only write the plan."""
+    return InteractionMode(turn.interaction_mode) is InteractionMode.PLANNING
 
 
 def _built_in_tool(name: str) -> SdkMcpTool[Any]:

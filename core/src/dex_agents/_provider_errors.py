@@ -121,7 +121,7 @@ def _provider_message(error: BaseException) -> str:
     if isinstance(body, str | bytes):
         try:
             body = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             body = body.decode(errors="replace") if isinstance(body, bytes) else body
     message = _message_in(body)
     if message:

@@ -79,6 +79,13 @@ class RunStateFormat:
             raise RunStateFormatError(
                 f"the framework run state is not JSON, so {self.runner} cannot continue the turn: {error}"
             ) from error
+        except RecursionError:
+            # The standard decoder recurses per level; a state holding a model's deeply nested JSON as
+            # values would otherwise fail every attempt with an error that names nothing.
+            raise RunStateFormatError(
+                f"the framework run state nests arrays and objects too deeply to decode, so {self.runner} "
+                "cannot continue the turn"
+            ) from None
         if not isinstance(loaded, dict):
             raise RunStateFormatError(
                 f"the framework run state was not written by {self.runner}: it is a JSON "

@@ -11,6 +11,7 @@ __all__ = [
     "DEFAULT_INLINE_TOOL_OUTPUT_BYTES",
     "DEFAULT_MESSAGE_WINDOW_MAX_BYTES",
     "MAX_CONTEXT_SUMMARY_BYTES",
+    "MAX_JSON_NESTING_DEPTH",
     "MAX_MESSAGE_CHUNK_BYTES",
     "MAX_NOTE_TEXT_BYTES",
     "MAX_PLAN_TASKS",
@@ -61,6 +62,13 @@ DEFAULT_INLINE_TOOL_OUTPUT_BYTES = 64 * 1024
 #: The largest tool output the session keeps, in UTF-8 bytes: one stored value. A larger output records the
 #: call ``failed`` with an error the model reads.
 MAX_TOOL_OUTPUT_BYTES = MAX_STORED_VALUE_BYTES
+
+#: How deep the arrays and objects of JSON that a model or tool wrote may nest where the session reads it
+#: as a value: a tool call's arguments (deeper ones record the call ``failed`` before the tool runs), and
+#: the JSON a trace or a UI shows as a value (deeper text is shown as text). It is about the limit of
+#: pydantic's own JSON reader, and far below Python's recursion limit, which the standard decoder meets
+#: near 1,000 levels (about 2 KB of brackets).
+MAX_JSON_NESTING_DEPTH = 200
 
 #: The largest context summary, in UTF-8 bytes. Every Step request and every snapshot carries the summary,
 #: so a summary call that returns more fails its attempt with an error that names the size.

@@ -673,7 +673,10 @@ class ToolNamesRunner(Protocol):
         Answer from what the runner already holds: no I/O and no model call. Return `None` while some
         tools are only known once the agent runs (a toolset listed from an MCP server, a dynamic
         toolset), and the names once they are. The built-in tools (``ask_user``, ``durable_wait``,
-        ``write_todos``) need not be listed: the session counts them.
+        ``write_todos``) need not be listed: the session counts them. Nor need an
+        `dex_agents.mcp.McpToolSource`'s before it listed: a key shaped like its names
+        (``<server>__<tool>``) counts as real while no listed name belongs to that server, so return the
+        source's `agent_tool_names` beside your own and its servers' keys are checked once listed.
 
         Returns:
             The tool names, or `None`.

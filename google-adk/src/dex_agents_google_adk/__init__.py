@@ -8,7 +8,12 @@ Wrap an ordinary ADK `App` (or root agent) in `GoogleAdkRunner` and register it 
 from dex_agents_google_adk._app import AdkServices
 from dex_agents_google_adk._effects import framework_effect
 from dex_agents_google_adk._gate import DexToolGate, SecondModelCallError, UnrecordedConfirmationError
-from dex_agents_google_adk._runner import DEFAULT_USER_ID, UNKNOWN_TOOL_POLICY, GoogleAdkRunner
+from dex_agents_google_adk._runner import (
+    AGENT_TRANSFER_EVENT_TYPE,
+    DEFAULT_USER_ID,
+    UNKNOWN_TOOL_POLICY,
+    GoogleAdkRunner,
+)
 from dex_agents_google_adk._settings import InstructionsForSettings, ModelForSettings
 from dex_agents_google_adk._state import GoogleAdkRunState
 from dex_agents_google_adk._tool_execution import McpCallInterruptedError
@@ -16,6 +21,7 @@ from dex_agents_google_adk._tracing import ADK_INSTRUMENTATION_SCOPE, without_ad
 
 __all__ = [
     "ADK_INSTRUMENTATION_SCOPE",
+    "AGENT_TRANSFER_EVENT_TYPE",
     "DEFAULT_USER_ID",
     "UNKNOWN_TOOL_POLICY",
     "AdkServices",

@@ -22,6 +22,7 @@ from google.adk.tools.function_tool import FunctionTool
 
 __all__ = [
     "AdkServices",
+    "agent_tool_names",
     "close_toolsets",
     "declared_tool_description",
     "iter_agents",
@@ -132,6 +133,27 @@ def iter_agents(agent: BaseAgent) -> Iterator[BaseAgent]:
     yield agent
     for sub_agent in agent.sub_agents:
         yield from iter_agents(sub_agent)
+
+
+def agent_tool_names(root: BaseAgent) -> frozenset[str] | None:
+    """Return the names of the tools the agents of the tree offer their models, or `None` when unknowable.
+
+    A plain function counts under the name ADK's `FunctionTool` gives it. A `BaseToolset` (an
+    `McpToolset`, say) lists its tools only when the agent runs, and listing it here could contact a
+    server, so a tree with one gives `None`.
+    """
+    names: set[str] = set()
+    for agent in iter_agents(root):
+        if not isinstance(agent, LlmAgent):
+            continue
+        for item in cast(list[object], agent.tools):  # pyright: ignore[reportUnknownMemberType]
+            if isinstance(item, BaseToolset):
+                return None
+            if isinstance(item, BaseTool):
+                names.add(item.name)
+            elif callable(item):
+                names.add(FunctionTool(item).name)
+    return frozenset(names)
 
 
 def declared_tool_description(root: BaseAgent, tool_name: str) -> str | None:

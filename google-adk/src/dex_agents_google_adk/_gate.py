@@ -24,11 +24,21 @@ inside the model call itself (a README limit), and an agent's local `code_execut
   Step, so a valid answer ends the turn as ADK ends it, with no tool Step and no approval. An answer that
   fails the check is marked `skip_summarization`, so the model reads the validation error at its next
   call, in the next model Step.
+- ADK's `transfer_to_agent`, called alone with an agent it may transfer to, is carried out in the model
+  Step: it only sets the event's transfer action, which has no effect outside the invocation. ADK would
+  then run the target agent, whose model call is the next Step's: the runner stops at the transfer
+  (`transfer_target`). A transfer next to other calls, or to an agent it may not reach, is deferred and
+  fails in its tool Step with a text the model reads.
 - No other plugin's or agent's tool callback runs in a model Step: they run once, around the real call,
   in its tool Step.
-- Every model response gets tool call IDs that are non-empty, free of `/`, and unique within the turn.
-- A second model request in one `run_model_step` raises `SecondModelCallError` instead of reaching the
-  model, so a model call is never hidden inside another call's Step.
+- Every model response gets tool call IDs that are non-empty, free of `/`, and unique within the turn, and
+  a call whose arguments nest deeper than `MAX_JSON_NESTING_DEPTH` gets `{NESTING_ERROR_KEY: <why>}`
+  instead, which its tool Step records as the call's failure.
+- A second model request in one `run_model_step` never reaches the model, so a model call is never hidden
+  inside another call's Step. In a tree of `LlmAgent`s and `SequentialAgent`s, which ADK resumes from
+  their recorded agent states, the gate raises `NextModelCallBoundary` and the runner continues the turn
+  with that call in the next Step; in any other tree (a custom agent that runs several `LlmAgent`s) it
+  raises `SecondModelCallError`, which ends the turn.
 - The request gets the instructions the turn's session settings chose after the agent's own, and the
   gate keeps the model the request named, for the call's tracing metadata.
 """
@@ -42,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from dex_agents.events import AgentEventWriter
+from dex_agents.limits import MAX_JSON_NESTING_DEPTH
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.events import Event
 from google.adk.models.llm_request import LlmRequest
@@ -50,6 +61,8 @@ from google.adk.plugins import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.set_model_response_tool import SetModelResponseTool
 from google.adk.tools.tool_context import ToolContext
+from google.adk.tools.transfer_to_agent_tool import TransferToAgentTool
+from google.genai import types
 
 from dex_agents_google_adk._call_metadata import ModelCallTiming
 from dex_agents_google_adk._messages import REQUEST_CONFIRMATION_FUNCTION_NAME
@@ -58,10 +71,14 @@ __all__ = [
     "CONFIRMATION_HINT",
     "CONFIRMATION_RESPONSE_KEY",
     "DEFERRED_PLACEHOLDER",
+    "NESTING_ERROR_KEY",
+    "TOO_DEEP",
     "DexToolGate",
     "ModelToolCall",
+    "NextModelCallBoundary",
     "SecondModelCallError",
     "UnrecordedConfirmationError",
+    "nests_deeper_than",
 ]
 
 CONFIRMATION_HINT = "Dex runs this tool call in its own Step and answers with the recorded result."
@@ -72,8 +89,39 @@ DEFERRED_PLACEHOLDER: Mapping[str, str] = {"status": "deferred: Dex runs this to
 """The placeholder that answers a call until its recorded result arrives; the model never sees it."""
 
 
+NESTING_ERROR_KEY = "dex_nesting_error"
+"""The only argument of a call whose arguments nested too deeply; its tool Step fails with the text."""
+TOO_DEEP = f"arrays and objects nest more than {MAX_JSON_NESTING_DEPTH} levels deep"
+
+
+def nests_deeper_than(value: object, max_depth: int) -> bool:
+    """Whether ``value``'s dicts and lists nest deeper than ``max_depth``, checked without recursion."""
+    level: list[object] = [value] if isinstance(value, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > max_depth:
+            return True
+        deeper: list[object] = []
+        for item in level:
+            members = (
+                cast(dict[str, object], item).values() if isinstance(item, dict) else cast(list[object], item)
+            )
+            deeper.extend(member for member in members if isinstance(member, dict | list))  # pyright: ignore[reportUnknownArgumentType]
+        level = deeper
+    return False
+
+
 class SecondModelCallError(RuntimeError):
     """ADK was about to make a second model request within one `run_model_step`."""
+
+
+class NextModelCallBoundary(BaseException):
+    """ADK is about to make the next model call of a resumable agent tree; it belongs to the next Step.
+
+    A `BaseException`, as ADK's own `NodeInterruptedError` is, so ADK's plugin manager and error handlers
+    (which catch `Exception`, log it as an error and wrap it) let it through to the runner unchanged.
+    """
 
 
 class UnrecordedConfirmationError(RuntimeError):
@@ -130,8 +178,16 @@ class DexToolGate(BasePlugin):
         instructions: str | None = None,
         *,
         is_streaming: bool = False,
+        resumes_next_model_call: bool = False,
+        only_tools: frozenset[str] | None = None,
+        plan_note: str | None = None,
+        turn_text: str | None = None,
     ) -> None:
         super().__init__(name="dex_tool_gate")
+        self._only_tools = only_tools
+        self._plan_note = plan_note
+        self._turn_text = turn_text
+        self._resumes_next_model_call = resumes_next_model_call
         self._is_streaming = is_streaming
         self._requested_at: float | None = None
         self._first_response_at: float | None = None
@@ -159,6 +215,11 @@ class DexToolGate(BasePlugin):
         """Whether text deltas were written while the model streamed."""
         self.model_exception: Exception | None = None
         """What the model call raised, which ADK turns into an error event with only its type's name."""
+        self.stopped_before_next_model_call = False
+        """Whether the gate stopped ADK before the next model call of a resumable tree (see the module)."""
+        self.transfer_target: str | None = None
+        """The agent the model's `transfer_to_agent` call handed the conversation to in this Step."""
+        self._calls_in_response = 0
 
     async def before_model_callback(
         self, *, callback_context: CallbackContext, llm_request: LlmRequest
@@ -166,6 +227,9 @@ class DexToolGate(BasePlugin):
         """Count the request, refuse a second one, add the turn's instructions, and note the tools."""
         del callback_context
         self.model_requests += 1
+        if self.model_requests > 1 and self._resumes_next_model_call:
+            self.stopped_before_next_model_call = True
+            raise NextModelCallBoundary("the next model call belongs to the next Step")
         if self.model_requests > 1:
             raise SecondModelCallError(
                 "Google ADK asked for a second model call within one Dex model Step; the adapter stops "
@@ -173,6 +237,10 @@ class DexToolGate(BasePlugin):
             )
         if self._instructions:
             llm_request.append_instructions([self._instructions])
+        if self._only_tools is not None:
+            _offer_only(llm_request, self._only_tools)
+        if self._plan_note is not None:
+            _insert_plan_note(llm_request, self._plan_note, self._turn_text)
         self.request = llm_request
         self._requested_at = time.monotonic()
         self._offered_tools = dict(llm_request.tools_dict)
@@ -202,6 +270,11 @@ class DexToolGate(BasePlugin):
             call = part.function_call
             if call is None:
                 continue
+            self._calls_in_response += 1
+            if call.args and nests_deeper_than(call.args, MAX_JSON_NESTING_DEPTH):
+                # ADK copies events deeply and recursively (its session service, the request it builds):
+                # such arguments would fail every later Step. The call's tool Step records the error.
+                call.args = {NESTING_ERROR_KEY: f"the arguments of {call.name!r} nest too deeply: {TOO_DEEP}"}
             if not call.id or "/" in call.id or call.id in self._used_ids:
                 # The `adk-` prefix makes ADK strip the ID from model requests, as it does for IDs it mints.
                 call.id = f"adk-{uuid.uuid4()}"
@@ -261,6 +334,11 @@ class DexToolGate(BasePlugin):
             raise self.refused_confirmation
         if isinstance(tool, SetModelResponseTool):
             return await self._check_structured_answer(tool, tool_args, tool_context)
+        if isinstance(tool, TransferToAgentTool) and self.can_transfer(tool, tool_args):
+            # Only sets the transfer action; ADK wraps the function's None result as {"result": None}.
+            await tool.run_async(args=tool_args, tool_context=tool_context)
+            self.transfer_target = str(tool_args["agent_name"])
+            return {"result": None}
         if tool.name not in self._offered_tools:
             # ADK cannot confirm a tool it does not have; this answer is replaced by the recorded
             # failure when the turn resumes, and skip_summarization keeps ADK from calling the model now.
@@ -270,6 +348,22 @@ class DexToolGate(BasePlugin):
             self.confirmation_required.add(tool_context.function_call_id)
         tool_context.request_confirmation(hint=CONFIRMATION_HINT, payload=None)
         return dict(DEFERRED_PLACEHOLDER)
+
+    def can_transfer(self, tool: TransferToAgentTool, tool_args: Mapping[str, Any]) -> bool:
+        """Whether a `transfer_to_agent` call is carried out in the model Step (see the module docstring).
+
+        The first call of the Step's response only, and only when the response made no other call: ADK
+        resumes a paused invocation with the agent whose calls it answers, so a transfer next to
+        deferred calls would be lost when they resume.
+        """
+        target = tool_args.get("agent_name")
+        offered = tool._agent_names  # pyright: ignore[reportPrivateUsage]
+        return (
+            self.transfer_target is None
+            and self._calls_in_response == 1
+            and isinstance(target, str)
+            and target in offered
+        )
 
     async def _check_structured_answer(
         self, tool: SetModelResponseTool, tool_args: dict[str, Any], tool_context: ToolContext
@@ -300,3 +394,34 @@ class DexToolGate(BasePlugin):
         """
         del tool, tool_args, tool_context
         return result
+
+
+def _offer_only(llm_request: LlmRequest, names: frozenset[str]) -> None:
+    """Leave only the function tools named ``names`` in the request (a planning turn's ``write_todos``).
+
+    A provider's built-in tools go too: a planning turn offers nothing that acts.
+    """
+    llm_request.tools_dict = {name: tool for name, tool in llm_request.tools_dict.items() if name in names}
+    kept: list[types.Tool] = []
+    for tool in llm_request.config.tools or ():
+        declarations = [
+            declaration
+            for declaration in (getattr(tool, "function_declarations", None) or ())
+            if declaration.name in names
+        ]
+        if declarations:
+            kept.append(types.Tool(function_declarations=declarations))
+    llm_request.config.tools = cast(Any, kept) or None
+
+
+def _insert_plan_note(llm_request: LlmRequest, note: str, turn_text: str | None) -> None:
+    """Show the model the plan note as user text just before the turn's user message."""
+    contents = llm_request.contents
+    position = len(contents)
+    for index in range(len(contents) - 1, -1, -1):
+        content = contents[index]
+        text = "".join(part.text or "" for part in content.parts or ())
+        if content.role == "user" and turn_text is not None and text == turn_text:
+            position = index
+            break
+    contents.insert(position, types.Content(role="user", parts=[types.Part(text=note)]))

@@ -30,6 +30,7 @@ from google.genai import types
 
 __all__ = [
     "REQUEST_CONFIRMATION_FUNCTION_NAME",
+    "TRANSFER_TO_AGENT",
     "build_user_event",
     "decode_event",
     "encode_event",
@@ -43,6 +44,8 @@ __all__ = [
 
 REQUEST_CONFIRMATION_FUNCTION_NAME = "adk_request_confirmation"
 """The name of the function call ADK adds for every tool call that waits for a confirmation."""
+TRANSFER_TO_AGENT = "transfer_to_agent"
+"""The name of the tool ADK offers an agent with sub-agents or peers to transfer the conversation to."""
 USER_AUTHOR = "user"
 
 
@@ -119,11 +122,17 @@ def _is_bookkeeping_call(call: types.FunctionCall) -> bool:
     return call.name == REQUEST_CONFIRMATION_FUNCTION_NAME
 
 
-def project_turn_events(events: Sequence[Event]) -> list[FrameworkMessage]:
+def project_turn_events(
+    events: Sequence[Event], recorded_outputs: Mapping[str, str] | None = None
+) -> list[FrameworkMessage]:
     """Project the events of a turn onto stored messages, in order, leaving out ADK's bookkeeping.
 
     Args:
         events: The turn's events after its user message, as the session service holds them.
+        recorded_outputs: The stored ``tool_output`` of each recorded call by its ID
+            (`dex_agents.describe_tool_call_outcome`); the model still reads ADK's function response
+            (an ``{"error": ...}`` envelope, a result object), but a UI reads the session's own text.
+            A call without an entry (a valid structured answer) stores its function response as text.
 
     Returns:
         For each model response, an `assistant` message per run of parts without a call (its text) and
@@ -145,7 +154,7 @@ def project_turn_events(events: Sequence[Event]) -> list[FrameworkMessage]:
     pending_state: dict[str, Any] = {}
     for index, event in enumerate(events):
         before = len(projected)
-        projected.extend(_project_event(event, index, last_answer, calls))
+        projected.extend(_project_event(event, index, last_answer, calls, recorded_outputs or {}))
         state_delta = dict(event.actions.state_delta) if event.actions.state_delta else {}
         if len(projected) == before:
             pending_state.update(state_delta)
@@ -158,13 +167,17 @@ def project_turn_events(events: Sequence[Event]) -> list[FrameworkMessage]:
 
 
 def _project_event(
-    event: Event, index: int, last_answer: Mapping[str, int], calls: dict[str, types.FunctionCall]
+    event: Event,
+    index: int,
+    last_answer: Mapping[str, int],
+    calls: dict[str, types.FunctionCall],
+    recorded_outputs: Mapping[str, str],
 ) -> list[FrameworkMessage]:
     content = event.content
     if content is None or not content.parts or event.partial:
         return []
     if event.author == USER_AUTHOR or content.role == "user":
-        return _project_user_content(event, content, index, last_answer, calls)
+        return _project_user_content(event, content, index, last_answer, calls, recorded_outputs)
     parts = [
         part
         for part in content.parts
@@ -222,6 +235,7 @@ def _project_user_content(
     index: int,
     last_answer: Mapping[str, int],
     calls: Mapping[str, types.FunctionCall],
+    recorded_outputs: Mapping[str, str],
 ) -> list[FrameworkMessage]:
     projected: list[FrameworkMessage] = []
     other_parts: list[types.Part] = []
@@ -241,7 +255,7 @@ def _project_user_content(
                 tool_call_id=response.id,
                 tool_name=response.name,
                 tool_arguments=_arguments_text(call) if call is not None else None,
-                tool_output=function_response_to_text(response.response),
+                tool_output=_stored_output(event, response, recorded_outputs),
             )
         )
     if other_parts:
@@ -252,6 +266,17 @@ def _project_user_content(
             )
         )
     return projected
+
+
+def _stored_output(
+    event: Event, response: types.FunctionResponse, recorded_outputs: Mapping[str, str]
+) -> str:
+    if response.id in recorded_outputs:
+        return recorded_outputs[response.id or ""]
+    if response.name == TRANSFER_TO_AGENT and event.actions.transfer_to_agent:
+        # ADK's answer to a transfer is {"result": null}; a reader wants to know where it went.
+        return f"Transferred to agent {event.actions.transfer_to_agent}."
+    return function_response_to_text(response.response)
 
 
 def events_from_stored_messages(messages: Iterable[AgentMessage]) -> list[Event]:

@@ -20,7 +20,7 @@ from dex_agents_google_adk._gate import CONFIRMATION_RESPONSE_KEY
 from dex_agents_google_adk._messages import REQUEST_CONFIRMATION_FUNCTION_NAME, text_to_function_response
 from dex_agents_google_adk._state import GoogleAdkRunState
 
-__all__ = ["recorded_confirmations", "recorded_response", "with_recorded_results"]
+__all__ = ["recorded_confirmations", "recorded_outputs", "recorded_response", "with_recorded_results"]
 
 
 def recorded_response(record: AgentToolCall) -> dict[str, Any]:
@@ -29,6 +29,20 @@ def recorded_response(record: AgentToolCall) -> dict[str, Any]:
         return text_to_function_response(record.output or "")
     # ADK's convention for a call that did not produce a result; the text is the session's own.
     return {"error": describe_tool_call_outcome(record)}
+
+
+def recorded_outputs(turn: AgentTurnContext) -> dict[str, str]:
+    """Return the stored ``tool_output`` of every final call of the turn: the session's text, verbatim.
+
+    Every adapter stores a call's outcome in one shape (`describe_tool_call_outcome`), so a UI reads a
+    rejection, failure or abandoned call the same way whatever framework ran it, without ADK's
+    ``{"error": ...}`` envelope that the model reads.
+    """
+    return {
+        call_id: describe_tool_call_outcome(record)
+        for call_id, record in turn.tool_calls.items()
+        if record.is_final
+    }
 
 
 def with_recorded_results(

@@ -7,7 +7,10 @@ make exactly one model call:
 - the response asks for tools: the adapter's gate plugin (`DexToolGate`) asks ADK for a confirmation of
   every call instead of running it, and ADK pauses the invocation. The invocation's events go into the
   framework run state, and every call becomes a `DeferredToolCall`;
-- the response is the final answer: the invocation ends and the turn's messages are stored.
+- the response is the final answer: the invocation ends and the turn's messages are stored;
+- the response transfers to another agent (`transfer_to_agent` alone): the gate carries the transfer out,
+  the runner stops before ADK runs the target agent, and the turn continues (`TurnContinued`) with the
+  paused invocation's events, from which ADK resumes the target agent in the next Step.
 
 The next `run_model_step` of the turn resumes the paused invocation through ADK's own mechanism: a user
 message of `adk_request_confirmation` responses, each carrying the call's recorded result (a rejection
@@ -37,12 +40,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from dex_agents import (
     BUILT_IN_TOOL_DEFINITIONS,
     BUILT_IN_TOOL_NAMES,
+    WRITE_TODOS,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     ContextWindowExceeded,
     DeferredToolOutcome,
     ModelCallMetadata,
@@ -51,6 +57,8 @@ from dex_agents import (
     ToolTaskPoll,
     ToolTaskPollOutcome,
     ToolTaskRouter,
+    build_plan_note,
+    context_summary_text,
     is_context_window_refusal,
     provider_refusal,
 )
@@ -63,9 +71,18 @@ from dex_agents.runner import (
     ToolCallsRequested,
     ToolExecutionResult,
     TurnCompleted,
+    TurnContinued,
 )
-from dex_agents.values import AgentMessage, AgentUsage, FrameworkMessage, MessageRole
-from google.adk.agents import BaseAgent, LlmAgent
+from dex_agents.values import AgentMessage, AgentUsage, FrameworkMessage, InteractionMode, MessageRole
+
+# ADK 2 deprecates its workflow agents in favour of its Workflow; applications still compose with them.
+from google.adk.agents import (
+    BaseAgent,
+    LlmAgent,
+    LoopAgent,  # pyright: ignore[reportDeprecated]
+    ParallelAgent,  # pyright: ignore[reportDeprecated]
+    SequentialAgent,  # pyright: ignore[reportDeprecated]
+)
 from google.adk.agents.run_config import (
     RunConfig,
     StreamingMode,  # pyright: ignore[reportPrivateImportUsage]
@@ -80,6 +97,7 @@ from google.genai import types
 from dex_agents_google_adk._adk_patches import skip_failing_a2a_import
 from dex_agents_google_adk._app import (
     AdkServices,
+    agent_tool_names,
     close_toolsets,
     declared_tool_description,
     iter_agents,
@@ -92,8 +110,15 @@ from dex_agents_google_adk._call_metadata import (
     model_call_usage,
     terminal_model_error,
 )
+from dex_agents_google_adk._compaction import (
+    estimate_event_tokens,
+    estimate_text_tokens,
+    select_cutoff,
+    summarize,
+    summary_model,
+)
 from dex_agents_google_adk._effects import annotation_policy
-from dex_agents_google_adk._gate import DexToolGate
+from dex_agents_google_adk._gate import DexToolGate, NextModelCallBoundary
 from dex_agents_google_adk._litellm_answers import watching_litellm_answers
 from dex_agents_google_adk._messages import (
     REQUEST_CONFIRMATION_FUNCTION_NAME,
@@ -104,7 +129,11 @@ from dex_agents_google_adk._messages import (
     text_of,
     user_content_of,
 )
-from dex_agents_google_adk._recorded_results import recorded_confirmations, with_recorded_results
+from dex_agents_google_adk._recorded_results import (
+    recorded_confirmations,
+    recorded_outputs,
+    with_recorded_results,
+)
 from dex_agents_google_adk._settings import (
     InstructionsForSettings,
     ModelForSettings,
@@ -120,10 +149,12 @@ if TYPE_CHECKING:
     # `dex_agents.mcp` needs the `mcp` extra; a runner without a source never imports it.
     from dex_agents.mcp import McpToolSource
 
-__all__ = ["DEFAULT_USER_ID", "UNKNOWN_TOOL_POLICY", "GoogleAdkRunner"]
+__all__ = ["AGENT_TRANSFER_EVENT_TYPE", "DEFAULT_USER_ID", "UNKNOWN_TOOL_POLICY", "GoogleAdkRunner"]
 
 DEFAULT_USER_ID = "dex"
 """The ADK user ID of every session unless the runner is given another."""
+AGENT_TRANSFER_EVENT_TYPE = "google_adk.agent_transfer"
+"""The session event of an ADK agent transfer; its payload names the ``source_agent`` and ``target_agent``."""
 
 
 class GoogleAdkRunner:
@@ -194,6 +225,7 @@ class GoogleAdkRunner:
         else:
             self._app = App(name=app_or_agent.name, root_agent=app_or_agent)
         _refuse_local_code_executors(cast(BaseAgent, self._app.root_agent))
+        self._resumes_next_model_call = _resumable_tree(cast(BaseAgent, self._app.root_agent))
         if patch_adk:
             skip_failing_a2a_import()
         self._user_id = user_id
@@ -212,6 +244,16 @@ class GoogleAdkRunner:
             # without anything to poll with, a tool finishes its work inside the call instead.
             self.poll_tool_task = tasks.poll_tool_task
             self.cancel_tool_task = tasks.cancel_tool_task
+
+    @property
+    def supports_plan_mode(self) -> bool:
+        """`True`: a planning turn offers every agent's model only ``write_todos``, and a plan is shown.
+
+        The gate leaves only ``write_todos`` in each model request of a `planning` turn (enable it in
+        the session's built-in tools), and puts `dex_agents.build_plan_note` before the turn's user
+        message as user text whenever the session has a plan or the turn plans.
+        """
+        return True
 
     @property
     def app(self) -> App:
@@ -286,6 +328,13 @@ class GoogleAdkRunner:
             choices.instructions,
             # As ADK decides whether it calls the model with stream=True.
             is_streaming=self._run_config.streaming_mode == StreamingMode.SSE,
+            resumes_next_model_call=self._resumes_next_model_call,
+            # A planning turn offers only write_todos; any turn with a plan shows it before its message.
+            only_tools=frozenset({WRITE_TODOS})
+            if turn.interaction_mode is InteractionMode.PLANNING
+            else None,
+            plan_note=build_plan_note(turn.plan, turn.interaction_mode),
+            turn_text=turn_message.text,
         )
         app = resumable_app(self._app.model_copy(update={"root_agent": root}), [gate])
         service = InMemorySessionService()
@@ -293,6 +342,9 @@ class GoogleAdkRunner:
         session = await service.create_session(
             app_name=app.name, user_id=self._user_id, session_id=turn.flow_id
         )
+        if turn.context_summary is not None:
+            # The session compacted: ADK reads the summary as the conversation's first user message.
+            await service.append_event(session, build_user_event(context_summary_text(turn.context_summary)))
         for event in events_from_stored_messages(earlier):
             await service.append_event(session, event)
         turn_start = len(session.events)
@@ -328,6 +380,14 @@ class GoogleAdkRunner:
                         break
                     if not event.partial:
                         invocation_events.append(event)
+                    if gate.transfer_target is not None and event.actions.transfer_to_agent:
+                        # ADK would now run the target agent, whose model call is the next Step's; the
+                        # event is in the session already, and resuming the invocation runs that agent.
+                        break
+        except NextModelCallBoundary:
+            # ADK has stored the agent states that resume the tree at the next model call (a
+            # SequentialAgent's next sub-agent); that call is the next Step's.
+            pass
         except Exception as error:
             if gate.model_requests > 1 or gate.refused_confirmation is not None:
                 return TurnCompleted(new_messages=(), turn_error=str(error))
@@ -380,11 +440,31 @@ class GoogleAdkRunner:
         deferred = self._deferred_calls(turn, gate)
         if deferred:
             return self._tool_calls_requested(gate, deferred, turn_events, state, usage, metadata)
+        if gate.stopped_before_next_model_call and gate.transfer_target is None:
+            if structured_answer is not None:
+                turn.events.write_text_delta(text_of(structured_answer.content))
+            return TurnContinued(
+                framework_run_state=_paused_state(gate, turn_events, state).to_json(),
+                usage=usage,
+                model_call_metadata=metadata,
+            )
+        if gate.transfer_target is not None:
+            turn.events.write_event(
+                AGENT_TRANSFER_EVENT_TYPE,
+                {"source_agent": last_response.author, "target_agent": gate.transfer_target},
+            )
+            return TurnContinued(
+                framework_run_state=_paused_state(gate, turn_events, state).to_json(),
+                usage=usage,
+                model_call_metadata=metadata,
+            )
         if structured_answer is not None:
             turn.events.write_text_delta(text_of(structured_answer.content))
         # The first event of the invocation is the turn's user message, which the session stored already.
         return TurnCompleted(
-            new_messages=project_turn_events(turn_events[1:]), usage=usage, model_call_metadata=metadata
+            new_messages=project_turn_events(turn_events[1:], recorded_outputs(turn)),
+            usage=usage,
+            model_call_metadata=metadata,
         )
 
     async def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
@@ -410,7 +490,7 @@ class GoogleAdkRunner:
         state = GoogleAdkRunState.from_json(turn.framework_run_state)
         events = with_recorded_results(state.turn_events, turn, set(turn.tool_calls))
         # The first event of the invocation is the turn's user message, which the session stored already.
-        return project_turn_events(events[1:])
+        return project_turn_events(events[1:], recorded_outputs(turn))
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         """Run the application's real tool for one approved call, once.
@@ -447,6 +527,19 @@ class GoogleAdkRunner:
         )
         return ToolExecutionResult(output)
 
+    def agent_tool_names(self) -> Collection[str] | None:
+        """Return the names of the application's own tools, for checking the session's tool policies.
+
+        Every `LlmAgent` of the tree counts, by the name its model calls the tool (a plain function's
+        name, as ADK's `FunctionTool` gives it). Nothing is contacted: an agent with a toolset (such as
+        ADK's `McpToolset`) makes the answer `None`, since its tools are known only once it runs. The
+        session adds its built-ins and the ``mcp_tools`` source's tools itself.
+
+        Returns:
+            The tool names, or `None` when a toolset's tools are known only at run time.
+        """
+        return agent_tool_names(cast(BaseAgent, self._app.root_agent))
+
     def describe_tool(self, tool_name: str) -> str | None:
         """Return what tool ``tool_name`` does, for tracing (`ToolDescriber`), or `None` when unknown.
 
@@ -464,6 +557,71 @@ class GoogleAdkRunner:
         if description is None and self._mcp is not None:
             description = self._mcp.describe_tool(tool_name)
         return description
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Return the estimated tokens of the next model call's input (`ContextCompactionRunner`).
+
+        It counts the summary, the stored messages after it, the turn's events in the run state and the
+        root agent's instruction, a token per four characters; tool definitions are not counted. No
+        model call is made.
+        """
+        texts: list[str] = []
+        if turn.context_summary is not None:
+            texts.append(context_summary_text(turn.context_summary))
+        root = cast(BaseAgent, self._app.root_agent)
+        if isinstance(root, LlmAgent) and isinstance(root.instruction, str):
+            texts.append(root.instruction)
+        return (
+            estimate_text_tokens(texts)
+            + estimate_event_tokens(events_from_stored_messages(turn.messages))
+            + self._unstored_tokens(turn)
+        )
+
+    def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+        """Return the last stored message to summarize, or `None` (`ContextCompactionRunner`).
+
+        The cut follows a whole ADK event with every tool call up to it answered, before the turn's own
+        user message, and keeps about ``retained_token_budget`` tokens of the newest messages.
+        """
+        turn_message = _turn_user_message(turn)
+        if turn_message is None:
+            return None
+        return select_cutoff(
+            turn.messages,
+            turn_message,
+            unstored_tokens=self._unstored_tokens(turn),
+            budget=retained_token_budget,
+        )
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Make the one summary call with the root agent's own model (`ContextCompactionRunner`).
+
+        The model gets the core's summary instructions and one user prompt: the previous summary, then the
+        messages as a transcript that names the agent of each line. Its text becomes the session's summary,
+        which every later model Step shows ADK as the first user event of its session.
+
+        Raises:
+            RuntimeError: The call failed or returned no text; the `CompactContext` Step retries it.
+        """
+        model = summary_model(cast(BaseAgent, self._app.root_agent))
+        response, llm_request = await summarize(
+            model, request.messages, request.previous_summary, request.input_token_budget
+        )
+        return ContextSummaryResult(
+            text=text_of(response.content),
+            usage=model_call_usage(response),
+            model_call_metadata=model_call_metadata(llm_request, response, model),
+        )
+
+    def _unstored_tokens(self, turn: AgentTurnContext) -> int:
+        """The tokens of the turn's events in the run state, after its stored user message."""
+        if turn.framework_run_state is None:
+            return 0
+        try:
+            state = GoogleAdkRunState.from_json(turn.framework_run_state)
+        except ValueError:
+            return 0
+        return estimate_event_tokens(state.turn_events[1:])
 
     async def _declared_tools(self, turn: AgentTurnContext) -> list[DeclaredTool]:
         """The tools a model Step adds to the application's own: the MCP source's, then the built-ins."""
@@ -523,7 +681,10 @@ class GoogleAdkRunner:
                 # Its tool Step only checks the answer again and records the error the model reads.
                 policy = UNKNOWN_TOOL_POLICY
             elif call.tool_name == TRANSFER_TO_AGENT:
-                # Its tool Step only records that transfers are not supported; nothing runs.
+                if gate.transfer_target is not None:
+                    continue  # Carried out in the model Step; the next Step runs the target agent.
+                # Not carried out (next to other calls, or to an agent it may not reach): its tool Step
+                # only records why, for the model to read; nothing runs.
                 policy = UNKNOWN_TOOL_POLICY
             else:
                 # A built-in's policy is the session's own; it replaces this one.
@@ -558,21 +719,27 @@ class GoogleAdkRunner:
         usage: AgentUsage,
         metadata: ModelCallMetadata | None,
     ) -> ToolCallsRequested:
-        unknown = [
-            *(earlier_state.unknown_tool_call_ids if earlier_state else ()),
-            *(call.tool_call_id for call in gate.tool_calls if call.tool is None),
-        ]
-        state = GoogleAdkRunState(
-            invocation_id=turn_events[0].invocation_id,
-            turn_events=turn_events,
-            unknown_tool_call_ids=tuple(unknown),
-        )
         return ToolCallsRequested(
-            framework_run_state=state.to_json(),
+            framework_run_state=_paused_state(gate, turn_events, earlier_state).to_json(),
             tool_calls=deferred,
             usage=usage,
             model_call_metadata=metadata,
         )
+
+
+def _paused_state(
+    gate: DexToolGate, turn_events: Sequence[Event], earlier_state: GoogleAdkRunState | None
+) -> GoogleAdkRunState:
+    """The run state of the invocation this Step leaves paused: its events, and its unknown tool calls."""
+    unknown = [
+        *(earlier_state.unknown_tool_call_ids if earlier_state else ()),
+        *(call.tool_call_id for call in gate.tool_calls if call.tool is None),
+    ]
+    return GoogleAdkRunState(
+        invocation_id=turn_events[0].invocation_id,
+        turn_events=turn_events,
+        unknown_tool_call_ids=tuple(unknown),
+    )
 
 
 def _failed_model_call(error: Exception) -> TurnCompleted:
@@ -599,6 +766,35 @@ def _metadata(gate: DexToolGate, root: BaseAgent, response: Event) -> ModelCallM
     agent = root.find_agent(response.author)
     model = agent.canonical_model if isinstance(agent, LlmAgent) else None
     return model_call_metadata(gate.request, response, model, gate.timing)
+
+
+def _resumable_tree(root: BaseAgent) -> bool:
+    """Whether ADK resumes every agent of the tree at its next model call from the recorded agent states.
+
+    `LlmAgent` and `SequentialAgent` record where they are (`SequentialAgentState.current_sub_agent`) and
+    resume there, so a Step may stop before the next model call and the next Step resume the invocation.
+
+    Raises:
+        TypeError: The tree has a `ParallelAgent` (its branches call their models at the same time, in one
+            Step) or a `LoopAgent` (it ends when a tool escalates, which a tool Step does not carry back).
+    """
+    resumable = True
+    for agent in iter_agents(root):
+        if isinstance(agent, ParallelAgent | LoopAgent):  # pyright: ignore[reportDeprecated]
+            why = (
+                "its branches call their models at the same time, inside one Step"
+                if isinstance(agent, ParallelAgent)  # pyright: ignore[reportDeprecated]
+                else "it ends when a tool escalates (exit_loop), and a tool's actions stay in its tool Step"
+            )
+            raise TypeError(
+                f"agent {agent.name!r} is a {type(agent).__name__}, which a durable Dex session does not "
+                f"run: {why}. Use a SequentialAgent, sub-agents with transfer_to_agent, or AgentTool"
+            )
+        if not isinstance(agent, LlmAgent | SequentialAgent):  # pyright: ignore[reportDeprecated]
+            # A custom agent restarts from its first sub-agent when resumed: its next model call ends
+            # the turn (`SecondModelCallError`) instead.
+            resumable = False
+    return resumable
 
 
 def _refuse_local_code_executors(root: BaseAgent) -> None:
@@ -636,7 +832,9 @@ def _finish_with_structured_answer(state: GoogleAdkRunState, turn: AgentTurnCont
     answer = find_structured_answer(events)
     turn.events.write_text_delta(text_of(answer.content if answer is not None else None))
     # The first event of the invocation is the turn's user message, which the session stored already.
-    return TurnCompleted(new_messages=project_turn_events(events[1:]), usage=AgentUsage())
+    return TurnCompleted(
+        new_messages=project_turn_events(events[1:], recorded_outputs(turn)), usage=AgentUsage()
+    )
 
 
 def _is_model_response(event: Event) -> bool:

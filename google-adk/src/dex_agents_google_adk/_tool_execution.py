@@ -13,12 +13,16 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from dex_agents import parse_tool_arguments
+from dex_agents.limits import MAX_JSON_NESTING_DEPTH
 from dex_agents.runner import ToolExecutionError
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
 from google.adk.events import Event
+from google.adk.flows.llm_flows.extensions._agent_transfer import (
+    _get_transfer_targets,  # pyright: ignore[reportPrivateUsage]
+)
 from google.adk.flows.llm_flows.functions import handle_function_calls_async
 from google.adk.sessions import InMemorySessionService
 from google.adk.tools.base_tool import BaseTool
@@ -27,13 +31,11 @@ from google.adk.tools.transfer_to_agent_tool import TransferToAgentTool
 from google.genai import types
 
 from dex_agents_google_adk._app import AdkServices
-from dex_agents_google_adk._messages import function_response_to_text
+from dex_agents_google_adk._gate import NESTING_ERROR_KEY, TOO_DEEP, nests_deeper_than
+from dex_agents_google_adk._messages import TRANSFER_TO_AGENT, function_response_to_text
 from dex_agents_google_adk._structured_answer import SET_MODEL_RESPONSE, structured_answer_tool
 
 __all__ = ["TRANSFER_TO_AGENT", "McpCallInterruptedError", "run_tool_call"]
-
-TRANSFER_TO_AGENT = "transfer_to_agent"
-"""The name of the tool ADK offers an agent with sub-agents or peers to transfer the conversation to."""
 
 
 class McpCallInterruptedError(RuntimeError):
@@ -110,6 +112,9 @@ async def run_tool_call(
         McpCallInterruptedError: When an MCP call got no result back.
     """
     args = parse_tool_arguments(arguments, tool_name=tool_name)
+    if set(args) == {NESTING_ERROR_KEY}:
+        # The model Step replaced arguments that nested too deeply; the tool does not run.
+        raise ToolExecutionError(str(args[NESTING_ERROR_KEY]))
     root = cast(BaseAgent, app.root_agent)
     agent = (root.find_agent(agent_name) if agent_name else None) or root
     if not isinstance(agent, LlmAgent):
@@ -126,11 +131,12 @@ async def run_tool_call(
         # session its record, and the model reads the result at its next call.
         tools.setdefault(structured_answer.name, structured_answer)
     if tool_name == TRANSFER_TO_AGENT or isinstance(tools.get(tool_name), TransferToAgentTool):
-        # ADK adds the transfer tool to model requests only; a transfer would set an action on an
-        # event this Step cannot hand back, and the model would wrongly read a success.
+        # The model Step carries out a transfer that came alone, to an agent this one may reach; one
+        # that reaches a tool Step did not happen, and the model reads why.
+        targets = ", ".join(target.name for target in _get_transfer_targets(agent)) or "none"
         raise ToolExecutionError(
-            "agent transfer is not supported in a durable Dex session; this agent keeps the "
-            "conversation (the application can offer the other agent as an AgentTool instead)"
+            f"the transfer to agent {args.get('agent_name')!r} was not carried out: call "
+            f"{TRANSFER_TO_AGENT} alone in a response, with one of these agents: {targets}"
         )
     if tool_name not in tools:
         available = ", ".join(sorted(tools)) or "none"
@@ -144,9 +150,13 @@ async def run_tool_call(
     # The call reaches this Step only after the session approved it where its policy asks for that,
     # so the session's approval stands for ADK's own confirmation of the tool.
     approved = {tool_call_id: ToolConfirmation(confirmed=True)}
-    response_event = await handle_function_calls_async(
-        context, call_event, tools, tool_confirmation_dict=approved
-    )
+    try:
+        response_event = await handle_function_calls_async(
+            context, call_event, tools, tool_confirmation_dict=approved
+        )
+    except RecursionError:
+        # A result nested so deeply that ADK cannot copy or serialize it; every retry would meet it.
+        raise ToolExecutionError(f"the result of {tool_name!r} nests too deeply: {TOO_DEEP}") from None
     if response_event is None:
         raise ToolExecutionError(
             f"tool {tool_name!r} returned no result; a long-running tool must return its result in a "
@@ -157,5 +167,7 @@ async def run_tool_call(
             _raise_for_interrupted_mcp_call(tools[tool_name], response.response)
             if _is_mcp_error(tools[tool_name], response.response):
                 raise ToolExecutionError(_mcp_error_text(response.response or {}))
+            if response.response and nests_deeper_than(response.response, MAX_JSON_NESTING_DEPTH):
+                raise ToolExecutionError(f"the result of {tool_name!r} nests too deeply: {TOO_DEEP}")
             return function_response_to_text(response.response)
     raise ToolExecutionError(f"Google ADK returned no result for tool call {tool_call_id!r} of {tool_name!r}")

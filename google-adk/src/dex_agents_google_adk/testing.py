@@ -35,12 +35,14 @@ a real provider's would.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import ClassVar
 
-from dex_agents.testing import ScriptedResponse, ScriptedToolCall, scripted_model_response, text_chunks
+from dex_agents.testing import ScriptedResponse, scripted_model_response, text_chunks
+from dex_agents.testing import ScriptedToolCall as _KitScriptedToolCall
 from google.adk.models import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
@@ -50,6 +52,23 @@ from pydantic import model_validator
 from dex_agents_google_adk._structured_answer import SET_MODEL_RESPONSE
 
 __all__ = ["ScriptedAnswer", "ScriptedLlm", "ScriptedResponse", "ScriptedToolCall", "render_model_input"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ScriptedToolCall(_KitScriptedToolCall):
+    """A tool call of a scripted response: the test kit's `ScriptedToolCall` with the ID optional.
+
+    ``ScriptedToolCall(tool_name, arguments)`` leaves the ID out: the model sends the call without one,
+    as Gemini does, and an ID is generated for it (``adk-<uuid4>``, by the Dex runner in a durable session
+    or by ADK's own `Runner`), so the call still gets its result. Give ``tool_call_id`` when a test
+    looks the call up by its ID.
+
+    Attributes:
+        tool_call_id: The call's ID, unique within the turn; empty to have one generated.
+    """
+
+    tool_call_id: str = ""
+
 
 _PLAIN = ScriptedResponse()
 _SCRIPT_STORE_FIELDS = (
@@ -133,8 +152,9 @@ def _response_content(response: ScriptedResponse) -> types.Content:
     parts = [types.Part(text=response.text)] if response.text else []
     parts.extend(
         types.Part(
+            # No ID, as Gemini sends none: the runner (or ADK's own `Runner`) gives the call one.
             function_call=types.FunctionCall(
-                id=call.tool_call_id, name=call.tool_name, args=dict(call.arguments)
+                id=call.tool_call_id or None, name=call.tool_name, args=dict(call.arguments)
             )
         )
         for call in response.tool_calls

@@ -6,6 +6,7 @@ Wrap an ordinary `agents.Agent` in `OpenAIAgentsRunner` and register it with
 
 from dex_agents_openai_agents._effects import framework_effect
 from dex_agents_openai_agents._gate import UndeferrableToolError
+from dex_agents_openai_agents._hosted_mcp import HOSTED_MCP_APPROVED_RESULT
 from dex_agents_openai_agents._run_events import HANDOFF_EVENT_TYPE
 from dex_agents_openai_agents._runner import UNKNOWN_TOOL_POLICY, OpenAIAgentsRunner
 from dex_agents_openai_agents._sdk_mcp import idempotency_key_meta
@@ -14,6 +15,7 @@ from dex_agents_openai_agents._state import OpenAIAgentsRunState
 
 __all__ = [
     "HANDOFF_EVENT_TYPE",
+    "HOSTED_MCP_APPROVED_RESULT",
     "UNKNOWN_TOOL_POLICY",
     "InstructionsForSettings",
     "ModelForSettings",

@@ -18,9 +18,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import inspect
 import types
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from agents import (
@@ -37,6 +38,7 @@ from agents import (
     Tool,
     ToolSearchTool,
     WebSearchTool,
+    handoff,
 )
 from agents.tool_context import ToolContext
 
@@ -49,6 +51,7 @@ __all__ = [
     "mcp_listing_scope",
     "offered_tools",
     "offered_tools_scope",
+    "planning_scope",
     "recorded_result_tool",
     "recorded_results_scope",
     "turn_tools_scope",
@@ -78,6 +81,40 @@ _listed_mcp_tools: contextvars.ContextVar[dict[str, FunctionTool] | None] = cont
 _turn_tools: contextvars.ContextVar[tuple[FunctionTool, ...]] = contextvars.ContextVar(
     "dex_agents_openai_agents_turn_tools", default=()
 )
+
+
+_planning: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "dex_agents_openai_agents_planning", default=False
+)
+
+
+@contextlib.contextmanager
+def planning_scope(planning: bool) -> Iterator[None]:
+    """While a planning turn's model Step runs, offer every agent only the turn tools, and no handoffs.
+
+    Args:
+        planning: Whether the Step belongs to a planning turn; the turn tools then hold only
+            ``write_todos``.
+    """
+    token = _planning.set(planning)
+    try:
+        yield
+    finally:
+        _planning.reset(token)
+
+
+def _outside_planning(is_enabled: Any) -> Callable[[RunContextWrapper[Any], Any], Awaitable[bool]]:
+    """Wrap a handoff's ``is_enabled``: off in a planning turn, else as the user's handoff says."""
+
+    async def enabled(context: RunContextWrapper[Any], agent: Any) -> bool:
+        if _planning.get():
+            return False
+        if isinstance(is_enabled, bool):
+            return is_enabled
+        result = is_enabled(context, agent)
+        return bool(await result) if inspect.isawaitable(result) else bool(result)
+
+    return enabled
 
 
 _offered_tools: contextvars.ContextVar[dict[str, list[Tool]] | None] = contextvars.ContextVar(
@@ -275,7 +312,8 @@ class GatedAgentGraph:
 
     def _gate_handoff(self, item: Agent[Any] | Handoff[Any, Any]) -> Agent[Any] | Handoff[Any, Any]:
         if isinstance(item, Agent):
-            return self._gate_agent(item)
+            # The handoff the SDK would build for the agent, switched off in planning turns.
+            return handoff(self._gate_agent(item), is_enabled=_outside_planning(True))
         target_ref = item._agent_ref  # pyright: ignore[reportPrivateUsage]
         target = target_ref() if target_ref is not None else None
         if not isinstance(target, Agent):
@@ -289,7 +327,9 @@ class GatedAgentGraph:
             next_agent = await original_invoke(context, arguments)
             return self._gate_agent(next_agent)
 
-        gated = dataclasses.replace(item, on_invoke_handoff=invoke_gated)
+        gated = dataclasses.replace(
+            item, on_invoke_handoff=invoke_gated, is_enabled=_outside_planning(item.is_enabled)
+        )
         gated._agent_ref = weakref.ref(gated_target)  # pyright: ignore[reportPrivateUsage]
         self._keep_alive.append(gated)
         return gated
@@ -306,8 +346,10 @@ async def _gated_get_mcp_tools(self: Agent[Any], run_context: RunContextWrapper[
 
 async def _gated_get_all_tools(self: Agent[Any], run_context: RunContextWrapper[Any]) -> list[Tool]:
     # The SDK asks this for the model call's tools and again to find an approved call's tool on resume.
-    tools = await Agent.get_all_tools(self, run_context)
     extra = _turn_tools.get()
+    # A planning turn offers the model only the turn tools (write_todos): no tool of the agent, none of
+    # its MCP servers, no hosted tool.
+    tools = [] if _planning.get() else await Agent.get_all_tools(self, run_context)
     if extra:
         names = {tool.name for tool in extra}
         tools = [*(tool for tool in tools if getattr(tool, "name", None) not in names), *extra]

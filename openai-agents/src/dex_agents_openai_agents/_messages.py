@@ -18,6 +18,12 @@ from agents import TResponseInputItem
 from dex_agents.runner import AgentTurnContext, describe_tool_call_outcome
 from dex_agents.values import AgentMessage, AgentToolCall, FrameworkMessage, MessageRole
 
+from dex_agents_openai_agents._hosted_mcp import (
+    approval_response_item,
+    approval_response_output,
+    is_hosted_mcp_reference,
+)
+
 __all__ = [
     "build_user_framework_message",
     "input_items_from_stored_messages",
@@ -93,8 +99,9 @@ def project_items(items: Iterable[TResponseInputItem]) -> list[FrameworkMessage]
         item = cast(Mapping[str, Any], raw)
         item_type = item.get("type")
         framework_item = _dump(item)
-        if item_type == "function_call":
-            call_id = str(item.get("call_id", ""))
+        if item_type in ("function_call", "mcp_approval_request"):
+            # A hosted MCP approval request is a call the session approves; its response is the result.
+            call_id = str(item.get("call_id" if item_type == "function_call" else "id", ""))
             name = str(item.get("name", ""))
             arguments = str(item.get("arguments", ""))
             tool_calls[call_id] = (name, arguments)
@@ -107,8 +114,9 @@ def project_items(items: Iterable[TResponseInputItem]) -> list[FrameworkMessage]
                     tool_arguments=arguments,
                 )
             )
-        elif item_type == "function_call_output":
-            call_id = str(item.get("call_id", ""))
+        elif item_type in ("function_call_output", "mcp_approval_response"):
+            is_output = item_type == "function_call_output"
+            call_id = str(item.get("call_id" if is_output else "approval_request_id", ""))
             name, arguments = tool_calls.get(call_id, (None, None))
             messages.append(
                 FrameworkMessage(
@@ -117,7 +125,9 @@ def project_items(items: Iterable[TResponseInputItem]) -> list[FrameworkMessage]
                     tool_call_id=call_id,
                     tool_name=name,
                     tool_arguments=arguments,
-                    tool_output=_output_text(item.get("output")),
+                    tool_output=_output_text(item.get("output"))
+                    if is_output
+                    else approval_response_output(item),
                 )
             )
         elif item_type in (None, "message") and item.get("role") in ("user", "system", "developer"):
@@ -133,7 +143,12 @@ def project_items(items: Iterable[TResponseInputItem]) -> list[FrameworkMessage]
 
 
 def recorded_result_item(record: AgentToolCall) -> TResponseInputItem:
-    """Return the `function_call_output` item that shows the model a final record's result."""
+    """Return the item that shows the model a final record's result.
+
+    A `function_call_output`, or the ``mcp_approval_response`` of a hosted MCP approval request.
+    """
+    if is_hosted_mcp_reference(record.tool_source_reference):
+        return approval_response_item(record)
     output = describe_tool_call_outcome(record)
     return cast(
         TResponseInputItem,
@@ -150,12 +165,15 @@ def with_recorded_results(
         KeyError: If a call without an output has no record in the turn.
     """
     parsed = [cast(Mapping[str, Any], item) for item in items]
-    answered = {item.get("call_id") for item in parsed if item.get("type") == "function_call_output"}
-    unanswered = [
-        str(item.get("call_id", ""))
+    answered = {item.get("call_id") for item in parsed if item.get("type") == "function_call_output"} | {
+        item.get("approval_request_id") for item in parsed if item.get("type") == "mcp_approval_response"
+    }
+    calls = [
+        item.get("call_id") if item.get("type") == "function_call" else item.get("id")
         for item in parsed
-        if item.get("type") == "function_call" and item.get("call_id") not in answered
+        if item.get("type") in ("function_call", "mcp_approval_request")
     ]
+    unanswered = [str(call_id or "") for call_id in calls if call_id not in answered]
     return [*items, *(recorded_result_item(turn.recorded_tool_call(call_id)) for call_id in unanswered)]
 
 

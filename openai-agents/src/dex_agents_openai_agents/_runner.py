@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast
 from agents import (
     Agent,
     FunctionTool,
+    HostedMCPTool,
     InputGuardrailTripwireTriggered,
     ItemHelpers,
     MaxTurnsExceeded,
@@ -52,6 +53,9 @@ from agents import (
 )
 from agents.run_context import TContext
 from dex_agents import (
+    DEFAULT_SUMMARY_INSTRUCTIONS,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     ContextWindowExceeded,
     ToolTaskCancellation,
     ToolTaskHandlers,
@@ -59,6 +63,8 @@ from dex_agents import (
     ToolTaskPollOutcome,
     ToolTaskRouter,
     UnfinishedModelResponse,
+    build_plan_note,
+    context_summary_text,
     is_context_window_refusal,
     provider_refusal,
 )
@@ -75,16 +81,29 @@ from dex_agents.runner import (
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.values import FrameworkMessage, ToolCallStatus
+from dex_agents.values import FrameworkMessage, InteractionMode, ToolCallStatus
 
+from dex_agents_openai_agents._compaction import (
+    CHARACTERS_PER_TOKEN,
+    estimate_item_tokens,
+    select_turn_cutoff,
+    summary_prompt,
+)
 from dex_agents_openai_agents._effects import CallPolicies
 from dex_agents_openai_agents._gate import (
     GatedAgentGraph,
     listed_mcp_tools,
     mcp_listing_scope,
     offered_tools_scope,
+    planning_scope,
     recorded_results_scope,
     turn_tools_scope,
+)
+from dex_agents_openai_agents._hosted_mcp import (
+    HOSTED_MCP_APPROVED_RESULT,
+    hosted_mcp_policy,
+    hosted_mcp_source_reference,
+    is_hosted_mcp_reference,
 )
 from dex_agents_openai_agents._messages import (
     build_user_framework_message,
@@ -184,6 +203,65 @@ def _is_unfinished_answer(error: ModelBehaviorError) -> bool:
     return "did not produce a final response" in text or "ended before receiving a finish_reason" in text
 
 
+def _hosted_mcp_call(turn: AgentTurnContext, agent_name: str, raw_item: object) -> DeferredToolCall:
+    """The deferred call for a hosted MCP approval request, which the session approves or rejects."""
+    request = (
+        cast(Mapping[str, Any], raw_item)
+        if isinstance(raw_item, Mapping)
+        else cast(Mapping[str, Any], cast(Any, raw_item).model_dump())
+    )
+    tool_name = str(request.get("name", ""))
+    return DeferredToolCall(
+        tool_call_id=str(request.get("id", "")),
+        tool_name=tool_name,
+        arguments=str(request.get("arguments") or "{}"),
+        policy=hosted_mcp_policy(turn, tool_name),
+        tool_source_reference=hosted_mcp_source_reference(agent_name, str(request.get("server_label", ""))),
+    )
+
+
+def _with_turn_notes(
+    turn: AgentTurnContext, run_input: list[TResponseInputItem], turn_input: TurnInput
+) -> list[TResponseInputItem]:
+    """Return the run's input with the session's notes the model sees but the session does not store.
+
+    The context summary, once the session has compacted, starts the input; the plan note
+    (`build_plan_note`) comes right before the turn's own messages. Both are user items, rebuilt from the
+    turn's committed state on every Step, so a plan that ``write_todos`` changed shows at the next call.
+    An input a handoff input filter rewrote already holds the notes it was given.
+    """
+    if turn_input.input_items:
+        return run_input
+    first_of_turn = next(
+        (index for index, message in enumerate(turn.messages) if message.turn_id == turn.turn_id),
+        len(turn.messages),
+    )
+    items = list(run_input)
+    note = build_plan_note(turn.plan, turn.interaction_mode)
+    if note is not None:
+        items.insert(first_of_turn, cast(TResponseInputItem, {"role": "user", "content": note}))
+    if turn.context_summary is not None:
+        summary = {"role": "user", "content": context_summary_text(turn.context_summary)}
+        items.insert(0, cast(TResponseInputItem, summary))
+    return items
+
+
+def _after_compaction(
+    turn: AgentTurnContext, turn_input: TurnInput, history: Sequence[TResponseInputItem]
+) -> TurnInput:
+    """Return the turn's input counted against the stored messages as they are now.
+
+    The stored conversation does not change while a turn runs, except when the session compacts between
+    two of its model calls: then the oldest messages are in the summary and no longer among the turn's
+    messages, and the input starts with what is left of them (never the turn's own, which the cut keeps).
+    """
+    if turn.context_summary is None or turn_input.input_items:
+        return turn_input
+    if len(history) < turn_input.history_message_count:
+        return dataclasses.replace(turn_input, history_message_count=len(history))
+    return turn_input
+
+
 def _no_context(context: object) -> Mapping[str, Any]:
     # The runner supplies the context object on every Step, so the run state never needs to carry it.
     del context
@@ -278,9 +356,43 @@ class OpenAIAgentsRunner(Generic[TContext]):
         self._turn_configs = TurnRunConfig(self._run_config, model_for_settings, instructions_for_settings)
 
     @property
+    def supports_plan_mode(self) -> bool:
+        """`True`: a planning turn offers the model only ``write_todos``, and the plan note precedes the turn.
+
+        In a planning turn every agent of the graph is offered ``write_todos`` alone: none of its own or
+        its MCP servers' tools, no hosted tool and no handoff. Whenever the session has a plan (and in every
+        planning turn), the model input holds `build_plan_note` as a user item right before the turn's
+        own messages; it is not stored.
+        """
+        return True
+
+    @property
     def agent(self) -> Agent[TContext]:
         """The starting agent this runner drives."""
         return self._agent
+
+    def agent_tool_names(self) -> frozenset[str] | None:
+        """Return the names of the function tools the agents offer the model, or `None` when run-time only.
+
+        The names of every agent of the graph (the starting agent and every handoff target), as the model
+        calls them; the session checks its ``tool_policies`` keys against them. `None` when an agent has
+        MCP servers or a `HostedMCPTool`, whose tools are only known once they are listed (at the model
+        Step, or at the provider). The session's built-ins and an ``mcp_tool_source``'s tools are not
+        listed. Nothing is called.
+
+        Returns:
+            The tool names, or `None`.
+        """
+        names: set[str] = set()
+        for agent in self._graph.original_agents():
+            if agent.mcp_servers:
+                return None
+            for tool in agent.tools:
+                if isinstance(tool, HostedMCPTool):
+                    return None
+                if isinstance(tool, FunctionTool):
+                    names.add(tool.name)
+        return frozenset(names)
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         """Return a user message holding ``text`` as an SDK input item."""
@@ -315,6 +427,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
         offered = await self._turn_tools.offered(turn)
 
         with (
+            planning_scope(turn.interaction_mode is InteractionMode.PLANNING),
             recorded_results_scope(recorded),
             mcp_listing_scope(),
             turn_tools_scope(offered.tools),
@@ -347,6 +460,15 @@ class OpenAIAgentsRunner(Generic[TContext]):
             except OutputGuardrailTripwireTriggered as error:
                 name = error.guardrail_result.guardrail.get_name()
                 return self._failed(turn, hooks, f"output guardrail {name!r} tripped")
+            except RecursionError:
+                # The SDK parses every call's arguments while it plans the calls (to deduplicate them);
+                # JSON nested deeper than Python's recursion limit fails there, on every attempt alike.
+                return self._failed(
+                    turn,
+                    hooks,
+                    "the model's tool call arguments are nested too deeply for the OpenAI Agents SDK "
+                    "to parse",
+                )
             except MaxTurnsExceeded as error:
                 return self._failed(turn, hooks, f"the OpenAI Agents SDK stopped the run: {error}")
             except (UnexpectedModelCallError, UserError) as error:
@@ -364,7 +486,9 @@ class OpenAIAgentsRunner(Generic[TContext]):
             hooks.write_handoff_events(turn.events)
             if result.interruptions:
                 unsupported = [
-                    item for item in result.interruptions if _raw_type(item.raw_item) != "function_call"
+                    item
+                    for item in result.interruptions
+                    if _raw_type(item.raw_item) not in ("function_call", "mcp_approval_request")
                 ]
                 if unsupported:
                     # Approving such a request would let the provider run a tool with no Step and no record.
@@ -372,8 +496,7 @@ class OpenAIAgentsRunner(Generic[TContext]):
                     return self._failed(
                         turn,
                         hooks,
-                        f"the model asked for approvals the runner cannot defer ({', '.join(kinds)}); "
-                        "set require_approval='never' on hosted MCP tools",
+                        f"the model asked for approvals the runner cannot defer ({', '.join(kinds)})",
                     )
                 # Inside the listing scope: the effects of MCP tools come from what this Step listed.
                 return await self._tool_calls_requested(turn, result, hooks, start, offered)
@@ -385,6 +508,111 @@ class OpenAIAgentsRunner(Generic[TContext]):
             usage=hooks.total_usage(),
             model_call_metadata=hooks.model_call_metadata(),
         )
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Estimate the tokens of the input the next model call gets (`ContextCompactionRunner`).
+
+        The input is rebuilt as `run_model_step` builds it: the summary, the stored messages after it, the
+        plan note, and the turn's items from its run state; the starting agent's instructions (when they
+        are text) and its function tools' descriptions and schemas count too. A token is four characters
+        of the text the model reads. Nothing is called.
+
+        Args:
+            turn: The committed state of the turn.
+
+        Returns:
+            The estimated token count.
+        """
+        items = self._model_input_items(turn)
+        agent = self._agent
+        extra = agent.instructions if isinstance(agent.instructions, str) else ""
+        for tool in agent.tools:
+            if isinstance(tool, FunctionTool):
+                extra += tool.name + tool.description + json.dumps(tool.params_json_schema)
+        return estimate_item_tokens(items) + -(-len(extra) // CHARACTERS_PER_TOKEN)
+
+    def select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+        """Return the last stored sequence to summarize, keeping about ``retained_token_budget`` tokens.
+
+        The cut falls at the end of an earlier turn, never inside one (every call keeps its result, every
+        reasoning item the item it belongs to) and never in the current turn.
+
+        Args:
+            turn: The committed state of the turn.
+            retained_token_budget: The tokens to keep after the cut.
+
+        Returns:
+            The sequence, or `None` when there is no earlier turn to cut.
+        """
+        stored = estimate_item_tokens(input_items_from_stored_messages(turn.messages))
+        unstored = max(0, estimate_item_tokens(self._model_input_items(turn)) - stored)
+        return select_turn_cutoff(
+            turn.messages, turn.turn_id, unstored_tokens=unstored, retained_token_budget=retained_token_budget
+        )
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Make the one summary call through the SDK with the turn's model, and return its text.
+
+        A tool-less agent with the starting agent's model (or the one the session settings choose) and
+        model settings gets `DEFAULT_SUMMARY_INSTRUCTIONS` and one user item: the previous summary, then the
+        messages as a transcript (`build_summary_prompt`), the oldest left out when the prompt would not fit
+        ``request.input_token_budget``. Its text is not streamed as live text.
+
+        Args:
+            request: The messages to summarize and the summary so far.
+
+        Returns:
+            The summary, its usage and its model call's metadata.
+
+        Raises:
+            UnfinishedModelResponse: If the answer's stream ended before the provider said it finished.
+        """
+        run_config = self._turn_configs.for_settings(request.session_settings)
+        root = self._graph.root
+        summarizer = Agent[Any](
+            name=root.name,
+            instructions=DEFAULT_SUMMARY_INSTRUCTIONS,
+            model=root.model,
+            model_settings=root.model_settings,
+        )
+        prompt = summary_prompt(request.previous_summary, request.messages, request.input_token_budget)
+        hooks = StepHooks(run_config)
+        result = Runner.run_streamed(
+            summarizer,
+            [cast(TResponseInputItem, {"role": "user", "content": prompt})],
+            context=self._context,
+            max_turns=1,
+            hooks=hooks,
+            run_config=finish_checked_run_config(run_config),
+        )
+        try:
+            async for event in result.stream_events():
+                hooks.observe(event)
+        except ModelBehaviorError as error:
+            if _is_unfinished_answer(error):
+                raise UnfinishedModelResponse(str(error)) from error
+            raise
+        finally:
+            await _stop_run(result)
+        return ContextSummaryResult(
+            text=str(result.final_output or ""),
+            usage=hooks.total_usage(),
+            model_call_metadata=hooks.model_call_metadata(),
+        )
+
+    def _model_input_items(self, turn: AgentTurnContext) -> list[TResponseInputItem]:
+        """The items the turn's next model call would get, without restoring the SDK run."""
+        history = input_items_from_stored_messages(turn.messages)
+        if turn.framework_run_state is None:
+            return _with_turn_notes(turn, history, TurnInput(len(history)))
+        try:
+            saved = OpenAIAgentsRunState.from_json(turn.framework_run_state)
+            turn_input = _after_compaction(turn, saved.turn_input, history)
+            given = _with_turn_notes(turn, turn_input.run_input(history), turn_input)
+        except ValueError:
+            # A run state this release cannot read ends the turn at its model call; count what is stored.
+            return history
+        return [*given, *saved.run_items] if saved.kind == "run_state" else given
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         """Run the user's original tool for one approved call, once.
@@ -404,6 +632,9 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 agent does not have.
         """
         record = call.tool_call
+        if is_hosted_mcp_reference(record.tool_source_reference):
+            # The approval is the whole Step: the provider runs the tool in the next model call.
+            return ToolExecutionResult(HOSTED_MCP_APPROVED_RESULT)
         source = self._turn_tools.mcp_source
         if source is not None and source.owns_tool_call(record):
             return await source.call_tool(call)
@@ -495,20 +726,23 @@ class OpenAIAgentsRunner(Generic[TContext]):
         """Return how this Step's SDK run starts: afresh, from the `RunState`, or from the kept items."""
         if turn.framework_run_state is None:
             agent = self._last_agent(history) if self._resume_last_agent else self._graph.root
-            return _RunStart(agent, history, TurnInput(len(history)), history)
+            turn_input = TurnInput(len(history))
+            given = _with_turn_notes(turn, history, turn_input)
+            return _RunStart(agent, given, turn_input, given)
         saved = OpenAIAgentsRunState.from_json(turn.framework_run_state)
         if saved.kind == "run_state":
-            given = saved.turn_input.run_input(history)
+            turn_input = _after_compaction(turn, saved.turn_input, history)
+            given = _with_turn_notes(turn, turn_input.run_input(history), turn_input)
             state = await self._restore_run_state(saved, given, turn, recorded)
             # The `RunState` names the agent the run goes on with.
-            return _RunStart(self._graph.root, state, saved.turn_input, given)
+            return _RunStart(self._graph.root, state, turn_input, given)
         agent = self._graph.gated_agent(saved.agent_name or "")
         if agent is None:
             raise ValueError(f"the agent graph has no agent named {saved.agent_name!r}")
-        turn_input = saved.turn_input.with_turn_items(
+        turn_input = _after_compaction(turn, saved.turn_input, history).with_turn_items(
             [recorded_result_item(turn.recorded_tool_call(call_id)) for call_id in saved.pending_call_ids]
         )
-        given = turn_input.run_input(history)
+        given = _with_turn_notes(turn, turn_input.run_input(history), turn_input)
         return _RunStart(agent, given, turn_input, given)
 
     async def _restore_run_state(
@@ -533,6 +767,13 @@ class OpenAIAgentsRunner(Generic[TContext]):
                 state.reject(
                     item, rejection_message=record.rejection_message or DEFAULT_REJECTION_TOOL_RESULT
                 )
+            elif _raw_type(item.raw_item) == "mcp_approval_request":
+                # The provider runs an approved request in the next model call; a request whose
+                # decision failed or is unknown was never approved, and the model hears why.
+                if record.status is ToolCallStatus.SUCCEEDED:
+                    state.approve(item)
+                else:
+                    state.reject(item, rejection_message=describe_tool_call_outcome(record))
             else:
                 state.approve(item)
                 recorded[call_id] = describe_tool_call_outcome(record)
@@ -589,7 +830,9 @@ class OpenAIAgentsRunner(Generic[TContext]):
         offered: OfferedTurnTools,
     ) -> ToolCallsRequested:
         deferred = [
-            await self._defer(
+            _hosted_mcp_call(turn, item.agent.name, item.raw_item)
+            if _raw_type(item.raw_item) == "mcp_approval_request"
+            else await self._defer(
                 turn,
                 offered,
                 item.agent.name,
@@ -632,15 +875,14 @@ class OpenAIAgentsRunner(Generic[TContext]):
         if details is None or "not found in agent" not in str(error) or response is None:
             return None
         agent = details.last_agent
-        offered = (
-            {
+        # A planning turn offered the model nothing but the turn tools.
+        offered = turn_tools.names
+        if turn.interaction_mode is not InteractionMode.PLANNING:
+            offered |= {
                 tool.name
                 for tool in (self._graph.gated_agent(agent.name) or agent).tools
                 if hasattr(tool, "name")
-            }
-            | set(listed_mcp_tools())
-            | turn_tools.names
-        )
+            } | set(listed_mcp_tools())
         handoff_names = {
             cast(Any, handoff).tool_name for handoff in agent.handoffs if hasattr(handoff, "tool_name")
         }
@@ -650,7 +892,10 @@ class OpenAIAgentsRunner(Generic[TContext]):
         calls: list[DeferredToolCall] = []
         for raw in output_items:
             item = cast(Mapping[str, Any], raw)
-            if item.get("type") != "function_call":
+            if item.get("type") not in ("function_call", "mcp_approval_request"):
+                continue
+            if item.get("type") == "mcp_approval_request":
+                calls.append(_hosted_mcp_call(turn, agent.name, item))
                 continue
             name = str(item.get("name", ""))
             if name in handoff_names:

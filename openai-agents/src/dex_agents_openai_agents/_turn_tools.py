@@ -15,9 +15,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from agents import FunctionTool
-from dex_agents import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES
+from dex_agents import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, WRITE_TODOS
 from dex_agents.runner import AgentTurnContext, DeferredToolCall, ToolPolicy
-from dex_agents.values import ToolEffect
+from dex_agents.values import InteractionMode, ToolEffect
 
 from dex_agents_openai_agents._gate import recorded_result_tool
 
@@ -89,13 +89,18 @@ class TurnTools:
     async def offered(self, turn: AgentTurnContext) -> OfferedTurnTools:
         """Return the tools ``turn``'s model Step offers: its enabled built-ins, then the source's tools.
 
+        A planning turn offers ``write_todos`` alone (when the session enables it).
+
         The source lists each server once per Worker and answers from its cache after that; a server that
         cannot be listed is left out with a warning (see `McpToolSource.list_tools`).
         """
         built_ins = [name for name in BUILT_IN_TOOL_NAMES if name in turn.enabled_built_in_tools]
+        planning = turn.interaction_mode is InteractionMode.PLANNING
+        if planning:
+            built_ins = [name for name in built_ins if name == WRITE_TODOS]
         tools: list[FunctionTool] = [_BUILT_IN_TOOLS[name] for name in built_ins]
         mcp_names: Sequence[str] = ()
-        if self._mcp_source is not None:
+        if self._mcp_source is not None and not planning:
             # An enabled built-in's name is the session's; the source cannot take it.
             listed = [d for d in await self._mcp_source.list_tools() if d.name not in built_ins]
             tools.extend(recorded_result_tool(d.name, d.description, d.input_schema) for d in listed)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -35,7 +36,14 @@ from agents import (
     Usage,
 )
 from agents.items import TResponseOutputItem, TResponseStreamEvent
-from dex_agents.testing import ScriptStore, scripted_model_response, text_chunks
+from dex_agents.testing import (
+    DEFAULT_SCRIPTED_SUMMARY,
+    ScriptedResponse,
+    ScriptStore,
+    current_model_call,
+    scripted_model_response,
+    text_chunks,
+)
 from openai.types.responses import (
     Response,
     ResponseCompletedEvent,
@@ -139,14 +147,18 @@ def reasoning_item(summary: str, *, item_id: str = "rs") -> TResponseOutputItem:
     )
 
 
-def call_item(name: str, arguments: Mapping[str, object], call_id: str) -> TResponseOutputItem:
+def call_item(
+    name: str, arguments: Mapping[str, object] | None = None, call_id: str | None = None
+) -> TResponseOutputItem:
     """Return a function call output item (a tool call, or a handoff by its tool name).
 
     Args:
         name: The tool's name.
-        arguments: The call's arguments, sent as JSON with sorted keys.
-        call_id: The tool call ID; also the item's ID.
+        arguments: The call's arguments, sent as JSON with sorted keys; none is ``{}``.
+        call_id: The tool call ID, also the item's ID; ``call-<12 hex digits>`` when left out.
     """
+    call_id = call_id or f"call-{uuid.uuid4().hex[:12]}"
+    arguments = arguments or {}
     return ResponseFunctionToolCall(
         id=call_id,
         call_id=call_id,
@@ -286,7 +298,7 @@ class ScriptedResponsesModel(Model):
     @classmethod
     def from_answers(
         cls,
-        answers: Sequence[ScriptedAnswer | Sequence[TResponseOutputItem] | str],
+        answers: Sequence[ScriptedAnswer | ScriptedResponse | Sequence[TResponseOutputItem] | str],
         *,
         model_name: str = "dex-scripted",
     ) -> ScriptedResponsesModel:
@@ -301,13 +313,15 @@ class ScriptedResponsesModel(Model):
         Args:
             answers: One answer per model call: a `ScriptedAnswer`, its output items (such as
                 ``[text_item("Let me look."), call_item("lookup_order", {"order_id": "A-1"}, "call-1")]``),
-                or text for an answer that is only that text.
+                text for an answer that is only that text, or the kit's `dex_agents.testing.ScriptedResponse`
+                (its text, then its `ScriptedToolCall`s; a call without an ID gets ``call-<n>-<i>``, the
+                n-th answer's i-th call).
             model_name: The model name every response reports.
 
         Returns:
             The model. A call after the last answer raises `RuntimeError`, which fails the model call.
         """
-        script = [_scripted_answer(answer) for answer in answers]
+        script = [_scripted_answer(answer, number) for number, answer in enumerate(answers, start=1)]
         numbers = itertools.count(1)
 
         async def next_answer(items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
@@ -331,9 +345,11 @@ class ScriptedResponsesModel(Model):
         Each call renders its input with `render_model_input` and awaits
         `dex_agents.testing.scripted_model_response`, which logs the call, holds it at the script's gates,
         fails it on the script's failing attempts, and blocks until it is cancelled when the script says
-        so; the scripted text and tool calls come back as a streamed response. The runner must be
-        wrapped with `dex_agents.testing.with_model_call_scope` (the matrix harness does), so the store
-        knows the call's session, turn and attempt.
+        so; the scripted text and tool calls come back as a streamed response. A context summary call
+        (`summarize_context` inside `with_model_call_scope`) answers from the session's summary script
+        (`ScriptStore.set_summaries`), with `DEFAULT_SCRIPTED_SUMMARY` when it gives no text. The runner
+        must be wrapped with `dex_agents.testing.with_model_call_scope` (the matrix harness does), so the
+        store knows the call's session, turn and attempt.
 
         Args:
             store: The script store; by default the one ``DEX_AGENTS_TEST_STATE_DIR`` names, which
@@ -346,11 +362,12 @@ class ScriptedResponsesModel(Model):
 
         async def scripted_answer(items: list[TResponseInputItem], offered: Sequence[str]) -> ScriptedAnswer:
             response = await scripted_model_response(render_model_input(items), store, offered_tools=offered)
-            output: list[TResponseOutputItem] = [text_item(response.text)] if response.text else []
-            output.extend(
-                call_item(call.tool_name, call.arguments, call.tool_call_id) for call in response.tool_calls
-            )
-            return ScriptedAnswer(output, response.input_tokens, response.output_tokens)
+            scope = current_model_call()
+            if scope is not None and scope.is_summary and not response.text:
+                # The summary script leaves the text to the runner; a real summary must not be blank.
+                return ScriptedAnswer([text_item(DEFAULT_SCRIPTED_SUMMARY)])
+            # A call without an ID gets one from the input's length: the same on a retried attempt.
+            return _from_scripted_response(response, len(items))
 
         return cls(scripted_answer, model_name=model_name)
 
@@ -421,9 +438,28 @@ class ScriptedResponsesModel(Model):
         return await self._answer(items, offered)
 
 
-def _scripted_answer(answer: ScriptedAnswer | Sequence[TResponseOutputItem] | str) -> ScriptedAnswer:
+def _from_scripted_response(response: ScriptedResponse, call_number: int) -> ScriptedAnswer:
+    """The answer for the kit's shape: its text, then its calls (a call without an ID gets one)."""
+    output: list[TResponseOutputItem] = [text_item(response.text)] if response.text else []
+    output.extend(
+        call_item(
+            call.tool_name,
+            call.arguments,
+            # Derived from the call's place, so a retried model call repeats the same IDs.
+            getattr(call, "tool_call_id", None) or f"call-{call_number}-{index}",
+        )
+        for index, call in enumerate(response.tool_calls, start=1)
+    )
+    return ScriptedAnswer(output, response.input_tokens, response.output_tokens)
+
+
+def _scripted_answer(
+    answer: ScriptedAnswer | ScriptedResponse | Sequence[TResponseOutputItem] | str, call_number: int
+) -> ScriptedAnswer:
     if isinstance(answer, ScriptedAnswer):
         return answer
+    if isinstance(answer, ScriptedResponse):
+        return _from_scripted_response(answer, call_number)
     if isinstance(answer, str):
         return ScriptedAnswer([text_item(answer)])
     return ScriptedAnswer(list(answer))

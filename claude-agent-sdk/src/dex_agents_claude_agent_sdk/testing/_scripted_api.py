@@ -16,6 +16,7 @@ from dex_agents.testing import (
     ModelCallScope,
     ProviderFault,
     ProviderRequest,
+    ScriptedResponse,
     ScriptStore,
     current_model_call,
     model_call_scope,
@@ -51,6 +52,30 @@ OFFLINE_ENV: Mapping[str, str] = {
     "CLAUDE_CODE_MAX_RETRIES": "0",
 }
 """What `ScriptedClaudeApi.options` adds to the options' environment, unless the options set it."""
+
+
+def api_reply(reply: ApiReply | ScriptedResponse, position: int) -> ApiReply:
+    """Return ``reply`` as an `ApiReply`; a `ScriptedResponse` keeps its text, tool calls and usage.
+
+    A tool call without an ID gets ``toolu_<position>_<n>``, the same every time the reply is served, so a
+    rerun of its model call matches the call it made before. A scripted `turn_error` is a 400; its faults,
+    gates and failing attempts count in the script-store mode only.
+    """
+    if isinstance(reply, ApiReply):
+        return reply
+    if reply.turn_error is not None:
+        return ApiReply(error_status=400, error_message=reply.turn_error)
+    uses = [
+        ApiToolUse(
+            getattr(call, "tool_call_id", None) or f"toolu_{position:03d}_{number}",
+            call.tool_name,
+            dict(call.arguments),
+        )
+        for number, call in enumerate(reply.tool_calls, start=1)
+    ]
+    return ApiReply(
+        text=reply.text, tool_uses=uses, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens
+    )
 
 
 def _reply_position(request: ApiRequest, replies: Sequence[ApiReply]) -> int:
@@ -113,7 +138,8 @@ class ScriptedClaudeApi:
     reads the scripts that `dex_agents.testing`'s stack writes.
 
     Args:
-        replies: The replies of the model calls in order, or a responder that returns the reply to each
+        replies: The replies of the model calls in order (`ApiReply`, or the core kit's `ScriptedResponse`,
+            whose `ScriptedToolCall`s may leave their ID out), or a responder that returns the reply to each
             request. A list's reply for a request is the one after the last reply the request's
             conversation already holds (matched by its tool use IDs, or by its text), so a rerun of a
             model call gets the same reply and a replacement Worker goes on where the conversation is.
@@ -124,12 +150,14 @@ class ScriptedClaudeApi:
 
     def __init__(
         self,
-        replies: Sequence[ApiReply] | Responder,
+        replies: Sequence[ApiReply | ScriptedResponse] | Responder,
         *,
         on_unexpected: Callable[[str], object] | None = None,
     ) -> None:
         self._responder: Responder = replies if callable(replies) else self._next_reply
-        self._replies: tuple[ApiReply, ...] = () if callable(replies) else tuple(replies)
+        self._replies: tuple[ApiReply, ...] = (
+            () if callable(replies) else tuple(api_reply(reply, index) for index, reply in enumerate(replies))
+        )
         self._on_unexpected = on_unexpected
         self._servers: dict[asyncio.AbstractEventLoop, AnthropicApiServer] = {}
         self._stopped: list[AnthropicApiServer] = []
@@ -262,16 +290,7 @@ class ScriptedClaudeApi:
         if response.turn_error is not None:
             # A request the API refuses, which a retry would only repeat.
             return ApiReply(error_status=400, error_message=response.turn_error)
-        return ApiReply(
-            text=response.text,
-            tool_uses=[
-                ApiToolUse(call.tool_call_id, call.tool_name, dict(call.arguments))
-                for call in response.tool_calls
-            ],
-            input_tokens=response.input_tokens,
-            output_tokens=response.output_tokens,
-            fault=fault,
-        )
+        return dataclasses.replace(api_reply(response, len(request.messages)), fault=fault)
 
     def _provider_fault(
         self, store: ScriptStore, scope: ModelCallScope, request: ApiRequest

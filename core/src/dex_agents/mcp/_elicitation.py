@@ -27,6 +27,7 @@ from datetime import date, datetime
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
+from dex_agents._tools._arguments import JsonNestingError, load_json
 from dex_agents._tools._outcomes import ToolInputRequested
 from dex_agents.limits import MAX_QUESTION_BYTES, bounded_text, utf8_size
 from dex_agents.values import QuestionAnswer, QuestionResolution
@@ -379,7 +380,9 @@ class ElicitationQuestion:
         if single is not None:
             return {single.name: self._single_value(single, answer)}
         try:
-            value: object = json.loads(answer)
+            value: object = load_json(answer)
+        except JsonNestingError as error:
+            raise ElicitationAnswerError(f"the answer's {error}") from None
         except ValueError:
             raise ElicitationAnswerError("the answer must be a JSON object of the fields listed") from None
         if not isinstance(value, dict):
@@ -408,7 +411,7 @@ class ElicitationQuestion:
             return text.lower() == "yes"
         if field.kind in ("number", "integer"):
             try:
-                number: object = json.loads(text)
+                number: object = load_json(text)
             except ValueError:
                 number = None
             return _check_value(field, number)

@@ -160,15 +160,13 @@ class McpToolSource:
         """Return the definition of tool ``name`` from the last `list_tools`, or `None`."""
         return self._definitions.get(name)
 
-    def agent_tool_names(self) -> tuple[str, ...] | None:
-        """Return the names of the tools the last `list_tools` returned, once every server is listed.
+    def agent_tool_names(self) -> tuple[str, ...]:
+        """Return the ``<server>__<tool>`` names the last `list_tools` in this process returned; never lists.
 
-        `None` before a `list_tools` in this process reached every server (a server left out for now may
-        have any tool), so a session checks ``tool_policies`` against an MCP source only then; see
-        `dex_agents.ToolNamesRunner`. Never lists.
+        Empty before the first listing. A session counts a ``tool_policies`` key of a server with no name
+        here as real (see `dex_agents.ToolNamesRunner`), so a runner may return these beside its other
+        tools at any time: the keys of a listed server are checked, the others wait for its listing.
         """
-        if any(name not in self._listings for name in self._servers):
-            return None
         return tuple(self._definitions)
 
     def describe_tool(self, tool_name: str) -> str | None:

@@ -15,6 +15,10 @@ from dex_agents.runner import ToolNamesRunner, ToolPolicy
 
 __all__ = ["listed_tool_names", "unknown_tool_policy_problem"]
 
+# How `dex_agents.mcp.agent_tool_name` names an MCP server's tool for the model: ``<server>__<tool>``. The
+# session cannot import that optional module, and needs only the shape.
+_MCP_SEPARATOR = "__"
+
 
 def listed_tool_names(runner: object) -> frozenset[str] | None:
     """Return the tool names ``runner`` lists now, or `None` when it lists none (or cannot list them).
@@ -47,7 +51,10 @@ def unknown_tool_policy_problem(
 ) -> str | None:
     """Return why ``tool_policies`` names a tool the agent lacks, or `None` when every key is a tool.
 
-    The built-in tools' names always count as real, enabled or not.
+    The built-in tools' names always count as real, enabled or not. So does an MCP tool's name
+    (``<server>__<tool>``, as `dex_agents.mcp.McpToolSource` names them) while the runner lists no tool of
+    that server: its tools are known only from a listing this process may not have made, or could not make
+    while the server was down. Once it lists one, the server's other keys are checked like any.
 
     Args:
         tool_policies: The session's policies by tool name.
@@ -59,7 +66,10 @@ def unknown_tool_policy_problem(
         tools: <names>``, naming every unknown key, or `None`.
     """
     real = set(tool_names) | set(BUILT_IN_TOOL_NAMES)
-    unknown = sorted(name for name in tool_policies if name not in real)
+    listed_servers = {name.partition(_MCP_SEPARATOR)[0] for name in real if _MCP_SEPARATOR in name}
+    unknown = sorted(
+        name for name in tool_policies if name not in real and not _unlisted_mcp_tool(name, listed_servers)
+    )
     if not unknown:
         return None
     candidates = sorted(real)
@@ -78,3 +88,8 @@ def unknown_tool_policy_problem(
     guesses = ", ".join(f"{suggestions[name]!r} for {name!r}" for name in unknown if name in suggestions)
     guess = f"; did you mean {guesses}?" if guesses else "."
     return f"tool_policies names {named}, but the agent has no tools by those names{guess} {tools}"
+
+
+def _unlisted_mcp_tool(name: str, listed_servers: Collection[str]) -> bool:
+    server, separator, tool = name.partition(_MCP_SEPARATOR)
+    return bool(separator and server and tool) and server not in listed_servers

@@ -442,10 +442,11 @@ class StepwiseRunner:
         return listed
 
     def agent_tool_names(self) -> tuple[str, ...] | None:
-        """Return every source's tool names (`ToolNamesRunner`), or `None` while a source lists none.
+        """Return every source's tool names (`ToolNamesRunner`), or `None` when a source cannot list them.
 
-        Function tools are known at once; an `McpToolSource` knows its tools once this Worker listed every
-        server (in a model call), so an agent with one is checked at its first model call.
+        Function tools are known at once. An `McpToolSource` knows a server's tools once this Worker listed
+        it (in a model call); until then the session takes that server's policies on trust, and checks them
+        after the model call that lists it. A source without ``agent_tool_names`` makes it `None`.
         """
         names: list[str] = []
         for source in self._definition.tool_sources:

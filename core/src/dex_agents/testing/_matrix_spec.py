@@ -11,16 +11,19 @@ from typing import TYPE_CHECKING
 
 from dex_agents import (
     BUILT_IN_TOOL_NAMES,
+    WRITE_TODOS,
     AgentFrameworkRunner,
     AgentSessionClient,
     AgentSessionFlow,
     AgentSessionOptions,
     AgentSessionStatus,
     AgentSnapshot,
+    CompactionPolicy,
     ToolEffect,
     ToolNamesRunner,
     ToolPolicy,
 )
+from dex_agents.compaction import is_compaction_runner
 from dex_agents.testing._matrix_tools import MatrixToolNames, matrix_session_options
 from dex_agents.testing._scoped_runner import with_model_call_scope
 from dex_agents.testing._waiting import wait_for_agent_snapshot
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from dex_agents.otel import AgentTracing
 
 __all__ = [
+    "MATRIX_COMPACTION",
     "MatrixFlows",
     "MatrixSpec",
     "misspelled_policy_options",
@@ -41,6 +45,11 @@ __all__ = [
 # `dex_agents.testing.otel_spans.SPAN_FILE_ENV`, spelled out so serving the matrix imports no OpenTelemetry
 # SDK until a test names a span file (item 18 does; a Worker main of its own honours the same variable).
 _SPAN_FILE_ENV = "DEX_AGENTS_TEST_SPAN_FILE"
+
+MATRIX_COMPACTION = CompactionPolicy(context_window_tokens=1_000_000, context_window_bytes=8 * 1024)
+"""The compacting Flow's policy (item 23): stored bytes, which the session counts alike for every runner,
+trigger it, never a runner's own token count; a turn's short messages stay under it and a 6 KB answer
+passes it."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,9 @@ class MatrixFlows:
         misspelled_policy: The same agent with a policy for a misspelling of the read tool
             (`misspelled_policy_options`), when its runner lists no tool names at construction, so the
             session finds the misspelling only once a turn runs (item 25).
+        planning: The same agent with plan mode on and ``write_todos`` enabled (item 22), when the runner
+            supports plan mode.
+        compacting: The same agent with `MATRIX_COMPACTION` (item 23), when the runner compacts.
     """
 
     main: AgentSessionFlow
@@ -62,11 +74,13 @@ class MatrixFlows:
     with_built_ins: AgentSessionFlow | None = None
     traced: AgentSessionFlow | None = None
     misspelled_policy: AgentSessionFlow | None = None
+    planning: AgentSessionFlow | None = None
+    compacting: AgentSessionFlow | None = None
 
     @property
     def all(self) -> tuple[AgentSessionFlow, ...]:
         """Every Flow, for the Worker's and the Client's Registry."""
-        optional = (self.with_built_ins, self.traced, self.misspelled_policy)
+        optional = (self.with_built_ins, self.traced, self.misspelled_policy, self.planning, self.compacting)
         extra = tuple(flow for flow in optional if flow is not None)
         return (self.main, self.with_deadline, *extra)
 
@@ -137,7 +151,30 @@ class MatrixSpec:
     provider_backed: bool = False
 
     def build_flows(self) -> MatrixFlows:
-        """Build the matrix Flows (each with its own runner, wrapped for the scripted model)."""
+        """Build the matrix Flows (each with its own runner, wrapped for the scripted model).
+
+        The planning Flow is built when the runner's ``supports_plan_mode`` is `True`, and the compacting
+        Flow when the runner implements `dex_agents.ContextCompactionRunner`.
+        """
+        planning = None
+        planner = self.build_runner()
+        if getattr(planner, "supports_plan_mode", False) is True:
+            planning = AgentSessionFlow(
+                with_model_call_scope(planner),
+                flow_type=f"{self.flow_type_prefix}MatrixPlanning",
+                options=replace(
+                    matrix_session_options(self.tool_names, built_in_tools=(WRITE_TODOS,)),
+                    plan_mode_enabled=True,
+                ),
+            )
+        compacting = None
+        compactor = self.build_runner()
+        if is_compaction_runner(compactor):
+            compacting = AgentSessionFlow(
+                with_model_call_scope(compactor),
+                flow_type=f"{self.flow_type_prefix}MatrixCompacting",
+                options=replace(matrix_session_options(self.tool_names), compaction=MATRIX_COMPACTION),
+            )
         with_built_ins = misspelled_policy = None
         runner = self.build_runner()
         if isinstance(runner, ToolNamesRunner) and runner.agent_tool_names() is None:
@@ -170,6 +207,8 @@ class MatrixSpec:
                 options=replace(matrix_session_options(self.tool_names), tracing=_matrix_tracing()),
             ),
             misspelled_policy=misspelled_policy,
+            planning=planning,
+            compacting=compacting,
         )
 
 

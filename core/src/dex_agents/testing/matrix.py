@@ -39,9 +39,18 @@ the tool, and a context-length refusal ends the turn saying so while the next tu
 the same adapter sets :attr:`AgentMatrixTests.only_items` to `PROVIDER_MATRIX_ITEMS` to run the items that
 involve streaming, tool calls, approvals, kills and retries through each provider client.
 
+Item 22 is plan mode, on a Flow with ``write_todos`` enabled and plan mode on, registered when the runner's
+``supports_plan_mode`` is `True`: a planning turn's model calls are offered ``write_todos`` only, a Worker
+killed during its model call reruns that call alone, and the executing turn that ``execute_plan`` starts
+shows the model `dex_agents.build_plan_note` of the plan. Item 23 is compaction, on a Flow whose policy
+counts stored bytes, registered when the runner is a `dex_agents.ContextCompactionRunner`: a long answer
+makes the next turn summarize it first (the scripted summary, `ScriptStore.set_summaries`), a Worker killed
+during the summary call repeats that call alone, and the next model call sees the summary before its own
+message and nothing it replaced.
+
 Item 24 holds every adapter to one stored shape for calls that did not succeed: a failed call, an
 outcome-unknown one, a rejected one and (with :attr:`MatrixSpec.supports_turn_control`) one abandoned by a
-steer are each stored as a ``tool`` message whose ``tool_output`` is exactly
+steer and one by ``cancel_turn`` are each stored as a ``tool`` message whose ``tool_output`` is exactly
 `dex_agents.describe_tool_call_outcome` of the final record, never a framework's envelope around it. It runs
 for every spec.
 
@@ -119,19 +128,24 @@ from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     STEERED_REJECTION_MESSAGE,
     TURN_CANCELLED_NOTE_HEADER,
+    TURN_CANCELLED_REJECTION_MESSAGE,
     TURN_FAILURE_NOTE_HEADER,
     TURN_STEERED_NOTE_HEADER,
+    WRITE_TODOS,
     AgentEvent,
     AgentEventType,
     AgentInterrupt,
     AgentMessage,
     AgentSessionClient,
     AgentSessionFlow,
+    InteractionMode,
     InterruptKind,
     MessageRole,
+    PlanStatus,
     ToolCallStatus,
     ToolNamesRunner,
     UnknownToolPolicyError,
+    build_plan_note,
 )
 from dex_agents.testing._history import (
     EXECUTE_COMPLETED_EVENT,
@@ -185,6 +199,8 @@ class MatrixHarness:
         self.built_in_sessions = (
             None if flows.with_built_ins is None else stack.sessions(flows.with_built_ins)
         )
+        self.planning_sessions = None if flows.planning is None else stack.sessions(flows.planning)
+        self.compacting_sessions = None if flows.compacting is None else stack.sessions(flows.compacting)
         self.tools = spec.tool_names
 
     async def ensure_worker(self) -> None:
@@ -1110,16 +1126,140 @@ class AgentMatrixTests:
         assert snapshot.state is not None and snapshot.state.last_turn_error is None, snapshot.state
         assert snapshot.messages[-1].text == "Hello again.", snapshot.messages
 
+    async def test_22_a_planning_turn_offers_only_write_todos_and_the_next_turn_sees_the_plan(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Beyond the design: plan mode, on a Flow with ``write_todos`` enabled and plan mode on.
+
+        A ``plan_mode`` message starts a planning turn whose model calls are offered ``write_todos`` only and
+        see the no-plan note; a Worker killed during its first model call reruns that call alone; the plan
+        ``write_todos`` wrote is a draft, and the executing turn ``execute_plan`` starts is offered every
+        tool and shows the model `build_plan_note` of the approved plan. It runs when the runner's
+        ``supports_plan_mode`` is `True`.
+        """
+        sessions = harness.planning_sessions
+        if sessions is None:
+            pytest.skip("the runner's supports_plan_mode is not True: no planning Flow")
+        session = harness.stack.new_session_id("m22")
+        tasks = ("Look up A-1", "Refund A-1")
+        write_todos = ScriptedToolCall(
+            WRITE_TODOS, {"todos": [{"content": task, "status": "pending"} for task in tasks]}, "todos-1"
+        )
+        harness.script(
+            session,
+            [
+                ScriptedResponse(tool_calls=(write_todos,), gate="planning"),
+                ScriptedResponse(text="Review the plan, please."),
+            ],
+            [ScriptedResponse(text="Refunding A-1 as planned.")],
+        )
+        await sessions.start_session(session)
+        assert await sessions.send_user_message(session, "Plan the refund of A-1", plan_mode=True)
+        await harness.stack.gate(session, "planning").wait_until_reached()
+        await harness.replace_worker()
+        planned = await wait_for_turn_end(sessions, session, 1)
+
+        assert planned.state is not None and planned.state.last_turn_error is None, planned.state
+        assert planned.state.interaction_mode is InteractionMode.PLANNING, planned.state
+        plan = planned.plan
+        assert plan is not None and (plan.revision, plan.status) == (1, PlanStatus.DRAFT), plan
+        assert tuple(task.content for task in plan.tasks) == tasks, plan
+        planning_calls = harness.model_calls(session, "turn-1")
+        assert all(list(call.offered_tools) == [WRITE_TODOS] for call in planning_calls), [
+            call.offered_tools for call in planning_calls
+        ]
+        no_plan_yet = build_plan_note(None, InteractionMode.PLANNING)
+        assert no_plan_yet is not None and no_plan_yet in planning_calls[0].model_input_text, planning_calls[
+            0
+        ]
+        calls_per_step = collections.Counter(call.step_execution_id for call in planning_calls)
+        # The killed call ran again (a new attempt, or the same one in the replacement Worker); nothing else.
+        assert sorted(calls_per_step.values()) == [1, 2], calls_per_step
+        events = await read_agent_events(sessions, session)
+        assert _payloads(events, AgentEventType.PLAN_UPDATED) == [
+            {"revision": 1, "status": "draft", "task_count": len(tasks)}
+        ]
+
+        assert await sessions.execute_plan(session, plan.revision)
+        executed = await wait_for_turn_end(sessions, session, 2)
+        assert executed.state is not None and executed.state.last_turn_error is None, executed.state
+        assert executed.state.interaction_mode is InteractionMode.EXECUTING, executed.state
+        assert executed.messages[-1].text == "Refunding A-1 as planned.", executed.messages
+        [executing] = harness.model_calls(session, "turn-2")
+        approved = build_plan_note(executed.plan, InteractionMode.EXECUTING)
+        assert approved is not None and approved in executing.model_input_text, (approved, executing)
+        assert {harness.tools.read, WRITE_TODOS} <= set(executing.offered_tools), executing.offered_tools
+
+    async def test_23_a_compacted_session_shows_the_summary_first_and_a_killed_summary_call_alone_reruns(
+        self, harness: MatrixHarness
+    ) -> None:
+        """Beyond the design: compaction, on a Flow whose policy counts stored bytes (`MATRIX_COMPACTION`).
+
+        Turn 1's answer is about 6 KB, so turn 2's model call first summarizes turn 1 with a scripted summary
+        call; a Worker killed during that call repeats the summary call alone. Turn 2's model call then sees
+        the summary before its own message, and nothing of turn 1; the snapshot's summary is the scripted
+        one and covers turn 1's messages. It runs when the runner implements `ContextCompactionRunner`.
+        """
+        sessions = harness.compacting_sessions
+        if sessions is None:
+            pytest.skip("the runner does not implement ContextCompactionRunner: no compacting Flow")
+        session = harness.stack.new_session_id("m23")
+        early_question = "Which orders did I place this year?"
+        long_answer = " ".join(f"Ledger line {number}: order A-{number} shipped." for number in range(150))
+        summary = "The user asked for this year's orders; 150 orders, A-0 to A-149, all shipped."
+        harness.script(
+            session,
+            [ScriptedResponse(text=long_answer)],
+            [ScriptedResponse(text="A-7 shipped, like every other order.")],
+        )
+        harness.stack.scripts.set_summaries(
+            session, {"turn-2": ScriptedResponse(text=summary, gate="summary")}
+        )
+        await sessions.start_session(session, early_question)
+        await wait_for_turn_end(sessions, session, 1)
+        assert not harness.stack.invocations.summary_calls(session), "turn 1 compacted"
+        assert await sessions.send_user_message(session, "Did A-7 ship?")
+        await harness.stack.gate(session, "summary").wait_until_reached()
+        await harness.replace_worker()
+        done = await wait_for_turn_end(sessions, session, 2)
+
+        assert done.state is not None and done.state.last_turn_error is None, done.state
+        summary_calls = harness.stack.invocations.summary_calls(session)
+        # The killed summary call ran again (a new attempt, or the same one in the replacement Worker).
+        assert len(summary_calls) == 2 and len({call.step_execution_id for call in summary_calls}) == 1, (
+            summary_calls
+        )
+        assert len(harness.model_calls(session, "turn-1")) == 1
+        [answering] = harness.model_calls(session, "turn-2")
+        shown = list(answering.model_input)
+        with_summary = next((index for index, text in enumerate(shown) if summary in text), None)
+        with_question = next((index for index, text in enumerate(shown) if "Did A-7 ship?" in text), None)
+        assert with_summary is not None and with_question is not None, shown
+        assert with_summary < with_question, ("the summary comes before the newer messages", shown)
+        assert all(text not in answering.model_input_text for text in (early_question, "Ledger line 149")), (
+            "the summarized messages are still in the model input",
+            shown,
+        )
+        assert done.messages[-1].text == "A-7 shipped, like every other order.", done.messages
+        stored = done.context_summary
+        [answer] = [message for message in done.messages if message.text == long_answer]
+        [question] = [message for message in done.messages if message.text == "Did A-7 ship?"]
+        # It covers turn 1 (an adapter may store more items after the answer) and nothing of turn 2.
+        assert stored is not None and stored.text == summary, stored
+        assert answer.sequence <= stored.last_sequence < question.sequence, (stored, done.messages)
+        assert (await harness.executed(session)).count("CompactContext") == 1
+
     async def test_24_rejected_abandoned_failed_and_unknown_calls_are_stored_as_their_outcome_text(
         self, harness: MatrixHarness
     ) -> None:
         """Beyond the design: every adapter stores a call that did not succeed in one shape.
 
         One turn has a failed call (a `ToolExecutionError`), an outcome-unknown one (a single-attempt write
-        whose Step failed) and a rejected one, one call per response; with turn control, the next turn's
-        approval is abandoned by a steer. Each stored ``tool`` message's ``tool_output`` is exactly
-        `dex_agents.describe_tool_call_outcome` of the call's final record (`STEERED_REJECTION_MESSAGE` for
-        the abandoned call), with no framework envelope and no re-serialised JSON, in the shared projection
+        whose Step failed) and a rejected one, one call per response; with turn control, a later turn's
+        approval is abandoned by a steer, and another's by ``cancel_turn``. Each stored ``tool`` message's
+        ``tool_output`` is exactly `dex_agents.describe_tool_call_outcome` of the call's final record
+        (`STEERED_REJECTION_MESSAGE` and `TURN_CANCELLED_REJECTION_MESSAGE` for the abandoned calls), with
+        no framework envelope and no re-serialised JSON, in the shared projection
         (`dex_agents.testing.check_message_projection`).
         """
         session = harness.stack.new_session_id("m24")
@@ -1130,6 +1270,7 @@ class AgentMatrixTests:
         unknown = harness.call(tools.single_attempt_write, "cancel-1", order_id="B-2", fail_attempts=(1,))
         rejected = harness.call(tools.approval_write, "refund-1", order_id="C-3")
         abandoned = harness.call(tools.approval_write, "refund-2", order_id="D-4")
+        cancelled = harness.call(tools.approval_write, "refund-3", order_id="E-5")
         harness.script(
             session,
             [
@@ -1138,9 +1279,11 @@ class AgentMatrixTests:
                 ScriptedResponse(tool_calls=(rejected,)),
                 ScriptedResponse(text="None of it went through.", gate="outcomes"),
             ],
-            # Turn 2 has no second response: a model call after the steer would fail the turn.
+            # Turns 2 and 4 have no second response: a model call after the steer or the cancel would fail
+            # the turn.
             [ScriptedResponse(tool_calls=(abandoned,))],
             [ScriptedResponse(text="D-4 is not refunded.")],
+            [ScriptedResponse(tool_calls=(cancelled,))],
         )
         await harness.sessions.start_session(session, "Mail A-1's receipt, cancel B-2, refund C-3")
         interrupt = await _pending_interrupt(harness.sessions, session, "refund-1")
@@ -1165,6 +1308,11 @@ class AgentMatrixTests:
             assert await harness.sessions.steer_user_message(session, "Do not refund D-4.")
             done = await wait_for_turn_end(harness.sessions, session, 3)
             assert done.state is not None and done.state.last_turn_error is None, done.state
+            assert await harness.sessions.send_user_message(session, "Refund E-5")
+            await _pending_interrupt(harness.sessions, session, "refund-3")
+            assert await harness.sessions.cancel_turn(session, "turn-4")
+            done = await wait_for_turn_end(harness.sessions, session, 4)
+            assert done.state is not None and done.state.last_turn_error is None, done.state
         assert not harness.tool_runs(session, tools.approval_write)
 
         # Both checks run before either fails, so a failure shows every shape the adapter stores.
@@ -1182,18 +1330,25 @@ class AgentMatrixTests:
             )
         except AssertionError as error:
             problems.append(str(error))
-        if harness.spec.supports_turn_control:
+        # A runner without build_unfinished_turn_messages stores the steered or cancelled note instead.
+        keeps_items = callable(getattr(harness.flows.main.runner, "build_unfinished_turn_messages", None))
+        abandoned_calls = (
+            [
+                ("refund-2", "steered", STEERED_REJECTION_MESSAGE),
+                ("refund-3", "cancelled", TURN_CANCELLED_REJECTION_MESSAGE),
+            ]
+            if harness.spec.supports_turn_control
+            else []
+        )
+        for tool_call_id, how, expected in abandoned_calls:
             stored = [
                 message.tool_output
                 for message in done.messages
-                if message.role is MessageRole.TOOL and message.tool_call_id == "refund-2"
+                if message.role is MessageRole.TOOL and message.tool_call_id == tool_call_id
             ]
-            # A runner without build_unfinished_turn_messages stores the steered note instead of its items.
-            keeps_items = callable(getattr(harness.flows.main.runner, "build_unfinished_turn_messages", None))
-            if stored != ([STEERED_REJECTION_MESSAGE] if keeps_items else []):
+            if stored != ([expected] if keeps_items else []):
                 problems.append(
-                    f"the steered call's tool message must carry exactly {STEERED_REJECTION_MESSAGE!r}, "
-                    f"not {stored!r}"
+                    f"the {how} call's tool message must carry exactly {expected!r}, not {stored!r}"
                 )
         assert not problems, "\n\n".join(problems)
 
