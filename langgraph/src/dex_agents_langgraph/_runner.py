@@ -283,17 +283,16 @@ class LangGraphRunner:
         """The graph's tools by name."""
         return self._tool_node.tools_by_name
 
-    def agent_tool_names(self) -> tuple[str, ...] | None:
-        """Return the names of the graph's `ToolNode` tools, with the MCP source's once it has listed them.
+    def agent_tool_names(self) -> tuple[str, ...]:
+        """Return the names of the graph's `ToolNode` tools, and the MCP source's its last listing gave.
 
-        `None` while ``mcp_tools`` has not listed every server in this process (`ToolNamesRunner`); the
-        session then checks its ``tool_policies`` after the first model Step. Never lists.
+        The session checks the ``tool_policies`` keys of an MCP server only once the server is listed
+        (`ToolNamesRunner`). Never lists.
         """
         names = tuple(self._tool_node.tools_by_name)
         if self._mcp_tools is None:
             return names
-        listed = self._mcp_tools.agent_tool_names()
-        return None if listed is None else (*names, *listed)
+        return (*names, *self._mcp_tools.agent_tool_names())
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         """Return a user message holding ``text`` as a LangChain `HumanMessage`."""
