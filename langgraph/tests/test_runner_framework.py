@@ -725,7 +725,7 @@ async def test_deeply_nested_json_in_arguments_or_a_result_is_a_tool_error_the_m
     deep = '{"data": ' + "[" * 1000 + "]" * 1000 + "}"
     session.records["store-1"] = dataclasses.replace(session.records["store-1"], arguments=deep)
 
-    with pytest.raises(ToolExecutionError, match="nest.* too deeply"):
+    with pytest.raises(ToolExecutionError, match=r"nest.* too deeply"):
         await session.execute(runner, "store-1")
     with pytest.raises(ToolExecutionError, match="nested too deeply"):
         await session.execute(runner, "nest-1")
