@@ -30,7 +30,8 @@ def build_matrix_agent(checkpointer: DexCheckpointSaver):
 
 
 def build_matrix_runner() -> LangGraphRunner:
-    return LangGraphRunner(build_matrix_agent)
+    # Item 23: the scripted model answers the summary calls from the session's summary script.
+    return LangGraphRunner(build_matrix_agent, summary_model=ScriptedChatModel())
 
 
 SPEC = MatrixSpec(

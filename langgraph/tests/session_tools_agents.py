@@ -39,6 +39,7 @@ from dex_agents.testing import (
 from langchain.agents import create_agent
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import interrupt
 
 from dex_agents_langgraph import DexCheckpointSaver, DexToolGate, LangGraphRunner
 from dex_agents_langgraph.testing import ScriptedChatModel
@@ -87,6 +88,14 @@ async def refund_to_warehouse(order_id: str) -> str:
     key = "" if execution is None else execution.idempotency_key
     _log_run(f"refund_to_warehouse {order_id} {warehouse} {key}")
     return f"refund of {order_id} goes to {warehouse}"
+
+
+@tool
+async def ship_order(order_id: str) -> str:
+    """Ship an order to the city the user names: LangGraph's own interrupt(), answered through the session."""
+    city = interrupt({"question": f"Ship {order_id} to which city?", "choices": ["Berlin", "Lyon"]})
+    _log_run(f"ship_order {order_id} {city}")
+    return f"{order_id} ships to {city}"
 
 
 @tool
@@ -177,7 +186,7 @@ def build_flows(
     asking = AgentSessionFlow(
         with_model_call_scope(
             LangGraphRunner(
-                _agent_factory([refund_to_warehouse, render_report]),
+                _agent_factory([refund_to_warehouse, ship_order, render_report]),
                 tool_tasks=ToolTaskHandlers({"render_report": ToolTaskHandler(poll=poll_render)}),
             )
         ),
@@ -185,6 +194,7 @@ def build_flows(
         options=AgentSessionOptions(
             tool_policies={
                 "refund_to_warehouse": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
+                "ship_order": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
                 "render_report": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE),
             },
             tracing=tracing,

@@ -96,3 +96,15 @@ def test_arguments_that_are_json_but_no_object_are_malformed() -> None:
     raw = _streamed((0, "call_1", '["A-1"]'))
     raw.add_answer(AIMessage(""))
     assert raw.malformed("call_1") == '["A-1"]'
+
+
+def test_arguments_nested_past_pythons_recursion_limit_are_malformed_not_a_failed_step() -> None:
+    deep = '{"data": ' + "[" * 1000 + "]" * 1000 + "}"
+    raw = _streamed((0, "call_1", deep))
+    # LangChain's own parse gives up on it too: the call is invalid, and the runner routes it to the gate.
+    answer = AIMessageChunk(
+        content="", tool_call_chunks=[tool_call_chunk(name="store", args=deep, id="call_1", index=0)]
+    )
+    assert [call["id"] for call in answer.invalid_tool_calls] == ["call_1"]
+    raw.add_answer(answer)
+    assert raw.malformed("call_1") == deep

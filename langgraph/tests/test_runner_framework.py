@@ -8,12 +8,20 @@ unknown tool) is `tests/test_runner_contract.py`; these are LangChain's specific
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pytest
-from dex_agents import current_tool_execution
+from dex_agents import (
+    QuestionAnswer,
+    ToolEffect,
+    ToolInputRequested,
+    ToolPolicy,
+    current_tool_execution,
+)
 from dex_agents.runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     ToolCallsRequested,
@@ -23,9 +31,9 @@ from dex_agents.runner import (
 from dex_agents.testing import SessionSide
 from dex_agents.values import MessageRole, ToolCallStatus
 from langchain.agents import create_agent
-from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.agents.middleware import HumanInTheLoopMiddleware, after_model
 from langchain.agents.structured_output import ToolStrategy
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import StructuredTool, ToolException, tool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolRuntime
@@ -202,27 +210,128 @@ async def test_a_graph_without_the_tool_gate_ends_the_turn_before_any_tool_runs(
     assert len(model.inputs) == 1
 
 
-async def test_an_interrupt_that_is_not_the_gates_ends_the_turn_with_a_clear_error() -> None:
-    model = ScriptedChatModel(responses=[respond("", tool_call("get_weather", {"city": "Paris"}, "call-1"))])
+_HAS_PER_CALL_REVIEWS = "interrupt_mode" in inspect.signature(HumanInTheLoopMiddleware.__init__).parameters
+
+
+@pytest.mark.parametrize(
+    ("mode", "gate_first"), [("batched", False), ("per_call", False), ("per_call", True)]
+)
+async def test_human_in_the_loop_middleware_asks_through_the_sessions_approvals(
+    mode: Literal["batched", "per_call"], gate_first: bool
+) -> None:
+    """Its interrupt_on tools require the session's approval; an approved call runs, a rejected one never
+    runs and the model sees the user's text; the middleware's own interrupts never reach the session."""
+    model = ScriptedChatModel(
+        responses=[
+            respond(
+                "",
+                tool_call("get_weather", {"city": "Paris"}, "call-1"),
+                tool_call("delete_file", {"path": "/a"}, "call-2"),
+                tool_call("delete_file", {"path": "/b"}, "call-3"),
+            ),
+            respond("Done."),
+        ]
+    )
     tools = Tools()
+    if mode == "batched":
+        review = HumanInTheLoopMiddleware(interrupt_on={"delete_file": True})
+    elif _HAS_PER_CALL_REVIEWS:
+        review = HumanInTheLoopMiddleware(interrupt_on={"delete_file": True}, interrupt_mode=mode)
+    else:
+        pytest.skip("langchain before 1.5 has no per-call reviews")
+
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        middleware = [DexToolGate(), review] if gate_first else [review, DexToolGate()]
+        return create_agent(model, tools=tools.all(), middleware=middleware, checkpointer=checkpointer)
+
+    runner = LangGraphRunner(build)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather, and clean up"))
+    read_only = ToolPolicy(ToolEffect.READ, requires_approval=False)
+    context = dataclasses.replace(
+        session.context(), tool_policies={"get_weather": read_only, "delete_file": read_only}
+    )
+
+    requested = await runner.run_model_step(context)
+
+    assert isinstance(requested, ToolCallsRequested)
+    assert [(call.tool_call_id, call.policy.is_approval_required) for call in requested.tool_calls] == [
+        ("call-1", False),
+        ("call-2", True),
+        ("call-3", True),
+    ]
+    assert len(model.inputs) == 1 and tools.runs == []
+    session.defer(requested)
+    assert await session.execute(runner, "call-1") == "sunny in Paris"
+    assert await session.execute(runner, "call-2") == "deleted /a"
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny in Paris")
+    session.finish("call-2", ToolCallStatus.SUCCEEDED, output="deleted /a")
+    session.finish("call-3", ToolCallStatus.REJECTED, rejection_message="Keep /b, it is the backup.")
+
+    ended = await runner.run_model_step(session.context())
+
+    assert isinstance(ended, TurnCompleted) and ended.turn_error is None
+    assert tools.runs == ["get_weather Paris", "delete_file /a"]
+    results = [message for message in model.inputs[-1] if isinstance(message, ToolMessage)]
+    assert [(result.tool_call_id, result.status, result.text) for result in results] == [
+        ("call-1", "success", "sunny in Paris"),
+        ("call-2", "success", "deleted /a"),
+        ("call-3", "error", "Keep /b, it is the backup."),
+    ]
+
+
+async def test_an_interrupt_in_a_graph_node_is_a_question_whose_answer_resumes_the_node() -> None:
+    model = ScriptedChatModel(
+        responses=[respond("", tool_call("get_weather", {"city": "Paris"}, "call-1")), respond("Sunny.")]
+    )
+    tools = Tools()
+    answers: list[object] = []
+
+    @after_model
+    def confirm(state: Any, runtime: Any) -> None:
+        if any(isinstance(message, ToolMessage) for message in state["messages"]):
+            return
+        answers.append(interrupt({"question": "Look the weather up?", "choices": ["yes", "no"]}))
 
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
         return create_agent(
-            model,
-            tools=tools.all(),
-            middleware=[HumanInTheLoopMiddleware(interrupt_on={"get_weather": True}), DexToolGate()],
-            checkpointer=checkpointer,
+            model, tools=tools.all(), middleware=[confirm, DexToolGate()], checkpointer=checkpointer
         )
 
     runner = LangGraphRunner(build)
     session = SessionSide()
     session.start_turn(runner.build_user_message("Weather?"))
 
-    outcome = await runner.run_model_step(session.context())
+    asked = await runner.run_model_step(session.context())
 
-    assert isinstance(outcome, TurnCompleted)
-    assert outcome.turn_error is not None and "HumanInTheLoopMiddleware" in outcome.turn_error
-    assert tools.runs == []
+    # The node's interrupt is deferred as a call whose tool Step asks the session's question.
+    assert isinstance(asked, ToolCallsRequested)
+    [question] = asked.tool_calls
+    assert (question.tool_name, question.policy.is_approval_required) == ("langgraph_interrupt", False)
+    session.defer(asked)
+    assert await session.execute_outcome(runner, question.tool_call_id) == ToolInputRequested(
+        "Look the weather up?", ("yes", "no")
+    )
+    answer = QuestionAnswer(f"{question.tool_call_id}-input-1", "Look the weather up?", "yes")
+    session.records[question.tool_call_id] = dataclasses.replace(
+        session.records[question.tool_call_id], input_answers=(answer,)
+    )
+    assert await session.execute(runner, question.tool_call_id) == "yes"
+    session.finish(question.tool_call_id, ToolCallStatus.SUCCEEDED, output="yes")
+
+    # Resumed in a fresh runner: interrupt() returns the answer, and the model's call reaches the gate
+    # without another model call.
+    resumed_runner = LangGraphRunner(build)
+    requested = await resumed_runner.run_model_step(session.context())
+
+    assert answers == ["yes"] and len(model.inputs) == 1
+    assert isinstance(requested, ToolCallsRequested)
+    assert [call.tool_call_id for call in requested.tool_calls] == ["call-1"]
+    session.defer(requested)
+    session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny in Paris")
+    ended = await resumed_runner.run_model_step(session.context())
+    assert isinstance(ended, TurnCompleted) and ended.turn_error is None
+    assert [message.text for message in ended.new_messages][-1] == "Sunny."
 
 
 def test_the_factory_must_compile_with_the_given_checkpointer_and_have_tools() -> None:
@@ -466,16 +575,21 @@ async def test_a_tool_step_gets_the_runtime_context_and_the_graphs_store() -> No
     assert await session.execute(runner, "call-1") == "40 EUR"
 
 
-async def test_a_tool_that_calls_interrupt_records_a_failure_the_model_sees() -> None:
-    @tool
-    async def confirm(question: str) -> str:
-        """Ask the user to confirm."""
-        return str(interrupt(question))
+async def test_a_tools_interrupts_are_the_sessions_questions_and_their_answers_resume_it_in_order() -> None:
+    runs: list[tuple[str, str]] = []
 
-    model = ScriptedChatModel(responses=[respond("", tool_call("confirm", {"question": "Sure?"}, "call-1"))])
+    @tool
+    async def ship(order_id: str) -> str:
+        """Ship an order where the user says."""
+        city = interrupt({"question": "Ship to which city?", "choices": ["Berlin", "Lyon"]})
+        floor = interrupt("Which floor?")
+        runs.append((city, floor))
+        return f"{order_id} ships to {city}, floor {floor}"
+
+    model = ScriptedChatModel(responses=[respond("", tool_call("ship", {"order_id": "A-1"}, "call-1"))])
 
     def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
-        return create_agent(model, tools=[confirm], middleware=[DexToolGate()], checkpointer=checkpointer)
+        return create_agent(model, tools=[ship], middleware=[DexToolGate()], checkpointer=checkpointer)
 
     runner = LangGraphRunner(build)
     session = SessionSide()
@@ -484,8 +598,17 @@ async def test_a_tool_that_calls_interrupt_records_a_failure_the_model_sees() ->
     assert isinstance(requested, ToolCallsRequested)
     session.defer(requested)
 
-    with pytest.raises(ToolExecutionError, match=r"called interrupt\(\)"):
-        await session.execute(runner, "call-1")
+    assert await session.execute_outcome(runner, "call-1") == ToolInputRequested(
+        "Ship to which city?", ("Berlin", "Lyon")
+    )
+    city = QuestionAnswer("call-1-input-1", "Ship to which city?", "Lyon")
+    session.records["call-1"] = dataclasses.replace(session.records["call-1"], input_answers=(city,))
+    assert await session.execute_outcome(runner, "call-1") == ToolInputRequested("Which floor?")
+    floor = QuestionAnswer("call-1-input-2", "Which floor?", "3")
+    session.records["call-1"] = dataclasses.replace(session.records["call-1"], input_answers=(city, floor))
+    assert await session.execute(runner, "call-1") == "A-1 ships to Lyon, floor 3"
+    # interrupt() returned each answer; the tool body past its questions ran once.
+    assert runs == [("Lyon", "3")]
 
 
 async def test_a_turn_with_two_tool_rounds_stores_every_message_once_in_order() -> None:
@@ -559,3 +682,51 @@ async def test_the_saver_keeps_nothing_between_steps() -> None:
     session.finish("call-1", ToolCallStatus.SUCCEEDED, output="sunny")
     assert isinstance(await runner.run_model_step(session.context()), TurnCompleted)
     assert not saver.storage and not saver.writes and not saver.blobs
+
+
+async def test_deeply_nested_json_in_arguments_or_a_result_is_a_tool_error_the_model_sees() -> None:
+    runs: list[str] = []
+
+    @tool
+    def store(data: Any) -> str:
+        """Store data."""
+        runs.append("store")
+        return "stored"
+
+    @tool
+    def nest(depth: int) -> Any:
+        """Return a nested list."""
+        runs.append("nest")
+        nested: list[Any] = []
+        for _ in range(depth):
+            nested = [nested]
+        return nested
+
+    model = ScriptedChatModel(
+        responses=[
+            respond(
+                "",
+                tool_call("store", {"data": 1}, "store-1"),
+                tool_call("nest", {"depth": 1000}, "nest-1"),
+            )
+        ]
+    )
+
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        return create_agent(model, tools=[store, nest], middleware=[DexToolGate()], checkpointer=checkpointer)
+
+    runner = LangGraphRunner(build)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Go"))
+    requested = await runner.run_model_step(session.context())
+    assert isinstance(requested, ToolCallsRequested)
+    session.defer(requested)
+    # About 1,000 levels in 2 KB, as a provider's argument text can hold them.
+    deep = '{"data": ' + "[" * 1000 + "]" * 1000 + "}"
+    session.records["store-1"] = dataclasses.replace(session.records["store-1"], arguments=deep)
+
+    with pytest.raises(ToolExecutionError, match=r"nest.* too deeply"):
+        await session.execute(runner, "store-1")
+    with pytest.raises(ToolExecutionError, match="nested too deeply"):
+        await session.execute(runner, "nest-1")
+    assert runs == ["nest"], "the store tool never ran"

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from dex_agents.testing import ScriptedResponse, ScriptedToolCall
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -136,3 +137,35 @@ def test_respond_and_responses_are_one_or_the_other_and_respond_returns_a_messag
     model = ScriptedChatModel(respond=lambda messages: 42)  # pyright: ignore[reportArgumentType]
     with pytest.raises(TypeError, match="must return an AIMessage or text, got int"):
         model.invoke([HumanMessage("Hi")])
+
+
+def test_the_cores_scripted_response_shapes_work_and_a_left_out_tool_call_id_is_generated() -> None:
+    model = ScriptedChatModel(
+        responses=[
+            ScriptedResponse(
+                text="Looking.",
+                tool_calls=(ScriptedToolCall("lookup_order", {"order_id": "7"}, "lookup-7"),),
+                input_tokens=12,
+                output_tokens=4,
+            ),
+            ScriptedResponse(
+                text="And again.", tool_calls=(ScriptedToolCall("lookup_order", {"order_id": "8"}, ""),)
+            ),
+            ScriptedResponse(text="Both have shipped."),
+        ]
+    )
+    agent = create_agent(model, tools=[lookup_order])
+
+    result = agent.invoke({"messages": [HumanMessage("Where are 7 and 8?")]})
+
+    first, second = [message for message in result["messages"] if isinstance(message, AIMessage)][:2]
+    assert first.text == "Looking." and first.tool_calls[0]["id"] == "lookup-7"
+    assert first.usage_metadata is not None and first.usage_metadata["input_tokens"] == 12
+    generated = second.tool_calls[0]["id"]
+    assert generated is not None and re.fullmatch(r"call-[0-9a-f]{12}", generated)
+    results = [message for message in result["messages"] if isinstance(message, ToolMessage)]
+    assert [(message.tool_call_id, message.text) for message in results] == [
+        ("lookup-7", "order 7: shipped"),
+        (generated, "order 8: shipped"),
+    ]
+    assert result["messages"][-1].text == "Both have shipped."

@@ -9,10 +9,12 @@ from dataclasses import dataclass
 import pytest
 import pytest_asyncio
 from dex_agents import (
+    WRITE_TODOS,
     AgentEventType,
     AgentMessage,
     AgentSessionClient,
     FrameworkMessage,
+    InterruptKind,
     MessageRole,
 )
 from dex_agents.testing import (
@@ -32,7 +34,7 @@ from dex_agents.testing import (
 from dex_agents.testing.matrix import wait_for_turn_end
 
 from tests.matrix_spec import PACKAGE_DIR
-from tests.specifics_agents import build_flows
+from tests.specifics_agents import build_flows, node_answers_path
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -42,6 +44,9 @@ class Session:
     stack: AgentTestStack
     plain: AgentSessionClient
     forecast: AgentSessionClient
+    reviewed: AgentSessionClient
+    planning: AgentSessionClient
+    compacting: AgentSessionClient
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -51,7 +56,173 @@ async def session(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Ses
         tmp_path_factory.mktemp("specifics"), flows, "tests.specifics_worker", worker_cwd=PACKAGE_DIR
     ) as stack:
         await stack.start_worker()
-        yield Session(stack, stack.sessions(flows[0]), stack.sessions(flows[1]))
+        yield Session(stack, *(stack.sessions(flow) for flow in flows))
+
+
+async def test_human_in_the_loop_middleware_reviews_are_the_sessions_approvals_across_a_worker_kill(
+    session: Session,
+) -> None:
+    stack, client = session.stack, session.reviewed
+    session_id = stack.new_session_id("reviewed")
+    calls = (
+        ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1"),
+        ScriptedToolCall("cancel_order", {"order_id": "A-1"}, "cancel-1"),
+        ScriptedToolCall("send_receipt", {"order_id": "A-1"}, "receipt-1"),
+    )
+    stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(tool_calls=calls), ScriptedResponse(text="A-1 is cancelled.")]]
+    )
+    await client.start_session(session_id, "Cancel A-1 and send me the receipt")
+    pending = await wait_for_agent_snapshot(
+        client,
+        session_id,
+        lambda snapshot: snapshot.pending_interrupts if len(snapshot.pending_interrupts) == 2 else None,
+        description="both reviewed calls waiting for approval",
+    )
+    assert {interrupt.kind for interrupt in pending} == {InterruptKind.TOOL_APPROVAL}
+    waiting = {interrupt.tool_name or "": interrupt.interrupt_id for interrupt in pending}
+    # Only the middleware's interrupt_on tools ask (cancel_order's own policy needs no approval), and
+    # nothing the middleware reviews has run.
+    assert sorted(waiting) == ["cancel_order", "send_receipt"]
+    assert stack.invocations.tool_calls(session_id, "cancel_order") == []
+    stack.kill_workers()
+    await stack.start_worker()
+    assert await client.resolve_interrupt(session_id, waiting["cancel_order"], approved=True)
+    # The middleware's "respond" decision: the user's text is what the model gets for the call.
+    answer = "The customer already has the receipt."
+    assert await client.resolve_interrupt(
+        session_id, waiting["send_receipt"], approved=False, rejection_message=answer
+    )
+    snapshot = await wait_for_turn_end(client, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    assert len(stack.invocations.tool_calls(session_id, "cancel_order")) == 1
+    assert stack.invocations.tool_calls(session_id, "send_receipt") == []
+    [_, resumed] = stack.invocations.model_calls(session_id)
+    assert resumed.model_input[-1] == f"tool send_receipt [receipt-1] error: {answer}"
+    outputs = {m.tool_call_id: m.tool_output for m in snapshot.messages if m.role is MessageRole.TOOL}
+    assert outputs["receipt-1"] == answer
+
+
+async def test_an_interrupt_in_a_graph_node_is_a_question_that_survives_a_worker_kill(
+    session: Session,
+) -> None:
+    stack, client = session.stack, session.reviewed
+    session_id = stack.new_session_id("node-question")
+    stack.scripts.set_turns(session_id, [[ScriptedResponse(text="Going ahead.")]])
+    await client.start_session(session_id, "Confirm first: cancel A-2")
+    question = await client.wait_for_interrupt(session_id)
+    assert question is not None and question.kind is InterruptKind.QUESTION
+    assert (question.question, question.choices) == ("Go ahead with the order?", ("yes", "no"))
+    assert stack.invocations.model_calls(session_id) == [], "the node asks before the model call"
+    stack.kill_workers()
+    await stack.start_worker()
+    assert await client.answer_question(session_id, question.interrupt_id, "yes")
+    snapshot = await wait_for_turn_end(client, session_id, 1)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    # interrupt() returned the answer once, and the model was called once, after it.
+    assert node_answers_path(stack.state_dir).read_text(encoding="utf-8").splitlines() == ["yes"]
+    assert len(stack.invocations.model_calls(session_id)) == 1
+    assert [message.text for message in snapshot.messages if message.role is MessageRole.ASSISTANT] == [
+        "Going ahead."
+    ]
+
+
+async def test_a_planning_turn_offers_only_write_todos_across_a_worker_kill_and_the_next_turn_sees_the_plan(
+    session: Session,
+) -> None:
+    stack, client = session.stack, session.planning
+    session_id = stack.new_session_id("plan")
+    todos = [{"content": "Look up A-1", "status": "pending"}, {"content": "Refund A-1", "status": "pending"}]
+    draft = ScriptedToolCall(WRITE_TODOS, {"todos": todos}, "todos-1")
+    stack.scripts.set_turns(
+        session_id,
+        [
+            [
+                ScriptedResponse(text="My plan.", tool_calls=(draft,), gate="planning"),
+                ScriptedResponse(text="Ok?"),
+            ],
+            [
+                ScriptedResponse(
+                    tool_calls=(ScriptedToolCall("lookup_order", {"order_id": "A-1"}, "read-1"),)
+                ),
+                ScriptedResponse(text="A-1 is looked up."),
+            ],
+        ],
+    )
+    await client.start_session(session_id)
+    assert await client.send_user_message(session_id, "Plan the refund of A-1", plan_mode=True)
+    # The Worker dies during the planning model call; the replacement makes only that call again.
+    await stack.gate(session_id, "planning").wait_until_reached()
+    stack.kill_workers()
+    await stack.start_worker()
+    stack.gate(session_id, "planning").release()
+    planned = await wait_for_turn_end(client, session_id, 1)
+
+    assert planned.plan is not None and (planned.plan.revision, len(planned.plan.tasks)) == (1, 2)
+    calls = stack.invocations.model_calls(session_id, "turn-1")
+    assert [list(call.offered_tools) for call in calls] == [[WRITE_TODOS]] * 3, "killed, again, then Ok?"
+    assert calls[0].model_input == calls[1].model_input
+    assert "[Dex] There is no plan yet." in calls[0].model_input_text
+
+    assert await client.execute_plan(session_id, 1)
+    executed = await wait_for_turn_end(client, session_id, 2)
+    assert executed.state is not None and executed.state.last_turn_error is None
+    first = stack.invocations.model_calls(session_id, "turn-2")[0]
+    assert "lookup_order" in first.offered_tools, first.offered_tools
+    # The plan note comes as user text right before the turn's own message.
+    assert first.model_input[-3:] == (
+        "assistant: Ok?",
+        "user: [Dex] The current plan, revision 1, is active:\n"
+        "- [pending] Look up A-1\n- [pending] Refund A-1",
+        "user: [Dex] The user approved plan revision 1. Execute it and keep the task statuses current with "
+        "write_todos.",
+    )
+
+
+async def test_a_long_session_compacts_into_a_summary_message_and_a_worker_kill_repeats_only_the_summary_call(
+    session: Session,
+) -> None:
+    stack, client = session.stack, session.compacting
+    session_id = stack.new_session_id("compact")
+    long_question = "Where is order A-1? " + "It was a birthday present for my aunt. " * 18
+    stack.scripts.set_turns(
+        session_id, [[ScriptedResponse(text="A-1 ships Monday.")], [ScriptedResponse(text="Yes, Monday.")]]
+    )
+    stack.scripts.set_summaries(
+        session_id,
+        {"turn-2": ScriptedResponse(text="The user asked where A-1 is: it ships Monday.", gate="sum")},
+    )
+    await client.start_session(session_id, long_question)
+    await wait_for_turn_end(client, session_id, 1)
+    assert await client.send_user_message(session_id, "Monday, really?")
+    # The Worker dies during the summary call; the replacement makes only that call again.
+    await stack.gate(session_id, "sum").wait_until_reached()
+    stack.kill_workers()
+    await stack.start_worker()
+    stack.gate(session_id, "sum").release()
+    snapshot = await wait_for_turn_end(client, session_id, 2)
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    summaries = stack.invocations.summary_calls(session_id)
+    assert len(summaries) == 2 and summaries[0].model_input == summaries[1].model_input
+    assert "birthday present" in summaries[0].model_input_text
+    # The model input starts with the summary as a user message; the summarized question is gone, and as
+    # much as fits the retained budget stays verbatim.
+    [answer] = stack.invocations.model_calls(session_id, "turn-2")
+    assert answer.model_input == (
+        "user: [Dex] Summary of the earlier conversation:\n\nThe user asked where A-1 is: it ships Monday.",
+        "assistant: A-1 ships Monday.",
+        "user: Monday, really?",
+    )
+    # The stored transcript keeps every message; only the model input is shorter.
+    assert [message.text for message in snapshot.messages] == [
+        long_question,
+        "A-1 ships Monday.",
+        "Monday, really?",
+        "Yes, Monday.",
+    ]
 
 
 async def test_structured_output_next_to_a_read_call_ends_the_turn_without_another_model_call(

@@ -172,6 +172,36 @@ async def test_a_tool_that_asks_before_it_takes_effect_runs_once_with_the_answer
     assert "AwaitQuestionAnswer" in steps and steps.count("CallSingleAttemptTool") == 2, steps
 
 
+async def test_a_tools_own_interrupt_is_a_question_that_survives_a_worker_kill_and_resumes_the_tool_once(
+    sessions: Sessions,
+) -> None:
+    stack, client = sessions.stack, sessions.asking
+    session = stack.new_session_id("interrupt")
+    ship = ScriptedToolCall("ship_order", {"order_id": "A-2"}, "ship-1")
+    stack.scripts.set_turns(
+        session, [[ScriptedResponse(tool_calls=(ship,)), ScriptedResponse(text="A-2 ships to Berlin.")]]
+    )
+
+    await client.start_session(session, "Ship A-2")
+    question = await client.wait_for_interrupt(session)
+    assert question is not None and question.kind is InterruptKind.QUESTION
+    assert (question.question, question.choices) == ("Ship A-2 to which city?", ("Berlin", "Lyon"))
+    # The Worker dies while the question waits; a new one resumes the tool with the answer.
+    stack.kill_workers()
+    await stack.start_worker()
+    assert await client.answer_question(session, question.interrupt_id, "Berlin")
+    ended = await client.wait_for_turn_end(session)
+
+    assert ended.outcome is TurnOutcome.COMPLETED
+    runs_path = tool_runs_path(stack.state_dir)
+    # interrupt() returned the answer, and the tool's effect happened once.
+    assert sessions.lines(runs_path, "ship_order") == ["ship_order A-2 Berlin"]
+    [_, resumed] = stack.invocations.model_calls(session)
+    assert resumed.model_input[-1] == "tool ship_order [ship-1] success: A-2 ships to Berlin"
+    [stored] = [message for message in ended.snapshot.messages if message.role is MessageRole.TOOL]
+    assert stored.tool_output == "A-2 ships to Berlin"
+
+
 async def test_a_tool_that_starts_a_task_is_polled_to_completion_and_the_chat_spans_carry_the_model_call(
     sessions: Sessions,
 ) -> None:

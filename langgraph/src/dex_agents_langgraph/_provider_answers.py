@@ -103,6 +103,7 @@ class RawToolArguments:
             return None
         try:
             value: object = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
+            # Nested past Python's recursion limit is as unreadable as no JSON: the tool Step refuses it.
             return text
         return None if isinstance(value, dict) else text

@@ -7,10 +7,10 @@ from typing import Any, cast
 from langchain.agents.middleware import SummarizationMiddleware
 from langgraph.pregel import Pregel
 
-__all__ = ["refuse_conversation_rewriting_middleware"]
+__all__ = ["middleware_behind_nodes", "refuse_conversation_rewriting_middleware"]
 
 
-def _middleware_behind_nodes(graph: Pregel[Any, Any, Any, Any]) -> list[object]:
+def middleware_behind_nodes(graph: Pregel[Any, Any, Any, Any]) -> list[object]:
     """The objects whose bound methods a graph's nodes run: `create_agent` adds a node per middleware hook."""
     owners: list[object] = []
     for node in graph.nodes.values():
@@ -32,7 +32,7 @@ def refuse_conversation_rewriting_middleware(graph: Pregel[Any, Any, Any, Any]) 
     Raises:
         TypeError: If the graph runs such a middleware, naming it and the fix.
     """
-    for owner in _middleware_behind_nodes(graph):
+    for owner in middleware_behind_nodes(graph):
         if isinstance(owner, SummarizationMiddleware):
             name = type(cast(object, owner)).__name__
             raise TypeError(

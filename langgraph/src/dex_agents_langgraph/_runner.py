@@ -43,6 +43,7 @@ from dex_agents import (
     is_context_window_refusal,
     provider_refusal,
 )
+from dex_agents.compaction import DEFAULT_SUMMARY_INSTRUCTIONS, ContextSummaryRequest, ContextSummaryResult
 from dex_agents.events import AgentEventWriter
 from dex_agents.runner import (
     UNKNOWN_TOOL_POLICY,
@@ -52,10 +53,19 @@ from dex_agents.runner import (
     DeferredToolExecution,
     DeferredToolOutcome,
     ToolCallsRequested,
+    ToolExecutionResult,
     TurnCompleted,
 )
 from dex_agents.values import AgentUsage, FrameworkMessage
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError, InvalidUpdateError
@@ -64,6 +74,7 @@ from langgraph.types import Command, Interrupt
 from pydantic import BaseModel
 
 from dex_agents_langgraph._call_metadata import model_call_metadata, token_usage
+from dex_agents_langgraph._compaction import estimate_tokens, select_cutoff, summary_message, summary_prompt
 from dex_agents_langgraph._effects import annotation_policy
 from dex_agents_langgraph._gate import (
     GateAnswer,
@@ -74,6 +85,13 @@ from dex_agents_langgraph._gate import (
     is_middleware_model_call,
     recorded_answer,
 )
+from dex_agents_langgraph._graph_interrupts import (
+    graph_interrupt_answer,
+    graph_interrupt_call,
+    graph_interrupt_value,
+    is_graph_interrupt_call,
+)
+from dex_agents_langgraph._hitl import ApprovalTools
 from dex_agents_langgraph._messages import (
     build_user_framework_message,
     history_from_stored_messages,
@@ -84,7 +102,7 @@ from dex_agents_langgraph._provider_answers import unfinished_answer
 from dex_agents_langgraph._refusals import refuse_conversation_rewriting_middleware
 from dex_agents_langgraph._settings import InstructionsForSettings, ModelForSettings
 from dex_agents_langgraph._state import DexCheckpointSaver, LangGraphRunState
-from dex_agents_langgraph._tool_execution import ToolStepExecutor, single_tool_node
+from dex_agents_langgraph._tool_execution import ToolStepExecutor, ask_for_interrupt, single_tool_node
 from dex_agents_langgraph._turn_scope import TurnScope, turn_scope
 from dex_agents_langgraph._turn_tools import TurnSetup, TurnSetupError
 
@@ -92,6 +110,9 @@ if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource
 
 __all__ = ["UNKNOWN_TOOL_POLICY", "GraphFactory", "LangGraphRunner"]
+
+_MAX_MIDDLEWARE_REVIEWS = 8
+"""How often `HumanInTheLoopMiddleware` may interrupt one model Step (once per pending call at most)."""
 
 GraphFactory = Callable[[DexCheckpointSaver], Pregel[Any, Any, Any, Any]]
 """Builds the compiled graph with the checkpoint saver it is given (`checkpointer=` of `create_agent` or
@@ -139,6 +160,11 @@ class LangGraphRunner:
             approval. Off by default, since any server may claim anything: the tools then take the
             session's ``default_tool_effect``. Turn it on only when you trust every MCP server whose tools
             the graph holds. ``mcp_tools`` has its own switch per server (``trust_annotations``).
+        summary_model: The chat model of the session's context summary calls. With it the runner compacts
+            (`dex_agents.compaction.ContextCompactionRunner`, for ``AgentSessionOptions(compaction=...)``),
+            and the graph's conversation starts with the summary as a `HumanMessage`; without it the
+            session refuses ``compaction``.
+        summary_instructions: The system message of a summary call.
 
     Raises:
         TypeError: If the factory does not return a compiled graph that uses the given checkpoint saver,
@@ -157,6 +183,8 @@ class LangGraphRunner:
         mcp_tools: McpToolSource | None = None,
         tool_tasks: ToolTaskHandlers | None = None,
         trust_mcp_annotations: bool = False,
+        summary_model: BaseChatModel | None = None,
+        summary_instructions: str = DEFAULT_SUMMARY_INSTRUCTIONS,
     ) -> None:
         if tool_tasks is not None and not isinstance(tool_tasks, ToolTaskHandlers):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"tool_tasks must be a ToolTaskHandlers, got {type(tool_tasks).__name__}")
@@ -166,7 +194,10 @@ class LangGraphRunner:
         self._graph = _checked_graph(graph, self._saver)
         self._tool_node = single_tool_node(self._graph)
         self._config: RunnableConfig = config or {}
-        self._tool_step = ToolStepExecutor(self._tool_node, self._graph, context)
+        self._approval_tools = ApprovalTools(self._graph)
+        self._tool_step = ToolStepExecutor(
+            self._tool_node, self._graph, context, self._saver, self._approval_tools
+        )
         self._mcp_tools = mcp_tools
         self._trust_mcp_annotations = trust_mcp_annotations
         self._turn_setup = TurnSetup(
@@ -184,6 +215,63 @@ class LangGraphRunner:
             # methods and tells tools (`supports_tool_tasks`) whether they may hand work over.
             self.poll_tool_task = tasks.poll_tool_task
             self.cancel_tool_task = tasks.cancel_tool_task
+        self._summary_model = summary_model
+        self._summary_instructions = summary_instructions
+        if summary_model is not None:
+            # Only a runner with a model to summarize with compacts: the session reads the capability from
+            # these methods, and refuses `AgentSessionOptions(compaction=...)` without them.
+            self.estimate_input_tokens = self._estimate_input_tokens
+            self.select_compaction_cutoff = self._select_compaction_cutoff
+            self.summarize_context = self._summarize_context
+
+    def _estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Estimate the model input of ``turn`` with LangChain's `count_tokens_approximately`.
+
+        It counts the summary message and the stored messages after it, as the graph replays them; the
+        agent's system prompt and tool definitions are not part of it (leave room for them in the policy's
+        window). Stored messages the runner cannot read count as nothing: that model Step ends the turn.
+        """
+        try:
+            return estimate_tokens(_history(turn))
+        except ValueError:
+            return 0
+
+    def _select_compaction_cutoff(self, turn: AgentTurnContext, retained_token_budget: int) -> int | None:
+        """Return the last stored sequence to summarize at a turn's first model call, else `None`.
+
+        The cut never separates a tool call from its result or the parts of one response, and keeps about
+        ``retained_token_budget`` tokens of the newest messages (see `_compaction.select_cutoff`).
+        """
+        return select_cutoff(turn, retained_token_budget)
+
+    async def _summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Make the one summary call with ``summary_model``: the instructions, then the conversation.
+
+        The answer's text is the summary; no live text is written for it.
+
+        Raises:
+            ValueError: If the model's answer has no text.
+        """
+        assert self._summary_model is not None
+        prompt = summary_prompt(request.previous_summary, request.messages, request.input_token_budget)
+        config = self._run_config(None, request.flow_id)
+        answer = await self._summary_model.ainvoke(
+            [SystemMessage(content=self._summary_instructions), HumanMessage(content=prompt)], config
+        )
+        text = answer.text.strip()
+        if not text:
+            raise ValueError("the summary call returned no text")
+        usage = AgentUsage(model_calls=1).plus(token_usage(answer.usage_metadata))
+        return ContextSummaryResult(text=text, usage=usage)
+
+    @property
+    def supports_plan_mode(self) -> bool:
+        """`True`: a planning turn offers the model only ``write_todos``, and the model sees the plan note.
+
+        `DexToolGate`'s model hook does both (`PlanModeRunner`); a graph without it ends a planning turn
+        with a `turn_error` before its model call, and its other turns do not show the plan.
+        """
+        return True
 
     @property
     def graph(self) -> Pregel[Any, Any, Any, Any]:
@@ -194,6 +282,17 @@ class LangGraphRunner:
     def tools(self) -> Mapping[str, BaseTool]:
         """The graph's tools by name."""
         return self._tool_node.tools_by_name
+
+    def agent_tool_names(self) -> tuple[str, ...]:
+        """Return the names of the graph's `ToolNode` tools, and the MCP source's its last listing gave.
+
+        The session checks the ``tool_policies`` keys of an MCP server only once the server is listed
+        (`ToolNamesRunner`). Never lists.
+        """
+        names = tuple(self._tool_node.tools_by_name)
+        if self._mcp_tools is None:
+            return names
+        return (*names, *self._mcp_tools.agent_tool_names())
 
     def build_user_message(self, text: str) -> FrameworkMessage:
         """Return a user message holding ``text`` as a LangChain `HumanMessage`."""
@@ -211,7 +310,7 @@ class LangGraphRunner:
             one-model-call rule.
         """
         try:
-            history = history_from_stored_messages(turn.messages)
+            history = _history(turn)
         except ValueError as error:
             return TurnCompleted(new_messages=(), turn_error=str(error))
         if turn.framework_run_state is None and not history:
@@ -243,7 +342,7 @@ class LangGraphRunner:
         """
         if turn.framework_run_state is None:
             return []
-        history = history_from_stored_messages(turn.messages)
+        history = _history(turn)
         state = LangGraphRunState.from_json(turn.framework_run_state)
         with self._private_thread(turn) as (thread_id, thread_config):
             self._saver.import_thread(thread_id, state.thread, stored_messages=history)
@@ -295,7 +394,7 @@ class LangGraphRunner:
                 return resumed
             graph_input, known_ids = resumed
         try:
-            await self._stream(graph_input, turn.flow_id, thread_id, guard, known_ids, turn.events)
+            await self._stream_until_the_gate(graph_input, turn, thread_id, thread_config, guard, known_ids)
         except ModelStepViolation as error:
             return TurnCompleted(
                 new_messages=(),
@@ -377,6 +476,8 @@ class LangGraphRunner:
         """
         if self._mcp_tools is not None and self._mcp_tools.owns_tool_call(call.tool_call):
             return await self._mcp_tools.call_tool(call)
+        if is_graph_interrupt_call(call.tool_call.tool_call_id, call.tool_call.tool_name):
+            return ToolExecutionResult(ask_for_interrupt(graph_interrupt_value(call.tool_call.arguments)))
         return await self._tool_step.execute(call, self._run_config(None, call.flow_id))
 
     def describe_tool(self, tool_name: str) -> str | None:
@@ -411,11 +512,15 @@ class LangGraphRunner:
         except ValueError as error:
             return TurnCompleted(new_messages=(), turn_error=str(error))
         snapshot = await self._graph.aget_state(thread_config)
-        answers: dict[str, GateAnswer] = {}
+        answers: dict[str, GateAnswer | str] = {}
         for pending in snapshot.interrupts:
             payload = gate_payload(pending.value)
             if payload is None:
-                return TurnCompleted(new_messages=(), turn_error=_foreign_interrupt_error(pending))
+                answered = graph_interrupt_answer(pending, turn.tool_calls)
+                if isinstance(answered, TurnCompleted):
+                    return answered
+                answers[pending.id] = answered
+                continue
             record = turn.tool_calls.get(str(payload.get("id")))
             if record is None or not record.is_final:
                 # The session makes every record final before RunModel; anything else is a bug to surface.
@@ -446,6 +551,40 @@ class LangGraphRunner:
         config["callbacks"] = callbacks
         return cast(RunnableConfig, config)
 
+    async def _stream_until_the_gate(
+        self,
+        graph_input: object,
+        turn: AgentTurnContext,
+        thread_id: str,
+        thread_config: RunnableConfig,
+        guard: ModelStepGuard,
+        known_ids: set[str | None],
+    ) -> None:
+        """Run the graph until it ends or stops at interrupts other than `HumanInTheLoopMiddleware`'s.
+
+        The middleware's interrupts are approved at once: its calls then stop at the gate, where the
+        session's approval (which `ApprovalTools` requires for them) decides. Resuming runs no model call.
+        """
+        streamed_ids: set[str] = set()
+        for _ in range(_MAX_MIDDLEWARE_REVIEWS):
+            await self._stream(
+                graph_input, turn.flow_id, thread_id, guard, known_ids, streamed_ids, turn.events
+            )
+            if not self._approval_tools.has_middleware:
+                return
+            pending = (await self._graph.aget_state(thread_config)).interrupts
+            approvals = {
+                interrupt.id: answer
+                for interrupt in pending
+                if (answer := self._approval_tools.answer(interrupt.value)) is not None
+            }
+            if not approvals:
+                return
+            graph_input = Command(resume=approvals)
+        raise ModelStepViolation(
+            f"HumanInTheLoopMiddleware interrupted {_MAX_MIDDLEWARE_REVIEWS} times in one model Step"
+        )
+
     async def _stream(
         self,
         graph_input: object,
@@ -453,10 +592,10 @@ class LangGraphRunner:
         thread_id: str,
         guard: ModelStepGuard,
         known_ids: set[str | None],
+        streamed_ids: set[str],
         events: AgentEventWriter,
     ) -> None:
         """Run the graph until it ends or stops at interrupts, forwarding the model's text as it streams."""
-        streamed_ids: set[str] = set()
         stream = cast(
             AsyncGenerator[Any, None],
             self._graph.astream(
@@ -505,13 +644,13 @@ class LangGraphRunner:
         guard: ModelStepGuard,
     ) -> AgentTurnOutcome:
         gated: dict[str, Mapping[str, Any]] = {}
+        questions: list[DeferredToolCall] = []
         for pending in interrupts:
             payload = gate_payload(pending.value)
             if payload is None:
-                return TurnCompleted(
-                    new_messages=(), usage=usage, turn_error=_foreign_interrupt_error(pending)
-                )
-            gated[str(payload.get("id"))] = payload
+                questions.append(graph_interrupt_call(pending))
+            else:
+                gated[str(payload.get("id"))] = payload
         order = _model_order(messages)
         invalid = _tool_call_id_problem(order)
         if invalid is not None:
@@ -531,7 +670,8 @@ class LangGraphRunner:
             for tool_call_id in order
             if tool_call_id not in gated and tool_call_id not in answered
         ]
-        if ungated:
+        # A node's interrupt can stop the graph before the calls reach the gate; they do once it resumes.
+        if ungated and not questions:
             return TurnCompleted(
                 new_messages=(),
                 usage=usage,
@@ -541,8 +681,11 @@ class LangGraphRunner:
                 ),
             )
         deferred = [
-            self._deferred_call(turn, tool_call_id, gated[tool_call_id], guard)
-            for tool_call_id in sorted(gated, key=order.index)
+            *questions,
+            *(
+                self._deferred_call(turn, tool_call_id, gated[tool_call_id], guard)
+                for tool_call_id in sorted(gated, key=order.index)
+            ),
         ]
         state = LangGraphRunState(
             self._saver.export_thread(
@@ -573,7 +716,9 @@ class LangGraphRunner:
             # Any MCP server may annotate its tools as it likes, so the metadata counts only where the
             # Worker's code says it trusts it.
             declared = annotation_policy(tool) if self._trust_mcp_annotations else None
-            policy = turn.resolve_tool_policy(name, framework_policy=declared)
+            policy = self._approval_tools.policy(
+                name, turn.resolve_tool_policy(name, framework_policy=declared)
+            )
         elif self._mcp_tools is not None and self._mcp_tools.tool(name) is not None:
             return self._mcp_tools.deferred_tool_call(
                 turn, tool_call_id=tool_call_id, tool_name=name, arguments=arguments
@@ -581,6 +726,14 @@ class LangGraphRunner:
         else:
             policy = UNKNOWN_TOOL_POLICY
         return DeferredToolCall(tool_call_id, name, arguments, policy)
+
+
+def _history(turn: AgentTurnContext) -> list[BaseMessage]:
+    """The stored conversation as LangChain messages, after the session's summary when it has one."""
+    history = history_from_stored_messages(turn.messages)
+    if turn.context_summary is not None:
+        history.insert(0, summary_message(turn.context_summary))
+    return history
 
 
 def _checked_graph(graph: object, saver: DexCheckpointSaver) -> Pregel[Any, Any, Any, Any]:
@@ -604,14 +757,6 @@ def _checked_graph(graph: object, saver: DexCheckpointSaver) -> Pregel[Any, Any,
             "the tool gate stops it for every tool call"
         )
     return compiled
-
-
-def _foreign_interrupt_error(pending: Interrupt) -> str:
-    return (
-        f"the graph raised an interrupt that is not the Dex tool gate's ({pending.value!r}); in a Dex "
-        "session, approvals come from the session's tool policies, so remove HumanInTheLoopMiddleware "
-        "and other interrupt() calls from the graph"
-    )
 
 
 def _model_order(messages: Sequence[BaseMessage]) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from langchain.agents.middleware import ModelRequest
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import SystemMessage
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
 __all__ = [
@@ -45,6 +45,12 @@ class TurnScope:
         tools_taken: Whether the graph's model call took ``tools`` (set by `DexToolGate` or
             `dex_session_tools`).
         model_hook_ran: Whether `DexToolGate`'s model hook ran, which applies ``model`` and ``instructions``.
+        planning: Whether this is a planning turn, whose model call is offered ``tools`` only (the
+            session's ``write_todos``), not the graph's own.
+        plan_note: The plan note (`build_plan_note`) the model sees as user text before the turn's first
+            message, or `None`.
+        earlier_message_ids: The IDs of the stored messages of earlier turns: the note goes before the first
+            message of the request that is not one of them.
     """
 
     session_settings: Mapping[str, object]
@@ -53,23 +59,45 @@ class TurnScope:
     instructions: str | None = None
     tools_taken: bool = False
     model_hook_ran: bool = False
+    planning: bool = False
+    plan_note: str | None = None
+    earlier_message_ids: frozenset[str] = frozenset()
 
     def apply(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """Return ``request`` with the session's tools added and the turn's model and instructions applied."""
         self.model_hook_ran = True
         self.tools_taken = True
         overrides: dict[str, Any] = {}
-        if self.tools:
+        if self.planning:
+            # LangChain's own way to limit one model call's tools: the request's tool list.
+            overrides["tools"] = list(self.tools)
+        elif self.tools:
             offered = {_tool_name(tool) for tool in request.tools}
             overrides["tools"] = [*request.tools, *(tool for tool in self.tools if tool.name not in offered)]
         if self.model is not None:
             overrides["model"] = self.model
         if self.instructions:
             overrides["system_message"] = _with_instructions(request.system_message, self.instructions)
+        if self.plan_note is not None:
+            overrides["messages"] = self._with_plan_note(request.messages, self.plan_note)
         return request.override(**overrides) if overrides else request
+
+    def _with_plan_note(self, messages: Sequence[AnyMessage], note: str) -> list[AnyMessage]:
+        first = next(
+            (index for index, message in enumerate(messages) if message.id not in self.earlier_message_ids),
+            len(messages),
+        )
+        return [*messages[:first], HumanMessage(content=note), *messages[first:]]
 
     def unapplied(self) -> str | None:
         """Why the graph's model call is about to run without this scope's additions, or `None`."""
+        # Outside a planning turn a graph of your own runs without the plan note; in one, nothing would
+        # keep its own tools from the model, so the turn ends instead.
+        if self.planning and not self.model_hook_ran:
+            return (
+                "plan mode needs DexToolGate's model hook, which offers only write_todos in a planning turn "
+                "and shows the model the plan; use create_agent with DexToolGate()"
+            )
         if (self.model is not None or self.instructions) and not self.model_hook_ran:
             return (
                 "the runner's model_for_settings or instructions_for_settings chose a model or instructions, "

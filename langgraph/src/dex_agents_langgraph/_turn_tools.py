@@ -12,9 +12,17 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from dex_agents import BUILT_IN_TOOL_DEFINITIONS, BUILT_IN_TOOL_NAMES, AgentTurnContext
+from dex_agents import (
+    BUILT_IN_TOOL_DEFINITIONS,
+    BUILT_IN_TOOL_NAMES,
+    WRITE_TODOS,
+    AgentTurnContext,
+    InteractionMode,
+    build_plan_note,
+)
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
+from dex_agents_langgraph._messages import history_from_stored_messages
 from dex_agents_langgraph._settings import InstructionsForSettings, ModelForSettings, SettingsChoice
 from dex_agents_langgraph._turn_scope import TurnScope
 
@@ -96,10 +104,31 @@ class TurnSetup:
             raise TurnSetupError(
                 f"the session settings chose no usable model or instructions: {type(error).__name__}: {error}"
             ) from error
+        note = build_plan_note(turn.plan, turn.interaction_mode)
+        earlier: frozenset[str] = frozenset()
+        if note is not None:
+            earlier_turns = [message for message in turn.messages if message.turn_id != turn.turn_id]
+            earlier = frozenset(
+                message.id for message in history_from_stored_messages(earlier_turns) if message.id
+            )
+        if turn.interaction_mode is InteractionMode.PLANNING:
+            # A planning turn offers the model write_todos alone; the session rejects any other call.
+            planning_tools = (_BUILT_IN_TOOLS[WRITE_TODOS],)
+            return TurnScope(
+                settings,
+                planning_tools,
+                model,
+                instructions,
+                planning=True,
+                plan_note=note,
+                earlier_message_ids=earlier,
+            )
         built_ins = self._built_in_tools(turn.enabled_built_in_tools)
         taken = self._graph_tool_names | {tool.name for tool in built_ins}
         mcp = await self._mcp_turn_tools(taken)
-        return TurnScope(settings, (*built_ins, *mcp), model, instructions)
+        return TurnScope(
+            settings, (*built_ins, *mcp), model, instructions, plan_note=note, earlier_message_ids=earlier
+        )
 
     def _built_in_tools(self, enabled: Sequence[str]) -> list[BaseTool]:
         tools: list[BaseTool] = []

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, cast
 
-from dex_agents.testing import current_model_call, scripted_model_response, text_chunks
+from dex_agents.testing import ScriptedResponse, current_model_call, scripted_model_response, text_chunks
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LangSmithParams, LanguageModelInput
 from langchain_core.messages import (
@@ -110,7 +110,10 @@ class ScriptedChatModel(BaseChatModel):
     metadata read) is ``dex.scripted``.
 
     Attributes:
-        responses: The answers in conversation order, each text made an `AIMessage`, or `None`.
+        responses: The answers in conversation order, or `None`: `AIMessage`s, texts, or the core's
+            `dex_agents.testing.ScriptedResponse` (its text, tool calls and token counts), each made an
+            `AIMessage`. A `ScriptedToolCall` without an ID gets one (``call-<hex>``), as a provider gives
+            it; an `AIMessage` is answered exactly as given.
         respond: Returns the answer (an `AIMessage`, or text) to a call's input messages, or `None`. At most
             one of ``responses`` and ``respond`` is given; with neither, the session script answers.
         inputs: Each call's input messages, oldest call first.
@@ -122,7 +125,7 @@ class ScriptedChatModel(BaseChatModel):
             ignores it.
     """
 
-    responses: Sequence[AIMessage | str] | None = None
+    responses: Sequence[AIMessage | str | ScriptedResponse] | None = None
     respond: Callable[[Sequence[BaseMessage]], AIMessage | str] | None = Field(default=None, exclude=True)
     inputs: list[list[BaseMessage]] = Field(default_factory=list[list[BaseMessage]])
     offered_tools: list[list[str]] = Field(default_factory=list[list[str]])
@@ -239,12 +242,7 @@ class ScriptedChatModel(BaseChatModel):
         # Awaited inside the model call, so cancelling the call (cancel_turn) cancels this wait, and the
         # script's log records the cancellation.
         response = await scripted_model_response(render_model_input(messages), offered_tools=offered_tools)
-        calls = [
-            ToolCall(name=call.tool_name, args=dict(call.arguments), id=call.tool_call_id, type="tool_call")
-            for call in response.tool_calls
-        ]
-        usage = _usage(response.input_tokens, response.output_tokens)
-        return self._answer_message(AIMessage(content=response.text, tool_calls=calls, usage_metadata=usage))
+        return self._answer_message(_scripted_message(response))
 
     def _listed_answer(self, messages: list[BaseMessage], method: str) -> AIMessage:
         answer = self._chosen_answer(messages, method).model_copy(deep=True)
@@ -284,7 +282,28 @@ class ScriptedChatModel(BaseChatModel):
 
 
 def _as_message(response: object) -> Any:
+    if isinstance(response, ScriptedResponse):
+        return _scripted_message(response)
     return AIMessage(content=response) if isinstance(response, str) else response
+
+
+def _new_call_id() -> str:
+    return f"call-{uuid.uuid4().hex[:12]}"
+
+
+def _scripted_message(response: ScriptedResponse) -> AIMessage:
+    """The answer a `ScriptedResponse` scripts: its text, its tool calls (IDs generated when left out)."""
+    calls = [
+        ToolCall(
+            name=call.tool_name,
+            args=dict(call.arguments),
+            id=cast(str | None, call.tool_call_id) or _new_call_id(),
+            type="tool_call",
+        )
+        for call in response.tool_calls
+    ]
+    usage = _usage(response.input_tokens, response.output_tokens)
+    return AIMessage(content=response.text, tool_calls=calls, usage_metadata=usage)
 
 
 def _tool_name(tool: dict[str, Any]) -> str:
