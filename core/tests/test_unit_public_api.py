@@ -272,6 +272,7 @@ def test_turn_failure_note_limits_live_in_limits() -> None:
         "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
         "TURN_FAILURE_NOTE_CUT_MARKER",
         "bounded_text",
+        "nests_deeper_than",
         "unencodable_index",
         "utf8_size",
     ]

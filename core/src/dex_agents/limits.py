@@ -7,6 +7,8 @@ transport error that a retry would only repeat.
 
 from __future__ import annotations
 
+from typing import cast
+
 __all__ = [
     "DEFAULT_INLINE_TOOL_OUTPUT_BYTES",
     "DEFAULT_MESSAGE_WINDOW_MAX_BYTES",
@@ -29,6 +31,7 @@ __all__ = [
     "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
     "TURN_FAILURE_NOTE_CUT_MARKER",
     "bounded_text",
+    "nests_deeper_than",
     "unencodable_index",
     "utf8_size",
 ]
@@ -145,3 +148,32 @@ def unencodable_index(text: str) -> int | None:
     except UnicodeEncodeError as error:
         return error.start
     return None
+
+
+def nests_deeper_than(value: object, max_depth: int = MAX_JSON_NESTING_DEPTH) -> bool:
+    """Whether ``value``'s dicts and lists nest deeper than ``max_depth`` levels.
+
+    It walks level by level, without recursion, so a value nested past Python's recursion limit is measured
+    too, and a long flat list costs one pass.
+
+    Args:
+        value: A decoded JSON value (or any dicts and lists).
+        max_depth: The deepest nesting allowed.
+
+    Returns:
+        `True` when some container sits more than ``max_depth`` levels deep.
+    """
+    level: list[object] = [value] if isinstance(value, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > max_depth:
+            return True
+        deeper: list[object] = []
+        for item in level:
+            members = (
+                cast(dict[str, object], item).values() if isinstance(item, dict) else cast(list[object], item)
+            )
+            deeper.extend(member for member in members if isinstance(member, dict | list))  # pyright: ignore[reportUnknownArgumentType]
+        level = deeper
+    return False

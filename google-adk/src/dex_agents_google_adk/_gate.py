@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from dex_agents.events import AgentEventWriter
-from dex_agents.limits import MAX_JSON_NESTING_DEPTH
+from dex_agents.limits import MAX_JSON_NESTING_DEPTH, nests_deeper_than
 from google.adk.agents.callback_context import CallbackContext
 from google.adk.events import Event
 from google.adk.models.llm_request import LlmRequest
@@ -78,7 +78,6 @@ __all__ = [
     "NextModelCallBoundary",
     "SecondModelCallError",
     "UnrecordedConfirmationError",
-    "nests_deeper_than",
 ]
 
 CONFIRMATION_HINT = "Dex runs this tool call in its own Step and answers with the recorded result."
@@ -92,24 +91,6 @@ DEFERRED_PLACEHOLDER: Mapping[str, str] = {"status": "deferred: Dex runs this to
 NESTING_ERROR_KEY = "dex_nesting_error"
 """The only argument of a call whose arguments nested too deeply; its tool Step fails with the text."""
 TOO_DEEP = f"arrays and objects nest more than {MAX_JSON_NESTING_DEPTH} levels deep"
-
-
-def nests_deeper_than(value: object, max_depth: int) -> bool:
-    """Whether ``value``'s dicts and lists nest deeper than ``max_depth``, checked without recursion."""
-    level: list[object] = [value] if isinstance(value, dict | list) else []
-    depth = 0
-    while level:
-        depth += 1
-        if depth > max_depth:
-            return True
-        deeper: list[object] = []
-        for item in level:
-            members = (
-                cast(dict[str, object], item).values() if isinstance(item, dict) else cast(list[object], item)
-            )
-            deeper.extend(member for member in members if isinstance(member, dict | list))  # pyright: ignore[reportUnknownArgumentType]
-        level = deeper
-    return False
 
 
 class SecondModelCallError(RuntimeError):

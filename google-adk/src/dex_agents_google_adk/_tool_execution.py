@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from dex_agents import parse_tool_arguments
-from dex_agents.limits import MAX_JSON_NESTING_DEPTH
+from dex_agents.limits import MAX_JSON_NESTING_DEPTH, nests_deeper_than
 from dex_agents.runner import ToolExecutionError
 from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.agents.readonly_context import ReadonlyContext
@@ -31,7 +31,7 @@ from google.adk.tools.transfer_to_agent_tool import TransferToAgentTool
 from google.genai import types
 
 from dex_agents_google_adk._app import AdkServices
-from dex_agents_google_adk._gate import NESTING_ERROR_KEY, TOO_DEEP, nests_deeper_than
+from dex_agents_google_adk._gate import NESTING_ERROR_KEY, TOO_DEEP
 from dex_agents_google_adk._messages import TRANSFER_TO_AGENT, function_response_to_text
 from dex_agents_google_adk._structured_answer import SET_MODEL_RESPONSE, structured_answer_tool
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any, cast
 
-from dex_agents.limits import MAX_JSON_NESTING_DEPTH
+from dex_agents.limits import MAX_JSON_NESTING_DEPTH, nests_deeper_than
 from dex_agents.runner import ToolExecutionError
 
 __all__ = ["JsonNestingError", "load_json", "parse_json_text", "parse_tool_arguments"]
@@ -49,27 +49,9 @@ def load_json(
     brackets = (
         text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
     )
-    if brackets > max_depth and _nests_deeper_than(value, max_depth):
+    if brackets > max_depth and nests_deeper_than(value, max_depth):
         raise JsonNestingError(too_deep)
     return value
-
-
-def _nests_deeper_than(value: object, max_depth: int) -> bool:
-    # Level by level, without recursion, keeping only containers: a long flat array costs one pass.
-    level: list[object] = [value] if isinstance(value, dict | list) else []
-    depth = 0
-    while level:
-        depth += 1
-        if depth > max_depth:
-            return True
-        deeper: list[object] = []
-        for item in level:
-            members = (
-                cast(dict[str, object], item).values() if isinstance(item, dict) else cast(list[object], item)
-            )
-            deeper.extend(member for member in members if isinstance(member, dict | list))  # pyright: ignore[reportUnknownArgumentType]
-        level = deeper
-    return False
 
 
 def parse_json_text(text: str | None) -> Any:
