@@ -149,30 +149,6 @@ async def test_a_session_past_the_trigger_compacts_once_then_the_model_input_sta
     assert page.messages[-1].text == answer(6)
 
 
-async def test_a_worker_killed_during_compaction_reruns_only_the_summary_call(long: Long) -> None:
-    session = long.stack.new_session_id("compact-kill")
-    long.script_answers(session, 5)
-    long.stack.scripts.set_summaries(session, {"turn-5": ScriptedResponse(text="Folded.", gate="summary")})
-    await long.turns(session, range(1, 5))
-    assert await long.compacting.send_user_message(session, question(5))
-    await long.stack.gate(session, "summary").wait_until_reached()
-
-    long.stack.kill_workers()
-    await long.stack.start_worker()
-    done = await wait_for_turn_end(long.compacting, session, 5)
-
-    summaries = long.stack.invocations.summary_calls(session)
-    assert [call.attempt for call in summaries] == [1, 2] and summaries[0].pid != summaries[1].pid
-    assert summaries[0].model_input == summaries[1].model_input
-    # No model call of any turn ran again; turn 5's one call started from the summary.
-    calls = long.stack.invocations.model_calls(session)
-    assert [(call.turn_id, call.attempt) for call in calls] == [(f"turn-{n}", 1) for n in range(1, 6)]
-    assert calls[-1].model_input[0] == f"user: {CONTEXT_SUMMARY_HEADER}\n\nFolded."
-    assert done.context_summary is not None and done.context_summary.generation == 1
-    assert done.state is not None and done.state.last_turn_error is None
-    assert done.messages[-1].text == answer(5)
-
-
 async def test_cancel_turn_during_compaction_cancels_the_summary_request(long: Long) -> None:
     session = long.stack.new_session_id("compact-cancel")
     long.script_answers(session, 6)
