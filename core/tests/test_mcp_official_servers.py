@@ -238,14 +238,19 @@ async def test_a_cancelled_tool_step_attempt_cancels_its_task_on_the_server(offi
     )
     side.defer(ToolCallsRequested(framework_run_state="{}", tool_calls=[call]))
     before = len(official.wire())
-    execution = dataclasses.replace(side.execution("research-cancel"), supports_tool_tasks=True)
+    waiting = asyncio.Event()
+
+    async def heartbeat() -> None:
+        waiting.set()
+
+    # The source heartbeats before its first poll, once it holds the created task: the attempt is cancelled
+    # while it waits on the task. (Seeing the server's answer on the wire is not enough: the client may not
+    # have read it yet, and a call cancelled before its answer arrived has no task to cancel.)
+    execution = dataclasses.replace(
+        side.execution("research-cancel"), supports_tool_tasks=True, heartbeat_function=heartbeat
+    )
     attempt = asyncio.create_task(source.call_tool(execution))
-
-    def created() -> bool:
-        wire = official.wire()[before:]
-        return any(_answers(wire, request) for request in _requests(wire, "tools/call"))
-
-    await wait_until("the task's creation", created, timeout=30)
+    await asyncio.wait_for(waiting.wait(), timeout=30)
     attempt.cancel()
     with pytest.raises(asyncio.CancelledError):
         await attempt
