@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from dex_agents_bench import process_cpu_seconds
-from dex_agents_bench._measure import child_processes, wait_for_turn_completed
+from dex_agents_bench._measure import resident_mib, wait_for_turn_completed
 
 from bench.agent import QUESTION, build_flow
 from bench.worker import DECODED_CACHE_BYTES_ENV
@@ -31,22 +31,8 @@ from dex_agents.testing import AgentTestStack, wait_for_turn_end
 CORE_DIR = Path(__file__).resolve().parents[1]
 
 
-def _resident_mib() -> dict[str, float]:
-    """Resident memory of each child process (the devserver, the Worker), in MiB."""
-    found: dict[str, float] = {}
-    for pid, name in child_processes().items():
-        try:
-            with open(f"/proc/{pid}/status", encoding="ascii") as status:
-                for line in status:
-                    if line.startswith("VmRSS:"):
-                        found[name] = found.get(name, 0.0) + int(line.split()[1]) / 1024
-        except FileNotFoundError:
-            continue
-    return found
-
-
 def _memory_line(label: str) -> str:
-    memory = _resident_mib()
+    memory = resident_mib()
     worker, devserver = memory.get("worker", 0.0), memory.get("devserver", 0.0)
     return f"{label}: Worker {worker:.0f} MiB, devserver {devserver:.0f} MiB resident"
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from dex import LongPollTimeoutError
 from dex_agents_bench import process_cpu_seconds
-from dex_agents_bench._measure import child_processes
+from dex_agents_bench._measure import resident_mib
 
 from bench.long_agent import GROW_PREFIX, build_flows, build_large_flows
 from bench.long_worker import CHUNK_SIZE_ENV, LOAD_LOG_ENV, MESSAGE_BYTES_ENV
@@ -249,20 +249,6 @@ class LargeFigures:
     devserver_rss_mib: float
 
 
-def _rss_mib() -> dict[str, float]:
-    """Resident memory of each child process, in MiB, by name."""
-    found: dict[str, float] = {}
-    for pid, name in child_processes().items():
-        try:
-            with open(f"/proc/{pid}/status", encoding="ascii") as status:
-                for line in status:
-                    if line.startswith("VmRSS:"):
-                        found[name] = found.get(name, 0.0) + int(line.split()[1]) / 1024
-        except FileNotFoundError:
-            continue
-    return found
-
-
 async def _stored_mib(session: Session) -> float:
     """The session's stored messages, their JSON with runner items, read back page by page."""
     total = 0
@@ -299,7 +285,7 @@ async def _measure_large(stack: AgentTestStack, session: Session, text: str) -> 
     await session.sessions.list_agent_messages(session.session_id, limit=50)
     fresh = _entries_since(session, position)
     loads = [int(entry["request"]) + int(entry["blobs"]) for entry in fresh]
-    rss = _rss_mib()
+    rss = resident_mib()
     return LargeFigures(
         stored_mib=await _stored_mib(session),
         run_model_warm=statistics.median(warm),

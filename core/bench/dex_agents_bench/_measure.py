@@ -23,6 +23,7 @@ __all__ = [
     "describe_series",
     "percentile",
     "process_cpu_seconds",
+    "resident_mib",
     "run_durable_turns",
     "wait_for_turn_completed",
 ]
@@ -61,6 +62,20 @@ def process_cpu_seconds() -> dict[str, float]:
         except FileNotFoundError:
             continue
     return seconds
+
+
+def resident_mib() -> dict[str, float]:
+    """Resident memory of each child process (``devserver``, ``worker``), in MiB, by name (Linux only)."""
+    found: dict[str, float] = {}
+    for pid, name in child_processes().items():
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        found[name] = found.get(name, 0.0) + int(line.split()[1]) / 1024
+        except FileNotFoundError:
+            continue
+    return found
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
