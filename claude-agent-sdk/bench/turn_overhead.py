@@ -6,7 +6,7 @@
 The turn is the other adapters' turn: two model calls around one read tool. This adapter runs a read that
 needs no approval inline, in the Claude Code CLI, so the whole turn is one CLI run that makes both model
 calls and runs the tool between them: two Steps (`StartAgentSession`, one `RunModel`), where the other
-adapters take five (their read runs in a `CallTool` Step, and `ResumeTurn` and a second `RunModel` follow).
+adapters take four (their read runs in a `CallTool` Step, and a second `RunModel` follows).
 The model is the package's `ScriptedClaudeApi`, so the figures are the CLI's, the SDK's, the adapter's
 and the engine's cost, not model latency.
 

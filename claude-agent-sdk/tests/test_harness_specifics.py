@@ -38,7 +38,7 @@ from tests.specifics_agents import BASH_REFUSAL, REMOVAL_REFUSAL, build_flows, p
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-ONE_TOOL_STEP = ["StartAgentSession", "RunModel", "CallTool", "ResumeTurn", "RunModel"]
+ONE_TOOL_STEP = ["StartAgentSession", "RunModel", "CallTool", "RunModel"]
 """The Steps of a turn with one call in a tool Step."""
 
 
@@ -319,10 +319,8 @@ async def test_a_read_after_a_write_in_one_response_is_the_deferred_call(session
         "StartAgentSession",
         "RunModel",
         "CallTool",
-        "ResumeTurn",
         "RunModel",
         "CallTool",
-        "ResumeTurn",
         "RunModel",
     ]
 

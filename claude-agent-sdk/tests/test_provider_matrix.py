@@ -85,7 +85,6 @@ class TestClaudeAgentSdkProviderMatrix(test_matrix.TestClaudeAgentSdkMatrix):
             "StartAgentSession",
             "RunModel",
             "CallTool",
-            "ResumeTurn",
             "RunModel",
             "AwaitUserMessage",
             "RunModel",

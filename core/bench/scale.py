@@ -5,7 +5,7 @@
 For each number of Workers (pull mode, each sized by `agent_worker_task_slots` for its share of the
 sessions) and each number of concurrent sessions, every session takes ``--turns`` turns one after another
 (``start_session``, then ``send_user_message``), all sessions at once. A turn is the framework-free turn of
-``bench.agent`` (a model call, a read tool, a model call: five Steps), timed from the client's call to
+``bench.agent`` (a model call, a read tool, a model call: four Steps), timed from the client's call to
 its ``turn_completed`` event. Per cell it prints the turns per second, the p50 and p99 turn, the CPU each
 process spent per turn (each Worker's on average, the devserver's, the client's), and how many sessions had
 their Steps run by more than one Worker (the tool reports which Worker ran it): sessions are not pinned to

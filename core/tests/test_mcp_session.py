@@ -152,6 +152,5 @@ async def test_a_worker_killed_during_a_single_attempt_mcp_write_records_outcome
         "StartAgentSession",
         "RunModel",
         "RecordToolOutcomeUnknown",
-        "ResumeTurn",
         "RunModel",
     ]

@@ -204,7 +204,6 @@ async def test_a_stdio_servers_task_is_polled_inside_its_tool_step(mcp: McpTasks
         "StartAgentSession",
         "RunModel",
         "CallTool",
-        "ResumeTurn",
         "RunModel",
     ]
     events = await read_agent_events(mcp.sessions, session)

@@ -140,6 +140,5 @@ async def test_turn_shape_is_the_same_on_every_turn(harness: MatrixHarness) -> N
         "AwaitUserMessage",
         "RunModel",
         "CallTool",
-        "ResumeTurn",
         "RunModel",
     ]

@@ -2,7 +2,7 @@
 
     uv run python -m bench.turn_overhead [--turns 10]
 
-The turn makes two model calls around one read tool (RunModel, CallTool, ResumeTurn, RunModel) with a
+The turn makes two model calls around one read tool (RunModel, CallTool, RunModel) with a
 scripted model, so the figures are framework and engine overhead, not model latency. The in-process turn
 streams the plain `create_agent` agent (no gate) with `stream_mode="messages"`, as an application that
 shows live text does. The durable turn runs on a private devserver with one pull Worker child on this

@@ -2,7 +2,7 @@
 
     uv run python -m bench.turn_overhead [--turns 10]
 
-The turn makes two model calls around one read tool (RunModel, CallTool, ResumeTurn, RunModel) with a
+The turn makes two model calls around one read tool (RunModel, CallTool, RunModel) with a
 scripted model, so the figures are framework and engine overhead, not model latency. The durable turn
 runs on a private devserver with one pull Worker child on this machine; its time is measured from
 `start_session` to the `turn_completed` event, one session at a time and 20 sessions at once. It prints

@@ -69,7 +69,6 @@ async def test_a_handoff_sums_both_model_calls_and_the_next_agent_finishes_the_t
         "StartAgentSession",
         "RunModel",
         "CallTool",
-        "ResumeTurn",
         "RunModel",
     ]
     assert snapshot.messages[-1].text == "Billing: order A-1 is paid."

@@ -56,7 +56,7 @@ class DurableTurn:
     worker_cwd: Path
     question: str
     message_kinds: str
-    shape: str = "2 model calls + 1 tool, 5 Steps"
+    shape: str = "2 model calls + 1 tool, 4 Steps"
 
 
 async def run_turn_overhead_bench(

@@ -424,6 +424,10 @@ class AgentToolCall:
             larger than the session keeps inline: the whole output is stored apart in `AgentToolOutputs`
             (read it with `AgentSessionClient.get_tool_output`), and ``output`` holds the part the model
             reads, with a note (`tool_output_view`). `None` when ``output`` is the whole output.
+        resumes_turn: The call is its model response's only call and went straight to its tool Step, so
+            no `ResumeTurn` waits for it: the Step that makes it final moves the turn on to `RunModel`
+            itself, and publishes no `ToolCallResults` message. Cleared when the call starts to wait (a
+            question, a task), from when `ResumeTurn` waits for it as for any other call.
     """
 
     tool_call_id: str
@@ -450,6 +454,7 @@ class AgentToolCall:
     task_poll_interval_seconds: int | None = None
     task_answer_pending: bool = False
     stored_output_bytes: int | None = None
+    resumes_turn: bool = False
 
     def __post_init__(self) -> None:
         _set(self, "effect", ToolEffect(self.effect))

@@ -63,7 +63,12 @@ class ResponseCalls:
         writer: `RunModel`'s event writer for the turn.
         interrupt_list: The pending interrupts, which ``record`` extends; store them after the last call.
         interaction_mode: The turn's mode.
-        calls: Every call of the response, to find a repeated ``write_todos``.
+        calls: Every call of the response, to find a repeated ``write_todos`` and a call that is alone.
+
+    Attributes:
+        movements: Where the recorded calls go next.
+        resumes_turn_itself: The response's only call goes straight to its tool Step, whose end moves
+            the turn on (`AgentToolCall.resumes_turn`), so `RunModel` schedules no `ResumeTurn`.
     """
 
     def __init__(
@@ -89,7 +94,9 @@ class ResponseCalls:
         self._write_todos_calls = sum(
             1 for call in calls if call.tool_name == WRITE_TODOS and WRITE_TODOS in enabled
         )
+        self._alone = len(calls) == 1
         self.movements: list[StepMovement[str]] = []
+        self.resumes_turn_itself = False
 
     def record(self, call: DeferredToolCall, turn_id: str, order: int) -> None:
         """Record one call and note the Step it moves to, if it is not final already."""
@@ -147,6 +154,10 @@ class ResponseCalls:
         )
 
     def _record_ordinary(self, record: AgentToolCall) -> None:
+        if self._alone and not record.requires_approval:
+            # A join of one call costs a wait and a Step per round; the tool Step's end is the join.
+            record = replace(record, resumes_turn=True)
+            self.resumes_turn_itself = True
         AGENT_TOOL_CALLS.set(self._context, record.tool_call_id, record)
         if record.requires_approval:
             raise_interrupt(

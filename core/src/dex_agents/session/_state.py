@@ -209,9 +209,14 @@ def stored_message(message: object, sequence: int, turn_id: str, created_at: str
 
 
 def finish_tool_call(context: Context, record: AgentToolCall) -> None:
-    """Store a final record and publish its result in the same commit, as every final record must."""
+    """Store a final record and publish its result in the same commit, for the `ResumeTurn` that waits.
+
+    A call that `resumes_turn` itself has no `ResumeTurn` waiting, so nothing is published: a message no
+    Step consumes would wake the next round's `ResumeTurn` for nothing.
+    """
     AGENT_TOOL_CALLS.set(context, record.tool_call_id, record)
-    TOOL_CALL_RESULTS.publish(context, ToolCallCompleted(record.tool_call_id))
+    if not record.resumes_turn:
+        TOOL_CALL_RESULTS.publish(context, ToolCallCompleted(record.tool_call_id))
 
 
 def usage_payload(recorded: AgentUsage, session: AgentUsage) -> dict[str, object]:

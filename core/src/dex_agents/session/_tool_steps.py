@@ -3,19 +3,27 @@
 Each Step takes the tool call ID as input and loads only that call's record, so the parallel Steps of one
 model response never share state. Every path that makes a record final also publishes the call's
 `ToolCallResults` message in the same commit, and a Step that finds its record already final ends without
-running or publishing.
+running or publishing. A response's only call is joined by its own Steps instead
+(`AgentToolCall.resumes_turn`): the Step that makes it final moves the turn to `RunModel`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from dex import AsyncContext, StepDecision, Wait, dead_end, go_to_many
+from dex.step import DecisionKind
 
 from dex_agents._tools._context import running_tool_execution
-from dex_agents.persistence import AGENT_TOOL_CALLS, INTERRUPT_RESOLUTIONS, TOOL_CALL_CANCELLATIONS
+from dex_agents.persistence import (
+    AGENT_STATE,
+    AGENT_TOOL_CALLS,
+    INTERRUPT_RESOLUTIONS,
+    TOOL_CALL_CANCELLATIONS,
+)
 from dex_agents.runner import (
     APPROVAL_DEADLINE_PASSED,
     TOOL_CALL_NOT_RUN_ERROR_PREFIX,
@@ -47,10 +55,16 @@ from dex_agents.session._interrupts import (
 )
 from dex_agents.session._moves import Moves
 from dex_agents.session._records import finish_call, idempotency_key, store_input_request
-from dex_agents.session._state import heartbeating, read_interrupts, read_tool_call
+from dex_agents.session._state import heartbeating, read_interrupts, read_state, read_tool_call
 from dex_agents.session._step import SessionStep
 from dex_agents.session._tasks import record_result, runner_polls_tasks, store_task_started
-from dex_agents.values import AgentToolCall, CancellationReason, ToolCallStatus, ToolEffect
+from dex_agents.values import (
+    AgentSessionStatus,
+    AgentToolCall,
+    CancellationReason,
+    ToolCallStatus,
+    ToolEffect,
+)
 
 __all__ = [
     "AwaitToolApproval",
@@ -243,12 +257,44 @@ async def _execute_approved_call(
     return record_result(context, deps, record, outcome)
 
 
+async def _joining_a_lone_call(
+    context: AsyncContext, moves: Moves, tool_call_id: str, step: Callable[[], Awaitable[StepDecision]]
+) -> StepDecision:
+    """Run a Step of one call, and stand in for `ResumeTurn` when the call `resumes_turn` itself.
+
+    When the Step makes such a call final, it moves the turn to `RunModel` in the same commit, as
+    `ResumeTurn` would have (`RunModel` ends a steered or cancelled turn before any model call). When the
+    call starts to wait instead (a question, a task), the Step hands the join back to a `ResumeTurn` for
+    one result, which then waits like any other. A record that was final already, or that the Step left
+    as it was, changes nothing: the turn moved on, or will, elsewhere.
+    """
+    before = read_tool_call(context, tool_call_id)
+    decision = await step()
+    if before is None or before.is_final or not before.resumes_turn:
+        return decision
+    if decision.kind not in (DecisionKind.NEXT, DecisionKind.DEAD_END):
+        return decision
+    after = read_tool_call(context, tool_call_id)
+    if after is None or after == before:
+        return decision
+    if not after.is_final:
+        AGENT_TOOL_CALLS.set(context, tool_call_id, replace(after, resumes_turn=False))
+        return go_to_many(*decision.movements, moves.to_resume_turn(1))
+    state = read_state(context)
+    if state is None or state.active_turn_id != after.turn_id:
+        return decision
+    AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_MODEL))
+    return go_to_many(*decision.movements, moves.to_run_model(context))
+
+
 class CallTool(SessionStep[str]):
     """Runs one `read` or `idempotent_write` call, with up to three attempts."""
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Run the call and record its result."""
-        return await _run_tool(context, self._deps, self._moves, input)
+        return await _joining_a_lone_call(
+            context, self._moves, input, lambda: _run_tool(context, self._deps, self._moves, input)
+        )
 
 
 class CallSingleAttemptTool(SessionStep[str]):
@@ -256,7 +302,9 @@ class CallSingleAttemptTool(SessionStep[str]):
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Run the call and record its result."""
-        return await _run_tool(context, self._deps, self._moves, input)
+        return await _joining_a_lone_call(
+            context, self._moves, input, lambda: _run_tool(context, self._deps, self._moves, input)
+        )
 
 
 def _never_ran(record: AgentToolCall, error_type: str, *, single_attempt: bool) -> bool:
@@ -309,7 +357,11 @@ class RecordToolFailure(SessionStep[str]):
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Record the call's final status with the recovery detail."""
-        return _record_failure(context, self._deps, input, single_attempt=False)
+
+        async def record() -> StepDecision:
+            return _record_failure(context, self._deps, input, single_attempt=False)
+
+        return await _joining_a_lone_call(context, self._moves, input, record)
 
 
 class RecordToolOutcomeUnknown(SessionStep[str]):
@@ -317,4 +369,8 @@ class RecordToolOutcomeUnknown(SessionStep[str]):
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Record the call's final status with the recovery detail."""
-        return _record_failure(context, self._deps, input, single_attempt=True)
+
+        async def record() -> StepDecision:
+            return _record_failure(context, self._deps, input, single_attempt=True)
+
+        return await _joining_a_lone_call(context, self._moves, input, record)

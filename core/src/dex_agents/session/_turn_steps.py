@@ -552,6 +552,8 @@ class RunModel(SessionStep[CompactContextInput | None]):
             calls.record(call, turn_id, len(records) + offset)
         PENDING_INTERRUPTS.set(context, interrupts)
         AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_TOOLS))
+        if calls.resumes_turn_itself:
+            return go_to_many(*calls.movements)
         return go_to_many(*calls.movements, self._moves.to_resume_turn(len(outcome.tool_calls)))
 
 

@@ -18,7 +18,14 @@ __all__ = [
 
 #: Tool call record fields that only the session's Steps use; a browser never sees them.
 STEP_ONLY_TOOL_CALL_FIELDS = frozenset(
-    {"tool_source_reference", "trace_context", "input_continuation", "input_answers", "task_answer_pending"}
+    {
+        "tool_source_reference",
+        "trace_context",
+        "input_continuation",
+        "input_answers",
+        "task_answer_pending",
+        "resumes_turn",
+    }
 )
 _STEP_ONLY_MESSAGE_FIELDS = frozenset({"framework_item"})
 
