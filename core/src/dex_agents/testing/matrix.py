@@ -407,7 +407,11 @@ class AgentMatrixTests:
         return matrix
 
     async def test_1_read_tool_turn_shape_and_history_replay(self, harness: MatrixHarness) -> None:
-        """A turn with two model calls and a read tool runs RunModel, CallTool, ResumeTurn, RunModel."""
+        """A turn with two model calls and a read tool runs RunModel, CallTool, RunModel.
+
+        The design adds `ResumeTurn` between the tool Step and the second model call; a response's only call
+        moves the turn on from its own Step instead (`AgentToolCall.resumes_turn`).
+        """
         session = harness.stack.new_session_id("m1")
         read = harness.call(harness.tools.read, "read-1", order_id="A-1")
         harness.script(
@@ -425,7 +429,6 @@ class AgentMatrixTests:
             "StartAgentSession",
             "RunModel",
             "CallTool",
-            "ResumeTurn",
             "RunModel",
             "AwaitUserMessage",
             "RunModel",
@@ -571,7 +574,6 @@ class AgentMatrixTests:
             "StartAgentSession",
             "RunModel",
             "CallTool",
-            "ResumeTurn",
             "RunModel",
         ]
 
@@ -721,7 +723,6 @@ class AgentMatrixTests:
             "StartAgentSession",
             "RunModel",
             "CallTool",
-            "ResumeTurn",
             "RunModel",
         ]
         assert not harness.stack.invocations.tool_calls(session)
