@@ -4,10 +4,13 @@ import asyncio
 import json
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from dex_devserver import DevServer, ServerOptions
 
 from dex_agents import (
+    AgentSessionClient,
     AgentSessionFlow,
     AgentSessionOptions,
     AgentTurnContext,
@@ -28,6 +31,7 @@ from dex_agents import (
 )
 from dex_agents._sdk_patches import (
     BLOB_LOADS_IN_PIECES_PATCH,
+    HALF_CLOSE_AT_STOP_PATCH,
     SPARE_STREAM_PATCH,
     VERSION_LOOKUP_PATCH,
     applied_sdk_patches,
@@ -105,7 +109,12 @@ async def test_stop_drains_a_running_tool_and_its_result_is_kept(tmp_path: Path)
         worker = AgentWorker([flow], server_address=stack.server_address, drain_timeout=timedelta(seconds=60))
         await worker.start()
         assert worker.is_serving
-        assert applied_sdk_patches() == {VERSION_LOOKUP_PATCH, SPARE_STREAM_PATCH, BLOB_LOADS_IN_PIECES_PATCH}
+        assert applied_sdk_patches() == {
+            VERSION_LOOKUP_PATCH,
+            SPARE_STREAM_PATCH,
+            BLOB_LOADS_IN_PIECES_PATCH,
+            HALF_CLOSE_AT_STOP_PATCH,
+        }
         with pytest.raises(RuntimeError, match="starts once"):
             await worker.start()
 
@@ -133,3 +142,69 @@ async def test_a_worker_process_drains_and_exits_cleanly_on_sigterm(tmp_path: Pa
         assert "task slots" in worker.read_log()
         worker.begin_stop()
         assert await asyncio.to_thread(worker.wait, 60) == 0
+
+
+class _OneWriteRunner(GatedToolRunner):
+    """Calls the single-attempt write ``send_receipt`` once, then answers with its output."""
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        usage = AgentUsage(model_calls=1)
+        if turn.framework_run_state is None:
+            call = DeferredToolCall(
+                "receipt-1", "send_receipt", "{}", turn.resolve_tool_policy("send_receipt")
+            )
+            return ToolCallsRequested('{"step":1}', (call,), usage)
+        output = turn.recorded_tool_call("receipt-1").output or ""
+        answer = FrameworkMessage(role=MessageRole.ASSISTANT, framework_item="{}", text=output)
+        return TurnCompleted((answer,), usage)
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        self.runs += 1
+        return ToolExecutionResult("receipt sent")
+
+
+async def test_a_write_sent_to_a_worker_as_it_stops_runs_on_the_next_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The server sends the write's task on an idle stream just as the Worker starts to stop. SDK 1.23.0
+    # cancels idle streams at stop, which reads on the server as a Worker that died with the task: the only
+    # attempt was used and the call recorded outcome_unknown though it never ran. Half-closed, the stream
+    # hands the task back, and the next Worker runs the write once.
+    runner = _OneWriteRunner()
+    flow = AgentSessionFlow(
+        runner,
+        flow_type="AgentWorkerStopTest",
+        options=AgentSessionOptions(
+            tool_policies={
+                "send_receipt": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
+            }
+        ),
+    )
+    server = DevServer(ServerOptions(port=0, dispatch_wait=60))
+    await server.start()
+    try:
+        first = AgentWorker([flow], server_address=server.address)
+        await first.start()
+        pool = server.dispatcher.pull
+        run_task = pool.run_task
+        stopping: list[asyncio.Task[None]] = []
+
+        async def stop_as_the_write_goes_out(stream: Any, kind: Any, request: Any, *rest: Any) -> Any:
+            if getattr(request, "step_type", "") == "CallSingleAttemptTool" and not stopping:
+                stopping.append(asyncio.create_task(first.stop()))
+            return await run_task(stream, kind, request, *rest)
+
+        monkeypatch.setattr(pool, "run_task", stop_as_the_write_goes_out)
+        async with AgentSessionClient.connect(server.address, flow) as sessions:
+            await sessions.start_session("stopped", "Send the receipt")
+            await wait_until(
+                "the Worker to stop as the write goes out", lambda: bool(stopping) and stopping[0].done()
+            )
+            await first.wait_stopped()
+            async with AgentWorker([flow], server_address=server.address):
+                ended = await sessions.wait_for_turn_end("stopped", timeout=timedelta(seconds=60))
+        assert ended.outcome is TurnOutcome.COMPLETED, ended
+        assert ended.snapshot.messages[-1].text == "receipt sent"
+        assert runner.runs == 1
+    finally:
+        await server.stop()

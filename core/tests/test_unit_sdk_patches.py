@@ -3,7 +3,8 @@
 They were written against dex-python-sdk 1.23.0. The first test fails when another SDK version is
 installed, and the second when any SDK function the patches replace or rely on changed: review
 ``_sdk_patches.py`` against the new SDK source (does the pull module still look the version up per
-stream? does a stream still retire itself in ``try_retire``?), then update the pins here.
+stream? does a stream still retire itself in ``try_retire``? does Stop still drain idle streams by
+cancelling them, and does a draining stream still half-close?), then update the pins here.
 """
 
 import asyncio
@@ -21,6 +22,7 @@ from dex import _async_value_hydrator, _pull_worker, _server_protocol
 
 from dex_agents._sdk_patches import (
     BLOB_LOADS_IN_PIECES_PATCH,
+    HALF_CLOSE_AT_STOP_PATCH,
     PATCHED_SDK_VERSION,
     SPARE_STREAM_PATCH,
     VERSION_LOOKUP_PATCH,
@@ -28,13 +30,15 @@ from dex_agents._sdk_patches import (
     apply_sdk_patches,
 )
 
-ALL_PATCHES = {VERSION_LOOKUP_PATCH, SPARE_STREAM_PATCH, BLOB_LOADS_IN_PIECES_PATCH}
+ALL_PATCHES = {VERSION_LOOKUP_PATCH, SPARE_STREAM_PATCH, BLOB_LOADS_IN_PIECES_PATCH, HALF_CLOSE_AT_STOP_PATCH}
 
 # sha256 (first 16 hex digits) of each function's source in dex-python-sdk 1.23.0.
 PINNED_SOURCES = {
     "_server_protocol.sdk_version": "4de8a65a53e7adaa",
     "PullStream._poll": "f20707682a6cba58",
     "PullStream.try_retire": "6172f939e26536f3",
+    "PullStream.drain": "a0c8508191e7df21",
+    "PullWorkerRuntime.stop": "bdd5c9b1843da46a",
     "PullWorkerRuntime.desired_idle_streams_per_queue": "24e5234355c44a07",
     "PullWorkerRuntime._reconcile": "f8974a7618f28945",
     "AsyncValueHydrator._load_misses": "ad4dfc6688212e42",
@@ -57,6 +61,8 @@ def test_the_sdk_functions_the_patches_rely_on_are_unchanged() -> None:
         "_server_protocol.sdk_version": _source_digest(_server_protocol.sdk_version),
         "PullStream._poll": _source_digest(_pull_worker.PullStream._poll),  # pyright: ignore[reportPrivateUsage]
         "PullStream.try_retire": _source_digest(_pull_worker.PullStream.try_retire),
+        "PullStream.drain": _source_digest(_pull_worker.PullStream.drain),
+        "PullWorkerRuntime.stop": _source_digest(_pull_worker.PullWorkerRuntime.stop),
         "PullWorkerRuntime.desired_idle_streams_per_queue": _source_digest(
             _pull_worker.PullWorkerRuntime.desired_idle_streams_per_queue
         ),
@@ -125,6 +131,45 @@ async def test_a_finished_stream_retires_only_beyond_one_spare() -> None:
     streams[-1].runtime = runtime
     _pull_worker.PullStream.try_retire(finished)  # pyright: ignore[reportArgumentType]
     assert finished.is_draining and finished._retirement_requested.is_set()
+
+
+class _Call:
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+def _draining_stream(*, stopping: bool, busy: bool = False, registered: bool = True) -> SimpleNamespace:
+    call = _Call()
+    return SimpleNamespace(
+        runtime=SimpleNamespace(is_stopping=stopping),
+        _is_registered=registered,
+        is_busy=busy,
+        is_draining=False,
+        is_half_closing=False,
+        _retirement_requested=asyncio.Event(),
+        _call=call,
+        close=call.cancel,
+    )
+
+
+async def test_an_idle_stream_half_closes_at_stop_and_drains_as_the_sdk_does_otherwise() -> None:
+    apply_sdk_patches()
+    idle_at_stop = _draining_stream(stopping=True)
+    _pull_worker.PullStream.drain(idle_at_stop)  # pyright: ignore[reportArgumentType]
+    # Its own loop half-closes it; Stop, seeing it half-closing, neither cancels nor closes it.
+    assert idle_at_stop.is_draining and idle_at_stop.is_half_closing
+    assert idle_at_stop._retirement_requested.is_set() and not idle_at_stop._call.cancelled
+    # Outside Stop (a reconnect frame), and before registration, an idle stream is cancelled as before.
+    for stream in (_draining_stream(stopping=False), _draining_stream(stopping=True, registered=False)):
+        _pull_worker.PullStream.drain(stream)  # pyright: ignore[reportArgumentType]
+        assert stream.is_draining and stream._call.cancelled and not stream.is_half_closing
+    # A busy stream finishes its task first, as the SDK drains it.
+    busy = _draining_stream(stopping=True, busy=True)
+    _pull_worker.PullStream.drain(busy)  # pyright: ignore[reportArgumentType]
+    assert busy.is_draining and not busy._call.cancelled and not busy._retirement_requested.is_set()
 
 
 class _TooLarge(grpc.aio.AioRpcError):

@@ -26,6 +26,17 @@ The other two remove work the SDK repeats for every task a pull Worker runs, whe
   the wanted number of other idle streams exist. Streams opened per task fell from about 1 to under 0.1,
   and Worker CPU per turn by about a quarter.
 
+One makes a graceful stop graceful for every stream:
+
+- **Idle streams half-close at stop.** ``PullWorkerRuntime.stop`` drains each stream, and the SDK drains an
+  idle one by cancelling its gRPC call. A server may have just sent a task on that stream; a cancelled call
+  reads, on the server, like a Worker that died with the task, so the attempt counts as used, and a
+  single-attempt write that never ran is reported ``outcome_unknown`` (found by the rolling-deploy chaos
+  test). The SDK already has the right path, the one a retiring stream takes: refuse a task that arrived,
+  half-close, and read until the server ends the call, which hands a task it sent in the meantime to another
+  Worker without using its attempt. The patch sends a stream idle at stop down that path; busy streams,
+  and streams drained for any other reason, drain as the SDK does.
+
 `apply_sdk_patches` applies them for the SDK version they were written against only; with any other
 version it changes nothing and says so once in the log (and sessions whose loads exceed 4 MiB cannot be
 served by a Worker with an empty blob cache). ``tests/test_unit_sdk_patches.py`` pins that
@@ -46,6 +57,7 @@ import grpc
 
 __all__ = [
     "BLOB_LOADS_IN_PIECES_PATCH",
+    "HALF_CLOSE_AT_STOP_PATCH",
     "PATCHED_SDK_VERSION",
     "SPARE_STREAM_PATCH",
     "VERSION_LOOKUP_PATCH",
@@ -59,6 +71,7 @@ PATCHED_SDK_VERSION = "1.23.0"
 VERSION_LOOKUP_PATCH = "cached-version-lookup"
 SPARE_STREAM_PATCH = "spare-idle-stream"
 BLOB_LOADS_IN_PIECES_PATCH = "blob-loads-in-pieces"
+HALF_CLOSE_AT_STOP_PATCH = "half-close-idle-streams-at-stop"
 
 _PATCH_MARK = "__dex_agents_patch__"
 _logger = logging.getLogger(__name__)
@@ -85,6 +98,8 @@ def applied_sdk_patches() -> frozenset[str]:
     stream_type = getattr(_pull_worker, "PullStream", None)
     if getattr(getattr(stream_type, "try_retire", None), _PATCH_MARK, False):
         applied.add(SPARE_STREAM_PATCH)
+    if getattr(getattr(stream_type, "drain", None), _PATCH_MARK, False):
+        applied.add(HALF_CLOSE_AT_STOP_PATCH)
     return frozenset(applied)
 
 
@@ -117,6 +132,28 @@ def _retire_keeping_a_spare(original: Callable[[Any], None]) -> Callable[[Any], 
     return try_retire
 
 
+def _half_closing_at_stop(original: Callable[[Any], None]) -> Callable[[Any], None]:
+    @functools.wraps(original)
+    def drain(stream: Any) -> None:
+        if not (
+            stream.runtime.is_stopping
+            and stream._is_registered
+            and not stream.is_busy
+            and not stream.is_half_closing
+        ):
+            original(stream)
+            return
+        stream.is_draining = True
+        # Marked now, so Stop neither cancels the stream's task nor closes its call; the retirement wake
+        # makes the stream's loop take its draining path: refuse a task that arrived, half-close, and read
+        # until the server ends the call.
+        stream.is_half_closing = True
+        stream._retirement_requested.set()
+
+    setattr(drain, _PATCH_MARK, True)
+    return drain
+
+
 _LoadMisses = Callable[[Any, list[Any]], Awaitable[None]]
 
 
@@ -147,7 +184,7 @@ def apply_sdk_patches() -> frozenset[str]:
     """Apply the patches to the installed SDK; safe to call any number of times.
 
     Returns:
-        The patches in force: all three, or none when the installed SDK is not `PATCHED_SDK_VERSION` or
+        The patches in force: all four, or none when the installed SDK is not `PATCHED_SDK_VERSION` or
         lacks what they replace; the Worker then runs as the SDK ships it.
     """
     with _lock:
@@ -161,12 +198,14 @@ def apply_sdk_patches() -> frozenset[str]:
         lookup: Any = getattr(_pull_worker, "sdk_version", None)
         stream_type: Any = getattr(_pull_worker, "PullStream", None)
         retire: Any = getattr(stream_type, "try_retire", None)
+        drain: Any = getattr(stream_type, "drain", None)
         hydrator_type: Any = getattr(_async_value_hydrator, "AsyncValueHydrator", None)
         load_misses: Any = getattr(hydrator_type, "_load_misses", None)
         if not (
             installed == PATCHED_SDK_VERSION
             and callable(lookup)
             and callable(retire)
+            and callable(drain)
             and callable(load_misses)
         ):
             if not applied:
@@ -181,6 +220,8 @@ def apply_sdk_patches() -> frozenset[str]:
             setattr(_pull_worker, "sdk_version", _cached_version_lookup(cast(Callable[[], str], lookup)))  # noqa: B010 - private
         if SPARE_STREAM_PATCH not in applied:
             setattr(stream_type, "try_retire", _retire_keeping_a_spare(cast(Callable[[Any], None], retire)))  # noqa: B010 - private
+        if HALF_CLOSE_AT_STOP_PATCH not in applied:
+            setattr(stream_type, "drain", _half_closing_at_stop(cast(Callable[[Any], None], drain)))  # noqa: B010 - private
         if BLOB_LOADS_IN_PIECES_PATCH not in applied:
             setattr(hydrator_type, "_load_misses", _loading_in_pieces(cast(_LoadMisses, load_misses)))  # noqa: B010 - private
         return applied_sdk_patches()

@@ -231,14 +231,23 @@ def _check(
         Violation("worker_drain_overrun", f"worker {pid}", "it did not exit within its drain timeout")
         for pid in counts.drain_overruns
     )
-    if settings.rolling_deploys and not (settings.worker_kills or settings.engine_crashes) and failed_turns:
-        # Nothing was killed: a deploy that drains Workers one at a time must not fail a single turn.
-        violations.extend(
-            Violation("turn_failed_in_rolling_deploy", "-", error) for error in sorted(set(failed_turns))
-        )
     statuses: Counter[str] = Counter()
     for run in runs:
         statuses.update(run.ends.tool_statuses)
+    if settings.rolling_deploys and not (settings.worker_kills or settings.engine_crashes):
+        # Nothing was killed: a deploy that drains Workers one at a time must not fail a single turn, nor
+        # lose a write's only attempt with a Worker that stopped.
+        violations.extend(
+            Violation("turn_failed_in_rolling_deploy", "-", error) for error in sorted(set(failed_turns))
+        )
+        if statuses["outcome_unknown"]:
+            violations.append(
+                Violation(
+                    "outcome_unknown_in_rolling_deploy",
+                    "-",
+                    f"{statuses['outcome_unknown']} tool calls ended outcome_unknown with no Worker killed",
+                )
+            )
     tool_runs = Counter(call.tool_name for call in invocations if call.kind == "tool")
     retrying = {tools.read, tools.idempotent_write}
     calls = Counter(
