@@ -9,17 +9,24 @@ shows live text does. The durable turn runs on a private devserver with one pull
 machine; its time is measured from `start_session` to the `turn_completed` event. It also reports what
 the session stores: the framework run state at the tool boundary and the stored messages'
 `framework_item` sizes. The timing and the figures are ``dex_agents_bench.run_turn_overhead_bench``.
+
+The peer is the same agent with LangGraph's own durability, timed in the same run: an `AsyncSqliteSaver`
+checkpointer on a SQLite file and ``durability="sync"`` (each checkpoint written before the next step
+runs), a new thread per turn as each durable turn is a new session.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from dex_agents import ToolCallsRequested
 from dex_agents.testing import SessionSide
 from dex_agents_bench import DurableTurn, InProcessTurn, run_turn_overhead_bench
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from bench.agent import build_agent, build_durable_agent, build_flow
 from dex_agents_langgraph import LangGraphRunner
@@ -48,6 +55,28 @@ async def main(turns: int) -> None:
         ):
             pass
 
+    with tempfile.TemporaryDirectory(prefix="langgraph-sqlite-") as directory:
+        async with AsyncSqliteSaver.from_conn_string(str(Path(directory) / "checkpoints.sqlite")) as saver:
+            checkpointed = build_agent(saver)
+
+            async def checkpointed_turn(number: int) -> None:
+                async for _part in checkpointed.astream(
+                    {"messages": [{"role": "user", "content": QUESTION}]},
+                    {"configurable": {"thread_id": f"turn-{number}"}},
+                    stream_mode="messages",
+                    version="v2",
+                    durability="sync",
+                ):
+                    pass
+
+            await _bench(turns, in_process_turn, checkpointed_turn)
+
+
+async def _bench(
+    turns: int,
+    in_process_turn: Callable[[int], Awaitable[None]],
+    checkpointed_turn: Callable[[int], Awaitable[None]],
+) -> None:
     await run_turn_overhead_bench(
         turns,
         InProcessTurn("create_agent astream", in_process_turn),
@@ -59,6 +88,7 @@ async def main(turns: int) -> None:
             "user, assistant text, its call, tool, assistant",
         ),
         run_state_bytes,
+        peers=[InProcessTurn("create_agent + AsyncSqliteSaver, durability=sync", checkpointed_turn)],
     )
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +68,7 @@ async def run_turn_overhead_bench(
     *,
     concurrency: int = 20,
     concurrent_turns: int | None = None,
+    peers: Sequence[InProcessTurn] = (),
 ) -> None:
     """Time turns in process and as sessions, one at a time and many at once, and print the figures.
 
@@ -83,11 +85,21 @@ async def run_turn_overhead_bench(
         run_state_bytes: Returns the size of the run state the session stores at the turn's tool boundary.
         concurrency: How many sessions run a turn at once in the throughput series.
         concurrent_turns: How many turns the throughput series runs; ``None`` for five per session.
+        peers: The same turn on other durable stacks that run in this process (a checkpointer, a durable
+            execution library), timed in the same run, one at a time and ``concurrency`` at once, so their
+            overhead over ``in_process`` and ours compare within one run's load.
     """
+    many = concurrent_turns or 5 * concurrency
     local = await _in_process_seconds(in_process, turns)
-    sequential, concurrent, item_sizes = await _durable_series(
-        durable, turns, concurrency, concurrent_turns or 5 * concurrency
-    )
+    sequential, concurrent, item_sizes = await _durable_series(durable, turns, concurrency, many)
+    peer_series = [
+        (
+            peer,
+            await _in_process_seconds(peer, turns),
+            await _in_process_turns_per_second(peer, concurrency, many),
+        )
+        for peer in peers
+    ]
     run_state = await run_state_bytes()
     print(f"load average {os.getloadavg()[0]:.2f} (other work on the machine inflates wall-clock figures)")
     print(describe_series(f"in process ({in_process.label})", local))
@@ -95,6 +107,14 @@ async def run_turn_overhead_bench(
     _print_durable(f"durable, {concurrency} sessions at once", concurrent)
     overhead = sequential.median - statistics.median(local)
     print(f"durable overhead per turn ({durable.shape}): {overhead * 1000:.1f} ms")
+    for peer, durations, per_second in peer_series:
+        peer_overhead = statistics.median(durations) - statistics.median(local)
+        print(describe_series(f"peer ({peer.label}), 1 at a time", durations))
+        ratio = f" (ours {overhead / peer_overhead:.2f}x of it)" if peer_overhead > 0 else ""
+        print(
+            f"  overhead per turn {peer_overhead * 1000:.1f} ms{ratio}; {concurrency} at once: "
+            f"{per_second:.1f} turns/s (ours {concurrent.turns_per_second:.1f})"
+        )
     print(f"run state at the tool boundary: {run_state} bytes")
     print(f"stored framework_item bytes per message ({durable.message_kinds}): {item_sizes}")
 
@@ -115,6 +135,22 @@ async def _in_process_seconds(turn: InProcessTurn, turns: int) -> list[float]:
         if number >= warm_ups:
             durations.append(time.perf_counter() - started)
     return durations
+
+
+async def _in_process_turns_per_second(turn: InProcessTurn, concurrency: int, turns: int) -> float:
+    """Run ``turns`` turns ``concurrency`` at a time (numbered after the one-at-a-time series)."""
+    limit = asyncio.Semaphore(concurrency)
+    first = 1_000_000
+
+    async def one(number: int) -> None:
+        async with limit:
+            if turn.prepare is not None:
+                await turn.prepare(number)
+            await turn.run(number)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(first + index) for index in range(turns)))
+    return turns / (time.perf_counter() - started)
 
 
 async def _durable_series(
