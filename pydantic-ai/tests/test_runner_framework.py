@@ -60,6 +60,10 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_graph import End
 
 from dex_agents_pydantic_ai import PydanticAiRunner, _runner
+from dex_agents_pydantic_ai._system_prompts import (
+    _first_request_system_prompts,  # pyright: ignore[reportPrivateUsage]
+    system_prompt_request,
+)
 from dex_agents_pydantic_ai.testing import ScriptedModel
 from tests.support import respond, tool_call
 
@@ -411,6 +415,44 @@ async def test_system_prompts_reach_every_model_call_once_without_being_stored()
         assert system_prompts == ["You are terse.", "Today is Sunday."]
     assert [message.role for message in session.messages] == [MessageRole.USER, MessageRole.ASSISTANT] * 2
     assert all("You are terse." not in message.framework_item for message in session.messages)
+
+
+def _system_parts(request: ModelRequest) -> list[tuple[str, str | None]]:
+    return [(part.content, part.dynamic_ref) for part in request.parts if isinstance(part, SystemPromptPart)]
+
+
+async def test_static_system_prompts_are_the_parts_a_fresh_run_makes_without_entering_one() -> None:
+    agent = Agent(ScriptedModel([]), system_prompt=["You are terse.", "Answer in English."])
+    entered: list[object] = []
+    iterate = agent.iter
+
+    def counting_iter(*args: Any, **kwargs: Any) -> Any:
+        entered.append(args)
+        return iterate(*args, **kwargs)
+
+    agent.iter = counting_iter  # type: ignore[method-assign]
+    fast = await system_prompt_request(agent, deps=None, model=None)
+    assert entered == []
+    slow = await _first_request_system_prompts(agent, deps=None, model=None)
+    assert fast is not None and slow is not None
+    assert (
+        _system_parts(fast)
+        == _system_parts(slow)
+        == [
+            ("You are terse.", None),
+            ("Answer in English.", None),
+        ]
+    )
+    assert len(fast.parts) == len(slow.parts)
+    assert await system_prompt_request(Agent(ScriptedModel([])), deps=None, model=None) is None
+
+    @agent.system_prompt
+    def today() -> str:  # pyright: ignore[reportUnusedFunction]
+        return "Today is Sunday."
+
+    with_function = await system_prompt_request(agent, deps=None, model=None)
+    assert with_function is not None and _system_parts(with_function)[-1] == ("Today is Sunday.", None)
+    assert len(entered) == 2  # a prompt function needs the run
 
 
 async def test_a_model_pydantic_ai_cannot_set_up_ends_the_turn_instead_of_being_retried() -> None:
