@@ -8,17 +8,25 @@ runs on a private devserver with one pull Worker child on this machine; its time
 `start_session` to the `turn_completed` event. It also reports what the session stores: the framework
 run state at the tool boundary and the stored messages' `framework_item` sizes. The timing and the
 figures are ``dex_agents_bench.run_turn_overhead_bench``.
+
+The peer is the same agent made durable by DBOS through Pydantic AI's own `DBOSDurability` capability,
+each turn one `@DBOS.workflow` (model requests and tool calls are its steps) on a SQLite system database,
+timed in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import AsyncIterable
+import tempfile
+from collections.abc import AsyncIterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from dbos import DBOS, DBOSConfig
 from dex_agents_bench import DurableTurn, InProcessTurn, run_turn_overhead_bench
-from pydantic_ai import RunContext
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.messages import AgentStreamEvent
 
 from bench.agent import build_agent, build_flow
@@ -46,13 +54,52 @@ async def run_state_bytes() -> int:
     return len(PydanticAiRunState(turn_messages=[first_response]).to_json().encode())
 
 
+_DBOS_AGENT: Agent[None, str] = build_agent(
+    name="bench", capabilities=[DBOSDurability(event_stream_handler=consume_events)]
+)
+
+
+@DBOS.workflow()
+async def dbos_turn(question: str) -> str:
+    """One turn of the DBOS peer: a workflow whose model requests and tool call are DBOS steps."""
+    result = await _DBOS_AGENT.run(question)
+    return result.output
+
+
+@contextmanager
+def dbos_launched() -> Iterator[None]:
+    """DBOS launched on a SQLite system database in a temporary directory, destroyed on exit."""
+    with tempfile.TemporaryDirectory(prefix="dbos-peer-") as directory:
+        config: DBOSConfig = {
+            "name": "dex-agents-bench-peer",
+            "system_database_url": f"sqlite:///{Path(directory) / 'dbos.sqlite'}",
+            "run_admin_server": False,
+            "log_level": "WARNING",
+        }
+        DBOS(config=config)
+        DBOS.launch()
+        try:
+            yield
+        finally:
+            DBOS.destroy()
+
+
 async def main(turns: int) -> None:
+    with dbos_launched():
+        await _bench(turns)
+
+
+async def _bench(turns: int) -> None:
     agent = build_agent()
 
     async def in_process_turn(number: int) -> None:
         del number
         result = await agent.run(QUESTION, event_stream_handler=consume_events)
         assert result.output == "Order A-1 has shipped."
+
+    async def dbos_peer_turn(number: int) -> None:
+        del number
+        assert await dbos_turn(QUESTION) == "Order A-1 has shipped."
 
     await run_turn_overhead_bench(
         turns,
@@ -65,6 +112,7 @@ async def main(turns: int) -> None:
             "user, assistant text, assistant call, tool, assistant",
         ),
         run_state_bytes,
+        peers=[InProcessTurn("DBOSDurability, SQLite system database", dbos_peer_turn)],
     )
 
 
