@@ -223,7 +223,11 @@ class AgentTestStack:
         return f"{prefix}-{self._run_token}-{self._session_counter}"
 
     async def start_worker(
-        self, env: Mapping[str, str] | None = None, *, worker_module: str | None = None
+        self,
+        env: Mapping[str, str] | None = None,
+        *,
+        worker_module: str | None = None,
+        ready_timeout: float = 30.0,
     ) -> WorkerProcess:
         """Start a Worker child and wait until all of its pull queues registered.
 
@@ -231,6 +235,8 @@ class AgentTestStack:
             env: Environment variables for this Worker only, on top of ``worker_env``.
             worker_module: Run this module instead of the stack's, such as a Worker of another release
                 that serves some of the stack's Flow types.
+            ready_timeout: Seconds to wait until it registered (its imports may take long on a busy
+                machine).
 
         Returns:
             The running Worker; ``kill()`` it to simulate a crash.
@@ -243,6 +249,7 @@ class AgentTestStack:
             cwd=self._worker_cwd,
             env={**self._worker_env, **(env or {})},
             max_concurrent_tasks=self._max_concurrent_tasks,
+            ready_timeout=ready_timeout,
         )
         self._workers.append(worker)
         return worker

@@ -133,6 +133,7 @@ async def spawn_worker(
     cwd: Path | None,
     env: Mapping[str, str],
     max_concurrent_tasks: int,
+    ready_timeout: float = _READY_TIMEOUT_SECONDS,
 ) -> WorkerProcess:
     """Start ``python -m worker_module`` in a new process group and wait until it registered.
 
@@ -143,12 +144,13 @@ async def spawn_worker(
         cwd: The child's working directory (so ``tests.my_worker`` imports), or ``None``.
         env: Extra environment variables for the child.
         max_concurrent_tasks: The Worker's task slots.
+        ready_timeout: Seconds to wait for the registration.
 
     Returns:
         The running Worker.
 
     Raises:
-        RuntimeError: If the child exits or does not register within 30 seconds.
+        RuntimeError: If the child exits or does not register within ``ready_timeout``.
     """
     ready_file = log_path.with_suffix(".ready")
     ready_file.unlink(missing_ok=True)
@@ -178,15 +180,14 @@ async def spawn_worker(
         )
     worker = WorkerProcess(process, log_path)
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + _READY_TIMEOUT_SECONDS
+    deadline = loop.time() + ready_timeout
     while not ready_file.exists():
         if not worker.is_running:
             raise RuntimeError(f"Worker {worker_module} exited before it registered:\n{worker.read_log()}")
         if loop.time() > deadline:
             worker.kill()
             raise RuntimeError(
-                f"Worker {worker_module} did not register within {_READY_TIMEOUT_SECONDS} s:\n"
-                f"{worker.read_log()}"
+                f"Worker {worker_module} did not register within {ready_timeout} s:\n{worker.read_log()}"
             )
         await asyncio.sleep(0.05)
     return worker

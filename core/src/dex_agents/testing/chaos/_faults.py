@@ -34,6 +34,9 @@ _REACHED_SUFFIX = ".reached"
 _RELEASED_SUFFIX = ".released"
 # What a draining Worker may take beyond its drain timeout to cancel what is left and exit.
 _EXIT_GRACE_SECONDS = 10.0
+# A replacement Worker imports its framework while the others run sessions; on a busy 2-core machine that
+# took over 30 s (LiteLLM), which is a slow start, not a broken promise.
+_WORKER_READY_SECONDS = 180.0
 
 
 @dataclass(frozen=True)
@@ -193,7 +196,9 @@ class FaultInjector:
         """Start Workers until ``workers`` run, all at once, and wait until each registered."""
         missing = self._workers - len(self._stack.workers)
         if missing > 0:
-            await asyncio.gather(*(self._stack.start_worker() for _ in range(missing)))
+            await asyncio.gather(
+                *(self._stack.start_worker(ready_timeout=_WORKER_READY_SECONDS) for _ in range(missing))
+            )
             self.counts.workers_started += missing
 
     async def run(self, worker_kills: int, engine_crashes: int, deadline: float, deploys: int = 0) -> None:
@@ -268,7 +273,7 @@ class FaultInjector:
             # The replacement starts while the old Worker drains, as a rolling deployment surges by one.
             worker.begin_stop()
             started = loop.time()
-            replacement = asyncio.create_task(self._stack.start_worker())
+            replacement = asyncio.create_task(self._stack.start_worker(ready_timeout=_WORKER_READY_SECONDS))
             try:
                 await asyncio.to_thread(worker.wait, WORKER_DRAIN_TIMEOUT_SECONDS + _EXIT_GRACE_SECONDS)
                 drains.append(round(loop.time() - started, 2))
