@@ -120,10 +120,8 @@ class TestClaudeAgentSdkMatrix(AgentMatrixTests):
             "StartAgentSession",
             "RunModel",
             "CallTool",
-            "ResumeTurn",
             "RunModel",
             "CallSingleAttemptTool",
-            "ResumeTurn",
             "RunModel",
         ]
         assert len(harness.tool_runs(session, harness.tools.read)) == 2
@@ -195,7 +193,6 @@ class TestClaudeAgentSdkMatrix(AgentMatrixTests):
             "StartAgentSession",
             "RunModel",
             "CallTool",
-            "ResumeTurn",
             "RunModel",
         ]
 

@@ -232,10 +232,16 @@ async def test_a_task_its_restarted_server_forgot_is_recorded_by_its_effect(mcp:
     record = next(call for call in snapshot.tool_calls if call.tool_call_id == "ship-1")
     # ship_order is an idempotent write: its failure route records outcome_unknown.
     assert record.status is ToolCallStatus.OUTCOME_UNKNOWN, record
-    assert record.error is not None and "is no longer known to the server" in record.error, record.error
-    assert f"task {waiting.task_id!r}" in record.error
-    # Polls while the server was down failed too: three failed polls in all, and the last one reached it.
-    assert 1 <= len(mcp.requests(f"tasks/get {waiting.task_id} unknown")) <= 3
+    assert record.error is not None and f"task {waiting.task_id!r}" in record.error, record.error
+    # Polls while the server was down failed too: three failed polls in all. The last one reached the new
+    # server, unless its start outlasted the poll's three attempts (seen with two suites sharing two
+    # cores): then the poll could not connect, and the call ends by its effect all the same.
+    reached = len(mcp.requests(f"tasks/get {waiting.task_id} unknown"))
+    assert reached <= 3
+    if reached:
+        assert "is no longer known to the server" in record.error, record.error
+    else:
+        assert "could not be polled" in record.error, record.error
     assert mcp.requests("tools/call ship_order F-1") == ["tools/call ship_order F-1"], (
         "it was not called again"
     )

@@ -72,7 +72,6 @@ async def test_structured_output_next_to_a_read_call_ends_the_turn_without_anoth
         "StartAgentSession",
         "RunModel",
         "CallTool",
-        "ResumeTurn",
         "RunModel",
     ]
 
