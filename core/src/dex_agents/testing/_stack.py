@@ -24,6 +24,7 @@ from dex_agents.testing._server import DevServerProcess
 from dex_agents.testing._worker import (
     DEFAULT_MAX_CONCURRENT_TASKS,
     SERVER_ADDRESS_ENV,
+    WORKER_READY_TIMEOUT_SECONDS,
     WorkerProcess,
     spawn_worker,
 )
@@ -227,7 +228,7 @@ class AgentTestStack:
         env: Mapping[str, str] | None = None,
         *,
         worker_module: str | None = None,
-        ready_timeout: float = 30.0,
+        ready_timeout: float = WORKER_READY_TIMEOUT_SECONDS,
     ) -> WorkerProcess:
         """Start a Worker child and wait until all of its pull queues registered.
 

@@ -21,6 +21,7 @@ __all__ = [
     "WORKER_DRAIN_TIMEOUT_SECONDS",
     "WORKER_MAX_CONCURRENT_TASKS_ENV",
     "WORKER_READY_FILE_ENV",
+    "WORKER_READY_TIMEOUT_SECONDS",
     "WorkerProcess",
     "run_agent_worker",
     "spawn_worker",
@@ -38,7 +39,7 @@ WORKER_MAX_CONCURRENT_TASKS_ENV = "DEX_AGENTS_WORKER_MAX_CONCURRENT_TASKS"
 DEFAULT_MAX_CONCURRENT_TASKS = 16
 WORKER_DRAIN_TIMEOUT_SECONDS = 5.0
 """How long a Worker child lets running Steps finish after SIGTERM before it cancels them and exits."""
-_READY_TIMEOUT_SECONDS = 30.0
+WORKER_READY_TIMEOUT_SECONDS = 30.0
 
 
 class WorkerProcess:
@@ -133,7 +134,7 @@ async def spawn_worker(
     cwd: Path | None,
     env: Mapping[str, str],
     max_concurrent_tasks: int,
-    ready_timeout: float = _READY_TIMEOUT_SECONDS,
+    ready_timeout: float = WORKER_READY_TIMEOUT_SECONDS,
 ) -> WorkerProcess:
     """Start ``python -m worker_module`` in a new process group and wait until it registered.
 
