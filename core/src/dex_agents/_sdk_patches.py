@@ -11,7 +11,7 @@ The first lets a Worker serve a session of any size; ``dex-python-sdk`` 1.23.0 h
   misses fit one call, make exactly the calls they made before.
 
 The other two remove work the SDK repeats for every task a pull Worker runs, where no public option helps
-(measured with the core's ``bench/turn_breakdown.py``; see the README's "Performance"):
+(measured with the core's ``bench/turn_breakdown.py``; see the documentation's performance page):
 
 - **The version lookup.** Every pull stream opens with a registration frame naming the SDK's version, and
   ``dex._pull_worker`` looks it up with ``importlib.metadata.version("dex-python-sdk")`` each time: a scan of
