@@ -8,6 +8,7 @@ browser would. Every API call answering proves the
 Dex client was connected in the serving loop, not at import.
 """
 
+import re
 from pathlib import Path
 
 from dex_agents.testing import STATE_DIR_ENV, readme_snippets, run_readme_files
@@ -15,6 +16,11 @@ from tests.test_readme_three_files import MY_AGENT
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "pages" / "how-to" / "chat-page.md"
+# The page marks the blocks this test runs with `<!-- checked: NAME -->` rather than the runnable-block
+# convention's `file:` marker: `scripts/docs` cannot serve a web app, this test does.
+CHECKED = re.compile(
+    r"^<!-- checked: (?P<name>[^\s>]+) -->\n```[a-z]*\n(?P<code>.*?)^```$", re.MULTILINE | re.DOTALL
+)
 
 DRIVER = """
 import asyncio
@@ -126,7 +132,8 @@ asyncio.run(main())
 
 
 def test_the_serving_files_run_as_written(tmp_path: Path) -> None:
-    page = readme_snippets(PAGE)
+    page = {match["name"]: match["code"] for match in CHECKED.finditer(PAGE.read_text(encoding="utf-8"))}
+    assert set(page) == {"web.py", "main.py"}
     files = {
         "worker.py": readme_snippets(README)["worker.py"],
         "my_agent.py": MY_AGENT,
