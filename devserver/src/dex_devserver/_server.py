@@ -328,8 +328,8 @@ class _WorkerTaskService(pbg.WorkerTaskServiceServicer):
                         half_closed = await _closed_cleanly(stream)
                         if not half_closed:
                             _LOG.warning(
-                                "a pull Worker stream (queue %s) ended while a task it never answered was on"
-                                " it, and not cleanly (call cancelled: %s): the task's attempt counts as used",
+                                "a pull Worker stream (queue %s) ended uncleanly with a task it never"
+                                " answered (call cancelled: %s): the task's attempt counts as used",
                                 stream.queue,
                                 context.cancelled(),
                             )
