@@ -14,11 +14,15 @@ from openai.types.responses import ResponseFunctionToolCall
 from dex_agents_openai_agents.testing import ScriptedResponsesModel, call_item, text_item
 
 # The docs site's page on models holds the example (it moved there from the README).
-MODELS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "pages" / "frameworks" / "openai-agents" / "models.md"
+MODELS_PAGE = (
+    Path(__file__).resolve().parents[2] / "docs" / "pages" / "frameworks" / "openai-agents" / "models.md"
+)
 
 
 def _page_example() -> str:
-    match = re.search(r"<!-- scripted-model-example -->\n```python\n(.*?)```", MODELS_PAGE.read_text(), re.DOTALL)
+    match = re.search(
+        r"<!-- scripted-model-example -->\n```python\n(.*?)```", MODELS_PAGE.read_text(), re.DOTALL
+    )
     assert match is not None, "the models page lost its scripted model example"
     return match.group(1)
 
