@@ -19,7 +19,9 @@ from typing import Any
 import grpc
 import pytest
 from dex import _async_value_hydrator, _pull_worker, _server_protocol
+from dex.dexpb import dex_pb2 as pb
 
+from dex_agents import _sdk_patches as sdk_patches
 from dex_agents._sdk_patches import (
     BLOB_LOADS_IN_PIECES_PATCH,
     HALF_CLOSE_AT_STOP_PATCH,
@@ -38,6 +40,8 @@ PINNED_SOURCES = {
     "PullStream._poll": "f20707682a6cba58",
     "PullStream.try_retire": "6172f939e26536f3",
     "PullStream.drain": "a0c8508191e7df21",
+    "PullStream._send": "85e3374ac557971f",
+    "PullStream._await_stream_eof": "19233947c9fa8784",
     "PullWorkerRuntime.stop": "bdd5c9b1843da46a",
     "PullWorkerRuntime.desired_idle_streams_per_queue": "24e5234355c44a07",
     "PullWorkerRuntime._reconcile": "f8974a7618f28945",
@@ -62,6 +66,10 @@ def test_the_sdk_functions_the_patches_rely_on_are_unchanged() -> None:
         "PullStream._poll": _source_digest(_pull_worker.PullStream._poll),  # pyright: ignore[reportPrivateUsage]
         "PullStream.try_retire": _source_digest(_pull_worker.PullStream.try_retire),
         "PullStream.drain": _source_digest(_pull_worker.PullStream.drain),
+        "PullStream._send": _source_digest(_pull_worker.PullStream._send),  # pyright: ignore[reportPrivateUsage]
+        "PullStream._await_stream_eof": _source_digest(
+            _pull_worker.PullStream._await_stream_eof  # pyright: ignore[reportPrivateUsage]
+        ),
         "PullWorkerRuntime.stop": _source_digest(_pull_worker.PullWorkerRuntime.stop),
         "PullWorkerRuntime.desired_idle_streams_per_queue": _source_digest(
             _pull_worker.PullWorkerRuntime.desired_idle_streams_per_queue
@@ -162,14 +170,80 @@ async def test_an_idle_stream_half_closes_at_stop_and_drains_as_the_sdk_does_oth
     # Its own loop half-closes it; Stop, seeing it half-closing, neither cancels nor closes it.
     assert idle_at_stop.is_draining and idle_at_stop.is_half_closing
     assert idle_at_stop._retirement_requested.is_set() and not idle_at_stop._call.cancelled
-    # Outside Stop (a reconnect frame), and before registration, an idle stream is cancelled as before.
-    for stream in (_draining_stream(stopping=False), _draining_stream(stopping=True, registered=False)):
-        _pull_worker.PullStream.drain(stream)  # pyright: ignore[reportArgumentType]
-        assert stream.is_draining and stream._call.cancelled and not stream.is_half_closing
+    # So does one whose registration the Worker has not read yet: the server may already have sent a task.
+    registering = _draining_stream(stopping=True, registered=False)
+    _pull_worker.PullStream.drain(registering)  # pyright: ignore[reportArgumentType]
+    assert registering.is_half_closing and not registering._call.cancelled
+    # Outside Stop (a reconnect frame), an idle stream is cancelled as before.
+    outside_stop = _draining_stream(stopping=False)
+    _pull_worker.PullStream.drain(outside_stop)  # pyright: ignore[reportArgumentType]
+    assert outside_stop.is_draining and outside_stop._call.cancelled and not outside_stop.is_half_closing
     # A busy stream finishes its task first, as the SDK drains it.
     busy = _draining_stream(stopping=True, busy=True)
     _pull_worker.PullStream.drain(busy)  # pyright: ignore[reportArgumentType]
     assert busy.is_draining and not busy._call.cancelled and not busy._retirement_requested.is_set()
+
+
+class _SentFrames:
+    def __init__(self) -> None:
+        self.frames: list[str] = []
+
+    async def send(self, stream: Any, request: pb.PollWorkerTaskRequest) -> None:
+        del stream
+        self.frames.append(request.WhichOneof("frame") or "")
+
+
+class _HalfClosableCall(_Call):
+    def __init__(self) -> None:
+        super().__init__()
+        self.done_writing_calls = 0
+
+    async def done_writing(self) -> None:
+        self.done_writing_calls += 1
+
+
+def _registering_stream(*, half_closing: bool) -> SimpleNamespace:
+    call = _HalfClosableCall()
+    stream = SimpleNamespace(
+        runtime=SimpleNamespace(is_stopping=True),
+        is_half_closing=half_closing,
+        _send_lock=asyncio.Lock(),
+        _call=call,
+        read_to_eof=0,
+        keepalive_stopped=False,
+    )
+
+    async def await_eof(reader: object) -> None:
+        del reader
+        stream.read_to_eof += 1
+
+    def stop_keepalive() -> None:
+        stream.keepalive_stopped = True
+
+    stream._await_stream_eof = await_eof
+    stream._stop_keepalive = stop_keepalive
+    return stream
+
+
+async def test_a_stream_registering_as_the_stop_comes_half_closes_instead_of_being_cancelled() -> None:
+    apply_sdk_patches()
+    sent = _SentFrames()
+    send = sdk_patches._half_closing_a_registering_stream(sent.send)  # pyright: ignore[reportPrivateUsage]
+    register = pb.PollWorkerTaskRequest(register=pb.PollWorkerTaskRegister(queue="default"))
+    met_the_stop = _registering_stream(half_closing=True)
+    await send(met_the_stop, register)
+    # Registered, then half-closed and read to the end: a task the server sent meanwhile goes back unused.
+    assert sent.frames == ["register"]
+    assert met_the_stop._call.done_writing_calls == 1 and met_the_stop.read_to_eof == 1
+    assert met_the_stop.keepalive_stopped and not met_the_stop._call.cancelled
+    # Any other frame, or a registration with no stop under way, is sent as the SDK sends it.
+    pong = pb.PollWorkerTaskRequest(pong=pb.PollWorkerTaskPong())
+    for stream, request in (
+        (_registering_stream(half_closing=True), pong),
+        (_registering_stream(half_closing=False), register),
+    ):
+        await send(stream, request)
+        assert stream._call.done_writing_calls == 0 and stream.read_to_eof == 0
 
 
 class _TooLarge(grpc.aio.AioRpcError):

@@ -6,7 +6,7 @@ Register an `AgentSessionFlow` with a framework adapter's `AgentFrameworkRunner`
 imports no agent).
 
 ``__version__`` is the installed release; a Worker logs it when it starts, so the Workers of a rollout can be
-told apart (see the README's "Upgrading").
+told apart (see "Deploy and upgrade Workers" in the documentation, `docs/pages/how-to/deploy-workers.md`).
 """
 
 from dex_agents._codecs import agent_codec_registry

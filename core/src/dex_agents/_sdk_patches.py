@@ -11,7 +11,7 @@ The first lets a Worker serve a session of any size; ``dex-python-sdk`` 1.23.0 h
   misses fit one call, make exactly the calls they made before.
 
 The other two remove work the SDK repeats for every task a pull Worker runs, where no public option helps
-(measured with the core's ``bench/turn_breakdown.py``; see the README's "Performance"):
+(measured with the core's ``bench/turn_breakdown.py``; see the documentation's performance page):
 
 - **The version lookup.** Every pull stream opens with a registration frame naming the SDK's version, and
   ``dex._pull_worker`` looks it up with ``importlib.metadata.version("dex-python-sdk")`` each time: a scan of
@@ -34,8 +34,11 @@ One makes a graceful stop graceful for every stream:
   single-attempt write that never ran is reported ``outcome_unknown`` (found by the rolling-deploy chaos
   test). The SDK already has the right path, the one a retiring stream takes: refuse a task that arrived,
   half-close, and read until the server ends the call, which hands a task it sent in the meantime to another
-  Worker without using its attempt. The patch sends a stream idle at stop down that path; busy streams,
-  and streams drained for any other reason, drain as the SDK does.
+  Worker without using its attempt. The patch sends a stream idle at stop down that path, whether or not
+  the Worker has read its registration yet (the server counts a stream from the moment it answers, and
+  with tasks queued it sends one at once: a 200-session rolling deploy lost a write that way), including
+  one whose registration is still being written when the stop comes; busy streams, and streams drained
+  for any other reason, drain as the SDK does.
 
 `apply_sdk_patches` applies them for the SDK version they were written against only; with any other
 version it changes nothing and says so once in the log (and sessions whose loads exceed 4 MiB cannot be
@@ -98,7 +101,9 @@ def applied_sdk_patches() -> frozenset[str]:
     stream_type = getattr(_pull_worker, "PullStream", None)
     if getattr(getattr(stream_type, "try_retire", None), _PATCH_MARK, False):
         applied.add(SPARE_STREAM_PATCH)
-    if getattr(getattr(stream_type, "drain", None), _PATCH_MARK, False):
+    if getattr(getattr(stream_type, "drain", None), _PATCH_MARK, False) and getattr(
+        getattr(stream_type, "_send", None), _PATCH_MARK, False
+    ):
         applied.add(HALF_CLOSE_AT_STOP_PATCH)
     return frozenset(applied)
 
@@ -135,9 +140,11 @@ def _retire_keeping_a_spare(original: Callable[[Any], None]) -> Callable[[Any], 
 def _half_closing_at_stop(original: Callable[[Any], None]) -> Callable[[Any], None]:
     @functools.wraps(original)
     def drain(stream: Any) -> None:
+        # Registered or not: the server may already count a stream whose registration the Worker has not
+        # read yet, and with tasks queued it sends one there at once; cancelled, that task's attempt is lost.
         if not (
             stream.runtime.is_stopping
-            and stream._is_registered
+            and stream._call is not None
             and not stream.is_busy
             and not stream.is_half_closing
         ):
@@ -152,6 +159,27 @@ def _half_closing_at_stop(original: Callable[[Any], None]) -> Callable[[Any], No
 
     setattr(drain, _PATCH_MARK, True)
     return drain
+
+
+_Send = Callable[[Any, Any], Awaitable[None]]
+
+
+def _half_closing_a_registering_stream(original: _Send) -> _Send:
+    @functools.wraps(original)
+    async def _send(stream: Any, request: Any) -> None:
+        await original(stream, request)
+        if request.HasField("register") and stream.is_half_closing and stream.runtime.is_stopping:
+            # Stop came while this registration was on its way. The stream's loop checks for a stop before
+            # it reads anything, so it would not run, and the SDK would cancel a call the server may already
+            # have sent a task on. Half-close here and read until the server ends the call, as the loop's
+            # draining path does, so the server takes that task back unused.
+            async with stream._send_lock:
+                stream._stop_keepalive()
+                await stream._call.done_writing()
+            await stream._await_stream_eof(None)
+
+    setattr(_send, _PATCH_MARK, True)
+    return _send
 
 
 _LoadMisses = Callable[[Any, list[Any]], Awaitable[None]]
@@ -199,6 +227,7 @@ def apply_sdk_patches() -> frozenset[str]:
         stream_type: Any = getattr(_pull_worker, "PullStream", None)
         retire: Any = getattr(stream_type, "try_retire", None)
         drain: Any = getattr(stream_type, "drain", None)
+        send: Any = getattr(stream_type, "_send", None)
         hydrator_type: Any = getattr(_async_value_hydrator, "AsyncValueHydrator", None)
         load_misses: Any = getattr(hydrator_type, "_load_misses", None)
         if not (
@@ -206,6 +235,7 @@ def apply_sdk_patches() -> frozenset[str]:
             and callable(lookup)
             and callable(retire)
             and callable(drain)
+            and callable(send)
             and callable(load_misses)
         ):
             if not applied:
@@ -222,6 +252,7 @@ def apply_sdk_patches() -> frozenset[str]:
             setattr(stream_type, "try_retire", _retire_keeping_a_spare(cast(Callable[[Any], None], retire)))  # noqa: B010 - private
         if HALF_CLOSE_AT_STOP_PATCH not in applied:
             setattr(stream_type, "drain", _half_closing_at_stop(cast(Callable[[Any], None], drain)))  # noqa: B010 - private
+            setattr(stream_type, "_send", _half_closing_a_registering_stream(cast(_Send, send)))  # noqa: B010 - private
         if BLOB_LOADS_IN_PIECES_PATCH not in applied:
             setattr(hydrator_type, "_load_misses", _loading_in_pieces(cast(_LoadMisses, load_misses)))  # noqa: B010 - private
         return applied_sdk_patches()

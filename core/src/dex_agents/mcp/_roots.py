@@ -2,7 +2,7 @@
 
 Roots are part of the Worker's configuration, like the command or URL: a session never names one. A server
 whose configuration has no roots gets no roots capability declared, so it knows not to ask (see the
-README's capabilities table).
+MCP how-to's capabilities table).
 """
 
 from __future__ import annotations

@@ -289,7 +289,7 @@ class McpToolSource:
         An elicitation the server sends during a ``read`` or ``idempotent_write`` call abandons the call and
         becomes the user's question (`ToolInputRequested`); once answered, the session runs the tool Step
         again and this call is sent again, the answer given when the server asks the same again. Other
-        calls' elicitations are answered ``cancel``. See the README's "Client capabilities".
+        calls' elicitations are answered ``cancel``. See the MCP how-to's "Client capabilities".
 
         Returns:
             The tool's output (its content as text, else its structured content as JSON),

@@ -98,7 +98,7 @@ ordinary tools (under other names if :attr:`MatrixSpec.tool_names` says so).
 Each test runs its own session on one shared stack and uses :class:`MatrixHarness` (the ``harness``
 fixture), which an adapter's own tests in the subclass can use too. A framework that cannot meet an item
 overrides that test method in the subclass, marked ``pytest.mark.xfail(strict=True, reason=...)``, and calls
-``super()``; the README lists it as a limit.
+``super()``; the documentation's limits page lists it.
 
 ``AgentMatrixTests`` lives in this module, apart from ``dex_agents.testing``, because it needs pytest and
 pytest-asyncio (its tests carry their own asyncio marks, so strict and auto mode both work); Worker
