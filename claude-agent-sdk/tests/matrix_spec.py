@@ -31,7 +31,7 @@ SPEC = MatrixSpec(
     approval_deadline=timedelta(seconds=6),
     # Item 12 is skipped: the CLI answers a tool name the agent does not have by itself, inside `RunModel`,
     # and calls the model again in the same run, so no call is recorded `failed` in a tool Step (see the
-    # README's limits and tests/test_harness_specifics.py).
+    # docs site's docs/pages/frameworks/claude-agent-sdk/limits.md and tests/test_harness_specifics.py).
     unknown_tool_message=None,
     runs_reads_inline=True,
     supports_turn_control=True,

@@ -1,4 +1,7 @@
-"""The README's example, run as a user runs it: `python -m examples.order_desk --yes`."""
+"""The order-desk example, run as a user runs it: `python -m examples.order_desk --yes`.
+
+The docs site's `docs/pages/frameworks/claude-agent-sdk/index.md` describes it ("A complete example").
+"""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ runner's hook like the user's own: a read runs inline in `RunModel`, every other
 sends its one `tools/call` with the session's idempotency key in `_meta`, and a tool that answers with an
 MCP task is polled in the session's `PollToolTask` Steps. The shared `run_mcp_inventory_scenario` does not
 fit the harness: its model asks for a read and two writes in one response, of which the CLI keeps one
-waiting and the runner refuses the other (see the README's "One deferred call per response").
+waiting and the runner refuses the other (see "One deferred call per response" in the docs site's
+`docs/pages/frameworks/claude-agent-sdk/index.md`).
 
 The official server-memory (from npm, on stdio) has a Flow of its own (``memory__<tool>``): its unhinted
 and its trusted destructive tools wait for approval, and its read runs inline between them.

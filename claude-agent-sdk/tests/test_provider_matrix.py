@@ -7,7 +7,8 @@ client and API, so the kit's `PROVIDER_MATRIX_ITEMS` 1, 2, 3, 5, 6, 9 and 13 are
 runs in its harness-mode form: a turn is one `RunModel` while its calls are reads, so the kit's script (a
 read, then the final answer cut on its first attempt) never reaches its second fault; here a write splits
 the turn into two `RunModel`s, each failed once by a partial answer. What the CLI does with each fault,
-measured with CLI 2.1.332, is in the README ("Provider errors and faults").
+measured with CLI 2.1.332, is in the docs site's
+`docs/pages/frameworks/claude-agent-sdk/models.md` ("Provider errors and faults").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The public scripted Messages API: the README's standalone example with the real CLI, and its server."""
+"""The public scripted Messages API: the docs' standalone example with the real CLI, and its server."""
 
 from __future__ import annotations
 
@@ -23,19 +23,22 @@ from dex_agents_claude_agent_sdk.testing import (
 from dex_agents_claude_agent_sdk.testing._scripted_api import api_reply
 from tests.matrix_spec import PACKAGE_DIR
 
+# The docs site's page on testing this adapter holds the offline example.
+TESTING_PAGE = PACKAGE_DIR.parent / "docs" / "pages" / "frameworks" / "claude-agent-sdk" / "testing.md"
+
 _EXAMPLE = re.compile(r"<!-- offline-example[^>]*-->\n```python\n(.*?)```", re.DOTALL)
 
 
-def readme_example() -> dict[str, Any]:
-    """Run the README's offline example block and return what it defined."""
-    [code] = _EXAMPLE.findall((PACKAGE_DIR / "README.md").read_text(encoding="utf-8"))
+def page_example() -> dict[str, Any]:
+    """Run the testing page's offline example block and return what it defined."""
+    [code] = _EXAMPLE.findall(TESTING_PAGE.read_text(encoding="utf-8"))
     namespace: dict[str, Any] = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, str(TESTING_PAGE), "exec"), namespace)
     return namespace
 
 
-async def test_the_readme_example_answers_a_turn_and_its_retry_the_same_way() -> None:
-    example = readme_example()
+async def test_the_docs_example_answers_a_turn_and_its_retry_the_same_way() -> None:
+    example = page_example()
     runner = cast(ClaudeAgentRunner, example["runner"])
     api = cast(ScriptedClaudeApi, example["api"])
     session = SessionSide()
@@ -59,7 +62,7 @@ async def test_the_readme_example_answers_a_turn_and_its_retry_the_same_way() ->
 async def test_a_list_of_replies_goes_on_across_a_deferral_and_says_when_it_ran_out() -> None:
     refund = ApiToolUse("refund-1", "refund_order", {"order_id": "A-17"})
     api = ScriptedClaudeApi([ApiReply(text="Refunding.", tool_uses=[refund]), ApiReply(text="Refunded.")])
-    example = readme_example()
+    example = page_example()
     runner = ClaudeAgentRunner(api.options(), [example["lookup_order"], _refund_order()])
     session = SessionSide(tool_policies={"refund_order": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE)})
     try:

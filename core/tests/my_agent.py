@@ -1,4 +1,4 @@
-"""The agent of the README's "Testing an adapter" example: a refund agent on the scripted runner."""
+"""The agent of "A first test" in docs/pages/how-to/test-an-adapter.md: a refund agent, scripted."""
 
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy
 from dex_agents.testing import ScriptedResponse, ScriptedRunner, ScriptedToolCall

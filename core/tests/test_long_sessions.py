@@ -372,8 +372,8 @@ async def test_a_rollout_from_previous_release_workers_to_this_release_while_ses
     assert await sessions.resolve_interrupt(approving, "refund-1", approved=True)
     # The previous release's ScriptedRunner wrote its run state in another format, which this release's
     # refuses: the turn that waited across the rollout ends with that error, after the approved refund ran
-    # once, and the turn-failure note keeps its result for the model. (Each runner's README says whether
-    # its run state changed between the releases.)
+    # once, and the turn-failure note keeps its result for the model. (Each adapter's framework page in
+    # docs/pages/frameworks says whether its run state changed between the releases.)
     waited = await wait_for_turn_end(sessions, approving, 1)
     assert waited.state is not None and "was not written by ScriptedRunner" in str(
         waited.state.last_turn_error

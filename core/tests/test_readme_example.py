@@ -1,4 +1,7 @@
-"""The README's "Testing an adapter" example, unchanged except that history comes from the devserver."""
+"""The example of "A first test" in docs/pages/how-to/test-an-adapter.md.
+
+`tests/test_test_an_adapter_page.py` checks that the page shows this file unchanged.
+"""
 
 # tests/test_approvals.py: the test process builds the same Flow for its Client.
 from pathlib import Path
@@ -30,7 +33,7 @@ async def test_write_survives_a_worker_kill(tmp_path: Path) -> None:
         worker.kill()  # SIGKILL while the session waits
         await stack.start_worker()  # replacement Worker
         assert await sessions.resolve_interrupt("session-1", interrupt.interrupt_id, approved=True)
-        # The README stops here; the rest proves what it promises.
+        # The rest proves what the example promises.
         await wait_for_agent_snapshot(
             sessions,
             "session-1",

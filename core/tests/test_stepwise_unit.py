@@ -412,11 +412,12 @@ def test_stepwise_without_litellm_fails_with_the_line_that_installs_it() -> None
     assert f"ImportError: {expected}" in result.stderr
 
 
-async def test_the_readme_example_defines_the_agent_it_describes() -> None:
-    readme = (CORE_DIR / "README.md").read_text(encoding="utf-8")
-    block = readme.split("<!-- stepwise-example -->\n```python\n", 1)[1].split("```", 1)[0]
+async def test_the_docs_example_defines_the_agent_it_describes() -> None:
+    page_path = CORE_DIR.parent / "docs" / "pages" / "frameworks" / "stepwise" / "index.md"
+    page = page_path.read_text(encoding="utf-8")
+    block = page.split("<!-- stepwise-example -->\n```python\n", 1)[1].split("```", 1)[0]
     namespace: dict[str, object] = {}
-    exec(compile(block, "README.md", "exec"), namespace)
+    exec(compile(block, "index.md", "exec"), namespace)
 
     definition = namespace["definition"]
     assert isinstance(definition, AgentDefinition)

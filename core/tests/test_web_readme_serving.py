@@ -1,18 +1,26 @@
-"""The README's "Serving it": ``web.py`` and ``main.py`` from the README's text, served by uvicorn.
+"""The chat page's "Serving it": ``web.py`` and ``main.py`` from the docs page's text, served by uvicorn.
 
-``run_readme_files`` starts a devserver and the README's ``worker.py`` (with ``my_agent.py``, the scripted
-refund agent of ``test_readme_three_files``). The client it runs is this test's driver: it starts a session,
-then serves ``web.py`` as its own process (``python web.py``, the port changed to a free one) and ``main.py``
-with ``uvicorn main:api``, and drives both over HTTP as a browser would. Every API call answering proves the
+The page is ``docs/pages/how-to/chat-page.md``. ``run_readme_files`` starts a devserver and the README's
+``worker.py`` (with ``my_agent.py``, the scripted refund agent of ``test_readme_three_files``). The client it
+runs is this test's driver: it starts a session, then serves ``web.py`` as its own process (``python web.py``,
+the port changed to a free one) and ``main.py`` with ``uvicorn main:api``, and drives both over HTTP as a
+browser would. Every API call answering proves the
 Dex client was connected in the serving loop, not at import.
 """
 
+import re
 from pathlib import Path
 
 from dex_agents.testing import STATE_DIR_ENV, readme_snippets, run_readme_files
 from tests.test_readme_three_files import MY_AGENT
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "pages" / "how-to" / "chat-page.md"
+# The page marks the blocks this test runs with `<!-- checked: NAME -->` rather than the runnable-block
+# convention's `file:` marker: `scripts/docs` cannot serve a web app, this test does.
+CHECKED = re.compile(
+    r"^<!-- checked: (?P<name>[^\s>]+) -->\n```[a-z]*\n(?P<code>.*?)^```$", re.MULTILINE | re.DOTALL
+)
 
 DRIVER = """
 import asyncio
@@ -124,12 +132,13 @@ asyncio.run(main())
 
 
 def test_the_serving_files_run_as_written(tmp_path: Path) -> None:
-    snippets = readme_snippets(README)
+    page = {match["name"]: match["code"] for match in CHECKED.finditer(PAGE.read_text(encoding="utf-8"))}
+    assert set(page) == {"web.py", "main.py"}
     files = {
-        "worker.py": snippets["worker.py"],
+        "worker.py": readme_snippets(README)["worker.py"],
         "my_agent.py": MY_AGENT,
-        "web.py": snippets["web.py"],
-        "main.py": snippets["main.py"],
+        "web.py": page["web.py"],
+        "main.py": page["main.py"],
         "drive.py": DRIVER,
     }
     run = run_readme_files(

@@ -75,7 +75,8 @@ async def sse_events(response: httpx.Response) -> AsyncIterator[SseEvent]:
 
 JSON_HEADERS = {"content-type": "application/json"}
 
-#: Set to a directory to save the README's pictures of the page (``web-chat.png`` and others) there.
+#: Set to a directory to save the pictures of the page (``web-chat.png`` and others) there; the docs
+#: site's are in ``docs/pages/assets`` (``DEX_AGENTS_WEB_SCREENSHOTS=../docs/pages/assets`` from ``core/``).
 SCREENSHOTS_ENV = "DEX_AGENTS_WEB_SCREENSHOTS"
 
 

@@ -373,7 +373,7 @@ class _NeverEditor:
         raise AssertionError("a refused tool ran")
 
 
-# Every local tool kind the SDK runs in the Worker inside its run loop (the README's list).
+# Every local tool kind the SDK runs in the Worker inside its run loop (the docs' limits page).
 _UNDEFERRABLE_TOOLS: dict[str, Callable[[], Tool]] = {
     "LocalShellTool": lambda: LocalShellTool(executor=_never_run_shell),
     "ShellTool": lambda: ShellTool(executor=_never_run_shell),

@@ -1,4 +1,4 @@
-"""The public scripted model: its standalone mode, and the README's example run as written."""
+"""The public scripted model: its standalone mode, and the docs page's example run as written."""
 
 from __future__ import annotations
 
@@ -13,18 +13,23 @@ from openai.types.responses import ResponseFunctionToolCall
 
 from dex_agents_openai_agents.testing import ScriptedResponsesModel, call_item, text_item
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+# The docs site's page on models holds the example (it moved there from the README).
+MODELS_PAGE = (
+    Path(__file__).resolve().parents[2] / "docs" / "pages" / "frameworks" / "openai-agents" / "models.md"
+)
 
 
-def _readme_example() -> str:
-    match = re.search(r"<!-- scripted-model-example -->\n```python\n(.*?)```", README.read_text(), re.DOTALL)
-    assert match is not None, "the README lost its scripted model example"
+def _page_example() -> str:
+    match = re.search(
+        r"<!-- scripted-model-example -->\n```python\n(.*?)```", MODELS_PAGE.read_text(), re.DOTALL
+    )
+    assert match is not None, "the models page lost its scripted model example"
     return match.group(1)
 
 
-def test_the_readme_example_runs_as_written() -> None:
+def test_the_models_page_example_runs_as_written() -> None:
     namespace: dict[str, object] = {"__name__": "readme_example"}
-    exec(compile(_readme_example(), str(README), "exec"), namespace)
+    exec(compile(_page_example(), str(MODELS_PAGE), "exec"), namespace)
 
     model = namespace["model"]
     assert isinstance(model, ScriptedResponsesModel) and len(model.calls) == 2

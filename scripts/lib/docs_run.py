@@ -119,7 +119,11 @@ def run_page(page: RunnablePage, directory: Path) -> None:
     # Imported here, from the package environment this runs in: listing needs no environment at all.
     from dex_agents.testing import DevServerProcess  # noqa: PLC0415
 
-    server = DevServerProcess(directory / "devserver.sqlite3", directory / "devserver.log")
+    # A reader starts the client once the Worker is up; the steps do not wait, so on a busy machine the
+    # first message may wait longer than the default 10 s for a Worker still importing its framework.
+    server = DevServerProcess(
+        directory / "devserver.sqlite3", directory / "devserver.log", ("--dispatch-wait", "120")
+    )
     address = server.start()
     started: dict[str, subprocess.Popen[bytes]] = {}
     logs: list[Path] = []

@@ -1,8 +1,9 @@
 """Durable Claude Agent SDK sessions on Dex: the Claude Code harness runs each turn, every write is a Step.
 
 Wrap your `ClaudeAgentOptions` and `@tool` tools (and any `dex_agents.mcp.McpToolSource`) in
-`ClaudeAgentRunner` and register it with `dex_agents.AgentSessionFlow`; see the package README for the
-effect table and the limits.
+`ClaudeAgentRunner` and register it with `dex_agents.AgentSessionFlow`. The documentation site's Claude
+Agent SDK pages (`docs/pages/frameworks/claude-agent-sdk/`) hold the effect table ("Permissions, effects
+and policies") and the limits.
 """
 
 from dex_agents_claude_agent_sdk._effects import framework_effect

@@ -326,6 +326,13 @@ class _WorkerTaskService(pbg.WorkerTaskServiceServicer):
                     stream.closed = True
                     if stream.has_unanswered_task:
                         half_closed = await _closed_cleanly(stream)
+                        if not half_closed:
+                            _LOG.warning(
+                                "a pull Worker stream (queue %s) ended uncleanly with a task it never"
+                                " answered (call cancelled: %s): the task's attempt counts as used",
+                                stream.queue,
+                                context.cancelled(),
+                            )
                     return
                 pool.on_frame(stream, cast(pb.PollWorkerTaskRequest, frame))
         finally:
@@ -345,7 +352,8 @@ async def _closed_cleanly(stream: PullStream) -> bool:
         await asyncio.wait_for(
             stream.send(pb.PollWorkerTaskResponse(ping=pb.PollWorkerTaskPing())), _PROBE_SECONDS
         )
-    except Exception:
+    except Exception as error:
+        _LOG.warning("the close probe of a pull stream failed: %s", type(error).__name__)
         return False
     return True
 
