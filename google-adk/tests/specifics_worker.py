@@ -1,8 +1,8 @@
 """The Worker child of `test_session_specifics.py`.
 
-With a span file named (`SPAN_FILE_ENV`), it installs the OpenTelemetry SDK as the README's "Tracing"
-section recommends, wrapped in `without_adk_spans`, with a processor that appends each span to the file as
-it ends.
+With a span file named (`SPAN_FILE_ENV`), it installs the OpenTelemetry SDK as the docs' tracing page
+(docs/pages/frameworks/google-adk/tracing.md) recommends, wrapped in `without_adk_spans`, with a processor
+that appends each span to the file as it ends.
 """
 
 import os

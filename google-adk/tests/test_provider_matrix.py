@@ -9,7 +9,8 @@ from tests.provider_matrix_spec import ANTHROPIC_SPEC, SPEC
 # ADK's LiteLlm drops a tool call whose arguments do not parse as JSON and answers MALFORMED_FUNCTION_CALL
 # with neither the call nor its text, so there is no call to record as failed for the model to read: the
 # adapter retries the model call, and a model that writes malformed arguments on every attempt fails the
-# turn (with the session's failure note) instead. The README's Limits say so.
+# turn (with the session's failure note) instead. The docs' Limits page says so
+# (docs/pages/frameworks/google-adk/limits.md).
 _MALFORMED_ARGUMENTS_DROPPED = pytest.mark.xfail(
     strict=True,
     reason="ADK's LiteLlm discards a tool call with malformed arguments (MALFORMED_FUNCTION_CALL); "

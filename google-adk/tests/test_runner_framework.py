@@ -824,7 +824,7 @@ def test_an_agent_whose_code_executor_runs_model_written_code_itself_is_refused(
     with pytest.raises(TypeError, match="agent 'solo'"):
         GoogleAdkRunner(LlmAgent(name="solo", model=CannedLlm(), code_executor=UnsafeLocalCodeExecutor()))
 
-    # The provider runs BuiltInCodeExecutor's code inside the model call: allowed, and a README limit.
+    # The provider runs BuiltInCodeExecutor's code inside the model call: allowed, and a documented limit.
     GoogleAdkRunner(LlmAgent(name="builtin", model=CannedLlm(), code_executor=BuiltInCodeExecutor()))
 
 

@@ -1,4 +1,7 @@
-"""The README's example, run as a user runs it: `python -m examples.order_desk --yes`."""
+"""The order-desk example, run as a user runs it: `python -m examples.order_desk --yes`.
+
+The docs describe it on docs/pages/frameworks/langgraph/index.md.
+"""
 
 from __future__ import annotations
 

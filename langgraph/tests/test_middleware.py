@@ -1,4 +1,4 @@
-"""Where other tool middleware runs around `DexToolGate`, which the README warns about."""
+"""Where other tool middleware runs around `DexToolGate`, which the docs' Limits page warns about."""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ from langchain_core.tools import tool
 from dex_agents_langgraph.testing import ScriptedChatModel
 from tests.support import respond, tool_call
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+# The docs page that holds the snippet (it moved there from the README).
+MODELS_PAGE = Path(__file__).resolve().parents[2] / "docs/pages/frameworks/langgraph/models.md"
 
 
 @tool
@@ -37,13 +38,13 @@ def two_answers() -> ScriptedChatModel:
     )
 
 
-def test_the_readme_snippet_runs_as_written() -> None:
-    section = README.read_text().split("## Offline development and tests: `ScriptedChatModel`", 1)[1]
+def test_the_models_page_snippet_runs_as_written() -> None:
+    section = MODELS_PAGE.read_text().split("## Offline development and tests: `ScriptedChatModel`", 1)[1]
     match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
     assert match is not None
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(match.group(1), "README.md", "exec"), {"__name__": "readme_snippet"})
+        exec(compile(match.group(1), "models.md", "exec"), {"__name__": "docs_snippet"})
     lines = printed.getvalue().splitlines()
     assert lines[0] == "Order 7 shipped on Monday."
     assert "'input_tokens'" in lines[1] and "'output_tokens': 5" in lines[1], lines[1]

@@ -1,7 +1,8 @@
 """Durable Google ADK agent sessions on Dex: every model call and every tool call is its own Step.
 
 Wrap an ordinary ADK `App` (or root agent) in `GoogleAdkRunner` and register it with
-`dex_agents.AgentSessionFlow`; see the package README for the effect table and the limits.
+`dex_agents.AgentSessionFlow`; see the documentation's Google ADK pages (`docs/pages/frameworks/google-adk/`)
+for the effect table and the limits.
 `dex_agents_google_adk.testing` holds `ScriptedLlm`, an ADK model for offline development and tests.
 """
 

@@ -5,7 +5,7 @@ callbacks run before an agent's own callbacks and cover every tool ADK calls for
 application (function tools, including ADK's own such as `load_memory`, MCP toolsets, agent tools), so no
 such tool runs inside a model Step. Two kinds of tool never reach a tool callback: a provider's built-in
 tools (`google_search`, `url_context`, `BuiltInCodeExecutor`, Vertex AI Search), which the provider runs
-inside the model call itself (a README limit), and an agent's local `code_executor`, which
+inside the model call itself (a documented limit), and an agent's local `code_executor`, which
 `GoogleAdkRunner` refuses when it is built.
 
 - On the first pass, every call to a tool the agent has asks ADK for a confirmation and answers with a

@@ -2,7 +2,8 @@
 
 Build your agent with `DexToolGate()` as its first middleware (or your own graph with `dex_tool_node` and
 `route_tool_calls`), wrap the graph factory in `LangGraphRunner`, and register it with
-`dex_agents.AgentSessionFlow`; see the package README for the effect table and the limits. The runner
+`dex_agents.AgentSessionFlow`; see the documentation's LangChain and LangGraph pages
+(`docs/pages/frameworks/langgraph/`) for the effect table and the limits. The runner
 also offers the session's built-in tools and an `McpToolSource`'s tools, and chooses each turn's model and
 instructions from its session settings (`model_for_settings`, `instructions_for_settings`); a graph of your
 own reads them with `dex_session_tools()` and `current_session_settings()`.
