@@ -326,16 +326,19 @@ class _WorkerTaskService(pbg.WorkerTaskServiceServicer):
                     stream.closed = True
                     if stream.has_unanswered_task:
                         half_closed = await _closed_cleanly(stream)
-                        if not half_closed:
-                            _LOG.warning(
-                                "a pull Worker stream (queue %s) ended uncleanly with a task it never"
-                                " answered (call cancelled: %s): the task's attempt counts as used",
-                                stream.queue,
-                                context.cancelled(),
-                            )
                     return
                 pool.on_frame(stream, cast(pb.PollWorkerTaskRequest, frame))
         finally:
+            if stream.task is not None and not (half_closed and not stream.task.has_output):
+                # Rare and worth an operator's eye: a Worker that drains hands back what it never started.
+                _LOG.warning(
+                    "a pull Worker stream (queue %s) ended with a %s task in flight (the Worker had %s it,"
+                    " the call %s): its attempt counts as used",
+                    stream.queue,
+                    stream.task.kind,
+                    "answered" if stream.task.has_output else "not answered",
+                    "was cancelled" if context.cancelled() else "half-closed uncleanly or broke",
+                )
             pool.remove_stream(stream, half_closed=half_closed)
 
 
