@@ -18,6 +18,7 @@ from dex_agents import AgentSessionFlow, AgentWorker, serve_agent_worker
 __all__ = [
     "DEFAULT_MAX_CONCURRENT_TASKS",
     "SERVER_ADDRESS_ENV",
+    "WORKER_DRAIN_TIMEOUT_ENV",
     "WORKER_DRAIN_TIMEOUT_SECONDS",
     "WORKER_MAX_CONCURRENT_TASKS_ENV",
     "WORKER_READY_FILE_ENV",
@@ -39,6 +40,8 @@ WORKER_MAX_CONCURRENT_TASKS_ENV = "DEX_AGENTS_WORKER_MAX_CONCURRENT_TASKS"
 DEFAULT_MAX_CONCURRENT_TASKS = 16
 WORKER_DRAIN_TIMEOUT_SECONDS = 5.0
 """How long a Worker child lets running Steps finish after SIGTERM before it cancels them and exits."""
+WORKER_DRAIN_TIMEOUT_ENV = "DEX_AGENTS_WORKER_DRAIN_TIMEOUT_SECONDS"
+"""Overrides `WORKER_DRAIN_TIMEOUT_SECONDS` in a Worker child (a deploy test sets the production one)."""
 WORKER_READY_TIMEOUT_SECONDS = 30.0
 
 
@@ -240,5 +243,7 @@ def run_agent_worker(flows: Sequence[AgentSessionFlow], *, server_address: str |
         server_address=address,
         on_ready=on_ready,
         max_concurrent_tasks=max_tasks,
-        drain_timeout=timedelta(seconds=WORKER_DRAIN_TIMEOUT_SECONDS),
+        drain_timeout=timedelta(
+            seconds=float(os.environ.get(WORKER_DRAIN_TIMEOUT_ENV, str(WORKER_DRAIN_TIMEOUT_SECONDS)))
+        ),
     )

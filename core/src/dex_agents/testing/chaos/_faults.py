@@ -172,6 +172,8 @@ class FaultInjector:
         workers: How many Workers to keep running.
         gate_wait_seconds: How long a kill inside a tool or model call waits for one to reach its gate
             before it kills at a random moment instead.
+        drain_timeout_seconds: The Workers' drain timeout; a deploy waits that long plus a grace for each
+            Worker to exit.
     """
 
     def __init__(
@@ -182,6 +184,7 @@ class FaultInjector:
         *,
         workers: int,
         gate_wait_seconds: float = 15.0,
+        drain_timeout_seconds: float = WORKER_DRAIN_TIMEOUT_SECONDS,
         log: Callable[[str], None] = lambda _line: None,
     ) -> None:
         self._stack = stack
@@ -189,6 +192,7 @@ class FaultInjector:
         self._rng = rng
         self._workers = workers
         self._gate_wait_seconds = gate_wait_seconds
+        self._drain_timeout_seconds = drain_timeout_seconds
         self._log = log
         self.counts = FaultCounts()
 
@@ -275,7 +279,7 @@ class FaultInjector:
             started = loop.time()
             replacement = asyncio.create_task(self._stack.start_worker(ready_timeout=_WORKER_READY_SECONDS))
             try:
-                await asyncio.to_thread(worker.wait, WORKER_DRAIN_TIMEOUT_SECONDS + _EXIT_GRACE_SECONDS)
+                await asyncio.to_thread(worker.wait, self._drain_timeout_seconds + _EXIT_GRACE_SECONDS)
                 drains.append(round(loop.time() - started, 2))
             except subprocess.TimeoutExpired:
                 worker.kill()

@@ -14,6 +14,7 @@ from dex_agents import AgentMessage, AgentSessionClient, AgentSnapshot
 from dex_agents.testing._invocations import Invocation
 from dex_agents.testing._provider_server import read_provider_requests
 from dex_agents.testing._stack import AgentTestStack
+from dex_agents.testing._worker import WORKER_DRAIN_TIMEOUT_ENV, WORKER_DRAIN_TIMEOUT_SECONDS
 from dex_agents.testing.chaos._faults import FaultInjector, GateWatcher
 from dex_agents.testing.chaos._invariants import (
     Violation,
@@ -36,6 +37,9 @@ from dex_agents.testing.chaos._spec import ChaosSpec
 __all__ = ["ChaosSettings", "run_chaos"]
 
 _CHECK_CONCURRENCY = 8
+# serve_agent_worker's default drain timeout, and a dispatch wait long enough for a replacement to start.
+_DEPLOY_DRAIN_TIMEOUT_SECONDS = 30.0
+_DEPLOY_DISPATCH_WAIT_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -99,12 +103,23 @@ async def run_chaos(
     started = time.monotonic()
     plan_rng = random.Random(f"plan:{settings.seed}:{settings.name}")
     flows = spec.matrix.build_flows()
+    worker_env = dict(spec.matrix.worker_env)
+    server_args: tuple[str, ...] = ()
+    drain_timeout_seconds = WORKER_DRAIN_TIMEOUT_SECONDS
+    if settings.rolling_deploys:
+        # A deploy is judged as production runs it: Workers drain with the default drain timeout (a Step
+        # still running when a short test timeout cancels it counts as an attempt, rightly), and a queue
+        # waits for the replacement Worker rather than failing its turn after the devserver's 10 s.
+        drain_timeout_seconds = _DEPLOY_DRAIN_TIMEOUT_SECONDS
+        worker_env[WORKER_DRAIN_TIMEOUT_ENV] = str(drain_timeout_seconds)
+        server_args = ("--dispatch-wait", str(_DEPLOY_DISPATCH_WAIT_SECONDS))
     async with AgentTestStack(
         state_dir,
         flows.all,
         spec.matrix.worker_module,
         worker_cwd=spec.matrix.worker_cwd,
-        worker_env=spec.matrix.worker_env,
+        worker_env=worker_env,
+        server_args=server_args,
     ) as stack:
         if settings.engine_crashes and stack.uses_external_server:
             raise RuntimeError("engine crashes need the private devserver; unset DEX_SERVER_ADDRESS")
@@ -116,6 +131,7 @@ async def run_chaos(
             gates,
             random.Random(f"faults:{settings.seed}:{settings.name}"),
             workers=settings.workers,
+            drain_timeout_seconds=drain_timeout_seconds,
             log=lambda line: log(f"{settings.name}: {line}"),
         )
         try:
