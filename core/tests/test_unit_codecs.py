@@ -1,9 +1,9 @@
 """`agent_codec_registry`: JSON that omits fields with defaults decodes; encoding matches the SDK's codec."""
 
 import json
-from dataclasses import is_dataclass, replace
+from dataclasses import asdict, is_dataclass, replace
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from dex import CodecRegistry, Registry, Value, WireKind
@@ -50,6 +50,7 @@ from dex_agents import (
     agent_codec_registry,
 )
 from dex_agents._codecs import STEP_INPUT_UNIONS, wire_value_types
+from dex_agents.session._state import json_size
 from dex_agents.values import (
     AgentPlan,
     AgentPlanTask,
@@ -382,6 +383,17 @@ def test_encoding_is_byte_identical_to_the_sdk_codec(type_hint: object) -> None:
         else:
             assert encoded == sdks.encode(sample)
         assert ours.decode(encoded) == sample == sdks.decode(encoded)
+
+
+def test_json_size_is_the_size_of_the_asdict_json_it_replaced() -> None:
+    # Message sizes count toward the stored-value and window limits, so the walk that replaced
+    # `dataclasses.asdict` must measure every dataclass sample as before, non-ASCII text included.
+    samples = [sample for values in SAMPLES.values() for sample in values if is_dataclass(sample)]
+    samples.append(replace(MESSAGE, text="Réponse ✓", framework_item='{"é":1}'))
+    assert len(samples) > 40
+    for sample in samples:
+        expected = json.dumps(asdict(cast(Any, sample)), separators=(",", ":"), sort_keys=True)
+        assert json_size(sample) == len(expected.encode())
 
 
 @pytest.mark.parametrize("type_hint", [AgentUserMessage, list[AgentInterrupt], ToolEffect], ids=str)

@@ -25,7 +25,13 @@ from dex import Codec, CodecRegistry, JsonCodec
 from dex_agents import persistence, values
 from dex_agents._decoded_value_cache import CachedJsonCodec, is_immutable_type
 
-__all__ = ["KEPT_WHEN_WRITTEN", "STEP_INPUT_UNIONS", "agent_codec_registry", "wire_value_types"]
+__all__ = [
+    "KEPT_WHEN_WRITTEN",
+    "STEP_INPUT_UNIONS",
+    "agent_codec_registry",
+    "encode_json_data",
+    "wire_value_types",
+]
 
 #: The input type of `RunModel`, `CompactContext` and `RecordTurnFailure`: a failure route must share its
 #: Step's input type, and the SDK has no automatic codec for a union.
@@ -115,18 +121,33 @@ def _decode(value: object, type_hint: object) -> object:
     return value
 
 
-def _encode(value: object) -> object:
-    """Convert a value to JSON-compatible data exactly as the SDK's automatic encoder does."""
+@cache
+def _field_names(dataclass_type: type[Any]) -> tuple[str, ...]:
+    return tuple(definition.name for definition in dataclasses.fields(dataclass_type))
+
+
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def encode_json_data(value: object) -> object:
+    """Convert a value to JSON-compatible data exactly as the SDK's automatic encoder does.
+
+    The SDK's encoder runs `dataclasses.asdict` (which deep-copies every leaf) and then converts the
+    copy; this walks the value once instead, into the same data: a dataclass becomes an object of all its
+    fields, an enum its value, a datetime its ISO text, a mapping an object, a list or tuple an array.
+    """
+    if type(value) in _JSON_SCALARS:
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _encode(dataclasses.asdict(value))
+        return {name: encode_json_data(getattr(value, name)) for name in _field_names(type(value))}
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, Mapping):
-        return {key: _encode(item) for key, item in cast(Mapping[object, object], value).items()}
+        return {key: encode_json_data(item) for key, item in cast(Mapping[object, object], value).items()}
     if isinstance(value, (list, tuple)):
-        return [_encode(item) for item in cast(Sequence[object], value)]
+        return [encode_json_data(item) for item in cast(Sequence[object], value)]
     return value
 
 
@@ -182,7 +203,7 @@ def _json_codec(type_hint: object, *, checks_type: bool = True) -> Codec[Any]:
     def decoder(data: Any) -> object:
         return _decode(data, type_hint)
 
-    codec = JsonCodec(_type_name(type_hint), decoder, _encode, type_hint if checks_type else None)
+    codec = JsonCodec(_type_name(type_hint), decoder, encode_json_data, type_hint if checks_type else None)
     if not is_immutable_type(type_hint):
         return codec
     return CachedJsonCodec(codec, type_hint, keep_encoded=type_hint in KEPT_WHEN_WRITTEN)

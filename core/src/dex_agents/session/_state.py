@@ -7,12 +7,13 @@ import json
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import cast
 
 from dex import AsyncContext, Context
 
+from dex_agents._codecs import encode_json_data
 from dex_agents.limits import MAX_STORED_VALUE_BYTES, utf8_size
 from dex_agents.persistence import (
     AGENT_STATE,
@@ -132,7 +133,7 @@ _message_sizes: weakref.WeakKeyDictionary[AgentMessage, int] = weakref.WeakKeyDi
 
 def json_size(value: object) -> int:
     """Return the size of a dataclass value's JSON encoding, as the SDK writes it, in UTF-8 bytes."""
-    return utf8_size(json.dumps(asdict(cast(Any, value)), separators=(",", ":"), sort_keys=True))
+    return utf8_size(json.dumps(encode_json_data(value), separators=(",", ":"), sort_keys=True))
 
 
 def stored_size(value: AgentMessage | AgentToolCall) -> int:
@@ -221,7 +222,7 @@ def finish_tool_call(context: Context, record: AgentToolCall) -> None:
 
 def usage_payload(recorded: AgentUsage, session: AgentUsage) -> dict[str, object]:
     """Return the payload of a `usage_recorded` event."""
-    return {"recorded": asdict(recorded), "session": asdict(session)}
+    return {"recorded": encode_json_data(recorded), "session": encode_json_data(session)}
 
 
 @asynccontextmanager
