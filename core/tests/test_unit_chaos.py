@@ -1,7 +1,10 @@
 """The chaos suite's pure parts: seeded plans, and each invariant check failing on the defect it names."""
 
 import random
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 from dex_agents import AgentMessage, MessageRole
 from dex_agents.testing import Invocation, MatrixToolNames
@@ -16,6 +19,12 @@ from dex_agents.testing.chaos import (
     transcript_violations,
     user_message_violations,
 )
+from dex_agents.testing.chaos._plan import PlannedTurn
+from dex_agents.testing.chaos._run import (
+    _failures_without_provider_faults,  # pyright: ignore[reportPrivateUsage]
+    _Session,  # pyright: ignore[reportPrivateUsage]
+)
+from dex_agents.testing.chaos._sessions import TurnEnds
 
 TOOLS = MatrixToolNames()
 
@@ -176,3 +185,40 @@ def test_a_report_round_trips_and_a_failing_one_names_its_replay(tmp_path: Path)
     assert "3 Worker kills (2 in_tool, 1 random), 1 engine crashes" in summary
     assert "1 invariant violations" in summary and "VIOLATION user_message_lost in s" in summary
     assert "replay: scripts/chaos --seed 9 --kills 3 --engine-crashes 1 core-scripted" in summary
+
+
+def _met_a_fault(turn: PlannedTurn) -> bool:
+    return any(response.provider_faults for response in turn.responses)
+
+
+def test_a_deploy_run_excuses_only_a_failed_turn_whose_model_calls_met_a_provider_fault() -> None:
+    plans = (
+        plan_session(random.Random(seed), "session-1", TOOLS, turn_range=(6, 6), provider_faults=True)
+        for seed in range(200)
+    )
+    plan = next(plan for plan in plans if len({_met_a_fault(turn) for turn in plan.turns}) == 2)
+    faulted = next(index for index, turn in enumerate(plan.turns) if _met_a_fault(turn))
+    clean = next(index for index, turn in enumerate(plan.turns) if not _met_a_fault(turn))
+    stored = [
+        AgentMessage(
+            sequence=index + 1,
+            turn_id=f"turn-{index + 1}",
+            role=MessageRole.USER,
+            text=turn.message,
+            tool_call_id=None,
+            tool_name=None,
+            tool_arguments=None,
+            tool_output=None,
+            created_at="2026-01-01T00:00:00.000Z",
+            framework_item="{}",
+        )
+        for index, turn in enumerate(plan.turns)
+    ]
+    # A failed turn also stores the turn-failure note as a user message of the same turn.
+    stored.append(replace(stored[faulted], sequence=len(stored) + 1, text="[Dex] The previous turn failed"))
+    run = _Session(cast(Any, SimpleNamespace(plan=plan)), stored=stored)
+    run.ends = TurnEnds(
+        failed=["failed on the provider's fault", "failed in the deploy"],
+        failed_turn_ids=[f"turn-{faulted + 1}", f"turn-{clean + 1}"],
+    )
+    assert _failures_without_provider_faults(run) == ["failed in the deploy"]

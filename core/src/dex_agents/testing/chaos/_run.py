@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from dex_agents import AgentMessage, AgentSessionClient, AgentSnapshot
+from dex_agents import AgentMessage, AgentSessionClient, AgentSnapshot, MessageRole
 from dex_agents.testing._invocations import Invocation
 from dex_agents.testing._provider_server import read_provider_requests
 from dex_agents.testing._stack import AgentTestStack
@@ -211,6 +211,30 @@ async def _run_sessions_until(
             return runs
 
 
+def _failures_without_provider_faults(run: _Session) -> list[str]:
+    """The errors of a session's failed turns whose model calls met no scripted provider fault.
+
+    Some frameworks end a turn on a fault the provider server injects (Google ADK on malformed tool-call
+    arguments); such a turn failed for the fault, not for a deploy. A turn is matched to its plan by its user
+    message, read from the stored messages.
+    """
+    faulted = {
+        turn.message
+        for turn in run.driver.plan.turns
+        if any(response.provider_faults for response in turn.responses)
+    }
+    # A failed turn also stores the turn-failure note as a user message, so a turn may have two.
+    user_texts: dict[str, set[str]] = {}
+    for message in run.stored:
+        if message.role is MessageRole.USER and message.text is not None:
+            user_texts.setdefault(message.turn_id, set()).add(message.text)
+    return [
+        error
+        for error, turn_id in zip(run.ends.failed, run.ends.failed_turn_ids, strict=True)
+        if not user_texts.get(turn_id, set()) & faulted
+    ]
+
+
 async def _run_check_turns(runs: list[_Session], sessions: AgentSessionClient) -> None:
     """Take one more normal turn in every session that finished its planned turns, then read it back."""
     limit = asyncio.Semaphore(_CHECK_CONCURRENCY)
@@ -253,8 +277,9 @@ def _check(
     if settings.rolling_deploys and not (settings.worker_kills or settings.engine_crashes):
         # Nothing was killed: a deploy that drains Workers one at a time must not fail a single turn, nor
         # lose a write's only attempt with a Worker that stopped.
+        deploy_failures = {error for run in runs for error in _failures_without_provider_faults(run)}
         violations.extend(
-            Violation("turn_failed_in_rolling_deploy", "-", error) for error in sorted(set(failed_turns))
+            Violation("turn_failed_in_rolling_deploy", "-", error) for error in sorted(deploy_failures)
         )
         if statuses["outcome_unknown"]:
             violations.append(

@@ -68,10 +68,12 @@ class TurnEnds:
 
     Attributes:
         failed: The error of every failed turn, oldest first.
+        failed_turn_ids: Those turns' IDs, in the same order.
         tool_statuses: How many tool calls ended with each status.
     """
 
     failed: list[str] = field(default_factory=list[str])
+    failed_turn_ids: list[str] = field(default_factory=list[str])
     tool_statuses: dict[str, int] = field(default_factory=dict[str, int])
 
 
@@ -93,6 +95,7 @@ async def read_turn_ends(sessions: AgentSessionClient, session_id: str) -> TurnE
             event = message.value
             if event.type == AgentEventType.TURN_FAILED:
                 ends.failed.insert(0, str(json.loads(event.payload).get("error")))
+                ends.failed_turn_ids.insert(0, event.turn_id or "")
             elif event.type == AgentEventType.TOOL_CALL_FINISHED:
                 status = str(json.loads(event.payload).get("status"))
                 ends.tool_statuses[status] = ends.tool_statuses.get(status, 0) + 1
@@ -131,6 +134,11 @@ class SessionDriver:
     def session_id(self) -> str:
         """The session ID."""
         return self._plan.session_id
+
+    @property
+    def plan(self) -> SessionPlan:
+        """The session's plan."""
+        return self._plan
 
     async def run_planned_turns(self) -> None:
         """Start the session and take every planned turn, until it is idle after the last one.
