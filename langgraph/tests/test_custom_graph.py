@@ -7,10 +7,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from dex_agents.runner import ToolCallsRequested, TurnCompleted
 from dex_agents.testing import SessionSide
 from dex_agents.values import ToolCallStatus
-from langchain_core.messages import AnyMessage
+from langchain_core.language_models.fake import FakeListLLM
+from langchain_core.messages import AIMessage, AnyMessage
 from langchain_core.tools import tool
 from langgraph.graph import START, StateGraph, add_messages
 from langgraph.graph.state import CompiledStateGraph
@@ -119,6 +121,41 @@ async def test_tools_condition_sends_all_calls_in_one_task_and_is_refused() -> N
     assert isinstance(outcome, TurnCompleted)
     assert outcome.turn_error is not None and "route_tool_calls" in outcome.turn_error
     assert runs == []
+
+
+@pytest.mark.parametrize("synchronous", [False, True])
+async def test_a_completion_models_second_call_in_one_model_step_is_refused_before_it_runs(
+    synchronous: bool,
+) -> None:
+    # LangChain reports a completion model's call only to `on_llm_start`, not `on_chat_model_start`.
+    llm = FakeListLLM(responses=["draft", "final"])
+
+    def call_model_sync(state: State) -> dict[str, Sequence[object]]:
+        draft = llm.invoke("draft an answer")
+        return {"messages": [AIMessage(llm.invoke(f"improve: {draft}"))], "receipts": []}
+
+    async def call_model(state: State) -> dict[str, Sequence[object]]:
+        draft = await llm.ainvoke("draft an answer")
+        return {"messages": [AIMessage(await llm.ainvoke(f"improve: {draft}"))], "receipts": []}
+
+    def build(checkpointer: DexCheckpointSaver) -> CompiledStateGraph[Any, Any, Any, Any]:
+        graph = StateGraph(State)
+        graph.add_node("model", call_model_sync if synchronous else call_model)
+        graph.add_node("tools", dex_tool_node([get_weather]))
+        graph.add_edge(START, "model")
+        graph.add_conditional_edges("model", route_tool_calls, ["tools", "__end__"])
+        graph.add_edge("tools", "model")
+        return graph.compile(checkpointer=checkpointer)
+
+    runner = LangGraphRunner(build)
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Weather?"))
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.turn_error is not None and "second model call" in outcome.turn_error
+    assert llm.i == 1, "only the first call reached the model"
 
 
 def test_the_run_state_rebuilds_only_allowlisted_types() -> None:

@@ -8,11 +8,15 @@ unknown tool) is `tests/test_runner_contract.py`; these are LangChain's specific
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 import inspect
 import json
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pytest
 from dex_agents import (
@@ -33,6 +37,7 @@ from dex_agents.values import MessageRole, ToolCallStatus
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware, after_model
 from langchain.agents.structured_output import ToolStrategy
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import StructuredTool, ToolException, tool
 from langgraph.graph.state import CompiledStateGraph
@@ -730,3 +735,40 @@ async def test_deeply_nested_json_in_arguments_or_a_result_is_a_tool_error_the_m
     with pytest.raises(ToolExecutionError, match="nested too deeply"):
         await session.execute(runner, "nest-1")
     assert runs == ["nest"], "the store tool never ran"
+
+
+class _CallbackCountingExecutor(ThreadPoolExecutor):
+    """The event loop's default executor, counting the callback handler events handed to it."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=2)
+        self.callback_events: list[str] = []
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        # LangChain hands it `functools.partial(context.run, handler.on_<event>, ...)`.
+        handed: object = fn
+        target: object = None
+        if isinstance(handed, functools.partial) and handed.args:
+            target = cast(tuple[object, ...], handed.args)[0]
+        if isinstance(getattr(target, "__self__", None), BaseCallbackHandler):
+            self.callback_events.append(str(getattr(target, "__name__", "")))
+        return super().submit(fn, *args, **kwargs)
+
+
+async def test_a_streamed_answer_costs_the_guard_one_thread_hop_per_model_call_not_one_per_chunk() -> None:
+    # LangChain runs a synchronous callback handler that is not inline on the loop's default executor,
+    # once per event. The guard takes only the model call's start there; the chunks, the end and the graph's
+    # node events stay on the loop.
+    words = " ".join(f"word{index}" for index in range(40))
+    model = ScriptedChatModel(responses=[respond(words)])
+    runner = agent_runner(model, Tools())
+    session = SessionSide()
+    session.start_turn(runner.build_user_message("Say forty words."))
+    executor = _CallbackCountingExecutor()
+    asyncio.get_running_loop().set_default_executor(executor)
+
+    outcome = await runner.run_model_step(session.context())
+
+    assert isinstance(outcome, TurnCompleted) and outcome.turn_error is None
+    assert outcome.new_messages[-1].text == words
+    assert executor.callback_events == ["on_chat_model_start"]

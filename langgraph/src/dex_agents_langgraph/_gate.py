@@ -302,6 +302,9 @@ def is_middleware_model_call(metadata: Mapping[str, Any] | None) -> bool:
 class ModelStepGuard(BaseCallbackHandler):
     """Counts the model calls of one graph run and refuses a second call of the agent and every tool run.
 
+    Pass `handlers` to the run, not the guard alone: the guard takes the start callbacks, which may refuse,
+    and its `recorder` the streamed chunks and answers.
+
     Args:
         scope: The turn's scope, which must have reached the agent's model call.
 
@@ -319,6 +322,9 @@ class ModelStepGuard(BaseCallbackHandler):
     # Without `raise_error`, LangChain would log the guard's exception and carry on. The guard runs like any
     # other handler (not inline): an inline handler that raises leaves the other handlers' coroutines
     # unawaited. LangChain awaits every start callback before the model or tool runs, so it still stops both.
+    # A handler that is not inline costs a hop to the thread pool per event, so the guard ignores every
+    # event but the starts; the chunks and answers (about one event per streamed chunk) go to the inline
+    # recorder, which never refuses a chat model's call.
     raise_error: bool = True
     run_inline: bool = False
 
@@ -332,8 +338,39 @@ class ModelStepGuard(BaseCallbackHandler):
         self._agent_run: UUID | None = None
         self._agent_calls = 0
         self._middleware_runs: set[UUID] = set()
+        self._recorder = _ModelCallRecorder(self)
 
-    def _model_call_starts(
+    @property
+    def handlers(self) -> tuple[BaseCallbackHandler, ...]:
+        """The callback handlers a model Step's run gets: the guard and its inline recorder."""
+        return (self, self._recorder)
+
+    @property
+    def ignore_llm(self) -> bool:
+        """The recorder takes a completion model's start, and every model's chunks and end."""
+        return True
+
+    @property
+    def ignore_chain(self) -> bool:
+        """Graph nodes and chains are not model calls or tool runs."""
+        return True
+
+    @property
+    def ignore_retriever(self) -> bool:
+        """A retriever is neither a model call nor a tool run."""
+        return True
+
+    @property
+    def ignore_retry(self) -> bool:
+        """A retry's model call or tool run reports its own start."""
+        return True
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        """Custom events are the graph's own."""
+        return True
+
+    def model_call_starts(
         self,
         run_id: UUID,
         metadata: Mapping[str, Any] | None,
@@ -341,6 +378,7 @@ class ModelStepGuard(BaseCallbackHandler):
         messages: Sequence[BaseMessage],
         invocation_parameters: object,
     ) -> None:
+        """Count a starting model call; refuse the agent's second, or one the turn's scope missed."""
         if is_middleware_model_call(metadata):
             self._middleware_runs.add(run_id)
         elif self._agent_calls >= 1:
@@ -364,41 +402,7 @@ class ModelStepGuard(BaseCallbackHandler):
             )
         self.model_calls += 1
 
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: Any,
-        *,
-        run_id: UUID,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Count a chat model call; refuse a second one of the agent."""
-        batch = cast(Sequence[Sequence[BaseMessage]], messages or ())
-        self._model_call_starts(
-            run_id, metadata, serialized, batch[0] if batch else (), kwargs.get("invocation_params")
-        )
-
-    def on_llm_start(
-        self,
-        serialized: dict[str, Any],
-        prompts: list[str],
-        *,
-        run_id: UUID,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """Count a completion model call; refuse a second one of the agent."""
-        self._model_call_starts(run_id, metadata, serialized, (), kwargs.get("invocation_params"))
-
-    def on_llm_new_token(
-        self,
-        token: str | list[str | dict[str, Any]],
-        *,
-        chunk: GenerationChunk | ChatGenerationChunk | None = None,
-        run_id: UUID,
-        **kwargs: Any,
-    ) -> None:
+    def chunk_streamed(self, run_id: UUID, chunk: GenerationChunk | ChatGenerationChunk | None) -> None:
         """Note when the agent's call streamed its first chunk, and the text of its tool calls."""
         if run_id != self._agent_run:
             return
@@ -409,7 +413,7 @@ class ModelStepGuard(BaseCallbackHandler):
         if isinstance(message, AIMessageChunk):
             self.raw_tool_arguments.add_chunk(message.tool_call_chunks)
 
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+    def call_answered(self, run_id: UUID, response: LLMResult) -> None:
         """Keep the agent's answer; add the usage of a middleware's own call.
 
         The agent's usage is read from its `AIMessage` in the graph state.
@@ -430,6 +434,21 @@ class ModelStepGuard(BaseCallbackHandler):
                     usage = generation.message.usage_metadata or usage
         self.middleware_usage = self.middleware_usage.plus(token_usage(usage))
 
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: Any,
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Count a chat model call; refuse a second one of the agent."""
+        batch = cast(Sequence[Sequence[BaseMessage]], messages or ())
+        self.model_call_starts(
+            run_id, metadata, serialized, batch[0] if batch else (), kwargs.get("invocation_params")
+        )
+
     def on_tool_start(
         self,
         serialized: dict[str, Any],
@@ -445,3 +464,77 @@ class ModelStepGuard(BaseCallbackHandler):
             f"tool {name or '?'!r} was about to run inside the model Step; every tool must stop at "
             "DexToolGate (create_agent) or dex_tool_node (your own graph), so it runs in its own tool Step"
         )
+
+
+class _ModelCallRecorder(BaseCallbackHandler):
+    """The inline half of a `ModelStepGuard`: keeps what the model calls stream and answer.
+
+    It runs inline, on the event loop, because it gets about one event per streamed chunk. It refuses only
+    a completion model's (not a chat model's) second call, which LangChain reports to `on_llm_start` alone.
+
+    Args:
+        guard: The guard whose state it keeps.
+    """
+
+    raise_error: bool = True
+    run_inline: bool = True
+
+    def __init__(self, guard: ModelStepGuard) -> None:
+        self._guard = guard
+
+    @property
+    def ignore_chat_model(self) -> bool:
+        """The guard takes a chat model's start."""
+        return True
+
+    @property
+    def ignore_agent(self) -> bool:
+        """The guard takes the tool runs."""
+        return True
+
+    @property
+    def ignore_chain(self) -> bool:
+        """Graph nodes and chains are not model calls."""
+        return True
+
+    @property
+    def ignore_retriever(self) -> bool:
+        """A retriever is not a model call."""
+        return True
+
+    @property
+    def ignore_retry(self) -> bool:
+        """A retry's model call reports its own start."""
+        return True
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        """Custom events are the graph's own."""
+        return True
+
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any],
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Count a completion model call; refuse a second one of the agent."""
+        self._guard.model_call_starts(run_id, metadata, serialized, (), kwargs.get("invocation_params"))
+
+    def on_llm_new_token(
+        self,
+        token: str | list[str | dict[str, Any]],
+        *,
+        chunk: GenerationChunk | ChatGenerationChunk | None = None,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
+        """Pass a streamed chunk to the guard."""
+        self._guard.chunk_streamed(run_id, chunk)
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """Pass a model call's answer to the guard."""
+        self._guard.call_answered(run_id, response)

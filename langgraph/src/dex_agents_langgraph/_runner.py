@@ -547,7 +547,7 @@ class LangGraphRunner:
         config["metadata"] = {"thread_id": session_id, **metadata}
         callbacks = list(cast(Sequence[Any], config.get("callbacks") or ()))
         if guard is not None:
-            callbacks.append(guard)
+            callbacks.extend(guard.handlers)
         config["callbacks"] = callbacks
         return cast(RunnableConfig, config)
 
