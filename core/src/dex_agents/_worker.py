@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import tempfile
@@ -344,7 +345,8 @@ def serve_agent_worker(
     """Run a Worker process's main: serve ``flows`` until SIGTERM or SIGINT, then drain and return.
 
     It blocks (it runs its own event loop with `asyncio.run`), so call it from ``if __name__ ==
-    "__main__":``. The arguments are `AgentWorker`'s.
+    "__main__":``. The arguments are `AgentWorker`'s. Once the Worker serves, it freezes the objects the
+    process holds so far out of the garbage collector's reach (`gc.freeze`), as they live as long as it.
 
     Args:
         flows: The session Flows to serve.
@@ -385,6 +387,10 @@ async def _serve_until_signalled(
             worker.server_address,
             worker.max_concurrent_tasks,
         )
+        # Everything alive now (modules, the Flows, the framework's schemas) lives as long as the process:
+        # frozen, the collector stops walking it on every full collection of the turns' garbage.
+        gc.collect()
+        gc.freeze()
         if on_ready is not None:
             on_ready(worker)
         signalled = asyncio.create_task(stop_requested.wait())
