@@ -202,11 +202,12 @@ class _HalfClosableCall(_Call):
         self.done_writing_calls += 1
 
 
-def _registering_stream(*, half_closing: bool) -> SimpleNamespace:
+def _sending_stream(*, half_closing: bool, busy: bool = False, stopping: bool = True) -> SimpleNamespace:
     call = _HalfClosableCall()
     stream = SimpleNamespace(
-        runtime=SimpleNamespace(is_stopping=True),
+        runtime=SimpleNamespace(is_stopping=stopping),
         is_half_closing=half_closing,
+        is_busy=busy,
         _send_lock=asyncio.Lock(),
         _call=call,
         read_to_eof=0,
@@ -225,24 +226,28 @@ def _registering_stream(*, half_closing: bool) -> SimpleNamespace:
     return stream
 
 
-async def test_a_stream_registering_as_the_stop_comes_half_closes_instead_of_being_cancelled() -> None:
+async def test_an_idle_stream_sending_as_the_stop_comes_half_closes_instead_of_being_cancelled() -> None:
     apply_sdk_patches()
     sent = _SentFrames()
-    send = sdk_patches._half_closing_a_registering_stream(sent.send)  # pyright: ignore[reportPrivateUsage]
+    send = sdk_patches._half_closing_after_a_send_at_stop(sent.send)  # pyright: ignore[reportPrivateUsage]
     register = pb.PollWorkerTaskRequest(register=pb.PollWorkerTaskRegister(queue="default"))
-    met_the_stop = _registering_stream(half_closing=True)
-    await send(met_the_stop, register)
-    # Registered, then half-closed and read to the end: a task the server sent meanwhile goes back unused.
-    assert sent.frames == ["register"]
-    assert met_the_stop._call.done_writing_calls == 1 and met_the_stop.read_to_eof == 1
-    assert met_the_stop.keepalive_stopped and not met_the_stop._call.cancelled
-    # Any other frame, or a registration with no stop under way, is sent as the SDK sends it.
     pong = pb.PollWorkerTaskRequest(pong=pb.PollWorkerTaskPong())
-    for stream, request in (
-        (_registering_stream(half_closing=True), pong),
-        (_registering_stream(half_closing=False), register),
+    refusal = pb.PollWorkerTaskRequest(reject=pb.PollWorkerTaskReject(task_id="task-1"))
+    # After any send the SDK's loop leaves on a stop and cancels the call, so each one half-closes first and
+    # reads to the end: a task the server sent meanwhile goes back unused.
+    for request in (register, pong, refusal):
+        met_the_stop = _sending_stream(half_closing=True)
+        await send(met_the_stop, request)
+        assert met_the_stop._call.done_writing_calls == 1 and met_the_stop.read_to_eof == 1
+        assert met_the_stop.keepalive_stopped and not met_the_stop._call.cancelled
+    assert sent.frames == ["register", "pong", "reject"]
+    # A busy stream, one stop did not mark, or any send with no stop under way is sent as the SDK sends it.
+    for stream in (
+        _sending_stream(half_closing=True, busy=True),
+        _sending_stream(half_closing=False),
+        _sending_stream(half_closing=True, stopping=False),
     ):
-        await send(stream, request)
+        await send(stream, refusal)
         assert stream._call.done_writing_calls == 0 and stream.read_to_eof == 0
 
 

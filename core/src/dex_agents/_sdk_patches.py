@@ -37,8 +37,10 @@ One makes a graceful stop graceful for every stream:
   Worker without using its attempt. The patch sends a stream idle at stop down that path, whether or not
   the Worker has read its registration yet (the server counts a stream from the moment it answers, and
   with tasks queued it sends one at once: a 200-session rolling deploy lost a write that way), including
-  one whose registration is still being written when the stop comes; busy streams, and streams drained
-  for any other reason, drain as the SDK does.
+  one that is sending when the stop comes: its registration, the pong to a ping, or the refusal of a task
+  that reached a full Worker. After such a send the SDK's loop leaves at once on a stop and cancels the
+  call; a full Worker in a 200-session deploy lost a never-run write to each of a few such streams. Busy
+  streams, and streams drained for any other reason, drain as the SDK does.
 
 `apply_sdk_patches` applies them for the SDK version they were written against only; with any other
 version it changes nothing and says so once in the log (and sessions whose loads exceed 4 MiB cannot be
@@ -164,15 +166,18 @@ def _half_closing_at_stop(original: Callable[[Any], None]) -> Callable[[Any], No
 _Send = Callable[[Any, Any], Awaitable[None]]
 
 
-def _half_closing_a_registering_stream(original: _Send) -> _Send:
+def _half_closing_after_a_send_at_stop(original: _Send) -> _Send:
     @functools.wraps(original)
     async def _send(stream: Any, request: Any) -> None:
         await original(stream, request)
-        if request.HasField("register") and stream.is_half_closing and stream.runtime.is_stopping:
-            # Stop came while this registration was on its way. The stream's loop checks for a stop before
-            # it reads anything, so it would not run, and the SDK would cancel a call the server may already
-            # have sent a task on. Half-close here and read until the server ends the call, as the loop's
-            # draining path does, so the server takes that task back unused.
+        if stream.is_half_closing and stream.runtime.is_stopping and not stream.is_busy:
+            # Stop came while this idle stream was sending (its registration, the pong to a ping, the refusal
+            # of a task that arrived at a full Worker). After the send the stream's loop checks for a stop
+            # before it looks at draining, so it would leave without half-closing, and the SDK would cancel a
+            # call the server may already have sent a task on. Half-close here and read until the server
+            # ends the call, as the loop's draining path does, so the server takes that task back unused.
+            # Both steps do nothing more on a call that has ended, so the loop's own draining path, if it
+            # comes next, finds nothing left to do.
             async with stream._send_lock:
                 stream._stop_keepalive()
                 await stream._call.done_writing()
@@ -252,7 +257,7 @@ def apply_sdk_patches() -> frozenset[str]:
             setattr(stream_type, "try_retire", _retire_keeping_a_spare(cast(Callable[[Any], None], retire)))  # noqa: B010 - private
         if HALF_CLOSE_AT_STOP_PATCH not in applied:
             setattr(stream_type, "drain", _half_closing_at_stop(cast(Callable[[Any], None], drain)))  # noqa: B010 - private
-            setattr(stream_type, "_send", _half_closing_a_registering_stream(cast(_Send, send)))  # noqa: B010 - private
+            setattr(stream_type, "_send", _half_closing_after_a_send_at_stop(cast(_Send, send)))  # noqa: B010 - private
         if BLOB_LOADS_IN_PIECES_PATCH not in applied:
             setattr(hydrator_type, "_load_misses", _loading_in_pieces(cast(_LoadMisses, load_misses)))  # noqa: B010 - private
         return applied_sdk_patches()

@@ -85,6 +85,7 @@ class AgentTestStack:
         self._client: AsyncClient | None = None
         self._connection: ClientConnection | None = None
         self._workers: list[WorkerProcess] = []
+        self._workers_started = 0
         self._run_token = secrets.token_hex(3)
         self._session_counter = 0
 
@@ -242,7 +243,9 @@ class AgentTestStack:
         Returns:
             The running Worker; ``kill()`` it to simulate a crash.
         """
-        number = len(self._workers) + 1
+        # Counted before the first await: Workers started at once must not share a log or a ready file.
+        self._workers_started += 1
+        number = self._workers_started
         worker = await spawn_worker(
             worker_module or self._worker_module,
             server_address=self.server_address,
