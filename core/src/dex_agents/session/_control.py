@@ -36,7 +36,6 @@ from dex import (
 
 from dex_agents.events import AgentEventType, AgentEventWriter
 from dex_agents.persistence import (
-    AGENT_STATE,
     AGENT_TOOL_CALLS,
     INTERRUPT_RESOLUTIONS,
     STEERED_USER_MESSAGES,
@@ -62,6 +61,7 @@ from dex_agents.session._state import (
 from dex_agents.session._step import SessionStep
 from dex_agents.session._storage import append_messages
 from dex_agents.session._turn_lifecycle import (
+    back_to_the_model,
     begin_turn,
     end_turn,
     storable_note,
@@ -367,8 +367,7 @@ class ApplyTurnControl(SessionStep[None]):
             else:
                 # Nothing to apply, so the turn goes on with its next model call.
                 _logger.warning("ApplyTurnControl found %s neither steered nor cancelled", turn_id)
-                AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_MODEL))
-                return go_to_many(self._moves.to_run_model(context))
+                return go_to_many(back_to_the_model(context, self._moves, state))
             state = await end_turn_by_control(context, self._deps, state, records, reason, len(steered))
         usable = [message for message in steered if message.text.strip()]
         if usable:

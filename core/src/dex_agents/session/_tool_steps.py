@@ -19,7 +19,6 @@ from dex.step import DecisionKind
 
 from dex_agents._tools._context import running_tool_execution
 from dex_agents.persistence import (
-    AGENT_STATE,
     AGENT_TOOL_CALLS,
     INTERRUPT_RESOLUTIONS,
     TOOL_CALL_CANCELLATIONS,
@@ -58,8 +57,8 @@ from dex_agents.session._records import finish_call, idempotency_key, store_inpu
 from dex_agents.session._state import heartbeating, read_interrupts, read_state, read_tool_call
 from dex_agents.session._step import SessionStep
 from dex_agents.session._tasks import record_result, runner_polls_tasks, store_task_started
+from dex_agents.session._turn_lifecycle import back_to_the_model
 from dex_agents.values import (
-    AgentSessionStatus,
     AgentToolCall,
     CancellationReason,
     ToolCallStatus,
@@ -283,8 +282,7 @@ async def _joining_a_lone_call(
     state = read_state(context)
     if state is None or state.active_turn_id != after.turn_id:
         return decision
-    AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_MODEL))
-    return go_to_many(*decision.movements, moves.to_run_model(context))
+    return go_to_many(*decision.movements, back_to_the_model(context, moves, state))
 
 
 class CallTool(SessionStep[str]):

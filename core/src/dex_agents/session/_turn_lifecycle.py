@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import cast
 
-from dex import AsyncContext, StepDecision, go_to_many
+from dex import AsyncContext, StepDecision, StepMovement, go_to_many
 
 from dex_agents._release import installed_version
 from dex_agents.events import AgentEventType, AgentEventWriter
@@ -53,6 +53,7 @@ from dex_agents.values import (
     AgentState,
     AgentToolCall,
     AgentUsage,
+    CompactContextInput,
     FrameworkMessage,
     InteractionMode,
     MessageRole,
@@ -60,6 +61,7 @@ from dex_agents.values import (
 
 __all__ = [
     "UNSTORABLE_USER_MESSAGE",
+    "back_to_the_model",
     "begin_turn",
     "end_turn",
     "has_unfinished_turn_builder",
@@ -182,6 +184,14 @@ def begin_turn(
     )
     deps.event_writer(context, turn_id).write_event(AgentEventType.TURN_STARTED, {"sequence": sequence})
     return go_to_many(moves.to_run_model(context))
+
+
+def back_to_the_model(
+    context: AsyncContext, moves: Moves, state: AgentState
+) -> StepMovement[CompactContextInput | None]:
+    """Store ``state`` as running the model and return the move to `RunModel`, whose input sees it."""
+    AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_MODEL))
+    return moves.to_run_model(context)
 
 
 def end_turn(

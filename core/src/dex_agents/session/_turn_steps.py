@@ -87,6 +87,7 @@ from dex_agents.session._step import SessionStep
 from dex_agents.session._storage import append_messages
 from dex_agents.session._tool_names import listed_tool_names, unknown_tool_policy_problem
 from dex_agents.session._turn_lifecycle import (
+    back_to_the_model,
     begin_turn,
     has_unfinished_turn_builder,
     record_usage,
@@ -512,8 +513,7 @@ class RunModel(SessionStep[CompactContextInput | None]):
                 context, state, f"run_model_step returned a message that cannot be stored: {error}", records
             )
         FRAMEWORK_RUN_STATE.set(context, outcome.framework_run_state)
-        AGENT_STATE.set(context, replace(advanced, status=AgentSessionStatus.RUNNING_MODEL))
-        return go_to_many(self._moves.to_run_model(context))
+        return go_to_many(back_to_the_model(context, self._moves, advanced))
 
     async def _request_tool_calls(
         self,
@@ -587,8 +587,7 @@ class ResumeTurn(SessionStep[int]):
             return go_to_many(self._moves.to_resume_turn(unfinished))
         if control.reason is not None:
             return go_to_many(self._moves.to_apply_turn_control(context))
-        AGENT_STATE.set(context, replace(state, status=AgentSessionStatus.RUNNING_MODEL))
-        return go_to_many(self._moves.to_run_model(context))
+        return go_to_many(back_to_the_model(context, self._moves, state))
 
 
 class RecordTurnFailure(SessionStep[CompactContextInput | None]):
