@@ -299,7 +299,35 @@ def is_middleware_model_call(metadata: Mapping[str, Any] | None) -> bool:
     return metadata is not None and metadata.get(INTERNAL_CALL_METADATA_KEY) == marker
 
 
-class ModelStepGuard(BaseCallbackHandler):
+class _ModelCallHandler(BaseCallbackHandler):
+    """A callback handler that gets no event of graph nodes, chains, retrievers, retries or custom events.
+
+    A synchronous handler that is not inline costs a hop to the thread pool per event it gets, and the
+    guard needs none of these.
+    """
+
+    @property
+    def ignore_chain(self) -> bool:
+        """Graph nodes and chains are neither model calls nor tool runs."""
+        return True
+
+    @property
+    def ignore_retriever(self) -> bool:
+        """A retriever is neither a model call nor a tool run."""
+        return True
+
+    @property
+    def ignore_retry(self) -> bool:
+        """A retry's model call or tool run reports its own start."""
+        return True
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        """Custom events are the graph's own."""
+        return True
+
+
+class ModelStepGuard(_ModelCallHandler):
     """Counts the model calls of one graph run and refuses a second call of the agent and every tool run.
 
     Pass `handlers` to the run, not the guard alone: the guard takes the start callbacks, which may refuse,
@@ -348,26 +376,6 @@ class ModelStepGuard(BaseCallbackHandler):
     @property
     def ignore_llm(self) -> bool:
         """The recorder takes a completion model's start, and every model's chunks and end."""
-        return True
-
-    @property
-    def ignore_chain(self) -> bool:
-        """Graph nodes and chains are not model calls or tool runs."""
-        return True
-
-    @property
-    def ignore_retriever(self) -> bool:
-        """A retriever is neither a model call nor a tool run."""
-        return True
-
-    @property
-    def ignore_retry(self) -> bool:
-        """A retry's model call or tool run reports its own start."""
-        return True
-
-    @property
-    def ignore_custom_event(self) -> bool:
-        """Custom events are the graph's own."""
         return True
 
     def model_call_starts(
@@ -466,7 +474,7 @@ class ModelStepGuard(BaseCallbackHandler):
         )
 
 
-class _ModelCallRecorder(BaseCallbackHandler):
+class _ModelCallRecorder(_ModelCallHandler):
     """The inline half of a `ModelStepGuard`: keeps what the model calls stream and answer.
 
     It runs inline, on the event loop, because it gets about one event per streamed chunk. It refuses only
@@ -490,26 +498,6 @@ class _ModelCallRecorder(BaseCallbackHandler):
     @property
     def ignore_agent(self) -> bool:
         """The guard takes the tool runs."""
-        return True
-
-    @property
-    def ignore_chain(self) -> bool:
-        """Graph nodes and chains are not model calls."""
-        return True
-
-    @property
-    def ignore_retriever(self) -> bool:
-        """A retriever is not a model call."""
-        return True
-
-    @property
-    def ignore_retry(self) -> bool:
-        """A retry's model call reports its own start."""
-        return True
-
-    @property
-    def ignore_custom_event(self) -> bool:
-        """Custom events are the graph's own."""
         return True
 
     def on_llm_start(
