@@ -14,4 +14,8 @@ lowest_sync
 uv run --locked --no-sync ruff check .
 uv run --locked --no-sync ruff format --check .
 uv run --locked --no-sync pyright
+# The suites mostly wait (timeouts, retry backoffs, a killed server's restart): each run goes as two
+# processes of about equal length, these files and the rest (see both_suites).
+newest_split=(tests/test_contract_failures.py tests/test_contract_worker_crash.py tests/test_unit_scale.py)
+lowest_split=("${newest_split[@]}")
 both_suites "$@"

@@ -39,35 +39,53 @@ lowest_pytest() {
 # with the real Claude Code CLI) everywhere, and in the core every test but those of the modules whose
 # dependencies have ranges (core/ci.sh sets lowest_selection to those).
 lowest_default_selection=(-k "not test_17_a_session_of_large_messages_past_20_mib")
+# A ci.sh whose suites mostly wait (timeouts, backoffs, a killed server's restart) sets lowest_split too:
+# the lowest run then also goes as two processes, those files and the rest (JUnit ...-rest-lowest.xml).
+# It needs the default lowest selection, since a selection of paths cannot be split by --ignore.
+#
 # A ci.sh whose lowest run has minutes of slack sets newest_ignore to test files that run on the lowest
 # versions only (listed in its lowest_selection too): the newest run leaves them out.
 both_suites() {
   local lowest_log lowest_pid rest_log rest_pid newest=0 lowest=0 rest=0
+  local lowest_rest_log="" lowest_rest_pid="" lowest_rest=0
+  local lowest_files=(${lowest_split[@]+"${lowest_split[@]}"})
   local wrapper=(${suite_wrapper[@]+"${suite_wrapper[@]}"})
   local selection=(${lowest_selection[@]+"${lowest_selection[@]}"})
   local split=(${newest_split[@]+"${newest_split[@]}"})
   local skipped=() ignored
   for ignored in ${newest_ignore[@]+"${newest_ignore[@]}"}; do skipped+=("--ignore=$ignored"); done
   [ ${#selection[@]} -gt 0 ] || selection=("${lowest_default_selection[@]}")
-  lowest_log="$(mktemp)"
-  ${wrapper[@]+"${wrapper[@]}"} bash -c 'source ../scripts/lib/lowest.sh && lowest_pytest "$@"' lowest \
-    "${selection[@]}" "$@" >"$lowest_log" 2>&1 &
-  lowest_pid=$!
   # Split only a whole run: arguments that choose tests (paths, -k) go to one pytest as they are.
   local chooses=0 given
   for given in "$@"; do case "$given" in --junitxml=*) ;; *) chooses=1 ;; esac; done
+  local rest_arguments=() argument
+  for argument in "$@"; do
+    case "$argument" in
+      --junitxml=*.xml) rest_arguments+=("${argument%.xml}-rest.xml") ;;
+      *) rest_arguments+=("$argument") ;;
+    esac
+  done
+  lowest_log="$(mktemp)"
+  if [ ${#lowest_files[@]} -gt 0 ] && [ "$chooses" -eq 0 ]; then
+    local lowest_ignores=() file
+    for file in "${lowest_files[@]}"; do lowest_ignores+=("--ignore=$file"); done
+    lowest_rest_log="$(mktemp)"
+    ${wrapper[@]+"${wrapper[@]}"} bash -c 'source ../scripts/lib/lowest.sh && lowest_pytest "$@"' lowest \
+      "${selection[@]}" "${lowest_ignores[@]}" ${rest_arguments[@]+"${rest_arguments[@]}"} >"$lowest_rest_log" 2>&1 &
+    lowest_rest_pid=$!
+    ${wrapper[@]+"${wrapper[@]}"} bash -c 'source ../scripts/lib/lowest.sh && lowest_pytest "$@"' lowest \
+      "${selection[@]}" "${lowest_files[@]}" "$@" >"$lowest_log" 2>&1 &
+  else
+    ${wrapper[@]+"${wrapper[@]}"} bash -c 'source ../scripts/lib/lowest.sh && lowest_pytest "$@"' lowest \
+      "${selection[@]}" "$@" >"$lowest_log" 2>&1 &
+  fi
+  lowest_pid=$!
   if [ ${#split[@]} -gt 0 ] && [ "$chooses" -eq 0 ]; then
-    local ignores=() file arguments=() argument
+    local ignores=() file
     for file in "${split[@]}"; do ignores+=("--ignore=$file"); done
-    for argument in "$@"; do
-      case "$argument" in
-        --junitxml=*.xml) arguments+=("${argument%.xml}-rest.xml") ;;
-        *) arguments+=("$argument") ;;
-      esac
-    done
     rest_log="$(mktemp)"
     ${wrapper[@]+"${wrapper[@]}"} uv run --locked --no-sync pytest -q "${ignores[@]}" \
-      ${skipped[@]+"${skipped[@]}"} ${arguments[@]+"${arguments[@]}"} >"$rest_log" 2>&1 &
+      ${skipped[@]+"${skipped[@]}"} ${rest_arguments[@]+"${rest_arguments[@]}"} >"$rest_log" 2>&1 &
     rest_pid=$!
     ${wrapper[@]+"${wrapper[@]}"} uv run --locked --no-sync pytest -q "${split[@]}" \
       ${skipped[@]+"${skipped[@]}"} "$@" || newest=$?
@@ -83,5 +101,11 @@ both_suites() {
   echo "--- the same tests on the lowest versions (lowest-versions.txt):"
   cat "$lowest_log"
   rm -f "$lowest_log"
-  [ "$newest" -eq 0 ] && [ "$rest" -eq 0 ] && [ "$lowest" -eq 0 ]
+  if [ -n "$lowest_rest_pid" ]; then
+    wait "$lowest_rest_pid" || lowest_rest=$?
+    echo "--- the rest of the tests on the lowest versions:"
+    cat "$lowest_rest_log"
+    rm -f "$lowest_rest_log"
+  fi
+  [ "$newest" -eq 0 ] && [ "$rest" -eq 0 ] && [ "$lowest" -eq 0 ] && [ "$lowest_rest" -eq 0 ]
 }
