@@ -17,11 +17,12 @@ install_official_mcp_servers
 uv run --locked --no-sync ruff check .
 uv run --locked --no-sync ruff format --check .
 uv run --locked --no-sync pyright
-# The provider matrix (three provider clients, each with its own devserver and Worker: about 80 s) goes as
-# its own process beside the rest of the lockfile run, and stays out of the lowest run, where
-# tests/test_provider_answers.py reads the same clients' answers on the lowest versions in about a second.
-# The demo through a real client (tests/test_demo_real_provider.py) runs on the lockfile only.
-newest_split=(tests/test_provider_matrix.py)
+# The provider matrix (three provider clients, each with its own devserver and Worker: about 45 s) and the
+# scripted matrix (about 40 s) go as one process beside the rest of the lockfile run (about 90 s). The
+# provider matrix stays out of the lowest run, where tests/test_provider_answers.py reads the same clients'
+# answers on the lowest versions in about a second. The demo through a real client
+# (tests/test_demo_real_provider.py) runs on the lockfile only.
+newest_split=(tests/test_provider_matrix.py tests/test_matrix.py)
 lowest_selection=(
   --ignore=tests/test_provider_matrix.py --ignore=tests/test_demo_real_provider.py
   "${lowest_default_selection[@]}"
