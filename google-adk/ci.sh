@@ -20,7 +20,10 @@ uv run --locked --no-sync pyright
 # The provider suites (ADK's LiteLlm through LiteLLM's OpenAI and Anthropic providers against the kit's
 # scripted provider server) mostly wait on Workers, Retry-After and timeouts: on the lockfile they run as a
 # pytest process of their own beside the rest (see both_suites). LiteLLM is pinned exactly and google-adk's
-# lowest is its locked release, so the lowest run leaves the provider suites out.
-newest_split=(tests/test_provider_matrix.py tests/test_provider_faults.py)
+# lowest is its locked release, so the lowest run leaves the provider suites out. The MCP suites go beside
+# them, so both lockfile processes take about as long.
+newest_split=(
+  tests/test_provider_matrix.py tests/test_provider_faults.py tests/test_mcp_source.py tests/test_mcp.py
+)
 lowest_selection=(--ignore=tests/test_provider_matrix.py --ignore=tests/test_provider_faults.py "${lowest_default_selection[@]}")
 both_suites "$@"

@@ -21,6 +21,9 @@ uv run --locked --no-sync pyright
 # server) mostly wait on Workers, the server's Retry-After and timeouts: on the lockfile they run as a pytest
 # process of their own beside the rest (see both_suites), once: langchain-openai and langchain-anthropic are
 # test dependencies only, so the lowest run leaves the provider suites out (scripts/test's time budget).
-newest_split=(tests/test_provider_matrix.py tests/test_provider_faults.py)
+# The session-tool suite and the example go beside them, so both lockfile processes take about as long.
+newest_split=(
+  tests/test_provider_matrix.py tests/test_provider_faults.py tests/test_session_tools.py tests/test_example.py
+)
 lowest_selection=(--ignore=tests/test_provider_matrix.py --ignore=tests/test_provider_faults.py "${lowest_default_selection[@]}")
 both_suites "$@"
