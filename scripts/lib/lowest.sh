@@ -13,16 +13,24 @@ lowest_sync() {
   VIRTUAL_ENV="$lowest_env" uv pip install --quiet --no-deps --compile-bytecode -e .
 }
 
-# pytest in the lowest environment; a --junitxml=FILE.xml argument becomes FILE-lowest.xml.
-lowest_pytest() {
-  local arguments=() argument
+# Sets the array `suffixed` to the arguments after the first, with a --junitxml=FILE.xml argument
+# renamed FILE<suffix>.xml (the first argument), so two pytest runs of one package write two JUnit files.
+with_junit_suffix() {
+  local suffix=$1 argument
+  shift
+  suffixed=()
   for argument in "$@"; do
     case "$argument" in
-      --junitxml=*.xml) arguments+=("${argument%.xml}-lowest.xml") ;;
-      *) arguments+=("$argument") ;;
+      --junitxml=*.xml) suffixed+=("${argument%.xml}$suffix.xml") ;;
+      *) suffixed+=("$argument") ;;
     esac
   done
-  "$lowest_env/bin/python" -m pytest -q ${arguments[@]+"${arguments[@]}"}
+}
+
+# pytest in the lowest environment; a --junitxml=FILE.xml argument becomes FILE-lowest.xml.
+lowest_pytest() {
+  with_junit_suffix -lowest "$@"
+  "$lowest_env/bin/python" -m pytest -q ${suffixed[@]+"${suffixed[@]}"}
 }
 
 # The package's suite on the lockfile and on the lowest versions, both at once (the suites wait on Worker
@@ -58,13 +66,8 @@ both_suites() {
   # Split only a whole run: arguments that choose tests (paths, -k) go to one pytest as they are.
   local chooses=0 given
   for given in "$@"; do case "$given" in --junitxml=*) ;; *) chooses=1 ;; esac; done
-  local rest_arguments=() argument
-  for argument in "$@"; do
-    case "$argument" in
-      --junitxml=*.xml) rest_arguments+=("${argument%.xml}-rest.xml") ;;
-      *) rest_arguments+=("$argument") ;;
-    esac
-  done
+  with_junit_suffix -rest "$@"
+  local rest_arguments=(${suffixed[@]+"${suffixed[@]}"})
   lowest_log="$(mktemp)"
   if [ ${#lowest_files[@]} -gt 0 ] && [ "$chooses" -eq 0 ]; then
     local lowest_ignores=() file
